@@ -1,0 +1,3 @@
+from factcheck.cli import main
+
+raise SystemExit(main())

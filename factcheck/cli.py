@@ -1,0 +1,143 @@
+"""The ``factcheck`` command: argument parsing and the one place errors become exit codes.
+
+Each sub-command is a thin adapter from flags to a library call, so everything the CLI
+does can be done from Python too. An :class:`~factcheck.errors.InputError` becomes one
+line on stderr and exit status 2; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from factcheck.errors import InputError
+
+COMMANDS = {}
+
+
+def command(name: str, help: str):
+    def register(fn):
+        COMMANDS[name] = (fn, help)
+        return fn
+    return register
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _add_source_args(p: argparse.ArgumentParser, positional: bool = True) -> None:
+    if positional:
+        p.add_argument("evidence", type=Path, help="knowledge source: course .json/.json.gz, .jsonl or .csv")
+    p.add_argument("--format", choices=("course", "jsonl", "csv"), default=None,
+                   help="input format (default: from the file name)")
+    p.add_argument("--id-column", default="id", help="id field/column for JSONL and CSV (default: id)")
+    p.add_argument("--text-column", default="text", help="text field/column for JSONL and CSV (default: text)")
+
+
+def add_tag_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--top-k", type=_positive_int, default=10, help="tags per passage (default: 10)")
+    p.add_argument("--max-features", type=_positive_int, default=20000,
+                   help="TF-IDF vocabulary size (default: 20000)")
+    p.add_argument("--tag-features", type=_positive_int, default=1000,
+                   help="vocabulary of the tag vectoriser (default: 1000)")
+    p.add_argument("--shard-size", type=_positive_int, default=100_000,
+                   help="passages per shard file (default: 100000)")
+    p.add_argument("--jobs", type=int, default=-1, help="worker processes (default: -1 = all cores)")
+    p.add_argument("--backend", choices=("loky", "dask"), default="loky",
+                   help="loky: local processes; dask: a Dask cluster (default: loky)")
+    p.add_argument("--scheduler", default=None,
+                   help="Dask scheduler address (with --backend dask; default: start a LocalCluster)")
+    p.add_argument("--force", action="store_true", help="replace an existing index of a different run")
+
+
+def tag_job_from_args(args, progress=None):
+    from factcheck.tagging.job import TagJob
+    return TagJob(top_k=args.top_k, max_features=args.max_features, tag_features=args.tag_features,
+                  shard_size=args.shard_size, jobs=args.jobs, backend=args.backend,
+                  scheduler=args.scheduler, progress=progress)
+
+
+def source_from_args(args, path=None):
+    from factcheck.formats.evidence import source_spec
+    return source_spec(path or args.evidence, args.format, args.id_column, args.text_column)
+
+
+@command("tag", "tag every passage with its top-k TF-IDF stems (the offline job)")
+def _tag(sub):
+    p = sub
+    _add_source_args(p)
+    p.add_argument("--out", type=Path, required=True, help="index directory to write (or resume)")
+    add_tag_args(p)
+
+    def run(args):
+        if args.scheduler and args.backend != "dask":
+            raise InputError(None, "--scheduler", "only meaningful with --backend dask")
+        manifest = tag_job_from_args(args).run(source_from_args(args), args.out, force=args.force)
+        print(f"{args.out}: {manifest.n_passages} passages in {len(manifest.shards)} shards, "
+              f"{manifest.data['empty_tags']} with no tags")
+    return run
+
+
+@command("export-tags", "write an index's tags as JSON lines, one per passage in input order")
+def _export(p):
+    p.add_argument("index", type=Path, help="tag index directory")
+    p.add_argument("--out", type=Path, required=True, help="JSONL file to write")
+
+    def run(args):
+        from factcheck.tagging.index import export_tags
+        n = export_tags(args.index, args.out)
+        print(f"{args.out}: {n} passages")
+    return run
+
+
+@command("verify", "check a tag index against its manifest and checksums")
+def _verify(p):
+    p.add_argument("index", type=Path, help="tag index directory")
+
+    def run(args):
+        from factcheck.tagging.store import verify_index
+        m = verify_index(args.index)
+        print(f"{args.index}: OK ({m.n_passages} passages, {len(m.shards)} shards, "
+              f"{len(m.files())} files verified)")
+    return run
+
+
+def _load_commands() -> None:
+    """Import modules that register further commands (kept lazy for start-up time)."""
+    import factcheck.cli_commands  # noqa: F401
+
+
+def build_parser() -> argparse.ArgumentParser:
+    _load_commands()
+    parser = argparse.ArgumentParser(prog="factcheck", description=__doc__.splitlines()[0])
+    from factcheck import __version__
+    parser.add_argument("--version", action="version", version=f"factcheck {__version__}")
+    subs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (builder, help_text) in COMMANDS.items():
+        sp = subs.add_parser(name, help=help_text, description=help_text)
+        sp.set_defaults(_run=builder(sp))
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        args._run(args)
+    except InputError as exc:
+        print(f"factcheck {args.command}: error: {exc.one_line()}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"factcheck {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
+    return 0

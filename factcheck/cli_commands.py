@@ -1,0 +1,1 @@
+"""Sub-commands beyond tagging register here (retrieval, evaluation, classification, app)."""

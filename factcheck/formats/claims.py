@@ -1,0 +1,133 @@
+"""Course claim files and prediction files.
+
+Claims: ``{claim-id: {"claim_text": str, "claim_label": LABEL, "evidences": [ids]}}``
+(train/dev), or with ``claim_text`` only (test). Predictions use the same shape; the
+leaderboard format requires a label and at least one evidence id per claim.
+
+These files are small (thousands of claims), so they are read whole, with duplicate keys
+detected (``json.load`` would silently keep the last one).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from factcheck.errors import InputError
+from factcheck.formats.files import open_binary, write_json_atomic
+
+LABELS = ("SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO", "DISPUTED")
+
+
+@dataclass
+class Claim:
+    id: str
+    text: str
+    label: str | None = None
+    evidences: list[str] = field(default_factory=list)
+
+
+def _load_object(path: Path, what: str) -> dict:
+    path = Path(path)
+    with open_binary(path) as fh:
+        raw = fh.read()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"byte {exc.start}", "invalid UTF-8") from None
+    if not text.strip():
+        raise InputError(path, None, f"empty file (expected a JSON object of {what})")
+
+    def no_duplicates(pairs):
+        obj = {}
+        for k, v in pairs:
+            if k in obj:
+                raise _Duplicate(k)
+            obj[k] = v
+        return obj
+
+    try:
+        obj = json.loads(text, object_pairs_hook=no_duplicates)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}") from None
+    except _Duplicate as dup:
+        raise InputError(path, f"key {dup.key!r}", "duplicate key") from None
+    if not isinstance(obj, dict):
+        raise InputError(path, "top level", f"expected a JSON object of {what}, got {type(obj).__name__}")
+    if not obj:
+        raise InputError(path, None, f"no {what} (empty JSON object)")
+    return obj
+
+
+class _Duplicate(Exception):
+    def __init__(self, key):
+        self.key = key
+
+
+def _evidence_list(path, cid, value, *, required: bool) -> list[str]:
+    if value is None:
+        if required:
+            raise InputError(path, f"claim {cid!r}", "missing 'evidences'")
+        return []
+    if not isinstance(value, list) or not all(isinstance(e, str) and e for e in value):
+        raise InputError(path, f"claim {cid!r}", "'evidences' must be a list of passage ids (strings)")
+    return list(value)
+
+
+def _label(path, cid, value, *, required: bool) -> str | None:
+    if value is None:
+        if required:
+            raise InputError(path, f"claim {cid!r}", "missing 'claim_label'")
+        return None
+    if value not in LABELS:
+        raise InputError(path, f"claim {cid!r}",
+                         f"unknown label {value!r}; expected one of {', '.join(LABELS)}")
+    return value
+
+
+def read_claims(path, *, require_labels: bool = False) -> list[Claim]:
+    """Claims in file order. With ``require_labels`` every claim needs a label and evidences."""
+    path = Path(path)
+    obj = _load_object(path, "claims")
+    claims = []
+    for cid, entry in obj.items():
+        if not isinstance(entry, dict):
+            raise InputError(path, f"claim {cid!r}", "expected an object with 'claim_text'")
+        text = entry.get("claim_text")
+        if not isinstance(text, str):
+            what = "missing 'claim_text'" if text is None else "'claim_text' must be a string"
+            raise InputError(path, f"claim {cid!r}", what)
+        if not text.strip():
+            raise InputError(path, f"claim {cid!r}", "'claim_text' is empty")
+        label = _label(path, cid, entry.get("claim_label"), required=require_labels)
+        evidences = _evidence_list(path, cid, entry.get("evidences"), required=require_labels)
+        claims.append(Claim(cid, text, label, evidences))
+    return claims
+
+
+def read_predictions(path) -> dict[str, dict]:
+    """``{claim-id: {"evidences": [...], "claim_label": optional}}``, validated."""
+    path = Path(path)
+    obj = _load_object(path, "predictions")
+    out = {}
+    for cid, entry in obj.items():
+        if not isinstance(entry, dict):
+            raise InputError(path, f"claim {cid!r}", "expected an object with 'evidences'")
+        evidences = _evidence_list(path, cid, entry.get("evidences"), required=True)
+        label = _label(path, cid, entry.get("claim_label"), required=False)
+        out[cid] = {"evidences": evidences, "claim_label": label}
+    return out
+
+
+def write_predictions(path, claims: list[Claim], evidences: dict[str, list[str]],
+                      labels: dict[str, str] | None = None) -> None:
+    """Course/leaderboard format, claims in input order, written atomically."""
+    out = {}
+    for c in claims:
+        entry = {"claim_text": c.text}
+        if labels is not None:
+            entry["claim_label"] = labels[c.id]
+        entry["evidences"] = list(evidences[c.id])
+        out[c.id] = entry
+    write_json_atomic(Path(path), out)

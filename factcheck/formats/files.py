@@ -1,0 +1,111 @@
+"""Low-level file plumbing: opening (gzip-aware), atomic writes, checksums.
+
+Every output is written to a temporary name in the destination directory and renamed
+into place, so a crash leaves either the old file, the new file, or a ``.tmp-*`` file
+that no reader ever opens -- never a half-written file under the real name.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import joblib
+
+from factcheck.errors import InputError
+
+TMP_PREFIX = ".tmp-"
+
+
+def open_binary(path: Path):
+    """Open ``path`` for reading bytes, transparently un-gzipping ``*.gz``."""
+    path = Path(path)
+    try:
+        if path.suffix == ".gz":
+            return gzip.open(path, "rb")
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise InputError(path, None, "no such file") from None
+    except IsADirectoryError:
+        raise InputError(path, None, "is a directory, expected a file") from None
+    except PermissionError:
+        raise InputError(path, None, "permission denied") from None
+
+
+@contextmanager
+def atomic_path(dest: Path):
+    """Yield a temporary path next to ``dest``; rename it onto ``dest`` on success."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX + dest.name + ".", dir=dest.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_bytes_atomic(dest: Path, data: bytes) -> None:
+    with atomic_path(dest) as tmp:
+        Path(tmp).write_bytes(data)
+
+
+def write_text_atomic(dest: Path, text: str) -> None:
+    write_bytes_atomic(dest, text.encode("utf-8"))
+
+
+def dumps_json(obj, *, indent: int | None = 2) -> str:
+    """Canonical JSON for files we write: sorted only where we sort, UTF-8, trailing newline."""
+    return json.dumps(obj, indent=indent, ensure_ascii=False) + "\n"
+
+
+def write_json_atomic(dest: Path, obj, *, indent: int | None = 2) -> None:
+    write_text_atomic(dest, dumps_json(obj, indent=indent))
+
+
+def dump_joblib_atomic(dest: Path, obj) -> str:
+    """joblib.dump to ``dest`` atomically; returns the sha256 of the bytes written."""
+    with atomic_path(dest) as tmp:
+        joblib.dump(obj, tmp)
+        digest = sha256_file(tmp)
+    return digest
+
+
+def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(chunk)
+            if not block:
+                break
+            h.update(block)
+    return h.hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def remove_stale_temporaries(directory: Path) -> int:
+    """Delete ``.tmp-*`` leftovers of a crashed run; they are never valid output."""
+    removed = 0
+    directory = Path(directory)
+    if not directory.is_dir():
+        return 0
+    for p in directory.rglob(TMP_PREFIX + "*"):
+        if p.is_file():
+            p.unlink()
+            removed += 1
+    return removed

@@ -1,0 +1,133 @@
+"""Load a verified tag index: the API the retrievers, the classifier and the app use.
+
+Loading checks the manifest and every file's sha256 first (``verify=True``), so code
+downstream never works on a truncated or corrupted shard. Passages stay packed (UTF-8
+buffer + offsets); ids, texts and tag strings are materialised only when asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from pathlib import Path
+
+import joblib
+import numpy as np
+
+from factcheck.formats.files import atomic_path
+from factcheck.tagging import store
+from factcheck.tagging.packing import unpack_one, unpack_strings
+
+
+def _concat_packed(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    bufs = [np.asarray(b) for b, _ in parts]
+    offsets = [np.zeros(1, dtype=np.int64)]
+    base = 0
+    for buf, off in parts:
+        off = np.asarray(off)
+        offsets.append(off[1:] + base)
+        base += int(off[-1])
+    return np.concatenate(bufs) if bufs else np.zeros(0, np.uint8), np.concatenate(offsets)
+
+
+class TagIndex:
+    """All passages of an index with their tags, in input order."""
+
+    def __init__(self, root: Path, manifest: store.Manifest, id_packed, text_packed,
+                 tag_indptr, tag_terms, tag_weights):
+        self.root = Path(root)
+        self.manifest = manifest
+        self._id_buf, self._id_off = id_packed
+        self._text_buf, self._text_off = text_packed
+        self.tag_indptr = tag_indptr
+        self.tag_terms = tag_terms
+        self.tag_weights = tag_weights
+
+    @classmethod
+    def load(cls, root, verify: bool = True) -> "TagIndex":
+        root = Path(root)
+        manifest = store.verify_index(root) if verify else store.read_manifest(root)
+        ids, texts, indptrs, terms, weights = [], [], [np.zeros(1, np.int64)], [], []
+        base = 0
+        for s in manifest.shards:
+            p = store.load_shard(root / s["passages_file"], "passages")
+            t = store.load_shard(root / s["tags_file"], "tags")
+            ids.append((p["id_bytes"], p["id_offsets"]))
+            texts.append((p["text_bytes"], p["text_offsets"]))
+            indptrs.append(t["indptr"][1:] + base)
+            base += int(t["indptr"][-1])
+            terms.append(t["terms"])
+            weights.append(t["weights"])
+        return cls(root, manifest, _concat_packed(ids), _concat_packed(texts),
+                   np.concatenate(indptrs), np.concatenate(terms) if terms else np.zeros(0, np.int32),
+                   np.concatenate(weights) if weights else np.zeros(0))
+
+    # ------------------------------------------------------------------ passages
+    def __len__(self) -> int:
+        return len(self._id_off) - 1
+
+    @cached_property
+    def ids(self) -> list[str]:
+        return unpack_strings(self._id_buf, self._id_off)
+
+    @cached_property
+    def row_of(self) -> dict[str, int]:
+        return {pid: i for i, pid in enumerate(self.ids)}
+
+    def text(self, row: int) -> str:
+        return unpack_one(self._text_buf, self._text_off, row)
+
+    @cached_property
+    def texts(self) -> list[str]:
+        return unpack_strings(self._text_buf, self._text_off)
+
+    # ------------------------------------------------------------------ tags
+    @cached_property
+    def passage_vectorizer(self):
+        return joblib.load(self.root / store.MODELS_DIR / "passage_tfidf.joblib")
+
+    @cached_property
+    def tag_vectorizer(self):
+        return joblib.load(self.root / store.MODELS_DIR / "tag_tfidf.joblib")
+
+    @cached_property
+    def vocabulary(self) -> list[str]:
+        vocab = self.passage_vectorizer.vocabulary_
+        terms = [""] * len(vocab)
+        for term, j in vocab.items():
+            terms[j] = term
+        return terms
+
+    def tags(self, row: int) -> list[str]:
+        a, b = self.tag_indptr[row], self.tag_indptr[row + 1]
+        vocab = self.vocabulary
+        return [vocab[j] for j in self.tag_terms[a:b]]
+
+    def weights(self, row: int) -> list[float]:
+        a, b = self.tag_indptr[row], self.tag_indptr[row + 1]
+        return self.tag_weights[a:b].tolist()
+
+    @cached_property
+    def tag_strings(self) -> list[str]:
+        """Each passage's tags joined by spaces (what the tag vectoriser reads)."""
+        vocab = np.array(self.vocabulary, dtype=object)
+        names = vocab[self.tag_terms].tolist()
+        bounds = self.tag_indptr.tolist()
+        return [" ".join(names[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def export_tags(root, dest, verify: bool = True) -> int:
+    """One JSON line per passage, in input order: ``{"id", "tags", "weights"}``."""
+    index = TagIndex.load(root, verify=verify)
+    vocab = index.vocabulary
+    ids = index.ids
+    bounds = index.tag_indptr.tolist()
+    terms = index.tag_terms.tolist()
+    weights = index.tag_weights.tolist()
+    with atomic_path(Path(dest)) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        for i, pid in enumerate(ids):
+            a, b = bounds[i], bounds[i + 1]
+            fh.write(json.dumps({"id": pid, "tags": [vocab[j] for j in terms[a:b]],
+                                 "weights": weights[a:b]}, ensure_ascii=False))
+            fh.write("\n")
+    return len(ids)

@@ -1,0 +1,313 @@
+"""The offline tagging job: split -> count (map) -> vocabulary (reduce) -> tag (map) -> finish.
+
+Why two passes with kept counts: the vocabulary and IDF need the whole corpus, the tags
+need the vocabulary, and tokenising is the dominant cost; so shards are tokenised once,
+their count matrices are kept under ``work/``, and the second pass only re-indexes.
+
+Why resumable: every stage writes each shard to a temporary name, renames it, then
+records a "done" file holding the shard's sha256 and the key of everything it depends
+on (input checksum, parameters and, for tags, the vocabulary). A rerun with the same
+arguments skips exactly the shards whose record and bytes match and redoes the rest.
+``manifest.json`` is written last, so an index without one is never mistaken for a
+complete one.
+
+Memory: the driver holds one shard of passages while splitting, then only per-term
+totals (bounded by the number of distinct stems) -- never the corpus or its matrix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import joblib
+import numpy as np
+import scipy.sparse as sp
+from sklearn.feature_extraction.text import TfidfTransformer
+from tqdm.auto import tqdm
+
+from factcheck.errors import InputError
+from factcheck.formats.evidence import SourceSpec, iter_passages
+from factcheck.formats.files import (dump_joblib_atomic, remove_stale_temporaries, sha256_file,
+                                     write_json_atomic)
+from factcheck.tagging import store
+from factcheck.tagging.backends import parallel_map
+from factcheck.tagging.counting import count_terms
+from factcheck.tagging.packing import pack_strings, unpack_strings
+from factcheck.tagging.tag_model import fit_tag_vectorizer, passage_vectorizer
+from factcheck.tagging.topk import top_k_rows
+from factcheck.tagging.vocabulary import TermStats, Vocabulary
+
+
+@dataclass(frozen=True)
+class TagParams:
+    """Everything that changes the output bytes (jobs and backend do not)."""
+
+    top_k: int = 10
+    max_features: int = 20000
+    tag_features: int = 1000
+    shard_size: int = 100_000
+
+    def validate(self) -> None:
+        for name, value in asdict(self).items():
+            if not isinstance(value, int) or value < 1:
+                raise InputError(None, None, f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+
+
+def _key(*parts) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+class TagJob:
+    """Build (or resume, or verify) a tag index for one knowledge source.
+
+    Parameters are the knobs of :class:`TagParams` plus how to run: ``jobs`` worker
+    processes, ``backend`` ("loky" on this machine, "dask" for a cluster) and
+    ``scheduler`` (a Dask scheduler address; none starts a local cluster).
+    """
+
+    def __init__(self, top_k=10, max_features=20000, tag_features=1000, shard_size=100_000,
+                 jobs=1, backend="loky", scheduler=None, progress=None):
+        self.params = TagParams(top_k, max_features, tag_features, shard_size)
+        self.jobs = jobs
+        self.backend = backend
+        self.scheduler = scheduler
+        self.progress = progress
+
+    # ------------------------------------------------------------------ entry point
+    def run(self, source: SourceSpec, out: Path, force: bool = False) -> store.Manifest:
+        self.params.validate()
+        out = Path(out)
+        plan = {
+            "format": store.MANIFEST_FORMAT,
+            "params": asdict(self.params),
+            "input": {**source.describe(), "sha256": _input_sha256(source.path),
+                      "bytes": source.path.stat().st_size},
+        }
+        plan_key = _key(plan)
+        done = self._prepare(out, plan, plan_key, force)
+        if done is not None:
+            return done
+        shards = self._split(source, out, plan_key)
+        self._count(out, shards, plan_key)
+        vocab = self._reduce(out, shards)
+        tags_key = _key(plan_key, vocab.digest())
+        self._tag(out, shards, vocab, tags_key)
+        return self._finish(out, plan, plan_key, shards, vocab)
+
+    # ------------------------------------------------------------------ stages
+    def _prepare(self, out: Path, plan: dict, plan_key: str, force: bool):
+        """Decide between 'already complete', 'resume', 'fresh' and 'refuse'."""
+        manifest_path = out / store.MANIFEST
+        plan_path = out / store.WORK_DIR / "plan.json"
+        if manifest_path.is_file():
+            try:
+                existing = store.read_manifest(out)
+                same = existing.data.get("plan_key") == plan_key
+            except InputError:
+                existing, same = None, False
+            if same:
+                try:
+                    store.verify_index(out, existing)
+                    shutil.rmtree(out / store.WORK_DIR, ignore_errors=True)
+                    self._say(f"{out}: index is complete and verified; nothing to do")
+                    return existing
+                except InputError as exc:
+                    self._say(f"{exc.one_line()}; repairing")
+                    manifest_path.unlink()
+            elif not force:
+                raise InputError(manifest_path, None, "the directory holds a different run's index "
+                                 "(other input or parameters); use --force to replace it")
+            else:
+                self._wipe(out)
+        elif plan_path.is_file():
+            try:
+                previous = json.loads(plan_path.read_text("utf-8")).get("plan_key")
+            except ValueError:
+                previous = None
+            if previous != plan_key:
+                if not force:
+                    raise InputError(out, None, "holds an unfinished run with other input or parameters; "
+                                     "use --force to discard it")
+                self._wipe(out)
+        elif out.exists() and any(out.iterdir()):
+            if not out.is_dir():
+                raise InputError(out, None, "exists and is not a directory")
+            if not force:
+                raise InputError(out, None, "exists, is not empty and is not a tag index; "
+                                 "choose a new directory or use --force")
+        remove_stale_temporaries(out)
+        write_json_atomic(plan_path, {"plan_key": plan_key, "plan": plan})
+        return None
+
+    def _split(self, source: SourceSpec, out: Path, plan_key: str) -> list[dict]:
+        split_path = out / store.WORK_DIR / "split.json"
+        try:
+            split = json.loads(split_path.read_text("utf-8"))
+            if split.get("key") == plan_key and all(
+                    store.is_done(out, store.passages_name(s["shard"]), plan_key) for s in split["shards"]):
+                return split["shards"]
+        except (FileNotFoundError, ValueError):
+            pass
+        shards: list[dict] = []
+        size = self.params.shard_size
+        ids: list[str] = []
+        texts: list[str] = []
+        bar = tqdm(desc="reading passages", unit=" passages", disable=self._quiet(), file=sys.stderr)
+
+        def flush():
+            shard, start = len(shards), sum(s["count"] for s in shards)
+            name = store.passages_name(shard)
+            if not store.is_done(out, name, plan_key):
+                digest = store.write_passages_shard(out / name, start, ids, texts)
+                store.mark_done(out, name, plan_key, digest)
+            shards.append({"shard": shard, "start": start, "count": len(ids)})
+
+        for pid, text in iter_passages(source):
+            ids.append(pid)
+            texts.append(text)
+            if len(ids) == size:
+                flush()
+                bar.update(len(ids))
+                ids, texts = [], []
+        if ids:
+            flush()
+            bar.update(len(ids))
+        bar.close()
+        # Shards beyond the new end belong to nobody: remove them.
+        for path in sorted((out / store.PASSAGES_DIR).glob("passages-*.joblib"))[len(shards):]:
+            path.unlink()
+        write_json_atomic(split_path, {"key": plan_key, "shards": shards})
+        return shards
+
+    def _count(self, out: Path, shards: list[dict], plan_key: str) -> None:
+        todo = [s["shard"] for s in shards if not store.is_done(out, store.counts_name(s["shard"]), plan_key)]
+        parallel_map(_count_task, [(str(out), shard, plan_key) for shard in todo],
+                     jobs=self.jobs, backend=self.backend, scheduler=self.scheduler,
+                     desc="counting terms", quiet=self._quiet())
+
+    def _reduce(self, out: Path, shards: list[dict]) -> Vocabulary:
+        stats = TermStats.empty()
+        for s in shards:
+            c = store.load_shard(out / store.counts_name(s["shard"]), "counts", mmap=True)
+            terms = unpack_strings(c["term_bytes"], c["term_offsets"])
+            stats.add(terms, np.asarray(c["totals"]), np.asarray(c["doc_freq"]), int(c["count"]))
+        return Vocabulary.from_stats(stats, self.params.max_features)
+
+    def _tag(self, out: Path, shards: list[dict], vocab: Vocabulary, tags_key: str) -> None:
+        todo = [s["shard"] for s in shards if not store.is_done(out, store.tags_name(s["shard"]), tags_key)]
+        payload = (vocab.terms, vocab.idf, self.params.top_k)
+        parallel_map(_tag_task, [(str(out), shard, tags_key, payload) for shard in todo],
+                     jobs=self.jobs, backend=self.backend, scheduler=self.scheduler,
+                     desc="tagging", quiet=self._quiet())
+
+    def _finish(self, out: Path, plan: dict, plan_key: str, shards: list[dict], vocab: Vocabulary):
+        n = sum(s["count"] for s in shards)
+        tag_counts = np.zeros(len(vocab.terms), dtype=np.int64)
+        entries = []
+        for s in shards:
+            tname, pname = store.tags_name(s["shard"]), store.passages_name(s["shard"])
+            t = store.load_shard(out / tname, "tags", mmap=True)
+            tag_counts += np.bincount(np.asarray(t["terms"]), minlength=len(vocab.terms))
+            lengths = np.diff(np.asarray(t["indptr"]))
+            entries.append({
+                "shard": s["shard"], "start": s["start"], "passages": s["count"],
+                "empty_tags": int(np.count_nonzero(lengths == 0)),
+                "passages_file": pname, "passages_sha256": sha256_file(out / pname),
+                "tags_file": tname, "tags_sha256": sha256_file(out / tname),
+            })
+        tag_vec = fit_tag_vectorizer(vocab.terms, tag_counts, n, self.params.tag_features)
+        models = {
+            "passage_tfidf.joblib": dump_joblib_atomic(out / store.MODELS_DIR / "passage_tfidf.joblib",
+                                                       passage_vectorizer(vocab.terms, vocab.idf)),
+            "tag_tfidf.joblib": dump_joblib_atomic(out / store.MODELS_DIR / "tag_tfidf.joblib", tag_vec),
+        }
+        tag_terms = list(tag_vec.vocabulary_)
+        manifest = {
+            **plan,
+            "plan_key": plan_key,
+            "passages": n,
+            "empty_tags": sum(e["empty_tags"] for e in entries),
+            "vocabulary": {"size": len(vocab.terms), "sha256": vocab.digest()},
+            "tag_vocabulary": {"size": len(tag_terms),
+                               "sha256": hashlib.sha256("\n".join(tag_terms).encode()).hexdigest()},
+            "shards": entries,
+            "models": models,
+        }
+        store.write_manifest(out, manifest)
+        shutil.rmtree(out / store.WORK_DIR, ignore_errors=True)
+        return store.Manifest(manifest)
+
+    # ------------------------------------------------------------------ helpers
+    def _quiet(self) -> bool | None:
+        return None if self.progress is None else not self.progress
+
+    def _say(self, message: str) -> None:
+        if self.progress is not False:
+            print(message, file=sys.stderr)
+
+    @staticmethod
+    def _wipe(out: Path) -> None:
+        for sub in (store.PASSAGES_DIR, store.TAGS_DIR, store.MODELS_DIR, store.WORK_DIR):
+            shutil.rmtree(out / sub, ignore_errors=True)
+        (out / store.MANIFEST).unlink(missing_ok=True)
+
+
+def _input_sha256(path: Path) -> str:
+    try:
+        return sha256_file(path)
+    except FileNotFoundError:
+        raise InputError(path, None, "no such file") from None
+    except IsADirectoryError:
+        raise InputError(path, None, "is a directory, expected a file") from None
+
+
+# ---------------------------------------------------------------------- worker tasks
+# Module-level so any joblib backend can ship them; each reads its own shard from the
+# shared output directory and writes its own result, so nothing large crosses the wire.
+
+def _count_task(root: str, shard: int, key: str) -> None:
+    root = Path(root)
+    p = store.load_shard(root / store.passages_name(shard), "passages")
+    counts = count_terms(unpack_strings(p["text_bytes"], p["text_offsets"]))
+    m = counts.matrix
+    term_bytes, term_offsets = pack_strings(counts.terms)
+    name = store.counts_name(shard)
+    digest = dump_joblib_atomic(root / name, {
+        "kind": "counts", "count": int(p["count"]),
+        "term_bytes": term_bytes, "term_offsets": term_offsets,
+        "totals": counts.totals, "doc_freq": counts.doc_freq,
+        "indptr": m.indptr.astype(np.int64), "indices": m.indices.astype(np.int32),
+        "data": m.data.astype(np.int32),
+    })
+    store.mark_done(root, name, key, digest)
+
+
+def _tag_task(root: str, shard: int, key: str, payload) -> None:
+    vocab_terms, idf, top_k = payload
+    root = Path(root)
+    c = store.load_shard(root / store.counts_name(shard), "counts")
+    local_terms = unpack_strings(c["term_bytes"], c["term_offsets"])
+    column = {t: i for i, t in enumerate(vocab_terms)}
+    to_global = np.fromiter((column.get(t, -1) for t in local_terms), dtype=np.int64, count=len(local_terms))
+    n = int(c["count"])
+    local = sp.csr_matrix((c["data"], c["indices"], c["indptr"]), shape=(n, len(local_terms)))
+    mapped = to_global[local.indices]
+    keep = mapped >= 0
+    kept_before = np.zeros(len(keep) + 1, dtype=np.int64)
+    np.cumsum(keep, out=kept_before[1:])
+    counts = sp.csr_matrix((local.data[keep], mapped[keep], kept_before[local.indptr]),
+                           shape=(n, len(vocab_terms)))
+    counts.sort_indices()  # canonical order -> identical float sums in every shard layout
+    tfidf = TfidfTransformer(norm="l2", smooth_idf=True)
+    tfidf.idf_ = idf
+    weights = tfidf.transform(counts)
+    indptr, terms, values = top_k_rows(weights, top_k)
+    name = store.tags_name(shard)
+    p_start = store.load_shard(root / store.passages_name(shard), "passages", mmap=True)["start"]
+    digest = store.write_tags_shard(root / name, p_start, indptr, terms, values)
+    store.mark_done(root, name, key, digest)

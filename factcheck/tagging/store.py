@@ -1,0 +1,173 @@
+"""The tag index on disk: shard files, the manifest, and their verification.
+
+Layout of an index directory::
+
+    manifest.json              written last, atomically: its presence means "complete"
+    passages/passages-NNNNN.joblib   ids + texts of shard N (packed UTF-8)
+    tags/tags-NNNNN.joblib           top-k tags of shard N (CSR: indptr, terms, weights)
+    models/passage_tfidf.joblib      the fitted 20K-term TF-IDF vectoriser
+    models/tag_tfidf.joblib          the fitted 1K-term tag vectoriser
+    work/                            resumable intermediate state (removed when done)
+
+Every file is listed in the manifest with its sha256, so loading an index can prove it
+is whole: a truncated, bit-flipped, missing or extra shard is named in a one-line error.
+Nothing in the manifest depends on the number of jobs, the backend, time or paths, so
+the same input and parameters give the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import joblib
+import numpy as np
+
+from factcheck.errors import InputError, IntegrityError
+from factcheck.formats.files import dump_joblib_atomic, sha256_file, write_json_atomic
+from factcheck.tagging.packing import pack_strings
+
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = "factcheck-tag-index/1"
+PASSAGES_DIR, TAGS_DIR, MODELS_DIR, WORK_DIR = "passages", "tags", "models", "work"
+MODEL_FILES = ("passage_tfidf.joblib", "tag_tfidf.joblib")
+
+
+def passages_name(shard: int) -> str:
+    return f"{PASSAGES_DIR}/passages-{shard:05d}.joblib"
+
+
+def tags_name(shard: int) -> str:
+    return f"{TAGS_DIR}/tags-{shard:05d}.joblib"
+
+
+def counts_name(shard: int) -> str:
+    return f"{WORK_DIR}/counts-{shard:05d}.joblib"
+
+
+# --------------------------------------------------------------------------- shard files
+
+def write_passages_shard(path: Path, start: int, ids: list[str], texts: list[str]) -> str:
+    id_buf, id_off = pack_strings(ids)
+    text_buf, text_off = pack_strings(texts)
+    return dump_joblib_atomic(path, {
+        "kind": "passages", "start": int(start), "count": len(ids),
+        "id_bytes": id_buf, "id_offsets": id_off,
+        "text_bytes": text_buf, "text_offsets": text_off,
+    })
+
+
+def write_tags_shard(path: Path, start: int, indptr: np.ndarray, terms: np.ndarray,
+                     weights: np.ndarray) -> str:
+    return dump_joblib_atomic(path, {
+        "kind": "tags", "start": int(start), "count": int(len(indptr) - 1),
+        "indptr": indptr.astype(np.int64), "terms": terms.astype(np.int32),
+        "weights": weights.astype(np.float64),
+    })
+
+
+def load_shard(path: Path, kind: str, mmap: bool = False) -> dict:
+    """Load a shard file we wrote; anything unreadable is an IntegrityError naming it."""
+    try:
+        obj = joblib.load(path, mmap_mode="r" if mmap else None)
+    except FileNotFoundError:
+        raise IntegrityError(path, None, "missing shard") from None
+    except Exception as exc:  # joblib/pickle raise many types on corrupt files
+        raise IntegrityError(path, None, f"unreadable shard ({type(exc).__name__})") from None
+    if not isinstance(obj, dict) or obj.get("kind") != kind:
+        raise IntegrityError(path, None, f"not a {kind} shard")
+    return obj
+
+
+# --------------------------------------------------------------------------- done records
+
+def done_record_path(root: Path, name: str) -> Path:
+    return root / WORK_DIR / "done" / (name.replace("/", "__") + ".json")
+
+
+def mark_done(root: Path, name: str, key: str, sha256: str, **extra) -> None:
+    """Record that ``name`` was completely written for ``key`` (after its rename)."""
+    write_json_atomic(done_record_path(root, name), {"key": key, "sha256": sha256, **extra})
+
+
+def is_done(root: Path, name: str, key: str) -> dict | None:
+    """The done record of ``name`` if it matches ``key`` and the file's bytes, else None."""
+    rec_path = done_record_path(root, name)
+    try:
+        rec = json.loads(rec_path.read_text("utf-8"))
+    except (FileNotFoundError, ValueError):
+        return None
+    path = root / name
+    if rec.get("key") != key or not path.is_file() or sha256_file(path) != rec.get("sha256"):
+        return None
+    return rec
+
+
+# --------------------------------------------------------------------------- manifest
+
+@dataclass
+class Manifest:
+    data: dict
+
+    @property
+    def shards(self) -> list[dict]:
+        return self.data["shards"]
+
+    @property
+    def n_passages(self) -> int:
+        return self.data["passages"]
+
+    @property
+    def params(self) -> dict:
+        return self.data["params"]
+
+    def files(self) -> dict[str, str]:
+        """Every file the manifest vouches for -> its sha256."""
+        out = {}
+        for s in self.shards:
+            out[s["passages_file"]] = s["passages_sha256"]
+            out[s["tags_file"]] = s["tags_sha256"]
+        for name, digest in self.data["models"].items():
+            out[f"{MODELS_DIR}/{name}"] = digest
+        return out
+
+
+def read_manifest(root: Path) -> Manifest:
+    root = Path(root)
+    path = root / MANIFEST
+    if not root.is_dir():
+        raise InputError(root, None, "no such index directory")
+    if not path.is_file():
+        raise IntegrityError(path, None, "missing: not a complete tag index "
+                             "(run `factcheck tag EVIDENCE --out DIR` to build or resume it)")
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise IntegrityError(path, None, f"corrupt manifest ({exc.__class__.__name__})") from None
+    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+        raise IntegrityError(path, None, f"not a {MANIFEST_FORMAT} manifest")
+    return Manifest(data)
+
+
+def write_manifest(root: Path, data: dict) -> None:
+    write_json_atomic(Path(root) / MANIFEST, data)
+
+
+def verify_index(root: Path, manifest: Manifest | None = None) -> Manifest:
+    """Check every file against the manifest; raise IntegrityError naming the first bad one."""
+    root = Path(root)
+    manifest = manifest or read_manifest(root)
+    expected = manifest.files()
+    for name, digest in expected.items():
+        path = root / name
+        if not path.is_file():
+            raise IntegrityError(path, None, "missing shard listed in the manifest")
+        if sha256_file(path) != digest:
+            raise IntegrityError(path, None, "checksum mismatch (truncated or corrupted); "
+                                 "rerun `factcheck tag` with the same arguments to repair it")
+    for sub in (PASSAGES_DIR, TAGS_DIR, MODELS_DIR):
+        for path in sorted((root / sub).glob("*.joblib")):
+            if f"{sub}/{path.name}" not in expected:
+                raise IntegrityError(path, None, "extra shard not listed in the manifest")
+    return manifest
