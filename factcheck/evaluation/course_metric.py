@@ -1,0 +1,73 @@
+"""The COMP90042 2024 scorer, reproduced exactly (parity with the course file to 1e-12).
+
+For each ground-truth claim present in the predictions: accuracy is 1 if the predicted
+label matches; evidence precision = correct / retrieved and recall = correct / gold,
+with the retrieved ids taken as a set; F is their harmonic mean, 0 when nothing correct
+was retrieved. F and accuracy are averaged over those claims; the headline is the
+harmonic mean of the two averages. Claims missing from the predictions are left out of
+the averages (and warned about), as the course scorer does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from factcheck.evaluation.intervals import bootstrap_harmonic, bootstrap_mean
+
+
+def evidence_f(predicted: list[str], gold: list[str]) -> float:
+    retrieved = set(predicted)
+    gold_set = set(gold)
+    correct = sum(1 for e in retrieved if e in gold_set)
+    if correct == 0 or not retrieved:
+        return 0.0
+    precision = correct / len(retrieved)
+    recall = correct / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+@dataclass
+class CourseScore:
+    claim_ids: list[str]
+    f: np.ndarray            # per claim
+    correct: np.ndarray | None  # per claim, None when predictions carry no labels
+    missing: list[str]
+
+    @property
+    def evidence_f(self) -> float:
+        return float(np.mean(self.f)) if len(self.f) else 0.0
+
+    @property
+    def accuracy(self) -> float | None:
+        return None if self.correct is None else (float(np.mean(self.correct)) if len(self.correct) else 0.0)
+
+    @property
+    def harmonic_mean(self) -> float | None:
+        a, f = self.accuracy, self.evidence_f
+        if a is None:
+            return None
+        return 2 * f * a / (f + a) if f + a > 0 else 0.0
+
+    def intervals(self) -> dict:
+        out = {"evidence_f": bootstrap_mean(self.f)}
+        if self.correct is not None:
+            out["accuracy"] = bootstrap_mean(self.correct)
+            out["harmonic_mean"] = bootstrap_harmonic(self.f, self.correct)
+        return out
+
+
+def course_score(predictions: dict[str, dict], groundtruth: list) -> CourseScore:
+    """``predictions``: claim id -> {"evidences", "claim_label"?}; ``groundtruth``: Claims."""
+    ids, fs, correct, missing = [], [], [], []
+    labelled = any(p.get("claim_label") is not None for p in predictions.values())
+    for claim in groundtruth:
+        pred = predictions.get(claim.id)
+        if pred is None:
+            missing.append(claim.id)
+            continue
+        ids.append(claim.id)
+        fs.append(evidence_f(pred["evidences"], claim.evidences))
+        correct.append(1.0 if pred.get("claim_label") == claim.label else 0.0)
+    return CourseScore(ids, np.array(fs), np.array(correct) if labelled else None, missing)

@@ -1,0 +1,113 @@
+"""``factcheck evaluate``: the course metric plus retrieval metrics, all with intervals.
+
+The same function produces ``metrics.json`` in ``factcheck run``, so evaluating a run's
+dev predictions from the command line reproduces that file's numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from factcheck.errors import InputError
+from factcheck.evaluation.course_metric import course_score
+from factcheck.evaluation.intervals import Estimate, bootstrap_mean, wilson
+from factcheck.evaluation.retrieval_metrics import retrieval_metrics
+from factcheck.formats.claims import LABELS, read_claims, read_predictions
+
+
+def explanations_path(predictions: Path) -> Path:
+    """The sidecar ``factcheck retrieve``/``predict`` writes next to predictions."""
+    name = predictions.name
+    stem = name[:-5] if name.endswith(".json") else name
+    return predictions.with_name(stem + ".explain.json")
+
+
+def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = None,
+             source: str | None = None) -> dict:
+    known = {c.id for c in groundtruth}
+    unknown = [cid for cid in predictions if cid not in known]
+    if unknown:
+        raise InputError(source, f"claim {unknown[0]!r}",
+                         f"predicted claim not in the ground truth ({len(unknown)} such claims)")
+    score = course_score(predictions, groundtruth)
+    iv = score.intervals()
+    selected = {cid: p["evidences"] for cid, p in predictions.items()}
+    ranked = paths = None
+    if explanations:
+        ranked = {cid: e["ranking"] for cid, e in explanations.items() if "ranking" in e}
+        if set(ranked) != set(selected):
+            ranked = None
+        paths = {cid: e.get("path") for cid, e in explanations.items()}
+    retrieval = retrieval_metrics(groundtruth, ranked, selected, paths)
+    out = {
+        "claims": len(score.claim_ids),
+        "missing": score.missing,
+        "evidence_f": score.evidence_f,
+        "accuracy": score.accuracy,
+        "harmonic_mean": score.harmonic_mean,
+        "intervals": {k: v.to_json() for k, v in iv.items()},
+        "retrieval": {k: (v.to_json() if isinstance(v, Estimate) else v) for k, v in retrieval.items()},
+        "per_label": per_label(score, groundtruth, predictions),
+    }
+    return out
+
+
+def per_label(score, groundtruth, predictions) -> dict:
+    by_label = {}
+    f_of = dict(zip(score.claim_ids, score.f.tolist()))
+    for label in LABELS:
+        claims = [c for c in groundtruth if c.label == label and c.id in f_of]
+        entry = {"n": len(claims), "evidence_f": bootstrap_mean([f_of[c.id] for c in claims]).to_json()}
+        if score.correct is not None:
+            right = sum(predictions[c.id].get("claim_label") == label for c in claims)
+            entry["recall"] = wilson(right, len(claims)).to_json()
+        by_label[label] = entry
+    return by_label
+
+
+def format_report(result: dict) -> str:
+    def est(d):
+        v, (lo, hi) = d["value"], d["ci95"]
+        return "n/a" if v is None else f"{v:.4f}  (95% CI {lo:.4f}-{hi:.4f}, {d['method']})"
+
+    iv = result["intervals"]
+    lines = [f"claims scored: {result['claims']}"]
+    lines.append(f"evidence F:     {est(iv['evidence_f'])}")
+    if result["accuracy"] is not None:
+        lines.append(f"label accuracy: {est(iv['accuracy'])}")
+        lines.append(f"harmonic mean:  {est(iv['harmonic_mean'])}")
+    else:
+        lines.append("label accuracy: n/a (predictions carry no labels)")
+    r = result["retrieval"]
+    for key, value in r.items():
+        if isinstance(value, dict):
+            lines.append(f"{key + ':':15} {est(value)}")
+        elif key not in ("claims",):
+            lines.append(f"{key + ':':15} {value}")
+    lines.append("per gold label (n, evidence F, label recall):")
+    for label, e in result["per_label"].items():
+        rec = f"  recall {est(e['recall'])}" if "recall" in e else ""
+        lines.append(f"  {label:16} n={e['n']:4d}  F {est(e['evidence_f'])}{rec}")
+    return "\n".join(lines)
+
+
+def run_evaluate(predictions_path: Path, groundtruth_path: Path, as_json: bool,
+                 explanations: Path | None = None) -> dict:
+    predictions = read_predictions(predictions_path)
+    groundtruth = read_claims(groundtruth_path, require_labels=True)
+    sidecar = explanations or explanations_path(predictions_path)
+    expl = None
+    if sidecar.is_file():
+        try:
+            expl = json.loads(sidecar.read_text("utf-8"))["claims"]
+        except (ValueError, KeyError, TypeError):
+            raise InputError(sidecar, None, "not a factcheck explanations file") from None
+    elif explanations:
+        raise InputError(explanations, None, "no such file")
+    result = evaluate(predictions, groundtruth, expl, source=str(predictions_path))
+    for cid in result["missing"]:
+        print(f"warning: claim {cid} has no prediction; left out of the averages", file=sys.stderr)
+    print(json.dumps(result, indent=2) if as_json else format_report(result))
+    return result

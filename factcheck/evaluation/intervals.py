@@ -1,0 +1,97 @@
+"""95% intervals and paired tests: every reported rate comes with one.
+
+* means of per-claim values (evidence F, recall@k, MRR, accuracy): percentile bootstrap
+  over claims, 10,000 resamples, fixed seed -- vectorised as one (B, n) index matrix;
+* proportions of independent yes/no outcomes (any-gold rate, fallback share, per-label
+  recall): Wilson score interval;
+* paired comparisons on the same claims: paired bootstrap of the difference, and
+  McNemar's exact test (a two-sided binomial test on the discordant pairs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import binomtest, norm
+
+N_BOOT = 10_000
+SEED = 20240501
+
+
+@dataclass
+class Estimate:
+    value: float | None
+    low: float | None
+    high: float | None
+    method: str
+    n: int
+
+    def to_json(self) -> dict:
+        return {"value": self.value, "ci95": [self.low, self.high], "method": self.method, "n": self.n}
+
+    def fmt(self, digits: int = 3) -> str:
+        if self.value is None:
+            return "n/a"
+        return f"{self.value:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+
+
+def resample_indices(n: int, n_boot: int = N_BOOT, seed: int = SEED) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+
+
+def bootstrap_mean(values, n_boot: int = N_BOOT, seed: int = SEED) -> Estimate:
+    v = np.asarray(values, dtype=np.float64)
+    if len(v) == 0:
+        return Estimate(None, None, None, "bootstrap", 0)
+    means = v[resample_indices(len(v), n_boot, seed)].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return Estimate(float(v.mean()), float(lo), float(hi), "bootstrap", len(v))
+
+
+def harmonic_mean(a, b):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(a + b > 0, 2 * a * b / (a + b), 0.0)
+    return out
+
+
+def bootstrap_harmonic(f_values, a_values, n_boot: int = N_BOOT, seed: int = SEED) -> Estimate:
+    """Harmonic mean of two per-claim means, resampling claims jointly."""
+    f, a = np.asarray(f_values, float), np.asarray(a_values, float)
+    if len(f) == 0:
+        return Estimate(None, None, None, "bootstrap", 0)
+    idx = resample_indices(len(f), n_boot, seed)
+    hm = harmonic_mean(f[idx].mean(axis=1), a[idx].mean(axis=1))
+    lo, hi = np.percentile(hm, [2.5, 97.5])
+    return Estimate(float(harmonic_mean(f.mean(), a.mean())), float(lo), float(hi), "bootstrap", len(f))
+
+
+def paired_bootstrap_diff(a_values, b_values, n_boot: int = N_BOOT, seed: int = SEED) -> Estimate:
+    """mean(a) - mean(b) over the same claims, resampled as pairs."""
+    a, b = np.asarray(a_values, float), np.asarray(b_values, float)
+    d = a - b
+    diffs = d[resample_indices(len(d), n_boot, seed)].mean(axis=1)
+    lo, hi = np.percentile(diffs, [2.5, 97.5])
+    return Estimate(float(d.mean()), float(lo), float(hi), "paired bootstrap", len(d))
+
+
+def wilson(successes: int, n: int, confidence: float = 0.95) -> Estimate:
+    if n == 0:
+        return Estimate(None, None, None, "Wilson", 0)
+    z = norm.ppf(0.5 + confidence / 2)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return Estimate(p, float(max(0.0, centre - half)), float(min(1.0, centre + half)), "Wilson", n)
+
+
+def mcnemar_exact(correct_a, correct_b) -> dict:
+    """Exact McNemar test on paired correctness: binomial test on discordant pairs."""
+    a, b = np.asarray(correct_a, bool), np.asarray(correct_b, bool)
+    only_a = int(np.sum(a & ~b))
+    only_b = int(np.sum(~a & b))
+    discordant = only_a + only_b
+    p = 1.0 if discordant == 0 else float(binomtest(only_a, discordant, 0.5).pvalue)
+    return {"only_a_correct": only_a, "only_b_correct": only_b, "p_value": p}

@@ -1,0 +1,103 @@
+"""BM25 over the full passage text, scored by bm25s and fed the project's own stems.
+
+bm25s precomputes every (term, passage) score at index time, so an index is tied to its
+``k1``/``b``/``method``; it is saved next to the tags (``DIR/bm25/<params>/``) and reused
+when the tag index and parameters match. Queries are the claim's stems (duplicates
+kept, as a bag of words). bm25s's own top-k selection uses ``argpartition``, which
+breaks ties arbitrarily; we take its full score vector and select with
+:func:`~factcheck.retrieval.base.stable_top` so equal scores keep corpus order.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+
+import bm25s
+import numpy as np
+
+from factcheck.retrieval.base import Hit, Ranking, Retriever, Selection, stable_top
+from factcheck.text.analyzer import analyze
+
+logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+
+class BM25Retriever(Retriever):
+    name = "bm25"
+
+    def __init__(self, k1: float = 1.2, b: float = 0.75, k: int = 5, method: str = "lucene",
+                 cache: bool = True):
+        self.k1 = k1
+        self.b = b
+        self.k = k
+        self.method = method
+        self.cache = cache
+
+    def params(self) -> dict:
+        return {"k1": self.k1, "b": self.b, "k": self.k, "method": self.method}
+
+    def _cache_dir(self, index) -> Path:
+        return index.root / "bm25" / f"{self.method}-k1_{self.k1:g}-b_{self.b:g}"
+
+    def fit(self, index) -> "BM25Retriever":
+        self.index = index
+        key = {"plan_key": index.manifest.data.get("plan_key"), "k1": self.k1, "b": self.b,
+               "method": self.method, "bm25s": bm25s.__version__}
+        cache = self._cache_dir(index)
+        if self.cache and _cache_matches(cache, key):
+            self._bm25 = bm25s.BM25.load(cache, mmap=False)
+            return self
+        self._bm25 = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
+        self._bm25.index([analyze(t) for t in index.texts], show_progress=False)
+        if self.cache:
+            _save_atomic(self._bm25, cache, key)
+        return self
+
+    def scores(self, claim: str) -> np.ndarray:
+        """BM25 score of every passage for one claim (float32, zeros for an empty query)."""
+        ids = self._bm25.get_tokens_ids(analyze(claim))
+        if not ids:
+            return np.zeros(len(self.index), dtype=np.float32)
+        return self._bm25.get_scores_from_ids(ids)
+
+    def rank(self, claims: list[str], depth: int = 100) -> list[Ranking]:
+        return [stable_top(self.scores(c), depth) for c in claims]
+
+    def retrieve(self, claims: list[str]) -> list[Selection]:
+        out = []
+        for claim, ranking in zip(claims, self.rank(claims, self.k)):
+            stems = set(analyze(claim))
+            hits = []
+            for rank, (row, score) in enumerate(zip(ranking.rows.tolist(), ranking.scores.tolist()), 1):
+                passage_stems = analyze(self.index.text(row))
+                hits.append(Hit(row, self.index.ids[row], float(score), {
+                    "bm25": float(score), "rank": rank,
+                    "shared_tags": sorted(stems & set(passage_stems)),
+                }))
+            out.append(Selection(hits, "ranked", {"params": self.params()}))
+        return out
+
+
+def _cache_matches(cache: Path, key: dict) -> bool:
+    try:
+        return json.loads((cache / "factcheck-key.json").read_text()) == key
+    except (FileNotFoundError, ValueError):
+        return False
+
+
+def _save_atomic(model, cache: Path, key: dict) -> None:
+    """Save into a temporary sibling directory, then rename it into place."""
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-" + cache.name, dir=cache.parent))
+    try:
+        model.save(tmp)
+        (tmp / "factcheck-key.json").write_text(json.dumps(key))
+        if cache.exists():
+            shutil.rmtree(cache)
+        tmp.rename(cache)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

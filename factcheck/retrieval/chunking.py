@@ -1,0 +1,123 @@
+"""Long passages as overlapping word windows, for any retriever.
+
+Passages run from 1 to 2,334 words. A long passage dilutes both TF-IDF tags and BM25
+length normalisation, so a retriever can instead index windows of ``window`` words
+(consecutive windows share ``overlap`` words). Results are collapsed back: a passage
+is represented by its best-ranked chunk, and the explanation says which words it was.
+
+The chunked corpus is itself tagged by the offline job (as a JSONL source with ids
+``<passage id>#<chunk>``) so the tag rule works on chunks exactly as on passages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from factcheck.errors import InputError
+from factcheck.formats.files import atomic_path, dumps_json
+from factcheck.retrieval.base import Hit, Ranking, Retriever, Selection
+
+
+@dataclass
+class Chunks:
+    texts: list[str]
+    owner: np.ndarray   # chunk -> passage row
+    spans: list[tuple[int, int]]  # word range [start, end) within the passage
+
+
+def chunk_passages(texts: list[str], window: int, overlap: int) -> Chunks:
+    if window < 1 or not 0 <= overlap < window:
+        raise InputError(None, "--chunk-window/--chunk-overlap",
+                         f"need window >= 1 and 0 <= overlap < window, got {window}/{overlap}")
+    step = window - overlap
+    out_texts, owner, spans = [], [], []
+    for row, text in enumerate(texts):
+        words = text.split()
+        if len(words) <= window:
+            out_texts.append(text)
+            owner.append(row)
+            spans.append((0, len(words)))
+            continue
+        start = 0
+        while True:
+            end = min(start + window, len(words))
+            out_texts.append(" ".join(words[start:end]))
+            owner.append(row)
+            spans.append((start, end))
+            if end == len(words):
+                break
+            start += step
+    return Chunks(out_texts, np.asarray(owner, dtype=np.int64), spans)
+
+
+def first_per_owner(chunk_rows: np.ndarray, owner: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (in ``chunk_rows``) of each passage's best chunk, in rank order."""
+    passages = owner[chunk_rows]
+    _, first = np.unique(passages, return_index=True)
+    first.sort()
+    first = first[:limit]
+    return first, passages[first]
+
+
+class ChunkedRetriever(Retriever):
+    """Wrap a retriever so it searches chunks and answers with passages."""
+
+    def __init__(self, inner: Retriever, window: int = 100, overlap: int = 20):
+        self.inner = inner
+        self.window = window
+        self.overlap = overlap
+        self.name = f"{inner.name}+chunks"
+
+    def params(self) -> dict:
+        return {**self.inner.params(), "chunk_window": self.window, "chunk_overlap": self.overlap}
+
+    def fit(self, index) -> "ChunkedRetriever":
+        from factcheck.formats.evidence import source_spec
+        from factcheck.tagging.index import TagIndex
+        from factcheck.tagging.job import TagJob
+
+        self.index = index
+        self.chunks = chunk_passages(index.texts, self.window, self.overlap)
+        root = index.root / "chunks" / f"w{self.window}-o{self.overlap}"
+        source = root / "chunks.jsonl"
+        ids = index.ids
+        counter: dict[int, int] = {}
+        with atomic_path(source) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+            for text, row in zip(self.chunks.texts, self.chunks.owner.tolist()):
+                k = counter[row] = counter.get(row, -1) + 1
+                fh.write(dumps_json({"id": f"{ids[row]}#{k}", "text": text}, indent=None))
+        p = index.manifest.params
+        TagJob(top_k=p["top_k"], max_features=p["max_features"], tag_features=p["tag_features"],
+               shard_size=p["shard_size"], progress=False).run(source_spec(source), root / "index", force=True)
+        self.chunk_index = TagIndex.load(root / "index")
+        self.inner.fit(self.chunk_index)
+        return self
+
+    def rank(self, claims: list[str], depth: int = 100) -> list[Ranking]:
+        out = []
+        for claim in claims:
+            want = depth
+            while True:
+                r = self.inner.rank([claim], want)[0]
+                pos, passages = first_per_owner(r.rows, self.chunks.owner, depth)
+                if len(passages) >= depth or want >= len(self.chunks.owner):
+                    break
+                want *= 2
+            out.append(Ranking(passages, r.scores[pos]))
+        return out
+
+    def retrieve(self, claims: list[str]) -> list[Selection]:
+        out = []
+        for sel in self.inner.retrieve(claims):
+            rows = np.array([h.row for h in sel.hits], dtype=np.int64)
+            pos, passages = first_per_owner(rows, self.chunks.owner, len(rows)) if len(rows) else ([], [])
+            hits = []
+            for p, row in zip(list(pos), list(passages)):
+                h = sel.hits[int(p)]
+                start, end = self.chunks.spans[h.row]
+                hits.append(Hit(int(row), self.index.ids[int(row)], h.score,
+                                {**h.explanation, "chunk": h.id, "chunk_words": [start, end]}))
+            out.append(Selection(hits, sel.path, sel.details))
+        return out

@@ -1,0 +1,136 @@
+"""The 2024 tag rule, reproduced exactly and vectorised over an inverted index of tags.
+
+The rule, per claim:
+
+1. claim tags = the claim's stems (same analysis as tagging), sorted, duplicates kept;
+   overlap counts use the distinct set;
+2. claim tags and each passage's tags are vectorised by the 1,000-term tag model;
+   ``cosine`` is their dot product (both rows are L2-normalised);
+3. ``overlap`` = |shared tags| / min(|distinct claim tags|, |passage tags|);
+   ``combined`` = cosine + overlap;
+4. keep passages with cosine > ``t_sim`` and overlap > ``t_overlap``; order them by
+   combined descending (ties by corpus order); keep those whose shared-tag count equals
+   the largest among kept ones, at most ``top_n``  -> path "filtered";
+5. if none pass: the ``top_n`` best by combined over the whole corpus -> path "fallback".
+   Passages sharing no tag score 0 and follow in corpus order (as a stable sort over the
+   whole corpus would place them).
+
+Why an inverted index: a passage sharing no tag with the claim has overlap 0 and cosine
+0, so it can never pass the filter and ranks after every passage that shares one. Only
+the postings of the claim's stems are touched; no per-passage Python loop. Cosines are
+accumulated term by term in ascending term order -- the same additions, in the same
+order, as the per-passage reference in the tests, so the floats are bit-identical and
+threshold decisions agree exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from factcheck.retrieval.base import Hit, Ranking, Retriever, Selection
+from factcheck.text.analyzer import analyze
+
+
+class TagRuleRetriever(Retriever):
+    name = "tags"
+
+    def __init__(self, t_sim: float = 0.55, t_overlap: float = 0.5, top_n: int = 6):
+        self.t_sim = t_sim
+        self.t_overlap = t_overlap
+        self.top_n = top_n
+
+    def params(self) -> dict:
+        return {"t_sim": self.t_sim, "t_overlap": self.t_overlap, "top_n": self.top_n}
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, index) -> "TagRuleRetriever":
+        self.index = index
+        n, vocab = len(index), index.vocabulary
+        self._vocab_col = {t: j for j, t in enumerate(vocab)}
+        tags = sp.csr_matrix((np.ones(len(index.tag_terms), dtype=np.int8), index.tag_terms, index.tag_indptr),
+                             shape=(n, len(vocab)))
+        postings = tags.tocsc()
+        postings.sort_indices()
+        self._post_ptr, self._post_rows = postings.indptr, postings.indices.astype(np.int64)
+        self._n_tags = np.diff(index.tag_indptr)
+        self._tag_vec = index.tag_vectorizer
+        passage_space = self._tag_vec.transform(index.tag_strings).tocsc()
+        passage_space.sort_indices()
+        self._space_ptr = passage_space.indptr
+        self._space_rows = passage_space.indices.astype(np.int64)
+        self._space_vals = passage_space.data
+        return self
+
+    # ------------------------------------------------------------------ scoring
+    def claim_tags(self, claim: str) -> list[str]:
+        return sorted(analyze(claim))
+
+    def _score(self, claim: str):
+        """Candidate rows (sorted) with shared counts, cosine, overlap, combined."""
+        tags = self.claim_tags(claim)
+        distinct = sorted(set(tags))
+        cols = [self._vocab_col[t] for t in distinct if t in self._vocab_col]
+        if cols:
+            rows = np.concatenate([self._post_rows[self._post_ptr[c]:self._post_ptr[c + 1]] for c in cols])
+            cand, shared = np.unique(rows, return_counts=True)
+        else:
+            cand, shared = np.zeros(0, np.int64), np.zeros(0, np.int64)
+        cosine = np.zeros(len(cand))
+        q = self._tag_vec.transform([" ".join(tags)])
+        q.sort_indices()
+        for t, w in zip(q.indices.tolist(), q.data.tolist()):
+            a, b = self._space_ptr[t], self._space_ptr[t + 1]
+            pos = np.searchsorted(cand, self._space_rows[a:b])
+            cosine[pos] += self._space_vals[a:b] * w
+        overlap = shared / np.minimum(len(distinct), self._n_tags[cand]) if len(cand) else np.zeros(0)
+        return distinct, cand, shared, cosine, overlap, cosine + overlap
+
+    def _ordered(self, cand, combined, depth):
+        """Candidates by combined desc (ties by row), then zero-score rows by row."""
+        order = np.lexsort((cand, -combined))[:depth]
+        rows, scores = cand[order], combined[order]
+        if len(rows) < depth:
+            fill = np.setdiff1d(np.arange(min(len(self.index), depth + len(cand)), dtype=np.int64),
+                                cand, assume_unique=True)[:depth - len(rows)]
+            rows = np.concatenate([rows, fill])
+            scores = np.concatenate([scores, np.zeros(len(fill))])
+        return rows, scores
+
+    def rank(self, claims: list[str], depth: int = 100) -> list[Ranking]:
+        out = []
+        for claim in claims:
+            _, cand, _, _, _, combined = self._score(claim)
+            rows, scores = self._ordered(cand, combined, depth)
+            out.append(Ranking(rows, scores))
+        return out
+
+    def retrieve(self, claims: list[str]) -> list[Selection]:
+        return [self._select(claim) for claim in claims]
+
+    def _select(self, claim: str) -> Selection:
+        distinct, cand, shared, cosine, overlap, combined = self._score(claim)
+        passed = np.flatnonzero((cosine > self.t_sim) & (overlap > self.t_overlap))
+        if len(passed):
+            order = passed[np.lexsort((cand[passed], -combined[passed]))]
+            best = shared[order].max()
+            chosen = order[shared[order] == best][: self.top_n]
+            rows, path = cand[chosen], "filtered"
+            stats = [(cosine[i], overlap[i], combined[i]) for i in chosen]
+        else:
+            rows, _ = self._ordered(cand, combined, self.top_n)
+            path = "fallback"
+            at = {int(r): i for i, r in enumerate(cand)}
+            stats = [(cosine[at[r]], overlap[at[r]], combined[at[r]]) if r in at else (0.0, 0.0, 0.0)
+                     for r in rows.tolist()]
+        claim_set = set(distinct)
+        hits = []
+        for row, (cos, ov, comb) in zip(rows.tolist(), stats):
+            passage_tags = self.index.tags(row)
+            hits.append(Hit(row, self.index.ids[row], float(comb), {
+                "cosine": float(cos), "overlap": float(ov), "combined": float(comb),
+                "shared_tags": [t for t in passage_tags if t in claim_set],
+                "passage_tags": passage_tags,
+            }))
+        return Selection(hits, path, {"claim_tags": self.claim_tags(claim), "thresholds": self.params(),
+                                      "passed_filter": int(len(passed))})

@@ -1,0 +1,199 @@
+import json
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.feature_extraction.text import TfidfVectorizer
+
+from conftest import DEMO, assert_one_line_error, run_cli
+from factcheck.formats.evidence import source_spec
+from factcheck.tagging import job as job_module
+from factcheck.tagging import store
+from factcheck.tagging.index import TagIndex, export_tags
+from factcheck.tagging.job import TagJob
+from factcheck.tagging.topk import top_k_rows
+from factcheck.tagging.vocabulary import top_terms
+from factcheck.text.analyzer import TextAnalyzer
+
+
+def build(tmp_path, passages: dict, name="idx", **kw) -> TagIndex:
+    src = tmp_path / f"{name}.json"
+    src.write_text(json.dumps(passages), encoding="utf-8")
+    TagJob(progress=False, **kw).run(source_spec(src), tmp_path / name)
+    return TagIndex.load(tmp_path / name)
+
+
+def top_k_reference(terms, weights, k):
+    """Slow, obviously correct: positive weights, by weight desc then term asc, at most k."""
+    pairs = sorted(((t, w) for t, w in zip(terms, weights) if w > 0), key=lambda tw: (-tw[1], tw[0]))
+    return pairs[:k]
+
+
+def test_three_term_passage_gets_exactly_three_tags(tmp_path):
+    idx = build(tmp_path, {"p1": "Glaciers retreat quickly.", "p2": "Oceans absorb heat and carbon.",
+                           "p3": "Forests store carbon in wood and soil."})
+    assert len(idx.tags(0)) == 3
+    assert set(idx.tags(0)) == {"glacier", "retreat", "quickli"}
+    assert all(w > 0 for w in idx.weights(0))
+
+
+def test_tie_case_orders_by_stem(tmp_path):
+    # Every term occurs once in p1 and in exactly one other passage: equal TF-IDF weights.
+    idx = build(tmp_path, {"p1": "zebra apple mango", "p2": "zebra", "p3": "apple", "p4": "mango"})
+    weights = idx.weights(0)
+    assert weights[0] == weights[1] == weights[2] > 0
+    assert idx.tags(0) == ["appl", "mango", "zebra"]
+
+
+def test_empty_and_stopword_only_passages_get_empty_tags_and_are_counted(tmp_path):
+    idx = build(tmp_path, {"a": "", "b": "the and of", "c": "solar power grows", "d": "1998 2020"})
+    assert len(idx) == 4 and idx.ids == ["a", "b", "c", "d"]
+    assert [idx.tags(i) for i in (0, 1, 3)] == [[], [], []]
+    assert idx.manifest.data["empty_tags"] == 3
+
+
+def test_top_k_rows_matches_reference_with_many_ties():
+    rng = np.random.default_rng(0)
+    for trial in range(30):
+        dense = rng.choice([0.0, 0.0, 0.5, 0.25, 1.0], size=(40, 25))
+        k = int(rng.integers(1, 12))
+        m = sp.csr_matrix(dense)
+        indptr, cols, vals = top_k_rows(m, k)
+        for r in range(40):
+            got = list(zip(cols[indptr[r]:indptr[r + 1]].tolist(), vals[indptr[r]:indptr[r + 1]].tolist()))
+            terms = [f"t{c:03d}" for c in range(25)]
+            want = [(int(t[1:]), w) for t, w in top_k_reference(terms, dense[r].tolist(), k)]
+            assert got == want
+
+
+def test_top_k_never_returns_explicit_zeros():
+    m = sp.csr_matrix((np.array([0.0, 0.3, 0.0]), np.array([0, 1, 2]), np.array([0, 3])), shape=(1, 3))
+    indptr, cols, vals = top_k_rows(m, 10)
+    assert cols.tolist() == [1] and vals.tolist() == [0.3]
+
+
+def test_vocabulary_cut_breaks_count_ties_by_term():
+    terms = ["pear", "apple", "fig", "kiwi", "date"]
+    counts = np.array([5, 3, 3, 3, 1])
+    assert top_terms(terms, counts, 3) == ["apple", "fig", "pear"]  # kiwi loses the tie to apple, fig
+
+
+def test_weights_are_bit_identical_to_sklearn_fit_on_the_whole_corpus(tmp_path):
+    passages = json.loads((DEMO / "evidence.json").read_text())
+    idx = build(tmp_path, passages, max_features=60, top_k=50, shard_size=7)
+    vocab = idx.vocabulary
+    ref = TfidfVectorizer(analyzer=TextAnalyzer(), vocabulary=vocab).fit(list(passages.values()))
+    assert np.array_equal(ref.idf_, idx.passage_vectorizer.idf_)
+    matrix = ref.transform(list(passages.values())).tocsr()
+    for row in range(len(idx)):
+        dense = matrix[row].toarray().ravel()
+        want = top_k_reference(vocab, dense.tolist(), 50)
+        assert list(zip(idx.tags(row), idx.weights(row))) == want
+
+
+def test_no_zero_weight_and_sorted_tags_on_real_sample(tmp_path, real_sample_20k):
+    out = tmp_path / "idx"
+    TagJob(progress=False, shard_size=5000).run(source_spec(real_sample_20k), out)
+    idx = TagIndex.load(out)
+    assert len(idx) == 20000
+    assert (idx.tag_weights > 0).all()
+    lengths = np.diff(idx.tag_indptr)
+    assert lengths.max() <= 10
+    vocab = idx.vocabulary
+    for row in range(0, 20000, 97):
+        tags, weights = idx.tags(row), idx.weights(row)
+        assert [(-w, t) for t, w in zip(tags, weights)] == sorted((-w, t) for t, w in zip(tags, weights))
+        assert len(set(tags)) == len(tags) and set(tags) <= set(vocab)
+
+
+@pytest.mark.slow
+def test_export_identical_for_jobs_and_shard_sizes(tmp_path, real_sample_20k):
+    exports = []
+    for jobs, shard in [(1, 1000), (2, 1000), (1, 7000), (2, 7000)]:
+        out = tmp_path / f"idx-{jobs}-{shard}"
+        TagJob(progress=False, jobs=jobs, shard_size=shard).run(source_spec(real_sample_20k), out)
+        dest = tmp_path / f"tags-{jobs}-{shard}.jsonl"
+        export_tags(out, dest)
+        exports.append(dest.read_bytes())
+    assert len(set(exports)) == 1
+    assert exports[0].count(b"\n") == 20000
+    # Same shard size, different jobs: every file byte-identical, manifest included.
+    for name in ["manifest.json", *store.read_manifest(tmp_path / "idx-1-1000").files()]:
+        assert (tmp_path / "idx-1-1000" / name).read_bytes() == (tmp_path / "idx-2-1000" / name).read_bytes()
+
+
+def test_interrupted_run_resumes_to_identical_bytes(tmp_path, monkeypatch):
+    passages = {f"p{i}": f"{w} warming glacier record {i % 7} ocean" for i, w in
+                enumerate(["ice", "heat", "sea", "coal", "wind", "sun", "rain", "snow", "salt", "soil"] * 5)}
+    src = tmp_path / "e.json"
+    src.write_text(json.dumps(passages))
+    ref = tmp_path / "ref"
+    TagJob(progress=False, shard_size=6).run(source_spec(src), ref)
+
+    calls = {"n": 0}
+    real_task = job_module._tag_task
+
+    def crashing(*args):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise RuntimeError("simulated crash")
+        return real_task(*args)
+
+    out = tmp_path / "resumed"
+    monkeypatch.setattr(job_module, "_tag_task", crashing)
+    with pytest.raises(RuntimeError):
+        TagJob(progress=False, shard_size=6).run(source_spec(src), out)
+    assert not (out / "manifest.json").exists()
+    finished = {p.name: p.stat().st_mtime_ns for p in (out / "tags").glob("*.joblib")}
+    assert len(finished) == 3
+    monkeypatch.setattr(job_module, "_tag_task", real_task)
+    TagJob(progress=False, shard_size=6).run(source_spec(src), out)
+    for name, mtime in finished.items():  # completed shards were verified and skipped
+        assert (out / "tags" / name).stat().st_mtime_ns == mtime
+    for name in ["manifest.json", *store.read_manifest(ref).files()]:
+        assert (out / name).read_bytes() == (ref / name).read_bytes(), name
+    assert not (out / "work").exists()
+
+
+def test_rerun_is_a_verified_noop_and_other_params_are_refused(tmp_path):
+    src = DEMO / "evidence.json"
+    out = tmp_path / "idx"
+    assert run_cli("tag", src, "--out", out, "--jobs", "1").returncode == 0
+    before = (out / "manifest.json").stat().st_mtime_ns
+    again = run_cli("tag", src, "--out", out, "--jobs", "1")
+    assert again.returncode == 0 and "nothing to do" in again.stderr
+    assert (out / "manifest.json").stat().st_mtime_ns == before
+    other = run_cli("tag", src, "--out", out, "--top-k", "5")
+    assert_one_line_error(other, "manifest.json", "different run", "--force")
+    forced = run_cli("tag", src, "--out", out, "--top-k", "5", "--force")
+    assert forced.returncode == 0
+    assert json.loads((out / "manifest.json").read_text())["params"]["top_k"] == 5
+
+
+@pytest.mark.parametrize("name, content, place", [
+    ("truncated.json", b'{"evidence-1": "Sea levels rise", "evidence-2": "Ice me', "line 1"),
+    ("nonstring.json", b'{"evidence-1": "Sea levels rise", "evidence-2": 42}', "line 1, column 49"),
+    ("dup.jsonl", b'{"id": "a", "text": "x"}\n{"id": "b", "text": "y"}\n{"id": "a", "text": "z"}\n', "line 3"),
+    ("badutf8.json", b'{"evidence-1": "Sea \xe9 levels"}', "byte 20"),
+    ("empty.json", b"", "empty file"),
+])
+def test_bad_input_one_line_error_exit_2_and_no_manifest(tmp_path, name, content, place):
+    src = tmp_path / name
+    src.write_bytes(content)
+    out = tmp_path / "out"
+    proc = run_cli("tag", src, "--out", out, "--jobs", "1")
+    assert_one_line_error(proc, str(src), place)
+    assert not (out / "manifest.json").exists()
+
+
+def test_export_tags_cli_writes_one_line_per_passage(tmp_path, demo_index):
+    dest = tmp_path / "tags.jsonl"
+    proc = run_cli("export-tags", demo_index, "--out", dest)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(l) for l in dest.read_text().splitlines()]
+    passages = json.loads((DEMO / "evidence.json").read_text())
+    assert [l["id"] for l in lines] == list(passages)
+    empty = [l for l in lines if not l["tags"]]
+    assert [l["id"] for l in empty] == ["evidence-36"] and empty[0]["weights"] == []
+    assert all(len(l["tags"]) == len(l["weights"]) <= 10 for l in lines)
