@@ -64,3 +64,5 @@ def _evaluate(p):
         from factcheck.evaluation.evaluate import run_evaluate
         run_evaluate(args.predictions, args.groundtruth, args.json, args.explanations)
     return run
+
+import factcheck.pipeline.commands  # noqa: F401,E402

@@ -51,7 +51,8 @@ class BM25Retriever(Retriever):
             self._bm25 = bm25s.BM25.load(cache, mmap=False)
             return self
         self._bm25 = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
-        self._bm25.index([analyze(t) for t in index.texts], show_progress=False)
+        token_ids, vocab = index.stem_ids
+        self._bm25.index((token_ids, dict(vocab)), show_progress=False)
         if self.cache:
             _save_atomic(self._bm25, cache, key)
         return self

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from factcheck.retrieval.base import Hit, Ranking, Retriever, Selection
+from factcheck.retrieval.base import Hit, Ranking, Retriever, Selection, stable_top
 from factcheck.text.analyzer import analyze
 
 
@@ -88,11 +88,10 @@ class TagRuleRetriever(Retriever):
 
     def _ordered(self, cand, combined, depth):
         """Candidates by combined desc (ties by row), then zero-score rows by row."""
-        order = np.lexsort((cand, -combined))[:depth]
-        rows, scores = cand[order], combined[order]
+        top = stable_top(combined, depth)
+        rows, scores = cand[top.rows], top.scores
         if len(rows) < depth:
-            fill = np.setdiff1d(np.arange(min(len(self.index), depth + len(cand)), dtype=np.int64),
-                                cand, assume_unique=True)[:depth - len(rows)]
+            fill = _first_rows_not_in(cand, depth - len(rows), len(self.index))
             rows = np.concatenate([rows, fill])
             scores = np.concatenate([scores, np.zeros(len(fill))])
         return rows, scores
@@ -108,21 +107,56 @@ class TagRuleRetriever(Retriever):
     def retrieve(self, claims: list[str]) -> list[Selection]:
         return [self._select(claim) for claim in claims]
 
-    def _select(self, claim: str) -> Selection:
-        distinct, cand, shared, cosine, overlap, combined = self._score(claim)
-        passed = np.flatnonzero((cosine > self.t_sim) & (overlap > self.t_overlap))
+    def choose(self, scored, t_sim: float, t_overlap: float, top_n: int):
+        """Apply the rule to a claim's scores: (chosen rows, path, number that passed the filter).
+
+        Separate from scoring so a threshold sweep scores each claim once.
+        """
+        distinct, cand, shared, cosine, overlap, combined = scored
+        passed = np.flatnonzero((cosine > t_sim) & (overlap > t_overlap))
         if len(passed):
             order = passed[np.lexsort((cand[passed], -combined[passed]))]
             best = shared[order].max()
-            chosen = order[shared[order] == best][: self.top_n]
-            rows, path = cand[chosen], "filtered"
-            stats = [(cosine[i], overlap[i], combined[i]) for i in chosen]
-        else:
-            rows, _ = self._ordered(cand, combined, self.top_n)
-            path = "fallback"
-            at = {int(r): i for i, r in enumerate(cand)}
-            stats = [(cosine[at[r]], overlap[at[r]], combined[at[r]]) if r in at else (0.0, 0.0, 0.0)
-                     for r in rows.tolist()]
+            return cand[order[shared[order] == best][:top_n]], "filtered", len(passed)
+        rows, _ = self._ordered(cand, combined, top_n)
+        return rows, "fallback", 0
+
+    def sweep(self, claims, t_sims, t_overlaps, top_ns) -> dict:
+        """Every (t_sim, t_overlap, top_n) combination at once: -> per-claim (rows, path).
+
+        Gives exactly what :meth:`choose` gives for each point, but scores each claim once
+        and sorts its candidates once: the filter keeps the combined-score order, the
+        fallback order does not depend on the thresholds, and a smaller ``top_n`` is a
+        prefix of a larger one. ``claims`` may be any iterable (e.g. a progress bar).
+        """
+        out = {(a, b, n): ([], []) for a in t_sims for b in t_overlaps for n in top_ns}
+        max_n = max(top_ns)
+        for claim in claims:
+            _, cand, shared, cosine, overlap, combined = self._score(claim)
+            fallback, _ = self._ordered(cand, combined, max_n)
+            order = np.lexsort((cand, -combined))
+            live = order[(cosine[order] > min(t_sims)) & (overlap[order] > min(t_overlaps))]
+            rows_l, cos_l, ov_l, sh_l = cand[live], cosine[live], overlap[live], shared[live]
+            for a in t_sims:
+                for b in t_overlaps:
+                    passed = np.flatnonzero((cos_l > a) & (ov_l > b))
+                    if len(passed):
+                        keep = passed[sh_l[passed] == sh_l[passed].max()]
+                        rows, path = rows_l[keep], "filtered"
+                    else:
+                        rows, path = fallback, "fallback"
+                    for n in top_ns:
+                        out[(a, b, n)][0].append(rows[:n])
+                        out[(a, b, n)][1].append(path)
+        return out
+
+    def _select(self, claim: str) -> Selection:
+        scored = self._score(claim)
+        distinct, cand, shared, cosine, overlap, combined = scored
+        rows, path, n_passed = self.choose(scored, self.t_sim, self.t_overlap, self.top_n)
+        at = {int(r): i for i, r in enumerate(cand)}
+        stats = [(cosine[at[r]], overlap[at[r]], combined[at[r]]) if r in at else (0.0, 0.0, 0.0)
+                 for r in rows.tolist()]
         claim_set = set(distinct)
         hits = []
         for row, (cos, ov, comb) in zip(rows.tolist(), stats):
@@ -133,4 +167,16 @@ class TagRuleRetriever(Retriever):
                 "passage_tags": passage_tags,
             }))
         return Selection(hits, path, {"claim_tags": self.claim_tags(claim), "thresholds": self.params(),
-                                      "passed_filter": int(len(passed))})
+                                      "passed_filter": int(n_passed)})
+
+
+def _first_rows_not_in(sorted_rows: np.ndarray, count: int, n: int) -> np.ndarray:
+    """The ``count`` smallest row numbers in [0, n) absent from ``sorted_rows``."""
+    limit = count
+    while True:
+        limit = min(limit, n)
+        present = sorted_rows[: np.searchsorted(sorted_rows, limit)]
+        missing = np.setdiff1d(np.arange(limit, dtype=np.int64), present, assume_unique=True)
+        if len(missing) >= count or limit == n:
+            return missing[:count]
+        limit *= 2

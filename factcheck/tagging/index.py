@@ -81,6 +81,23 @@ class TagIndex:
     def texts(self) -> list[str]:
         return unpack_strings(self._text_buf, self._text_off)
 
+    @cached_property
+    def passage_stems(self) -> list[list[str]]:
+        """Every passage's stems (full text, duplicates kept): what BM25 and features read."""
+        from factcheck.text.analyzer import analyze
+        return [analyze(t) for t in self.texts]
+
+    @cached_property
+    def stem_ids(self) -> tuple[list[list[int]], dict[str, int]]:
+        """``passage_stems`` as integer ids plus the stem -> id map (first-seen order).
+
+        Indexers that take token ids (bm25s) then skip their own per-token string lookups,
+        which dominate an index build; the map is shared by every build over this index.
+        """
+        vocab: dict[str, int] = {}
+        ids = [[vocab.setdefault(s, len(vocab)) for s in stems] for stems in self.passage_stems]
+        return ids, vocab
+
     # ------------------------------------------------------------------ tags
     @cached_property
     def passage_vectorizer(self):

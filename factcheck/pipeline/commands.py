@@ -1,0 +1,105 @@
+"""Commands of the classification stage and the main job: train, predict, ablation, run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from factcheck.cli import add_tag_args, command
+
+
+@command("run", "the whole pipeline end to end on a course data directory")
+def _run(p):
+    p.add_argument("--data-dir", type=Path, required=True,
+                   help="directory with train-claims.json, dev-claims.json, test-claims-unlabelled.json, evidence.json")
+    p.add_argument("--out", type=Path, required=True, help="output directory")
+    p.add_argument("--evidence", type=Path, default=None, help="knowledge source (default: DATA_DIR/evidence.json[.gz])")
+    p.add_argument("--index", type=Path, default=None, help="reuse this verified tag index instead of tagging")
+    p.add_argument("--method", default="auto", choices=("auto", "tags", "bm25", "rerank"),
+                   help="retriever (default: auto = best evidence F on the training hold-out)")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    add_tag_args(p)
+
+    def run(args):
+        from factcheck.pipeline.run import run_pipeline
+        tag_args = {"top_k": args.top_k, "max_features": args.max_features, "tag_features": args.tag_features,
+                    "shard_size": args.shard_size, "backend": args.backend, "scheduler": args.scheduler}
+        m = run_pipeline(args.data_dir, args.out, args.evidence, args.index, args.method, args.jobs,
+                         args.force, False if args.quiet else None, tag_args)
+        iv = m["intervals"]
+        fmt = lambda k: "{:.3f} [{:.3f}, {:.3f}]".format(iv[k]["value"], *iv[k]["ci95"])  # noqa: E731
+        print(f"dev evidence F {fmt('evidence_f')}, accuracy {fmt('accuracy')}, "
+              f"harmonic mean {fmt('harmonic_mean')} (retriever: {m['run']['retriever']['chosen']})")
+        print(f"wrote {args.out}/dev-claims-predictions.json, test-claims-predictions.json, metrics.json, report.md")
+    return run
+
+
+@command("train", "tune the retriever and train the claim classifier on training claims")
+def _train(p):
+    p.add_argument("--index", type=Path, required=True, help="tag index directory")
+    p.add_argument("--claims", type=Path, required=True, help="training claims (course format, labelled)")
+    p.add_argument("--model-out", type=Path, required=True, help="model directory to write")
+    p.add_argument("--method", default="auto", choices=("auto", "tags", "bm25", "rerank"))
+
+    def run(args):
+        from factcheck.formats.claims import read_claims
+        from factcheck.pipeline.run import train_system
+        from factcheck.tagging.index import TagIndex
+
+        index = TagIndex.load(args.index)
+        train = read_claims(args.claims, require_labels=True)
+        t = train_system(index, train, args.model_out, args.method, model_dir=args.model_out)
+        print(f"{args.model_out}: retriever {t.candidates.best} {t.system.retriever.params()}, "
+              f"classifier {t.config}")
+    return run
+
+
+@command("predict", "leaderboard-format predictions (label + evidence) for a claims file")
+def _predict(p):
+    p.add_argument("--claims", type=Path, required=True)
+    p.add_argument("--index", type=Path, required=True)
+    p.add_argument("--model", type=Path, required=True, help="model directory (from train or run: OUT/model)")
+    p.add_argument("--out", type=Path, required=True)
+
+    def run(args):
+        from factcheck.formats.claims import read_claims
+        from factcheck.pipeline.run import _write
+        from factcheck.pipeline.system import FactChecker
+        claims = read_claims(args.claims)
+        system = FactChecker.load(args.index, args.model)
+        verdicts = system.check(claims)
+        _write(args.out, claims, verdicts, system)
+        print(f"{args.out}: {len(claims)} claims with labels and evidence")
+    return run
+
+
+@command("ablation", "the classifier on gold versus retrieved evidence, with paired tests")
+def _ablation(p):
+    p.add_argument("--claims", type=Path, required=True, help="labelled claims (e.g. dev-claims.json)")
+    p.add_argument("--index", type=Path, required=True)
+    p.add_argument("--model", type=Path, required=True)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def run(args):
+        from factcheck.evaluation.ablation import ablation
+        from factcheck.formats.claims import read_claims
+        from factcheck.pipeline.system import FactChecker
+        claims = read_claims(args.claims, require_labels=True)
+        system = FactChecker.load(args.index, args.model)
+        verdicts = system.check(claims)
+        gold = [(c.text, system.texts([e for e in c.evidences if e in system.index.row_of])) for c in claims]
+        y = [c.label for c in claims]
+        result = ablation(y, list(system.classifier.predict(gold)), [verdicts.labels[c.id] for c in claims])
+        if args.json:
+            print(json.dumps(result, indent=2))
+            return
+        for cond in ("gold", "retrieved"):
+            r = result[cond]
+            print(f"{cond:9} accuracy {_fmt(r['accuracy'])}  macro-F1 {_fmt(r['macro_f1'])}")
+        g = result["gold_vs_retrieved"]
+        print(f"gold - retrieved: {_fmt(g['accuracy_difference'])}  McNemar exact p = {g['mcnemar']['p_value']:.4g}")
+    return run
+
+
+def _fmt(e: dict) -> str:
+    return "{:.3f} [{:.3f}, {:.3f}]".format(e["value"], *e["ci95"])

@@ -1,0 +1,204 @@
+"""``factcheck run``: the whole pipeline, end to end, from a course data directory.
+
+tag (or reuse a verified index) -> tune the tag rule and BM25 and train the reranker on
+the training split -> pick the retriever with the best hold-out evidence F -> select and
+train the classifier -> predict and score dev -> gold-vs-retrieved ablation -> predict
+test -> metrics.json, report.md, plots. Dev is scored, never tuned on; test has no labels
+and is only predicted.
+
+Outputs (all written atomically; ``metrics.json`` and ``report.md`` last)::
+
+    OUT/index/                          the tag index (unless --index was given)
+    OUT/model/                          classifier.joblib (+ rerank.joblib)
+    OUT/dev-claims-predictions.json     leaderboard format (+ .explain.json)
+    OUT/test-claims-predictions.json    leaderboard format (+ .explain.json)
+    OUT/tuning/*.csv, OUT/plots/*.png   sweeps, confusion matrices, interval chart
+    OUT/metrics.json, OUT/report.md
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from factcheck.errors import InputError
+from factcheck.formats.claims import read_claims, write_predictions
+from factcheck.formats.evidence import source_spec
+from factcheck.formats.files import write_json_atomic
+from factcheck.pipeline.splits import train_holdout_split
+from factcheck.pipeline.system import FactChecker, save_system
+
+METHODS = ("auto", "tags", "bm25", "rerank")
+
+
+def find_data(data_dir: Path, evidence: Path | None):
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise InputError(data_dir, None, "no such data directory")
+    files = {}
+    for key, name in (("train", "train-claims.json"), ("dev", "dev-claims.json"),
+                      ("test", "test-claims-unlabelled.json")):
+        path = data_dir / name
+        if not path.is_file():
+            raise InputError(path, None, "missing (a course data directory holds train-claims.json, "
+                             "dev-claims.json, test-claims-unlabelled.json and evidence.json)")
+        files[key] = path
+    if evidence is None:
+        for name in ("evidence.json", "evidence.json.gz", "evidence.jsonl", "evidence.csv"):
+            if (data_dir / name).is_file():
+                evidence = data_dir / name
+                break
+        else:
+            raise InputError(data_dir / "evidence.json", None, "missing (or pass --evidence FILE)")
+    files["evidence"] = Path(evidence)
+    return files
+
+
+class Clock:
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self.timings: dict[str, float] = {}
+        self.start = time.perf_counter()
+
+    def step(self, name: str):
+        clock = self
+
+        class _Step:
+            def __enter__(self):
+                self.t = time.perf_counter()
+                if not clock.quiet:
+                    print(f"[{time.perf_counter() - clock.start:6.1f}s] {name} ...", file=sys.stderr)
+
+            def __exit__(self, *exc):
+                clock.timings[name] = round(time.perf_counter() - self.t, 2)
+
+        return _Step()
+
+
+def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_dir: Path | None = None,
+                 method: str = "auto", jobs: int = -1, force: bool = False, progress: bool | None = None,
+                 tag_args: dict | None = None) -> dict:
+    from factcheck.classification.train import train_baselines
+    from factcheck.evaluation.ablation import ablation
+    from factcheck.evaluation.evaluate import evaluate
+    from factcheck.pipeline import report, selection
+    from factcheck.tagging.index import TagIndex
+    from factcheck.tagging.job import TagJob
+
+    if method not in METHODS:
+        raise InputError(None, "--method", f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
+    out = Path(out)
+    files = find_data(data_dir, evidence)
+    train = read_claims(files["train"], require_labels=True)
+    dev = read_claims(files["dev"], require_labels=True)
+    test = read_claims(files["test"])
+    quiet = progress is False
+    clock = Clock(quiet)
+
+    with clock.step("tagging the knowledge source"):
+        if index_dir is None:
+            index_dir = out / "index"
+            TagJob(jobs=jobs, progress=progress, **(tag_args or {})).run(
+                source_spec(files["evidence"]), index_dir, force=force)
+        index = TagIndex.load(index_dir)
+    _check_gold_ids(index, train, files["train"])
+    _check_gold_ids(index, dev, files["dev"])
+
+    trained = train_system(index, train, out, method, progress, clock)
+    system, candidates, config = trained.system, trained.candidates, trained.config
+    classifier, texts_of = system.classifier, trained.texts_of
+    with clock.step("training baselines (always-majority, claim-only)"):
+        baselines = train_baselines(train, trained.train_evidence, texts_of, progress=progress)
+
+    with clock.step("predicting dev"):
+        verdicts = system.check(dev)
+        dev_path = out / "dev-claims-predictions.json"
+        _write(dev_path, dev, verdicts, system)
+    with clock.step("gold-versus-retrieved ablation on dev"):
+        gold_X = [(c.text, texts_of(c.evidences)) for c in dev]
+        retrieved_X = [(c.text, texts_of(verdicts.evidences[c.id])) for c in dev]
+        y = [c.label for c in dev]
+        base_preds = {name: list(m.predict(retrieved_X)) for name, m in baselines.items()}
+        abl = ablation(y, list(classifier.predict(gold_X)), [verdicts.labels[c.id] for c in dev], base_preds)
+    with clock.step("predicting test"):
+        test_verdicts = system.check(test)
+        _write(out / "test-claims-predictions.json", test, test_verdicts, system)
+
+    predictions = {c.id: {"evidences": verdicts.evidences[c.id], "claim_label": verdicts.labels[c.id]}
+                   for c in dev}
+    metrics = evaluate(predictions, dev, verdicts.explain, source=str(dev_path))
+    metrics["run"] = {
+        "data_dir": str(data_dir), "evidence": files["evidence"].name, "passages": len(index),
+        "retriever": {"chosen": candidates.best, "params": system.retriever.params(),
+                      "holdout": candidates.holdout_scores},
+        "retrievers_on_dev": selection.dev_scores(candidates, dev),
+        "classifier": _config_json(config), "ablation": abl, "timings": clock.timings,
+    }
+    plots = report.plots(out, candidates, abl, metrics)
+    write_json_atomic(out / "metrics.json", metrics)
+    (out / "report.md").parent.mkdir(parents=True, exist_ok=True)
+    report.write_report(out / "report.md", metrics, plots, candidates)
+    if not quiet:
+        print(f"[{time.perf_counter() - clock.start:6.1f}s] done: {out}/report.md", file=sys.stderr)
+    return metrics
+
+
+@dataclass
+class Trained:
+    system: FactChecker
+    candidates: object
+    config: object
+    train_evidence: dict
+    texts_of: object
+
+
+def train_system(index, train, out: Path, method: str = "auto", progress=None, clock=None,
+                 model_dir: Path | None = None) -> Trained:
+    """Tune retrievers, pick one, select and train the classifier; save the model dir."""
+    from factcheck.classification.train import select_and_train
+    from factcheck.pipeline import report, selection
+    from factcheck.retrieval.registry import run_retrieval
+
+    clock = clock or Clock(progress is False)
+    fit, holdout = train_holdout_split(train)
+    with clock.step("tuning and training retrievers on the training split"):
+        candidates = selection.tune_retrievers(index, fit, holdout, out, method, progress)
+    retriever = candidates.retrievers[candidates.best]
+    with clock.step(f"retrieving evidence for training claims ({candidates.best})"):
+        train_evidence, _ = run_retrieval(retriever, train)
+
+    def texts_of(ids):
+        row_of = index.row_of
+        return [index.text(row_of[i]) for i in ids if i in row_of]
+
+    with clock.step("selecting and training the claim classifier"):
+        classifier, config, rows = select_and_train(train, train_evidence, texts_of, progress=progress)
+        report.write_csv(out / "tuning" / "classifier-selection.csv", rows)
+    meta = {"index_plan_key": index.manifest.data.get("plan_key"), "classifier": _config_json(config)}
+    save_system(model_dir or out / "model", classifier, retriever, meta)
+    return Trained(FactChecker(index, retriever, classifier, meta), candidates, config, train_evidence, texts_of)
+
+
+def _write(path: Path, claims, verdicts, system) -> None:
+    from factcheck.evaluation.evaluate import explanations_path
+    from factcheck.pipeline.system import retriever_spec
+    write_json_atomic(explanations_path(path), {**retriever_spec(system.retriever), "claims": verdicts.explain})
+    write_predictions(path, claims, verdicts.evidences, verdicts.labels)
+
+
+def _config_json(config) -> dict:
+    from dataclasses import asdict
+    d = asdict(config)
+    d["groups"] = list(d["groups"])
+    return d
+
+
+def _check_gold_ids(index, claims, path) -> None:
+    row_of = index.row_of
+    missing = [(c.id, e) for c in claims for e in c.evidences if e not in row_of]
+    if missing:
+        cid, eid = missing[0]
+        raise InputError(path, f"claim {cid!r}", f"gold evidence {eid!r} is not in the knowledge source "
+                         f"({len(missing)} such ids); is --evidence the right file?")

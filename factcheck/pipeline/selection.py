@@ -1,0 +1,73 @@
+"""Tune every retriever on the training split and pick the one to use.
+
+The tag rule and BM25 are swept (see :mod:`factcheck.pipeline.tuning`); the reranker is
+trained on the 80% part with its cut-off chosen on the 20% part. Each candidate's
+evidence F on the 20% hold-out decides which retriever the system uses (``auto``);
+naming a method overrides the choice but every candidate is still reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from factcheck.evaluation.evaluate import evaluate
+from factcheck.pipeline import tuning
+from factcheck.retrieval.registry import run_retrieval
+
+
+@dataclass
+class Candidates:
+    retrievers: dict = field(default_factory=dict)
+    sweeps: dict = field(default_factory=dict)
+    holdout_scores: dict = field(default_factory=dict)
+    best: str = "bm25"
+
+
+def rerank_available() -> bool:
+    try:
+        import factcheck.retrieval.rerank.retriever  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progress=None) -> Candidates:
+    from factcheck.retrieval.bm25 import BM25Retriever
+    from factcheck.retrieval.tag_rule import TagRuleRetriever
+
+    c = Candidates()
+    tags = TagRuleRetriever().fit(index)
+    sweep = tuning.sweep_tags(tags, fit, holdout, progress=progress)
+    c.sweeps["tags"] = sweep
+    c.retrievers["tags"] = TagRuleRetriever(**sweep.chosen).fit(index)
+
+    sweep = tuning.sweep_bm25(index, fit, holdout, progress=progress)
+    c.sweeps["bm25"] = sweep
+    c.retrievers["bm25"] = BM25Retriever(**sweep.chosen).fit(index)
+
+    if rerank_available() and (method in ("auto", "rerank")):
+        from factcheck.retrieval.rerank.retriever import train_reranker
+        c.retrievers["rerank"] = train_reranker(index, fit, holdout)
+    elif method == "rerank":
+        from factcheck.errors import InputError
+        raise InputError(None, "--method rerank", "the reranker is not available in this installation")
+
+    for name, sweep in c.sweeps.items():
+        sweep.write_csv(out / "tuning" / f"{name}-sweep.csv")
+    for name, retriever in c.retrievers.items():
+        evidences, _ = run_retrieval(retriever, holdout, depth=1)
+        c.holdout_scores[name] = tuning.mean_f([evidences[h.id] for h in holdout], holdout)
+    c.best = method if method != "auto" else max(c.holdout_scores, key=lambda k: (c.holdout_scores[k], k))
+    return c
+
+
+def dev_scores(c: Candidates, dev) -> dict:
+    """Every candidate retriever on dev (reported once, never used for a choice)."""
+    out = {}
+    for name, retriever in c.retrievers.items():
+        evidences, explain = run_retrieval(retriever, dev)
+        result = evaluate({cid: {"evidences": ev} for cid, ev in evidences.items()}, dev, explain)
+        out[name] = {"params": retriever.params(), "evidence_f": result["intervals"]["evidence_f"],
+                     "retrieval": result["retrieval"]}
+    return out

@@ -1,0 +1,94 @@
+"""A trained system: tag index + retriever + classifier, and the model directory format.
+
+A model directory holds ``classifier.joblib`` (the scikit-learn pipeline and a ``meta``
+record: which retriever with which parameters, the index it was trained against) and,
+for the learned retriever, ``rerank.joblib``. ``factcheck predict``/``ablation``/``serve``
+rebuild the exact system from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from factcheck.classification.model import load_classifier, save_classifier
+from factcheck.errors import InputError
+from factcheck.retrieval.registry import make_retriever, run_retrieval
+
+RERANK_FILE = "rerank.joblib"
+
+
+@dataclass
+class Verdicts:
+    evidences: dict[str, list[str]]
+    labels: dict[str, str]
+    probabilities: dict[str, dict[str, float]]
+    explain: dict[str, dict]
+
+
+class FactChecker:
+    def __init__(self, index, retriever, classifier, meta: dict):
+        self.index = index
+        self.retriever = retriever
+        self.classifier = classifier
+        self.meta = meta
+
+    @classmethod
+    def load(cls, index_dir: Path, model_dir: Path, method: str | None = None) -> "FactChecker":
+        from factcheck.tagging.index import TagIndex
+        classifier, meta = load_classifier(model_dir)
+        index = TagIndex.load(index_dir)
+        trained_on = meta.get("index_plan_key")
+        if trained_on and trained_on != index.manifest.data.get("plan_key"):
+            print(f"warning: {model_dir} was trained against another tag index than {index_dir}")
+        retriever = load_retriever(model_dir, meta, method).fit(index)
+        return cls(index, retriever, classifier, meta)
+
+    def texts(self, ids: list[str]) -> list[str]:
+        row_of = self.index.row_of
+        return [self.index.text(row_of[i]) for i in ids]
+
+    def check(self, claims) -> Verdicts:
+        evidences, explain = run_retrieval(self.retriever, claims)
+        X = [(c.text, self.texts(evidences[c.id])) for c in claims]
+        proba = self.classifier.predict_proba(X) if claims else np.zeros((0, 4))
+        classes = [str(c) for c in self.classifier.classes_]
+        labels, probabilities = {}, {}
+        for claim, p in zip(claims, proba):
+            labels[claim.id] = classes[int(np.argmax(p))]
+            probabilities[claim.id] = {c: float(v) for c, v in zip(classes, p)}
+            explain[claim.id]["probabilities"] = probabilities[claim.id]
+        return Verdicts(evidences, labels, probabilities, explain)
+
+
+def retriever_spec(retriever) -> dict:
+    inner = getattr(retriever, "inner", retriever)
+    spec = {"method": inner.name, "params": inner.params()}
+    if hasattr(retriever, "inner"):
+        spec["chunk_window"], spec["chunk_overlap"] = retriever.window, retriever.overlap
+    return spec
+
+
+def save_system(model_dir: Path, classifier, retriever, meta: dict) -> None:
+    model_dir = Path(model_dir)
+    spec = retriever_spec(retriever)
+    if spec["method"] == "rerank":
+        getattr(retriever, "inner", retriever).save(model_dir / RERANK_FILE)
+    save_classifier(classifier, model_dir, {**meta, "retriever": spec})
+
+
+def load_retriever(model_dir: Path, meta: dict, method: str | None = None):
+    spec = meta.get("retriever") or {}
+    method = method or spec.get("method")
+    if method is None:
+        raise InputError(model_dir, None, "model does not name its retriever")
+    params = dict(spec.get("params", {})) if method == spec.get("method") else {}
+    if method == "rerank":
+        path = Path(model_dir) / RERANK_FILE
+        if not path.is_file():
+            raise InputError(path, None, "no trained reranker in this model directory")
+        params = {"model": path}
+    return make_retriever(method, params, spec.get("chunk_window") if method == spec.get("method") else None,
+                          spec.get("chunk_overlap", 20))

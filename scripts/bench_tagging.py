@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Benchmark the offline tagging job against the 2024 notebook method.
+
+Writes reports/bench-tagging.md: wall, CPU, peak RSS and passages/s of
+``factcheck tag --jobs 2`` at 0.3M and 1.2M passages (median of 3 fresh runs each), and
+of a faithful re-implementation of the 2024 notebook method (pandas ``apply`` per
+passage for preprocessing, scikit-learn ``TfidfVectorizer(max_features=20000)``, then
+per passage a dense row and ``np.argsort``) on a 20K-passage sample, with the per-passage
+speed ratio.
+
+    python scripts/bench_tagging.py                 # full benchmark (~10 minutes)
+    python scripts/bench_tagging.py --sizes 20000 --repeats 1 --out /tmp/b.md   # smoke
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import ROOT, ensure_corpus, gib, machine, measure, median_runs  # noqa: E402
+
+SAMPLE_2024 = 20_000
+
+
+def method_2024(corpus: Path, n: int) -> None:
+    """The 2024 notebook's tagging, reconstructed (run in a subprocess by the benchmark)."""
+    import re
+
+    import numpy as np
+    import pandas as pd
+    from nltk.stem.porter import PorterStemmer
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from factcheck.text.stopwords import ENGLISH_STOP_WORDS
+
+    with open(corpus, encoding="utf-8") as fh:
+        evidence = json.load(fh)
+    df = pd.DataFrame(list(evidence.items())[:n], columns=["id", "text"])
+    stemmer = PorterStemmer()
+
+    def preprocess(text):  # no memo: every token stemmed every time, as in 2024
+        tokens = re.findall(r"\w+", text.lower())
+        return " ".join(stemmer.stem(t) for t in tokens if t.isalpha() and t not in ENGLISH_STOP_WORDS)
+
+    df["processed"] = df["text"].apply(preprocess)
+    vectorizer = TfidfVectorizer(max_features=20000)
+    matrix = vectorizer.fit_transform(df["processed"])
+    names = vectorizer.get_feature_names_out()
+
+    def top_tags(i):
+        row = matrix[i].toarray().ravel()
+        return list(names[np.argsort(row)[::-1][:10]])
+
+    df["tags"] = df.index.to_series().apply(top_tags)
+    assert len(df) == n
+
+
+def bench_ours(corpus: Path, repeats: int, jobs: int) -> dict:
+    runs = []
+    for _ in range(repeats):
+        out = Path(tempfile.mkdtemp(prefix="bench-tag-", dir=ROOT / "bench"))
+        try:
+            runs.append(measure([sys.executable, "-m", "factcheck", "tag", str(corpus), "--out", str(out / "idx"),
+                                 "--jobs", str(jobs)]))
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+    return {"median": median_runs(runs), "runs": runs}
+
+
+def bench_2024(corpus: Path, repeats: int) -> dict:
+    runs = [measure([sys.executable, __file__, "--run-2024", str(corpus), "--n", str(SAMPLE_2024)])
+            for _ in range(repeats)]
+    return {"median": median_runs(runs), "runs": runs}
+
+
+def row(label: str, n: int, m: dict) -> str:
+    return (f"| {label} | {n:,} | {m['wall']:.1f} | {m['cpu']:.1f} | {gib(m['peak_rss_tree'])} | "
+            f"{gib(m['peak_rss_driver'])} | {n / m['wall']:,.0f} |")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    ap.add_argument("--sizes", default="300000,1208827", help="corpus sizes for factcheck tag")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=ROOT / "reports" / "bench-tagging.md")
+    ap.add_argument("--run-2024", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, default=SAMPLE_2024, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.run_2024:
+        method_2024(args.run_2024, args.n)
+        return 0
+    (ROOT / "bench").mkdir(exist_ok=True)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    results = {n: bench_ours(ensure_corpus(n), args.repeats, args.jobs) for n in sizes}
+    old = bench_2024(ensure_corpus(max(sizes)), args.repeats)
+
+    largest = max(sizes)
+    ours_rate = largest / results[largest]["median"]["wall"]
+    old_rate = SAMPLE_2024 / old["median"]["wall"]
+    lines = [
+        "# Benchmark: the offline tagging job", "",
+        f"Machine: {machine()}.", "",
+        f"Command: `python scripts/bench_tagging.py --sizes {args.sizes} --repeats {args.repeats} "
+        f"--jobs {args.jobs}`; each figure is the median of {args.repeats} fresh runs (new output directory "
+        "each time). Corpora come from `scripts/make_bench_corpus.py` (the 316,312-passage proxy corpus "
+        "plus synthetic filler drawn from its own unigram and length distributions). Peak RSS is sampled "
+        "every 50 ms over the whole process tree (driver + worker processes).", "",
+        "| method | passages | wall s | CPU s | peak RSS (tree) | peak RSS (driver) | passages/s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for n in sizes:
+        lines.append(row(f"`factcheck tag --jobs {args.jobs}`", n, results[n]["median"]))
+    lines.append(row("2024 notebook method (pandas apply + dense argsort)", SAMPLE_2024, old["median"]))
+    m = results[largest]["median"]
+    lines += [
+        "", f"Per-passage speed-up over the 2024 method: **{ours_rate / old_rate:.0f}×** "
+        f"({ours_rate:,.0f} vs {old_rate:,.0f} passages/s).", "",
+        "Acceptance (issue 2):", "",
+        f"- 1.2M passages in ≤ 60 s wall: **{m['wall']:.1f} s** — {'met' if m['wall'] <= 60 else 'NOT met'}"
+        if largest >= 1_200_000 else "- 1.2M size not run in this invocation",
+        f"- peak RSS ≤ 4 GB: **{gib(m['peak_rss_tree'])}** (whole tree) — "
+        f"{'met' if m['peak_rss_tree'] <= 4e9 else 'NOT met'}",
+        f"- ≥ 20× faster per passage than 2024: **{ours_rate / old_rate:.0f}×** — "
+        f"{'met' if ours_rate / old_rate >= 20 else 'NOT met'}",
+        "", "All runs (wall s / CPU s / tree peak GiB):", "",
+    ]
+    for n in sizes:
+        lines.append(f"- {n:,}: " + "; ".join(f"{r['wall']:.1f} / {r['cpu']:.1f} / {r['peak_rss_tree'] / 2**30:.2f}"
+                                             for r in results[n]["runs"]))
+    lines.append(f"- 2024 method, {SAMPLE_2024:,}: " + "; ".join(
+        f"{r['wall']:.1f} / {r['cpu']:.1f} / {r['peak_rss_tree'] / 2**30:.2f}" for r in old["runs"]))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(args.out.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
