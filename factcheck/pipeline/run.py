@@ -177,7 +177,7 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
         classifier, config, rows = select_and_train(train, train_evidence, texts_of, progress=progress)
         report.write_csv(out / "tuning" / "classifier-selection.csv", rows)
     meta = {"index_plan_key": index.manifest.data.get("plan_key"), "classifier": _config_json(config)}
-    save_system(model_dir or out / "model", classifier, retriever, meta)
+    save_system(model_dir or out / "model", classifier, retriever, meta, candidates.retrievers)
     return Trained(FactChecker(index, retriever, classifier, meta), candidates, config, train_evidence, texts_of)
 
 

@@ -71,24 +71,33 @@ def retriever_spec(retriever) -> dict:
     return spec
 
 
-def save_system(model_dir: Path, classifier, retriever, meta: dict) -> None:
+def save_system(model_dir: Path, classifier, retriever, meta: dict, alternatives: dict | None = None) -> None:
+    """Save the classifier, the chosen retriever and every other tuned retriever's spec,
+    so a user (or the app) can switch retriever without re-tuning."""
     model_dir = Path(model_dir)
     spec = retriever_spec(retriever)
-    if spec["method"] == "rerank":
-        getattr(retriever, "inner", retriever).save(model_dir / RERANK_FILE)
-    save_classifier(classifier, model_dir, {**meta, "retriever": spec})
+    everyone = {**(alternatives or {}), spec["method"]: retriever}
+    specs = {name: retriever_spec(r) for name, r in everyone.items()}
+    if "rerank" in everyone:
+        getattr(everyone["rerank"], "inner", everyone["rerank"]).save(model_dir / RERANK_FILE)
+    save_classifier(classifier, model_dir, {**meta, "retriever": spec, "retrievers": specs})
+
+
+def available_methods(meta: dict) -> list[str]:
+    return sorted((meta.get("retrievers") or {meta["retriever"]["method"]: None}).keys())
 
 
 def load_retriever(model_dir: Path, meta: dict, method: str | None = None):
-    spec = meta.get("retriever") or {}
-    method = method or spec.get("method")
+    """The chosen retriever, or another tuned one by name (``tags``, ``bm25``, ``rerank``)."""
+    chosen = meta.get("retriever") or {}
+    method = method or chosen.get("method")
     if method is None:
         raise InputError(model_dir, None, "model does not name its retriever")
-    params = dict(spec.get("params", {})) if method == spec.get("method") else {}
+    spec = (meta.get("retrievers") or {}).get(method) or (chosen if chosen.get("method") == method else {})
+    params = dict(spec.get("params", {}))
     if method == "rerank":
         path = Path(model_dir) / RERANK_FILE
         if not path.is_file():
             raise InputError(path, None, "no trained reranker in this model directory")
         params = {"model": path}
-    return make_retriever(method, params, spec.get("chunk_window") if method == spec.get("method") else None,
-                          spec.get("chunk_overlap", 20))
+    return make_retriever(method, params, spec.get("chunk_window"), spec.get("chunk_overlap", 20))
