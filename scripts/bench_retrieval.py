@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import ROOT, SHARED, ensure_corpus, machine  # noqa: E402
+from benchlib import ROOT, SHARED, ensure_corpus, machine, write_report  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -90,9 +90,7 @@ def main(argv=None) -> int:
         f"BM25 claims/s: {', '.join(f'{x:.0f}' for x in rates)}. Fallback share of the tag rule on this corpus: "
         f"{fallback / (len(claims) * args.repeats):.2f}.",
     ]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print(args.out.read_text())
+    write_report(args.out, lines)
     return 0
 
 

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import ROOT, ensure_corpus, gib, machine, measure, median_runs  # noqa: E402
+from benchlib import ROOT, ensure_corpus, gib, machine, measure, median_runs, write_report  # noqa: E402
 
 SAMPLE_2024 = 20_000
 
@@ -135,9 +135,7 @@ def main(argv=None) -> int:
                                              for r in results[n]["runs"]))
     lines.append(f"- 2024 method, {SAMPLE_2024:,}: " + "; ".join(
         f"{r['wall']:.1f} / {r['cpu']:.1f} / {r['peak_rss_tree'] / 2**30:.2f}" for r in old["runs"]))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print(args.out.read_text())
+    write_report(args.out, lines)
     return 0
 
 

@@ -117,3 +117,10 @@ def ensure_corpus(n: int) -> Path:
         subprocess.run([os.sys.executable, str(ROOT / "scripts" / "make_bench_corpus.py"), "--n", str(n),
                         "--out", str(path)], check=True)
     return path
+
+
+def write_report(path: Path, lines: list[str]) -> None:
+    """Write a markdown report and echo it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(path.read_text())

@@ -22,15 +22,8 @@ def write_csv(path: Path, rows: list[dict]) -> None:
         w.writerows(rows)
 
 
-def _pyplot():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
-
-
 def plot_confusions(abl: dict, path: Path) -> None:
-    plt = _pyplot()
+    plt = tuning.pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     for ax, cond in zip(axes, ("retrieved", "gold")):
         conf = abl[cond]["confusion"]
@@ -46,11 +39,11 @@ def plot_confusions(abl: dict, path: Path) -> None:
         ax.set_xlabel("predicted")
         ax.set_ylabel("gold label")
         ax.set_title(f"dev, {cond} evidence")
-    tuning._save(fig, path)
+    tuning.save_figure(fig, path)
 
 
 def plot_intervals(metrics: dict, path: Path) -> None:
-    plt = _pyplot()
+    plt = tuning.pyplot()
     rows = []
     for name, r in metrics["run"]["retrievers_on_dev"].items():
         rows.append((f"evidence F: {name}", r["evidence_f"]))
@@ -69,7 +62,7 @@ def plot_intervals(metrics: dict, path: Path) -> None:
     ax.set_xlim(0, 1)
     ax.set_xlabel("dev, with 95% interval")
     ax.grid(axis="x", alpha=0.3)
-    tuning._save(fig, path)
+    tuning.save_figure(fig, path)
 
 
 def plots(out: Path, candidates, abl: dict, metrics_so_far: dict) -> dict:

@@ -21,8 +21,8 @@ from factcheck.evaluation.course_metric import evidence_f
 
 SHORTLIST = 5
 TAG_GRID = {
-    "t_sim": (0.1, 0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.7),
-    "t_overlap": (0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
+    "t_sim": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.7),
+    "t_overlap": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
     "top_n": (1, 2, 3, 4, 6, 8, 10),
 }
 BM25_GRID = {"k1": (0.9, 1.2, 1.5), "b": (0.4, 0.75), "k": (1, 2, 3, 4, 5, 6, 8, 10)}
@@ -101,47 +101,44 @@ def sweep_bm25(index, fit_claims, holdout_claims, grid=BM25_GRID, progress=None)
     return sweep
 
 
-def plot_tags(sweep: Sweep, path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    top_n = sweep.chosen["top_n"]
+def plot_sweep(sweep: Sweep, path: Path, x: str, series: tuple[str, ...], title: str, xlabel: str,
+               fixed: dict | None = None) -> None:
+    """F against ``x``, one line per value of ``series``, on the 80% and 20% parts side by side."""
+    plt = pyplot()
+    fixed = fixed or {}
+    rows = [r for r in sweep.rows if all(r[k] == v for k, v in fixed.items())]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     for ax, part in zip(axes, ("fit", "holdout")):
-        for t_ov in sorted({r["t_overlap"] for r in sweep.rows}):
-            pts = sorted((r["t_sim"], r[f"f_{part}"]) for r in sweep.rows
-                         if r["t_overlap"] == t_ov and r["top_n"] == top_n)
-            ax.plot(*zip(*pts), marker="o", label=f"t_overlap={t_ov}")
-        ax.axvline(sweep.chosen["t_sim"], color="grey", ls=":")
-        ax.set_title(f"tag rule, top_n={top_n}: training {'80%' if part == 'fit' else '20% hold-out'}")
-        ax.set_xlabel("t_sim (cosine threshold)")
+        for key in sorted({tuple(r[s] for s in series) for r in rows}):
+            pts = sorted((r[x], r[f"f_{part}"]) for r in rows if tuple(r[s] for s in series) == key)
+            ax.plot(*zip(*pts), marker="o", label=", ".join(f"{s}={v}" for s, v in zip(series, key)))
+        ax.axvline(sweep.chosen[x], color="grey", ls=":")
+        ax.set_title(f"{title}: training {'80%' if part == 'fit' else '20% hold-out'}")
+        ax.set_xlabel(xlabel)
     axes[0].set_ylabel("evidence F")
     axes[1].legend(fontsize=7)
-    _save(fig, path)
+    save_figure(fig, path)
+
+
+def plot_tags(sweep: Sweep, path: Path) -> None:
+    top_n = sweep.chosen["top_n"]
+    plot_sweep(sweep, path, "t_sim", ("t_overlap",), f"tag rule, top_n={top_n}", "t_sim (cosine threshold)",
+               {"top_n": top_n})
 
 
 def plot_bm25(sweep: Sweep, path: Path) -> None:
+    plot_sweep(sweep, path, "k", ("k1", "b"), "BM25", "k (passages returned)")
+
+
+def pyplot():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
-    for ax, part in zip(axes, ("fit", "holdout")):
-        for k1, b in sorted({(r["k1"], r["b"]) for r in sweep.rows}):
-            pts = sorted((r["k"], r[f"f_{part}"]) for r in sweep.rows if r["k1"] == k1 and r["b"] == b)
-            ax.plot(*zip(*pts), marker="o", label=f"k1={k1}, b={b}")
-        ax.axvline(sweep.chosen["k"], color="grey", ls=":")
-        ax.set_title(f"BM25: training {'80%' if part == 'fit' else '20% hold-out'}")
-        ax.set_xlabel("k (passages returned)")
-    axes[0].set_ylabel("evidence F")
-    axes[1].legend(fontsize=7)
-    _save(fig, path)
+    return plt
 
 
-def _save(fig, path: Path) -> None:
+def save_figure(fig, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=110, metadata={"Software": None})
-    import matplotlib.pyplot as plt
-    plt.close(fig)
+    pyplot().close(fig)
