@@ -17,6 +17,10 @@ class InputError(Exception):
         self.message = message
         super().__init__(self.one_line())
 
+    def __reduce__(self):
+        # Errors raised in worker processes travel back pickled; keep them InputErrors.
+        return (type(self), (self.path, self.place, self.message))
+
     def one_line(self) -> str:
         parts = [p for p in (self.path, self.place) if p]
         prefix = ": ".join(parts)

@@ -18,6 +18,7 @@ from pathlib import Path
 import joblib
 
 from factcheck.errors import InputError
+from factcheck.faults import crashpoint
 
 TMP_PREFIX = ".tmp-"
 
@@ -41,14 +42,24 @@ def open_binary(path: Path):
 def atomic_path(dest: Path):
     """Yield a temporary path next to ``dest``; rename it onto ``dest`` on success."""
     dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX + dest.name + ".", dir=dest.parent)
+    if dest.is_dir():
+        raise InputError(dest, None, "is a directory, expected a file name")
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX + dest.name + ".", dir=dest.parent)
+    except OSError as exc:  # e.g. a parent is a file, or no permission: the user's path, not a bug
+        why = ("a parent path is not a directory" if isinstance(exc, (FileExistsError, NotADirectoryError))
+               else exc.strerror or str(exc))
+        raise InputError(dest, None, f"cannot write here: {why}") from None
     os.close(fd)
     try:
         yield Path(tmp)
+        crashpoint(f"mid-write:{dest.name}", partial=tmp)
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
+        crashpoint(f"before-rename:{dest.name}")
         os.replace(tmp, dest)
+        crashpoint(f"after-rename:{dest.name}")
     except BaseException:
         try:
             os.unlink(tmp)

@@ -1,17 +1,30 @@
 """Where shard tasks run: in-process, on local worker processes (loky), or on Dask.
 
-All three go through joblib, so the task code is the same everywhere; tasks read and
-write shard files in the output directory (shared storage on a cluster), so only small
-arguments travel through the scheduler. Results come back in task order, and nothing a
-task writes depends on which worker ran it -- the output bytes are the same for any
-backend or number of jobs.
+The task code is the same everywhere (loky runs it through joblib, Dask through its
+futures API); tasks read and write shard files in the output directory (shared storage
+on a cluster), so only small arguments travel through the scheduler. Results come back
+in task order, and nothing a task writes depends on which worker ran it -- the output
+bytes are the same for any backend or number of jobs.
+
+How this bounds memory: a task's arguments are a path, a shard number and a key, never
+passages, and a task returns nothing; the one shared argument (the vocabulary) goes to
+each worker once. So neither the scheduler nor the driver holds shard data on a
+worker's behalf, and a worker holds one shard at a time (plus its per-process stem
+memo, bounded by the vocabulary of the text it has seen): peak memory is set by
+``--shard-size`` and the vocabulary, not by the corpus size.
+
+One :class:`WorkerPool` serves every map stage of a job. For Dask that means one
+connection to the given scheduler -- or one ``LocalCluster`` we start and own -- per
+run instead of one per stage; loky already reuses its worker processes across calls.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
+from pathlib import Path
 
 from joblib import Parallel, delayed, parallel_config
 from tqdm.auto import tqdm
@@ -36,56 +49,187 @@ def resolve_jobs(jobs: int | None) -> int:
     return jobs
 
 
+def _dask_timeout() -> float:
+    """Dask's own connect timeout (``DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT``), in seconds."""
+    import dask
+    from dask.utils import parse_timedelta
+    return parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), default="seconds")
+
+
 @contextlib.contextmanager
 def dask_client(scheduler: str | None, workers: int):
-    """A distributed Client: the given scheduler, or a LocalCluster of processes we own."""
+    """A distributed Client: the given scheduler, or a LocalCluster of processes we own.
+
+    Connection problems become one-line InputErrors (exit 2): a malformed address, a
+    scheduler that does not answer within Dask's connect timeout, or one with no workers.
+    Dask's own log lines are silenced meanwhile: every failure it would log reaches the
+    user as that one line instead (see :meth:`WorkerPool.map`).
+    """
     try:
         from dask.distributed import Client, LocalCluster
+        from distributed.comm import get_address_host_port
+        from distributed.utils import silence_logging_cmgr
     except ImportError:  # pragma: no cover - dask is a declared dependency
         raise InputError(None, None, "--backend dask needs dask[distributed] installed") from None
-    if scheduler:
-        try:
-            client = Client(scheduler, timeout="20s")
-        except OSError as exc:
-            raise InputError(None, f"--scheduler {scheduler}", f"cannot connect ({exc})") from None
-        try:
+    if not scheduler:
+        # silence_logs takes a logging level (worker processes reject level names). The
+        # scheduler serves HTTP even without a dashboard, by default on port 8787; a free
+        # loopback port instead avoids a "port in use" warning when two runs overlap.
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                          silence_logs=logging.CRITICAL) as cluster, \
+                Client(cluster, set_as_default=False) as client:
             yield client
-        finally:
-            client.close()
         return
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs="error") as cluster, Client(cluster) as client:
+    where = f"--scheduler {scheduler}"
+    try:
+        # Checked first: distributed leaves a half-made Client behind on a bad address,
+        # whose finaliser prints a traceback at exit.
+        get_address_host_port(scheduler)
+    except ValueError as exc:
+        raise InputError(None, where, f"not a scheduler address ({exc}); "
+                         "expected tcp://HOST:PORT") from None
+    timeout = _dask_timeout()
+    with silence_logging_cmgr(logging.CRITICAL), _connected(Client, scheduler, timeout) as client:
         yield client
 
 
-def parallel_map(func, arglist: list[tuple], *, jobs: int = 1, backend: str = "loky",
-                 scheduler: str | None = None, desc: str = "", quiet: bool | None = None) -> list:
-    """Run ``func(*args)`` for every args tuple; results in input order."""
-    if backend not in BACKENDS:
-        raise InputError(None, "--backend", f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
-    if not arglist:
-        return []
-    jobs = resolve_jobs(jobs)
-    bar = tqdm(total=len(arglist), desc=desc, unit=" shards", disable=quiet, file=sys.stderr)
+@contextlib.contextmanager
+def _connected(Client, scheduler: str, timeout: float):
+    where = f"--scheduler {scheduler}"
     try:
-        if backend == "dask":
-            with dask_client(scheduler, jobs) as client:
-                n_workers = max(1, len(client.scheduler_info().get("workers", {})) or jobs)
-                with parallel_config(backend="dask"):
-                    return _run(func, arglist, n_workers, bar)
-        if jobs == 1 or len(arglist) == 1:
-            results = []
-            for args in arglist:
-                results.append(func(*args))
-                bar.update(1)
-            return results
-        with parallel_config(backend="loky"):
-            return _run(func, arglist, min(jobs, len(arglist)), bar)
+        client = Client(scheduler, timeout=timeout, set_as_default=False)
+    except (OSError, ValueError, TypeError) as exc:  # OSError includes TimeoutError
+        raise InputError(None, where, f"cannot connect ({exc})") from None
+    try:
+        try:
+            client.wait_for_workers(1, timeout=timeout)
+        except TimeoutError:
+            raise InputError(None, where, f"no workers connected within {timeout:g} s "
+                             f"(start some with `dask worker {scheduler}`)") from None
+        yield client
     finally:
-        bar.close()
+        client.close()
 
 
-def _run(func, arglist, n_jobs, bar):
+class WorkerPool:
+    """Runs the map stages of one job; for Dask it holds one client for all of them.
+
+    Use as a context manager. The Dask client (and the LocalCluster, when no scheduler
+    is given) is created on first need -- :meth:`start`, :meth:`check_shared` or a
+    non-empty :meth:`map` -- and closed when the context exits.
+    """
+
+    def __init__(self, backend: str = "loky", jobs: int | None = 1, scheduler: str | None = None):
+        if backend not in BACKENDS:
+            raise InputError(None, "--backend", f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+        self.backend = backend
+        self.jobs = resolve_jobs(jobs)
+        self.scheduler = scheduler
+        self._stack = contextlib.ExitStack()
+        self._client = None
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._client = None
+        self._stack.close()
+
+    def start(self) -> "WorkerPool":
+        """Connect to the scheduler (or start the LocalCluster) now, to fail early."""
+        if self.backend == "dask" and self._client is None:
+            self._client = self._stack.enter_context(dask_client(self.scheduler, self.jobs))
+        return self
+
+    def check_shared(self, path: Path) -> None:
+        """Dask: every worker must see ``path`` (a file the driver just wrote in the output
+        directory), or its tasks would fail on "missing shard" one by one."""
+        if self.backend != "dask":
+            return
+        path = Path(path).resolve()
+        seen = self.start()._client.run(os.path.exists, str(path))
+        blind = sorted(worker for worker, ok in seen.items() if not ok)
+        if blind:
+            raise InputError(path, None, f"not visible to Dask worker(s) {', '.join(blind)}: the output "
+                             "directory must be on storage shared by this machine and every worker")
+
+    def map(self, func, arglist: list[tuple], desc: str = "", quiet: bool | None = None,
+            common=None) -> list:
+        """Run ``func(*args)`` for every args tuple -- ``func(*args, common)`` when ``common``
+        is given -- and return the results in input order. ``common`` is one argument
+        shared by every call (the vocabulary): Dask sends it to each worker once instead
+        of inside every task."""
+        if not arglist:
+            return []
+        extra = () if common is None else (common,)
+        bar = tqdm(total=len(arglist), desc=desc, unit=" shards", disable=quiet, file=sys.stderr)
+        try:
+            if self.backend == "dask":
+                return self._dask_map(func, arglist, common, desc, bar)
+            if self.jobs == 1 or len(arglist) == 1:
+                results = []
+                for args in arglist:
+                    results.append(func(*args, *extra))
+                    bar.update(1)
+                return results
+            with parallel_config(backend="loky"):
+                return _run(func, [(*args, *extra) for args in arglist], min(self.jobs, len(arglist)), bar)
+        finally:
+            bar.close()
+
+    def _dask_map(self, func, arglist, common, desc, bar) -> list:
+        # Dask futures directly rather than joblib's Dask backend: when a worker dies
+        # with a task too often (KilledWorker), joblib 1.6's backend never reports the
+        # failure and Parallel waits forever.
+        from distributed import as_completed
+        client = self.start()._client
+        futures = []
+        try:
+            extra = () if common is None else tuple(client.scatter([common], broadcast=True, hash=False))
+            futures = [client.submit(func, *args, *extra, pure=False) for args in arglist]
+            for future in as_completed(futures, loop=client.loop):
+                # as_completed also yields futures cancelled under it (scheduler lost):
+                # never count those as done.
+                if future.status != "finished":
+                    future.result()  # raises the task's own error, KilledWorker or cancelled
+                    raise RuntimeError(f"dask task {future.key} ended as {future.status}")
+                bar.update(1)
+            return client.gather(futures)  # input order
+        except _cluster_failures() as exc:
+            where = f"--scheduler {self.scheduler}" if self.scheduler else "--backend dask"
+            raise InputError(None, where, f"{desc or 'map'} stopped, the Dask cluster failed "
+                             f"({type(exc).__name__}: {exc}); finished shards are kept: "
+                             "rerun the same command to resume") from None
+        except BaseException:
+            client.cancel(futures)  # a task failed (e.g. a corrupt shard): leave nothing queued
+            raise
+
+
+def _cluster_failures() -> tuple[type[BaseException], ...]:
+    """What distributed raises when the cluster, not a task, fails: the scheduler is
+    lost, or a task's worker died too often (e.g. killed for memory)."""
+    import asyncio
+    import concurrent.futures
+
+    from distributed.comm.core import CommClosedError
+    from distributed.scheduler import KilledWorker
+    # distributed's FutureCancelledError is a concurrent.futures.CancelledError.
+    return CommClosedError, KilledWorker, concurrent.futures.CancelledError, asyncio.CancelledError
+
+
+def parallel_map(func, arglist: list[tuple], *, jobs: int = 1, backend: str = "loky",
+                 scheduler: str | None = None, desc: str = "", quiet: bool | None = None,
+                 common=None) -> list:
+    """One map stage with a pool of its own (a job with several stages shares a WorkerPool)."""
+    with WorkerPool(backend, jobs, scheduler) as pool:
+        return pool.map(func, arglist, desc=desc, quiet=quiet, common=common)
+
+
+def _run(func, arglist, n_jobs, bar):  # loky, through joblib
     results = []
     for result in Parallel(n_jobs=n_jobs, return_as="generator")(delayed(func)(*a) for a in arglist):
         results.append(result)

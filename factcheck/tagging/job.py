@@ -11,8 +11,15 @@ arguments skips exactly the shards whose record and bytes match and redoes the r
 ``manifest.json`` is written last, so an index without one is never mistaken for a
 complete one.
 
-Memory: the driver holds one shard of passages while splitting, then only per-term
-totals (bounded by the number of distinct stems) -- never the corpus or its matrix.
+How streaming bounds memory (why a corpus larger than RAM is fine): the driver reads the
+input once, as a stream, holding one shard of passages at a time and writing it to
+``passages/`` before reading on. Workers then read their own shard files from the
+output directory (shared storage on a cluster), so the corpus never travels through the
+scheduler and no process ever holds more than a shard of it. Between the map stages the
+driver holds only per-term totals (bounded by the number of distinct stems), and at the
+end one shard's tags at a time -- never the corpus, its ids or its count matrix. What
+does grow with the corpus is small by design: 8 bytes per passage for the exact
+duplicate-id check (:mod:`factcheck.formats.evidence`) and a few numbers per shard.
 """
 
 from __future__ import annotations
@@ -31,11 +38,12 @@ from sklearn.feature_extraction.text import TfidfTransformer
 from tqdm.auto import tqdm
 
 from factcheck.errors import InputError
+from factcheck.faults import crashpoint
 from factcheck.formats.evidence import SourceSpec, iter_passages
-from factcheck.formats.files import (dump_joblib_atomic, remove_stale_temporaries, sha256_file,
-                                     write_json_atomic)
+from factcheck.formats.files import (TMP_PREFIX, dump_joblib_atomic, remove_stale_temporaries,
+                                     sha256_file, write_json_atomic)
 from factcheck.tagging import store
-from factcheck.tagging.backends import parallel_map
+from factcheck.tagging.backends import WorkerPool
 from factcheck.tagging.counting import count_terms
 from factcheck.tagging.packing import pack_strings, unpack_strings
 from factcheck.tagging.tag_model import fit_tag_vectorizer, passage_vectorizer
@@ -80,6 +88,12 @@ class TagJob:
 
     # ------------------------------------------------------------------ entry point
     def run(self, source: SourceSpec, out: Path, force: bool = False) -> store.Manifest:
+        # One pool for both map stages: a Dask run connects (or starts its LocalCluster)
+        # once, and closes it however the run ends.
+        with WorkerPool(self.backend, self.jobs, self.scheduler) as self._pool:
+            return self._run(source, out, force)
+
+    def _run(self, source: SourceSpec, out: Path, force: bool) -> store.Manifest:
         self.params.validate()
         out = Path(out)
         plan = {
@@ -92,11 +106,18 @@ class TagJob:
         done = self._prepare(out, plan, plan_key, force)
         if done is not None:
             return done
+        self._pool.check_shared(out / store.WORK_DIR / "plan.json")  # before the long split
         shards = self._split(source, out, plan_key)
+        crashpoint("after-split")
         self._count(out, shards, plan_key)
+        crashpoint("after-count")
         vocab = self._reduce(out, shards)
+        if not vocab.terms:  # nothing to tag, and no tag model could be fitted: refuse, don't crash
+            raise InputError(source.path, None, "no passage contains a word to tag "
+                             "(every text is empty, stop words or numbers)")
         tags_key = _key(plan_key, vocab.digest())
         self._tag(out, shards, vocab, tags_key)
+        crashpoint("after-tag")
         return self._finish(out, plan, plan_key, shards, vocab)
 
     # ------------------------------------------------------------------ stages
@@ -134,7 +155,7 @@ class TagJob:
                     raise InputError(out, None, "holds an unfinished run with other input or parameters; "
                                      "use --force to discard it")
                 self._wipe(out)
-        elif out.exists() and any(out.iterdir()):
+        elif out.exists() and (not out.is_dir() or _has_content(out)):
             if not out.is_dir():
                 raise InputError(out, None, "exists and is not a directory")
             if not force:
@@ -186,9 +207,9 @@ class TagJob:
 
     def _count(self, out: Path, shards: list[dict], plan_key: str) -> None:
         todo = [s["shard"] for s in shards if not store.is_done(out, store.counts_name(s["shard"]), plan_key)]
-        parallel_map(_count_task, [(str(out), shard, plan_key) for shard in todo],
-                     jobs=self.jobs, backend=self.backend, scheduler=self.scheduler,
-                     desc="counting terms", quiet=self._quiet())
+        root = str(out.resolve())  # absolute: a remote worker's working directory is not ours
+        self._pool.map(_count_task, [(root, shard, plan_key) for shard in todo],
+                       desc="counting terms", quiet=self._quiet())
 
     def _reduce(self, out: Path, shards: list[dict]) -> Vocabulary:
         stats = TermStats.empty()
@@ -201,9 +222,9 @@ class TagJob:
     def _tag(self, out: Path, shards: list[dict], vocab: Vocabulary, tags_key: str) -> None:
         todo = [s["shard"] for s in shards if not store.is_done(out, store.tags_name(s["shard"]), tags_key)]
         payload = (vocab.terms, vocab.idf, self.params.top_k)
-        parallel_map(_tag_task, [(str(out), shard, tags_key, payload) for shard in todo],
-                     jobs=self.jobs, backend=self.backend, scheduler=self.scheduler,
-                     desc="tagging", quiet=self._quiet())
+        root = str(out.resolve())
+        self._pool.map(_tag_task, [(root, shard, tags_key) for shard in todo],
+                       common=payload, desc="tagging", quiet=self._quiet())  # _tag_task(..., payload)
 
     def _finish(self, out: Path, plan: dict, plan_key: str, shards: list[dict], vocab: Vocabulary):
         n = sum(s["count"] for s in shards)
@@ -238,7 +259,14 @@ class TagJob:
             "shards": entries,
             "models": models,
         }
+        listed = store.Manifest(manifest).files()  # a stray shard would fail verification: drop it
+        for sub in (store.PASSAGES_DIR, store.TAGS_DIR, store.MODELS_DIR):
+            for path in (out / sub).glob("*.joblib"):
+                if f"{sub}/{path.name}" not in listed:
+                    path.unlink()
+        crashpoint("before-manifest")
         store.write_manifest(out, manifest)
+        crashpoint("after-manifest")
         shutil.rmtree(out / store.WORK_DIR, ignore_errors=True)
         return store.Manifest(manifest)
 
@@ -255,6 +283,11 @@ class TagJob:
         for sub in (store.PASSAGES_DIR, store.TAGS_DIR, store.MODELS_DIR, store.WORK_DIR):
             shutil.rmtree(out / sub, ignore_errors=True)
         (out / store.MANIFEST).unlink(missing_ok=True)
+
+
+def _has_content(out: Path) -> bool:
+    """Anything but folders and the ``.tmp-*`` files of a run killed at its first write."""
+    return any(not (p.is_dir() or p.name.startswith(TMP_PREFIX)) for p in out.rglob("*"))
 
 
 def _input_sha256(path: Path) -> str:

@@ -25,11 +25,12 @@ import joblib
 import numpy as np
 
 from factcheck.errors import InputError, IntegrityError
-from factcheck.formats.files import dump_joblib_atomic, sha256_file, write_json_atomic
+from factcheck.formats.files import dump_joblib_atomic, dumps_json, sha256_bytes, sha256_file, write_json_atomic
 from factcheck.tagging.packing import pack_strings
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "factcheck-tag-index/1"
+MANIFEST_CHECKSUM = "manifest_sha256"
 PASSAGES_DIR, TAGS_DIR, MODELS_DIR, WORK_DIR = "passages", "tags", "models", "work"
 MODEL_FILES = ("passage_tfidf.joblib", "tag_tfidf.joblib")
 
@@ -147,11 +148,20 @@ def read_manifest(root: Path) -> Manifest:
         raise IntegrityError(path, None, f"corrupt manifest ({exc.__class__.__name__})") from None
     if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
         raise IntegrityError(path, None, f"not a {MANIFEST_FORMAT} manifest")
+    if data.pop(MANIFEST_CHECKSUM, None) != _manifest_digest(data):
+        raise IntegrityError(path, None, "manifest checksum mismatch (corrupted or edited); "
+                             "rebuild the index with `factcheck tag ... --force`")
     return Manifest(data)
 
 
+def _manifest_digest(data: dict) -> str:
+    return sha256_bytes(dumps_json(data).encode("utf-8"))
+
+
 def write_manifest(root: Path, data: dict) -> None:
-    write_json_atomic(Path(root) / MANIFEST, data)
+    """The manifest ends with the sha256 of its own other fields, so a flipped bit in a
+    count or a parameter is caught as surely as one in a shard."""
+    write_json_atomic(Path(root) / MANIFEST, {**data, MANIFEST_CHECKSUM: _manifest_digest(data)})
 
 
 def verify_index(root: Path, manifest: Manifest | None = None) -> Manifest:
