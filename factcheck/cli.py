@@ -118,12 +118,13 @@ def _load_commands() -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     _load_commands()
-    parser = argparse.ArgumentParser(prog="factcheck", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="factcheck", description="Explainable evidence retrieval and claim "
+                                     "classification over large sentence dumps. See `factcheck COMMAND --help`.")
     from factcheck import __version__
     parser.add_argument("--version", action="version", version=f"factcheck {__version__}")
     subs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (builder, help_text) in COMMANDS.items():
-        sp = subs.add_parser(name, help=help_text, description=help_text)
+        sp = subs.add_parser(name, help=help_text.replace("%", "%%"), description=help_text.replace("%", "%%"))
         sp.set_defaults(_run=builder(sp))
     return parser
 

@@ -197,3 +197,14 @@ def test_export_tags_cli_writes_one_line_per_passage(tmp_path, demo_index):
     empty = [l for l in lines if not l["tags"]]
     assert [l["id"] for l in empty] == ["evidence-36"] and empty[0]["weights"] == []
     assert all(len(l["tags"]) == len(l["weights"]) <= 10 for l in lines)
+
+
+def test_fixed_input_reruns_after_a_bad_input_error_without_force(tmp_path):
+    src = tmp_path / "e.json"
+    src.write_text('{"a": "glaciers retreat", "b": 7}')
+    out = tmp_path / "idx"
+    assert_one_line_error(run_cli("tag", src, "--out", out, "--jobs", "1"), "got a number")
+    src.write_text('{"a": "glaciers retreat", "b": "oceans warm"}')
+    proc = run_cli("tag", src, "--out", out, "--jobs", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((out / "manifest.json").read_text())["passages"] == 2

@@ -30,7 +30,8 @@ def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = N
     unknown = [cid for cid in predictions if cid not in known]
     if unknown:
         raise InputError(source, f"claim {unknown[0]!r}",
-                         f"predicted claim not in the ground truth ({len(unknown)} such claims)")
+                         f"predicted claim not in the ground truth ({len(unknown)} of {len(predictions)} "
+                         "predicted claims are unknown)")
     score = course_score(predictions, groundtruth)
     iv = score.intervals()
     selected = {cid: p["evidences"] for cid, p in predictions.items()}

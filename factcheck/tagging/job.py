@@ -151,7 +151,9 @@ class TagJob:
             except ValueError:
                 previous = None
             if previous != plan_key:
-                if not force:
+                # An unfinished run that never completed its split holds nothing worth
+                # keeping (e.g. it stopped at bad input): start afresh without --force.
+                if not force and (out / store.WORK_DIR / "split.json").is_file():
                     raise InputError(out, None, "holds an unfinished run with other input or parameters; "
                                      "use --force to discard it")
                 self._wipe(out)
