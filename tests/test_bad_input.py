@@ -84,7 +84,8 @@ MATRIX = {
     # ---------------------------------------------------------------- output directory (tag)
     "output directory holds an unfinished run of other input": Case(
         "tag", "out", None, ("unfinished run", "--force"),
-        setup={"out/work/plan.json": {"plan_key": "another-run", "plan": {}}}),
+        setup={"out/work/plan.json": {"plan_key": "another-run", "plan": {}},
+               "out/work/split.json": {"key": "another-run", "shards": []}}),
     "output directory is not empty and not an index": Case(
         "tag", "out", None, ("not a tag index", "--force"), setup={"out/notes.txt": b"mine"}),
     "output path is a file": Case("tag", "out", b"not a directory", ("exists and is not a directory",)),
