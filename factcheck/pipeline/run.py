@@ -130,7 +130,8 @@ def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_
                    for c in dev}
     metrics = evaluate(predictions, dev, verdicts.explain, source=str(dev_path))
     metrics["run"] = {
-        "data_dir": str(data_dir), "evidence": files["evidence"].name, "passages": len(index),
+        "data_dir": str(Path(data_dir).resolve()), "evidence": files["evidence"].name,
+        "index": str(Path(index_dir).resolve()), "passages": len(index),
         "retriever": {"chosen": candidates.best, "params": system.retriever.params(),
                       "holdout": candidates.holdout_scores},
         "retrievers_on_dev": selection.dev_scores(candidates, dev),

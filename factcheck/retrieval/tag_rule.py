@@ -154,9 +154,10 @@ class TagRuleRetriever(Retriever):
         scored = self._score(claim)
         distinct, cand, shared, cosine, overlap, combined = scored
         rows, path, n_passed = self.choose(scored, self.t_sim, self.t_overlap, self.top_n)
-        at = {int(r): i for i, r in enumerate(cand)}
-        stats = [(cosine[at[r]], overlap[at[r]], combined[at[r]]) if r in at else (0.0, 0.0, 0.0)
-                 for r in rows.tolist()]
+        pos = np.minimum(np.searchsorted(cand, rows), max(len(cand) - 1, 0))
+        found = (pos < len(cand)) & (cand[pos] == rows) if len(cand) else np.zeros(len(rows), bool)
+        stats = [(cosine[p], overlap[p], combined[p]) if f else (0.0, 0.0, 0.0)
+                 for p, f in zip(pos.tolist(), found.tolist())]
         claim_set = set(distinct)
         hits = []
         for row, (cos, ov, comb) in zip(rows.tolist(), stats):

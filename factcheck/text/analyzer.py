@@ -38,8 +38,11 @@ class TextAnalyzer:
     """Callable text -> list of stems, memoised per distinct token.
 
     Usable directly as scikit-learn's ``analyzer=`` so saved vectorisers analyse new
-    text (claims) exactly as the passages were analysed.
+    text (claims) exactly as the passages were analysed. The memo is capped (a
+    long-running server sees unbounded user vocabulary); a full memo is simply cleared.
     """
+
+    MAX_MEMO = 4_000_000
 
     def __init__(self):
         self._memo: dict[str, str] = {}
@@ -47,6 +50,8 @@ class TextAnalyzer:
     def stem(self, token: str) -> str:
         stem = self._memo.get(token)
         if stem is None:
+            if len(self._memo) >= self.MAX_MEMO:
+                self._memo.clear()
             stem = self._memo[token] = stem_token(token)
         return stem
 

@@ -1,0 +1,230 @@
+"""The FastAPI app: ``create_app(run_dir=... | index_dir=..., model_dir=...)``.
+
+Pages are rendered on the server by Jinja2 with autoescaping on for every template, so
+passage and claim text is always text, never markup; the Content-Security-Policy
+allows no script at all as a second line of defence. The only inputs a request can
+give are a claim (length-limited), a retriever name (checked against the loaded ones)
+and a plot name (looked up in the table listed at start-up); no request names a file.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+from factcheck.errors import InputError
+from factcheck.serve import dev as devview
+from factcheck.serve.artefacts import Artefacts, load_artefacts
+from factcheck.serve.explain import check_view
+from factcheck.serve.highlight import segments
+from factcheck.serve.results import format_interval, tables
+from factcheck.serve.systems import BEST, Systems, UnknownMethod, load_systems
+
+MAX_CLAIM_CHARS = 2000
+TEMPLATES = Path(__file__).parent / "templates"
+SECURITY_HEADERS = [
+    (b"content-security-policy", b"default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; "
+                                 b"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+]
+
+
+@dataclass
+class AppState:
+    systems: Systems
+    artefacts: Artefacts
+    max_claim_chars: int = MAX_CLAIM_CHARS
+    _dev: devview.DevExplorer | None = None
+    _dev_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def dev(self) -> devview.DevExplorer:
+        with self._dev_lock:
+            if self._dev is None:
+                self._dev = devview.build(self.artefacts, self.systems)
+            return self._dev
+
+    def check(self, claim: str | None, method: str | None) -> dict:
+        """Validate the request's claim and method, then check the claim (HTTPException on bad input)."""
+        name = self.method(method)
+        if claim is None or not claim.strip():
+            raise HTTPException(422, "the claim is empty; type a claim to check")
+        if len(claim) > self.max_claim_chars:
+            raise HTTPException(413, f"the claim is {len(claim)} characters long; the limit is {self.max_claim_chars}")
+        claim = claim.strip()
+        verdicts, seconds = self.systems.check(name, claim)
+        system = self.systems.by_method[name]
+        return check_view(claim, name, self.systems.best, verdicts, system.texts, seconds,
+                          system.retriever.params())
+
+    def method(self, requested: str | None) -> str:
+        try:
+            return self.systems.resolve(requested)
+        except UnknownMethod:
+            shown = requested if len(requested) <= 40 else requested[:40] + "..."
+            raise HTTPException(400, f"unknown method {shown!r}; expected one of "
+                                     f"{', '.join([BEST, *self.systems.methods])}") from None
+
+
+def _run_index(run_dir: Path) -> Path:
+    """RUN/index, or the index a run made with ``--index`` recorded in its metrics."""
+    if (run_dir / "index").is_dir():
+        return run_dir / "index"
+    try:
+        recorded = json.loads((run_dir / "metrics.json").read_text("utf-8"))["run"]["index"]
+        return Path(recorded)
+    except (OSError, ValueError, KeyError, TypeError):
+        return run_dir / "index"
+
+
+def resolve_paths(run_dir: Path | None, index_dir: Path | None, model_dir: Path | None):
+    """(index_dir, model_dir) from ``--run`` and/or explicit ``--index/--model``."""
+    if run_dir is not None:
+        run_dir = Path(run_dir)
+        if not run_dir.is_dir():
+            raise InputError(run_dir, None, "no such run directory (an output directory of `factcheck run`)")
+        index_dir = index_dir or _run_index(run_dir)
+        model_dir = model_dir or run_dir / "model"
+    if index_dir is None or model_dir is None:
+        raise InputError(None, "--run", "give a run directory (--run DIR) or both --index DIR and --model DIR")
+    for path, what in ((index_dir, "tag index"), (model_dir, "model")):
+        if not Path(path).is_dir():
+            hint = (" (a run made with --index keeps no copy: pass --index DIR too)"
+                    if run_dir and what == "tag index" else "")
+            raise InputError(path, None, f"no such {what} directory{hint}")
+    return Path(index_dir), Path(model_dir)
+
+
+def create_app(run_dir: Path | None = None, index_dir: Path | None = None, model_dir: Path | None = None,
+               dev_claims: Path | None = None, *, max_claim_chars: int = MAX_CLAIM_CHARS,
+               allowed_hosts: list[str] | None = None, warm_up: bool = True) -> FastAPI:
+    """Load the system and the run's artefacts once, and build the app around them.
+
+    ``allowed_hosts`` (the serve command passes the loopback names when bound to
+    loopback) rejects other Host headers, so a web page cannot reach the app through
+    DNS rebinding.
+    """
+    index_dir, model_dir = resolve_paths(run_dir, index_dir, model_dir)
+    systems = load_systems(index_dir, model_dir, warm_up=warm_up)
+    artefacts = load_artefacts(Path(run_dir) if run_dir else None, Path(dev_claims) if dev_claims else None)
+    return build_app(AppState(systems, artefacts, max_claim_chars), allowed_hosts)
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["interval"] = format_interval
+    env.filters["num"] = lambda x, d=3: (f"{x:.{d}f}" if isinstance(x, float) else
+                                         "—" if x is None else str(x))
+    env.filters["compact"] = lambda v: (json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list))
+                                        else str(v))  # rendered, then autoescaped like any text
+    env.globals["segments"] = segments
+    return env
+
+
+def build_app(state: AppState, allowed_hosts: list[str] | None = None) -> FastAPI:
+    app = FastAPI(title="factcheck explain", docs_url=None, redoc_url=None)  # /docs would load CDN assets
+    app.state.explain = state
+    env = _environment()
+    nav = {"methods": state.systems.methods, "best": state.systems.best,
+           "unavailable": state.systems.unavailable, "max_chars": state.max_claim_chars,
+           "has_run": state.artefacts.run_dir is not None}
+
+    def page(name: str, status_code: int = 200, **ctx) -> HTMLResponse:
+        return HTMLResponse(env.get_template(name).render(**nav, **ctx), status_code=status_code)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+        return page("error.html", exc.status_code, status=exc.status_code, message=exc.detail, active="")
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError):
+        detail = "; ".join(f"{'.'.join(map(str, e.get('loc', ())))}: {e.get('msg')}" for e in exc.errors())
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"detail": detail}, status_code=422)
+        return page("error.html", 422, status=422, message=detail, active="")
+
+    @app.get("/", response_class=HTMLResponse)
+    def check_page(claim: str | None = None, method: str = BEST):
+        result, error, status = None, None, 200
+        try:
+            state.method(method)
+            if claim is not None:
+                result = state.check(claim, method)
+        except HTTPException as exc:
+            error, status = exc.detail, exc.status_code
+        return page("check.html", status, active="check", claim=claim or "", method_req=method,
+                    result=result, error=error)
+
+    @app.get("/api/check")
+    def api_check(claim: str | None = None, method: str = BEST):
+        return JSONResponse(state.check(claim, method))
+
+    @app.get("/api/methods")
+    def api_methods():
+        return {"best": state.systems.best, "methods": state.systems.methods,
+                "unavailable": state.systems.unavailable, "max_claim_chars": state.max_claim_chars}
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon():  # browsers ask for it on every page; an empty answer keeps the console clean
+        return Response(status_code=204)
+
+    @app.get("/healthz")
+    def healthz():
+        return {"ok": True, "passages": len(state.systems.index)}
+
+    @app.get("/dev", response_class=HTMLResponse)
+    def dev_page(show: str = "all"):
+        if show not in devview.FILTERS:
+            raise HTTPException(400, f"unknown filter {show[:40]!r}; expected one of {', '.join(devview.FILTERS)}")
+        explorer = state.dev()
+        return page("dev.html", active="dev", explorer=explorer, rows=devview.select(explorer.rows, show),
+                    show=show, filters=devview.FILTERS, notes=state.artefacts.notes)
+
+    @app.get("/results", response_class=HTMLResponse)
+    def results_page():
+        a = state.artefacts
+        return page("results.html", active="results", t=tables(a.metrics), plots=list(a.plots),
+                    run_dir=str(a.run_dir) if a.run_dir else None, notes=a.notes)
+
+    @app.get("/plots/{name}")
+    def plot(name: str):
+        data = state.artefacts.plots.get(name)  # a table listed at start-up; never a path
+        if data is None:
+            raise HTTPException(404, "no such plot")
+        return Response(data, media_type="image/png", headers={"cache-control": "max-age=300"})
+
+    app.add_middleware(_SecurityHeaders)
+    if allowed_hosts:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)
+    return app
+
+
+class _SecurityHeaders:
+    """Adds the security headers to every response (plain ASGI: no per-request task)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

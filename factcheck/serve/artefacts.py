@@ -1,0 +1,97 @@
+"""What a ``factcheck run`` output directory holds besides the system: metrics, plots,
+dev predictions with their explanations, and (via ``metrics.json``) the gold dev file.
+
+Everything is read at start-up. Plots are read into memory from the files listed in
+``RUN/plots/*.png`` then, so the plot route serves from a fixed name -> bytes table
+and never opens a path taken from a request.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from factcheck.errors import InputError
+from factcheck.formats.claims import read_claims, read_predictions
+
+PLOT_LIMIT = 20 * 1024 * 1024  # bytes of plots held in memory at most
+
+
+@dataclass
+class Artefacts:
+    run_dir: Path | None = None
+    metrics: dict | None = None
+    plots: dict[str, bytes] = field(default_factory=dict)
+    gold: list | None = None            # dev claims with labels and gold evidence
+    gold_path: Path | None = None
+    predictions: dict | None = None     # run's dev predictions {cid: {evidences, claim_label}}
+    explain: dict | None = None         # run's dev explanations {cid: {...}}
+    explain_method: str | None = None
+    notes: list[str] = field(default_factory=list)  # what is missing, for the pages
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InputError(path, None, f"invalid JSON: {exc}") from None
+
+
+def list_plots(plot_dir: Path) -> dict[str, bytes]:
+    plots, total = {}, 0
+    if not plot_dir.is_dir():
+        return plots
+    for path in sorted(plot_dir.glob("*.png")):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            total += len(data)
+            if total > PLOT_LIMIT:
+                break
+            plots[path.name] = data
+    return plots
+
+
+def _gold_file(run_dir: Path, metrics: dict) -> Path | None:
+    """The run's ``data_dir/dev-claims.json``; a relative data_dir is tried against the
+    current directory and then the run directory's parents (it was relative to the cwd
+    of ``factcheck run``)."""
+    data_dir = Path((metrics.get("run") or {}).get("data_dir") or "")
+    if not str(data_dir):
+        return None
+    bases = [Path()] if data_dir.is_absolute() else [Path.cwd(), *run_dir.resolve().parents]
+    for base in bases:
+        path = base / data_dir / "dev-claims.json"
+        if path.is_file():
+            return path
+    return None
+
+
+def load_artefacts(run_dir: Path | None, dev_claims: Path | None = None, log=sys.stderr) -> Artefacts:
+    a = Artefacts(run_dir=run_dir)
+    if run_dir is not None:
+        metrics_path = run_dir / "metrics.json"
+        if metrics_path.is_file():
+            a.metrics = _read_json(metrics_path)
+        else:
+            a.notes.append("the run directory has no metrics.json (unfinished run?)")
+        a.plots = list_plots(run_dir / "plots")
+        pred_path = run_dir / "dev-claims-predictions.json"
+        if pred_path.is_file():
+            a.predictions = read_predictions(pred_path)
+            sidecar = run_dir / "dev-claims-predictions.explain.json"
+            if sidecar.is_file():
+                obj = _read_json(sidecar)
+                a.explain, a.explain_method = obj.get("claims", {}), obj.get("method")
+        if dev_claims is None and a.metrics is not None:
+            dev_claims = _gold_file(run_dir, a.metrics)
+            if dev_claims is None:
+                note = (f"gold dev file not found (data_dir {a.metrics.get('run', {}).get('data_dir')!r} "
+                        "from metrics.json); pass --dev-claims FILE")
+                a.notes.append(note)
+                print(f"factcheck serve: {note}", file=log)
+    if dev_claims is not None:
+        a.gold = read_claims(dev_claims, require_labels=True)
+        a.gold_path = Path(dev_claims)
+    return a

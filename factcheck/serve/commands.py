@@ -1,0 +1,49 @@
+"""``factcheck serve``: the explain app on a run directory (or an index + model).
+
+Binds to loopback by default: the app has no authentication, so reaching it from
+another machine must be a deliberate ``--host`` choice.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from factcheck.cli import command
+
+LOOPBACK_NAMES = ["127.0.0.1", "localhost"]
+
+
+@command("serve", "the explain app: check claims and see why each passage was picked (FastAPI)")
+def _serve(p):
+    p.add_argument("--run", type=Path, default=None,
+                   help="output directory of `factcheck run` "
+                        "(uses RUN/index, RUN/model, metrics, plots, dev predictions)")
+    p.add_argument("--index", type=Path, default=None, help="tag index directory (default: RUN/index)")
+    p.add_argument("--model", type=Path, default=None, help="model directory (default: RUN/model)")
+    p.add_argument("--dev-claims", type=Path, default=None,
+                   help="gold dev claims for the dev explorer (default: dev-claims.json in the run's data_dir)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)")
+    p.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    p.add_argument("--max-claim-chars", type=int, default=2000, help="longest claim accepted (default: 2000)")
+    p.add_argument("--access-log", action="store_true", help="log every request")
+
+    def run(args):
+        import uvicorn
+
+        from factcheck.errors import InputError
+        from factcheck.serve.app import create_app
+        if not 0 <= args.port <= 65535:
+            raise InputError(None, "--port", f"must be in 0..65535, got {args.port}")
+        loopback = args.host in LOOPBACK_NAMES
+        if not loopback:
+            print(f"factcheck serve: warning: binding {args.host}, not loopback: anyone who can reach this "
+                  "address can use the app (it has no authentication)", file=sys.stderr)
+        app = create_app(args.run, args.index, args.model, args.dev_claims, max_claim_chars=args.max_claim_chars,
+                         allowed_hosts=LOOPBACK_NAMES if loopback else None)
+        s = app.state.explain.systems
+        print(f"factcheck serve: {len(s.index)} passages, retrievers {', '.join(s.methods)} (best: {s.best}); "
+              f"http://{args.host}:{args.port}/", file=sys.stderr, flush=True)
+        uvicorn.run(app, host=args.host, port=args.port, log_level="info" if args.access_log else "warning",
+                    access_log=args.access_log)
+    return run

@@ -1,0 +1,114 @@
+"""The dev explorer's rows: each dev claim with its gold passages, the retrieved ones,
+and which retrieved passages are hits (gold) or not, and which gold ones were missed.
+
+With a run directory the rows come from the run's own dev predictions and
+explanations (exactly what was scored); with only ``--index/--model --dev-claims``
+the dev claims are checked once with the model's chosen retriever, on first view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from factcheck.serve.explain import hit_view, ordered_probabilities
+
+FILTERS = {
+    "all": "all claims",
+    "missed": "some gold passage not retrieved",
+    "wrong": "label wrong",
+    "fallback": "tag rule fell back",
+}
+
+
+@dataclass
+class DevExplorer:
+    rows: list[dict] = field(default_factory=list)
+    source: str = ""
+    method: str | None = None
+    has_gold: bool = False
+    summary: dict = field(default_factory=dict)
+
+
+def _evidence_f(retrieved: list[str], gold: list[str]) -> float:
+    tp = len(set(retrieved) & set(gold))
+    if not tp:
+        return 0.0
+    p, r = tp / len(set(retrieved)), tp / len(set(gold))
+    return 2 * p * r / (p + r)
+
+
+def _text_of(index):
+    row_of = index.row_of
+
+    def text(pid: str) -> str | None:
+        row = row_of.get(pid)
+        return None if row is None else index.text(row)
+    return text
+
+
+def build(artefacts, systems) -> DevExplorer:
+    text = _text_of(systems.index)
+    gold = {c.id: c for c in artefacts.gold or []}
+    if artefacts.predictions is not None:
+        preds, explain = artefacts.predictions, artefacts.explain or {}
+        source, method = f"run predictions ({artefacts.run_dir}/dev-claims-predictions.json)", artefacts.explain_method
+        order = [cid for cid in gold if cid in preds] or list(preds)
+    elif gold:
+        verdicts = systems.by_method[systems.best].check(list(gold.values()))
+        preds = {cid: {"evidences": verdicts.evidences[cid], "claim_label": verdicts.labels[cid]} for cid in gold}
+        explain, order = verdicts.explain, list(gold)
+        source, method = f"checked at first view ({artefacts.gold_path})", systems.best
+    else:
+        return DevExplorer(source="no dev predictions and no gold dev claims (start with --run or --dev-claims)")
+
+    rows = []
+    for cid in order:
+        claim, pred, ex = gold.get(cid), preds[cid], explain.get(cid, {})
+        claim_text = claim.text if claim else ex.get("claim_text", "")
+        gold_ids = list(claim.evidences) if claim else []
+        hits_by_id = {h["id"]: h for h in ex.get("hits", [])}
+        retrieved = []
+        for pid in pred["evidences"]:
+            t = text(pid)
+            view = hit_view(hits_by_id.get(pid, {"id": pid}), t or "", claim_text)
+            view["missing_text"] = t is None
+            view["is_gold"] = pid in gold_ids if claim else None
+            retrieved.append(view)
+        ranking = ex.get("ranking") or []
+        rank_of = {pid: i + 1 for i, pid in enumerate(ranking)}
+        missed = [{"id": pid, "text": text(pid), "rank": rank_of.get(pid), "depth": len(ranking)}
+                  for pid in gold_ids if pid not in pred["evidences"]]
+        rows.append({
+            "id": cid, "text": claim_text, "gold_label": claim.label if claim else None,
+            "label": pred.get("claim_label"),
+            "correct": (pred.get("claim_label") == claim.label) if claim else None,
+            "probabilities": ordered_probabilities(ex.get("probabilities") or {}),
+            "path": ex.get("path"), "thresholds": ex.get("thresholds"),
+            "retrieved": retrieved, "missed": missed, "n_gold": len(gold_ids),
+            "n_found": len(gold_ids) - len(missed),
+            "evidence_f": _evidence_f(pred["evidences"], gold_ids) if claim else None,
+        })
+    return DevExplorer(rows, source, method, bool(gold), _summary(rows, bool(gold)))
+
+
+def _summary(rows: list[dict], has_gold: bool) -> dict:
+    n = len(rows)
+    s = {"claims": n, "fallback": sum(r["path"] == "fallback" for r in rows)}
+    if has_gold and n:
+        s.update({
+            "accuracy": sum(bool(r["correct"]) for r in rows) / n,
+            "evidence_f": sum(r["evidence_f"] for r in rows) / n,
+            "all_gold_found": sum(r["n_found"] == r["n_gold"] for r in rows),
+            "no_gold_found": sum(r["n_found"] == 0 for r in rows),
+        })
+    return s
+
+
+def select(rows: list[dict], show: str) -> list[dict]:
+    if show == "missed":
+        return [r for r in rows if r["missed"]]
+    if show == "wrong":
+        return [r for r in rows if r["correct"] is False]
+    if show == "fallback":
+        return [r for r in rows if r["path"] == "fallback"]
+    return rows

@@ -1,0 +1,70 @@
+"""One claim's check as the JSON the API returns and the check page renders.
+
+The retriever's explanation (``Selection.to_json()`` plus ranking and probabilities)
+is passed through with each hit's passage text and the highlight spans of its shared
+tags added, so the page and the API can never disagree. Explanation fields vary by
+retriever (tag rule: cosine/overlap/combined; BM25: bm25/rank; the reranker: whatever
+it records); numeric ones are also gathered under ``scores`` for generic display.
+"""
+
+from __future__ import annotations
+
+from factcheck.formats.claims import LABELS
+from factcheck.serve.highlight import highlight_spans, shared_stems
+
+RANKING_SHOWN = 10  # the explanation keeps a depth-100 ranking; the page shows its head
+_NOT_DETAILS = {"path", "hits", "ranking", "probabilities", "thresholds"}
+_NOT_SCORES = {"id"}
+_SHOWN = {"id", "shared_tags", "passage_tags", "text", "highlight", "scores"}
+# Where a retriever records the stems a claim and passage share (tag rule, BM25: shared_tags;
+# the reranker: shared_terms); without either they are computed from the texts.
+_SHARED_KEYS = ("shared_tags", "shared_terms")
+_SCORE_ORDER = ("combined", "cosine", "overlap", "bm25", "rank")  # then the rest by name, "score" last
+
+
+def hit_view(hit: dict, text: str, claim: str) -> dict:
+    """A hit with its passage text, shared tags (as recorded, or computed), highlight
+    spans, the numeric explanation fields under ``scores`` and the other structured
+    ones (lists, records) under ``extra``."""
+    out = dict(hit)
+    out["text"] = text
+    recorded = next((k for k in _SHARED_KEYS if isinstance(hit.get(k), list)), None)
+    out["shared_tags"] = list(hit[recorded]) if recorded else shared_stems(claim, text)
+    out["shared_tags_source"] = recorded or "computed"
+    out["extra"] = {k: v for k, v in hit.items()
+                    if k not in _SHOWN and k != recorded and isinstance(v, (list, dict))}
+    out["highlight"] = highlight_spans(text, out["shared_tags"])
+    numeric = {k: v for k, v in hit.items()
+               if k not in _NOT_SCORES and isinstance(v, (int, float)) and not isinstance(v, bool)}
+    order = [k for k in _SCORE_ORDER if k in numeric]
+    order += sorted(k for k in numeric if k not in order and k != "score") + (["score"] if "score" in numeric else [])
+    out["scores"] = {k: numeric[k] for k in order}
+    return out
+
+
+def ordered_probabilities(probabilities: dict) -> dict:
+    known = [label for label in LABELS if label in probabilities]
+    return {label: float(probabilities[label]) for label in known + sorted(set(probabilities) - set(known))}
+
+
+def check_view(claim: str, method: str, best: str, verdicts, texts_of, seconds: float | None = None,
+               retriever_params: dict | None = None) -> dict:
+    """The API/page record for the single claim in ``verdicts``."""
+    (cid,) = verdicts.labels
+    explain = verdicts.explain[cid]
+    ids = [h["id"] for h in explain["hits"]]
+    texts = texts_of(ids)
+    return {
+        "claim": claim,
+        "method": method,
+        "best_method": best,
+        "retriever_params": retriever_params or {},
+        "verdict": verdicts.labels[cid],
+        "probabilities": ordered_probabilities(verdicts.probabilities[cid]),
+        "path": explain.get("path"),
+        "thresholds": explain.get("thresholds"),
+        "details": {k: v for k, v in explain.items() if k not in _NOT_DETAILS},
+        "hits": [hit_view(h, t, claim) for h, t in zip(explain["hits"], texts)],
+        "ranking_head": list(explain.get("ranking", []))[:RANKING_SHOWN],
+        "timing_ms": None if seconds is None else round(seconds * 1000, 2),
+    }

@@ -1,0 +1,55 @@
+"""The results page's tables, pulled out of ``metrics.json``.
+
+Tolerant by design: a key a later version of the pipeline drops or renames leaves a
+row out instead of breaking the page, and any ``{"value", "ci95"}`` record is shown
+as a value with its 95% interval.
+"""
+
+from __future__ import annotations
+
+
+def is_interval(x) -> bool:
+    return isinstance(x, dict) and "value" in x and "ci95" in x
+
+
+def format_interval(x, short: bool = False) -> str:
+    """``0.183 [0.151, 0.217] (bootstrap, n=154)``; ``short`` leaves out the method and n."""
+    if not is_interval(x):
+        return "—" if x is None else str(x)
+    lo, hi = x["ci95"]
+    extra = ", ".join(str(p) for p in (x.get("method"), f"n={x['n']}" if "n" in x else None) if p)
+    return f"{x['value']:.3f} [{lo:.3f}, {hi:.3f}]" + (f" ({extra})" if extra and not short else "")
+
+
+def _intervals(d: dict) -> list[tuple[str, dict]]:
+    return [(k, v) for k, v in (d or {}).items() if is_interval(v)]
+
+
+def tables(metrics: dict | None) -> dict:
+    if not metrics:
+        return {}
+    run = metrics.get("run") or {}
+    retrieval = metrics.get("retrieval") or {}
+    out = {
+        "course": _intervals(metrics.get("intervals")),
+        "retrieval": _intervals(retrieval),
+        "retrieval_scalars": [(k, v) for k, v in retrieval.items() if isinstance(v, (int, float))],
+        "per_label": [(label, d.get("n"), d.get("evidence_f"), d.get("recall"))
+                      for label, d in (metrics.get("per_label") or {}).items()],
+        "retriever": run.get("retriever") or {},
+        "on_dev": [(name, d.get("params"), d.get("evidence_f"), (d.get("retrieval") or {}).get("recall@5"),
+                    (d.get("retrieval") or {}).get("mrr"))
+                   for name, d in (run.get("retrievers_on_dev") or {}).items()],
+        "classifier": run.get("classifier"),
+        "timings": list((run.get("timings") or {}).items()),
+        "run": {k: run.get(k) for k in ("data_dir", "evidence", "passages") if k in run},
+        "claims": metrics.get("claims"),
+    }
+    abl = run.get("ablation") or {}
+    conditions = [(f"{c} evidence", abl[c]) for c in ("gold", "retrieved") if isinstance(abl.get(c), dict)]
+    conditions += [(f"baseline: {name}", d) for name, d in (abl.get("baselines") or {}).items()]
+    out["ablation"] = [(name, d.get("accuracy"), d.get("macro_f1")) for name, d in conditions]
+    gvr = abl.get("gold_vs_retrieved") or {}
+    out["gold_vs_retrieved"] = {"difference": gvr.get("accuracy_difference"),
+                                "p_value": (gvr.get("mcnemar") or {}).get("p_value")} if gvr else None
+    return out
