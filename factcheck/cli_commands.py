@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from factcheck.cli import command
+from factcheck.cli import _positive_int, command
 
 
 def add_retriever_args(p, default_method="bm25"):
@@ -11,15 +11,15 @@ def add_retriever_args(p, default_method="bm25"):
     g = p.add_argument_group("tag rule (--method tags)")
     g.add_argument("--t-sim", type=float, default=None, help="cosine threshold (default: 0.55)")
     g.add_argument("--t-overlap", type=float, default=None, help="tag-overlap threshold (default: 0.5)")
-    g.add_argument("--top-n", type=int, default=None, help="at most this many passages (default: 6)")
+    g.add_argument("--top-n", type=_positive_int, default=None, help="at most this many passages (default: 6)")
     g = p.add_argument_group("BM25 (--method bm25)")
     g.add_argument("--k1", type=float, default=None, help="term-frequency saturation (default: 1.2)")
     g.add_argument("--b", type=float, default=None, help="length normalisation (default: 0.75)")
-    g.add_argument("--k", type=int, default=None, help="passages returned per claim (default: 5)")
+    g.add_argument("--k", type=_positive_int, default=None, help="passages returned per claim (default: 5)")
     g = p.add_argument_group("reranking (--method rerank)")
     g.add_argument("--rerank-model", type=Path, default=None, help="trained reranker (from factcheck train-rerank)")
     g = p.add_argument_group("chunking")
-    g.add_argument("--chunk-window", type=int, default=None, help="index word windows of this size")
+    g.add_argument("--chunk-window", type=_positive_int, default=None, help="index word windows of this size")
     g.add_argument("--chunk-overlap", type=int, default=20, help="words shared by consecutive windows")
 
 
@@ -66,3 +66,5 @@ def _evaluate(p):
     return run
 
 import factcheck.pipeline.commands  # noqa: F401,E402
+import factcheck.serve.commands  # noqa: F401,E402
+import factcheck.retrieval.rerank.commands  # noqa: F401,E402

@@ -1,0 +1,101 @@
+"""Candidate generation: the passages the reranker is allowed to look at, per claim.
+
+Two sources, fused:
+
+* **BM25** over the full corpus (:class:`~.terms.TermIndex`, Lucene idf, ``k1``/``b``
+  chosen on the training split), top ``depth`` passages;
+* **label memory** (:mod:`.memory`): the gold passages of the ``memory_k`` most similar
+  training claims -- evidence that shares few words with the claim is out of BM25's
+  reach but often cited by a paraphrase of it.
+
+The candidate stage's own ranking (what its recall@k measures) is a fixed, unlearned
+score fusion: BM25 relative to the claim's best BM25 score (in [0, 1]) plus the summed
+similarity of the memory neighbours citing the passage (ties by row). On the training
+holdout it ranks better than either list alone or reciprocal-rank fusion (recall@100
+0.64-0.66 against 0.61-0.62). BM25 scores are computed over the whole corpus with one
+``bincount`` and selected with :func:`~factcheck.retrieval.base.stable_top`, so the
+result never depends on sort stability or thread timing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from factcheck.retrieval.base import stable_top
+from factcheck.retrieval.rerank.memory import ClaimMemory, Neighbours
+from factcheck.retrieval.rerank.terms import TermIndex, stems
+
+
+@dataclass(frozen=True)
+class CandidateConfig:
+    k1: float = 0.9
+    b: float = 0.4
+    depth: int = 300        # BM25 candidates per claim
+    memory_k: int = 20      # nearest training claims whose gold passages join the pool
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Query:
+    """A claim, analysed once and shared by candidate generation and features."""
+
+    text: str
+    stems: list[str]
+    term_ids: np.ndarray   # distinct known terms, ascending
+    counts: np.ndarray     # their counts in the claim
+    idf: np.ndarray
+
+
+@dataclass
+class Candidates:
+    query: Query
+    rows: np.ndarray        # pool, in the candidate stage's fused order
+    fused: np.ndarray       # fusion score per pool row
+    bm25: np.ndarray        # BM25 score per pool row (0 if no shared term)
+    bm25_rank: np.ndarray   # 0-based position in the BM25 list (``depth`` when beyond it)
+    bm25_top: float         # the claim's best BM25 score
+    bm25_list: np.ndarray   # the BM25 list's rows, best first (the PRF feedback source)
+    bm25_list_scores: np.ndarray
+    memory: Neighbours | None
+
+
+class CandidateGenerator:
+    def __init__(self, terms: TermIndex, memory: ClaimMemory | None, config: CandidateConfig):
+        self.terms = terms
+        self.memory = memory
+        self.config = config
+
+    def query(self, text: str) -> Query:
+        s = stems(text)
+        ids, counts = self.terms.query_weights(s)
+        return Query(text, s, ids, counts, self.terms.idf[ids])
+
+    def generate(self, text: str, exclude_memory: int | None = None) -> Candidates:
+        """The pool for one claim; ``exclude_memory`` hides that training claim from memory."""
+        cfg = self.config
+        q = self.query(text)
+        scores = self.terms.bm25(q.term_ids, q.counts, cfg.k1, cfg.b)
+        top = stable_top(scores, cfg.depth)
+        keep = top.scores > 0
+        bm_rows, bm_scores = top.rows[keep], top.scores[keep].astype(np.float64)
+        nb = None
+        mem_rows = np.zeros(0, dtype=np.int64)
+        if self.memory is not None and len(self.memory) and cfg.memory_k > 0:
+            nb = self.memory.neighbours(text, cfg.memory_k, exclude=exclude_memory)
+            mem_rows = nb.rows
+        pool = np.union1d(bm_rows, mem_rows).astype(np.int64)
+        top_score = float(bm_scores[0]) if len(bm_scores) else 0.0
+        fused = scores[pool].astype(np.float64) / top_score if top_score > 0 else np.zeros(len(pool))
+        rank = np.full(len(pool), cfg.depth, dtype=np.int64)
+        if len(bm_rows):
+            rank[np.searchsorted(pool, bm_rows)] = np.arange(len(bm_rows))
+        if len(mem_rows):
+            fused[np.searchsorted(pool, nb.rows)] += nb.sum_sim
+        order = np.lexsort((pool, -fused))
+        pool, fused, rank = pool[order], fused[order], rank[order]
+        return Candidates(q, pool, fused, scores[pool].astype(np.float64), rank,
+                          top_score, bm_rows, bm_scores, nb)

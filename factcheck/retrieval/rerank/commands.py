@@ -1,0 +1,52 @@
+"""``factcheck train-rerank``: train the learned retriever on the fixed training split.
+
+The claims file is split with :func:`~factcheck.pipeline.splits.train_holdout_split`:
+the model is fitted on the 80% part, its configuration and cut-off are chosen on the
+20% part. Use the *training* claims here; dev claims are for final numbers only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from factcheck.cli import command
+
+
+@command("train-rerank", "train the learned reranker (fit on 4/5 of the claims, tune on the other 1/5)")
+def _train_rerank(p):
+    p.add_argument("--index", type=Path, required=True, help="tag index directory (from factcheck tag)")
+    p.add_argument("--claims", type=Path, required=True, help="labelled training claims (course format)")
+    p.add_argument("--out", type=Path, required=True, help="model file to write (joblib)")
+    p.add_argument("--depth", type=int, default=None, help="BM25 candidates per claim (default: 300)")
+    p.add_argument("--memory-k", type=int, default=None,
+                   help="similar training claims whose gold passages join the candidates "
+                        "(default: 20 or 50, whichever is better on the holdout part)")
+
+    def run(args):
+        from factcheck.errors import InputError
+        from factcheck.formats.claims import read_claims
+        from factcheck.pipeline.splits import train_holdout_split
+        from factcheck.retrieval.rerank.retriever import DEFAULT_CANDIDATES, train_reranker
+        from factcheck.tagging.index import TagIndex
+
+        claims = read_claims(args.claims, require_labels=True)
+        if len(claims) < 5:
+            raise InputError(args.claims, None, f"too few claims to train on ({len(claims)}; need at least 5)")
+        for name in ("depth", "memory_k"):
+            value = getattr(args, name)
+            if value is not None and value < (1 if name == "depth" else 0):
+                raise InputError(None, "--" + name.replace("_", "-"), f"must be positive, got {value}")
+        fit, holdout = train_holdout_split(claims)
+        kwargs = {}
+        if args.depth is not None or args.memory_k is not None:
+            kwargs["configs"] = [replace(c, **{k: v for k, v in (("depth", args.depth), ("memory_k", args.memory_k))
+                                               if v is not None}) for c in DEFAULT_CANDIDATES]
+            kwargs["configs"] = list(dict.fromkeys(kwargs["configs"]))  # same settings once
+        retriever = train_reranker(TagIndex.load(args.index), fit, holdout, **kwargs)
+        retriever.save(args.out)
+        r = retriever.report
+        print(f"{args.out}: reranker trained on {r['fit_claims']} claims, tuned on {r['holdout_claims']}; "
+              f"holdout evidence F {r['holdout']['evidence_f']:.3f}, cut-off {r['chosen']['cutoff']}, "
+              f"{r['timings']['total_s']:.0f} s")
+    return run

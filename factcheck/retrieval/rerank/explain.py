@@ -1,0 +1,56 @@
+"""Why a passage was returned: the evidence behind one reranked hit, in words and numbers.
+
+Only computed for the few passages actually returned, so it may loop in Python. Lists
+what the claim and the passage share (stems, stem bigrams, numbers, names), which
+similar training claim cited the passage (if any), and every feature value the model
+saw, so a surprising hit can be traced to the feature that put it there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from factcheck.retrieval.rerank import features as F
+from factcheck.retrieval.rerank.terms import numbers
+
+
+def _inverse(vocab: dict[str, int]) -> list[str]:
+    out = [""] * len(vocab)
+    for t, j in vocab.items():
+        out[j] = t
+    return out
+
+
+def explain_hit(retriever, cands, x: np.ndarray, row: int, rank: int) -> dict:
+    terms = retriever.terms
+    inv = terms.__dict__.get("_inverse_vocab")
+    if inv is None:
+        inv = terms.__dict__["_inverse_vocab"] = _inverse(terms.vocab)
+    a, b = terms.forward.indptr[row], terms.forward.indptr[row + 1]
+    passage_terms = set(terms.forward.indices[a:b].tolist())
+    shared = [inv[t] for t in cands.query.term_ids.tolist() if t in passage_terms]
+    codes = terms.bigram_code_of(cands.query.stems)
+    a, b = terms.bigram_ptr[row], terms.bigram_ptr[row + 1]
+    v = len(terms.vocab)
+    bigrams = [f"{inv[c // v]} {inv[c % v]}" for c in np.intersect1d(codes, terms.bigram_codes[a:b]).tolist()]
+    passage_numbers = {x for x in numbers(cands.query.text) if x in terms.number_vocab
+                       and terms.numbers[row, terms.number_vocab[x]] > 0}
+    names = [n for n in F.claim_names(cands.query.text) if terms.vocab.get(n) in passage_terms]
+    out = {
+        "rank": rank,
+        "bm25": float(x[F.FEATURES.index("bm25")]),
+        "shared_terms": shared,
+        "shared_bigrams": bigrams,
+        "shared_numbers": sorted(passage_numbers),
+        "shared_names": names,
+    }
+    nb = cands.memory
+    if nb is not None and len(nb.rows):
+        at = int(np.searchsorted(nb.rows, row))
+        if at < len(nb.rows) and nb.rows[at] == row:
+            m = retriever.memory
+            c = int(nb.best_claim[at])
+            out["cited_by_similar_claim"] = {"claim": m.claim_ids[c], "text": m.texts[c],
+                                             "similarity": float(nb.max_sim[at])}
+    out["features"] = {f: round(float(val), 6) for f, val in zip(F.FEATURES, x.tolist())}
+    return out

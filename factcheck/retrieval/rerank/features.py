@@ -1,0 +1,208 @@
+"""Candidate features, in named groups so each group can be ablated.
+
+Every feature measures how a passage relates to *the claim* (or to evidence the claim's
+neighbours cited), never what the passage looks like on its own. That is the rule that
+keeps the learned model from telling Wikipedia sentences from the proxy corpus's
+dictionary distractors by style:
+
+* passages are only ever read through :func:`~.terms.stems` (lower-cased word runs,
+  punctuation dropped), their digit runs, and their tags -- so a ``headword:`` prefix,
+  brackets, semicolons or capital letters change nothing (``tests/test_rerank.py``
+  checks that two passages with the same words in different dress get equal features);
+* there is no absolute passage length, no count of the passage's own capitalised words
+  or numbers, no passage prior; counts are of *claim* items found in the passage;
+* length enters only where a standard relevance score normalises by it, and only
+  through matches with the claim: BM25's ``b`` (0.4), the tag rule's overlap
+  denominator (a passage's tag count, at most 10), the cosines' vector norms. A
+  passage sharing nothing with the claim gets the same zeros whatever its length;
+* ranks are competition ranks (ties share a rank), so twin passages get equal values;
+  dense products are written as row sums, not BLAS calls, whose rounding can depend on
+  a row's position in the matrix.
+
+Groups (see :data:`GROUPS`):
+
+``bm25``      BM25 score, score relative to the claim's best, log rank in the BM25 list
+``coverage``  share of the claim's idf mass / distinct terms / 3 rarest terms present,
+              best matched idf relative to the claim's best, matched term count
+``phrases``   claim stem bigrams found as consecutive stems in the passage
+``entities``  claim numbers and capitalised names found in the passage
+``tags``      the 2024 tag rule's cosine and tag overlap
+``prf``       pseudo-relevance feedback: cosine with the centroid of the top BM25
+              passages, and BM25 of the RM3-style expansion terms
+``memory``    similarity of the closest / all training claims citing the passage,
+              cosine with the passages they cited, nearest-claim similarity
+``claim``     claim-level context (distinct terms, best BM25): calibrates across claims
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import scipy.sparse as sp
+
+from factcheck.retrieval.rerank.candidates import Candidates
+from factcheck.retrieval.rerank.terms import numbers, stems
+from factcheck.retrieval.rerank.vectors import tfidf_row, unit_rows
+from factcheck.text.analyzer import analyze
+from factcheck.text.stopwords import ENGLISH_STOP_WORDS
+
+GROUPS: dict[str, list[str]] = {
+    "bm25": ["bm25", "bm25_rel_top", "bm25_log_rank"],
+    "coverage": ["cov_idf", "cov_terms", "cov_rare3", "best_idf_rel", "n_matched"],
+    "phrases": ["bigram_frac", "bigram_count"],
+    "entities": ["number_frac", "claim_has_numbers", "name_frac", "claim_has_names"],
+    "tags": ["tag_cosine", "tag_overlap"],
+    "prf": ["prf_cosine", "rm3_rel"],
+    "memory": ["mem_max_sim", "mem_sum_sim", "mem_passage_cos", "mem_centroid_cos", "mem_nearest_sim"],
+    "claim": ["claim_terms", "claim_top_bm25"],
+}
+FEATURES: list[str] = [f for group in GROUPS.values() for f in group]
+
+PRF_DOCS = 10         # feedback passages (top of the BM25 list)
+RM3_TERMS = 20        # expansion terms taken from their centroid
+MEMORY_PASSAGES = 30  # memory passages the paraphrase cosine compares against
+
+_WORD = re.compile(r"[^\W\d_]+")
+_SENTENCE_START = ("", ".", "!", "?", "\"", "\u201c", "'", "\u2018", "(")
+
+
+def claim_names(text: str) -> list[str]:
+    """Stems of the claim's capitalised words: acronyms anywhere, other capitalised words
+    unless sentence-initial (where capitals say nothing). Read from the claim only."""
+    out = set()
+    for m in _WORD.finditer(text):
+        w = m.group()
+        if not w[0].isupper() or w.lower() in ENGLISH_STOP_WORDS:
+            continue
+        initial = text[:m.start()].rstrip()[-1:] in _SENTENCE_START
+        if initial and not (len(w) > 1 and w.isupper()):
+            continue
+        out.update(stems(w))
+    return sorted(out)
+
+
+class FeatureContext:
+    """Corpus-wide structures the features read, built once per index (~2 s at 316K)."""
+
+    def __init__(self, index, terms):
+        self.terms = terms
+        n = len(index)
+        vocab = index.vocabulary
+        self.tag_col = {t: j for j, t in enumerate(vocab)}
+        self.tags = sp.csr_matrix((np.ones(len(index.tag_terms)), index.tag_terms, index.tag_indptr),
+                                  shape=(n, len(vocab)))
+        self.n_tags = np.diff(index.tag_indptr).astype(np.float64)
+        self.tag_vectorizer = index.tag_vectorizer
+        self.tag_space = self.tag_vectorizer.transform(index.tag_strings).tocsr()
+        self.unit = unit_rows(terms.forward, terms.idf)  # idf-weighted, L2-normalised passages
+
+
+def _centroid(vecs: sp.csr_matrix, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted mean of some unit rows, as (terms, L2-normalised weights). Built sparsely:
+    dense BLAS on a vocabulary-sized vector is slow (and thread-hungry) next to the few
+    hundred terms that are non-zero."""
+    rows = np.repeat(np.arange(vecs.shape[0]), np.diff(vecs.indptr))
+    nz, inv = np.unique(vecs.indices, return_inverse=True)
+    w = np.bincount(inv, weights=vecs.data * np.asarray(weights, dtype=np.float64)[rows], minlength=len(nz))
+    norm = float(np.sqrt(np.sum(w * w)))
+    if norm == 0:
+        return nz[:0], w[:0]
+    return nz, w / norm
+
+
+def _cosines(pool_vecs: sp.csr_matrix, nz: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    dense = np.zeros(pool_vecs.shape[1])
+    dense[nz] = weight
+    return pool_vecs @ dense
+
+
+def competition_rank(sorted_desc: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Number of list scores strictly above each value (ties share a rank)."""
+    return np.searchsorted(-sorted_desc, -values, side="left")
+
+
+def compute(ctx: FeatureContext, cands: Candidates, k1: float, b: float) -> np.ndarray:
+    """Feature matrix (len(cands.rows), len(FEATURES)) in :data:`FEATURES` order."""
+    rows, q = cands.rows, cands.query
+    n = len(rows)
+    out = np.zeros((n, len(FEATURES)))
+    if n == 0:
+        return out
+    col = {f: j for j, f in enumerate(FEATURES)}
+    terms = ctx.terms
+
+    # bm25 (ranks are competition ranks within the BM25 list)
+    out[:, col["bm25"]] = cands.bm25
+    out[:, col["bm25_rel_top"]] = cands.bm25 / max(cands.bm25_top, 1e-9)
+    out[:, col["bm25_log_rank"]] = np.log1p(competition_rank(cands.bm25_list_scores, cands.bm25))
+
+    # coverage of the claim's terms
+    present = terms.tf_matrix(rows, q.term_ids) > 0
+    if len(q.term_ids):
+        idf = q.idf
+        out[:, col["cov_idf"]] = (present * idf[None, :]).sum(axis=1) / idf.sum()
+        out[:, col["cov_terms"]] = present.mean(axis=1)
+        rare = np.lexsort((q.term_ids, -idf))[:3]
+        out[:, col["cov_rare3"]] = present[:, rare].mean(axis=1)
+        out[:, col["best_idf_rel"]] = (present * idf[None, :]).max(axis=1) / idf.max()
+        out[:, col["n_matched"]] = present.sum(axis=1)
+
+    # phrases and entities: claim items found in the passage
+    codes = terms.bigram_code_of(q.stems)
+    if len(codes):
+        k = terms.bigram_matches(rows, codes)
+        out[:, col["bigram_count"]] = k
+        out[:, col["bigram_frac"]] = k / len(codes)
+    nums = numbers(q.text)
+    if nums:
+        out[:, col["claim_has_numbers"]] = 1.0
+        out[:, col["number_frac"]] = terms.number_matches(rows, nums) / len(nums)
+    names = claim_names(q.text)
+    if names:
+        out[:, col["claim_has_names"]] = 1.0
+        ids = terms.term_ids(names)
+        if len(ids):
+            out[:, col["name_frac"]] = (terms.tf_matrix(rows, ids) > 0).sum(axis=1) / len(names)
+
+    # the 2024 tag rule's scoring, restricted to the pool
+    claim_tags = sorted(analyze(q.text))
+    distinct = sorted(set(claim_tags))
+    cols = [ctx.tag_col[t] for t in distinct if t in ctx.tag_col]
+    if cols:
+        shared = np.asarray(ctx.tags[rows][:, cols].sum(axis=1)).ravel()
+        denom = np.minimum(len(distinct), ctx.n_tags[rows])
+        out[:, col["tag_overlap"]] = np.divide(shared, denom, out=np.zeros(n), where=denom > 0)
+    qv = tfidf_row(ctx.tag_vectorizer, claim_tags)
+    out[:, col["tag_cosine"]] = np.asarray((ctx.tag_space[rows] @ qv.T).todense()).ravel()
+
+    # pseudo-relevance feedback from the top of the BM25 list
+    pool_vecs = ctx.unit[rows]
+    fb = cands.bm25_list[:PRF_DOCS]
+    if len(fb):
+        nz, weight = _centroid(ctx.unit[fb], np.ones(len(fb)))
+        if len(nz):
+            out[:, col["prf_cosine"]] = _cosines(pool_vecs, nz, weight)
+            exp_at = np.lexsort((nz, -weight))[:RM3_TERMS]
+            exp, w = nz[exp_at], weight[exp_at]
+            rm3 = terms.bm25_rows(rows, exp, w / w.sum(), k1, b)
+            out[:, col["rm3_rel"]] = rm3 / max(rm3.max(), 1e-9)
+
+    # label memory
+    nb = cands.memory
+    if nb is not None and len(nb.sims):
+        out[:, col["mem_nearest_sim"]] = nb.sims[0]
+        if len(nb.rows):
+            at = np.minimum(np.searchsorted(nb.rows, rows), len(nb.rows) - 1)
+            hit = nb.rows[at] == rows
+            out[:, col["mem_max_sim"]] = np.where(hit, nb.max_sim[at], 0.0)
+            out[:, col["mem_sum_sim"]] = np.where(hit, nb.sum_sim[at], 0.0)
+            best = nb.rows[np.lexsort((nb.rows, -nb.sum_sim))][:MEMORY_PASSAGES]
+            out[:, col["mem_passage_cos"]] = (pool_vecs @ ctx.unit[best].T).toarray().max(axis=1)
+            nz, weight = _centroid(ctx.unit[nb.rows], nb.sum_sim)
+            if len(nz):
+                out[:, col["mem_centroid_cos"]] = _cosines(pool_vecs, nz, weight)
+
+    out[:, col["claim_terms"]] = len(q.term_ids)
+    out[:, col["claim_top_bm25"]] = cands.bm25_top
+    return out

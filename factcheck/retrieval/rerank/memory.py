@@ -1,0 +1,91 @@
+"""Label memory: which passages did the most similar *training* claims cite as evidence?
+
+Climate claims repeat (the same myth in other words), and so does their evidence: a
+third of the gold passages of held-out training claims are gold for some other training
+claim. The memory is a nearest-neighbour table over the training claims -- TF-IDF over
+the claims' stems, cosine similarity -- plus each claim's gold passage ids. For a new
+claim it yields, per passage, the similarity of the closest neighbour that cited it
+and the summed similarity of all top-``k`` neighbours that cited it, and the gold
+passages themselves become candidates (they may share few words with the claim).
+
+It is relevance, not style: a passage scores only if a *similar claim* cited it, and the
+explanation names that claim. It uses training labels only (the fit part of the fixed
+split while training, so nothing of the holdout or dev leaks in), never membership in
+any corpus subset. While features are computed for a training claim, that claim itself
+is excluded (``exclude=``), so the model never learns from its own answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.feature_extraction.text import TfidfVectorizer
+
+from factcheck.retrieval.rerank.terms import stems
+from factcheck.retrieval.rerank.vectors import tfidf_row
+
+
+@dataclass
+class Neighbours:
+    claims: np.ndarray       # memory claim positions, by similarity desc (ties by position)
+    sims: np.ndarray
+    rows: np.ndarray         # passage rows cited by those claims (ascending)
+    max_sim: np.ndarray      # per row: similarity of the closest citing neighbour
+    sum_sim: np.ndarray      # per row: summed similarity of the citing neighbours
+    best_claim: np.ndarray   # per row: memory position of the closest citing neighbour
+
+
+class ClaimMemory:
+    """Training claims (text + gold ids) as a similarity-searchable table."""
+
+    def __init__(self, claim_ids: list[str], texts: list[str], evidences: list[list[str]]):
+        self.claim_ids = list(claim_ids)
+        self.texts = list(texts)
+        self.evidences = [sorted(set(e)) for e in evidences]
+        self.vectorizer = TfidfVectorizer(analyzer=stems, sublinear_tf=True, dtype=np.float64)
+        self.matrix = self.vectorizer.fit_transform(self.texts).tocsr() if self.texts else sp.csr_matrix((0, 0))
+
+    @classmethod
+    def from_claims(cls, claims) -> "ClaimMemory":
+        return cls([c.id for c in claims], [c.text for c in claims], [c.evidences for c in claims])
+
+    def __len__(self) -> int:
+        return len(self.claim_ids)
+
+    def bind(self, row_of: dict[str, int], n_rows: int) -> "ClaimMemory":
+        """Map gold ids to the rows of one index (ids the index lacks are dropped)."""
+        indptr, cols = [0], []
+        for ev in self.evidences:
+            cols.extend(sorted({row_of[e] for e in ev if e in row_of}))
+            indptr.append(len(cols))
+        self.gold = sp.csr_matrix((np.ones(len(cols)), np.asarray(cols, dtype=np.int64),
+                                   np.asarray(indptr, dtype=np.int64)), shape=(len(self.evidences), n_rows))
+        return self
+
+    def similarities(self, text: str) -> np.ndarray:
+        if not len(self):
+            return np.zeros(0)
+        return np.asarray((self.matrix @ tfidf_row(self.vectorizer, stems(text)).T).todense()).ravel()
+
+    def neighbours(self, text: str, k: int, exclude: int | None = None) -> Neighbours:
+        sims = self.similarities(text)
+        if exclude is not None and len(sims):
+            sims[exclude] = 0.0
+        pos = np.flatnonzero(sims > 0)
+        order = pos[np.lexsort((pos, -sims[pos]))][:k]
+        top = sims[order]
+        sub = self.gold[order]  # (k, n_rows) sparse
+        coo = sub.tocoo()
+        if coo.nnz == 0:
+            empty = np.zeros(0)
+            return Neighbours(order, top, empty.astype(np.int64), empty, empty, empty.astype(np.int64))
+        rows, inv = np.unique(coo.col, return_inverse=True)
+        s = top[coo.row]
+        sum_sim = np.bincount(inv, weights=s, minlength=len(rows))
+        # closest citing neighbour per row: neighbours come in similarity order, so the
+        # smallest neighbour rank per row is the closest (ties by memory position)
+        first = np.full(len(rows), len(order), dtype=np.int64)
+        np.minimum.at(first, inv, coo.row.astype(np.int64))
+        return Neighbours(order, top, rows.astype(np.int64), top[first], sum_sim, order[first])

@@ -1,0 +1,234 @@
+"""``RerankRetriever``: candidates -> features -> P(gold) -> per-claim cut-off.
+
+Usage::
+
+    retriever = train_reranker(index, fit_claims, holdout_claims)   # fitted to ``index``
+    retriever.save("rerank.joblib")
+    retriever = RerankRetriever.load("rerank.joblib").fit(index)   # e.g. in the web app
+    retriever.retrieve(["Arctic sea ice is recovering."])
+
+The saved model holds the candidate settings, the boosted trees, the cut-off, the label
+memory's claims (ids, texts, gold ids: the memory's TF-IDF is refitted on load, a
+fraction of a second) and the training report. Corpus statistics are not saved: they
+are rebuilt from (or loaded from the cache next to) whatever index the model is fitted
+to, so one model serves the proxy and the wiki-only index alike.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import joblib
+import numpy as np
+
+from factcheck.errors import InputError
+from factcheck.formats.files import dump_joblib_atomic
+from factcheck.retrieval.base import Hit, Ranking, Retriever, Selection
+from factcheck.retrieval.rerank import features as F
+from factcheck.retrieval.rerank.candidates import CandidateConfig, CandidateGenerator
+from factcheck.retrieval.rerank.cutoff import Cutoff
+from factcheck.retrieval.rerank.explain import explain_hit
+from factcheck.retrieval.rerank.memory import ClaimMemory
+from factcheck.retrieval.rerank.model import ModelConfig, RelevanceModel
+from factcheck.retrieval.rerank.terms import TermIndex
+from factcheck.retrieval.rerank.training import (ClaimSet, build_claim_set, fit_and_tune, recall_at)
+
+FORMAT = "factcheck-rerank/1"
+DEFAULT_GRID = (
+    ModelConfig(learning_rate=0.1, max_iter=150, max_leaf_nodes=15, min_samples_leaf=100),
+    ModelConfig(learning_rate=0.1, max_iter=150, max_leaf_nodes=7, min_samples_leaf=200),
+)
+_MEMO_LIMIT = 4096
+
+
+class RerankRetriever(Retriever):
+    name = "rerank"
+
+    def __init__(self, candidates: CandidateConfig | dict | None = None, model: RelevanceModel | None = None,
+                 cutoff: Cutoff | dict | None = None, memory: ClaimMemory | None = None,
+                 report: dict | None = None):
+        self.config = candidates if isinstance(candidates, CandidateConfig) else CandidateConfig(**(candidates or {}))
+        self.model = model
+        self.cutoff = cutoff if isinstance(cutoff, Cutoff) else Cutoff(**(cutoff or {}))
+        self.memory = memory
+        self.report = report or {}
+        self._memo: dict[str, tuple] = {}
+
+    def params(self) -> dict:
+        return {"candidates": self.config.to_json(), "cutoff": self.cutoff.to_json(),
+                "model": self.model.config.to_json() if self.model else None,
+                "features": self.model.features if self.model else None,
+                "memory_claims": len(self.memory) if self.memory is not None else 0}
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, index, terms: TermIndex | None = None, context: F.FeatureContext | None = None) -> "RerankRetriever":
+        """Attach to an index (``terms``/``context`` reuse structures already built for it)."""
+        if self.model is None:
+            raise InputError(None, "--rerank-model", "the rerank method needs a trained model: "
+                             "run `factcheck train-rerank` and pass its output with --rerank-model")
+        self.index = index
+        self.terms = terms or TermIndex.for_index(index)
+        self.context = context or F.FeatureContext(index, self.terms)
+        if self.memory is not None:
+            self.memory.bind(index.row_of, len(index))
+        self.generator = CandidateGenerator(self.terms, self.memory, self.config)
+        self._memo = {}
+        return self
+
+    # ------------------------------------------------------------------ scoring
+    def scored(self, claim: str):
+        """(candidates, features, positions in the pool by probability desc -- ties by BM25,
+        then row -- and those probabilities), memoised: ``run_retrieval`` asks for
+        ``retrieve`` and ``rank`` of the same claims."""
+        hit = self._memo.get(claim)
+        if hit is None:
+            cands = self.generator.generate(claim)
+            X = F.compute(self.context, cands, self.config.k1, self.config.b)
+            p = self.model.predict(X)
+            order = np.lexsort((cands.rows, -cands.bm25, -p))  # ties: BM25, then corpus order
+            hit = (cands, X, order, p[order])
+            if len(self._memo) >= _MEMO_LIMIT:
+                self._memo.clear()
+            self._memo[claim] = hit
+        return hit
+
+    def clear_cache(self) -> None:
+        self._memo = {}
+
+    def rank(self, claims: list[str], depth: int = 100) -> list[Ranking]:
+        out = []
+        for claim in claims:
+            cands, _, order, probs = self.scored(claim)
+            rows, scores = cands.rows[order][:depth], probs[:depth]
+            if len(rows) < depth:  # pad like stable_top: unscored passages in corpus order
+                fill = np.setdiff1d(np.arange(min(len(self.index), depth + len(cands.rows)), dtype=np.int64),
+                                    cands.rows)[:depth - len(rows)]
+                rows, scores = np.concatenate([rows, fill]), np.concatenate([scores, np.zeros(len(fill))])
+            out.append(Ranking(rows.astype(np.int64), scores))
+        return out
+
+    def retrieve(self, claims: list[str]) -> list[Selection]:
+        out = []
+        for claim in claims:
+            cands, X, order, probs = self.scored(claim)
+            if not len(cands.rows):  # no known term and no similar training claim
+                out.append(self._fallback(claim))
+                continue
+            k = self.cutoff.count(probs)
+            hits = []
+            for i in range(k):
+                j = int(order[i])
+                row = int(cands.rows[j])
+                hits.append(Hit(row, self.index.ids[row], float(probs[i]),
+                                explain_hit(self, cands, X[j], row, i + 1)))
+            out.append(Selection(hits, "reranked", {
+                "candidates": int(len(cands.rows)), "returned": k, "cutoff": self.cutoff.to_json(),
+                "top_probability": float(probs[0]) if len(probs) else 0.0}))
+        return out
+
+    def _fallback(self, claim: str) -> Selection:
+        """Nothing to rank: the leaderboard format still needs evidence, so return the
+        first ``min_k`` passages of :meth:`rank` (corpus order) and say why."""
+        rows = self.rank([claim], max(self.cutoff.min_k, 1))[0].rows.tolist()
+        hits = [Hit(r, self.index.ids[r], 0.0, {"rank": i + 1, "reason": "the claim shares no term with the "
+                                                "corpus and resembles no training claim"})
+                for i, r in enumerate(rows)]
+        return Selection(hits, "fallback", {"candidates": 0, "returned": len(hits), "cutoff": self.cutoff.to_json()})
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path) -> None:
+        if self.model is None:
+            raise ValueError("nothing to save: the reranker is not trained")
+        mem = self.memory
+        dump_joblib_atomic(Path(path), {
+            "format": FORMAT, "candidates": self.config.to_json(), "cutoff": self.cutoff.to_json(),
+            "model": self.model, "report": self.report,
+            "memory": None if mem is None else {"claim_ids": mem.claim_ids, "texts": mem.texts,
+                                                 "evidences": mem.evidences}})
+
+    @classmethod
+    def load(cls, path) -> "RerankRetriever":
+        path = Path(path)
+        if not path.is_file():
+            raise InputError(path, None, "no such reranker model (train one with `factcheck train-rerank`)")
+        try:
+            obj = joblib.load(path)
+        except Exception as exc:  # a truncated or foreign file: say so in one line
+            raise InputError(path, None, f"not a readable reranker model ({type(exc).__name__})") from None
+        if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+            raise InputError(path, None, f"not a reranker model (expected format {FORMAT})")
+        m = obj["memory"]
+        memory = None if m is None else ClaimMemory(m["claim_ids"], m["texts"], m["evidences"])
+        return cls(obj["candidates"], obj["model"], obj["cutoff"], memory, obj.get("report"))
+
+
+# ---------------------------------------------------------------------- training
+DEFAULT_CANDIDATES = (CandidateConfig(memory_k=20), CandidateConfig(memory_k=50))
+
+
+class TrainingData:
+    """Everything computed once per (index, split, candidate settings) so that several
+    models can be trained on it: the corpus structures and the fit/holdout features."""
+
+    def __init__(self, index, fit_claims, holdout_claims, config: CandidateConfig = CandidateConfig(),
+                 terms: TermIndex | None = None, context: F.FeatureContext | None = None):
+        t0 = time.perf_counter()
+        self.index, self.config = index, config
+        self.fit_claims, self.holdout_claims = list(fit_claims), list(holdout_claims)
+        self.terms = terms or TermIndex.for_index(index)
+        self.context = context or F.FeatureContext(index, self.terms)
+        t1 = time.perf_counter()
+        memory = ClaimMemory.from_claims(self.fit_claims).bind(index.row_of, len(index))
+        gen = CandidateGenerator(self.terms, memory, config)
+        self.fit_set: ClaimSet = build_claim_set(gen, self.context, self.fit_claims, index.row_of, True)
+        self.holdout_set: ClaimSet = build_claim_set(gen, self.context, self.holdout_claims, index.row_of, False)
+        self.timings = {"corpus_structures_s": t1 - t0, "features_s": time.perf_counter() - t1}
+
+
+def train_reranker(index, fit_claims, holdout_claims, *, configs=DEFAULT_CANDIDATES, grid=DEFAULT_GRID,
+                   features: list[str] | None = None, memory_claims=None,
+                   data: TrainingData | None = None) -> RerankRetriever:
+    """Train on ``fit_claims``; choose the candidate settings, the model configuration
+    and the cut-off on ``holdout_claims`` (best mean evidence F; ties: first in order).
+    Returns a retriever already fitted to ``index``.
+
+    ``configs``: candidate settings to try (:class:`CandidateConfig`); ``grid``: model
+    settings (:class:`ModelConfig`); ``features``: a subset of
+    :data:`~.features.FEATURES` (ablations); ``data``: reuse precomputed features (then
+    ``configs`` is ignored); ``memory_claims``: the labelled claims the returned
+    retriever's label memory holds (default: fit + holdout, every training label).
+    """
+    t0 = time.perf_counter()
+    features = list(features or F.FEATURES)
+    datas = [data] if data is not None else []
+    if data is None:
+        for config in configs:
+            prev = datas[0] if datas else None
+            datas.append(TrainingData(index, fit_claims, holdout_claims, config,
+                                      prev.terms if prev else None, prev.context if prev else None))
+    best = best_data = None
+    log = []
+    for d in datas:
+        trial, trial_log = fit_and_tune(d.fit_set, d.holdout_set, features, list(grid))
+        log += [{"candidates": d.config.to_json(), **entry} for entry in trial_log]
+        if best is None or trial.holdout_f > best.holdout_f + 1e-12:
+            best, best_data = trial, d
+    d = best_data
+    hold_scores = best.model.predict(d.holdout_set.X)
+    memory_claims = list(memory_claims) if memory_claims is not None else d.fit_claims + d.holdout_claims
+    report = {
+        "fit_claims": len(d.fit_claims), "holdout_claims": len(d.holdout_claims),
+        "memory_claims": len(memory_claims), "features": features, "grid": log,
+        "chosen": {"candidates": d.config.to_json(), "model": best.config.to_json(),
+                   "cutoff": best.cutoff.to_json()},
+        "holdout": {"evidence_f": best.holdout_f,
+                    "candidate_recall@100": recall_at(d.holdout_set, None, 100),
+                    "candidate_pool_recall": recall_at(d.holdout_set, None, 10 ** 9),
+                    "rerank_recall@100": recall_at(d.holdout_set, hold_scores, 100),
+                    "mean_pool": float(np.mean([len(r) for r in d.holdout_set.rows]))},
+        "timings": {"features_s": sum(x.timings["features_s"] for x in datas),
+                    "total_s": time.perf_counter() - t0},
+    }
+    retriever = RerankRetriever(d.config, best.model, best.cutoff, ClaimMemory.from_claims(memory_claims), report)
+    return retriever.fit(index, d.terms, d.context)
