@@ -26,10 +26,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -38,11 +37,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import ROOT, machine, write_report  # noqa: E402
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from factcheck.serve.process import ServerFailed, serving  # noqa: E402
 
 
 def dev_claims(run: Path, claims: Path | None) -> tuple[Path, list[str]]:
@@ -106,41 +101,30 @@ def same_results(client: httpx.Client, url: str, claims: list[str], methods: dic
 
 
 def serve_phase(args, claims: list[str]) -> tuple[dict, list[dict]]:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    cmd = [sys.executable, "-m", "factcheck", "serve", "--run", str(args.run), "--port", str(port)]
+    extra = ["--run", str(args.run)]
     if args.claims:
-        cmd += ["--dev-claims", str(args.claims)]
+        extra += ["--dev-claims", str(args.claims)]
     if args.index:
-        cmd += ["--index", str(args.index)]
+        extra += ["--index", str(args.index)]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log = Path(tempfile.mkstemp(prefix="bench-serve-", suffix=".log")[1])
     try:
-        while True:
-            if proc.poll() is not None:
-                sys.exit(f"bench_serve: server exited: {proc.stderr.read()}")
-            try:
-                if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        info = {"startup_s": time.perf_counter() - t0}
-        with httpx.Client(timeout=30) as client:
-            methods = client.get(url + "/api/methods").json()
-            info.update(methods=methods, same_results=same_results(client, url, claims, methods))
-            load_test(client, url, claims, "best", args.warmup, first_repeat=20)  # warm-up, not reported
-            runs = [load_test(client, url, claims, "best", args.requests, first_repeat=1)]
-            for m in methods["methods"]:
-                load_test(client, url, claims, m, min(args.warmup, 20), first_repeat=30)
-                runs.append(load_test(client, url, claims, m, args.per_method, first_repeat=40))
-        info["rss_mib"] = rss_mib(proc.pid)
-        return info, runs
+        with serving(extra, log, cwd=ROOT, timeout=600) as (url, proc):
+            info = {"startup_s": time.perf_counter() - t0}
+            with httpx.Client(timeout=30) as client:
+                methods = client.get(url + "/api/methods").json()
+                info.update(methods=methods, same_results=same_results(client, url, claims, methods))
+                load_test(client, url, claims, "best", args.warmup, first_repeat=20)  # warm-up, not reported
+                runs = [load_test(client, url, claims, "best", args.requests, first_repeat=1)]
+                for m in methods["methods"]:
+                    load_test(client, url, claims, m, min(args.warmup, 20), first_repeat=30)
+                    runs.append(load_test(client, url, claims, m, args.per_method, first_repeat=40))
+            info["rss_mib"] = rss_mib(proc.pid)
+            return info, runs
+    except ServerFailed as exc:
+        sys.exit(f"bench_serve: {exc}")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        log.unlink(missing_ok=True)
 
 
 def breakdown(index: Path, model: Path, claims: list[str]) -> list[tuple[str, dict]]:

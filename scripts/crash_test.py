@@ -404,7 +404,7 @@ def main(argv=None) -> int:
             report("uninterrupted --jobs 2", 0, [f"exit {run.returncode}"] if run.returncode
                    else check_against(ref, out, ids, ref_export, scratch))
             shutil.rmtree(out, ignore_errors=True)
-            print(f"worker crash, --jobs 2:")
+            print("worker crash, --jobs 2:")
             point = f"mid-write:counts-{n_shards // 2:05d}.joblib"
             problems = worker_crash(src, out, shard_size, point)
             report("worker crash", 1, problems or check_against(ref, out, ids, ref_export, scratch))

@@ -16,14 +16,18 @@ DEMO = ROOT / "data" / "demo"
 SHARED = Path(os.environ.get("FACTCHECK_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
+def require_or_skip(reason: str):
+    """Skip for ``reason``; under FACTCHECK_REQUIRE_SHARED=1 (CI) fail instead."""
+    if os.environ.get("FACTCHECK_REQUIRE_SHARED") == "1":
+        pytest.fail(reason + " and FACTCHECK_REQUIRE_SHARED=1")
+    pytest.skip(reason)
+
+
 def shared_file(name: str) -> Path:
     """Path of a file in ../shared/data, or skip (fail under FACTCHECK_REQUIRE_SHARED=1)."""
     path = SHARED / name
     if not path.is_file():
-        reason = f"needs {path} (the course data in ../shared/data); not present on this machine"
-        if os.environ.get("FACTCHECK_REQUIRE_SHARED") == "1":
-            pytest.fail(reason + " and FACTCHECK_REQUIRE_SHARED=1")
-        pytest.skip(reason)
+        require_or_skip(f"needs {path} (the course data in ../shared/data); not present on this machine")
     return path
 
 

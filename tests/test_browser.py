@@ -7,17 +7,13 @@ absent, fails instead under FACTCHECK_REQUIRE_SHARED=1 (CI installs it).
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from conftest import DEMO, ROOT, run_cli
+from conftest import DEMO, ROOT, require_or_skip, run_cli
+from factcheck.serve.process import ServerFailed, serving
 from factcheck.text.analyzer import stem_token
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -29,10 +25,8 @@ CLAIM = "Burning fossil fuels is the biggest source of human carbon dioxide emis
 @pytest.fixture(scope="module")
 def chromium() -> Path:
     if not CHROMIUM.is_file():
-        reason = f"needs Debian's chromium at {CHROMIUM} (apt-get install chromium); not present on this machine"
-        if os.environ.get("FACTCHECK_REQUIRE_SHARED") == "1":
-            pytest.fail(reason + " and FACTCHECK_REQUIRE_SHARED=1")
-        pytest.skip(reason)
+        require_or_skip(f"needs Debian's chromium at {CHROMIUM} (apt-get install chromium); "
+                        "not present on this machine")
     return CHROMIUM
 
 
@@ -46,42 +40,15 @@ def demo_run(tmp_path_factory):
     return out
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(chromium, demo_run, tmp_path_factory):
     """``factcheck serve`` in a subprocess; yields its base URL, stops it afterwards."""
-    port = free_port()
     log = tmp_path_factory.mktemp("serve-log") / "serve.log"
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "factcheck", "serve", "--run", str(demo_run),
-                                 "--port", str(port)], cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"factcheck serve exited with {proc.returncode}: {log.read_text()}")
-            try:
-                if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"factcheck serve did not answer within 90 s: {log.read_text()}")
-            time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        with serving(["--run", demo_run], log, cwd=ROOT) as (url, _):
+            yield url
+    except ServerFailed as exc:
+        pytest.fail(str(exc))
 
 
 def test_type_a_claim_and_see_the_shared_tags_highlighted(server, chromium, tmp_path):

@@ -31,7 +31,6 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import joblib
 import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfTransformer

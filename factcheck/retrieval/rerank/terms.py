@@ -98,17 +98,9 @@ class TermIndex:
         num_cols: list[int] = []
         indptr, num_ptr = [0], [0]
         for text in texts:
-            for s in stems(text):
-                j = vocab.get(s)
-                if j is None:
-                    j = vocab[s] = len(vocab)
-                cols.append(j)
+            cols.extend(vocab.setdefault(s, len(vocab)) for s in stems(text))
             indptr.append(len(cols))
-            for x in numbers(text):
-                j = number_vocab.get(x)
-                if j is None:
-                    j = number_vocab[x] = len(number_vocab)
-                num_cols.append(j)
+            num_cols.extend(number_vocab.setdefault(x, len(number_vocab)) for x in numbers(text))
             num_ptr.append(len(num_cols))
         n = len(texts)
         seq = np.asarray(cols, dtype=np.int64)
