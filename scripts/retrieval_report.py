@@ -40,6 +40,18 @@ def score(retriever, dev) -> dict:
     return evaluate({cid: {"evidences": ev} for cid, ev in evidences.items()}, dev, explain)
 
 
+def ablation_table(name: str) -> list[str]:
+    """The reranker's feature-group ablation rows, as measured by scripts/eval_rerank.py."""
+    path = ROOT / "reports" / f"rerank-{name}.md"
+    if not path.is_file():
+        return []
+    text = path.read_text("utf-8").splitlines()
+    table = [line for line in text if line.startswith("|")]
+    command = next((line for line in text if line.startswith("python scripts/eval_rerank.py")), "")
+    return ["", f"Reranker feature-group ablations on dev (from `{path.relative_to(ROOT)}`, made by "
+            f"`{command}`):", "", *table]
+
+
 def corpus_section(name: str, work: Path, extra_rows) -> tuple[list[str], dict]:
     from factcheck.formats.claims import read_claims
     from factcheck.pipeline import tuning
@@ -81,6 +93,7 @@ def corpus_section(name: str, work: Path, extra_rows) -> tuple[list[str], dict]:
                      f"{cell(r['intervals']['evidence_f'])} | {cell(rr.get('recall@5'))} | "
                      f"{cell(rr.get('recall@100'))} | {cell(rr.get('mrr'))} | {cell(rr.get('any_gold'))} | "
                      f"{cell(rr.get('fallback_share')) if 'tags' in label else '—'} | {rr['mean_selected']:.2f} |")
+    lines += ablation_table(name)
     lines += ["", f"Tuning took {tune_s:.0f} s. Sweeps: `reports/sweeps/tags-{name}.csv`, "
               f"`reports/sweeps/bm25-{name}.csv`.", "",
               f"![tag rule sweep, {name}](plots/sweep-tags-{name}.png)",

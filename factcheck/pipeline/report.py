@@ -127,7 +127,12 @@ def write_report(path: Path, metrics: dict, plots: dict, candidates) -> None:
           "| label | recall | predicted |", "|---|---|---|"]
     for label, e in abl["retrieved"]["per_label"].items():
         L.append(f"| {label} | {_e(e['recall'])} | {e['predicted']} |")
-    L += ["", f"Classifier configuration (chosen on the training split): `{run['classifier']}`", ""]
+    clf = run["classifier"]
+    L += ["", f"The classifier reads the passages of **{clf['reader']}** (label accuracy on the training "
+          "hold-out, by reader: " + ", ".join(f"{k} {v['accuracy']:.3f}" for k, v in clf["reader_holdout"].items())
+          + "); the returned evidence is the retriever's above.", "",
+          "Classifier configuration (chosen on the training split): `"
+          + str({k: v for k, v in clf.items() if k not in ("reader", "reader_holdout")}) + "`", ""]
     L += ["## Plots", ""] + [f"![{name}]({p})" for name, p in plots.items()]
     L += ["", "## Timings (seconds)", ""] + [f"- {k}: {v}" for k, v in run["timings"].items()]
     if metrics["missing"]:

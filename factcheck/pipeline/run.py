@@ -118,7 +118,7 @@ def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_
         _write(dev_path, dev, verdicts, system)
     with clock.step("gold-versus-retrieved ablation on dev"):
         gold_X = [(c.text, texts_of(c.evidences)) for c in dev]
-        retrieved_X = [(c.text, texts_of(verdicts.evidences[c.id])) for c in dev]
+        retrieved_X = [(c.text, texts_of(verdicts.explain[c.id]["classifier_read"]["ids"])) for c in dev]
         y = [c.label for c in dev]
         base_preds = {name: list(m.predict(retrieved_X)) for name, m in baselines.items()}
         abl = ablation(y, list(classifier.predict(gold_X)), [verdicts.labels[c.id] for c in dev], base_preds)
@@ -135,7 +135,9 @@ def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_
         "retriever": {"chosen": candidates.best, "params": system.retriever.params(),
                       "holdout": candidates.holdout_scores},
         "retrievers_on_dev": selection.dev_scores(candidates, dev),
-        "classifier": _config_json(config), "ablation": abl, "timings": clock.timings,
+        "classifier": {**_config_json(config), "reader": candidates.reader,
+                       "reader_holdout": candidates.reader_scores},
+        "ablation": abl, "timings": clock.timings,
     }
     plots = report.plots(out, candidates, abl, metrics)
     write_json_atomic(out / "metrics.json", metrics)
@@ -167,19 +169,33 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     with clock.step("tuning and training retrievers on the training split"):
         candidates = selection.tune_retrievers(index, fit, holdout, out, method, progress)
     retriever = candidates.retrievers[candidates.best]
-    with clock.step(f"retrieving evidence for training claims ({candidates.best})"):
-        train_evidence, _ = run_retrieval(retriever, train)
 
     def texts_of(ids):
         row_of = index.row_of
         return [index.text(row_of[i]) for i in ids if i in row_of]
 
-    with clock.step("selecting and training the claim classifier"):
-        classifier, config, rows = select_and_train(train, train_evidence, texts_of, progress=progress)
-        report.write_csv(out / "tuning" / "classifier-selection.csv", rows)
-    meta = {"index_plan_key": index.manifest.data.get("plan_key"), "classifier": _config_json(config)}
-    save_system(model_dir or out / "model", classifier, retriever, meta, candidates.retrievers)
-    return Trained(FactChecker(index, retriever, classifier, meta), candidates, config, train_evidence, texts_of)
+    # The classifier's reader: whichever tuned retriever's passages give the best label
+    # accuracy on the hold-out (chosen per reader by select_and_train, then across readers).
+    readers = {}
+    for name, r in candidates.retrievers.items():
+        with clock.step(f"classifier selection reading {name} evidence"):
+            evidence, _ = run_retrieval(r, train, depth=0)
+            model, config, rows = select_and_train(train, evidence, texts_of, progress=progress)
+            best = max(rows, key=lambda row: (row["acc_retrieved"], row["macro_f1_retrieved"]))
+            readers[name] = {"model": model, "config": config, "rows": rows, "evidence": evidence,
+                             "holdout_accuracy": best["acc_retrieved"], "holdout_macro_f1": best["macro_f1_retrieved"]}
+            report.write_csv(out / "tuning" / f"classifier-selection-{name}.csv", rows)
+    reader_name = max(readers, key=lambda n: (readers[n]["holdout_accuracy"], readers[n]["holdout_macro_f1"],
+                                              n == candidates.best, n))
+    chosen = readers[reader_name]
+    candidates.reader = reader_name
+    candidates.reader_scores = {n: {"accuracy": v["holdout_accuracy"], "macro_f1": v["holdout_macro_f1"]}
+                                for n, v in readers.items()}
+    reader = candidates.retrievers[reader_name]
+    meta = {"index_plan_key": index.manifest.data.get("plan_key"), "classifier": _config_json(chosen["config"])}
+    save_system(model_dir or out / "model", chosen["model"], retriever, meta, candidates.retrievers, reader)
+    system = FactChecker(index, retriever, chosen["model"], {**meta, "reader": {"method": reader_name}}, reader)
+    return Trained(system, candidates, chosen["config"], chosen["evidence"], texts_of)
 
 
 def _write(path: Path, claims, verdicts, system) -> None:

@@ -22,6 +22,8 @@ class Candidates:
     sweeps: dict = field(default_factory=dict)
     holdout_scores: dict = field(default_factory=dict)
     best: str = "bm25"
+    reader: str | None = None          # whose passages the classifier reads
+    reader_scores: dict = field(default_factory=dict)
 
 
 def rerank_available() -> bool:
@@ -56,7 +58,7 @@ def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progre
     for name, sweep in c.sweeps.items():
         sweep.write_csv(out / "tuning" / f"{name}-sweep.csv")
     for name, retriever in c.retrievers.items():
-        evidences, _ = run_retrieval(retriever, holdout, depth=1)
+        evidences, _ = run_retrieval(retriever, holdout, depth=0)
         c.holdout_scores[name] = tuning.mean_f([evidences[h.id] for h in holdout], holdout)
     c.best = method if method != "auto" else max(c.holdout_scores, key=lambda k: (c.holdout_scores[k], k))
     return c

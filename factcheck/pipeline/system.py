@@ -1,9 +1,16 @@
 """A trained system: tag index + retriever + classifier, and the model directory format.
 
+Two retrievers play two roles, each chosen on the training hold-out: the *retriever*
+returns the evidence (best evidence F), the *reader* supplies the passages the
+classifier reads (best label accuracy). They are often the same; when they are not
+(e.g. the reranker finds gold passages more precisely, while BM25's top passages
+serve the classifier better), both are run and the explanation records what the
+classifier read.
+
 A model directory holds ``classifier.joblib`` (the scikit-learn pipeline and a ``meta``
-record: which retriever with which parameters, the index it was trained against) and,
-for the learned retriever, ``rerank.joblib``. ``factcheck predict``/``ablation``/``serve``
-rebuild the exact system from it.
+record: which retriever and reader with which parameters, every other tuned retriever,
+the index it was trained against) and, for the learned retriever, ``rerank.joblib``.
+``factcheck predict``/``ablation``/``serve`` rebuild the exact system from it.
 """
 
 from __future__ import annotations
@@ -29,11 +36,12 @@ class Verdicts:
 
 
 class FactChecker:
-    def __init__(self, index, retriever, classifier, meta: dict):
+    def __init__(self, index, retriever, classifier, meta: dict, reader=None):
         self.index = index
         self.retriever = retriever
         self.classifier = classifier
         self.meta = meta
+        self.reader = reader or retriever
 
     @classmethod
     def load(cls, index_dir: Path, model_dir: Path, method: str | None = None) -> "FactChecker":
@@ -44,15 +52,26 @@ class FactChecker:
         if trained_on and trained_on != index.manifest.data.get("plan_key"):
             print(f"warning: {model_dir} was trained against another tag index than {index_dir}")
         retriever = load_retriever(model_dir, meta, method).fit(index)
-        return cls(index, retriever, classifier, meta)
+        reader_method = (meta.get("reader") or {}).get("method")
+        reader = None
+        if reader_method and reader_method != retriever_spec(retriever)["method"]:
+            reader = load_retriever(model_dir, meta, reader_method).fit(index)
+        return cls(index, retriever, classifier, meta, reader)
 
     def texts(self, ids: list[str]) -> list[str]:
         row_of = self.index.row_of
         return [self.index.text(row_of[i]) for i in ids]
 
+    def read(self, claims, evidences: dict | None = None) -> dict[str, list[str]]:
+        """The passages the classifier reads for each claim."""
+        if self.reader is self.retriever and evidences is not None:
+            return evidences
+        return run_retrieval(self.reader, claims, depth=0)[0]
+
     def check(self, claims) -> Verdicts:
         evidences, explain = run_retrieval(self.retriever, claims)
-        X = [(c.text, self.texts(evidences[c.id])) for c in claims]
+        read = self.read(claims, evidences)
+        X = [(c.text, self.texts(read[c.id])) for c in claims]
         proba = self.classifier.predict_proba(X) if claims else np.zeros((0, 4))
         classes = [str(c) for c in self.classifier.classes_]
         labels, probabilities = {}, {}
@@ -60,6 +79,7 @@ class FactChecker:
             labels[claim.id] = classes[int(np.argmax(p))]
             probabilities[claim.id] = {c: float(v) for c, v in zip(classes, p)}
             explain[claim.id]["probabilities"] = probabilities[claim.id]
+            explain[claim.id]["classifier_read"] = {"method": self.reader.name, "ids": read[claim.id]}
         return Verdicts(evidences, labels, probabilities, explain)
 
 
@@ -71,11 +91,13 @@ def retriever_spec(retriever) -> dict:
     return spec
 
 
-def save_system(model_dir: Path, classifier, retriever, meta: dict, alternatives: dict | None = None) -> None:
-    """Save the classifier, the chosen retriever and every other tuned retriever's spec,
-    so a user (or the app) can switch retriever without re-tuning."""
+def save_system(model_dir: Path, classifier, retriever, meta: dict, alternatives: dict | None = None,
+                reader=None) -> None:
+    """Save the classifier, the chosen retriever and reader, and every other tuned
+    retriever's spec, so a user (or the app) can switch retriever without re-tuning."""
     model_dir = Path(model_dir)
     spec = retriever_spec(retriever)
+    meta = {**meta, "reader": retriever_spec(reader or retriever)}
     everyone = {**(alternatives or {}), spec["method"]: retriever}
     specs = {name: retriever_spec(r) for name, r in everyone.items()}
     if "rerank" in everyone:

@@ -34,15 +34,20 @@ def make_retriever(method: str, params: dict | None = None, chunk_window: int | 
 
 
 def run_retrieval(retriever: Retriever, claims: list[Claim], depth: int = DEPTH):
-    """Evidence ids and the explanation record of every claim, in claim order."""
+    """Evidence ids and the explanation record of every claim, in claim order.
+
+    ``depth`` > 0 also records the top-``depth`` ranking (for recall@k and MRR).
+    """
     texts = [c.text for c in claims]
     selections = retriever.retrieve(texts)
-    rankings = retriever.rank(texts, depth)
+    rankings = retriever.rank(texts, depth) if depth > 0 else [None] * len(claims)
     ids = retriever.index.ids
     evidences, explain = {}, {}
     for claim, sel, ranking in zip(claims, selections, rankings):
         evidences[claim.id] = sel.ids
-        explain[claim.id] = {**sel.to_json(), "ranking": [ids[r] for r in ranking.rows.tolist()]}
+        explain[claim.id] = sel.to_json()
+        if ranking is not None:
+            explain[claim.id]["ranking"] = [ids[r] for r in ranking.rows.tolist()]
     return evidences, explain
 
 

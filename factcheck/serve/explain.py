@@ -13,7 +13,7 @@ from factcheck.formats.claims import LABELS
 from factcheck.serve.highlight import highlight_spans, shared_stems
 
 RANKING_SHOWN = 10  # the explanation keeps a depth-100 ranking; the page shows its head
-_NOT_DETAILS = {"path", "hits", "ranking", "probabilities", "thresholds"}
+_NOT_DETAILS = {"path", "hits", "ranking", "probabilities", "thresholds", "classifier_read"}
 _NOT_SCORES = {"id"}
 _SHOWN = {"id", "shared_tags", "passage_tags", "text", "highlight", "scores"}
 # Where a retriever records the stems a claim and passage share (tag rule, BM25: shared_tags;
@@ -66,5 +66,7 @@ def check_view(claim: str, method: str, best: str, verdicts, texts_of, seconds: 
         "details": {k: v for k, v in explain.items() if k not in _NOT_DETAILS},
         "hits": [hit_view(h, t, claim) for h, t in zip(explain["hits"], texts)],
         "ranking_head": list(explain.get("ranking", []))[:RANKING_SHOWN],
+        # What the classifier read: the shown passages, or another retriever's (the reader).
+        "classifier_read": explain.get("classifier_read"),
         "timing_ms": None if seconds is None else round(seconds * 1000, 2),
     }

@@ -12,7 +12,10 @@ It is relevance, not style: a passage scores only if a *similar claim* cited it,
 explanation names that claim. It uses training labels only (the fit part of the fixed
 split while training, so nothing of the holdout or dev leaks in), never membership in
 any corpus subset. While features are computed for a training claim, that claim itself
-is excluded (``exclude=``), so the model never learns from its own answer.
+is excluded (``exclude=``), so the model never learns from its own answer; and a query
+whose text *is* a memory claim's text never sees that claim either (retrieving for
+training claims -- to train the classifier, or to score the hold-out -- must not read
+their own gold; no dev or test claim repeats a training claim's text).
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ class ClaimMemory:
         self.evidences = [sorted(set(e)) for e in evidences]
         self.vectorizer = TfidfVectorizer(analyzer=stems, sublinear_tf=True, dtype=np.float64)
         self.matrix = self.vectorizer.fit_transform(self.texts).tocsr() if self.texts else sp.csr_matrix((0, 0))
+        self._position_of_text: dict[str, list[int]] = {}
+        for i, t in enumerate(self.texts):
+            self._position_of_text.setdefault(t, []).append(i)
 
     @classmethod
     def from_claims(cls, claims) -> "ClaimMemory":
@@ -73,6 +79,8 @@ class ClaimMemory:
         sims = self.similarities(text)
         if exclude is not None and len(sims):
             sims[exclude] = 0.0
+        for same in self._position_of_text.get(text, ()):
+            sims[same] = 0.0
         pos = np.flatnonzero(sims > 0)
         order = pos[np.lexsort((pos, -sims[pos]))][:k]
         top = sims[order]
