@@ -54,6 +54,8 @@ def main(argv=None) -> int:
 
     row("retriever used (chosen on the training hold-out)",
         lambda m: f"{m['run']['retriever']['chosen']}", "tag rule")
+    row("classifier reads the passages of (chosen on the hold-out)",
+        lambda m: m["run"]["classifier"]["reader"], "the same tag-rule passages")
     row("**evidence F**", lambda m: e(m["intervals"]["evidence_f"]), "0.043 [0.020, 0.069]")
     row("**label accuracy** (retrieved evidence)", lambda m: e(m["intervals"]["accuracy"]), "0.383")
     row("**harmonic mean**", lambda m: e(m["intervals"]["harmonic_mean"]), "—")

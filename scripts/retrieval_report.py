@@ -40,6 +40,12 @@ def score(retriever, dev) -> dict:
     return evaluate({cid: {"evidences": ev} for cid, ev in evidences.items()}, dev, explain)
 
 
+def short_params(params: dict) -> dict:
+    """Parameters for a table cell: long lists (the reranker's feature names) as counts."""
+    return {k: (f"{len(v)} features" if isinstance(v, list) else v) for k, v in params.items()
+            if k != "model"}
+
+
 def ablation_table(name: str) -> list[str]:
     """The reranker's feature-group ablation rows, as measured by scripts/eval_rerank.py."""
     path = ROOT / "reports" / f"rerank-{name}.md"
@@ -89,7 +95,7 @@ def corpus_section(name: str, work: Path, extra_rows) -> tuple[list[str], dict]:
         method = label.split(" ")[0].rstrip(",")
         held = cands.holdout_scores.get(method) if "tuned" in label else None
         results[label] = {"params": retriever.params(), "dev": r["intervals"]["evidence_f"], "retrieval": rr}
-        lines.append(f"| {label} | `{json.dumps(retriever.params())}` | {'—' if held is None else f'{held:.3f}'} | "
+        lines.append(f"| {label} | `{json.dumps(short_params(retriever.params()))}` | {'—' if held is None else f'{held:.3f}'} | "
                      f"{cell(r['intervals']['evidence_f'])} | {cell(rr.get('recall@5'))} | "
                      f"{cell(rr.get('recall@100'))} | {cell(rr.get('mrr'))} | {cell(rr.get('any_gold'))} | "
                      f"{cell(rr.get('fallback_share')) if 'tags' in label else '—'} | {rr['mean_selected']:.2f} |")
