@@ -37,119 +37,16 @@ import json
 import os
 import platform
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import ROOT, measure  # noqa: E402
+
 BENCH = ROOT / "bench"
-KIB = 1024
-
-
-# --------------------------------------------------------------------------- /proc
-
-def _threads(pid: int) -> list[str]:
-    try:
-        return os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
-
-
-def _children(pid: int) -> list[int]:
-    """Children of every thread of ``pid`` (loky and Dask spawn from helper threads)."""
-    out = []
-    for tid in _threads(pid):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children") as fh:
-                out.extend(int(x) for x in fh.read().split())
-        except OSError:
-            pass
-    return out
-
-
-def _tree(root: int) -> list[int]:
-    seen, stack = [], [root]
-    while stack:
-        pid = stack.pop()
-        if pid not in seen:
-            seen.append(pid)
-            stack.extend(_children(pid))
-    return seen
-
-
-def _memory(pid: int) -> tuple[int, int] | None:
-    """(VmRSS, VmHWM) in bytes, or None if the process is gone."""
-    rss = hwm = None
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    rss = int(line.split()[1]) * KIB
-                elif line.startswith("VmHWM:"):
-                    hwm = int(line.split()[1]) * KIB
-    except OSError:
-        return None
-    if rss is None or hwm is None:  # a zombie has no memory lines
-        return None
-    return rss, hwm
-
-
-def measure(cmd: list[str], log: Path, interval: float) -> dict:
-    """Run ``cmd``; wall time and peak RSS of the driver, of each descendant, of the tree."""
-    with open(log, "w") as fh:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT,
-                                start_new_session=True)  # its own group: killable as a whole
-        driver_hwm, worker_hwm, tree_peak = 0, {}, 0
-        try:
-            while proc.poll() is None:
-                total = 0
-                for pid in _tree(proc.pid):
-                    mem = _memory(pid)
-                    if mem is None:
-                        continue
-                    rss, hwm = mem
-                    total += rss
-                    if pid == proc.pid:
-                        driver_hwm = max(driver_hwm, hwm)
-                    else:
-                        worker_hwm[pid] = max(worker_hwm.get(pid, 0), hwm)
-                tree_peak = max(tree_peak, total)
-                time.sleep(interval)
-        except BaseException:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait()
-            raise
-        wall = time.perf_counter() - t0
-    _reap_group(proc.pid)
-    if proc.returncode != 0:
-        tail = log.read_text(errors="replace")[-3000:]
-        raise SystemExit(f"bench_scale: {' '.join(cmd)} failed with status {proc.returncode}:\n{tail}")
-    return {"wall_s": wall, "driver_peak_rss": driver_hwm,
-            "worker_peak_rss": max(worker_hwm.values(), default=0),
-            "tree_peak_rss": tree_peak, "processes": 1 + len(worker_hwm)}
-
-
-def _reap_group(pgid: int, grace: float = 15.0) -> None:
-    """Wait until every process the run started has exited (workers that outlive the
-    driver would steal CPU from the next run); terminate stragglers after ``grace``."""
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    print(f"bench_scale: processes of run {pgid} still alive after {grace:g} s; terminating them",
-          file=sys.stderr)
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
 
 
 # --------------------------------------------------------------------------- setup

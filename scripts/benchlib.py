@@ -2,8 +2,8 @@
 
 Benchmarks are scripts, not tests: they write reports/*.md with medians of several runs
 and the machine they ran on. Memory is sampled from /proc every ``interval`` seconds
-over the whole process tree (driver and every worker process), so the peak of the
-sum, the driver's own peak and the largest single worker's peak are all reported.
+over the whole process tree (driver and every worker process): the driver's and the
+largest worker's kernel high-water marks, and the peak of the tree's summed RSS.
 """
 
 from __future__ import annotations
@@ -11,80 +11,127 @@ from __future__ import annotations
 import os
 import platform
 import resource
+import signal
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
-PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def _children(pid: int) -> list[int]:
+def _threads(pid: int) -> list[str]:
     try:
-        with open(f"/proc/{pid}/task/{pid}/children") as fh:
-            return [int(x) for x in fh.read().split()]
+        return os.listdir(f"/proc/{pid}/task")
     except OSError:
         return []
 
 
-def _tree(pid: int) -> list[int]:
-    out, stack = [], [pid]
-    while stack:
-        p = stack.pop()
-        out.append(p)
-        stack.extend(_children(p))
+def _children(pid: int) -> list[int]:
+    """Children of every thread of ``pid`` (loky and Dask spawn from helper threads)."""
+    out = []
+    for tid in _threads(pid):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                out.extend(int(x) for x in fh.read().split())
+        except OSError:
+            pass
     return out
 
 
-def _rss(pid: int) -> int:
+def _tree(root: int) -> list[int]:
+    seen, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        if pid not in seen:
+            seen.append(pid)
+            stack.extend(_children(pid))
+    return seen
+
+
+def _memory(pid: int) -> tuple[int, int] | None:
+    """(VmRSS, VmHWM) in bytes, or None if the process is gone."""
+    rss = hwm = None
     try:
-        with open(f"/proc/{pid}/statm") as fh:
-            return int(fh.read().split()[1]) * PAGE
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    rss = int(line.split()[1]) * 1024
+                elif line.startswith("VmHWM:"):
+                    hwm = int(line.split()[1]) * 1024
     except OSError:
-        return 0
-
-
-def measure(cmd: list[str], interval: float = 0.05, env: dict | None = None, cwd=None) -> dict:
-    """Run ``cmd`` to completion; wall, CPU of the tree, and peak RSS (tree/driver/worker)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})}, cwd=cwd,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    peak_tree = peak_driver = peak_worker = 0
-    worker_cpu: dict[int, float] = {}
-    while proc.poll() is None:
-        pids = _tree(proc.pid)
-        sizes = {p: _rss(p) for p in pids}
-        peak_tree = max(peak_tree, sum(sizes.values()))
-        peak_driver = max(peak_driver, sizes.get(proc.pid, 0))
-        workers = [s for p, s in sizes.items() if p != proc.pid]
-        if workers:
-            peak_worker = max(peak_worker, max(workers))
-        for p in pids:
-            if p != proc.pid:
-                worker_cpu[p] = _cpu_seconds(p) or worker_cpu.get(p, 0.0)
-        time.sleep(interval)
-    wall = time.perf_counter() - t0
-    stderr = proc.stderr.read()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}): {stderr[-2000:]}")
-    # Workers that are killed rather than reaped by the driver are missing from rusage.
-    cpu = max(cpu, sum(worker_cpu.values()))
-    return {"wall": wall, "cpu": cpu, "peak_rss_tree": peak_tree, "peak_rss_driver": peak_driver,
-            "peak_rss_worker": peak_worker}
-
-
-def _cpu_seconds(pid: int) -> float | None:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
         return None
+    if rss is None or hwm is None:  # a zombie has no memory lines
+        return None
+    return rss, hwm
+
+
+def measure(cmd: list[str], log: Path | None = None, interval: float = 0.05, env: dict | None = None,
+            cwd=ROOT) -> dict:
+    """Run ``cmd`` to completion in its own process group.
+
+    Returns wall and CPU seconds (the whole tree, from rusage) and memory: the driver's
+    and the largest descendant's kernel high-water marks (VmHWM, exact), and the
+    largest sampled sum of VmRSS over the tree. Output goes to ``log`` (or is dropped).
+    """
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = open(log, "w") if log else subprocess.DEVNULL
+    try:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=cwd,
+                                env={**os.environ, **(env or {})}, start_new_session=True)
+        driver_hwm, worker_hwm, tree_peak = 0, {}, 0
+        try:
+            while proc.poll() is None:
+                total = 0
+                for pid in _tree(proc.pid):
+                    mem = _memory(pid)
+                    if mem is None:
+                        continue
+                    rss, hwm = mem
+                    total += rss
+                    if pid == proc.pid:
+                        driver_hwm = max(driver_hwm, hwm)
+                    else:
+                        worker_hwm[pid] = max(worker_hwm.get(pid, 0), hwm)
+                tree_peak = max(tree_peak, total)
+                time.sleep(interval)
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait()
+            raise
+        wall = time.perf_counter() - t0
+    finally:
+        if log:
+            out.close()
+    reap_group(proc.pid)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        tail = Path(log).read_text(errors="replace")[-3000:] if log else ""
+        raise SystemExit(f"{' '.join(map(str, cmd))} failed with status {proc.returncode}:\n{tail}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall_s": wall, "cpu_s": cpu, "driver_peak_rss": driver_hwm,
+            "worker_peak_rss": max(worker_hwm.values(), default=0),
+            "tree_peak_rss": tree_peak, "processes": 1 + len(worker_hwm)}
+
+
+def reap_group(pgid: int, grace: float = 15.0) -> None:
+    """Wait until every process the run started has exited (workers that outlive the
+    driver would steal CPU from the next run); terminate stragglers after ``grace``."""
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    print(f"processes of run {pgid} still alive after {grace:g} s; terminating them", file=sys.stderr)
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
 
 
 def median_runs(runs: list[dict]) -> dict:
