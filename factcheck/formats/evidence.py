@@ -332,10 +332,7 @@ def _json_kind(buf: str, i: int) -> str | None:
         value, _ = json.JSONDecoder().raw_decode(buf, i)
     except json.JSONDecodeError:
         return None
-    if value is None:
-        return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", list: "a list",
-            dict: "an object"}.get(type(value), type(value).__name__)
+    return _kind(value)
 
 
 # --------------------------------------------------------------------------- JSONL

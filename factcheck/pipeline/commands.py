@@ -87,7 +87,7 @@ def _ablation(p):
         claims = read_claims(args.claims, require_labels=True)
         system = FactChecker.load(args.index, args.model)
         verdicts = system.check(claims)
-        gold = [(c.text, system.texts([e for e in c.evidences if e in system.index.row_of])) for c in claims]
+        gold = [(c.text, system.texts(c.evidences)) for c in claims]
         y = [c.label for c in claims]
         result = ablation(y, list(system.classifier.predict(gold)), [verdicts.labels[c.id] for c in claims])
         if args.json:

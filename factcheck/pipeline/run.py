@@ -108,7 +108,7 @@ def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_
 
     trained = train_system(index, train, out, method, progress, clock)
     system, candidates, config = trained.system, trained.candidates, trained.config
-    classifier, texts_of = system.classifier, trained.texts_of
+    classifier, texts_of = system.classifier, index.texts_of
     with clock.step("training baselines (always-majority, claim-only)"):
         baselines = train_baselines(train, trained.train_evidence, texts_of, progress=progress)
 
@@ -154,7 +154,6 @@ class Trained:
     candidates: object
     config: object
     train_evidence: dict
-    texts_of: object
 
 
 def train_system(index, train, out: Path, method: str = "auto", progress=None, clock=None,
@@ -170,10 +169,7 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
         candidates = selection.tune_retrievers(index, fit, holdout, out, method, progress)
     retriever = candidates.retrievers[candidates.best]
 
-    def texts_of(ids):
-        row_of = index.row_of
-        return [index.text(row_of[i]) for i in ids if i in row_of]
-
+    texts_of = index.texts_of
     # The classifier's reader: whichever tuned retriever's passages give the best label
     # accuracy on the hold-out (chosen per reader by select_and_train, then across readers).
     readers = {}
@@ -195,7 +191,7 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     meta = {"index_plan_key": index.manifest.data.get("plan_key"), "classifier": _config_json(chosen["config"])}
     save_system(model_dir or out / "model", chosen["model"], retriever, meta, candidates.retrievers, reader)
     system = FactChecker(index, retriever, chosen["model"], {**meta, "reader": {"method": reader_name}}, reader)
-    return Trained(system, candidates, chosen["config"], chosen["evidence"], texts_of)
+    return Trained(system, candidates, chosen["config"], chosen["evidence"])
 
 
 def _write(path: Path, claims, verdicts, system) -> None:

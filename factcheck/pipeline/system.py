@@ -59,8 +59,7 @@ class FactChecker:
         return cls(index, retriever, classifier, meta, reader)
 
     def texts(self, ids: list[str]) -> list[str]:
-        row_of = self.index.row_of
-        return [self.index.text(row_of[i]) for i in ids]
+        return self.index.texts_of(ids)
 
     def read(self, claims, evidences: dict | None = None) -> dict[str, list[str]]:
         """The passages the classifier reads for each claim."""

@@ -77,6 +77,12 @@ class TagIndex:
     def text(self, row: int) -> str:
         return unpack_one(self._text_buf, self._text_off, row)
 
+    def texts_of(self, ids) -> list[str]:
+        """Texts of the given passage ids, in order; ids not in this index are skipped
+        (gold ids of another knowledge source, say)."""
+        row_of = self.row_of
+        return [self.text(row_of[i]) for i in ids if i in row_of]
+
     @cached_property
     def texts(self) -> list[str]:
         return unpack_strings(self._text_buf, self._text_off)
