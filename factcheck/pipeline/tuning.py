@@ -81,7 +81,8 @@ def sweep_tags(retriever, fit_claims, holdout_claims, grid=TAG_GRID, progress=No
 
 
 def sweep_bm25(index, fit_claims, holdout_claims, grid=BM25_GRID, progress=None) -> Sweep:
-    """Sweep k1, b (each an index build, cached next to the tags) and k (free)."""
+    """Sweep k1, b and k (free). Each (k1, b) derives its weights from the index's one
+    term-count matrix (no re-indexing, nothing written into the index directory)."""
     from factcheck.retrieval.bm25 import BM25Retriever
 
     sweep = Sweep("bm25", ("k1", "b", "k"))
@@ -89,7 +90,7 @@ def sweep_bm25(index, fit_claims, holdout_claims, grid=BM25_GRID, progress=None)
     ids = index.ids
     pairs = list(itertools.product(grid["k1"], grid["b"]))
     for k1, b in tqdm(pairs, desc="BM25 sweep", disable=progress is False):
-        r = BM25Retriever(k1=k1, b=b).fit(index)
+        r = BM25Retriever(k1=k1, b=b, cache=False).fit(index)
         ranked = {part: [[ids[x] for x in rk.rows.tolist()] for rk in r.rank([c.text for c in claims], depth)]
                   for part, claims in (("fit", fit_claims), ("holdout", holdout_claims))}
         for k in grid["k"]:
