@@ -45,7 +45,7 @@ def real_passages(proxy_corpus):
 def test_weights_identical_to_bm25s_on_real_passages(real_passages, k1, b):
     token_ids, vocab, claims = real_passages
     ref = _reference(token_ids, vocab, k1, b)
-    ours = TermCounts(token_ids, vocab).bm25(k1, b)
+    ours = TermCounts.from_token_ids(token_ids, vocab).bm25(k1, b)
     assert ours.vocab_dict == ref.vocab_dict
     for key in ("indptr", "indices", "data"):
         assert np.array_equal(ours.scores[key], ref.scores[key]), key
@@ -64,11 +64,21 @@ def test_duplicates_empty_passages_and_unused_terms():
     token_ids = [[0, 0, 1], [], [2, 1, 2, 2], [1]]
     vocab = {"a": 0, "b": 1, "c": 2}
     for k1, b in SETTINGS:
-        ref, ours = _reference(token_ids, vocab, k1, b), TermCounts(token_ids, vocab).bm25(k1, b)
+        ref, ours = _reference(token_ids, vocab, k1, b), TermCounts.from_token_ids(token_ids, vocab).bm25(k1, b)
         for key in ("indptr", "indices", "data"):
             assert np.array_equal(ours.scores[key], ref.scores[key]), (k1, b, key)
         for query in ([0], [1, 1], [2, 0, 1]):
             assert np.array_equal(ours.get_scores_from_ids(query), ref.get_scores_from_ids(query))
+
+
+def test_from_texts_equals_from_token_ids(demo_index):
+    index = TagIndex.load(demo_index)
+    stems = [analyze(t) for t in index.texts]
+    vocab: dict[str, int] = {}
+    token_ids = [[vocab.setdefault(s, len(vocab)) for s in doc] for doc in stems]
+    a, b = TermCounts.from_token_ids(token_ids, vocab), TermCounts.from_index(index)
+    assert a.vocab == b.vocab
+    assert np.array_equal(a.weights(1.2, 0.75), b.weights(1.2, 0.75))
 
 
 def test_retriever_saved_and_reloaded_gives_same_scores(demo_index, tmp_path):
