@@ -50,7 +50,7 @@ def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progre
 
     if rerank_available() and (method in ("auto", "rerank")):
         from factcheck.retrieval.rerank.retriever import train_reranker
-        c.retrievers["rerank"] = train_reranker(index, fit, holdout)
+        c.retrievers["rerank"] = train_reranker(index, fit, holdout, progress=progress)
     elif method == "rerank":
         from factcheck.errors import InputError
         raise InputError(None, "--method rerank", "the reranker is not available in this installation")

@@ -172,7 +172,8 @@ class TrainingData:
     models can be trained on it: the corpus structures and the fit/holdout features."""
 
     def __init__(self, index, fit_claims, holdout_claims, config: CandidateConfig = CandidateConfig(),
-                 terms: TermIndex | None = None, context: F.FeatureContext | None = None):
+                 terms: TermIndex | None = None, context: F.FeatureContext | None = None,
+                 progress: bool | None = None):
         t0 = time.perf_counter()
         self.index, self.config = index, config
         self.fit_claims, self.holdout_claims = list(fit_claims), list(holdout_claims)
@@ -181,14 +182,17 @@ class TrainingData:
         t1 = time.perf_counter()
         memory = ClaimMemory.from_claims(self.fit_claims).bind(index.row_of, len(index))
         gen = CandidateGenerator(self.terms, memory, config)
-        self.fit_set: ClaimSet = build_claim_set(gen, self.context, self.fit_claims, index.row_of, True)
-        self.holdout_set: ClaimSet = build_claim_set(gen, self.context, self.holdout_claims, index.row_of, False)
+        tag = f"memory_k={config.memory_k}"
+        self.fit_set: ClaimSet = build_claim_set(gen, self.context, self.fit_claims, index.row_of, True,
+                                                 progress, f"reranker features (fit, {tag})")
+        self.holdout_set: ClaimSet = build_claim_set(gen, self.context, self.holdout_claims, index.row_of, False,
+                                                     progress, f"reranker features (hold-out, {tag})")
         self.timings = {"corpus_structures_s": t1 - t0, "features_s": time.perf_counter() - t1}
 
 
 def train_reranker(index, fit_claims, holdout_claims, *, configs=DEFAULT_CANDIDATES, grid=DEFAULT_GRID,
                    features: list[str] | None = None, memory_claims=None,
-                   data: TrainingData | None = None) -> RerankRetriever:
+                   data: TrainingData | None = None, progress: bool | None = None) -> RerankRetriever:
     """Train on ``fit_claims``; choose the candidate settings, the model configuration
     and the cut-off on ``holdout_claims`` (best mean evidence F; ties: first in order).
     Returns a retriever already fitted to ``index``.
@@ -206,11 +210,11 @@ def train_reranker(index, fit_claims, holdout_claims, *, configs=DEFAULT_CANDIDA
         for config in configs:
             prev = datas[0] if datas else None
             datas.append(TrainingData(index, fit_claims, holdout_claims, config,
-                                      prev.terms if prev else None, prev.context if prev else None))
+                                      prev.terms if prev else None, prev.context if prev else None, progress))
     best = best_data = None
     log = []
     for d in datas:
-        trial, trial_log = fit_and_tune(d.fit_set, d.holdout_set, features, list(grid))
+        trial, trial_log = fit_and_tune(d.fit_set, d.holdout_set, features, list(grid), progress)
         log += [{"candidates": d.config.to_json(), **entry} for entry in trial_log]
         if best is None or trial.holdout_f > best.holdout_f + 1e-12:
             best, best_data = trial, d

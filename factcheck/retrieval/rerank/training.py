@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from factcheck.retrieval.rerank import features as F
 from factcheck.retrieval.rerank.candidates import CandidateGenerator
@@ -42,10 +43,13 @@ class ClaimSet:
             yield rows[order], s[order], y[order]
 
 
-def build_claim_set(generator: CandidateGenerator, ctx, claims, row_of: dict, leave_one_out: bool) -> ClaimSet:
+def build_claim_set(generator: CandidateGenerator, ctx, claims, row_of: dict, leave_one_out: bool,
+                    progress: bool | None = None, desc: str = "reranker features") -> ClaimSet:
     rows, Xs, ys, owners, n_gold = [], [], [], [], []
     k1, b = generator.config.k1, generator.config.b
-    for i, claim in enumerate(claims):
+    # ~90 ms a claim at 1.2M passages (candidates + features): minutes for the training
+    # claims, so it shows a bar (tqdm's default stream, stderr).
+    for i, claim in enumerate(tqdm(claims, desc=desc, unit=" claims", disable=progress is False)):
         cands = generator.generate(claim.text, exclude_memory=i if leave_one_out else None)
         gold = np.array(sorted({row_of[e] for e in claim.evidences if e in row_of}), dtype=np.int64)
         rows.append(cands.rows)
@@ -68,10 +72,10 @@ class Trial:
 
 
 def fit_and_tune(fit_set: ClaimSet, holdout_set: ClaimSet, features: list[str],
-                 grid: list[ModelConfig]) -> tuple[Trial, list[dict]]:
+                 grid: list[ModelConfig], progress: bool | None = None) -> tuple[Trial, list[dict]]:
     """Fit each configuration, tune its cut-off on the holdout, keep the best."""
     best, log = None, []
-    for config in grid:
+    for config in tqdm(grid, desc="reranker models", unit=" models", disable=progress is False):
         model = RelevanceModel(features, config).fit(fit_set.X, fit_set.y)
         cutoff, f = tune_holdout_cutoff(model, holdout_set)
         log.append({"model": config.to_json(), "cutoff": cutoff.to_json(), "holdout_f": f})
