@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Benchmark the main job end to end: ``factcheck run`` at 0.3M and 1.2M passages.
+
+Writes reports/bench-run.md: for each knowledge source -- ``proxy`` (the course's
+316,312-passage ``evidence.json.gz``) and N-passage corpora from
+``scripts/make_bench_corpus.py`` (N must be at least 1,208,827 - smaller ones drop gold
+ids) -- the median of ``--repeats`` fresh runs (new output directory each time) of
+``factcheck run`` on the course claims: wall, CPU,
+peak RSS of the whole process tree, the run's own per-stage timings, and the wall time
+as a multiple of a *floor* measured in the same invocation (machine speed differs
+between sessions; the ratio does not): ``json.load`` of the corpus plus one regex
+tokenisation of every passage, in one process. Then ``factcheck serve`` on the largest
+run: start-up time, RSS, and ``/api/check`` p50/p99 with the chosen retriever.
+
+    python scripts/bench_run.py                                  # full (~40 min on 2 cores)
+    python scripts/bench_run.py --sizes proxy --repeats 1 --requests 50 --out /tmp/r.md   # smoke
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import ROOT, SHARED, ensure_corpus, gib, machine, measure, median_runs, write_report  # noqa: E402
+
+CLAIM_FILES = ("train-claims.json", "dev-claims.json", "test-claims-unlabelled.json")
+
+
+def floor(corpus: Path) -> None:
+    """The floor (run in a subprocess by the benchmark): parse the corpus, tokenise once."""
+    import re
+    word = re.compile(r"\w+")
+    import gzip
+    opener = gzip.open if corpus.suffix == ".gz" else open
+    with opener(corpus, "rt", encoding="utf-8") as fh:
+        evidence = json.load(fh)
+    n = sum(len(word.findall(text.lower())) for text in evidence.values())
+    assert n > 0
+
+
+def corpus_of(size: str) -> tuple[Path, int]:
+    if size == "proxy":
+        path = SHARED / "evidence.json.gz"
+        if not path.is_file():
+            sys.exit(f"bench_run: {path} not found (needs ../shared/data)")
+        return path, 316_312
+    return ensure_corpus(int(size)), int(size)
+
+
+def data_dir(corpus: Path) -> Path:
+    """bench/run-data-NAME/: the course claims and the corpus as evidence.json(.gz) (symlinks)."""
+    gz = corpus.suffix == ".gz"
+    d = ROOT / "bench" / f"run-data-{corpus.name.split('.')[0]}"
+    d.mkdir(parents=True, exist_ok=True)
+    for name in CLAIM_FILES:
+        link = d / name
+        if not link.exists():
+            link.symlink_to((SHARED / name).resolve())
+    link = d / ("evidence.json.gz" if gz else "evidence.json")
+    if not link.exists():
+        link.symlink_to(corpus.resolve())
+    return d
+
+
+def bench_size(size: str, repeats: int, keep: Path | None) -> dict:
+    corpus, n = corpus_of(size)
+    data = data_dir(corpus)
+    floors = [measure([sys.executable, __file__, "--floor", str(corpus)]) for _ in range(repeats)]
+    runs, stages = [], []
+    for i in range(repeats):
+        out = Path(tempfile.mkdtemp(prefix="bench-run-", dir=ROOT / "bench")) / "run"
+        log = out.parent / "run.log"
+        try:
+            runs.append(measure([sys.executable, "-m", "factcheck", "run", "--data-dir", str(data),
+                                 "--out", str(out)], log=log))
+            metrics = json.loads((out / "metrics.json").read_text())
+            stages.append(metrics["run"]["timings"])
+            last = i == repeats - 1
+            if last and keep is not None:
+                shutil.rmtree(keep, ignore_errors=True)
+                shutil.move(str(out), keep)
+        finally:
+            shutil.rmtree(out.parent, ignore_errors=True)
+    return {"n": n, "floor": median_runs(floors), "median": median_runs(runs), "runs": runs,
+            "stages": {k: statistics.median(s.get(k, 0.0) for s in stages) for k in stages[0]},
+            "accuracy": metrics.get("accuracy"), "evidence_f": metrics.get("evidence_f")}
+
+
+def bench_serve(run: Path, requests: int) -> dict:
+    import httpx
+
+    import bench_serve
+    from factcheck.serve.process import serving
+
+    _, claims = bench_serve.dev_claims(run, None)
+    log = Path(tempfile.mkstemp(prefix="bench-run-serve-", suffix=".log")[1])
+    t0 = time.perf_counter()
+    try:
+        with serving(["--run", str(run)], log, cwd=ROOT, timeout=600) as (url, proc):
+            startup = time.perf_counter() - t0
+            rss_start = bench_serve.rss_mib(proc.pid)
+            with httpx.Client(timeout=60) as client:
+                bench_serve.load_test(client, url, claims, "best", 20, first_repeat=20)  # warm-up
+                result = bench_serve.load_test(client, url, claims, "best", requests, first_repeat=1)
+                best = client.get(url + "/api/methods").json().get("best")
+            rss_end = bench_serve.rss_mib(proc.pid)
+    finally:
+        log.unlink(missing_ok=True)
+    lat = result["latency"]
+    return {"startup_s": startup, "rss_start_mib": rss_start, "rss_end_mib": rss_end, "best": best,
+            "p50": statistics.median(lat), "p99": bench_serve.pct(lat, 99), "n": len(lat),
+            "errors": len(result["errors"])}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="proxy,1208827",
+                    help="knowledge sources, comma-separated: 'proxy' and/or bench corpus sizes >= 1208827")
+    ap.add_argument("--repeats", type=int, default=3, help="fresh runs per size (median reported)")
+    ap.add_argument("--requests", type=int, default=300, help="/api/check requests on the largest run")
+    ap.add_argument("--out", type=Path, default=ROOT / "reports" / "bench-run.md")
+    ap.add_argument("--floor", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.floor:
+        floor(args.floor)
+        return 0
+    (ROOT / "bench").mkdir(exist_ok=True)
+    sizes = args.sizes.split(",")
+    largest = sizes[-1]
+    kept = ROOT / "bench" / f"run-{largest}"
+    load_before = os.getloadavg()
+    results = [bench_size(size, args.repeats, kept if size == largest else None) for size in sizes]
+    serve = bench_serve(kept, args.requests) if args.requests else None
+    load_after = os.getloadavg()
+
+    lines = [
+        "# Benchmark: `factcheck run` end to end", "",
+        f"Machine: {machine()}; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after.", "",
+        f"Command: `python scripts/bench_run.py --sizes {args.sizes} --repeats {args.repeats} "
+        f"--requests {args.requests}`. Knowledge sources: `proxy` = the course's 316,312-passage "
+        "`evidence.json.gz`; larger ones from `scripts/make_bench_corpus.py` (the proxy corpus plus synthetic "
+        "filler; every gold id kept); claims: the course train/dev/test files. Each "
+        f"figure is the median of {args.repeats} fresh runs. Peak RSS: the whole process tree (driver + "
+        "workers), sampled every 50 ms. Floor: `json.load` of the corpus + one regex tokenisation of "
+        "every passage in one process, measured in the same invocation (the ratio column is what to "
+        "compare across machines).", "",
+        "| passages | wall s | CPU s | peak RSS (tree) | floor s | wall / floor | dev accuracy | dev evidence F |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        m, f = r["median"], r["floor"]
+        lines.append(f"| {r['n']:,} | {m['wall_s']:.1f} | {m['cpu_s']:.1f} | {gib(m['tree_peak_rss'])} | "
+                     f"{f['wall_s']:.1f} | {m['wall_s'] / f['wall_s']:.1f}× | {r['accuracy']:.3f} | "
+                     f"{r['evidence_f']:.3f} |")
+    lines += ["", "## Per stage (the run's own timings, median s)", ""]
+    names = list(dict.fromkeys(k for r in results for k in r["stages"]))
+    lines += ["| stage | " + " | ".join(f"{r['n']:,}" for r in results) + " |",
+              "|---|" + "---|" * len(results)]
+    for name in names:
+        lines.append(f"| {name} | " + " | ".join(f"{r['stages'].get(name, 0.0):.1f}" for r in results) + " |")
+    lines += ["", "All runs (wall s / CPU s / tree peak GiB):", ""]
+    for r in results:
+        lines.append(f"- {r['n']:,}: " + "; ".join(
+            f"{x['wall_s']:.1f} / {x['cpu_s']:.1f} / {x['tree_peak_rss'] / 2**30:.2f}" for x in r["runs"]))
+    if serve:
+        lines += [
+            "", f"## `factcheck serve` on the {results[-1]['n']:,}-passage run", "",
+            f"- start-up (until `/healthz` answers): **{serve['startup_s']:.1f} s**; RSS "
+            f"{serve['rss_start_mib']:.0f} MiB after start-up, {serve['rss_end_mib']:.0f} MiB after the requests",
+            f"- `/api/check` with the chosen retriever ({serve['best']}), {serve['n']} requests, one at a time: "
+            f"**p50 {serve['p50']:.1f} ms, p99 {serve['p99']:.1f} ms**, {serve['errors']} errors",
+        ]
+    write_report(args.out, lines)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
