@@ -67,4 +67,5 @@ def _evaluate(p):
 
 import factcheck.pipeline.commands  # noqa: F401,E402
 import factcheck.serve.commands  # noqa: F401,E402
+import factcheck.serve.check  # noqa: F401,E402
 import factcheck.retrieval.rerank.commands  # noqa: F401,E402
