@@ -192,3 +192,18 @@ def test_check_on_a_real_data_run(real_run):
     assert run["retriever"]["chosen_by"] == "holdout" and run["retriever"]["holdout_claims"] >= 30
     view, _ = check_text_and_json(real_run, "Arctic sea ice has been shrinking since the 1970s.")
     assert view["method"] == run["retriever"]["chosen"]
+
+
+def test_fallback_share_only_for_retrievers_that_can_fall_back(demo_run, tmp_path):
+    out, _ = demo_run
+    shown = {}
+    for method in ("bm25", "tags"):
+        pred = tmp_path / f"{method}.json"
+        proc = run_cli("retrieve", "--index", out / "index", "--claims", DEMO / "dev-claims.json",
+                       "--method", method, "--out", pred)
+        assert proc.returncode == 0, proc.stderr
+        assert "8 claims" in proc.stdout
+        proc = run_cli("evaluate", "--predictions", pred, "--groundtruth", DEMO / "dev-claims.json")
+        assert proc.returncode == 0, proc.stderr
+        shown[method] = "fallback_share" in proc.stdout
+    assert shown == {"bm25": False, "tags": True}

@@ -28,8 +28,10 @@ def _run(p):
                          args.force, False if args.quiet else None, tag_args)
         iv = m["intervals"]
         fmt = lambda k: "{:.3f} [{:.3f}, {:.3f}]".format(iv[k]["value"], *iv[k]["ci95"])  # noqa: E731
+        ret = m["run"]["retriever"]
+        how = {"default": ", the default", "user": ", named with --method"}.get(ret.get("chosen_by"), "")
         print(f"dev evidence F {fmt('evidence_f')}, accuracy {fmt('accuracy')}, "
-              f"harmonic mean {fmt('harmonic_mean')} (retriever: {m['run']['retriever']['chosen']})")
+              f"harmonic mean {fmt('harmonic_mean')} (retriever: {ret['chosen']}{how})")
         print(f"wrote {args.out}/dev-claims-predictions.json, test-claims-predictions.json, metrics.json, report.md")
     return run
 

@@ -72,8 +72,9 @@ def plot_confusions(abl: dict, path: Path) -> None:
 def plot_intervals(metrics: dict, path: Path) -> None:
     plt = tuning.pyplot()
     rows = []
+    chosen = metrics["run"]["retriever"]["chosen"]
     for name, r in metrics["run"]["retrievers_on_dev"].items():
-        rows.append((f"evidence F: {name}", r["evidence_f"]))
+        rows.append((f"evidence F: {name}" + (" (used)" if name == chosen else ""), r["evidence_f"]))
     abl = metrics["run"]["ablation"]
     rows.append(("accuracy: gold evidence", abl["gold"]["accuracy"]))
     rows.append(("accuracy: retrieved evidence", abl["retrieved"]["accuracy"]))
@@ -87,7 +88,7 @@ def plot_intervals(metrics: dict, path: Path) -> None:
     ax.set_yticks(range(len(rows)), [r[0] for r in rows])
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
-    ax.set_xlabel("dev, with 95% interval")
+    ax.set_xlabel("value on dev (dot) with its 95% interval (bar)")
     ax.grid(axis="x", alpha=0.3)
     tuning.save_figure(fig, path)
 
