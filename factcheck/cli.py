@@ -45,9 +45,11 @@ class _Deprecated(argparse.Action):
 def add_renamed(p: argparse.ArgumentParser, new: str, old: str, required: bool = False, **kwargs) -> None:
     """Option ``new``, with the deprecated spelling ``old`` still accepted (one-line warning)."""
     group = p.add_mutually_exclusive_group(required=required)
+    kwargs["help"] = f"{kwargs.get('help', '')} (the old spelling {old} still works, with a warning)".strip()
     action = group.add_argument(new, **kwargs)
-    group.add_argument(old, dest=action.dest, type=kwargs.get("type"), metavar=action.metavar or action.dest.upper(),
-                       action=_Deprecated, new=new, help=f"deprecated spelling of {new}")
+    # Hidden from usage and help (the new option's help names it), so usage stays clean.
+    group.add_argument(old, dest=action.dest, type=kwargs.get("type"), action=_Deprecated, new=new,
+                       help=argparse.SUPPRESS)
 
 
 def _positive_int(text: str) -> int:
