@@ -26,8 +26,8 @@ def command(name: str, help: str):
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 shard``, ``2 shards``, ``1,200 passages``."""
-    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+    """``1 shard``, ``2 shards`` (numbers stay plain: scripts and tests parse them)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
 class _Deprecated(argparse.Action):
@@ -111,7 +111,7 @@ def _tag(sub):
             raise InputError(None, "--scheduler", "only meaningful with --backend dask")
         manifest = tag_job_from_args(args).run(source_from_args(args), args.out, force=args.force)
         print(f"{args.out}: {plural(manifest.n_passages, 'passage')} in {plural(len(manifest.shards), 'shard')}, "
-              f"{manifest.data['empty_tags']:,} with no tags")
+              f"{manifest.data['empty_tags']} with no tags")
     return run
 
 
