@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from factcheck.cli import _positive_int, command
+from factcheck.cli import _positive_int, command, plural
 
 
 def add_retriever_args(p, default_method="bm25"):
@@ -20,7 +20,7 @@ def add_retriever_args(p, default_method="bm25"):
     g.add_argument("--rerank-model", type=Path, default=None, help="trained reranker (from factcheck train-rerank)")
     g = p.add_argument_group("chunking")
     g.add_argument("--chunk-window", type=_positive_int, default=None, help="index word windows of this size")
-    g.add_argument("--chunk-overlap", type=int, default=20, help="words shared by consecutive windows")
+    g.add_argument("--chunk-overlap", type=int, default=20, help="words shared by consecutive windows (default: 20)")
 
 
 def retriever_from_args(args):
@@ -47,15 +47,17 @@ def _retrieve(p):
         evidences, explain = run_retrieval(retriever, claims)
         sidecar = write_retrieval(args.out, claims, evidences, explain, retriever)
         fallback = sum(e.get("path") == "fallback" for e in explain.values())
-        print(f"{args.out}: evidence for {len(claims)} claims ({retriever.name}"
+        print(f"{args.out}: evidence for {plural(len(claims), 'claim')} ({retriever.name}"
               + (f", {fallback} by fallback" if args.method == "tags" else "") + f"); explanations in {sidecar}")
     return run
 
 
 @command("evaluate", "score predictions with the course metric, recall@k and MRR, with 95% intervals")
 def _evaluate(p):
-    p.add_argument("--predictions", type=Path, required=True)
-    p.add_argument("--groundtruth", type=Path, required=True)
+    p.add_argument("--predictions", type=Path, required=True,
+                   help="predictions file (leaderboard format, from retrieve, predict or run)")
+    p.add_argument("--groundtruth", type=Path, required=True,
+                   help="labelled claims with gold evidence (course format, e.g. dev-claims.json)")
     p.add_argument("--explanations", type=Path, default=None,
                    help="explanations sidecar (default: PREDICTIONS with .explain.json, if present)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -67,4 +69,5 @@ def _evaluate(p):
 
 import factcheck.pipeline.commands  # noqa: F401,E402
 import factcheck.serve.commands  # noqa: F401,E402
+import factcheck.serve.check  # noqa: F401,E402
 import factcheck.retrieval.rerank.commands  # noqa: F401,E402

@@ -30,3 +30,8 @@ class InputError(Exception):
 
 class IntegrityError(InputError):
     """An index on disk does not match its manifest (corrupt, truncated, missing, extra)."""
+
+
+class FactcheckWarning(UserWarning):
+    """Something the user should know that does not stop the run (e.g. a default used
+    because the data was too small to choose). The CLI shows it as one plain line."""

@@ -12,6 +12,7 @@ import numpy as np
 from factcheck.evaluation.intervals import bootstrap_mean, wilson
 
 DEFAULT_KS = (1, 5, 10, 20, 50, 100)
+FALLBACK_CAPABLE = {"filtered", "reranked", "fallback"}
 
 
 def recall_at(ranked: list[str], gold: list[str], k: int) -> float:
@@ -44,7 +45,9 @@ def retrieval_metrics(claims, ranked: dict[str, list[str]] | None, selected: dic
     out["selected_recall"] = bootstrap_mean([recall_at(selected[c.id], c.evidences, len(selected[c.id]))
                                              for c in present])
     out["mean_selected"] = float(np.mean([len(selected[c.id]) for c in present])) if present else 0.0
-    if paths:
+    # Only retrievers that can fall back (tag rule: filtered/fallback; reranker: reranked/
+    # fallback) get a fallback share; for BM25 (always "ranked") it would be a meaningless 0.
+    if paths and any(p in FALLBACK_CAPABLE for p in paths.values()):
         fb = [paths.get(c.id) == "fallback" for c in present]
         out["fallback_share"] = wilson(int(sum(fb)), len(fb))
     return out

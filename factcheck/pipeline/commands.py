@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from factcheck.cli import add_tag_args, command
+from factcheck.cli import add_renamed, add_tag_args, command
 
 
 @command("run", "the whole pipeline end to end on a course data directory")
@@ -28,8 +28,10 @@ def _run(p):
                          args.force, False if args.quiet else None, tag_args)
         iv = m["intervals"]
         fmt = lambda k: "{:.3f} [{:.3f}, {:.3f}]".format(iv[k]["value"], *iv[k]["ci95"])  # noqa: E731
+        ret = m["run"]["retriever"]
+        how = {"default": ", the default", "user": ", named with --method"}.get(ret.get("chosen_by"), "")
         print(f"dev evidence F {fmt('evidence_f')}, accuracy {fmt('accuracy')}, "
-              f"harmonic mean {fmt('harmonic_mean')} (retriever: {m['run']['retriever']['chosen']})")
+              f"harmonic mean {fmt('harmonic_mean')} (retriever: {ret['chosen']}{how})")
         print(f"wrote {args.out}/dev-claims-predictions.json, test-claims-predictions.json, metrics.json, report.md")
     return run
 
@@ -38,8 +40,9 @@ def _run(p):
 def _train(p):
     p.add_argument("--index", type=Path, required=True, help="tag index directory")
     p.add_argument("--claims", type=Path, required=True, help="training claims (course format, labelled)")
-    p.add_argument("--model-out", type=Path, required=True, help="model directory to write")
-    p.add_argument("--method", default="auto", choices=("auto", "tags", "bm25", "rerank"))
+    add_renamed(p, "--model", "--model-out", required=True, type=Path, help="model directory to write")
+    p.add_argument("--method", default="auto", choices=("auto", "tags", "bm25", "rerank"),
+                   help="retriever (default: auto = best evidence F on the training hold-out)")
 
     def run(args):
         from factcheck.formats.claims import read_claims
@@ -48,18 +51,20 @@ def _train(p):
 
         index = TagIndex.load(args.index)
         train = read_claims(args.claims, require_labels=True)
-        t = train_system(index, train, args.model_out, args.method, model_dir=args.model_out)
-        print(f"{args.model_out}: retriever {t.candidates.best} {t.system.retriever.params()}, "
-              f"classifier {t.config}")
+        t = train_system(index, train, args.model, args.method, model_dir=args.model)
+        print(f"{args.model}: trained on {len(train)} claims")
+        print(describe("retriever " + t.candidates.best, t.system.retriever.params()))
+        print(describe("classifier", _config_json(t.config)))
     return run
 
 
 @command("predict", "leaderboard-format predictions (label + evidence) for a claims file")
 def _predict(p):
-    p.add_argument("--claims", type=Path, required=True)
-    p.add_argument("--index", type=Path, required=True)
+    p.add_argument("--claims", type=Path, required=True, help="claims to predict (course format; labels not needed)")
+    p.add_argument("--index", type=Path, required=True, help="tag index directory (from tag or run: OUT/index)")
     p.add_argument("--model", type=Path, required=True, help="model directory (from train or run: OUT/model)")
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True,
+                   help="predictions file to write (leaderboard format, + .explain.json beside it)")
 
     def run(args):
         from factcheck.formats.claims import read_claims
@@ -69,15 +74,15 @@ def _predict(p):
         system = FactChecker.load(args.index, args.model)
         verdicts = system.check(claims)
         _write(args.out, claims, verdicts, system)
-        print(f"{args.out}: {len(claims)} claims with labels and evidence")
+        print(f"{args.out}: {len(claims)} claim{'' if len(claims) == 1 else 's'} with labels and evidence")
     return run
 
 
 @command("ablation", "the classifier on gold versus retrieved evidence, with paired tests")
 def _ablation(p):
     p.add_argument("--claims", type=Path, required=True, help="labelled claims (e.g. dev-claims.json)")
-    p.add_argument("--index", type=Path, required=True)
-    p.add_argument("--model", type=Path, required=True)
+    p.add_argument("--index", type=Path, required=True, help="tag index directory (from tag or run: OUT/index)")
+    p.add_argument("--model", type=Path, required=True, help="model directory (from train or run: OUT/model)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
     def run(args):
@@ -99,6 +104,19 @@ def _ablation(p):
         g = result["gold_vs_retrieved"]
         print(f"gold - retrieved: {_fmt(g['accuracy_difference'])}  McNemar exact p = {g['mcnemar']['p_value']:.4g}")
     return run
+
+
+def _config_json(config) -> dict:
+    from factcheck.pipeline.run import _config_json as to_json
+    return to_json(config)
+
+
+def describe(title: str, config: dict) -> str:
+    """A configuration as an indented ``setting  value`` list (not a dict dump)."""
+    from factcheck.pipeline.report import config_rows
+    rows = config_rows(config)
+    width = max((len(k) for k, _ in rows), default=0)
+    return "\n".join([f"{title}:"] + [f"  {k:<{width}}  {v}" for k, v in rows])
 
 
 def _fmt(e: dict) -> str:

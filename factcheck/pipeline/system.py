@@ -15,13 +15,14 @@ the index it was trained against) and, for the learned retriever, ``rerank.jobli
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from factcheck.classification.model import load_classifier, save_classifier
-from factcheck.errors import InputError
+from factcheck.errors import FactcheckWarning, InputError
 from factcheck.retrieval.registry import make_retriever, run_retrieval
 
 RERANK_FILE = "rerank.joblib"
@@ -50,7 +51,8 @@ class FactChecker:
         index = TagIndex.load(index_dir)
         trained_on = meta.get("index_plan_key")
         if trained_on and trained_on != index.manifest.data.get("plan_key"):
-            print(f"warning: {model_dir} was trained against another tag index than {index_dir}")
+            warnings.warn(FactcheckWarning(f"{model_dir} was trained against another tag index than {index_dir}"),
+                          stacklevel=2)
         retriever = load_retriever(model_dir, meta, method).fit(index)
         reader_method = (meta.get("reader") or {}).get("method")
         reader = None

@@ -7,6 +7,8 @@ as a value with its 95% interval.
 
 from __future__ import annotations
 
+from factcheck.pipeline.report import PLOT_CAPTIONS, config_rows
+
 
 def is_interval(x) -> bool:
     return isinstance(x, dict) and "value" in x and "ci95" in x
@@ -37,13 +39,18 @@ def tables(metrics: dict | None) -> dict:
         "per_label": [(label, d.get("n"), d.get("evidence_f"), d.get("recall"))
                       for label, d in (metrics.get("per_label") or {}).items()],
         "retriever": run.get("retriever") or {},
-        "on_dev": [(name, d.get("params"), d.get("evidence_f"), (d.get("retrieval") or {}).get("recall@5"),
+        "retriever_config": config_rows((run.get("retriever") or {}).get("params") or {}),
+        "on_dev": [(name, config_rows(d.get("params") or {}), d.get("evidence_f"),
+                    (d.get("retrieval") or {}).get("recall@5"),
                     (d.get("retrieval") or {}).get("mrr"))
                    for name, d in (run.get("retrievers_on_dev") or {}).items()],
         "classifier": run.get("classifier"),
+        "classifier_config": config_rows({k: v for k, v in (run.get("classifier") or {}).items()
+                                          if k not in ("reader", "reader_holdout")}),
         "timings": list((run.get("timings") or {}).items()),
         "run": {k: run.get(k) for k in ("data_dir", "evidence", "passages") if k in run},
         "claims": metrics.get("claims"),
+        "captions": PLOT_CAPTIONS,
     }
     abl = run.get("ablation") or {}
     conditions = [(f"{c} evidence", abl[c]) for c in ("gold", "retrieved") if isinstance(abl.get(c), dict)]

@@ -10,14 +10,15 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from factcheck.cli import command
+from factcheck.cli import add_renamed, command, plural
 
 
 @command("train-rerank", "train the learned reranker (fit on 4/5 of the claims, tune on the other 1/5)")
 def _train_rerank(p):
     p.add_argument("--index", type=Path, required=True, help="tag index directory (from factcheck tag)")
     p.add_argument("--claims", type=Path, required=True, help="labelled training claims (course format)")
-    p.add_argument("--out", type=Path, required=True, help="model file to write (joblib)")
+    add_renamed(p, "--rerank-model", "--out", required=True, type=Path,
+                help="reranker file to write (the file `retrieve --rerank-model` reads)")
     p.add_argument("--depth", type=int, default=None, help="BM25 candidates per claim (default: 300)")
     p.add_argument("--memory-k", type=int, default=None,
                    help="similar training claims whose gold passages join the candidates "
@@ -44,9 +45,10 @@ def _train_rerank(p):
                                                if v is not None}) for c in DEFAULT_CANDIDATES]
             kwargs["configs"] = list(dict.fromkeys(kwargs["configs"]))  # same settings once
         retriever = train_reranker(TagIndex.load(args.index), fit, holdout, **kwargs)
-        retriever.save(args.out)
+        retriever.save(args.rerank_model)
         r = retriever.report
-        print(f"{args.out}: reranker trained on {r['fit_claims']} claims, tuned on {r['holdout_claims']}; "
-              f"holdout evidence F {r['holdout']['evidence_f']:.3f}, cut-off {r['chosen']['cutoff']}, "
-              f"{r['timings']['total_s']:.0f} s")
+        cutoff = ", ".join(f"{k} {v:g}" for k, v in r["chosen"]["cutoff"].items())
+        print(f"{args.rerank_model}: reranker trained on {plural(r['fit_claims'], 'claim')}, tuned on "
+              f"{r['holdout_claims']}; hold-out evidence F {r['holdout']['evidence_f']:.3f}; "
+              f"cut-off: {cutoff}; took {r['timings']['total_s']:.1f} s")
     return run

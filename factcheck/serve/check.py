@@ -1,0 +1,139 @@
+"""``factcheck check``: the app's check page in a terminal.
+
+One claim against a run directory (or an index + model): the verdict, the class
+probabilities and every returned passage with why it was picked. ``--json`` prints the
+record ``GET /api/check`` returns (without the timing, so the same input gives the same
+bytes), built by the same :func:`~factcheck.serve.explain.check_view`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+from factcheck.cli import command
+from factcheck.errors import InputError
+
+BAR = 24  # characters of the widest probability bar
+
+PATHS = {
+    "filtered": "passed the tag rule's thresholds",
+    "fallback": "fallback: nothing passed the filter, so the best over the whole corpus",
+    "ranked": "the top of the BM25 ranking",
+    "reranked": "scored by the learned reranker, cut off per claim",
+}
+
+
+@command("check", "check one claim: verdict, probabilities and why each passage was picked (the app's "
+                  "check page in a terminal)")
+def _check(p):
+    p.add_argument("claim", help="the claim to check (quote it)")
+    p.add_argument("--run", type=Path, default=None, help="output directory of `factcheck run` (uses RUN/index, RUN/model)")
+    p.add_argument("--index", type=Path, default=None, help="tag index directory (default: RUN/index)")
+    p.add_argument("--model", type=Path, default=None, help="model directory (default: RUN/model)")
+    p.add_argument("--method", default="best", choices=("best", "tags", "bm25", "rerank"),
+                   help="retriever: best = the one the run chose (default), or any tuned one")
+    p.add_argument("--json", action="store_true", help="print the JSON record of GET /api/check instead")
+    p.add_argument("--width", type=int, default=None, help="wrap text at this many columns (default: the terminal's)")
+
+    def run(args):
+        view = check_claim(args.claim, args.run, args.index, args.model, args.method)
+        if args.json:
+            print(json.dumps(view, indent=2, ensure_ascii=False))
+        else:
+            width = args.width or min(shutil.get_terminal_size((100, 24)).columns, 100)
+            print(format_check(view, max(width, 40)))
+    return run
+
+
+def check_claim(claim: str, run_dir=None, index_dir=None, model_dir=None, method: str = "best") -> dict:
+    from factcheck.formats.claims import Claim
+    from factcheck.pipeline.system import FactChecker, available_methods, load_retriever
+    from factcheck.serve.app import resolve_paths
+    from factcheck.serve.explain import check_view
+
+    claim = " ".join(claim.split())
+    if not claim:
+        raise InputError(None, "CLAIM", "the claim is empty; give the claim text in quotes")
+    index_dir, model_dir = resolve_paths(run_dir, index_dir, model_dir)
+    chosen = FactChecker.load(index_dir, model_dir)
+    best = chosen.meta.get("retriever", {}).get("method") or chosen.retriever.name
+    name = best if method in (None, "", "best") else method
+    if name == best:
+        system = chosen
+    else:  # as the app does: the other retriever, the same classifier reading its passages
+        if name not in available_methods(chosen.meta):
+            raise InputError(model_dir, "--method", f"this model has no {name!r} retriever; it has "
+                             + ", ".join(available_methods(chosen.meta)))
+        retriever = load_retriever(model_dir, chosen.meta, name).fit(chosen.index)
+        system = FactChecker(chosen.index, retriever, chosen.classifier, chosen.meta)
+    verdicts = system.check([Claim("claim", claim)])
+    return check_view(claim, name, best, verdicts, system.texts, None, system.retriever.params())
+
+
+def _fmt(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def why(hit: dict, thresholds: dict | None) -> list[str]:
+    """Plain-language reasons for one hit, from whatever its retriever recorded."""
+    s, lines = hit.get("scores", {}), []
+    if "cosine" in s and "overlap" in s:
+        t = thresholds or {}
+        lines.append(f"tag cosine {s['cosine']:.3f} (threshold {_fmt(t.get('t_sim', '?'))}), "
+                     f"tag overlap {s['overlap']:.3f} (threshold {_fmt(t.get('t_overlap', '?'))}), "
+                     f"combined {s.get('combined', 0):.3f}")
+    elif "features" in hit.get("extra", {}):
+        lines.append(f"reranker probability {hit['score']:.3f}, rank {s.get('rank', '?')}, BM25 {s.get('bm25', 0):.2f}")
+    elif "bm25" in s:
+        lines.append(f"BM25 score {s['bm25']:.2f}, rank {s.get('rank', '?')}")
+    elif "reason" in hit:
+        lines.append(str(hit["reason"]))
+    shared = hit.get("shared_tags") or []
+    what = "shared tags" if hit.get("shared_tags_source") == "shared_tags" else "shared stems"
+    lines.append(f"{what}: {', '.join(shared) if shared else 'none'}")
+    extra = hit.get("extra", {})
+    for key, label in (("shared_bigrams", "shared stem pairs"), ("shared_numbers", "shared numbers"),
+                       ("shared_names", "shared names")):
+        if extra.get(key):
+            lines.append(f"{label}: {', '.join(map(str, extra[key]))}")
+    cited = extra.get("cited_by_similar_claim")
+    if isinstance(cited, dict):
+        lines.append(f"gold evidence of a similar training claim ({cited.get('claim')}, "
+                     f"similarity {cited.get('similarity', 0):.2f}): \"{cited.get('text', '')}\"")
+    return lines
+
+
+def format_check(view: dict, width: int = 100) -> str:
+    wrap = lambda text, indent: textwrap.fill(text, width, initial_indent=indent,  # noqa: E731
+                                              subsequent_indent=indent, break_on_hyphens=False)
+    probs = view["probabilities"]
+    label_w = max(map(len, probs), default=0)
+    top = max(probs.values(), default=1.0) or 1.0
+    method = view["method"] + (" (the run's choice)" if view["method"] == view["best_method"] else
+                               f" (the run chose {view['best_method']})")
+    out = [wrap(f"Claim: {view['claim']}", ""), "",
+           f"Verdict: {view['verdict']}", "",
+           "Probabilities:"]
+    for label, v in probs.items():
+        out.append(f"  {label:<{label_w}}  {v:5.3f}  " + "#" * max(1, round(BAR * v / top)))
+    hits = view["hits"]
+    n = len(hits)
+    out += ["", f"Evidence: {n} passage{'' if n == 1 else 's'}, retriever {method}",
+            wrap(f"how: {PATHS.get(view['path'], view['path'])}"
+                 + (" (" + ", ".join(f"{k}={_fmt(v)}" for k, v in (view.get("thresholds") or {}).items()) + ")"
+                    if view.get("thresholds") else ""), "  ")]
+    for i, hit in enumerate(hits, 1):
+        out += ["", f"{i:2d}. {hit['id']}"]
+        out.append(wrap(hit.get("text") or "(empty passage)", "    "))
+        out.append("    why picked:")
+        out += [textwrap.fill(line, width, initial_indent="    - ", subsequent_indent="      ",
+                              break_on_hyphens=False) for line in why(hit, view.get("thresholds"))]
+    read = view.get("classifier_read") or {}
+    if read:
+        same = read.get("ids") == [h["id"] for h in hits]
+        out += ["", wrap(f"The classifier read {read.get('method')} passages"
+                         + (" (the ones above)." if same else ": " + ", ".join(read.get("ids", [])) + "."), "")]
+    return "\n".join(out)
