@@ -7,6 +7,7 @@ the model is fitted on the 80% part, its configuration and cut-off are chosen on
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -44,7 +45,9 @@ def _train_rerank(p):
             kwargs["configs"] = [replace(c, **{k: v for k, v in (("depth", args.depth), ("memory_k", args.memory_k))
                                                if v is not None}) for c in DEFAULT_CANDIDATES]
             kwargs["configs"] = list(dict.fromkeys(kwargs["configs"]))  # same settings once
-        retriever = train_reranker(TagIndex.load(args.index), fit, holdout, **kwargs)
+        # Bars on a terminal only: piped output (logs, scripts) keeps its one-line messages.
+        retriever = train_reranker(TagIndex.load(args.index), fit, holdout, **kwargs,
+                                   progress=None if sys.stderr.isatty() else False)
         retriever.save(args.rerank_model)
         r = retriever.report
         cutoff = ", ".join(f"{k} {v:g}" for k, v in r["chosen"]["cutoff"].items())
