@@ -28,6 +28,13 @@ from factcheck.formats.claims import LABELS
 from factcheck.pipeline.cv_evidence import fold_memory_reranker, out_of_fold_evidence
 
 
+# The stance/aggregation model as a candidate: measured on the proxy run (5x3 CV, bm25 reader,
+# the direct winner's configuration) it scored 0.486 (sd 0.014) against 0.499 (sd 0.012)
+# without it, so it is not chosen, and evaluating it costs ~40 s of every run; off by default
+# (reports/sweeps/classifier-cv-stance.csv, reports/classifier.md).
+STANCE_CANDIDATE = False
+
+
 @dataclass
 class ClassifierSelection:
     model: object
@@ -51,7 +58,7 @@ def _majority_oof(y: np.ndarray, splits) -> np.ndarray:
 
 
 def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = GRID,
-                      progress=None, stance: bool = True) -> ClassifierSelection:
+                      progress=None, stance: bool = STANCE_CANDIDATE) -> ClassifierSelection:
     texts_of = index.texts_of
     y = np.array([c.label for c in train])
     try:

@@ -162,7 +162,7 @@ class Trained:
 
 
 def train_system(index, train, out: Path, method: str = "auto", progress=None, clock=None,
-                 model_dir: Path | None = None, jobs: int = 1) -> Trained:
+                 model_dir: Path | None = None, jobs: int = -1) -> Trained:
     """Tune retrievers, pick one, select and train the classifier; save the model dir."""
     from factcheck.pipeline import report, selection
     from factcheck.pipeline.classifier_cv import select_classifier
