@@ -177,3 +177,20 @@ def test_stance_model_trains_out_of_fold_and_predicts_from_pairs():
     model = fit_stance_final(cfg, views_of(X_gold), views_of(X_read), pairs_gold, pairs_read, y)
     proba = model.predict_proba(X_read[:5] + [("a claim with no passages", [])])
     assert proba.shape == (6, 4) and np.allclose(proba.sum(axis=1), 1)
+
+
+def test_cross_validation_gives_the_same_numbers_for_any_jobs():
+    from factcheck.classification.cv import GRID, cross_validate
+    from factcheck.classification.features import views_of
+
+    rng = np.random.default_rng(5)
+    words = "ice sea level rising falling warming cooling carbon record heat cold not".split()
+    X = [(" ".join(rng.choice(words, 6)), [" ".join(rng.choice(words, 8)) for _ in range(3)]) for _ in range(60)]
+    y = [LABELS[i % 4] for i in range(60)]
+    views = views_of(X)
+    splits = cv_splits(y, folds=3, repeats=2)
+    one = cross_validate(y, splits, views, [views, views], GRID, "r", jobs=1)
+    two = cross_validate(y, splits, views, [views, views], GRID, "r", jobs=2)
+    for a, b in zip(one, two):
+        assert a.config == b.config
+        assert np.array_equal(a.proba, b.proba) and np.array_equal(a.accuracy, b.accuracy)

@@ -14,10 +14,10 @@ and the linear models are refitted per fold. The evidence a reader supplies must
 out-of-fold (see :func:`factcheck.pipeline.cv_evidence.out_of_fold_evidence`): one
 evidence view per repeat.
 
-Each fold is an independent job; jobs run in loky workers limited to one BLAS/OpenMP
-thread each (measured: an lbfgs fit on 980 claims took 2-10 s with the default threads on
-the shared 2-core machine, 0.2 s with one thread), so the result does not depend on
-``jobs``.
+Each fold is an independent job; jobs run in loky worker processes (even for ``jobs=1``)
+limited to one BLAS/OpenMP thread each (measured: an lbfgs fit on 980 claims took 2-10 s
+with the default threads on the shared, loaded 2-core machine, 0.2 s with one thread; a
+60-claim CV 12 s vs 2 s), so the numbers do not depend on ``jobs``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import effective_n_jobs
+from joblib.externals.loky import get_reusable_executor
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
@@ -181,9 +182,19 @@ def cross_validate(y, splits: list[Split], gold_views: dict, read_views: list[di
     """Every configuration of ``grid``, reading ``read_views[split.repeat]``, on every split."""
     y = np.asarray(y)
     cfgs = configs(grid)
-    with Parallel(n_jobs=jobs, backend="loky", inner_max_num_threads=1) as parallel:
-        per_split = parallel(delayed(_fold_job)(s, y, gold_views, read_views[s.repeat], cfgs) for s in splits)
+    per_split = run_folds(_fold_job, [(s, y, gold_views, read_views[s.repeat], cfgs) for s in splits], jobs)
     return collect(y, splits, per_split, cfgs, reader)
+
+
+_ONE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                                "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")}
+
+
+def run_folds(fn, arg_tuples: list[tuple], jobs: int) -> list:
+    """``fn(*args)`` for each tuple, in order, in ``jobs`` single-threaded worker processes."""
+    n = max(1, min(effective_n_jobs(jobs), len(arg_tuples)))
+    executor = get_reusable_executor(max_workers=n, env=_ONE_THREAD, timeout=60)
+    return list(executor.map(fn, *zip(*arg_tuples)))
 
 
 def collect(y, splits: list[Split], per_split: list[dict], cfgs: list, reader: str) -> list[CVResult]:

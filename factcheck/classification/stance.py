@@ -189,13 +189,10 @@ def stance_fold_job(split, y, gold_views, read_views, pairs_gold, pairs_read, cf
 
 
 def stance_cross_validate(y, splits, gold_views, read_views, pairs_gold, pairs_read, cfgs, reader, jobs=1):
-    from joblib import Parallel, delayed
-
-    from factcheck.classification.cv import collect
+    from factcheck.classification.cv import collect, run_folds
     y = np.asarray(y)
-    with Parallel(n_jobs=jobs, backend="loky", inner_max_num_threads=1) as parallel:
-        per_split = parallel(delayed(stance_fold_job)(s, y, gold_views, read_views, pairs_gold, pairs_read, cfgs)
-                             for s in splits)
+    per_split = run_folds(stance_fold_job, [(s, y, gold_views, read_views, pairs_gold, pairs_read, cfgs)
+                                            for s in splits], jobs)
     return collect(y, splits, per_split, cfgs, reader)
 
 
