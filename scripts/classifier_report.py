@@ -285,6 +285,11 @@ def main(argv=None) -> int:
         old = sum(v for k, v in bt.items() if k.startswith("classifier selection") or k.startswith("training baselines"))
         L.append(f"Before: total {sum(bt.values()):.0f} s, of which classifier selection on the 80/20 split and "
                  f"baselines {old:.0f} s.")
+    n_fits = sum(1 for v in variants) * cv["folds"] * cv["repeats"]
+    L.append(f"The cross-validation fits {n_fits:,} models ({len(variants)} variants x {cv['folds'] * cv['repeats']} "
+             "folds; the stance candidate adds 6 stance fits per fold) plus out-of-fold retrieval for every reader "
+             "(the reranker once per fold). Times are wall-clock on the shared 2-core machine while other jobs ran "
+             "(load average 4-6), so they overstate the cost on an idle machine.")
     if args.bench_run:
         bm = json.loads((args.bench_run / "metrics.json").read_text())
         ba = bm["run"]["ablation"]["retrieved"]["accuracy"]

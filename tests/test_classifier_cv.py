@@ -194,3 +194,17 @@ def test_cross_validation_gives_the_same_numbers_for_any_jobs():
     for a, b in zip(one, two):
         assert a.config == b.config
         assert np.array_equal(a.proba, b.proba) and np.array_equal(a.accuracy, b.accuracy)
+
+
+def test_too_few_training_claims_is_a_one_line_input_error():
+    from factcheck.errors import InputError
+    from factcheck.pipeline.classifier_cv import select_classifier
+
+    class Index:
+        def texts_of(self, ids):
+            return []
+
+    claims = [Claim(f"c{i}", "text", LABELS[i % 2], []) for i in range(3)]
+    with pytest.raises(InputError) as err:
+        select_classifier(claims, {}, Index())
+    assert "training claims" in err.value.one_line() and "\n" not in err.value.one_line()
