@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from joblib import effective_n_jobs
-from joblib.externals.loky import get_reusable_executor
+from joblib.executor import get_memmapping_executor
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
@@ -192,8 +192,10 @@ _ONE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_
 
 def run_folds(fn, arg_tuples: list[tuple], jobs: int) -> list:
     """``fn(*args)`` for each tuple, in order, in ``jobs`` single-threaded worker processes."""
+    # joblib's own factory for its process pool (not loky's directly): joblib's loky backend
+    # reuses the same process-wide executor and expects its memmapping variant.
     n = max(1, min(effective_n_jobs(jobs), len(arg_tuples)))
-    executor = get_reusable_executor(max_workers=n, env=_ONE_THREAD, timeout=60)
+    executor = get_memmapping_executor(n, env=_ONE_THREAD, timeout=60)
     return list(executor.map(fn, *zip(*arg_tuples)))
 
 
