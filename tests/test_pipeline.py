@@ -95,3 +95,17 @@ def test_run_rejects_a_data_dir_without_course_files(tmp_path):
     proc = run_cli("run", "--data-dir", tmp_path, "--out", tmp_path / "out")
     assert_one_line_error(proc, "dev-claims.json", "missing")
     assert not (tmp_path / "out" / "metrics.json").exists()
+
+
+def test_run_records_cross_validated_selection_and_calibration(demo_run):
+    cv = json.loads((demo_run / "metrics.json").read_text())["run"]["classifier_cv"]
+    assert cv["claims"] == 16 and cv["repeats"] == 3 and cv["folds"] >= 2
+    assert len(cv["cv"]["paired_tests"]) == 3
+    assert np.array(cv["cv"]["confusion"]["matrix"]).sum() == 16 * 3
+    cal = cv["calibration"]
+    assert cal["temperature"] > 0
+    for key, n in (("cv_uncalibrated", 48), ("cv_calibrated", 48), ("dev", 8)):
+        assert cal[key]["n"] == n and len(cal[key]["bins"]) == 10
+        assert sum(b["count"] for b in cal[key]["bins"]) == n and 0 <= cal[key]["ece"] <= 1
+    rows = (demo_run / "tuning" / "classifier-cv.csv").read_text().splitlines()
+    assert sum(line.endswith(",True") for line in rows[1:]) == 2  # the classifier and the claim-only baseline

@@ -67,19 +67,16 @@ class ClaimEvidenceFeatures(BaseEstimator, TransformerMixin):
         self.min_df = min_df
 
     def _views(self, X) -> dict:
-        """Each group's input, computed once per call (analysis is the costly part)."""
-        views = {"claim": [c for c, _ in X], "evidence": [" ".join(e) for _, e in X]}
-        if {"shared", "unshared"} & set(self.groups):
-            shared, unshared = [], []
-            for claim, ev in X:
-                stems = analyze(claim)
-                seen = {s for e in ev for s in analyze(e)}
-                shared.append(" ".join(s for s in stems if s in seen))
-                unshared.append(" ".join(s for s in stems if s not in seen))
-            views["shared"], views["unshared"] = shared, unshared
-        if "stats" in self.groups:
-            views["stats"] = np.array([agreement_stats(c, e) for c, e in X], dtype=np.float64).reshape(len(X), -1)
-        return views
+        return views_of(X, self.groups)
+
+    def fit_views(self, views: dict) -> "ClaimEvidenceFeatures":
+        """Fit on precomputed :func:`views_of` output (cross-validation analyses each
+        claim once and refits only the vectorisers per fold)."""
+        self._fit(views)
+        return self
+
+    def transform_views(self, views: dict):
+        return self._transform(views)
 
     def _fit(self, views) -> None:
         unknown = set(self.groups) - set(ALL_GROUPS)
@@ -115,3 +112,32 @@ class ClaimEvidenceFeatures(BaseEstimator, TransformerMixin):
 
     def transform(self, X):
         return self._transform(self._views(X))
+
+
+def views_of(X, groups=ALL_GROUPS) -> dict:
+    """Each group's input for pairs ``X``, computed once (analysis is the costly part)."""
+    groups = set(groups)
+    views = {"claim": [c for c, _ in X], "evidence": [" ".join(e) for _, e in X]}
+    if {"shared", "unshared"} & groups:
+        shared, unshared = [], []
+        for claim, ev in X:
+            stems = analyze(claim)
+            seen = {s for e in ev for s in analyze(e)}
+            shared.append(" ".join(s for s in stems if s in seen))
+            unshared.append(" ".join(s for s in stems if s not in seen))
+        views["shared"], views["unshared"] = shared, unshared
+    if "stats" in groups:
+        views["stats"] = np.array([agreement_stats(c, e) for c, e in X], dtype=np.float64).reshape(len(X), -1)
+    return views
+
+
+def take_views(views: dict, rows) -> dict:
+    """The views of the given rows (positions), in that order."""
+    rows = np.asarray(rows, dtype=np.int64)
+    return {k: (v[rows] if isinstance(v, np.ndarray) else [v[i] for i in rows]) for k, v in views.items()}
+
+
+def concat_views(*parts: dict) -> dict:
+    keys = parts[0].keys()
+    return {k: (np.vstack([p[k] for p in parts]) if isinstance(parts[0][k], np.ndarray)
+                else [x for p in parts for x in p[k]]) for k in keys}

@@ -181,11 +181,21 @@ def write_report(path: Path, metrics: dict, plots: dict, candidates) -> None:
     for label, e in abl["retrieved"]["per_label"].items():
         L.append(f"| {label} | {_e(e['recall'])} | {e['predicted']} |")
     clf = run["classifier"]
-    L += ["", f"The classifier reads the passages of **{clf['reader']}** (label accuracy on the training "
-          "hold-out, by reader: " + ", ".join(f"{k} {v['accuracy']:.3f}" for k, v in clf["reader_holdout"].items())
+    L += ["", f"The classifier reads the passages of **{clf['reader']}** (best cross-validated label accuracy "
+          "on the training claims, by reader: " + ", ".join(f"{k} {v['accuracy']:.3f}" for k, v in clf["reader_cv"].items())
           + "); the returned evidence is the retriever's above.", "",
-          "Classifier configuration (chosen on the training split):", ""]
-    L += config_table({k: v for k, v in clf.items() if k not in ("reader", "reader_holdout")}) + [""]
+          "Classifier configuration (chosen by cross-validation on the training claims):", ""]
+    L += config_table({k: v for k, v in clf.items() if k not in ("reader", "reader_cv")}) + [""]
+    cv = run.get("classifier_cv")
+    if cv:
+        c = cv["cv"]
+        L += [f"Cross-validated ({cv['folds']} folds x {cv['repeats']} repeats, {cv['claims']} training claims, "
+              f"out-of-fold evidence): accuracy {c['accuracy_mean']:.3f} (sd {c['accuracy_sd']:.3f} over folds; "
+              f"out-of-fold {_e(c['accuracy_oof'])}), macro-F1 {c['macro_f1_mean']:.3f} "
+              f"(sd {c['macro_f1_sd']:.3f}). Calibration: temperature {cv['calibration']['temperature']:.3f}, "
+              f"expected calibration error {cv['calibration']['cv_uncalibrated']['ece']:.3f} -> "
+              f"{cv['calibration']['cv_calibrated']['ece']:.3f} (out-of-fold)"
+              + (f", {cv['calibration']['dev']['ece']:.3f} on dev." if cv["calibration"].get("dev") else "."), ""]
     L += ["## Plots", ""]
     for name, p in plots.items():
         L += [f"![{name}]({p})", "", f"*{PLOT_CAPTIONS.get(name, name)}*", ""]

@@ -80,8 +80,9 @@ class Clock:
 def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_dir: Path | None = None,
                  method: str = "auto", jobs: int = -1, force: bool = False, progress: bool | None = None,
                  tag_args: dict | None = None) -> dict:
-    from factcheck.classification.train import train_baselines
+    from factcheck.classification.calibration import reliability
     from factcheck.evaluation.ablation import ablation
+    from factcheck.formats.claims import LABELS
     from factcheck.evaluation.evaluate import evaluate
     from factcheck.pipeline import report, selection
     from factcheck.tagging.index import TagIndex
@@ -107,11 +108,11 @@ def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_
     _check_gold_ids(index, train, files["train"])
     _check_gold_ids(index, dev, files["dev"])
 
-    trained = train_system(index, train, out, method, progress, clock)
+    trained = train_system(index, train, out, method, progress, clock, jobs=jobs)
     system, candidates, config = trained.system, trained.candidates, trained.config
     classifier, texts_of = system.classifier, index.texts_of
-    with clock.step("training baselines (always-majority, claim-only)"):
-        baselines = train_baselines(train, trained.train_evidence, texts_of, progress=progress)
+    # Baselines, selected by the same cross-validation (see classifier_cv).
+    baselines = {"always-majority": trained.selection.majority, "claim-only": trained.selection.claim_only}
 
     with clock.step("predicting dev"):
         verdicts = system.check(dev)
@@ -131,6 +132,8 @@ def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_
         predictions = {c.id: {"evidences": verdicts.evidences[c.id], "claim_label": verdicts.labels[c.id]}
                        for c in dev}
         metrics = evaluate(predictions, dev, verdicts.explain, source=str(dev_path))
+        dev_proba = [[verdicts.probabilities[c.id][lab] for lab in LABELS] for c in dev]
+        trained.selection.summary["calibration"]["dev"] = reliability([c.label for c in dev], dev_proba, LABELS)
         on_dev = selection.dev_scores(candidates, dev)
     metrics["run"] = {
         "data_dir": str(Path(data_dir).resolve()), "evidence": files["evidence"].name,
@@ -141,7 +144,8 @@ def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_
                       "holdout_claims": len(train_holdout_split(train)[1])},
         "retrievers_on_dev": on_dev,
         "classifier": {**_config_json(config), "reader": candidates.reader,
-                       "reader_holdout": candidates.reader_scores},
+                       "reader_cv": candidates.reader_scores},
+        "classifier_cv": {k: v for k, v in trained.selection.summary.items() if k != "variants"},
         "ablation": abl, "timings": clock.timings,
     }
     with clock.step("plots"):
@@ -163,14 +167,14 @@ class Trained:
     candidates: object
     config: object
     train_evidence: dict
+    selection: object = None     # factcheck.pipeline.classifier_cv.ClassifierSelection
 
 
 def train_system(index, train, out: Path, method: str = "auto", progress=None, clock=None,
-                 model_dir: Path | None = None) -> Trained:
+                 model_dir: Path | None = None, jobs: int = -1) -> Trained:
     """Tune retrievers, pick one, select and train the classifier; save the model dir."""
-    from factcheck.classification.train import select_and_train
     from factcheck.pipeline import report, selection
-    from factcheck.retrieval.registry import run_retrieval
+    from factcheck.pipeline.classifier_cv import select_classifier
 
     clock = clock or Clock(progress is False)
     fit, holdout = train_holdout_split(train)
@@ -178,32 +182,23 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
         candidates = selection.tune_retrievers(index, fit, holdout, out, method, progress)
     retriever = candidates.retrievers[candidates.best]
 
-    texts_of = index.texts_of
-    # The classifier's reader: whichever tuned retriever's passages give the best label
-    # accuracy on the hold-out (chosen per reader by select_and_train, then across readers).
-    readers = {}
-    for name, r in candidates.retrievers.items():
-        with clock.step(f"classifier selection reading {name} evidence"):
-            evidence, _ = run_retrieval(r, train, depth=0)
-            model, config, rows = select_and_train(train, evidence, texts_of, progress=progress)
-            best = max(rows, key=lambda row: (row["acc_retrieved"], row["macro_f1_retrieved"]))
-            readers[name] = {"model": model, "config": config, "rows": rows, "evidence": evidence,
-                             "holdout_accuracy": best["acc_retrieved"], "holdout_macro_f1": best["macro_f1_retrieved"]}
-            report.write_csv(out / "tuning" / f"classifier-selection-{name}.csv", rows)
-    if candidates.chosen_by == "default":  # hold-out too small to choose a reader either
-        reader_name = candidates.best
-    else:
-        reader_name = max(readers, key=lambda n: (readers[n]["holdout_accuracy"], readers[n]["holdout_macro_f1"],
-                                                  n == candidates.best, n))
-    chosen = readers[reader_name]
-    candidates.reader = reader_name
-    candidates.reader_scores = {n: {"accuracy": v["holdout_accuracy"], "macro_f1": v["holdout_macro_f1"]}
-                                for n, v in readers.items()}
-    reader = candidates.retrievers[reader_name]
-    meta = {"index_plan_key": index.manifest.data.get("plan_key"), "classifier": _config_json(chosen["config"])}
-    save_system(model_dir or out / "model", chosen["model"], retriever, meta, candidates.retrievers, reader)
-    system = FactChecker(index, retriever, chosen["model"], {**meta, "reader": {"method": reader_name}}, reader)
-    return Trained(system, candidates, chosen["config"], chosen["evidence"])
+    # The classifier and its reader (whose passages it reads): chosen together by repeated
+    # stratified k-fold cross-validation over all training claims, reading out-of-fold
+    # evidence (see factcheck.pipeline.classifier_cv). When the hold-out was too small to
+    # choose a retriever (the demo), the reader is not chosen either: the default's.
+    readers = (candidates.retrievers if candidates.chosen_by != "default"
+               else {candidates.best: candidates.retrievers[candidates.best]})
+    with clock.step("classifier selection by cross-validation"):
+        chosen = select_classifier(train, readers, index, jobs=jobs, progress=progress)
+    report.write_csv(out / "tuning" / "classifier-cv.csv", chosen.summary["variants"])
+    candidates.reader = chosen.reader
+    candidates.reader_scores = {n: {"accuracy": acc} for n, acc in chosen.summary["readers"].items()}
+    reader = candidates.retrievers[chosen.reader]
+    meta = {"index_plan_key": index.manifest.data.get("plan_key"), "classifier": _config_json(chosen.config),
+            "calibration": {"temperature": chosen.summary["calibration"]["temperature"]}}
+    save_system(model_dir or out / "model", chosen.model, retriever, meta, candidates.retrievers, reader)
+    system = FactChecker(index, retriever, chosen.model, {**meta, "reader": {"method": chosen.reader}}, reader)
+    return Trained(system, candidates, chosen.config, chosen.evidence[chosen.reader], chosen)
 
 
 def _write(path: Path, claims, verdicts, system) -> None:

@@ -46,7 +46,7 @@ def tables(metrics: dict | None) -> dict:
                    for name, d in (run.get("retrievers_on_dev") or {}).items()],
         "classifier": run.get("classifier"),
         "classifier_config": config_rows({k: v for k, v in (run.get("classifier") or {}).items()
-                                          if k not in ("reader", "reader_holdout")}),
+                                          if k not in ("reader", "reader_cv")}),
         "timings": list((run.get("timings") or {}).items()),
         "run": {k: run.get(k) for k in ("data_dir", "evidence", "passages") if k in run},
         "claims": metrics.get("claims"),

@@ -1,0 +1,175 @@
+"""Select, calibrate and train the claim classifier by cross-validation on the training claims.
+
+For each candidate reader (the retrievers tuned before), the passages it gives every
+training claim are produced out-of-fold (:mod:`factcheck.pipeline.cv_evidence`), then
+every configuration of the grid is scored by repeated stratified k-fold CV
+(:mod:`factcheck.classification.cv`) and the simplest (reader, configuration) within one
+standard error of the best is kept. The same CV gives the baselines' out-of-fold
+predictions (always-majority: the fold's majority label; claim-only: selected the same
+way), the paired tests against them, and the out-of-fold decision values that fit the
+temperature (:mod:`factcheck.classification.calibration`). Dev is never touched here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from factcheck.classification.calibration import apply_temperature, fit_temperature, reliability, scale
+from factcheck.classification.cv import (CLAIM_ONLY_GRID, GRID, CVResult, choose_one_se, cross_validate,
+                                         cv_splits, fit_final)
+from factcheck.classification.features import views_of
+from factcheck.classification.model import MajorityClassifier
+from factcheck.classification.stance import PairSet, fit_stance_final, stance_cross_validate
+from factcheck.errors import InputError
+from factcheck.evaluation.intervals import bootstrap_mean, mcnemar_exact, paired_bootstrap_diff
+from factcheck.formats.claims import LABELS
+from factcheck.pipeline.cv_evidence import fold_memory_reranker, out_of_fold_evidence
+
+
+# The stance/aggregation model as a candidate: measured on the proxy run (5x3 CV, bm25 reader,
+# the direct winner's configuration) it scored 0.486 (sd 0.014) against 0.499 (sd 0.012)
+# without it, so it is not chosen, and evaluating it costs ~40 s of every run; off by default
+# (reports/sweeps/classifier-cv-stance.csv, reports/classifier.md).
+STANCE_CANDIDATE = False
+
+
+@dataclass
+class ClassifierSelection:
+    model: object
+    config: object
+    reader: str
+    chosen: CVResult
+    results: list
+    claim_only: object
+    claim_only_result: CVResult
+    majority: object
+    evidence: dict               # reader -> {claim id: out-of-fold evidence ids}
+    summary: dict = field(default_factory=dict)
+
+
+def _majority_oof(y: np.ndarray, splits) -> np.ndarray:
+    repeats = 1 + max(s.repeat for s in splits)
+    out = np.empty((repeats, len(y)), dtype=object)
+    for s in splits:
+        out[s.repeat, s.test] = MajorityClassifier().fit(None, y[s.train]).label_
+    return out
+
+
+def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = GRID,
+                      progress=None, stance: bool = STANCE_CANDIDATE) -> ClassifierSelection:
+    texts_of = index.texts_of
+    y = np.array([c.label for c in train])
+    try:
+        splits = cv_splits(list(y))
+    except ValueError as exc:
+        raise InputError(None, "training claims", str(exc)) from None
+    repeats = 1 + max(s.repeat for s in splits)
+    first_partition = [s.test for s in splits if s.repeat == 0]
+    X_gold = [(c.text, texts_of(c.evidences)) for c in train]
+    gold_views = views_of(X_gold)
+    results, evidence, X_read, read_views = [], {}, {}, {}
+    for name, r in readers.items():
+        if name == "rerank":
+            ev = out_of_fold_evidence(train, first_partition, fit_reader=fold_memory_reranker(r, index))
+        else:
+            ev = out_of_fold_evidence(train, first_partition, reader=r)
+        evidence[name] = ev
+        X_read[name] = [(c.text, texts_of(ev[c.id])) for c in train]
+        read_views[name] = views_of(X_read[name])
+        results += cross_validate(y, splits, gold_views, [read_views[name]] * repeats, grid, name, jobs)
+    direct = choose_one_se(results)
+    # The stance/aggregation model on the direct winner's reader and configuration: kept
+    # only if it is better by more than one standard error (it is the more complex model).
+    reader = direct.reader
+    pairs_gold = PairSet(X_gold)
+    pairs_read = PairSet(X_read[reader], [evidence[reader][c.id] for c in train], [c.evidences for c in train])
+    if stance:
+        results += stance_cross_validate(y, splits, gold_views, read_views[reader], pairs_gold, pairs_read,
+                                         [replace(direct.config, stance=True)], reader, jobs)
+    direct.chosen = False
+    chosen = choose_one_se(results)
+    claim_only_results = cross_validate(y, splits, gold_views, [gold_views] * repeats, CLAIM_ONLY_GRID,
+                                        "claim-only", jobs)
+    claim_only_chosen = choose_one_se(claim_only_results)
+
+    # Temperature from every repeat's out-of-fold decision values.
+    y_index = np.array([LABELS.index(v) for v in y])
+    decision = chosen.decision.reshape(-1, len(LABELS))
+    temperature = fit_temperature(decision, np.tile(y_index, repeats))
+    calibrated = scale(decision, temperature)
+    if chosen.config.stance:
+        model = fit_stance_final(chosen.config, gold_views, read_views[reader], pairs_gold, pairs_read, y)
+    else:
+        model = fit_final(chosen.config, X_gold, X_read[chosen.reader], y)
+    apply_temperature(model, temperature)
+    claim_only = fit_final(claim_only_chosen.config, X_gold, None, y)
+    majority = MajorityClassifier().fit(None, y)
+
+    majority_oof = _majority_oof(y, splits)
+    summary = {
+        "folds": len(first_partition), "repeats": repeats, "claims": len(y),
+        "rule": "simplest configuration within one standard error of the best mean fold accuracy",
+        "chosen": {"reader": chosen.reader, **_config_json(chosen.config)},
+        "cv": _cv_summary(chosen, y, majority_oof, claim_only_chosen),
+        "claim_only": {**_config_json(claim_only_chosen.config),
+                       "accuracy_mean": claim_only_chosen.mean, "accuracy_sd": _sd(claim_only_chosen.accuracy)},
+        "calibration": {"method": "temperature scaling on out-of-fold decision values",
+                        "temperature": temperature,
+                        "cv_uncalibrated": reliability(np.tile(y, repeats), chosen.proba.reshape(-1, len(LABELS)),
+                                                       LABELS),
+                        "cv_calibrated": reliability(np.tile(y, repeats), calibrated, LABELS)},
+        "variants": [r.row() for r in results + claim_only_results],
+        "readers": {name: max((r for r in results if r.reader == name), key=lambda r: r.mean).mean
+                    for name in readers},
+    }
+    return ClassifierSelection(model, chosen.config, chosen.reader, chosen, results, claim_only,
+                               claim_only_chosen, majority, evidence, summary)
+
+
+def _sd(a) -> float:
+    return float(np.std(a, ddof=1)) if len(a) > 1 else 0.0
+
+
+def _config_json(config) -> dict:
+    from dataclasses import asdict
+    d = asdict(config)
+    d["groups"] = list(d["groups"])
+    return d
+
+
+def _cv_summary(chosen: CVResult, y, majority_oof, claim_only: CVResult) -> dict:
+    """Accuracy and macro-F1 over folds (mean, sd), a bootstrap interval over claims of the
+    out-of-fold accuracy (per claim: the share of repeats it was right), and per repeat
+    the paired tests against always-majority and claim-only on the same claims."""
+    repeats = chosen.proba.shape[0]
+    correct = np.array([chosen.predictions(r) == y for r in range(repeats)])
+    per_claim = correct.mean(axis=0)
+    tests = []
+    for r in range(repeats):
+        maj = majority_oof[r] == y
+        co = claim_only.predictions(r) == y
+        tests.append({"repeat": r, "accuracy": float(correct[r].mean()),
+                      "vs_majority": {"difference": paired_bootstrap_diff(correct[r], maj).to_json(),
+                                      "mcnemar": mcnemar_exact(correct[r], maj), "majority_accuracy": float(maj.mean())},
+                      "vs_claim_only": {"difference": paired_bootstrap_diff(correct[r], co).to_json(),
+                                        "mcnemar": mcnemar_exact(correct[r], co),
+                                        "claim_only_accuracy": float(co.mean())}})
+    recall = {}
+    for label in LABELS:
+        mask = y == label
+        recall[label] = float(correct[:, mask].mean()) if mask.any() else None
+    preds = np.concatenate([chosen.predictions(r) for r in range(repeats)])
+    from sklearn.metrics import confusion_matrix
+    return {
+        "accuracy_mean": chosen.mean, "accuracy_sd": _sd(chosen.accuracy), "accuracy_se": chosen.se,
+        "macro_f1_mean": float(chosen.macro_f1.mean()), "macro_f1_sd": _sd(chosen.macro_f1),
+        "gold_accuracy_mean": float(chosen.gold_accuracy.mean()), "gold_accuracy_sd": _sd(chosen.gold_accuracy),
+        "accuracy_oof": bootstrap_mean(per_claim).to_json(),
+        "per_label_recall": recall,
+        "confusion": {"labels": list(LABELS),
+                      "matrix": confusion_matrix(np.tile(y, repeats), preds, labels=list(LABELS)).tolist(),
+                      "note": f"summed over {repeats} repeats"},
+        "paired_tests": tests,
+    }

@@ -1,0 +1,54 @@
+"""Out-of-fold evidence: what the classifier reads for a training claim must come from a
+reader that never saw that claim's label.
+
+The tag rule and BM25 have no claim-trained state (a few thresholds tuned on the training
+split), so one retrieval over all training claims is out-of-fold by construction. The
+reranker's label memory holds training claims and their gold passages; a memory that
+holds a claim would hand that claim its own gold (the text-match exclusion in the memory
+guards only exact repeats), so for every fold a copy of the reranker is built whose memory
+holds only the *other* folds' claims, and it retrieves for the fold's claims. Its boosted
+trees are kept (they score generic relevance features, trained on the 80% split with each
+claim excluded from its own memory features).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from factcheck.retrieval.registry import run_retrieval
+
+
+def out_of_fold_evidence(claims: list, folds: list, fit_reader: Callable[[list], object] | None = None,
+                         reader=None) -> dict[str, list[str]]:
+    """Evidence ids per claim id. ``folds``: the test positions of one k-fold partition.
+
+    Either ``reader`` (a retriever without claim-trained state: one retrieval) or
+    ``fit_reader(train_claims) -> retriever`` (rebuilt per fold, retrieving for the
+    fold's claims only).
+    """
+    if reader is not None:
+        return run_retrieval(reader, claims, depth=0)[0]
+    out: dict[str, list[str]] = {}
+    covered = set()
+    for test in folds:
+        held = {int(i) for i in test}
+        covered |= held
+        r = fit_reader([c for i, c in enumerate(claims) if i not in held])
+        part = [claims[i] for i in sorted(held)]
+        out.update(run_retrieval(r, part, depth=0)[0])
+    if covered != set(range(len(claims))):
+        raise ValueError("folds must partition the claims")
+    return {c.id: out[c.id] for c in claims}
+
+
+def fold_memory_reranker(rerank, index):
+    """``fit_reader`` for the reranker: the same model and cut-off, a memory of the given claims."""
+    from factcheck.retrieval.rerank.memory import ClaimMemory
+    from factcheck.retrieval.rerank.retriever import RerankRetriever
+
+    inner = getattr(rerank, "inner", rerank)
+
+    def fit_reader(train_claims):
+        return RerankRetriever(inner.config, inner.model, inner.cutoff, ClaimMemory.from_claims(train_claims),
+                               inner.report).fit(index, inner.terms, inner.context)
+    return fit_reader
