@@ -75,11 +75,25 @@ def dask_client(scheduler: str | None, workers: int):
         # silence_logs takes a logging level (worker processes reject level names). The
         # scheduler serves HTTP even without a dashboard, by default on port 8787; a free
         # loopback port instead avoids a "port in use" warning when two runs overlap.
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                          silence_logs=logging.CRITICAL) as cluster, \
-                Client(cluster, set_as_default=False) as client:
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                               silence_logs=logging.CRITICAL)
+        client = None
+        try:
+            client = Client(cluster, set_as_default=False)
             yield client
+        except BaseException:
+            # Shutting the cluster down after its workers died can fail inside distributed
+            # itself (seen in 1 of ~5 runs of the keeps-dying test: "can only join a started
+            # process" while a nanny restarts a killed worker); the error already on its way
+            # (one line, naming what stopped) is the one to report.
+            for closable in (client, cluster):
+                with contextlib.suppress(Exception):
+                    if closable is not None:
+                        closable.close()
+            raise
+        client.close()
+        cluster.close()
         return
     where = f"--scheduler {scheduler}"
     try:
