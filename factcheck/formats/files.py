@@ -53,6 +53,9 @@ def atomic_path(dest: Path):
         raise InputError(dest, None, f"cannot write here: {why}") from None
     os.close(fd)
     try:
+        # mkstemp creates 0600; an output is an ordinary file, shared like any other
+        # (an index on cluster storage is read by other users' workers): honour the umask.
+        os.chmod(tmp, 0o666 & ~_umask())
         yield Path(tmp)
         crashpoint(f"mid-write:{dest.name}", partial=tmp)
         with open(tmp, "rb+") as fh:
@@ -66,6 +69,12 @@ def atomic_path(dest: Path):
         except FileNotFoundError:
             pass
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_bytes_atomic(dest: Path, data: bytes) -> None:
@@ -90,6 +99,15 @@ def dump_joblib_atomic(dest: Path, obj) -> str:
     """joblib.dump to ``dest`` atomically; returns the sha256 of the bytes written."""
     with atomic_path(dest) as tmp:
         joblib.dump(obj, tmp)
+        digest = sha256_file(tmp)
+    return digest
+
+
+def dump_model_atomic(dest: Path, obj) -> str:
+    """A trained model to ``dest`` in skops format (loading it cannot run code); its sha256."""
+    from factcheck.formats.safe_load import dump_model
+    with atomic_path(dest) as tmp:
+        dump_model(obj, tmp)
         digest = sha256_file(tmp)
     return digest
 

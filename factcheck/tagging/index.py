@@ -11,7 +11,6 @@ import json
 from functools import cached_property
 from pathlib import Path
 
-import joblib
 import numpy as np
 
 from factcheck.formats.files import atomic_path
@@ -107,11 +106,11 @@ class TagIndex:
     # ------------------------------------------------------------------ tags
     @cached_property
     def passage_vectorizer(self):
-        return joblib.load(self.root / store.MODELS_DIR / "passage_tfidf.joblib")
+        return store.load_vectorizer(self.root / store.MODELS_DIR / "passage_tfidf.joblib")
 
     @cached_property
     def tag_vectorizer(self):
-        return joblib.load(self.root / store.MODELS_DIR / "tag_tfidf.joblib")
+        return store.load_vectorizer(self.root / store.MODELS_DIR / "tag_tfidf.joblib")
 
     @cached_property
     def vocabulary(self) -> list[str]:

@@ -45,7 +45,7 @@ from factcheck.tagging import store
 from factcheck.tagging.backends import WorkerPool
 from factcheck.tagging.counting import count_terms
 from factcheck.tagging.packing import pack_strings, unpack_strings
-from factcheck.tagging.tag_model import fit_tag_vectorizer, passage_vectorizer
+from factcheck.tagging.tag_model import fit_tag_vectorizer
 from factcheck.tagging.topk import top_k_rows
 from factcheck.tagging.vocabulary import TermStats, Vocabulary
 
@@ -243,12 +243,13 @@ class TagJob:
                 "tags_file": tname, "tags_sha256": sha256_file(out / tname),
             })
         tag_vec = fit_tag_vectorizer(vocab.terms, tag_counts, n, self.params.tag_features)
+        tag_terms = list(tag_vec.vocabulary_)  # in column order
         models = {
-            "passage_tfidf.joblib": dump_joblib_atomic(out / store.MODELS_DIR / "passage_tfidf.joblib",
-                                                       passage_vectorizer(vocab.terms, vocab.idf)),
-            "tag_tfidf.joblib": dump_joblib_atomic(out / store.MODELS_DIR / "tag_tfidf.joblib", tag_vec),
+            "passage_tfidf.joblib": store.write_vectorizer(out / store.MODELS_DIR / "passage_tfidf.joblib",
+                                                           vocab.terms, vocab.idf, "text"),
+            "tag_tfidf.joblib": store.write_vectorizer(out / store.MODELS_DIR / "tag_tfidf.joblib",
+                                                       tag_terms, tag_vec.idf_, "tags"),
         }
-        tag_terms = list(tag_vec.vocabulary_)
         manifest = {
             **plan,
             "plan_key": plan_key,
