@@ -40,7 +40,7 @@ from factcheck.errors import InputError
 from factcheck.faults import crashpoint
 from factcheck.formats.evidence import SourceSpec, iter_passages
 from factcheck.formats.files import (TMP_PREFIX, dump_joblib_atomic, remove_stale_temporaries,
-                                     sha256_file, write_json_atomic)
+                                     sha256_file, sha256_input, write_json_atomic)
 from factcheck.tagging import store
 from factcheck.tagging.backends import WorkerPool
 from factcheck.tagging.counting import count_terms
@@ -293,12 +293,7 @@ def _has_content(out: Path) -> bool:
 
 
 def _input_sha256(path: Path) -> str:
-    try:
-        return sha256_file(path)
-    except FileNotFoundError:
-        raise InputError(path, None, "no such file") from None
-    except IsADirectoryError:
-        raise InputError(path, None, "is a directory, expected a file") from None
+    return sha256_input(path)
 
 
 # ---------------------------------------------------------------------- worker tasks
