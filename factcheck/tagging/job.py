@@ -41,7 +41,7 @@ from factcheck.faults import crashpoint
 from factcheck.formats.evidence import SourceSpec, iter_passages
 from factcheck.formats.files import (TMP_PREFIX, dump_joblib_atomic, remove_stale_temporaries,
                                      sha256_file, sha256_input, write_json_atomic)
-from factcheck.tagging import store
+from factcheck.tagging import outdir, store
 from factcheck.tagging.backends import WorkerPool
 from factcheck.tagging.counting import count_terms
 from factcheck.tagging.packing import pack_strings, unpack_strings
@@ -89,8 +89,16 @@ class TagJob:
     def run(self, source: SourceSpec, out: Path, force: bool = False) -> store.Manifest:
         # One pool for both map stages: a Dask run connects (or starts its LocalCluster)
         # once, and closes it however the run ends.
-        with WorkerPool(self.backend, self.jobs, self.scheduler) as self._pool:
-            return self._run(source, out, force)
+        # The output directory is ours alone for the whole run (see tagging/outdir.py).
+        self.params.validate()
+        with outdir.DirectoryLock(out) as lock:
+            try:
+                with WorkerPool(self.backend, self.jobs, self.scheduler) as self._pool:
+                    return self._run(source, out, force)
+            except InputError:
+                if lock.created and not any((Path(out) / n).exists() for n in (store.MANIFEST, store.WORK_DIR)):
+                    lock.release(remove=True)  # refused before writing anything: leave no trace
+                raise
 
     def _run(self, source: SourceSpec, out: Path, force: bool) -> store.Manifest:
         self.params.validate()
@@ -147,12 +155,15 @@ class TagJob:
         elif plan_path.is_file():
             try:
                 previous = json.loads(plan_path.read_text("utf-8")).get("plan_key")
-            except ValueError:
+            except (ValueError, AttributeError):
                 previous = None
             if previous != plan_key:
-                # An unfinished run that never completed its split holds nothing worth
-                # keeping (e.g. it stopped at bad input): start afresh without --force.
-                if not force and (out / store.WORK_DIR / "split.json").is_file():
+                # Other settings never replace a run without --force (the lock rules out a
+                # run still in progress). Only a run of the same settings whose input was
+                # fixed after it stopped at bad input, before its split completed, holds
+                # nothing worth keeping and starts afresh.
+                if not force and (_plan_params(plan_path) != plan["params"]
+                                  or (out / store.WORK_DIR / "split.json").is_file()):
                     raise InputError(out, None, "holds an unfinished run with other input or parameters; "
                                      "use --force to discard it")
                 self._wipe(out)
@@ -282,14 +293,20 @@ class TagJob:
 
     @staticmethod
     def _wipe(out: Path) -> None:
-        for sub in (store.PASSAGES_DIR, store.TAGS_DIR, store.MODELS_DIR, store.WORK_DIR):
-            shutil.rmtree(out / sub, ignore_errors=True)
-        (out / store.MANIFEST).unlink(missing_ok=True)
+        outdir.wipe(out)  # only the files this tool writes; never the user's
 
 
 def _has_content(out: Path) -> bool:
-    """Anything but folders and the ``.tmp-*`` files of a run killed at its first write."""
-    return any(not (p.is_dir() or p.name.startswith(TMP_PREFIX)) for p in out.rglob("*"))
+    """Anything but folders, our lock and the ``.tmp-*`` files of a run killed at its first write."""
+    return any(not (p.is_dir() or p.name.startswith(TMP_PREFIX) or p.name == outdir.LOCK_FILE)
+               for p in out.rglob("*"))
+
+
+def _plan_params(plan_path: Path):
+    try:
+        return json.loads(plan_path.read_text("utf-8"))["plan"]["params"]
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _input_sha256(path: Path) -> str:
