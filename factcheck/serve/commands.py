@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from factcheck.cli import command
+from factcheck.cli import _positive_int, command
 
 LOOPBACK_NAMES = ["127.0.0.1", "localhost"]
 
@@ -25,7 +25,7 @@ def _serve(p):
                    help="gold dev claims for the dev explorer (default: dev-claims.json in the run's data_dir)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)")
     p.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
-    p.add_argument("--max-claim-chars", type=int, default=2000, help="longest claim accepted (default: 2000)")
+    p.add_argument("--max-claim-chars", type=_positive_int, default=2000, help="longest claim accepted (default: 2000)")
     p.add_argument("--access-log", action="store_true", help="log every request")
 
     def run(args):
