@@ -144,8 +144,9 @@ def _verify(p):
     p.add_argument("index", type=Path, help="tag index directory")
 
     def run(args):
-        from factcheck.tagging.store import verify_index
+        from factcheck.tagging.store import check_loadable, verify_index
         m = verify_index(args.index)
+        check_loadable(args.index, m)
         print(f"{args.index}: OK ({m.n_passages} passages, {len(m.shards)} shards, "
               f"{len(m.files())} files verified)")
     return run

@@ -91,14 +91,9 @@ class TagJob:
         # once, and closes it however the run ends.
         # The output directory is ours alone for the whole run (see tagging/outdir.py).
         self.params.validate()
-        with outdir.DirectoryLock(out) as lock:
-            try:
-                with WorkerPool(self.backend, self.jobs, self.scheduler) as self._pool:
-                    return self._run(source, out, force)
-            except InputError:
-                if lock.created and not any((Path(out) / n).exists() for n in (store.MANIFEST, store.WORK_DIR)):
-                    lock.release(remove=True)  # refused before writing anything: leave no trace
-                raise
+        with outdir.DirectoryLock(out):
+            with WorkerPool(self.backend, self.jobs, self.scheduler) as self._pool:
+                return self._run(source, out, force)
 
     def _run(self, source: SourceSpec, out: Path, force: bool) -> store.Manifest:
         self.params.validate()

@@ -39,40 +39,52 @@ class DirectoryLock:
     def __init__(self, out: Path):
         self.out = Path(out)
         self._fd = None
-        self.created = False
 
     def __enter__(self) -> "DirectoryLock":
         out = self.out
         if out.exists() and not out.is_dir():
             raise InputError(out, None, "exists and is not a directory")
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-            path = out / LOCK_FILE
-            self.created = not path.exists()
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-        except OSError as exc:
-            why = ("a parent path is not a directory" if isinstance(exc, (FileExistsError, NotADirectoryError))
-                   else exc.strerror or str(exc))
-            raise InputError(out, None, f"cannot write here: {why}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+        path = out / LOCK_FILE
+        while True:
+            fd = self._open(path)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+                os.close(fd)
+                if exc.errno in (errno.EAGAIN, errno.EACCES):
+                    raise InputError(out, None, f"in use by another factcheck run (pid {holder}); "
+                                     "wait for it to finish or choose another --out") from None
+                raise InputError(out, None, f"cannot lock the directory: {exc.strerror}") from None
+            # The holder removes the lock file when it ends: if we locked a file that was
+            # unlinked meanwhile, another run may hold a new one -- try again.
+            try:
+                same = os.stat(path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
             os.close(fd)
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                raise InputError(out, None, f"in use by another factcheck run (pid {holder}); "
-                                 "wait for it to finish or choose another --out") from None
-            raise InputError(out, None, f"cannot lock the directory: {exc.strerror}") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
         return self
 
-    def release(self, remove: bool = False) -> None:
+    def _open(self, path: Path) -> int:
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+            return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:
+            why = ("a parent path is not a directory" if isinstance(exc, (FileExistsError, NotADirectoryError))
+                   else exc.strerror or str(exc))
+            raise InputError(self.out, None, f"cannot write here: {why}") from None
+
+    def release(self) -> None:
+        """Remove the lock file (still holding the lock, so no run can be inside), then
+        unlock: a finished index holds no trace of the lock."""
         if self._fd is None:
             return
-        if remove:  # a refused directory we had only just created the lock file in
-            (self.out / LOCK_FILE).unlink(missing_ok=True)
+        (self.out / LOCK_FILE).unlink(missing_ok=True)
         os.close(self._fd)  # closing the descriptor releases the flock
         self._fd = None
 

@@ -212,3 +212,18 @@ def verify_index(root: Path, manifest: Manifest | None = None) -> Manifest:
             if f"{sub}/{path.name}" not in expected:
                 raise IntegrityError(path, None, "extra shard not listed in the manifest")
     return manifest
+
+
+def check_loadable(root: Path, manifest: Manifest) -> None:
+    """Open every listed file with the restricted loader (memory-mapped: cheap).
+
+    Checksums prove a file is the one the manifest names, not that the manifest is
+    honest: whoever writes the directory can recompute both. This proves nothing in the
+    index would run code when loaded.
+    """
+    root = Path(root)
+    for s in manifest.shards:
+        load_shard(root / s["passages_file"], "passages", mmap=True)
+        load_shard(root / s["tags_file"], "tags", mmap=True)
+    for name in manifest.data["models"]:
+        load_shard(root / MODELS_DIR / name, "vectorizer", mmap=True)
