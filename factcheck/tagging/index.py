@@ -46,6 +46,9 @@ class TagIndex:
     def load(cls, root, verify: bool = True) -> "TagIndex":
         root = Path(root)
         manifest = store.verify_index(root) if verify else store.read_manifest(root)
+        if verify:  # every listed file through the restricted loader, the small models included
+            for name in manifest.data["models"]:
+                store.load_shard(root / store.MODELS_DIR / name, "vectorizer", mmap=True)
         ids, texts, indptrs, terms, weights = [], [], [np.zeros(1, np.int64)], [], []
         base = 0
         for s in manifest.shards:
