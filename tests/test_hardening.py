@@ -24,7 +24,6 @@ from test_bad_input import in_process
 
 from factcheck.formats.evidence import read_passages, source_spec
 from factcheck.tagging import store
-from factcheck.tagging.outdir import DirectoryLock
 
 class Untrusted:
     """An ordinary class no allow-list names."""
@@ -73,6 +72,7 @@ def _reseal(root: Path) -> None:
 # ---------------------------------------------------------------------- 1. concurrent runs
 
 def test_second_run_into_a_locked_directory_fails_at_once_naming_the_holder(tmp_path):
+    from factcheck.tagging.outdir import DirectoryLock
     out = tmp_path / "out"
     with DirectoryLock(out):
         proc = run_cli("tag", DEMO / "evidence.json", "--out", out, "--jobs", "1")
@@ -94,21 +94,20 @@ def test_unfinished_run_with_other_settings_is_never_replaced_without_force(tmp_
 
 
 def test_two_concurrent_runs_never_leave_a_verified_wrong_index(tmp_path, real_sample_20k):
-    """3 races (the 50-trial version: scripts/concurrent_runs.py)."""
+    """2 races (the 50-trial version: scripts/concurrent_runs.py)."""
     import random
     spec = importlib.util.spec_from_file_location("concurrent_runs", ROOT / "scripts" / "concurrent_runs.py")
     cr = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(ROOT / "scripts"))
     spec.loader.exec_module(cr)
-    items = list(json.loads(real_sample_20k.read_text("utf-8")).items())[:4000]
+    items = list(json.loads(real_sample_20k.read_text("utf-8")).items())[:2000]
     src = tmp_path / "s.json"
     src.write_text(json.dumps(dict(items), ensure_ascii=False), encoding="utf-8")
     ids = [pid for pid, _ in items]
-    refs = {"A": (tmp_path / "ref-a", cr.reference(src, tmp_path / "ref-a", 500)),
-            "B": (tmp_path / "ref-b", cr.reference(src, tmp_path / "ref-b", 500, cr.OTHER))}
-    rng = random.Random(15)
-    for delay in (0.3, rng.uniform(0.5, 2.0), rng.uniform(0.5, 2.0)):
-        problems, outcomes = cr.trial(src, tmp_path / "out", 500, delay, refs, ids)
+    refs = {"A": (tmp_path / "ref-a", cr.reference(src, tmp_path / "ref-a", 250)),
+            "B": (tmp_path / "ref-b", cr.reference(src, tmp_path / "ref-b", 250, cr.OTHER))}
+    for delay in (0.2, random.Random(15).uniform(0.5, 1.5)):
+        problems, outcomes = cr.trial(src, tmp_path / "out", 250, delay, refs, ids)
         assert problems == [], (delay, outcomes)
         assert "TRACEBACK" not in outcomes
 
@@ -319,13 +318,14 @@ def test_unreadable_input_is_one_line(tmp_path, monkeypatch):
                           "permission denied")
 
 
-def test_fifo_input_is_refused_not_waited_on(tmp_path):
+def test_fifo_input_is_refused_not_waited_on(tmp_path, demo_index):
     fifo = tmp_path / "e.json"
     os.mkfifo(fifo)
     proc = run_cli("tag", fifo, "--out", tmp_path / "out", timeout=60)
     assert_one_line_error(proc, str(fifo), "FIFO")
-    proc = run_cli("retrieve", "--index", tmp_path, "--claims", fifo, "--out", tmp_path / "p.json", timeout=60)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    proc = run_cli("retrieve", "--index", demo_index, "--claims", fifo, "--out", tmp_path / "p.json", timeout=60)
+    assert_one_line_error(proc, str(fifo), "FIFO")
+    assert not (tmp_path / "p.json").exists()
 
 
 # ---------------------------------------------------------------------- 6. the tool's own data loss

@@ -142,7 +142,10 @@ def build_app(state: AppState, allowed_hosts: list[str] | None = None, debug: bo
            "has_run": state.artefacts.run_dir is not None}
 
     def get(path: str, **kwargs):  # every page answers HEAD as well as GET
-        return app.api_route(path, methods=["GET", "HEAD"], **kwargs)
+        def register(fn):
+            app.api_route(path, methods=["HEAD"], include_in_schema=False, **kwargs)(fn)
+            return app.get(path, **kwargs)(fn)
+        return register
 
     def page(name: str, status_code: int = 200, **ctx) -> HTMLResponse:
         return HTMLResponse(env.get_template(name).render(**nav, **ctx), status_code=status_code)
