@@ -143,7 +143,7 @@ def build_app(state: AppState, allowed_hosts: list[str] | None = None, debug: bo
 
     def get(path: str, **kwargs):  # every page answers HEAD as well as GET
         def register(fn):
-            app.api_route(path, methods=["HEAD"], include_in_schema=False, **kwargs)(fn)
+            app.api_route(path, methods=["HEAD"], **{**kwargs, "include_in_schema": False})(fn)
             return app.get(path, **kwargs)(fn)
         return register
 
