@@ -430,3 +430,14 @@ def test_outputs_honour_the_umask(tmp_path):
     finally:
         os.umask(old)
     assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o644
+
+
+def test_bm25_cache_directory_honours_the_umask(index, tmp_path):
+    old = os.umask(0o022)
+    try:
+        _bm25_evidence(index, tmp_path, "umask")
+    finally:
+        os.umask(old)
+    (cache,) = (index / "bm25").iterdir()
+    assert cache.stat().st_mode & 0o777 == 0o755
+    assert all(p.stat().st_mode & 0o777 == 0o644 for p in cache.rglob("*") if p.is_file())

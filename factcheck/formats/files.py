@@ -101,7 +101,7 @@ def atomic_path(dest: Path):
     try:
         # mkstemp creates 0600; an output is an ordinary file, shared like any other
         # (an index on cluster storage is read by other users' workers): honour the umask.
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, 0o666 & ~current_umask())
         yield Path(tmp)
         crashpoint(f"mid-write:{dest.name}", partial=tmp)
         with open(tmp, "rb+") as fh:
@@ -117,7 +117,7 @@ def atomic_path(dest: Path):
         raise
 
 
-def _umask() -> int:
+def current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -23,7 +24,7 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
-from factcheck.formats.files import sha256_file
+from factcheck.formats.files import current_umask, sha256_file
 from factcheck.retrieval.base import Hit, Ranking, Retriever, Selection, stable_top
 from factcheck.text.analyzer import analyze
 
@@ -121,6 +122,7 @@ def _save_atomic(model, cache: Path, key: dict) -> None:
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-" + cache.name, dir=cache.parent))
     try:
+        os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700: honour the umask, like every output
         model.save(tmp)
         (tmp / KEY_FILE).write_text(json.dumps({"key": key, "files": _cache_files(tmp)}))
         if cache.exists():
