@@ -62,6 +62,45 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
+def bounded_float(lo: float, hi: float | None = None):
+    """An argparse type: a finite number in ``[lo, hi]`` (no NaN, no infinity)."""
+    import math
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(value) or value < lo or (hi is not None and value > hi):
+            where = f"in [{lo:g}, {hi:g}]" if hi is not None else f"finite and at least {lo:g}"
+            raise argparse.ArgumentTypeError(f"must be {where}, got {text!r}")
+        return value
+    return parse
+
+
+def check_outputs(outputs, inputs) -> None:
+    """No output may overwrite an input: not the same file, not a file inside an input
+    directory (``export-tags IDX --out IDX/manifest.json`` would replace the manifest)."""
+    for out in outputs:
+        o = Path(out).resolve()
+        for inp in inputs:
+            if inp is None:
+                continue
+            i = Path(inp).resolve()
+            if o == i or (i.is_dir() and i in o.parents):
+                raise InputError(out, None, f"would overwrite the input {inp}; choose another output path")
+
+
 def _add_source_args(p: argparse.ArgumentParser, positional: bool = True) -> None:
     if positional:
         p.add_argument("evidence", type=Path, help="knowledge source: course .json/.json.gz, .jsonl or .csv")
@@ -122,6 +161,7 @@ def _export(p):
 
     def run(args):
         from factcheck.tagging.index import export_tags
+        check_outputs([args.out], [args.index])
         n = export_tags(args.index, args.out)
         print(f"{args.out}: {plural(n, 'passage')}")
     return run
@@ -132,8 +172,9 @@ def _verify(p):
     p.add_argument("index", type=Path, help="tag index directory")
 
     def run(args):
-        from factcheck.tagging.store import verify_index
+        from factcheck.tagging.store import check_loadable, verify_index
         m = verify_index(args.index)
+        check_loadable(args.index, m)
         print(f"{args.index}: OK ({plural(m.n_passages, 'passage')}, {plural(len(m.shards), 'shard')}, "
               f"{plural(len(m.files()), 'file')} verified)")
     return run
@@ -144,9 +185,16 @@ def _load_commands() -> None:
     import factcheck.cli_commands  # noqa: F401
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line too (argparse prints the whole usage block first)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     _load_commands()
-    parser = argparse.ArgumentParser(prog="factcheck", description="Explainable evidence retrieval and claim "
+    parser = _Parser(prog="factcheck", description="Explainable evidence retrieval and claim "
                                      "classification over large sentence dumps. See `factcheck COMMAND --help`.")
     from factcheck import __version__
     parser.add_argument("--version", action="version", version=f"factcheck {__version__}")

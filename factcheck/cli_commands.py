@@ -2,25 +2,26 @@
 
 from pathlib import Path
 
-from factcheck.cli import _positive_int, command, plural
+from factcheck.cli import _non_negative_int, _positive_int, bounded_float, check_outputs, command, plural
 
 
 def add_retriever_args(p, default_method="bm25"):
     p.add_argument("--method", default=default_method, choices=("tags", "bm25", "rerank"),
                    help=f"retriever (default: {default_method})")
     g = p.add_argument_group("tag rule (--method tags)")
-    g.add_argument("--t-sim", type=float, default=None, help="cosine threshold (default: 0.55)")
-    g.add_argument("--t-overlap", type=float, default=None, help="tag-overlap threshold (default: 0.5)")
+    g.add_argument("--t-sim", type=bounded_float(0.0, 1.0), default=None, help="cosine threshold (default: 0.55)")
+    g.add_argument("--t-overlap", type=bounded_float(0.0, 1.0), default=None, help="tag-overlap threshold (default: 0.5)")
     g.add_argument("--top-n", type=_positive_int, default=None, help="at most this many passages (default: 6)")
     g = p.add_argument_group("BM25 (--method bm25)")
-    g.add_argument("--k1", type=float, default=None, help="term-frequency saturation (default: 1.2)")
-    g.add_argument("--b", type=float, default=None, help="length normalisation (default: 0.75)")
+    g.add_argument("--k1", type=bounded_float(0.0), default=None, help="term-frequency saturation (default: 1.2)")
+    g.add_argument("--b", type=bounded_float(0.0, 1.0), default=None, help="length normalisation (default: 0.75)")
     g.add_argument("--k", type=_positive_int, default=None, help="passages returned per claim (default: 5)")
     g = p.add_argument_group("reranking (--method rerank)")
     g.add_argument("--rerank-model", type=Path, default=None, help="trained reranker (from factcheck train-rerank)")
     g = p.add_argument_group("chunking")
     g.add_argument("--chunk-window", type=_positive_int, default=None, help="index word windows of this size")
-    g.add_argument("--chunk-overlap", type=int, default=20, help="words shared by consecutive windows (default: 20)")
+    g.add_argument("--chunk-overlap", type=_non_negative_int, default=20,
+                   help="words shared by consecutive windows (default: 20)")
 
 
 def retriever_from_args(args):
@@ -41,7 +42,9 @@ def _retrieve(p):
     def run(args):
         from factcheck.formats.claims import read_claims
         from factcheck.retrieval.registry import run_retrieval, write_retrieval
+        from factcheck.evaluation.evaluate import explanations_path
         from factcheck.tagging.index import TagIndex
+        check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.rerank_model])
         claims = read_claims(args.claims)
         retriever = retriever_from_args(args).fit(TagIndex.load(args.index))
         evidences, explain = run_retrieval(retriever, claims)

@@ -79,6 +79,18 @@ MATRIX = {
     "CSV without the columns given by flags": Case(
         "tag", "e.csv", b'id,text\n1,Sea levels rise\n', ("line 1 (header)", "needs columns 'pid' and 'body'"),
         argv=("--id-column", "pid", "--text-column", "body")),
+    # issue 15 (more in tests/test_hardening.py)
+    "CSV with an unclosed quote": Case(
+        "tag", "e.csv", b'id,text\n1,"ice melts\n2,sea rises\n3,heat\n', ("line 4", "invalid CSV")),
+    "lone surrogate in a passage": Case(
+        "tag", "e.json", b'{"e1": "ok", "e2": "sea \\ud800 ice"}', ("passage 2", "lone surrogate \\ud800")),
+    "lone surrogate in a passage (JSONL)": Case(
+        "tag", "e.jsonl", b'{"id": "a", "text": "\\udfff"}\n', ("line 1", "lone surrogate")),
+    "JSONL nested 100,000 deep": Case(
+        "tag", "e.jsonl", b'{"id": "a", "text": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",
+        ("line 1", "nested too deeply")),
+    "empty passage id (course JSON)": Case(
+        "tag", "e.json", b'{"e1": "ice", "": "sea"}', ("passage 2", "passage id is empty")),
     "no passage has a word to tag": Case(
         "tag", "e.json", b'{"e1": "", "e2": "the and of", "e3": "1998 2020"}', ("no passage contains a word",)),
     # ---------------------------------------------------------------- output directory (tag)
@@ -109,6 +121,12 @@ MATRIX = {
     "claims: duplicate claim id": Case(
         "retrieve", "claims.json", b'{"c1": {"claim_text": "a"}, "c1": {"claim_text": "b"}}',
         ("key 'c1'", "duplicate key")),
+    "claims: lone surrogate in claim_text": Case(
+        "retrieve", "claims.json", b'{"c1": {"claim_text": "warming \\ud800"}}', ("claim 'c1'", "lone surrogate")),
+    "claims: nested 100,000 deep": Case(
+        "retrieve", "claims.json", b'{"c1": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", ("nested too deeply",)),
+    "claims: empty claim id": Case(
+        "retrieve", "claims.json", b'{"": {"claim_text": "Sea levels rise"}}', ("key ''", "empty claim id")),
     "retrieve output is a directory": Case(
         "retrieve", "pred.json", None, ("is a directory",), setup={"pred.json/keep": b""}),
     # ---------------------------------------------------------------- evaluate

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import joblib
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
@@ -18,9 +17,11 @@ from sklearn.pipeline import Pipeline
 from factcheck.classification.features import ALL_GROUPS, ClaimEvidenceFeatures
 from factcheck.errors import InputError
 from factcheck.formats.claims import LABELS
-from factcheck.formats.files import dump_joblib_atomic
+from factcheck.formats.files import dump_model_atomic
+from factcheck.formats.safe_load import load_model
 
-MODEL_FILE = "classifier.joblib"
+# skops, not pickle: loading a model directory must not run code (see formats/safe_load.py)
+MODEL_FILE = "classifier.skops"
 
 
 def make_classifier(C: float = 2.0, class_weight=None, stats_weight: float = 0.3,
@@ -49,15 +50,14 @@ class MajorityClassifier:
 
 
 def save_classifier(model, directory: Path, meta: dict) -> None:
-    dump_joblib_atomic(Path(directory) / MODEL_FILE, {"model": model, "meta": meta})
+    dump_model_atomic(Path(directory) / MODEL_FILE, {"model": model, "meta": meta})
 
 
 def load_classifier(directory: Path):
     path = Path(directory) / MODEL_FILE
     if not path.is_file():
         raise InputError(path, None, "no trained classifier here (run `factcheck train` or `factcheck run`)")
-    try:
-        obj = joblib.load(path)
-        return obj["model"], obj["meta"]
-    except Exception as exc:
-        raise InputError(path, None, f"unreadable classifier ({type(exc).__name__})") from None
+    obj = load_model(path, "classifier")
+    if not isinstance(obj, dict) or "model" not in obj or not isinstance(obj.get("meta"), dict):
+        raise InputError(path, None, "not a classifier file")
+    return obj["model"], obj["meta"]

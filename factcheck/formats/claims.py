@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from factcheck.errors import InputError
-from factcheck.formats.files import open_binary, write_json_atomic
+from factcheck.formats.files import check_unicode, open_binary, write_json_atomic
 
 LABELS = ("SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO", "DISPUTED")
 
@@ -53,10 +53,16 @@ def _load_object(path: Path, what: str) -> dict:
         raise InputError(path, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}") from None
     except _Duplicate as dup:
         raise InputError(path, f"key {dup.key!r}", "duplicate key") from None
+    except RecursionError:
+        raise InputError(path, None, "JSON nested too deeply") from None
     if not isinstance(obj, dict):
         raise InputError(path, "top level", f"expected a JSON object of {what}, got {type(obj).__name__}")
     if not obj:
         raise InputError(path, None, f"no {what} (empty JSON object)")
+    for key in obj:
+        if not key:
+            raise InputError(path, "key ''", "empty claim id")
+        check_unicode(path, f"claim {key!r}", key, "the claim id")
     return obj
 
 
@@ -72,6 +78,8 @@ def _evidence_list(path, cid, value, *, required: bool) -> list[str]:
         return []
     if not isinstance(value, list) or not all(isinstance(e, str) and e for e in value):
         raise InputError(path, f"claim {cid!r}", "'evidences' must be a list of passage ids (strings)")
+    for e in value:
+        check_unicode(path, f"claim {cid!r}", e, "an evidence id")
     return list(value)
 
 
@@ -100,6 +108,7 @@ def read_claims(path, *, require_labels: bool = False) -> list[Claim]:
             raise InputError(path, f"claim {cid!r}", what)
         if not text.strip():
             raise InputError(path, f"claim {cid!r}", "'claim_text' is empty")
+        check_unicode(path, f"claim {cid!r}", text, "'claim_text'")
         label = _label(path, cid, entry.get("claim_label"), required=require_labels)
         evidences = _evidence_list(path, cid, entry.get("evidences"), required=require_labels)
         claims.append(Claim(cid, text, label, evidences))

@@ -19,6 +19,7 @@ import csv
 import gzip
 import json
 import re
+import sys
 import zlib
 from dataclasses import dataclass
 from json.decoder import scanstring
@@ -28,7 +29,7 @@ from typing import Iterator
 import numpy as np
 
 from factcheck.errors import InputError
-from factcheck.formats.files import open_binary
+from factcheck.formats.files import check_unicode, open_binary
 
 FORMATS = ("course", "jsonl", "csv")
 CHUNK_BYTES = 1 << 22
@@ -189,16 +190,19 @@ class _Utf8Stream:
         return text
 
     def lines(self) -> Iterator[str]:
-        """Lines with their newline kept, as csv.reader wants them."""
+        """Lines with their newline kept, as csv.reader wants them.
+
+        Split on ``\\n`` only (``\\r\\n`` stays whole): ``str.splitlines`` also breaks at
+        U+2028, U+0085, form feed and more, which ``json.dumps(..., ensure_ascii=False)``
+        and ``csv.writer`` leave unescaped inside valid records.
+        """
         pending = ""
         while not self.eof:
             pending += self.read()
-            lines = pending.splitlines(keepends=True)
-            if not self.eof and lines and not lines[-1].endswith(("\n", "\r")):
-                pending = lines.pop()
-            else:
-                pending = ""
-            yield from lines
+            parts = pending.split("\n")
+            pending = parts.pop()
+            for part in parts:
+                yield part + "\n"
         if pending:
             yield pending
 
@@ -260,7 +264,10 @@ def _iter_course(spec: SourceSpec):
                 fail(pos - 1, "trailing comma before '}'")
             break
         record += 1
-        yield pid, text, f"passage {record}"
+        place = f"passage {record}"
+        check_unicode(spec.path, place, pid, "the id")
+        check_unicode(spec.path, place, text, "the text")
+        yield pid, text, place
         after_comma = not closed
         if closed:
             break
@@ -291,10 +298,13 @@ def _course_record(buf: str, pos: int, eof: bool, number: int, fail):
         return None, None, i + 1, True
     if buf[i] != '"':
         fail(i, "expected a passage id (a JSON string)")
+    pid_at = i
     pid, i = _scan(buf, i, eof, fail)
     i = _WS.match(buf, i).end()
     if i >= len(buf):
         raise _NeedMore
+    if not pid:
+        fail(pid_at, f"passage {number}: the passage id is empty")
     if buf[i] != ":":
         fail(i, "expected ':' after the passage id")
     i = _WS.match(buf, i + 1).end()
@@ -328,10 +338,14 @@ def _scan(buf: str, quote_at: int, eof: bool, fail):
 
 def _json_kind(buf: str, i: int) -> str | None:
     """Name the JSON value at ``buf[i]`` for an error message, or None if incomplete."""
+    if buf[i] in "[{" and len(buf) - i > 1 and buf[i + 1] in "[{":
+        return "a nested value"  # never parse it: 100,000 levels would overflow the stack
     try:
         value, _ = json.JSONDecoder().raw_decode(buf, i)
     except json.JSONDecodeError:
         return None
+    except RecursionError:
+        return "a nested value"
     return _kind(value)
 
 
@@ -348,11 +362,16 @@ def _iter_jsonl(spec: SourceSpec):
         except json.JSONDecodeError as exc:
             stream.close()
             raise InputError(spec.path, f"{place}, column {exc.colno}", f"invalid JSON: {exc.msg}") from None
+        except RecursionError:
+            stream.close()
+            raise InputError(spec.path, place, "JSON nested too deeply") from None
         if not isinstance(obj, dict):
             stream.close()
             raise InputError(spec.path, place, "expected a JSON object with \"id\" and \"text\"")
         pid = _check_id(spec, place, obj.get(spec.id_column, _MISSING), spec.id_column)
         text = _check_text(spec, place, obj.get(spec.text_column, _MISSING), spec.text_column)
+        check_unicode(spec.path, place, pid, "the id")
+        check_unicode(spec.path, place, text, "the text")
         yield pid, text, place
 
 
@@ -361,7 +380,10 @@ def _iter_jsonl(spec: SourceSpec):
 def _iter_csv(spec: SourceSpec):
     stream = _Utf8Stream(spec)
     delimiter = "\t" if spec.path.name.lower().removesuffix(".gz").endswith(".tsv") else ","
-    reader = csv.reader(stream.lines(), delimiter=delimiter)
+    # strict: a stray or unclosed quote is an error, not rows merged into one passage.
+    # No field-size limit below what JSON allows (csv's default refuses 128 KiB).
+    csv.field_size_limit(sys.maxsize)
+    reader = csv.reader(stream.lines(), delimiter=delimiter, strict=True)
     try:
         header = next(reader)
     except StopIteration:

@@ -11,6 +11,8 @@ import gzip
 import hashlib
 import json
 import os
+import re
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,9 +25,51 @@ from factcheck.faults import crashpoint
 TMP_PREFIX = ".tmp-"
 
 
+def check_regular_file(path: Path) -> None:
+    """Refuse what is not a regular file before opening it: opening a FIFO blocks until a
+    writer comes, and our readers read an input twice (checksum, then parse)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(path, None, "no such file") from None
+    except PermissionError:
+        raise InputError(path, None, "permission denied") from None
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise InputError(path, None, "is a directory, expected a file")
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+        raise InputError(path, None, f"is {kind}, not a regular file (save the input to a file first)")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_unicode(path, place, value: str, what: str) -> str:
+    """A JSON ``\\ud800`` escape decodes to a lone surrogate, which no UTF-8 output can hold."""
+    m = _SURROGATE.search(value)
+    if m:
+        raise InputError(path, place, f"{what} holds a lone surrogate \\u{ord(m.group()):04x} "
+                         "(not valid Unicode)")
+    return value
+
+
+def sha256_input(path: Path) -> str:
+    """sha256 of an input file, with the errors of reading it as one-line InputErrors."""
+    check_regular_file(path)
+    try:
+        return sha256_file(path)
+    except PermissionError:
+        raise InputError(path, None, "permission denied") from None
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+
+
 def open_binary(path: Path):
     """Open ``path`` for reading bytes, transparently un-gzipping ``*.gz``."""
     path = Path(path)
+    check_regular_file(path)
     try:
         if path.suffix == ".gz":
             return gzip.open(path, "rb")
@@ -36,6 +80,8 @@ def open_binary(path: Path):
         raise InputError(path, None, "is a directory, expected a file") from None
     except PermissionError:
         raise InputError(path, None, "permission denied") from None
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
 
 
 @contextmanager
@@ -53,6 +99,9 @@ def atomic_path(dest: Path):
         raise InputError(dest, None, f"cannot write here: {why}") from None
     os.close(fd)
     try:
+        # mkstemp creates 0600; an output is an ordinary file, shared like any other
+        # (an index on cluster storage is read by other users' workers): honour the umask.
+        os.chmod(tmp, 0o666 & ~current_umask())
         yield Path(tmp)
         crashpoint(f"mid-write:{dest.name}", partial=tmp)
         with open(tmp, "rb+") as fh:
@@ -66,6 +115,12 @@ def atomic_path(dest: Path):
         except FileNotFoundError:
             pass
         raise
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_bytes_atomic(dest: Path, data: bytes) -> None:
@@ -90,6 +145,15 @@ def dump_joblib_atomic(dest: Path, obj) -> str:
     """joblib.dump to ``dest`` atomically; returns the sha256 of the bytes written."""
     with atomic_path(dest) as tmp:
         joblib.dump(obj, tmp)
+        digest = sha256_file(tmp)
+    return digest
+
+
+def dump_model_atomic(dest: Path, obj) -> str:
+    """A trained model to ``dest`` in skops format (loading it cannot run code); its sha256."""
+    from factcheck.formats.safe_load import dump_model
+    with atomic_path(dest) as tmp:
+        dump_model(obj, tmp)
         digest = sha256_file(tmp)
     return digest
 

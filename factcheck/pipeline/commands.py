@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from factcheck.cli import add_renamed, add_tag_args, command
+from factcheck.cli import add_renamed, add_tag_args, check_outputs, command
 
 
 @command("run", "the whole pipeline end to end on a course data directory")
@@ -49,6 +49,7 @@ def _train(p):
         from factcheck.pipeline.run import train_system
         from factcheck.tagging.index import TagIndex
 
+        check_outputs([args.model], [args.index, args.claims])
         index = TagIndex.load(args.index)
         train = read_claims(args.claims, require_labels=True)
         t = train_system(index, train, args.model, args.method, model_dir=args.model)
@@ -70,6 +71,8 @@ def _predict(p):
         from factcheck.formats.claims import read_claims
         from factcheck.pipeline.run import _write
         from factcheck.pipeline.system import FactChecker
+        from factcheck.evaluation.evaluate import explanations_path
+        check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.model])
         claims = read_claims(args.claims)
         system = FactChecker.load(args.index, args.model)
         verdicts = system.check(claims)

@@ -9,7 +9,7 @@ and is only predicted.
 Outputs (all written atomically; ``metrics.json`` and ``report.md`` last)::
 
     OUT/index/                          the tag index (unless --index was given)
-    OUT/model/                          classifier.joblib (+ rerank.joblib)
+    OUT/model/                          classifier.skops (+ rerank.skops)
     OUT/dev-claims-predictions.json     leaderboard format (+ .explain.json)
     OUT/test-claims-predictions.json    leaderboard format (+ .explain.json)
     OUT/tuning/*.csv, OUT/plots/*.png   sweeps, confusion matrices, interval chart

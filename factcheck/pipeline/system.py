@@ -7,9 +7,9 @@ classifier reads (best label accuracy). They are often the same; when they are n
 serve the classifier better), both are run and the explanation records what the
 classifier read.
 
-A model directory holds ``classifier.joblib`` (the scikit-learn pipeline and a ``meta``
+A model directory holds ``classifier.skops`` (the scikit-learn pipeline and a ``meta``
 record: which retriever and reader with which parameters, every other tuned retriever,
-the index it was trained against) and, for the learned retriever, ``rerank.joblib``.
+the index it was trained against) and, for the learned retriever, ``rerank.skops``.
 ``factcheck predict``/``ablation``/``serve`` rebuild the exact system from it.
 """
 
@@ -25,7 +25,7 @@ from factcheck.classification.model import load_classifier, save_classifier
 from factcheck.errors import FactcheckWarning, InputError
 from factcheck.retrieval.registry import make_retriever, run_retrieval
 
-RERANK_FILE = "rerank.joblib"
+RERANK_FILE = "rerank.skops"
 
 
 @dataclass

@@ -5,7 +5,11 @@ bm25s precomputes every (term, passage) score at index time, so an index is tied
 term-count matrix per tag index (:mod:`factcheck.retrieval.bm25_weights`, bit-identical
 to bm25s's own build and ~100x faster), so a sweep over (k1, b) never re-indexes. The
 chosen index is saved next to the tags (``DIR/bm25/<params>/``) and reused when the tag
-index and parameters match, so a served index need not re-analyse every passage. Queries are the claim's stems (duplicates
+index and parameters match, so a served index need not re-analyse every passage. The
+cache's own record (``factcheck-key.json``) lists the sha256 of every file in it and is
+checked on every load: a tampered or truncated cache is rebuilt, never used (issue 15: an
+edited cache changed the evidence of 6 of 8 dev claims without a word). A read-only
+index directory is served without a cache. Queries are the claim's stems (duplicates
 kept, as a bag of words). bm25s's own top-k selection uses ``argpartition``, which
 breaks ties arbitrarily; we take its full score vector and select with
 :func:`~factcheck.retrieval.base.stable_top` so equal scores keep corpus order.
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import tempfile
 import weakref
@@ -23,11 +28,13 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
+from factcheck.formats.files import current_umask, sha256_file
 from factcheck.retrieval.base import Hit, Ranking, Retriever, Selection, stable_top
 from factcheck.retrieval.bm25_weights import TermCounts
 from factcheck.text.analyzer import analyze
 
 logging.getLogger("bm25s").setLevel(logging.WARNING)
+log = logging.getLogger(__name__)
 
 
 class BM25Retriever(Retriever):
@@ -53,8 +60,11 @@ class BM25Retriever(Retriever):
                "method": self.method, "bm25s": bm25s.__version__}
         cache = self._cache_dir(index)
         if self.cache and _cache_matches(cache, key):
-            self._bm25 = bm25s.BM25.load(cache, mmap=False)
-            return self
+            try:
+                self._bm25 = bm25s.BM25.load(cache, mmap=False)
+                return self
+            except Exception as exc:  # checksums matched but bm25s still refused: rebuild
+                log.warning("%s: unreadable BM25 cache (%s); rebuilding it", cache, type(exc).__name__)
         if self.method == "lucene":
             self._bm25 = term_counts(index).bm25(self.k1, self.b)
         else:
@@ -62,7 +72,10 @@ class BM25Retriever(Retriever):
             token_ids, vocab = index.stem_ids
             self._bm25.index((token_ids, dict(vocab)), show_progress=False)
         if self.cache:
-            _save_atomic(self._bm25, cache, key)
+            try:
+                _save_atomic(self._bm25, cache, key)
+            except OSError as exc:  # a read-only index directory: do without the cache
+                log.info("%s: BM25 cache not saved (%s)", cache, exc.strerror or exc)
         return self
 
     def scores(self, claim: str) -> np.ndarray:
@@ -101,11 +114,26 @@ def term_counts(index) -> TermCounts:
     return counts
 
 
+KEY_FILE = "factcheck-key.json"
+
+
+def _cache_files(directory: Path) -> dict[str, str]:
+    return {p.relative_to(directory).as_posix(): sha256_file(p)
+            for p in sorted(directory.rglob("*")) if p.is_file() and p.name != KEY_FILE}
+
+
 def _cache_matches(cache: Path, key: dict) -> bool:
+    """The record names these parameters and every file's bytes still match it."""
     try:
-        return json.loads((cache / "factcheck-key.json").read_text()) == key
-    except (FileNotFoundError, ValueError):
+        record = json.loads((cache / KEY_FILE).read_text("utf-8"))
+        if not isinstance(record, dict) or record.get("key") != key:
+            return False
+        if _cache_files(cache) == record.get("files"):
+            return True
+    except (OSError, ValueError):
         return False
+    log.warning("%s: BM25 cache does not match its checksums (damaged or edited); rebuilding it", cache)
+    return False
 
 
 def _save_atomic(model, cache: Path, key: dict) -> None:
@@ -113,8 +141,9 @@ def _save_atomic(model, cache: Path, key: dict) -> None:
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-" + cache.name, dir=cache.parent))
     try:
+        os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700: honour the umask, like every output
         model.save(tmp)
-        (tmp / "factcheck-key.json").write_text(json.dumps(key))
+        (tmp / KEY_FILE).write_text(json.dumps({"key": key, "files": _cache_files(tmp)}))
         if cache.exists():
             shutil.rmtree(cache)
         tmp.rename(cache)

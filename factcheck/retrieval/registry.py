@@ -57,6 +57,9 @@ def write_retrieval(out: Path, claims: list[Claim], evidences: dict, explain: di
     predictions file never exists without its explanations."""
     from factcheck.evaluation.evaluate import explanations_path
     sidecar = explanations_path(Path(out))
+    for dest in (Path(out), sidecar):  # refuse before either write: never a sidecar alone
+        if dest.is_dir():
+            raise InputError(dest, None, "is a directory, expected a file name")
     write_json_atomic(sidecar, {"method": retriever.name, "params": retriever.params(), "claims": explain})
     write_predictions(out, claims, evidences, labels)
     return sidecar

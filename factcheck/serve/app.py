@@ -19,7 +19,6 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from factcheck.errors import InputError
 from factcheck.serve import dev as devview
@@ -107,7 +106,7 @@ def resolve_paths(run_dir: Path | None, index_dir: Path | None, model_dir: Path 
 
 def create_app(run_dir: Path | None = None, index_dir: Path | None = None, model_dir: Path | None = None,
                dev_claims: Path | None = None, *, max_claim_chars: int = MAX_CLAIM_CHARS,
-               allowed_hosts: list[str] | None = None, warm_up: bool = True) -> FastAPI:
+               allowed_hosts: list[str] | None = None, warm_up: bool = True, debug: bool = False) -> FastAPI:
     """Load the system and the run's artefacts once, and build the app around them.
 
     ``allowed_hosts`` (the serve command passes the loopback names when bound to
@@ -117,7 +116,7 @@ def create_app(run_dir: Path | None = None, index_dir: Path | None = None, model
     index_dir, model_dir = resolve_paths(run_dir, index_dir, model_dir)
     systems = load_systems(index_dir, model_dir, warm_up=warm_up)
     artefacts = load_artefacts(Path(run_dir) if run_dir else None, Path(dev_claims) if dev_claims else None)
-    return build_app(AppState(systems, artefacts, max_claim_chars), allowed_hosts)
+    return build_app(AppState(systems, artefacts, max_claim_chars), allowed_hosts, debug=debug)
 
 
 def _environment() -> jinja2.Environment:
@@ -132,13 +131,21 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def build_app(state: AppState, allowed_hosts: list[str] | None = None) -> FastAPI:
-    app = FastAPI(title="factcheck explain", docs_url=None, redoc_url=None)  # /docs would load CDN assets
+def build_app(state: AppState, allowed_hosts: list[str] | None = None, debug: bool = False) -> FastAPI:
+    # The API schema and /docs (CDN assets) describe the app to whoever asks: only with --debug.
+    app = FastAPI(title="factcheck explain", docs_url="/docs" if debug else None, redoc_url=None,
+                  openapi_url="/openapi.json" if debug else None)
     app.state.explain = state
     env = _environment()
     nav = {"methods": state.systems.methods, "best": state.systems.best,
            "unavailable": state.systems.unavailable, "max_chars": state.max_claim_chars,
            "has_run": state.artefacts.run_dir is not None}
+
+    def get(path: str, **kwargs):  # every page answers HEAD as well as GET
+        def register(fn):
+            app.api_route(path, methods=["HEAD"], **{**kwargs, "include_in_schema": False})(fn)
+            return app.get(path, **kwargs)(fn)
+        return register
 
     def page(name: str, status_code: int = 200, **ctx) -> HTMLResponse:
         return HTMLResponse(env.get_template(name).render(**nav, **ctx), status_code=status_code)
@@ -156,7 +163,7 @@ def build_app(state: AppState, allowed_hosts: list[str] | None = None) -> FastAP
             return JSONResponse({"detail": detail}, status_code=422)
         return page("error.html", 422, status=422, message=detail, active="")
 
-    @app.get("/", response_class=HTMLResponse)
+    @get("/", response_class=HTMLResponse)
     def check_page(claim: str | None = None, method: str = BEST):
         result, error, status = None, None, 200
         try:
@@ -168,24 +175,24 @@ def build_app(state: AppState, allowed_hosts: list[str] | None = None) -> FastAP
         return page("check.html", status, active="check", claim=claim or "", method_req=method,
                     result=result, error=error)
 
-    @app.get("/api/check")
+    @get("/api/check")
     def api_check(claim: str | None = None, method: str = BEST):
         return JSONResponse(state.check(claim, method))
 
-    @app.get("/api/methods")
+    @get("/api/methods")
     def api_methods():
         return {"best": state.systems.best, "methods": state.systems.methods,
                 "unavailable": state.systems.unavailable, "max_claim_chars": state.max_claim_chars}
 
-    @app.get("/favicon.ico", include_in_schema=False)
+    @get("/favicon.ico", include_in_schema=False)
     def favicon():  # browsers ask for it on every page; an empty answer keeps the console clean
         return Response(status_code=204)
 
-    @app.get("/healthz")
+    @get("/healthz")
     def healthz():
         return {"ok": True, "passages": len(state.systems.index)}
 
-    @app.get("/dev", response_class=HTMLResponse)
+    @get("/dev", response_class=HTMLResponse)
     def dev_page(show: str = "all"):
         if show not in devview.FILTERS:
             raise HTTPException(400, f"unknown filter {show[:40]!r}; expected one of {', '.join(devview.FILTERS)}")
@@ -193,23 +200,53 @@ def build_app(state: AppState, allowed_hosts: list[str] | None = None) -> FastAP
         return page("dev.html", active="dev", explorer=explorer, rows=devview.select(explorer.rows, show),
                     show=show, filters=devview.FILTERS, notes=state.artefacts.notes)
 
-    @app.get("/results", response_class=HTMLResponse)
+    @get("/results", response_class=HTMLResponse)
     def results_page():
         a = state.artefacts
         return page("results.html", active="results", t=tables(a.metrics), plots=list(a.plots),
                     run_dir=str(a.run_dir) if a.run_dir else None, notes=a.notes)
 
-    @app.get("/plots/{name}")
+    @get("/plots/{name}")
     def plot(name: str):
         data = state.artefacts.plots.get(name)  # a table listed at start-up; never a path
         if data is None:
             raise HTTPException(404, "no such plot")
         return Response(data, media_type="image/png", headers={"cache-control": "max-age=300"})
 
-    app.add_middleware(_SecurityHeaders)
     if allowed_hosts:
-        app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)
+        app.add_middleware(_HostCheck, allowed=allowed_hosts)
+    app.add_middleware(_SecurityHeaders)  # added last = outermost: on every response, errors too
     return app
+
+
+def host_of(header: str) -> str:
+    """The host part of a Host header: ``[::1]:8000`` -> ``::1``, ``a.b:80`` -> ``a.b``."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:header.find("]")] if "]" in header else ""
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class _HostCheck:
+    """Rejects requests whose Host is not one of ``allowed`` (DNS rebinding).
+
+    Starlette's TrustedHostMiddleware cuts the Host at the first colon, which turns every
+    IPv6 literal (``[::1]:8000``) into ``[``; this parses both forms.
+    """
+
+    def __init__(self, app, allowed):
+        self.app = app
+        self.allowed = {host_of(h) if h.startswith("[") else h.lower() for h in allowed}
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or [])
+        host = host_of(headers.get(b"host", b"").decode("latin-1"))
+        if host in self.allowed:
+            return await self.app(scope, receive, send)
+        response = Response("Invalid host header", status_code=400, media_type="text/plain")
+        await response(scope, receive, send)
 
 
 class _SecurityHeaders:

@@ -9,9 +9,32 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from factcheck.cli import command
+from factcheck.cli import _positive_int, command
 
 LOOPBACK_NAMES = ["127.0.0.1", "localhost"]
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost``, any IPv4 127/8 address or ``::1``."""
+    import ipaddress
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def url_of(host: str, port: int) -> str:
+    host = host.strip("[]")
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
+def allowed_hosts_for(host: str) -> list[str] | None:
+    """The Host headers accepted when bound to a loopback address (None: not loopback)."""
+    if not is_loopback(host):
+        return None
+    return sorted({*LOOPBACK_NAMES, host.strip("[]").lower()})
 
 
 @command("serve", "the explain app: check claims and see why each passage was picked (FastAPI)")
@@ -25,8 +48,9 @@ def _serve(p):
                    help="gold dev claims for the dev explorer (default: dev-claims.json in the run's data_dir)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)")
     p.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
-    p.add_argument("--max-claim-chars", type=int, default=2000, help="longest claim accepted (default: 2000)")
+    p.add_argument("--max-claim-chars", type=_positive_int, default=2000, help="longest claim accepted (default: 2000)")
     p.add_argument("--access-log", action="store_true", help="log every request")
+    p.add_argument("--debug", action="store_true", help="also serve /openapi.json and /docs")
 
     def run(args):
         import uvicorn
@@ -35,15 +59,15 @@ def _serve(p):
         from factcheck.serve.app import create_app
         if not 0 <= args.port <= 65535:
             raise InputError(None, "--port", f"must be in 0..65535, got {args.port}")
-        loopback = args.host in LOOPBACK_NAMES
-        if not loopback:
+        allowed = allowed_hosts_for(args.host)
+        if allowed is None:
             print(f"factcheck serve: warning: binding {args.host}, not loopback: anyone who can reach this "
                   "address can use the app (it has no authentication)", file=sys.stderr)
         app = create_app(args.run, args.index, args.model, args.dev_claims, max_claim_chars=args.max_claim_chars,
-                         allowed_hosts=LOOPBACK_NAMES if loopback else None)
+                         allowed_hosts=allowed, debug=args.debug)
         s = app.state.explain.systems
         print(f"factcheck serve: {len(s.index)} passages, retrievers {', '.join(s.methods)} (best: {s.best}); "
-              f"http://{args.host}:{args.port}/", file=sys.stderr, flush=True)
-        uvicorn.run(app, host=args.host, port=args.port, log_level="info" if args.access_log else "warning",
+              f"{url_of(args.host, args.port)}", file=sys.stderr, flush=True)
+        uvicorn.run(app, host=args.host.strip("[]"), port=args.port, log_level="info" if args.access_log else "warning",
                     access_log=args.access_log)
     return run

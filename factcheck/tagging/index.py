@@ -11,7 +11,6 @@ import json
 from functools import cached_property
 from pathlib import Path
 
-import joblib
 import numpy as np
 
 from factcheck.formats.files import atomic_path
@@ -47,6 +46,9 @@ class TagIndex:
     def load(cls, root, verify: bool = True) -> "TagIndex":
         root = Path(root)
         manifest = store.verify_index(root) if verify else store.read_manifest(root)
+        if verify:  # every listed file through the restricted loader, the small models included
+            for name in manifest.data["models"]:
+                store.load_shard(root / store.MODELS_DIR / name, "vectorizer", mmap=True)
         ids, texts, indptrs, terms, weights = [], [], [np.zeros(1, np.int64)], [], []
         base = 0
         for s in manifest.shards:
@@ -107,11 +109,11 @@ class TagIndex:
     # ------------------------------------------------------------------ tags
     @cached_property
     def passage_vectorizer(self):
-        return joblib.load(self.root / store.MODELS_DIR / "passage_tfidf.joblib")
+        return store.load_vectorizer(self.root / store.MODELS_DIR / "passage_tfidf.joblib")
 
     @cached_property
     def tag_vectorizer(self):
-        return joblib.load(self.root / store.MODELS_DIR / "tag_tfidf.joblib")
+        return store.load_vectorizer(self.root / store.MODELS_DIR / "tag_tfidf.joblib")
 
     @cached_property
     def vocabulary(self) -> list[str]:

@@ -40,12 +40,12 @@ from factcheck.errors import InputError
 from factcheck.faults import crashpoint
 from factcheck.formats.evidence import SourceSpec, iter_passages
 from factcheck.formats.files import (TMP_PREFIX, dump_joblib_atomic, remove_stale_temporaries,
-                                     sha256_file, write_json_atomic)
-from factcheck.tagging import store
+                                     sha256_file, sha256_input, write_json_atomic)
+from factcheck.tagging import outdir, store
 from factcheck.tagging.backends import WorkerPool
 from factcheck.tagging.counting import count_terms
 from factcheck.tagging.packing import pack_strings, unpack_strings
-from factcheck.tagging.tag_model import fit_tag_vectorizer, passage_vectorizer
+from factcheck.tagging.tag_model import fit_tag_vectorizer
 from factcheck.tagging.topk import top_k_rows
 from factcheck.tagging.vocabulary import TermStats, Vocabulary
 
@@ -89,8 +89,11 @@ class TagJob:
     def run(self, source: SourceSpec, out: Path, force: bool = False) -> store.Manifest:
         # One pool for both map stages: a Dask run connects (or starts its LocalCluster)
         # once, and closes it however the run ends.
-        with WorkerPool(self.backend, self.jobs, self.scheduler) as self._pool:
-            return self._run(source, out, force)
+        # The output directory is ours alone for the whole run (see tagging/outdir.py).
+        self.params.validate()
+        with outdir.DirectoryLock(out):
+            with WorkerPool(self.backend, self.jobs, self.scheduler) as self._pool:
+                return self._run(source, out, force)
 
     def _run(self, source: SourceSpec, out: Path, force: bool) -> store.Manifest:
         self.params.validate()
@@ -147,12 +150,15 @@ class TagJob:
         elif plan_path.is_file():
             try:
                 previous = json.loads(plan_path.read_text("utf-8")).get("plan_key")
-            except ValueError:
+            except (ValueError, AttributeError):
                 previous = None
             if previous != plan_key:
-                # An unfinished run that never completed its split holds nothing worth
-                # keeping (e.g. it stopped at bad input): start afresh without --force.
-                if not force and (out / store.WORK_DIR / "split.json").is_file():
+                # Other settings never replace a run without --force (the lock rules out a
+                # run still in progress). Only a run of the same settings whose input was
+                # fixed after it stopped at bad input, before its split completed, holds
+                # nothing worth keeping and starts afresh.
+                if not force and (_plan_params(plan_path) != plan["params"]
+                                  or (out / store.WORK_DIR / "split.json").is_file()):
                     raise InputError(out, None, "holds an unfinished run with other input or parameters; "
                                      "use --force to discard it")
                 self._wipe(out)
@@ -243,12 +249,13 @@ class TagJob:
                 "tags_file": tname, "tags_sha256": sha256_file(out / tname),
             })
         tag_vec = fit_tag_vectorizer(vocab.terms, tag_counts, n, self.params.tag_features)
+        tag_terms = list(tag_vec.vocabulary_)  # in column order
         models = {
-            "passage_tfidf.joblib": dump_joblib_atomic(out / store.MODELS_DIR / "passage_tfidf.joblib",
-                                                       passage_vectorizer(vocab.terms, vocab.idf)),
-            "tag_tfidf.joblib": dump_joblib_atomic(out / store.MODELS_DIR / "tag_tfidf.joblib", tag_vec),
+            "passage_tfidf.joblib": store.write_vectorizer(out / store.MODELS_DIR / "passage_tfidf.joblib",
+                                                           vocab.terms, vocab.idf, "text"),
+            "tag_tfidf.joblib": store.write_vectorizer(out / store.MODELS_DIR / "tag_tfidf.joblib",
+                                                       tag_terms, tag_vec.idf_, "tags"),
         }
-        tag_terms = list(tag_vec.vocabulary_)
         manifest = {
             **plan,
             "plan_key": plan_key,
@@ -281,23 +288,24 @@ class TagJob:
 
     @staticmethod
     def _wipe(out: Path) -> None:
-        for sub in (store.PASSAGES_DIR, store.TAGS_DIR, store.MODELS_DIR, store.WORK_DIR):
-            shutil.rmtree(out / sub, ignore_errors=True)
-        (out / store.MANIFEST).unlink(missing_ok=True)
+        outdir.wipe(out)  # only the files this tool writes; never the user's
 
 
 def _has_content(out: Path) -> bool:
-    """Anything but folders and the ``.tmp-*`` files of a run killed at its first write."""
-    return any(not (p.is_dir() or p.name.startswith(TMP_PREFIX)) for p in out.rglob("*"))
+    """Anything but folders, our lock and the ``.tmp-*`` files of a run killed at its first write."""
+    return any(not (p.is_dir() or p.name.startswith(TMP_PREFIX) or p.name == outdir.LOCK_FILE)
+               for p in out.rglob("*"))
+
+
+def _plan_params(plan_path: Path):
+    try:
+        return json.loads(plan_path.read_text("utf-8"))["plan"]["params"]
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _input_sha256(path: Path) -> str:
-    try:
-        return sha256_file(path)
-    except FileNotFoundError:
-        raise InputError(path, None, "no such file") from None
-    except IsADirectoryError:
-        raise InputError(path, None, "is a directory, expected a file") from None
+    return sha256_input(path)
 
 
 # ---------------------------------------------------------------------- worker tasks

@@ -21,12 +21,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import joblib
 import numpy as np
 
 from factcheck.errors import InputError, IntegrityError
 from factcheck.formats.files import dump_joblib_atomic, dumps_json, sha256_bytes, sha256_file, write_json_atomic
-from factcheck.tagging.packing import pack_strings
+from factcheck.formats.safe_load import UnsafeFile, load_joblib_arrays
+from factcheck.tagging.packing import pack_strings, unpack_strings
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "factcheck-tag-index/1"
@@ -69,16 +69,47 @@ def write_tags_shard(path: Path, start: int, indptr: np.ndarray, terms: np.ndarr
 
 
 def load_shard(path: Path, kind: str, mmap: bool = False) -> dict:
-    """Load a shard file we wrote; anything unreadable is an IntegrityError naming it."""
+    """Load a shard file we wrote; anything unreadable is an IntegrityError naming it.
+
+    Read with the restricted unpickler: a shard naming anything but numpy arrays and
+    plain containers is refused before any of it is imported (a crafted index cannot
+    run code, even one whose manifest checksums were recomputed to match).
+    """
     try:
-        obj = joblib.load(path, mmap_mode="r" if mmap else None)
+        obj = load_joblib_arrays(path, mmap=mmap)
     except FileNotFoundError:
         raise IntegrityError(path, None, "missing shard") from None
+    except UnsafeFile as exc:
+        raise IntegrityError(path, None, f"refusing to load: it names {exc}, which could run code "
+                             "(only numpy arrays and plain containers are loaded; an index built by "
+                             "an older factcheck must be rebuilt with `factcheck tag ... --force`)") from None
     except Exception as exc:  # joblib/pickle raise many types on corrupt files
         raise IntegrityError(path, None, f"unreadable shard ({type(exc).__name__})") from None
     if not isinstance(obj, dict) or obj.get("kind") != kind:
         raise IntegrityError(path, None, f"not a {kind} shard")
     return obj
+
+
+VECTORIZER_ANALYZERS = ("text", "tags")
+
+
+def write_vectorizer(path: Path, terms: list[str], idf: np.ndarray, analyzer: str) -> str:
+    """A fitted TF-IDF vectoriser as arrays (its terms, IDF and analyzer name), not a pickle."""
+    term_buf, term_off = pack_strings(list(terms))
+    return dump_joblib_atomic(path, {"kind": "vectorizer", "analyzer": analyzer, "term_bytes": term_buf,
+                                     "term_offsets": term_off, "idf": np.asarray(idf, dtype=np.float64)})
+
+
+def load_vectorizer(path: Path):
+    """The scikit-learn vectoriser stored by :func:`write_vectorizer`."""
+    from factcheck.tagging.tag_model import make_vectorizer
+    from factcheck.text.analyzer import TextAnalyzer, split_tags
+    obj = load_shard(path, "vectorizer")
+    terms = unpack_strings(obj["term_bytes"], obj["term_offsets"])
+    if obj.get("analyzer") not in VECTORIZER_ANALYZERS or len(terms) != len(obj["idf"]):
+        raise IntegrityError(path, None, "not a vectoriser file")
+    return make_vectorizer(terms, np.asarray(obj["idf"], dtype=np.float64),
+                           TextAnalyzer() if obj["analyzer"] == "text" else split_tags)
 
 
 # --------------------------------------------------------------------------- done records
@@ -181,3 +212,18 @@ def verify_index(root: Path, manifest: Manifest | None = None) -> Manifest:
             if f"{sub}/{path.name}" not in expected:
                 raise IntegrityError(path, None, "extra shard not listed in the manifest")
     return manifest
+
+
+def check_loadable(root: Path, manifest: Manifest) -> None:
+    """Open every listed file with the restricted loader (memory-mapped: cheap).
+
+    Checksums prove a file is the one the manifest names, not that the manifest is
+    honest: whoever writes the directory can recompute both. This proves nothing in the
+    index would run code when loaded.
+    """
+    root = Path(root)
+    for s in manifest.shards:
+        load_shard(root / s["passages_file"], "passages", mmap=True)
+        load_shard(root / s["tags_file"], "tags", mmap=True)
+    for name in manifest.data["models"]:
+        load_shard(root / MODELS_DIR / name, "vectorizer", mmap=True)

@@ -11,7 +11,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from factcheck.cli import add_renamed, command, plural
+from factcheck.cli import add_renamed, check_outputs, command, plural
 
 
 @command("train-rerank", "train the learned reranker (fit on 4/5 of the claims, tune on the other 1/5)")
@@ -19,7 +19,7 @@ def _train_rerank(p):
     p.add_argument("--index", type=Path, required=True, help="tag index directory (from factcheck tag)")
     p.add_argument("--claims", type=Path, required=True, help="labelled training claims (course format)")
     add_renamed(p, "--rerank-model", "--out", required=True, type=Path,
-                help="reranker file to write (the file `retrieve --rerank-model` reads)")
+                help="reranker file to write (skops; the file `retrieve --rerank-model` reads)")
     p.add_argument("--depth", type=int, default=None, help="BM25 candidates per claim (default: 300)")
     p.add_argument("--memory-k", type=int, default=None,
                    help="similar training claims whose gold passages join the candidates "
@@ -32,6 +32,7 @@ def _train_rerank(p):
         from factcheck.retrieval.rerank.retriever import DEFAULT_CANDIDATES, train_reranker
         from factcheck.tagging.index import TagIndex
 
+        check_outputs([args.rerank_model], [args.index, args.claims])
         claims = read_claims(args.claims, require_labels=True)
         if len(claims) < 5:
             raise InputError(args.claims, None, f"too few claims to train on ({len(claims)}; need at least 5)")

@@ -3,8 +3,8 @@
 Usage::
 
     retriever = train_reranker(index, fit_claims, holdout_claims)   # fitted to ``index``
-    retriever.save("rerank.joblib")
-    retriever = RerankRetriever.load("rerank.joblib").fit(index)   # e.g. in the web app
+    retriever.save("rerank.skops")
+    retriever = RerankRetriever.load("rerank.skops").fit(index)   # e.g. in the web app
     retriever.retrieve(["Arctic sea ice is recovering."])
 
 The saved model holds the candidate settings, the boosted trees, the cut-off, the label
@@ -19,11 +19,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import joblib
 import numpy as np
 
 from factcheck.errors import InputError
-from factcheck.formats.files import dump_joblib_atomic
+from factcheck.formats.files import dump_model_atomic
+from factcheck.formats.safe_load import load_model
 from factcheck.retrieval.base import Hit, Ranking, Retriever, Selection
 from factcheck.retrieval.rerank import features as F
 from factcheck.retrieval.rerank.candidates import CandidateConfig, CandidateGenerator
@@ -141,7 +141,7 @@ class RerankRetriever(Retriever):
         if self.model is None:
             raise ValueError("nothing to save: the reranker is not trained")
         mem = self.memory
-        dump_joblib_atomic(Path(path), {
+        dump_model_atomic(Path(path), {
             "format": FORMAT, "candidates": self.config.to_json(), "cutoff": self.cutoff.to_json(),
             "model": self.model, "report": self.report,
             "memory": None if mem is None else {"claim_ids": mem.claim_ids, "texts": mem.texts,
@@ -152,10 +152,7 @@ class RerankRetriever(Retriever):
         path = Path(path)
         if not path.is_file():
             raise InputError(path, None, "no such reranker model (train one with `factcheck train-rerank`)")
-        try:
-            obj = joblib.load(path)
-        except Exception as exc:  # a truncated or foreign file: say so in one line
-            raise InputError(path, None, f"not a readable reranker model ({type(exc).__name__})") from None
+        obj = load_model(path, "reranker model")  # skops with trusted types only: no code runs
         if not isinstance(obj, dict) or obj.get("format") != FORMAT:
             raise InputError(path, None, f"not a reranker model (expected format {FORMAT})")
         m = obj["memory"]

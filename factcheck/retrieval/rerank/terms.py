@@ -20,21 +20,27 @@ thousands commas removed), so nothing here can see a passage's format -- a ``hea
 prefix, brackets, semicolons or capital letters.
 
 The arrays are cached next to the tag index (``DIR/rerank/terms-<key>.npz``), keyed by
-the index's plan key and :data:`ANALYSIS_VERSION`; a read-only index skips the cache.
+the index's plan key and :data:`ANALYSIS_VERSION`, with its sha256 in ``terms-<key>.sha256``
+checked before every load (a damaged or edited cache is rebuilt); a read-only index
+skips the cache.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from factcheck.formats.files import atomic_path
+from factcheck.errors import InputError
+from factcheck.formats.files import atomic_path, sha256_file, write_text_atomic
 from factcheck.text.analyzer import TextAnalyzer
+
+log = logging.getLogger(__name__)
 
 ANALYSIS_VERSION = "stems+alnum-split+bigrams+numbers/1"
 _ALNUM_BOUNDARY = re.compile(r"(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_])")
@@ -120,16 +126,20 @@ class TermIndex:
         key = hashlib.sha256(json.dumps({"plan_key": index.manifest.data.get("plan_key"),
                                          "n": len(index), "analysis": ANALYSIS_VERSION}).encode()).hexdigest()[:16]
         path = Path(index.root) / "rerank" / f"terms-{key}.npz"
+        record = path.with_suffix(".sha256")  # the cache's own checksum, checked before use
         if cache and path.is_file():
             try:
-                return cls._load(path)
-            except (OSError, ValueError, KeyError):
-                pass
+                if record.read_text("ascii").strip() == sha256_file(path):
+                    return cls._load(path)
+                log.warning("%s: does not match its checksum (damaged or edited); rebuilding it", path)
+            except Exception as exc:  # a damaged cache is rebuilt, whatever numpy/zipfile raise
+                log.warning("%s: unreadable cache (%s); rebuilding it", path, type(exc).__name__)
         built = cls.build(index.texts)
         if cache:
             try:
                 built._save(path)
-            except OSError:  # a read-only index directory: just do without the cache
+                write_text_atomic(record, sha256_file(path) + "\n")
+            except (OSError, InputError):  # a read-only index directory: just do without the cache
                 pass
         return built
 
