@@ -62,6 +62,30 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _jobs(text: str) -> int:
+    """joblib's convention: N workers, or -1 = all cores, -2 = all but one, ...; never 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value == 0:
+        raise argparse.ArgumentTypeError("must not be 0 (N workers, or -1 for all cores)")
+    return value
+
+
+def check_output_dir(path) -> None:
+    """An output directory must be creatable: refuse at once, before hours of work (a
+    file in its place, or a parent that is a file, used to fail at the first write)."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise InputError(p, None, "exists and is not a directory")
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(p, None, f"cannot be created: {parent} is not a directory")
+            break
+
+
 def _non_negative_int(text: str) -> int:
     try:
         value = int(text)
@@ -118,7 +142,7 @@ def add_tag_args(p: argparse.ArgumentParser) -> None:
                    help="vocabulary of the tag vectoriser (default: 1000)")
     p.add_argument("--shard-size", type=_positive_int, default=100_000,
                    help="passages per shard file (default: 100000)")
-    p.add_argument("--jobs", type=int, default=-1, help="worker processes (default: -1 = all cores)")
+    p.add_argument("--jobs", type=_jobs, default=-1, help="worker processes (default: -1 = all cores)")
     p.add_argument("--backend", choices=("loky", "dask"), default="loky",
                    help="loky: local processes; dask: a Dask cluster (default: loky)")
     p.add_argument("--scheduler", default=None,

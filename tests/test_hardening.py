@@ -202,6 +202,30 @@ def test_fresh_classifier_round_trips_through_the_safe_format(demo_classifier, t
     assert np.array_equal(loaded.predict_proba(X), model.predict_proba(X))
 
 
+def test_every_estimator_class_of_ours_is_on_the_model_allow_list():
+    """A factcheck estimator class missing from TRUSTED_MODEL_TYPES saves fine and then
+    cannot be loaded (found in review: the stance model's StanceFeatures)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    from sklearn.base import BaseEstimator
+
+    import factcheck
+    from factcheck.formats.safe_load import TRUSTED_MODEL_TYPES
+    missing, seen = [], 0
+    for info in pkgutil.walk_packages(factcheck.__path__, "factcheck."):
+        if not info.name.startswith(("factcheck.classification", "factcheck.retrieval")):
+            continue
+        module = importlib.import_module(info.name)
+        for obj in vars(module).values():
+            if inspect.isclass(obj) and obj.__module__ == module.__name__ and issubclass(obj, BaseEstimator):
+                seen += 1
+                if f"{obj.__module__}.{obj.__qualname__}" not in TRUSTED_MODEL_TYPES:
+                    missing.append(f"{obj.__module__}.{obj.__qualname__}")
+    assert seen >= 2 and missing == []  # ClaimEvidenceFeatures, StanceFeatures at least
+
+
 def test_payload_model_directory_is_refused_in_one_line_and_runs_nothing(tmp_path, demo_index):
     from factcheck.classification.model import MODEL_FILE
     from factcheck.pipeline.system import RERANK_FILE

@@ -56,8 +56,13 @@ def save_classifier(model, directory: Path, meta: dict) -> None:
 def load_classifier(directory: Path):
     path = Path(directory) / MODEL_FILE
     if not path.is_file():
+        old = path.with_suffix(".joblib")
+        if old.is_file():  # written before model files became skops (issue 15)
+            raise InputError(old, None, "an old pickle-format classifier, refused (loading a pickle can run "
+                             "code); retrain with `factcheck train` or `factcheck run`")
         raise InputError(path, None, "no trained classifier here (run `factcheck train` or `factcheck run`)")
     obj = load_model(path, "classifier")
-    if not isinstance(obj, dict) or "model" not in obj or not isinstance(obj.get("meta"), dict):
+    if not isinstance(obj, dict) or "model" not in obj or not isinstance(obj.get("meta"), dict) \
+            or not callable(getattr(obj["model"], "predict_proba", None)):
         raise InputError(path, None, "not a classifier file")
     return obj["model"], obj["meta"]

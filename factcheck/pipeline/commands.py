@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from factcheck.cli import add_renamed, add_tag_args, check_outputs, command
+from factcheck.cli import add_renamed, add_tag_args, check_output_dir, check_outputs, command
 
 
 @command("run", "the whole pipeline end to end on a course data directory")
@@ -50,6 +50,7 @@ def _train(p):
         from factcheck.tagging.index import TagIndex
 
         check_outputs([args.model], [args.index, args.claims])
+        check_output_dir(args.model)
         index = TagIndex.load(args.index)
         train = read_claims(args.claims, require_labels=True)
         t = train_system(index, train, args.model, args.method, model_dir=args.model)

@@ -80,6 +80,17 @@ class Clock:
 def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_dir: Path | None = None,
                  method: str = "auto", jobs: int = -1, force: bool = False, progress: bool | None = None,
                  tag_args: dict | None = None) -> dict:
+    """Everything end to end (see the module docstring); ``out`` is this run's alone while
+    it runs (a second run into it fails at once, naming this one's pid: two runs used to
+    both finish, each writing part of the model, predictions and metrics)."""
+    from factcheck.tagging.outdir import DirectoryLock
+    with DirectoryLock(Path(out)):
+        return _run_pipeline(data_dir, out, evidence, index_dir, method, jobs, force, progress, tag_args)
+
+
+def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_dir: Path | None = None,
+                 method: str = "auto", jobs: int = -1, force: bool = False, progress: bool | None = None,
+                 tag_args: dict | None = None) -> dict:
     from factcheck.classification.calibration import reliability
     from factcheck.evaluation.ablation import ablation
     from factcheck.formats.claims import LABELS

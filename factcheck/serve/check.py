@@ -21,6 +21,8 @@ BAR = 24  # characters of the widest probability bar
 PATHS = {
     "filtered": "passed the tag rule's thresholds",
     "fallback": "fallback: nothing passed the filter, so the best over the whole corpus",
+    "fallback/rerank": ("fallback: the claim shares no term with the corpus and resembles no training claim, "
+                        "so the first passages in corpus order"),
     "ranked": "the top of the BM25 ranking",
     "reranked": "scored by the learned reranker, cut off per claim",
 }
@@ -122,7 +124,7 @@ def format_check(view: dict, width: int = 100) -> str:
     hits = view["hits"]
     n = len(hits)
     out += ["", f"Evidence: {n} passage{'' if n == 1 else 's'}, retriever {method}",
-            wrap(f"how: {PATHS.get(view['path'], view['path'])}"
+            wrap(f"how: {PATHS.get(view['path'] + '/' + view['method'], PATHS.get(view['path'], view['path']))}"
                  + (" (" + ", ".join(f"{k}={_fmt(v)}" for k, v in (view.get("thresholds") or {}).items()) + ")"
                     if view.get("thresholds") else ""), "  ")]
     for i, hit in enumerate(hits, 1):

@@ -16,7 +16,7 @@ FILTERS = {
     "all": "all claims",
     "missed": "some gold passage not retrieved",
     "wrong": "label wrong",
-    "fallback": "tag rule fell back",
+    "fallback": "retriever fell back (tag rule: nothing passed the filter; reranker: nothing to rank)",
 }
 
 

@@ -106,7 +106,8 @@ def wipe(out: Path) -> int:
     manifest = out / store.MANIFEST
     if manifest.is_file():
         try:
-            ours = json.loads(manifest.read_text("utf-8")).get("format") == store.MANIFEST_FORMAT
+            found = json.loads(manifest.read_text("utf-8")).get("format")
+            ours = isinstance(found, str) and found.startswith(store.FORMAT_FAMILY)  # any version of ours
         except (ValueError, UnicodeDecodeError, AttributeError):
             ours = False
         if not ours:

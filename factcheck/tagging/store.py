@@ -29,7 +29,11 @@ from factcheck.formats.safe_load import UnsafeFile, load_joblib_arrays
 from factcheck.tagging.packing import pack_strings, unpack_strings
 
 MANIFEST = "manifest.json"
-MANIFEST_FORMAT = "factcheck-tag-index/1"
+# /2: the vectorisers are stored as arrays + vocabulary (restricted loader), not pickled
+# scikit-learn objects as in /1. A /1 index is refused with a "rebuild" message, and
+# `factcheck tag ... --force` replaces it (its plan key differs, so it is never reused).
+MANIFEST_FORMAT = "factcheck-tag-index/2"
+FORMAT_FAMILY = "factcheck-tag-index/"
 MANIFEST_CHECKSUM = "manifest_sha256"
 PASSAGES_DIR, TAGS_DIR, MODELS_DIR, WORK_DIR = "passages", "tags", "models", "work"
 MODEL_FILES = ("passage_tfidf.joblib", "tag_tfidf.joblib")
@@ -178,6 +182,10 @@ def read_manifest(root: Path) -> Manifest:
     except (ValueError, UnicodeDecodeError) as exc:
         raise IntegrityError(path, None, f"corrupt manifest ({exc.__class__.__name__})") from None
     if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+        found = data.get("format") if isinstance(data, dict) else None
+        if isinstance(found, str) and found.startswith(FORMAT_FAMILY):
+            raise IntegrityError(path, None, f"an index of an older format ({found}; this version reads "
+                                 f"{MANIFEST_FORMAT}): rebuild it with `factcheck tag EVIDENCE --out DIR --force`")
         raise IntegrityError(path, None, f"not a {MANIFEST_FORMAT} manifest")
     if data.pop(MANIFEST_CHECKSUM, None) != _manifest_digest(data):
         raise IntegrityError(path, None, "manifest checksum mismatch (corrupted or edited); "

@@ -155,9 +155,14 @@ class RerankRetriever(Retriever):
         obj = load_model(path, "reranker model")  # skops with trusted types only: no code runs
         if not isinstance(obj, dict) or obj.get("format") != FORMAT:
             raise InputError(path, None, f"not a reranker model (expected format {FORMAT})")
-        m = obj["memory"]
-        memory = None if m is None else ClaimMemory(m["claim_ids"], m["texts"], m["evidences"])
-        return cls(obj["candidates"], obj["model"], obj["cutoff"], memory, obj.get("report"))
+        try:  # trusted types, but the contents may still be wrong: one line, never a traceback
+            if not callable(getattr(obj["model"], "predict", None)):
+                raise TypeError("model has no predict")
+            m = obj["memory"]
+            memory = None if m is None else ClaimMemory(m["claim_ids"], m["texts"], m["evidences"])
+            return cls(obj["candidates"], obj["model"], obj["cutoff"], memory, obj.get("report"))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise InputError(path, None, f"not a reranker model (damaged contents: {type(exc).__name__})") from None
 
 
 # ---------------------------------------------------------------------- training
