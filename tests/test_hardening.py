@@ -465,3 +465,15 @@ def test_bm25_cache_directory_honours_the_umask(index, tmp_path):
     (cache,) = (index / "bm25").iterdir()
     assert cache.stat().st_mode & 0o777 == 0o755
     assert all(p.stat().st_mode & 0o777 == 0o644 for p in cache.rglob("*") if p.is_file())
+
+
+def test_serve_on_a_port_in_use_is_one_line_before_loading_anything(tmp_path):
+    """Found in review: uvicorn's own error and exit status 3, after a "ready" line."""
+    import socket
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        proc = run_cli("serve", "--index", tmp_path / "no-index", "--model", tmp_path / "no-model",
+                       "--port", port, timeout=60)
+    assert_one_line_error(proc, "--port", "cannot listen", str(port))

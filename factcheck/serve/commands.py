@@ -30,6 +30,27 @@ def url_of(host: str, port: int) -> str:
     return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
 
+def check_can_listen(host: str, port: int) -> None:
+    """Bind (and release) ``host:port`` once: a port in use or an address that is not this
+    machine's used to surface after start-up as uvicorn's own log line and exit status 3,
+    after the "ready" line had already been printed."""
+    import errno
+    import socket
+
+    from factcheck.errors import InputError
+    try:
+        family, _, _, _, addr = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        raise InputError(None, "--host", f"cannot resolve {host!r} ({getattr(exc, 'strerror', None) or exc})") from None
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        try:
+            sock.bind(addr)
+        except OSError as exc:
+            flag = "--port" if exc.errno == errno.EADDRINUSE else "--host"
+            raise InputError(None, flag, f"cannot listen on {url_of(host, port)} ({exc.strerror})") from None
+
+
 def allowed_hosts_for(host: str) -> list[str] | None:
     """The Host headers accepted when bound to a loopback address (None: not loopback)."""
     if not is_loopback(host):
@@ -59,6 +80,7 @@ def _serve(p):
         from factcheck.serve.app import create_app
         if not 0 <= args.port <= 65535:
             raise InputError(None, "--port", f"must be in 0..65535, got {args.port}")
+        check_can_listen(args.host, args.port)  # before loading the index: fail in seconds, in one line
         allowed = allowed_hosts_for(args.host)
         if allowed is None:
             print(f"factcheck serve: warning: binding {args.host}, not loopback: anyone who can reach this "
