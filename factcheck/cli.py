@@ -52,11 +52,15 @@ def add_renamed(p: argparse.ArgumentParser, new: str, old: str, required: bool =
                        help=argparse.SUPPRESS)
 
 
-def _positive_int(text: str) -> int:
+def _int(text: str) -> int:
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def _positive_int(text: str) -> int:
+    value = _int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
@@ -64,10 +68,7 @@ def _positive_int(text: str) -> int:
 
 def _jobs(text: str) -> int:
     """joblib's convention: N workers, or -1 = all cores, -2 = all but one, ...; never 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    value = _int(text)
     if value == 0:
         raise argparse.ArgumentTypeError("must not be 0 (N workers, or -1 for all cores)")
     return value
@@ -87,10 +88,7 @@ def check_output_dir(path) -> None:
 
 
 def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    value = _int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
     return value

@@ -25,17 +25,24 @@ from factcheck.faults import crashpoint
 TMP_PREFIX = ".tmp-"
 
 
+def read_error(path: Path, exc: OSError) -> InputError:
+    """The one-line error for an input that could not be read (stat, open or read)."""
+    if isinstance(exc, FileNotFoundError):
+        return InputError(path, None, "no such file")
+    if isinstance(exc, IsADirectoryError):
+        return InputError(path, None, "is a directory, expected a file")
+    if isinstance(exc, PermissionError):
+        return InputError(path, None, "permission denied")
+    return InputError(path, None, f"cannot read: {exc.strerror or exc}")
+
+
 def check_regular_file(path: Path) -> None:
     """Refuse what is not a regular file before opening it: opening a FIFO blocks until a
     writer comes, and our readers read an input twice (checksum, then parse)."""
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise InputError(path, None, "no such file") from None
-    except PermissionError:
-        raise InputError(path, None, "permission denied") from None
     except OSError as exc:
-        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+        raise read_error(path, exc) from None
     if stat.S_ISDIR(mode):
         raise InputError(path, None, "is a directory, expected a file")
     if not stat.S_ISREG(mode):
@@ -60,10 +67,8 @@ def sha256_input(path: Path) -> str:
     check_regular_file(path)
     try:
         return sha256_file(path)
-    except PermissionError:
-        raise InputError(path, None, "permission denied") from None
     except OSError as exc:
-        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+        raise read_error(path, exc) from None
 
 
 def open_binary(path: Path):
@@ -74,14 +79,8 @@ def open_binary(path: Path):
         if path.suffix == ".gz":
             return gzip.open(path, "rb")
         return open(path, "rb")
-    except FileNotFoundError:
-        raise InputError(path, None, "no such file") from None
-    except IsADirectoryError:
-        raise InputError(path, None, "is a directory, expected a file") from None
-    except PermissionError:
-        raise InputError(path, None, "permission denied") from None
     except OSError as exc:
-        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+        raise read_error(path, exc) from None
 
 
 @contextmanager

@@ -27,7 +27,7 @@ def _run(p):
         m = run_pipeline(args.data_dir, args.out, args.evidence, args.index, args.method, args.jobs,
                          args.force, False if args.quiet else None, tag_args)
         iv = m["intervals"]
-        fmt = lambda k: "{:.3f} [{:.3f}, {:.3f}]".format(iv[k]["value"], *iv[k]["ci95"])  # noqa: E731
+        fmt = lambda k: _fmt(iv[k])  # noqa: E731
         ret = m["run"]["retriever"]
         how = {"default": ", the default", "user": ", named with --method"}.get(ret.get("chosen_by"), "")
         print(f"dev evidence F {fmt('evidence_f')}, accuracy {fmt('accuracy')}, "

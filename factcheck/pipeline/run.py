@@ -26,7 +26,7 @@ from pathlib import Path
 from factcheck.errors import InputError
 from factcheck.formats.claims import read_claims, write_predictions
 from factcheck.formats.evidence import source_spec
-from factcheck.formats.files import write_json_atomic
+from factcheck.formats.files import sha256_file, write_json_atomic
 from factcheck.pipeline.splits import train_holdout_split
 from factcheck.pipeline.system import FactChecker, save_system
 
@@ -148,7 +148,7 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index
         on_dev = selection.dev_scores(candidates, dev)
     metrics["run"] = {
         "data_dir": str(Path(data_dir).resolve()), "evidence": files["evidence"].name,
-        "dev_sha256": _sha256(files["dev"]),
+        "dev_sha256": sha256_file(files["dev"]),
         "index": str(Path(index_dir).resolve()), "passages": len(index),
         "retriever": {"chosen": candidates.best, "params": system.retriever.params(),
                       "holdout": candidates.holdout_scores, "chosen_by": candidates.chosen_by,
@@ -224,11 +224,6 @@ def _config_json(config) -> dict:
     d = asdict(config)
     d["groups"] = list(d["groups"])
     return d
-
-
-def _sha256(path: Path) -> str:
-    import hashlib
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _check_gold_ids(index, claims, path) -> None:

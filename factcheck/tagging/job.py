@@ -101,7 +101,7 @@ class TagJob:
         plan = {
             "format": store.MANIFEST_FORMAT,
             "params": asdict(self.params),
-            "input": {**source.describe(), "sha256": _input_sha256(source.path),
+            "input": {**source.describe(), "sha256": sha256_input(source.path),
                       "bytes": source.path.stat().st_size},
         }
         plan_key = _key(plan)
@@ -302,10 +302,6 @@ def _plan_params(plan_path: Path):
         return json.loads(plan_path.read_text("utf-8"))["plan"]["params"]
     except (ValueError, KeyError, TypeError):
         return None
-
-
-def _input_sha256(path: Path) -> str:
-    return sha256_input(path)
 
 
 # ---------------------------------------------------------------------- worker tasks
