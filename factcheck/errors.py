@@ -9,23 +9,51 @@ from __future__ import annotations
 
 
 class InputError(Exception):
-    """A problem with a file the user gave us (exit status 2, no traceback)."""
+    """A problem with something the user gave us (exit status 2, no traceback).
 
-    def __init__(self, path, place: str | None, message: str):
+    Parameters
+    ----------
+    path : str or Path or None
+        The file at fault, if any.
+    place : str or None
+        Where in it (``line 12``, ``claim-1234``), or what else is at fault.
+    message : str
+        What is wrong and, where it helps, what to do.
+    param : str or None, keyword-only
+        The library parameter at fault (``"method"``, ``"chunk_window"``). Library code
+        names parameters, never command-line flags; the CLI renders them as its flags
+        (``one_line({"method": "--method"})``), a Python user sees the parameter name.
+
+    Example
+    -------
+    >>> InputError(None, None, "unknown method 'x'", param="method").one_line()
+    "method: unknown method 'x'"
+    >>> InputError(None, None, "unknown method 'x'", param="method").one_line({"method": "--method"})
+    "--method: unknown method 'x'"
+    """
+
+    def __init__(self, path, place: str | None, message: str, *, param: str | None = None):
         self.path = str(path) if path is not None else None
         self.place = place
         self.message = message
+        self.param = param
         super().__init__(self.one_line())
 
     def __reduce__(self):
         # Errors raised in worker processes travel back pickled; keep them InputErrors.
-        return (type(self), (self.path, self.place, self.message))
+        return (_rebuild, (type(self), self.path, self.place, self.message, self.param))
 
-    def one_line(self) -> str:
-        parts = [p for p in (self.path, self.place) if p]
+    def one_line(self, flags: dict[str, str] | None = None) -> str:
+        """The error as one line; ``flags`` maps parameter names to how the caller spells them."""
+        name = (flags or {}).get(self.param, self.param) if self.param else None
+        parts = [p for p in (self.path, name, self.place) if p]
         prefix = ": ".join(parts)
         text = f"{prefix}: {self.message}" if prefix else self.message
         return " ".join(text.split())  # never more than one line
+
+
+def _rebuild(cls, path, place, message, param):
+    return cls(path, place, message, param=param)
 
 
 class IntegrityError(InputError):
