@@ -126,7 +126,7 @@ def main(argv=None) -> int:
         # B reaches the directory one interpreter start-up after its launch, like A: draw
         # the delay over A's working time so the races land inside it.
         t1 = time.monotonic()
-        subprocess.run([sys.executable, "-c", "import factcheck.cli_commands, factcheck.tagging.job"], check=True)
+        subprocess.run([sys.executable, "-c", "import factcheck.cli, factcheck.tagging.job"], check=True)
         work_time = max(duration - (time.monotonic() - t1), 0.5)
         rng = random.Random(args.seed)
         failures, outcomes = 0, Counter()

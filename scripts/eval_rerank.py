@@ -39,7 +39,7 @@ from factcheck.evaluation.course_metric import evidence_f  # noqa: E402
 from factcheck.evaluation.intervals import bootstrap_mean, paired_bootstrap_diff, wilson  # noqa: E402
 from factcheck.evaluation.retrieval_metrics import recall_at  # noqa: E402
 from factcheck.formats.claims import read_claims  # noqa: E402
-from factcheck.pipeline.splits import train_holdout_split  # noqa: E402
+from factcheck.formats.splits import train_holdout_split  # noqa: E402
 from factcheck.retrieval.bm25 import BM25Retriever  # noqa: E402
 from factcheck.retrieval.rerank import features as F  # noqa: E402
 from factcheck.retrieval.rerank.retriever import (DEFAULT_CANDIDATES, RerankRetriever, TrainingData,  # noqa: E402

@@ -62,7 +62,7 @@ def corpus_section(name: str, work: Path, extra_rows) -> tuple[list[str], dict]:
     from factcheck.formats.claims import read_claims
     from factcheck.pipeline import tuning
     from factcheck.pipeline.selection import tune_retrievers
-    from factcheck.pipeline.splits import train_holdout_split
+    from factcheck.formats.splits import train_holdout_split
     from factcheck.retrieval.tag_rule import TagRuleRetriever
     from factcheck.tagging.index import TagIndex
 

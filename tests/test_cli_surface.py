@@ -16,7 +16,8 @@ import re
 import pytest
 
 from conftest import DEMO, assert_one_line_error, run_cli, shared_file
-from factcheck.cli import _Deprecated, build_parser
+from factcheck.cli import build_parser
+from factcheck.cli.options import Deprecated
 from factcheck.formats.claims import LABELS
 from factcheck.serve.check import check_claim, format_check
 
@@ -38,7 +39,7 @@ def test_every_option_of_every_command_has_help():
         for action in sp._actions:
             if isinstance(action, argparse._HelpAction):
                 continue
-            if isinstance(action, _Deprecated):  # hidden; the new spelling's help names it
+            if isinstance(action, Deprecated):  # hidden; the new spelling's help names it
                 assert any(o in a.help for a in sp._actions if a.dest == action.dest and a is not action
                            for o in action.option_strings), (name, action.option_strings)
                 continue
@@ -51,7 +52,7 @@ def test_one_name_per_concept():
     uses = {}
     for name, sp in subparsers().items():
         for action in sp._actions:
-            if isinstance(action, _Deprecated):
+            if isinstance(action, Deprecated):
                 continue
             for opt in action.option_strings:
                 assert opt not in OLD_SPELLINGS, (name, opt)

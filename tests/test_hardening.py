@@ -417,7 +417,7 @@ def test_max_claim_chars_must_be_positive():
 @pytest.mark.parametrize("host, url", [("::1", "http://[::1]:8000/"), ("127.0.0.2", "http://127.0.0.2:8000/"),
                                        ("localhost", "http://localhost:8000/")])
 def test_every_loopback_address_gets_the_host_check_and_a_correct_url(host, url):
-    from factcheck.serve.commands import allowed_hosts_for, url_of
+    from factcheck.cli.serve import allowed_hosts_for, url_of
     assert allowed_hosts_for(host) is not None and url_of(host, 8000) == url
     assert allowed_hosts_for("0.0.0.0") is None and allowed_hosts_for("192.168.1.4") is None
 
@@ -431,7 +431,7 @@ def demo_run_app_state(tmp_path_factory):
 
 def test_app_host_check_headers_head_and_no_openapi(demo_run_app_state):
     from factcheck.serve.app import build_app
-    from factcheck.serve.commands import allowed_hosts_for
+    from factcheck.cli.serve import allowed_hosts_for
     app = TestClient(build_app(demo_run_app_state, allowed_hosts_for("::1")))
     ok = app.get("/healthz", headers={"host": "[::1]:8000"})
     assert ok.status_code == 200

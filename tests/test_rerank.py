@@ -10,7 +10,7 @@ import pytest
 
 from conftest import DEMO, assert_one_line_error, run_cli
 from factcheck.formats.claims import read_claims
-from factcheck.pipeline.splits import train_holdout_split
+from factcheck.formats.splits import train_holdout_split
 from factcheck.retrieval.rerank import features as F
 from factcheck.retrieval.rerank.candidates import CandidateConfig, CandidateGenerator
 from factcheck.retrieval.rerank.cutoff import Cutoff, tune_cutoff

@@ -7,7 +7,6 @@ dev predictions from the command line reproduces that file's numbers.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from factcheck.errors import InputError
@@ -94,8 +93,10 @@ def format_report(result: dict) -> str:
     return "\n".join(lines)
 
 
-def run_evaluate(predictions_path: Path, groundtruth_path: Path, as_json: bool,
-                 explanations: Path | None = None) -> dict:
+def evaluate_files(predictions_path: Path, groundtruth_path: Path, explanations: Path | None = None) -> dict:
+    """:func:`evaluate` on files: predictions, labelled claims and the explanations sidecar
+    (default: the one beside the predictions, if present). Claims without a prediction are
+    listed in ``result["missing"]``; :func:`format_report` renders the result as text."""
     predictions = read_predictions(predictions_path)
     groundtruth = read_claims(groundtruth_path, require_labels=True)
     sidecar = explanations or explanations_path(predictions_path)
@@ -107,8 +108,4 @@ def run_evaluate(predictions_path: Path, groundtruth_path: Path, as_json: bool,
             raise InputError(sidecar, None, "not a factcheck explanations file") from None
     elif explanations:
         raise InputError(explanations, None, "no such file")
-    result = evaluate(predictions, groundtruth, expl, source=str(predictions_path))
-    for cid in result["missing"]:
-        print(f"warning: claim {cid} has no prediction; left out of the averages", file=sys.stderr)
-    print(json.dumps(result, indent=2) if as_json else format_report(result))
-    return result
+    return evaluate(predictions, groundtruth, expl, source=str(predictions_path))

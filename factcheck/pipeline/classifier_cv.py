@@ -111,9 +111,9 @@ def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = G
     summary = {
         "folds": len(first_partition), "repeats": repeats, "claims": len(y),
         "rule": "simplest configuration within one standard error of the best mean fold accuracy",
-        "chosen": {"reader": chosen.reader, **_config_json(chosen.config)},
+        "chosen": {"reader": chosen.reader, **config_json(chosen.config)},
         "cv": _cv_summary(chosen, y, majority_oof, claim_only_chosen),
-        "claim_only": {**_config_json(claim_only_chosen.config),
+        "claim_only": {**config_json(claim_only_chosen.config),
                        "accuracy_mean": claim_only_chosen.mean, "accuracy_sd": _sd(claim_only_chosen.accuracy)},
         "calibration": {"method": "temperature scaling on out-of-fold decision values",
                         "temperature": temperature,
@@ -132,7 +132,8 @@ def _sd(a) -> float:
     return float(np.std(a, ddof=1)) if len(a) > 1 else 0.0
 
 
-def _config_json(config) -> dict:
+def config_json(config) -> dict:
+    """A classifier configuration as JSON (``groups`` as a list)."""
     from dataclasses import asdict
     d = asdict(config)
     d["groups"] = list(d["groups"])

@@ -18,7 +18,7 @@ Outputs (all written atomically; ``metrics.json`` and ``report.md`` last)::
 
 from __future__ import annotations
 
-import sys
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,10 +27,15 @@ from factcheck.errors import InputError
 from factcheck.formats.claims import read_claims, write_predictions
 from factcheck.formats.evidence import source_spec
 from factcheck.formats.files import sha256_file, write_json_atomic
-from factcheck.pipeline.splits import train_holdout_split
+from factcheck.formats.splits import train_holdout_split
+from factcheck.pipeline.classifier_cv import config_json
 from factcheck.pipeline.system import FactChecker, save_system
 
 METHODS = ("auto", "tags", "bm25", "rerank")
+
+# Stage lines ("[  12.3s] predicting dev ...") go to this logger at INFO; the CLI shows
+# them on stderr as they are, a Python caller sees them only if it configures logging.
+logger = logging.getLogger(__name__)
 
 
 def find_data(data_dir: Path, evidence: Path | None):
@@ -69,7 +74,7 @@ class Clock:
             def __enter__(self):
                 self.t = time.perf_counter()
                 if not clock.quiet:
-                    print(f"[{time.perf_counter() - clock.start:6.1f}s] {name} ...", file=sys.stderr)
+                    logger.info("[%6.1fs] %s ...", time.perf_counter() - clock.start, name)
 
             def __exit__(self, *exc):
                 clock.timings[name] = round(time.perf_counter() - self.t, 2)
@@ -100,7 +105,8 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index
     from factcheck.tagging.job import TagJob
 
     if method not in METHODS:
-        raise InputError(None, "--method", f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
+        raise InputError(None, None, f"unknown method {method!r}; expected one of {', '.join(METHODS)}",
+                         param="method")
     out = Path(out)
     quiet = progress is False
     clock = Clock(quiet)
@@ -128,7 +134,7 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index
     with clock.step("predicting dev"):
         verdicts = system.check(dev)
         dev_path = out / "dev-claims-predictions.json"
-        _write(dev_path, dev, verdicts, system)
+        write_verdicts(dev_path, dev, verdicts, system)
     with clock.step("gold-versus-retrieved ablation on dev"):
         gold_X = [(c.text, texts_of(c.evidences)) for c in dev]
         retrieved_X = [(c.text, texts_of(verdicts.explain[c.id]["classifier_read"]["ids"])) for c in dev]
@@ -137,7 +143,7 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index
         abl = ablation(y, list(classifier.predict(gold_X)), [verdicts.labels[c.id] for c in dev], base_preds)
     with clock.step("predicting test"):
         test_verdicts = system.check(test)
-        _write(out / "test-claims-predictions.json", test, test_verdicts, system)
+        write_verdicts(out / "test-claims-predictions.json", test, test_verdicts, system)
 
     with clock.step("scoring dev (the system and every retriever)"):
         predictions = {c.id: {"evidences": verdicts.evidences[c.id], "claim_label": verdicts.labels[c.id]}
@@ -154,7 +160,7 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index
                       "holdout": candidates.holdout_scores, "chosen_by": candidates.chosen_by,
                       "holdout_claims": len(train_holdout_split(train)[1])},
         "retrievers_on_dev": on_dev,
-        "classifier": {**_config_json(config), "reader": candidates.reader,
+        "classifier": {**config_json(config), "reader": candidates.reader,
                        "reader_cv": candidates.reader_scores},
         "classifier_cv": {k: v for k, v in trained.selection.summary.items() if k != "variants"},
         "ablation": abl, "timings": clock.timings,
@@ -168,7 +174,7 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index
     (out / "report.md").parent.mkdir(parents=True, exist_ok=True)
     report.write_report(out / "report.md", metrics, plots, candidates)
     if not quiet:
-        print(f"[{time.perf_counter() - clock.start:6.1f}s] done: {out}/report.md", file=sys.stderr)
+        logger.info("[%6.1fs] done: %s/report.md", time.perf_counter() - clock.start, out)
     return metrics
 
 
@@ -205,25 +211,19 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     candidates.reader = chosen.reader
     candidates.reader_scores = {n: {"accuracy": acc} for n, acc in chosen.summary["readers"].items()}
     reader = candidates.retrievers[chosen.reader]
-    meta = {"index_plan_key": index.manifest.data.get("plan_key"), "classifier": _config_json(chosen.config),
+    meta = {"index_plan_key": index.manifest.data.get("plan_key"), "classifier": config_json(chosen.config),
             "calibration": {"temperature": chosen.summary["calibration"]["temperature"]}}
     save_system(model_dir or out / "model", chosen.model, retriever, meta, candidates.retrievers, reader)
     system = FactChecker(index, retriever, chosen.model, {**meta, "reader": {"method": chosen.reader}}, reader)
     return Trained(system, candidates, chosen.config, chosen.evidence[chosen.reader], chosen)
 
 
-def _write(path: Path, claims, verdicts, system) -> None:
+def write_verdicts(path: Path, claims, verdicts, system) -> None:
+    """Predictions (leaderboard format) plus the ``.explain.json`` sidecar, sidecar first."""
     from factcheck.evaluation.evaluate import explanations_path
     from factcheck.pipeline.system import retriever_spec
     write_json_atomic(explanations_path(path), {**retriever_spec(system.retriever), "claims": verdicts.explain})
     write_predictions(path, claims, verdicts.evidences, verdicts.labels)
-
-
-def _config_json(config) -> dict:
-    from dataclasses import asdict
-    d = asdict(config)
-    d["groups"] = list(d["groups"])
-    return d
 
 
 def _check_gold_ids(index, claims, path) -> None:

@@ -26,7 +26,8 @@ def make_retriever(method: str, params: dict | None = None, chunk_window: int | 
         from factcheck.retrieval.rerank.retriever import RerankRetriever
         r = RerankRetriever.load(params.pop("model")) if "model" in params else RerankRetriever(**params)
     else:
-        raise InputError(None, "--method", f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
+        raise InputError(None, None, f"unknown method {method!r}; expected one of {', '.join(METHODS)}",
+                         param="method")
     if chunk_window:
         from factcheck.retrieval.chunking import ChunkedRetriever
         r = ChunkedRetriever(r, chunk_window, chunk_overlap)

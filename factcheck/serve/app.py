@@ -95,7 +95,8 @@ def resolve_paths(run_dir: Path | None, index_dir: Path | None, model_dir: Path 
         index_dir = index_dir or _run_index(run_dir)
         model_dir = model_dir or run_dir / "model"
     if index_dir is None or model_dir is None:
-        raise InputError(None, "--run", "give a run directory (--run DIR) or both --index DIR and --model DIR")
+        raise InputError(None, None, "give a run directory (--run DIR) or both --index DIR and --model DIR",
+                         param="run")
     for path, what in ((index_dir, "tag index"), (model_dir, "model")):
         if not Path(path).is_dir():
             hint = (" (a run made with --index keeps no copy: pass --index DIR too)"

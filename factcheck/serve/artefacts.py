@@ -9,12 +9,14 @@ and never opens a path taken from a request.
 from __future__ import annotations
 
 import json
-import sys
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from factcheck.errors import InputError
 from factcheck.formats.claims import read_claims, read_predictions
+
+logger = logging.getLogger(__name__)  # notes for whoever serves the app (the CLI shows them)
 
 PLOT_LIMIT = 20 * 1024 * 1024  # bytes of plots held in memory at most
 
@@ -68,7 +70,7 @@ def _gold_file(run_dir: Path, metrics: dict) -> Path | None:
     return None
 
 
-def load_artefacts(run_dir: Path | None, dev_claims: Path | None = None, log=sys.stderr) -> Artefacts:
+def load_artefacts(run_dir: Path | None, dev_claims: Path | None = None) -> Artefacts:
     a = Artefacts(run_dir=run_dir)
     if run_dir is not None:
         metrics_path = run_dir / "metrics.json"
@@ -90,7 +92,7 @@ def load_artefacts(run_dir: Path | None, dev_claims: Path | None = None, log=sys
                 note = (f"gold dev file not found (data_dir {a.metrics.get('run', {}).get('data_dir')!r} "
                         "from metrics.json); pass --dev-claims FILE")
                 a.notes.append(note)
-                print(f"factcheck serve: {note}", file=log)
+                logger.warning(note)
     if dev_claims is not None:
         a.gold = read_claims(dev_claims, require_labels=True)
         a.gold_path = Path(dev_claims)

@@ -1,4 +1,4 @@
-"""``factcheck check``: the app's check page in a terminal.
+"""The app's check page in a terminal (the library part of ``factcheck check``).
 
 One claim against a run directory (or an index + model): the verdict, the class
 probabilities and every returned passage with why it was picked. ``--json`` prints the
@@ -8,12 +8,8 @@ bytes), built by the same :func:`~factcheck.serve.explain.check_view`.
 
 from __future__ import annotations
 
-import json
-import shutil
 import textwrap
-from pathlib import Path
 
-from factcheck.cli import command
 from factcheck.errors import InputError
 
 BAR = 24  # characters of the widest probability bar
@@ -28,28 +24,6 @@ PATHS = {
 }
 
 
-@command("check", "check one claim: verdict, probabilities and why each passage was picked (the app's "
-                  "check page in a terminal)")
-def _check(p):
-    p.add_argument("claim", help="the claim to check (quote it)")
-    p.add_argument("--run", type=Path, default=None, help="output directory of `factcheck run` (uses RUN/index, RUN/model)")
-    p.add_argument("--index", type=Path, default=None, help="tag index directory (default: RUN/index)")
-    p.add_argument("--model", type=Path, default=None, help="model directory (default: RUN/model)")
-    p.add_argument("--method", default="best", choices=("best", "tags", "bm25", "rerank"),
-                   help="retriever: best = the one the run chose (default), or any tuned one")
-    p.add_argument("--json", action="store_true", help="print the JSON record of GET /api/check instead")
-    p.add_argument("--width", type=int, default=None, help="wrap text at this many columns (default: the terminal's)")
-
-    def run(args):
-        view = check_claim(args.claim, args.run, args.index, args.model, args.method)
-        if args.json:
-            print(json.dumps(view, indent=2, ensure_ascii=False))
-        else:
-            width = args.width or min(shutil.get_terminal_size((100, 24)).columns, 100)
-            print(format_check(view, max(width, 40)))
-    return run
-
-
 def check_claim(claim: str, run_dir=None, index_dir=None, model_dir=None, method: str = "best") -> dict:
     from factcheck.formats.claims import Claim
     from factcheck.pipeline.system import FactChecker, available_methods, load_retriever
@@ -58,7 +32,7 @@ def check_claim(claim: str, run_dir=None, index_dir=None, model_dir=None, method
 
     claim = " ".join(claim.split())
     if not claim:
-        raise InputError(None, "CLAIM", "the claim is empty; give the claim text in quotes")
+        raise InputError(None, None, "the claim is empty; give the claim text in quotes", param="claim")
     index_dir, model_dir = resolve_paths(run_dir, index_dir, model_dir)
     chosen = FactChecker.load(index_dir, model_dir)
     best = chosen.meta.get("retriever", {}).get("method") or chosen.retriever.name
@@ -67,8 +41,8 @@ def check_claim(claim: str, run_dir=None, index_dir=None, model_dir=None, method
         system = chosen
     else:  # as the app does: the other retriever, the same classifier reading its passages
         if name not in available_methods(chosen.meta):
-            raise InputError(model_dir, "--method", f"this model has no {name!r} retriever; it has "
-                             + ", ".join(available_methods(chosen.meta)))
+            raise InputError(model_dir, None, f"this model has no {name!r} retriever; it has "
+                             + ", ".join(available_methods(chosen.meta)), param="method")
         retriever = load_retriever(model_dir, chosen.meta, name).fit(chosen.index)
         system = FactChecker(chosen.index, retriever, chosen.classifier, chosen.meta)
     verdicts = system.check([Claim("claim", claim)])

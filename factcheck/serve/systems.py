@@ -9,7 +9,7 @@ classifier, so switching retriever in the app costs nothing per request and the
 
 from __future__ import annotations
 
-import sys
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,6 +18,8 @@ from pathlib import Path
 from factcheck.errors import InputError
 from factcheck.formats.claims import Claim
 from factcheck.pipeline.system import FactChecker, available_methods, load_retriever
+
+logger = logging.getLogger(__name__)  # notes for whoever serves the app (the CLI shows them)
 
 BEST = "best"
 
@@ -61,7 +63,7 @@ class Systems:
             return verdicts, time.perf_counter() - t
 
 
-def load_systems(index_dir: Path, model_dir: Path, warm_up: bool = True, log=sys.stderr) -> Systems:
+def load_systems(index_dir: Path, model_dir: Path, warm_up: bool = True) -> Systems:
     t = time.perf_counter()
     chosen = FactChecker.load(index_dir, model_dir)
     best = chosen.meta.get("retriever", {}).get("method") or chosen.retriever.name
@@ -74,7 +76,7 @@ def load_systems(index_dir: Path, model_dir: Path, warm_up: bool = True, log=sys
             retriever = load_retriever(model_dir, chosen.meta, method).fit(chosen.index)
         except (InputError, ImportError, OSError) as exc:
             systems.unavailable[method] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            print(f"factcheck serve: retriever {method!r} not available: {systems.unavailable[method]}", file=log)
+            logger.warning("retriever %r not available: %s", method, systems.unavailable[method])
             continue
         systems.by_method[method] = FactChecker(chosen.index, retriever, chosen.classifier, chosen.meta)
         systems.load_seconds[method] = round(time.perf_counter() - t, 2)

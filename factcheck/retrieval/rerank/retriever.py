@@ -65,8 +65,9 @@ class RerankRetriever(Retriever):
     def fit(self, index, terms: TermIndex | None = None, context: F.FeatureContext | None = None) -> "RerankRetriever":
         """Attach to an index (``terms``/``context`` reuse structures already built for it)."""
         if self.model is None:
-            raise InputError(None, "--rerank-model", "the rerank method needs a trained model: "
-                             "run `factcheck train-rerank` and pass its output with --rerank-model")
+            raise InputError(None, None, "the rerank method needs a trained model: "
+                             "run `factcheck train-rerank` and pass its output with --rerank-model",
+                             param="rerank_model")
         self.index = index
         self.terms = terms or TermIndex.for_index(index)
         self.context = context or F.FeatureContext(index, self.terms)

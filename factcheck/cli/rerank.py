@@ -1,6 +1,6 @@
 """``factcheck train-rerank``: train the learned retriever on the fixed training split.
 
-The claims file is split with :func:`~factcheck.pipeline.splits.train_holdout_split`:
+The claims file is split with :func:`~factcheck.formats.splits.train_holdout_split`:
 the model is fitted on the 80% part, its configuration and cut-off are chosen on the
 20% part. Use the *training* claims here; dev claims are for final numbers only.
 """
@@ -11,11 +11,12 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from factcheck.cli import add_renamed, check_outputs, command, plural
+from factcheck.cli.options import add_renamed, check_outputs, plural
+
+__all__ = ["add_train_rerank"]
 
 
-@command("train-rerank", "train the learned reranker (fit on 4/5 of the claims, tune on the other 1/5)")
-def _train_rerank(p):
+def add_train_rerank(p):
     p.add_argument("--index", type=Path, required=True, help="tag index directory (from factcheck tag)")
     p.add_argument("--claims", type=Path, required=True, help="labelled training claims (course format)")
     add_renamed(p, "--rerank-model", "--out", required=True, type=Path,
@@ -28,7 +29,7 @@ def _train_rerank(p):
     def run(args):
         from factcheck.errors import InputError
         from factcheck.formats.claims import read_claims
-        from factcheck.pipeline.splits import train_holdout_split
+        from factcheck.formats.splits import train_holdout_split
         from factcheck.retrieval.rerank.retriever import DEFAULT_CANDIDATES, train_reranker
         from factcheck.tagging.index import TagIndex
 
@@ -39,7 +40,7 @@ def _train_rerank(p):
         for name in ("depth", "memory_k"):
             value = getattr(args, name)
             if value is not None and value < (1 if name == "depth" else 0):
-                raise InputError(None, "--" + name.replace("_", "-"), f"must be positive, got {value}")
+                raise InputError(None, None, f"must be positive, got {value}", param=name)
         fit, holdout = train_holdout_split(claims)
         kwargs = {}
         if args.depth is not None or args.memory_k is not None:

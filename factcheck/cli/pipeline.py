@@ -1,15 +1,16 @@
-"""Commands of the classification stage and the main job: train, predict, ablation, run."""
+"""``factcheck run``, ``train``, ``predict`` and ``ablation``: the classification stage and the main job."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from factcheck.cli import add_renamed, add_tag_args, check_output_dir, check_outputs, command
+from factcheck.cli.options import add_renamed, add_tag_args, check_output_dir, check_outputs
+
+__all__ = ["add_run", "add_train", "add_predict", "add_ablation", "describe"]
 
 
-@command("run", "the whole pipeline end to end on a course data directory")
-def _run(p):
+def add_run(p):
     p.add_argument("--data-dir", type=Path, required=True,
                    help="directory with train-claims.json, dev-claims.json, test-claims-unlabelled.json, evidence.json")
     p.add_argument("--out", type=Path, required=True, help="output directory")
@@ -27,17 +28,15 @@ def _run(p):
         m = run_pipeline(args.data_dir, args.out, args.evidence, args.index, args.method, args.jobs,
                          args.force, False if args.quiet else None, tag_args)
         iv = m["intervals"]
-        fmt = lambda k: _fmt(iv[k])  # noqa: E731
         ret = m["run"]["retriever"]
         how = {"default": ", the default", "user": ", named with --method"}.get(ret.get("chosen_by"), "")
-        print(f"dev evidence F {fmt('evidence_f')}, accuracy {fmt('accuracy')}, "
-              f"harmonic mean {fmt('harmonic_mean')} (retriever: {ret['chosen']}{how})")
+        print(f"dev evidence F {_interval(iv['evidence_f'])}, accuracy {_interval(iv['accuracy'])}, "
+              f"harmonic mean {_interval(iv['harmonic_mean'])} (retriever: {ret['chosen']}{how})")
         print(f"wrote {args.out}/dev-claims-predictions.json, test-claims-predictions.json, metrics.json, report.md")
     return run
 
 
-@command("train", "tune the retriever and train the claim classifier on training claims")
-def _train(p):
+def add_train(p):
     p.add_argument("--index", type=Path, required=True, help="tag index directory")
     p.add_argument("--claims", type=Path, required=True, help="training claims (course format, labelled)")
     add_renamed(p, "--model", "--model-out", required=True, type=Path, help="model directory to write")
@@ -46,6 +45,7 @@ def _train(p):
 
     def run(args):
         from factcheck.formats.claims import read_claims
+        from factcheck.pipeline.classifier_cv import config_json
         from factcheck.pipeline.run import train_system
         from factcheck.tagging.index import TagIndex
 
@@ -56,12 +56,11 @@ def _train(p):
         t = train_system(index, train, args.model, args.method, model_dir=args.model)
         print(f"{args.model}: trained on {len(train)} claims")
         print(describe("retriever " + t.candidates.best, t.system.retriever.params()))
-        print(describe("classifier", _config_json(t.config)))
+        print(describe("classifier", config_json(t.config)))
     return run
 
 
-@command("predict", "leaderboard-format predictions (label + evidence) for a claims file")
-def _predict(p):
+def add_predict(p):
     p.add_argument("--claims", type=Path, required=True, help="claims to predict (course format; labels not needed)")
     p.add_argument("--index", type=Path, required=True, help="tag index directory (from tag or run: OUT/index)")
     p.add_argument("--model", type=Path, required=True, help="model directory (from train or run: OUT/model)")
@@ -69,21 +68,20 @@ def _predict(p):
                    help="predictions file to write (leaderboard format, + .explain.json beside it)")
 
     def run(args):
-        from factcheck.formats.claims import read_claims
-        from factcheck.pipeline.run import _write
-        from factcheck.pipeline.system import FactChecker
         from factcheck.evaluation.evaluate import explanations_path
+        from factcheck.formats.claims import read_claims
+        from factcheck.pipeline.run import write_verdicts
+        from factcheck.pipeline.system import FactChecker
         check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.model])
         claims = read_claims(args.claims)
         system = FactChecker.load(args.index, args.model)
         verdicts = system.check(claims)
-        _write(args.out, claims, verdicts, system)
+        write_verdicts(args.out, claims, verdicts, system)
         print(f"{args.out}: {len(claims)} claim{'' if len(claims) == 1 else 's'} with labels and evidence")
     return run
 
 
-@command("ablation", "the classifier on gold versus retrieved evidence, with paired tests")
-def _ablation(p):
+def add_ablation(p):
     p.add_argument("--claims", type=Path, required=True, help="labelled claims (e.g. dev-claims.json)")
     p.add_argument("--index", type=Path, required=True, help="tag index directory (from tag or run: OUT/index)")
     p.add_argument("--model", type=Path, required=True, help="model directory (from train or run: OUT/model)")
@@ -104,15 +102,11 @@ def _ablation(p):
             return
         for cond in ("gold", "retrieved"):
             r = result[cond]
-            print(f"{cond:9} accuracy {_fmt(r['accuracy'])}  macro-F1 {_fmt(r['macro_f1'])}")
+            print(f"{cond:9} accuracy {_interval(r['accuracy'])}  macro-F1 {_interval(r['macro_f1'])}")
         g = result["gold_vs_retrieved"]
-        print(f"gold - retrieved: {_fmt(g['accuracy_difference'])}  McNemar exact p = {g['mcnemar']['p_value']:.4g}")
+        print(f"gold - retrieved: {_interval(g['accuracy_difference'])}  "
+              f"McNemar exact p = {g['mcnemar']['p_value']:.4g}")
     return run
-
-
-def _config_json(config) -> dict:
-    from factcheck.pipeline.run import _config_json as to_json
-    return to_json(config)
 
 
 def describe(title: str, config: dict) -> str:
@@ -123,5 +117,5 @@ def describe(title: str, config: dict) -> str:
     return "\n".join([f"{title}:"] + [f"  {k:<{width}}  {v}" for k, v in rows])
 
 
-def _fmt(e: dict) -> str:
+def _interval(e: dict) -> str:
     return "{:.3f} [{:.3f}, {:.3f}]".format(e["value"], *e["ci95"])

@@ -1,15 +1,19 @@
-"""``factcheck serve``: the explain app on a run directory (or an index + model).
+"""``factcheck serve`` (the explain app) and ``factcheck check`` (its check page in a terminal).
 
-Binds to loopback by default: the app has no authentication, so reaching it from
-another machine must be a deliberate ``--host`` choice.
+``serve`` binds to loopback by default: the app has no authentication, so reaching it
+from another machine must be a deliberate ``--host`` choice.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
-from factcheck.cli import _positive_int, command
+from factcheck.cli.options import positive_int
+from factcheck.errors import InputError
+
+__all__ = ["add_serve", "add_check", "is_loopback", "url_of", "check_can_listen", "allowed_hosts_for"]
 
 LOOPBACK_NAMES = ["127.0.0.1", "localhost"]
 
@@ -37,18 +41,19 @@ def check_can_listen(host: str, port: int) -> None:
     import errno
     import socket
 
-    from factcheck.errors import InputError
     try:
         family, _, _, _, addr = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)[0]
     except (socket.gaierror, UnicodeError) as exc:
-        raise InputError(None, "--host", f"cannot resolve {host!r} ({getattr(exc, 'strerror', None) or exc})") from None
+        raise InputError(None, None, f"cannot resolve {host!r} ({getattr(exc, 'strerror', None) or exc})",
+                         param="host") from None
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
         try:
             sock.bind(addr)
         except OSError as exc:
-            flag = "--port" if exc.errno == errno.EADDRINUSE else "--host"
-            raise InputError(None, flag, f"cannot listen on {url_of(host, port)} ({exc.strerror})") from None
+            param = "port" if exc.errno == errno.EADDRINUSE else "host"
+            raise InputError(None, None, f"cannot listen on {url_of(host, port)} ({exc.strerror})",
+                             param=param) from None
 
 
 def allowed_hosts_for(host: str) -> list[str] | None:
@@ -58,8 +63,7 @@ def allowed_hosts_for(host: str) -> list[str] | None:
     return sorted({*LOOPBACK_NAMES, host.strip("[]").lower()})
 
 
-@command("serve", "the explain app: check claims and see why each passage was picked (FastAPI)")
-def _serve(p):
+def add_serve(p):
     p.add_argument("--run", type=Path, default=None,
                    help="output directory of `factcheck run` "
                         "(uses RUN/index, RUN/model, metrics, plots, dev predictions)")
@@ -69,17 +73,16 @@ def _serve(p):
                    help="gold dev claims for the dev explorer (default: dev-claims.json in the run's data_dir)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)")
     p.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
-    p.add_argument("--max-claim-chars", type=_positive_int, default=2000, help="longest claim accepted (default: 2000)")
+    p.add_argument("--max-claim-chars", type=positive_int, default=2000, help="longest claim accepted (default: 2000)")
     p.add_argument("--access-log", action="store_true", help="log every request")
     p.add_argument("--debug", action="store_true", help="also serve /openapi.json and /docs")
 
     def run(args):
         import uvicorn
 
-        from factcheck.errors import InputError
         from factcheck.serve.app import create_app
         if not 0 <= args.port <= 65535:
-            raise InputError(None, "--port", f"must be in 0..65535, got {args.port}")
+            raise InputError(None, None, f"must be in 0..65535, got {args.port}", param="port")
         check_can_listen(args.host, args.port)  # before loading the index: fail in seconds, in one line
         allowed = allowed_hosts_for(args.host)
         if allowed is None:
@@ -92,4 +95,27 @@ def _serve(p):
               f"{url_of(args.host, args.port)}", file=sys.stderr, flush=True)
         uvicorn.run(app, host=args.host.strip("[]"), port=args.port, log_level="info" if args.access_log else "warning",
                     access_log=args.access_log)
+    return run
+
+
+def add_check(p):
+    p.add_argument("claim", help="the claim to check (quote it)")
+    p.add_argument("--run", type=Path, default=None, help="output directory of `factcheck run` (uses RUN/index, RUN/model)")
+    p.add_argument("--index", type=Path, default=None, help="tag index directory (default: RUN/index)")
+    p.add_argument("--model", type=Path, default=None, help="model directory (default: RUN/model)")
+    p.add_argument("--method", default="best", choices=("best", "tags", "bm25", "rerank"),
+                   help="retriever: best = the one the run chose (default), or any tuned one")
+    p.add_argument("--json", action="store_true", help="print the JSON record of GET /api/check instead")
+    p.add_argument("--width", type=int, default=None, help="wrap text at this many columns (default: the terminal's)")
+
+    def run(args):
+        import shutil
+
+        from factcheck.serve.check import check_claim, format_check
+        view = check_claim(args.claim, args.run, args.index, args.model, args.method)
+        if args.json:
+            print(json.dumps(view, indent=2, ensure_ascii=False))
+        else:
+            width = args.width or min(shutil.get_terminal_size((100, 24)).columns, 100)
+            print(format_check(view, max(width, 40)))
     return run

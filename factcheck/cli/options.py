@@ -1,0 +1,183 @@
+"""Option parsers and checks shared by the sub-commands.
+
+Argparse types (integers, bounded floats, worker counts), deprecated option spellings,
+the option groups several commands share (knowledge source, tagging, retriever) and the
+checks every command makes on its output paths before any work starts. Nothing here
+imports library code at module level: ``factcheck --help`` builds every parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from factcheck.errors import InputError
+
+__all__ = ["plural", "Deprecated", "add_renamed", "int_type", "positive_int", "non_negative_int", "jobs_type",
+           "bounded_float", "check_output_dir", "check_outputs", "add_source_args", "add_tag_args",
+           "add_retriever_args", "source_from_args", "tag_job_from_args", "retriever_from_args"]
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 shard``, ``2 shards`` (numbers stay plain: scripts and tests parse them)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+class Deprecated(argparse.Action):
+    """An old option spelling: still accepted, with a one-line warning naming the new one."""
+
+    def __init__(self, option_strings, dest, new: str = "", **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{parser.prog}: warning: {option_string} is deprecated; use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def add_renamed(p: argparse.ArgumentParser, new: str, old: str, required: bool = False, **kwargs) -> None:
+    """Option ``new``, with the deprecated spelling ``old`` still accepted (one-line warning)."""
+    group = p.add_mutually_exclusive_group(required=required)
+    kwargs["help"] = f"{kwargs.get('help', '')} (the old spelling {old} still works, with a warning)".strip()
+    action = group.add_argument(new, **kwargs)
+    # Hidden from usage and help (the new option's help names it), so usage stays clean.
+    group.add_argument(old, dest=action.dest, type=kwargs.get("type"), action=Deprecated, new=new,
+                       help=argparse.SUPPRESS)
+
+
+def int_type(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    value = int_type(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = int_type(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
+def jobs_type(text: str) -> int:
+    """joblib's convention: N workers, or -1 = all cores, -2 = all but one, ...; never 0."""
+    value = int_type(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must not be 0 (N workers, or -1 for all cores)")
+    return value
+
+
+def bounded_float(lo: float, hi: float | None = None):
+    """An argparse type: a finite number in ``[lo, hi]`` (no NaN, no infinity)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(value) or value < lo or (hi is not None and value > hi):
+            where = f"in [{lo:g}, {hi:g}]" if hi is not None else f"finite and at least {lo:g}"
+            raise argparse.ArgumentTypeError(f"must be {where}, got {text!r}")
+        return value
+    return parse
+
+
+def check_output_dir(path) -> None:
+    """An output directory must be creatable: refuse at once, before hours of work (a
+    file in its place, or a parent that is a file, used to fail at the first write)."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise InputError(p, None, "exists and is not a directory")
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(p, None, f"cannot be created: {parent} is not a directory")
+            break
+
+
+def check_outputs(outputs, inputs) -> None:
+    """No output may overwrite an input: not the same file, not a file inside an input
+    directory (``export-tags IDX --out IDX/manifest.json`` would replace the manifest)."""
+    for out in outputs:
+        o = Path(out).resolve()
+        for inp in inputs:
+            if inp is None:
+                continue
+            i = Path(inp).resolve()
+            if o == i or (i.is_dir() and i in o.parents):
+                raise InputError(out, None, f"would overwrite the input {inp}; choose another output path")
+
+
+def add_source_args(p: argparse.ArgumentParser) -> None:
+    """The knowledge source: a positional file and how to read it."""
+    p.add_argument("evidence", type=Path, help="knowledge source: course .json/.json.gz, .jsonl or .csv")
+    p.add_argument("--format", choices=("course", "jsonl", "csv"), default=None,
+                   help="input format (default: from the file name)")
+    p.add_argument("--id-column", default="id", help="id field/column for JSONL and CSV (default: id)")
+    p.add_argument("--text-column", default="text", help="text field/column for JSONL and CSV (default: text)")
+
+
+def add_tag_args(p: argparse.ArgumentParser) -> None:
+    """The tagging job's settings (``tag`` and ``run``)."""
+    p.add_argument("--top-k", type=positive_int, default=10, help="tags per passage (default: 10)")
+    p.add_argument("--max-features", type=positive_int, default=20000,
+                   help="TF-IDF vocabulary size (default: 20000)")
+    p.add_argument("--tag-features", type=positive_int, default=1000,
+                   help="vocabulary of the tag vectoriser (default: 1000)")
+    p.add_argument("--shard-size", type=positive_int, default=100_000,
+                   help="passages per shard file (default: 100000)")
+    p.add_argument("--jobs", type=jobs_type, default=-1, help="worker processes (default: -1 = all cores)")
+    p.add_argument("--backend", choices=("loky", "dask"), default="loky",
+                   help="loky: local processes; dask: a Dask cluster (default: loky)")
+    p.add_argument("--scheduler", default=None,
+                   help="Dask scheduler address (with --backend dask; default: start a LocalCluster)")
+    p.add_argument("--force", action="store_true", help="replace an existing index of a different run")
+
+
+def add_retriever_args(p: argparse.ArgumentParser, default_method: str = "bm25") -> None:
+    """The retriever and its settings, one argument group per method."""
+    p.add_argument("--method", default=default_method, choices=("tags", "bm25", "rerank"),
+                   help=f"retriever (default: {default_method})")
+    g = p.add_argument_group("tag rule (--method tags)")
+    g.add_argument("--t-sim", type=bounded_float(0.0, 1.0), default=None, help="cosine threshold (default: 0.55)")
+    g.add_argument("--t-overlap", type=bounded_float(0.0, 1.0), default=None, help="tag-overlap threshold (default: 0.5)")
+    g.add_argument("--top-n", type=positive_int, default=None, help="at most this many passages (default: 6)")
+    g = p.add_argument_group("BM25 (--method bm25)")
+    g.add_argument("--k1", type=bounded_float(0.0), default=None, help="term-frequency saturation (default: 1.2)")
+    g.add_argument("--b", type=bounded_float(0.0, 1.0), default=None, help="length normalisation (default: 0.75)")
+    g.add_argument("--k", type=positive_int, default=None, help="passages returned per claim (default: 5)")
+    g = p.add_argument_group("reranking (--method rerank)")
+    g.add_argument("--rerank-model", type=Path, default=None, help="trained reranker (from factcheck train-rerank)")
+    g = p.add_argument_group("chunking")
+    g.add_argument("--chunk-window", type=positive_int, default=None, help="index word windows of this size")
+    g.add_argument("--chunk-overlap", type=non_negative_int, default=20,
+                   help="words shared by consecutive windows (default: 20)")
+
+
+def source_from_args(args, path=None):
+    from factcheck.formats.evidence import source_spec
+    return source_spec(path or args.evidence, args.format, args.id_column, args.text_column)
+
+
+def tag_job_from_args(args, progress=None):
+    from factcheck.tagging.job import TagJob
+    return TagJob(top_k=args.top_k, max_features=args.max_features, tag_features=args.tag_features,
+                  shard_size=args.shard_size, jobs=args.jobs, backend=args.backend,
+                  scheduler=args.scheduler, progress=progress)
+
+
+def retriever_from_args(args):
+    from factcheck.retrieval.registry import make_retriever
+    params = {"tags": {"t_sim": args.t_sim, "t_overlap": args.t_overlap, "top_n": args.top_n},
+              "bm25": {"k1": args.k1, "b": args.b, "k": args.k},
+              "rerank": {"model": args.rerank_model}}[args.method]
+    return make_retriever(args.method, params, args.chunk_window, args.chunk_overlap)

@@ -1,0 +1,51 @@
+"""``factcheck retrieve`` and ``factcheck evaluate``: evidence for claims, and its score."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from factcheck.cli.options import add_retriever_args, check_outputs, plural, retriever_from_args
+
+__all__ = ["add_retrieve", "add_evaluate"]
+
+
+def add_retrieve(p):
+    p.add_argument("--index", type=Path, required=True, help="tag index directory (from factcheck tag)")
+    p.add_argument("--claims", type=Path, required=True, help="claims file (course format)")
+    p.add_argument("--out", type=Path, required=True, help="predictions file to write")
+    add_retriever_args(p)
+
+    def run(args):
+        from factcheck.evaluation.evaluate import explanations_path
+        from factcheck.formats.claims import read_claims
+        from factcheck.retrieval.registry import run_retrieval, write_retrieval
+        from factcheck.tagging.index import TagIndex
+        check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.rerank_model])
+        claims = read_claims(args.claims)
+        retriever = retriever_from_args(args).fit(TagIndex.load(args.index))
+        evidences, explain = run_retrieval(retriever, claims)
+        sidecar = write_retrieval(args.out, claims, evidences, explain, retriever)
+        fallback = sum(e.get("path") == "fallback" for e in explain.values())
+        print(f"{args.out}: evidence for {plural(len(claims), 'claim')} ({retriever.name}"
+              + (f", {fallback} by fallback" if args.method == "tags" else "") + f"); explanations in {sidecar}")
+    return run
+
+
+def add_evaluate(p):
+    p.add_argument("--predictions", type=Path, required=True,
+                   help="predictions file (leaderboard format, from retrieve, predict or run)")
+    p.add_argument("--groundtruth", type=Path, required=True,
+                   help="labelled claims with gold evidence (course format, e.g. dev-claims.json)")
+    p.add_argument("--explanations", type=Path, default=None,
+                   help="explanations sidecar (default: PREDICTIONS with .explain.json, if present)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def run(args):
+        from factcheck.evaluation.evaluate import evaluate_files, format_report
+        result = evaluate_files(args.predictions, args.groundtruth, args.explanations)
+        for cid in result["missing"]:
+            print(f"warning: claim {cid} has no prediction; left out of the averages", file=sys.stderr)
+        print(json.dumps(result, indent=2) if args.json else format_report(result))
+    return run

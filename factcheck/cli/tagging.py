@@ -1,0 +1,48 @@
+"""``factcheck tag``, ``export-tags`` and ``verify``: the offline tag index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from factcheck.cli.options import add_source_args, add_tag_args, check_outputs, plural, source_from_args, tag_job_from_args
+
+__all__ = ["add_tag", "add_export_tags", "add_verify"]
+
+
+def add_tag(p):
+    add_source_args(p)
+    p.add_argument("--out", type=Path, required=True, help="index directory to write (or resume)")
+    add_tag_args(p)
+
+    def run(args):
+        from factcheck.errors import InputError
+        if args.scheduler and args.backend != "dask":
+            raise InputError(None, None, "only meaningful with --backend dask", param="scheduler")
+        manifest = tag_job_from_args(args).run(source_from_args(args), args.out, force=args.force)
+        print(f"{args.out}: {plural(manifest.n_passages, 'passage')} in {plural(len(manifest.shards), 'shard')}, "
+              f"{manifest.data['empty_tags']} with no tags")
+    return run
+
+
+def add_export_tags(p):
+    p.add_argument("index", type=Path, help="tag index directory")
+    p.add_argument("--out", type=Path, required=True, help="JSONL file to write")
+
+    def run(args):
+        from factcheck.tagging.index import export_tags
+        check_outputs([args.out], [args.index])
+        n = export_tags(args.index, args.out)
+        print(f"{args.out}: {plural(n, 'passage')}")
+    return run
+
+
+def add_verify(p):
+    p.add_argument("index", type=Path, help="tag index directory")
+
+    def run(args):
+        from factcheck.tagging.store import check_loadable, verify_index
+        m = verify_index(args.index)
+        check_loadable(args.index, m)
+        print(f"{args.index}: OK ({plural(m.n_passages, 'passage')}, {plural(len(m.shards), 'shard')}, "
+              f"{plural(len(m.files()), 'file')} verified)")
+    return run
