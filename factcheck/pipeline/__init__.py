@@ -1,1 +1,1 @@
-"""The main job and its pieces: the fixed training split, tuning, and `factcheck run`."""
+"""The main job and its pieces: tuning, retriever and classifier selection, and `factcheck run`."""
