@@ -71,8 +71,8 @@ def _predict(p):
     def run(args):
         from factcheck.formats.claims import read_claims
         from factcheck.pipeline.run import _write
-        from factcheck.pipeline.system import FactChecker
-        from factcheck.evaluation.evaluate import explanations_path
+        from factcheck.pipeline.fact_checker import FactChecker
+        from factcheck.formats.explanations import explanations_path
         check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.model])
         claims = read_claims(args.claims)
         system = FactChecker.load(args.index, args.model)
@@ -92,7 +92,7 @@ def _ablation(p):
     def run(args):
         from factcheck.evaluation.ablation import ablation
         from factcheck.formats.claims import read_claims
-        from factcheck.pipeline.system import FactChecker
+        from factcheck.pipeline.fact_checker import FactChecker
         claims = read_claims(args.claims, require_labels=True)
         system = FactChecker.load(args.index, args.model)
         verdicts = system.check(claims)

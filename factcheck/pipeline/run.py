@@ -24,13 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from factcheck.errors import InputError
-from factcheck.formats.claims import read_claims, write_predictions
+from factcheck.formats.claims import read_claims
 from factcheck.formats.evidence import source_spec
 from factcheck.formats.files import sha256_file, write_json_atomic
+from factcheck.pipeline.fact_checker import FactChecker, save_system
 from factcheck.pipeline.splits import train_holdout_split
-from factcheck.pipeline.system import FactChecker, save_system
+from factcheck.retrieval.registry import METHODS as RETRIEVAL_METHODS
+from factcheck.retrieval.registry import write_retrieval
 
-METHODS = ("auto", "tags", "bm25", "rerank")
+# "auto": the retriever with the best hold-out evidence F (factcheck.pipeline.selection).
+METHODS = ("auto", *RETRIEVAL_METHODS)
 
 
 def find_data(data_dir: Path, evidence: Path | None):
@@ -213,10 +216,8 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
 
 
 def _write(path: Path, claims, verdicts, system) -> None:
-    from factcheck.evaluation.evaluate import explanations_path
-    from factcheck.pipeline.system import retriever_spec
-    write_json_atomic(explanations_path(path), {**retriever_spec(system.retriever), "claims": verdicts.explain})
-    write_predictions(path, claims, verdicts.evidences, verdicts.labels)
+    """A system's predictions and their explanations (the one sidecar schema)."""
+    write_retrieval(path, claims, verdicts.evidences, verdicts.explain, system.retriever, verdicts.labels)
 
 
 def _config_json(config) -> dict:

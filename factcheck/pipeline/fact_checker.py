@@ -1,0 +1,119 @@
+"""``FactChecker``, a trained system (tag index + retriever + classifier), and the model
+directory format.
+
+Two retrievers play two roles, each chosen on the training hold-out: the *retriever*
+returns the evidence (best evidence F), the *reader* supplies the passages the
+classifier reads (best label accuracy). They are often the same; when they are not
+(e.g. the reranker finds gold passages more precisely, while BM25's top passages
+serve the classifier better), both are run and the explanation records what the
+classifier read.
+
+A model directory holds ``classifier.skops`` (the scikit-learn pipeline and a ``meta``
+record: which retriever and reader with which parameters, every other tuned retriever,
+the index it was trained against) and, for the learned retriever, ``rerank.skops``.
+``factcheck predict``/``ablation``/``serve`` rebuild the exact system from it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from factcheck.classification.model import load_classifier, save_classifier
+from factcheck.errors import FactcheckWarning, InputError
+from factcheck.retrieval.registry import make_retriever, retriever_spec, run_retrieval
+
+RERANK_FILE = "rerank.skops"
+
+
+@dataclass
+class Verdicts:
+    evidences: dict[str, list[str]]
+    labels: dict[str, str]
+    probabilities: dict[str, dict[str, float]]
+    explain: dict[str, dict]
+
+
+class FactChecker:
+    def __init__(self, index, retriever, classifier, meta: dict, reader=None):
+        self.index = index
+        self.retriever = retriever
+        self.classifier = classifier
+        self.meta = meta
+        self.reader = reader or retriever
+
+    @classmethod
+    def load(cls, index_dir: Path, model_dir: Path, method: str | None = None) -> "FactChecker":
+        from factcheck.tagging.index import TagIndex
+        classifier, meta = load_classifier(model_dir)
+        index = TagIndex.load(index_dir)
+        trained_on = meta.get("index_plan_key")
+        if trained_on and trained_on != index.manifest.data.get("plan_key"):
+            warnings.warn(FactcheckWarning(f"{model_dir} was trained against another tag index than {index_dir}"),
+                          stacklevel=2)
+        retriever = load_retriever(model_dir, meta, method).fit(index)
+        reader_method = (meta.get("reader") or {}).get("method")
+        reader = None
+        if reader_method and reader_method != retriever_spec(retriever)["method"]:
+            reader = load_retriever(model_dir, meta, reader_method).fit(index)
+        return cls(index, retriever, classifier, meta, reader)
+
+    def texts(self, ids: list[str]) -> list[str]:
+        return self.index.texts_of(ids)
+
+    def read(self, claims, evidences: dict | None = None) -> dict[str, list[str]]:
+        """The passages the classifier reads for each claim."""
+        if self.reader is self.retriever and evidences is not None:
+            return evidences
+        return run_retrieval(self.reader, claims, depth=0)[0]
+
+    def check(self, claims) -> Verdicts:
+        evidences, explain = run_retrieval(self.retriever, claims)
+        read = self.read(claims, evidences)
+        X = [(c.text, self.texts(read[c.id])) for c in claims]
+        proba = self.classifier.predict_proba(X) if claims else np.zeros((0, 4))
+        classes = [str(c) for c in self.classifier.classes_]
+        labels, probabilities = {}, {}
+        for claim, p in zip(claims, proba):
+            labels[claim.id] = classes[int(np.argmax(p))]
+            probabilities[claim.id] = {c: float(v) for c, v in zip(classes, p)}
+            explain[claim.id]["probabilities"] = probabilities[claim.id]
+            explain[claim.id]["classifier_read"] = {"method": self.reader.name, "ids": read[claim.id]}
+        return Verdicts(evidences, labels, probabilities, explain)
+
+
+def save_system(model_dir: Path, classifier, retriever, meta: dict, alternatives: dict | None = None,
+                reader=None) -> None:
+    """Save the classifier, the chosen retriever and reader, and every other tuned
+    retriever's spec, so a user (or the app) can switch retriever without re-tuning."""
+    model_dir = Path(model_dir)
+    spec = retriever_spec(retriever)
+    meta = {**meta, "reader": retriever_spec(reader or retriever)}
+    everyone = {**(alternatives or {}), spec["method"]: retriever}
+    specs = {name: retriever_spec(r) for name, r in everyone.items()}
+    if "rerank" in everyone:
+        getattr(everyone["rerank"], "inner", everyone["rerank"]).save(model_dir / RERANK_FILE)
+    save_classifier(classifier, model_dir, {**meta, "retriever": spec, "retrievers": specs})
+
+
+def available_methods(meta: dict) -> list[str]:
+    return sorted((meta.get("retrievers") or {meta["retriever"]["method"]: None}).keys())
+
+
+def load_retriever(model_dir: Path, meta: dict, method: str | None = None):
+    """The chosen retriever, or another tuned one by name (``tags``, ``bm25``, ``rerank``)."""
+    chosen = meta.get("retriever") or {}
+    method = method or chosen.get("method")
+    if method is None:
+        raise InputError(model_dir, None, "model does not name its retriever")
+    spec = (meta.get("retrievers") or {}).get(method) or (chosen if chosen.get("method") == method else {})
+    params = dict(spec.get("params", {}))
+    if method == "rerank":
+        path = Path(model_dir) / RERANK_FILE
+        if not path.is_file():
+            raise InputError(path, None, "no trained reranker in this model directory")
+        params = {"model": path}
+    return make_retriever(method, params, spec.get("chunk_window"), spec.get("chunk_overlap", 20))
