@@ -3,10 +3,11 @@
 from pathlib import Path
 
 from factcheck.cli import _non_negative_int, _positive_int, bounded_float, check_outputs, command, plural
+from factcheck.retrieval.registry import METHODS
 
 
 def add_retriever_args(p, default_method="bm25"):
-    p.add_argument("--method", default=default_method, choices=("tags", "bm25", "rerank"),
+    p.add_argument("--method", default=default_method, choices=METHODS,
                    help=f"retriever (default: {default_method})")
     g = p.add_argument_group("tag rule (--method tags)")
     g.add_argument("--t-sim", type=bounded_float(0.0, 1.0), default=None, help="cosine threshold (default: 0.55)")

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 from factcheck.cli import add_renamed, add_tag_args, check_output_dir, check_outputs, command
+from factcheck.evaluation.intervals import format_interval as _fmt
+from factcheck.retrieval.registry import METHODS
 
 
 @command("run", "the whole pipeline end to end on a course data directory")
@@ -15,7 +17,7 @@ def _run(p):
     p.add_argument("--out", type=Path, required=True, help="output directory")
     p.add_argument("--evidence", type=Path, default=None, help="knowledge source (default: DATA_DIR/evidence.json[.gz])")
     p.add_argument("--index", type=Path, default=None, help="reuse this verified tag index instead of tagging")
-    p.add_argument("--method", default="auto", choices=("auto", "tags", "bm25", "rerank"),
+    p.add_argument("--method", default="auto", choices=("auto", *METHODS),
                    help="retriever (default: auto = best evidence F on the training hold-out)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     add_tag_args(p)
@@ -41,7 +43,7 @@ def _train(p):
     p.add_argument("--index", type=Path, required=True, help="tag index directory")
     p.add_argument("--claims", type=Path, required=True, help="training claims (course format, labelled)")
     add_renamed(p, "--model", "--model-out", required=True, type=Path, help="model directory to write")
-    p.add_argument("--method", default="auto", choices=("auto", "tags", "bm25", "rerank"),
+    p.add_argument("--method", default="auto", choices=("auto", *METHODS),
                    help="retriever (default: auto = best evidence F on the training hold-out)")
 
     def run(args):
@@ -121,7 +123,3 @@ def describe(title: str, config: dict) -> str:
     rows = config_rows(config)
     width = max((len(k) for k, _ in rows), default=0)
     return "\n".join([f"{title}:"] + [f"  {k:<{width}}  {v}" for k, v in rows])
-
-
-def _fmt(e: dict) -> str:
-    return "{:.3f} [{:.3f}, {:.3f}]".format(e["value"], *e["ci95"])

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from factcheck.evaluation.intervals import format_interval as _e
 from factcheck.formats.files import write_text_atomic
 from factcheck.pipeline import tuning
 
@@ -121,11 +122,6 @@ PLOT_CAPTIONS = {
 
 def _claims(n: int) -> str:
     return f"{n} claim" + ("" if n == 1 else "s")
-
-
-def _e(d: dict, digits: int = 3) -> str:
-    v, (lo, hi) = d["value"], d["ci95"]
-    return "n/a" if v is None else f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
 def write_report(path: Path, metrics: dict, plots: dict, candidates) -> None:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from factcheck.errors import InputError
-from factcheck.formats.claims import Claim
-from factcheck.formats.explanations import write_explained_predictions
-from factcheck.retrieval.base import Retriever
 
-# Every retriever by name: the one list the library, the CLI's choices and the model
-# directory's ``retrievers`` record draw from.
+if TYPE_CHECKING:
+    from factcheck.formats.claims import Claim
+    from factcheck.retrieval.base import Retriever
+
+# Every retriever by name: the one list the library and the CLI's choices draw from. The
+# CLI imports this module to build its parser, so it imports nothing heavy at the top
+# (numpy, joblib and the retrievers load when a retriever is made or written).
 METHODS = ("tags", "bm25", "rerank")
 DEPTH = 100  # ranking depth kept for recall@k / MRR
 
@@ -68,4 +71,5 @@ def write_retrieval(out: Path, claims: list[Claim], evidences: dict, explain: di
                     labels: dict | None = None) -> Path:
     """Predictions (course format) plus the ``.explain.json`` sidecar of ``retriever``'s
     choices (see :mod:`factcheck.formats.explanations`); returns the sidecar's path."""
+    from factcheck.formats.explanations import write_explained_predictions
     return write_explained_predictions(Path(out), claims, evidences, explain, retriever_spec(retriever), labels)
