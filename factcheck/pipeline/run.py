@@ -99,6 +99,7 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index
     from factcheck.formats.claims import LABELS
     from factcheck.evaluation.evaluate import evaluate
     from factcheck.pipeline import report, selection
+    from factcheck.pipeline.plots import draw_plots
     from factcheck.tagging.index import TagIndex
     from factcheck.tagging.job import TagJob
 
@@ -163,13 +164,13 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index
         "ablation": abl, "timings": clock.timings,
     }
     with clock.step("plots"):
-        plots = report.plots(out, candidates, abl, metrics)
+        plots = draw_plots(out, candidates, abl, metrics)
     # The steps above cover all but milliseconds; "total" is the wall time to this point
     # (writing metrics.json and report.md after it takes a few ms).
     clock.timings["total"] = round(time.perf_counter() - clock.start, 2)
     write_json_atomic(out / "metrics.json", metrics)
     (out / "report.md").parent.mkdir(parents=True, exist_ok=True)
-    report.write_report(out / "report.md", metrics, plots, candidates)
+    report.write_report(out / "report.md", metrics, plots)
     if not quiet:
         print(f"[{time.perf_counter() - clock.start:6.1f}s] done: {out}/report.md", file=sys.stderr)
     return metrics
@@ -178,7 +179,7 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index
 @dataclass
 class Trained:
     system: FactChecker
-    candidates: object
+    candidates: object           # factcheck.pipeline.selection.TunedRetrievers
     config: object
     train_evidence: dict
     selection: object = None     # factcheck.pipeline.classifier_cv.ClassifierSelection
