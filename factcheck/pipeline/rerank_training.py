@@ -82,7 +82,7 @@ def train_reranker(index, fit_claims, holdout_claims, *, configs=DEFAULT_CANDIDA
 
     ``configs``: candidate settings to try (:class:`CandidateConfig`); ``grid``: model
     settings (:class:`ModelConfig`); ``features``: a subset of
-    :data:`~.features.FEATURES` (ablations); ``data``: reuse precomputed features (then
+    :data:`~factcheck.retrieval.rerank.features.FEATURES` (ablations); ``data``: reuse precomputed features (then
     ``configs`` is ignored); ``memory_claims``: the labelled claims the returned
     retriever's label memory holds (default: fit + holdout, every training label).
     """
@@ -133,7 +133,7 @@ class ClaimSet:
 
     def per_claim(self, scores: np.ndarray):
         """Per claim: (rows, scores, is-gold) ordered by score desc, ties by BM25 then row
-        (the order :class:`~.retriever.RerankRetriever` returns)."""
+        (the order :class:`~factcheck.retrieval.rerank.retriever.RerankRetriever` returns)."""
         bounds = np.concatenate([[0], np.cumsum([len(r) for r in self.rows])])
         bm25 = self.X[:, F.FEATURES.index("bm25")]
         for i, rows in enumerate(self.rows):
@@ -209,8 +209,14 @@ def recall_at(claim_set: ClaimSet, scores: np.ndarray | None, k: int) -> float:
 
 
 def tune_cutoff(probs: list[np.ndarray], correct: list[np.ndarray], n_gold: list[int]) -> tuple[Cutoff, float]:
-    """Best rule for mean F. ``probs[i]``/``correct[i]``: claim i's candidates best first
-    (probabilities, is-gold flags); ``n_gold[i]``: its number of distinct gold passages."""
+    """Best cut-off rule for mean evidence F on the holdout claims (never dev).
+
+    ``probs[i]``/``correct[i]``: claim i's candidates best first (probabilities, is-gold
+    flags); ``n_gold[i]``: its number of distinct gold passages. Every rule of the grid
+    is evaluated on every claim at once from cumulative correct counts
+    (:func:`~factcheck.evaluation.course_metric.evidence_f_from_counts`); ties go to
+    the first rule in grid order, so tuning is deterministic.
+    """
     k_max = max(MAX_KS)
     n = len(probs)
     P = np.full((n, k_max), -1.0)
