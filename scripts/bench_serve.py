@@ -130,8 +130,8 @@ def serve_phase(args, claims: list[str]) -> tuple[dict, list[dict]]:
 def breakdown(index: Path, model: Path, claims: list[str]) -> list[tuple[str, dict]]:
     """Per retriever, in-process: retrieve, rank(depth 100) and the whole check, ms per claim."""
     from factcheck.formats.claims import Claim
-    from factcheck.serve.systems import load_systems
-    systems = load_systems(index, model)
+    from factcheck.serve.retriever_set import load_retriever_set
+    systems = load_retriever_set(index, model)
     out = []
     for m in systems.methods:
         system = systems.by_method[m]

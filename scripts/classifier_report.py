@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import ROOT, machine, write_report  # noqa: E402
+from factcheck.evaluation.intervals import format_interval  # noqa: E402
 
 LABELS = ("SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO", "DISPUTED")
 TARGETS = {"dev accuracy (retrieved evidence)": 0.55, "dev macro-F1": 0.45,
@@ -27,10 +28,7 @@ TARGETS = {"dev accuracy (retrieved evidence)": 0.55, "dev macro-F1": 0.45,
 
 
 def e(d: dict | None) -> str:
-    if not d or d.get("value") is None:
-        return "—"
-    lo, hi = d["ci95"]
-    return f"{d['value']:.3f} [{lo:.3f}, {hi:.3f}]"
+    return format_interval(d, missing="—")
 
 
 def p(x: float) -> str:

@@ -42,8 +42,8 @@ from factcheck.formats.claims import read_claims  # noqa: E402
 from factcheck.formats.splits import train_holdout_split  # noqa: E402
 from factcheck.retrieval.bm25 import BM25Retriever  # noqa: E402
 from factcheck.retrieval.rerank import features as F  # noqa: E402
-from factcheck.retrieval.rerank.retriever import (DEFAULT_CANDIDATES, RerankRetriever, TrainingData,  # noqa: E402
-                                                  train_reranker)
+from factcheck.pipeline.rerank_training import DEFAULT_CANDIDATES, TrainingData, train_reranker  # noqa: E402
+from factcheck.retrieval.rerank.retriever import RerankRetriever  # noqa: E402
 from factcheck.tagging.index import TagIndex  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data"

@@ -18,13 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import ROOT, machine, write_report  # noqa: E402
+from factcheck.evaluation.intervals import format_interval  # noqa: E402
 
 
 def e(d: dict | None) -> str:
-    if not d or d.get("value") is None:
-        return "—"
-    lo, hi = d["ci95"]
-    return f"{d['value']:.3f} [{lo:.3f}, {hi:.3f}]"
+    return format_interval(d, missing="—")
 
 
 def main(argv=None) -> int:

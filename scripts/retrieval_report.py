@@ -22,15 +22,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import ROOT, SHARED, machine, write_report  # noqa: E402
+from factcheck.evaluation.intervals import format_interval  # noqa: E402
 
 CORPORA = {"proxy": "evidence.json.gz", "wiki": "evidence-wiki.json.gz"}
 
 
 def cell(d: dict | None) -> str:
-    if not d or d.get("value") is None:
-        return "—"
-    lo, hi = d["ci95"]
-    return f"{d['value']:.3f} [{lo:.3f}, {hi:.3f}]"
+    return format_interval(d, missing="—")
 
 
 def score(retriever, dev) -> dict:
@@ -60,7 +58,7 @@ def ablation_table(name: str) -> list[str]:
 
 def corpus_section(name: str, work: Path, extra_rows) -> tuple[list[str], dict]:
     from factcheck.formats.claims import read_claims
-    from factcheck.pipeline import tuning
+    from factcheck.pipeline import plots
     from factcheck.pipeline.selection import tune_retrievers
     from factcheck.formats.splits import train_holdout_split
     from factcheck.retrieval.tag_rule import TagRuleRetriever
@@ -78,8 +76,8 @@ def corpus_section(name: str, work: Path, extra_rows) -> tuple[list[str], dict]:
     tune_s = time.perf_counter() - t
     for method, sweep in cands.sweeps.items():
         sweep.write_csv(ROOT / "reports" / "sweeps" / f"{method}-{name}.csv")
-    tuning.plot_tags(cands.sweeps["tags"], ROOT / "reports" / "plots" / f"sweep-tags-{name}.png")
-    tuning.plot_bm25(cands.sweeps["bm25"], ROOT / "reports" / "plots" / f"sweep-bm25-{name}.png")
+    plots.plot_tags(cands.sweeps["tags"], ROOT / "reports" / "plots" / f"sweep-tags-{name}.png")
+    plots.plot_bm25(cands.sweeps["bm25"], ROOT / "reports" / "plots" / f"sweep-bm25-{name}.png")
 
     rows = [("tags, 2024 defaults", TagRuleRetriever().fit(index))]
     rows += [(f"{m} (tuned)", r) for m, r in cands.retrievers.items()]

@@ -6,8 +6,9 @@ import pytest
 
 from conftest import assert_one_line_error, run_cli, shared_file
 from factcheck.evaluation.ablation import ablation, bootstrap_macro_f1
-from factcheck.evaluation.course_metric import course_score, evidence_f
-from factcheck.evaluation.intervals import bootstrap_mean, mcnemar_exact, paired_bootstrap_diff, wilson
+from factcheck.evaluation.course_metric import course_score, evidence_f, evidence_f_from_counts
+from factcheck.evaluation.intervals import (bootstrap_mean, format_interval, mcnemar_exact, paired_bootstrap_diff,
+                                           wilson)
 from factcheck.evaluation.retrieval_metrics import recall_at, reciprocal_rank
 from factcheck.formats.claims import Claim, read_claims, read_predictions
 
@@ -26,6 +27,27 @@ def test_evidence_f_hand_computed():
     assert evidence_f(["x"], ["a"]) == 0.0
     assert evidence_f([], ["a"]) == 0.0
     assert evidence_f(["a"], ["a", "b", "c"]) == pytest.approx(2 * 1 * (1 / 3) / (1 + 1 / 3))
+
+
+def test_evidence_f_from_counts_agrees_with_the_course_formula():
+    # the reranker's cut-off tuning scores claims from counts; it must be the same F
+    rng = np.random.default_rng(0)
+    pool = [f"p{i}" for i in range(12)]
+    for _ in range(500):
+        predicted = list(rng.choice(pool, size=rng.integers(0, 8), replace=False))
+        gold = list(rng.choice(pool, size=rng.integers(1, 6), replace=False))
+        correct = len(set(predicted) & set(gold))
+        counts = evidence_f_from_counts(np.array([float(correct)]), np.array([len(predicted)]),
+                                        np.array([float(len(gold))]))
+        assert abs(counts[0] - evidence_f(predicted, gold)) < 1e-12
+
+
+def test_one_interval_format():
+    e = bootstrap_mean([0.1, 0.2, 0.4])
+    assert format_interval(e) == e.fmt() == format_interval(e.to_json())
+    assert format_interval({"value": 0.18349, "ci95": [0.1509, 0.2172]}) == "0.183 [0.151, 0.217]"
+    assert format_interval({"value": 0.5, "ci95": [0.25, 0.75]}, digits=2) == "0.50 [0.25, 0.75]"
+    assert format_interval(bootstrap_mean([])) == "n/a" and format_interval(None, missing="—") == "—"
 
 
 def test_missing_claims_are_left_out_and_labels_optional():

@@ -228,7 +228,7 @@ def test_every_estimator_class_of_ours_is_on_the_model_allow_list():
 
 def test_payload_model_directory_is_refused_in_one_line_and_runs_nothing(tmp_path, demo_index):
     from factcheck.classification.model import MODEL_FILE
-    from factcheck.pipeline.system import RERANK_FILE
+    from factcheck.pipeline.fact_checker import RERANK_FILE
     marker = tmp_path / "pwned"
     model_dir = tmp_path / "model"
     model_dir.mkdir()

@@ -11,12 +11,13 @@ import pytest
 from conftest import DEMO, assert_one_line_error, run_cli
 from factcheck.formats.claims import read_claims
 from factcheck.formats.splits import train_holdout_split
+from factcheck.pipeline.rerank_training import train_reranker, tune_cutoff
 from factcheck.retrieval.rerank import features as F
 from factcheck.retrieval.rerank.candidates import CandidateConfig, CandidateGenerator
-from factcheck.retrieval.rerank.cutoff import Cutoff, tune_cutoff
+from factcheck.retrieval.rerank.cutoff import Cutoff
 from factcheck.retrieval.rerank.memory import ClaimMemory
 from factcheck.retrieval.rerank.model import ModelConfig
-from factcheck.retrieval.rerank.retriever import RerankRetriever, train_reranker
+from factcheck.retrieval.rerank.retriever import RerankRetriever
 from factcheck.retrieval.rerank.terms import TermIndex, stems
 from factcheck.retrieval.rerank.vectors import tfidf_row
 from factcheck.tagging.index import TagIndex

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from factcheck.errors import InputError
+from factcheck.retrieval.registry import METHODS
 
 __all__ = ["plural", "Deprecated", "add_renamed", "int_type", "positive_int", "non_negative_int", "jobs_type",
            "bounded_float", "check_output_dir", "check_outputs", "add_source_args", "add_tag_args",
@@ -145,7 +146,7 @@ def add_tag_args(p: argparse.ArgumentParser) -> None:
 
 def add_retriever_args(p: argparse.ArgumentParser, default_method: str = "bm25") -> None:
     """The retriever and its settings, one argument group per method."""
-    p.add_argument("--method", default=default_method, choices=("tags", "bm25", "rerank"),
+    p.add_argument("--method", default=default_method, choices=METHODS,
                    help=f"retriever (default: {default_method})")
     g = p.add_argument_group("tag rule (--method tags)")
     g.add_argument("--t-sim", type=bounded_float(0.0, 1.0), default=None, help="cosine threshold (default: 0.55)")

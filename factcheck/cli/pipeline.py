@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from factcheck.cli.options import add_renamed, add_tag_args, check_output_dir, check_outputs
+from factcheck.retrieval.registry import METHODS
 
 __all__ = ["add_run", "add_train", "add_predict", "add_ablation", "describe"]
 
@@ -16,12 +17,13 @@ def add_run(p):
     p.add_argument("--out", type=Path, required=True, help="output directory")
     p.add_argument("--evidence", type=Path, default=None, help="knowledge source (default: DATA_DIR/evidence.json[.gz])")
     p.add_argument("--index", type=Path, default=None, help="reuse this verified tag index instead of tagging")
-    p.add_argument("--method", default="auto", choices=("auto", "tags", "bm25", "rerank"),
+    p.add_argument("--method", default="auto", choices=("auto", *METHODS),
                    help="retriever (default: auto = best evidence F on the training hold-out)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     add_tag_args(p)
 
     def run(args):
+        from factcheck.evaluation.intervals import format_interval
         from factcheck.pipeline.run import run_pipeline
         tag_args = {"top_k": args.top_k, "max_features": args.max_features, "tag_features": args.tag_features,
                     "shard_size": args.shard_size, "backend": args.backend, "scheduler": args.scheduler}
@@ -30,8 +32,8 @@ def add_run(p):
         iv = m["intervals"]
         ret = m["run"]["retriever"]
         how = {"default": ", the default", "user": ", named with --method"}.get(ret.get("chosen_by"), "")
-        print(f"dev evidence F {_interval(iv['evidence_f'])}, accuracy {_interval(iv['accuracy'])}, "
-              f"harmonic mean {_interval(iv['harmonic_mean'])} (retriever: {ret['chosen']}{how})")
+        print(f"dev evidence F {format_interval(iv['evidence_f'])}, accuracy {format_interval(iv['accuracy'])}, "
+              f"harmonic mean {format_interval(iv['harmonic_mean'])} (retriever: {ret['chosen']}{how})")
         print(f"wrote {args.out}/dev-claims-predictions.json, test-claims-predictions.json, metrics.json, report.md")
     return run
 
@@ -40,7 +42,7 @@ def add_train(p):
     p.add_argument("--index", type=Path, required=True, help="tag index directory")
     p.add_argument("--claims", type=Path, required=True, help="training claims (course format, labelled)")
     add_renamed(p, "--model", "--model-out", required=True, type=Path, help="model directory to write")
-    p.add_argument("--method", default="auto", choices=("auto", "tags", "bm25", "rerank"),
+    p.add_argument("--method", default="auto", choices=("auto", *METHODS),
                    help="retriever (default: auto = best evidence F on the training hold-out)")
 
     def run(args):
@@ -68,10 +70,10 @@ def add_predict(p):
                    help="predictions file to write (leaderboard format, + .explain.json beside it)")
 
     def run(args):
-        from factcheck.evaluation.evaluate import explanations_path
         from factcheck.formats.claims import read_claims
+        from factcheck.formats.explanations import explanations_path
+        from factcheck.pipeline.fact_checker import FactChecker
         from factcheck.pipeline.run import write_verdicts
-        from factcheck.pipeline.system import FactChecker
         check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.model])
         claims = read_claims(args.claims)
         system = FactChecker.load(args.index, args.model)
@@ -89,8 +91,9 @@ def add_ablation(p):
 
     def run(args):
         from factcheck.evaluation.ablation import ablation
+        from factcheck.evaluation.intervals import format_interval
         from factcheck.formats.claims import read_claims
-        from factcheck.pipeline.system import FactChecker
+        from factcheck.pipeline.fact_checker import FactChecker
         claims = read_claims(args.claims, require_labels=True)
         system = FactChecker.load(args.index, args.model)
         verdicts = system.check(claims)
@@ -102,9 +105,9 @@ def add_ablation(p):
             return
         for cond in ("gold", "retrieved"):
             r = result[cond]
-            print(f"{cond:9} accuracy {_interval(r['accuracy'])}  macro-F1 {_interval(r['macro_f1'])}")
+            print(f"{cond:9} accuracy {format_interval(r['accuracy'])}  macro-F1 {format_interval(r['macro_f1'])}")
         g = result["gold_vs_retrieved"]
-        print(f"gold - retrieved: {_interval(g['accuracy_difference'])}  "
+        print(f"gold - retrieved: {format_interval(g['accuracy_difference'])}  "
               f"McNemar exact p = {g['mcnemar']['p_value']:.4g}")
     return run
 
@@ -115,7 +118,3 @@ def describe(title: str, config: dict) -> str:
     rows = config_rows(config)
     width = max((len(k) for k, _ in rows), default=0)
     return "\n".join([f"{title}:"] + [f"  {k:<{width}}  {v}" for k, v in rows])
-
-
-def _interval(e: dict) -> str:
-    return "{:.3f} [{:.3f}, {:.3f}]".format(e["value"], *e["ci95"])

@@ -18,7 +18,7 @@ def add_retrieve(p):
     add_retriever_args(p)
 
     def run(args):
-        from factcheck.evaluation.evaluate import explanations_path
+        from factcheck.formats.explanations import explanations_path
         from factcheck.formats.claims import read_claims
         from factcheck.retrieval.registry import run_retrieval, write_retrieval
         from factcheck.tagging.index import TagIndex

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from factcheck.cli.options import positive_int
 from factcheck.errors import InputError
+from factcheck.retrieval.registry import METHODS
 
 __all__ = ["add_serve", "add_check", "is_loopback", "url_of", "check_can_listen", "allowed_hosts_for"]
 
@@ -103,7 +104,7 @@ def add_check(p):
     p.add_argument("--run", type=Path, default=None, help="output directory of `factcheck run` (uses RUN/index, RUN/model)")
     p.add_argument("--index", type=Path, default=None, help="tag index directory (default: RUN/index)")
     p.add_argument("--model", type=Path, default=None, help="model directory (default: RUN/model)")
-    p.add_argument("--method", default="best", choices=("best", "tags", "bm25", "rerank"),
+    p.add_argument("--method", default="best", choices=("best", *METHODS),
                    help="retriever: best = the one the run chose (default), or any tuned one")
     p.add_argument("--json", action="store_true", help="print the JSON record of GET /api/check instead")
     p.add_argument("--width", type=int, default=None, help="wrap text at this many columns (default: the terminal's)")

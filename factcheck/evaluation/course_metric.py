@@ -18,6 +18,13 @@ from factcheck.evaluation.intervals import bootstrap_harmonic, bootstrap_mean
 
 
 def evidence_f(predicted: list[str], gold: list[str]) -> float:
+    """Evidence F of one claim, computed as the course scorer computes it.
+
+    Example
+    -------
+    >>> evidence_f(["a", "b"], ["a", "c", "d"])
+    0.4
+    """
     retrieved = set(predicted)
     gold_set = set(gold)
     correct = sum(1 for e in retrieved if e in gold_set)
@@ -26,6 +33,27 @@ def evidence_f(predicted: list[str], gold: list[str]) -> float:
     precision = correct / len(retrieved)
     recall = correct / len(gold)
     return 2 * precision * recall / (precision + recall)
+
+
+def evidence_f_from_counts(correct, retrieved, gold):
+    """Evidence F of many claims (or cut-off rules) at once, from counts.
+
+    With ``c`` correct of ``r`` retrieved and ``g`` gold, 2PR / (P + R) = 2c / (r + g):
+    one array expression, so a whole grid of cut-off rules is scored over every claim
+    at once (:func:`factcheck.pipeline.rerank_training.tune_cutoff`). It agrees with :func:`evidence_f` to 1e-12
+    (tested); :func:`evidence_f` keeps the course's own arithmetic for parity.
+
+    Parameters
+    ----------
+    correct, retrieved, gold : array-like
+        Per claim: retrieved gold passages, distinct passages retrieved, gold passages.
+
+    Example
+    -------
+    >>> evidence_f_from_counts(np.array([1.0, 0.0]), np.array([2, 3]), np.array([3.0, 1.0]))
+    array([0.4, 0. ])
+    """
+    return np.where(correct > 0, 2 * correct / np.maximum(retrieved + gold, 1), 0.0)
 
 
 @dataclass

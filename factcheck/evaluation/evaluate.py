@@ -14,13 +14,7 @@ from factcheck.evaluation.course_metric import course_score
 from factcheck.evaluation.intervals import Estimate, bootstrap_mean, wilson
 from factcheck.evaluation.retrieval_metrics import retrieval_metrics
 from factcheck.formats.claims import LABELS, read_claims, read_predictions
-
-
-def explanations_path(predictions: Path) -> Path:
-    """The sidecar ``factcheck retrieve``/``predict`` writes next to predictions."""
-    name = predictions.name
-    stem = name[:-5] if name.endswith(".json") else name
-    return predictions.with_name(stem + ".explain.json")
+from factcheck.formats.explanations import explanations_path
 
 
 def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = None,

@@ -31,9 +31,33 @@ class Estimate:
         return {"value": self.value, "ci95": [self.low, self.high], "method": self.method, "n": self.n}
 
     def fmt(self, digits: int = 3) -> str:
-        if self.value is None:
-            return "n/a"
-        return f"{self.value:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+        return format_interval(self, digits)
+
+
+def format_interval(estimate: Estimate | dict | None, digits: int = 3, missing: str = "n/a") -> str:
+    """A value with its 95% interval, the way every report and command shows one.
+
+    Parameters
+    ----------
+    estimate : Estimate, or its JSON form ``{"value", "ci95": [low, high], ...}``, or None
+    digits : int
+        Decimals of the value and of both bounds.
+    missing : str
+        What to show when there is no estimate or no value (no claims to average over).
+
+    Example
+    -------
+    >>> format_interval({"value": 0.1834, "ci95": [0.151, 0.2172]})
+    '0.183 [0.151, 0.217]'
+    >>> format_interval(None, missing="—")
+    '—'
+    """
+    if isinstance(estimate, Estimate):
+        estimate = estimate.to_json()
+    if not estimate or estimate.get("value") is None:
+        return missing
+    low, high = estimate["ci95"]
+    return f"{estimate['value']:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def resample_indices(n: int, n_boot: int = N_BOOT, seed: int = SEED) -> np.ndarray:

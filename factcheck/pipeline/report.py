@@ -1,14 +1,13 @@
-"""The run's report: markdown tables and matplotlib plots, from metrics.json content."""
+"""The run's report: markdown tables from metrics.json content (figures: :mod:`.plots`)."""
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
 
-import numpy as np
-
+from factcheck.evaluation.intervals import format_interval as _e
 from factcheck.formats.files import write_text_atomic
-from factcheck.pipeline import tuning
+from factcheck.pipeline.plots import PLOT_CAPTIONS
 
 FIGURES_2024 = {"evidence_f": 0.043, "accuracy_retrieved": 0.383, "accuracy_gold": 0.578,
                 "always_supports": 0.442}
@@ -49,86 +48,11 @@ def write_csv(path: Path, rows: list[dict]) -> None:
         w.writerows(rows)
 
 
-def plot_confusions(abl: dict, path: Path) -> None:
-    plt = tuning.pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
-    for ax, cond in zip(axes, ("retrieved", "gold")):
-        conf = abl[cond]["confusion"]
-        m = np.array(conf["matrix"])
-        ax.imshow(m, cmap="Blues")
-        labels = conf["labels"]
-        ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
-        ax.set_yticks(range(len(labels)), labels)
-        for i in range(m.shape[0]):
-            for j in range(m.shape[1]):
-                ax.text(j, i, str(m[i, j]), ha="center", va="center",
-                        color="white" if m[i, j] > m.max() / 2 else "black")
-        ax.set_xlabel("predicted")
-        ax.set_ylabel("gold label")
-        ax.set_title(f"dev, {cond} evidence")
-    tuning.save_figure(fig, path)
-
-
-def plot_intervals(metrics: dict, path: Path) -> None:
-    plt = tuning.pyplot()
-    rows = []
-    chosen = metrics["run"]["retriever"]["chosen"]
-    for name, r in metrics["run"]["retrievers_on_dev"].items():
-        rows.append((f"evidence F: {name}" + (" (used)" if name == chosen else ""), r["evidence_f"]))
-    abl = metrics["run"]["ablation"]
-    rows.append(("accuracy: gold evidence", abl["gold"]["accuracy"]))
-    rows.append(("accuracy: retrieved evidence", abl["retrieved"]["accuracy"]))
-    for name, b in abl.get("baselines", {}).items():
-        rows.append((f"accuracy: {name}", b["accuracy"]))
-    rows.append(("harmonic mean (system)", metrics["intervals"]["harmonic_mean"]))
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1))
-    for i, (label, e) in enumerate(rows):
-        v, (lo, hi) = e["value"], e["ci95"]
-        ax.errorbar(v, i, xerr=[[v - lo], [hi - v]], fmt="o", capsize=4)
-    ax.set_yticks(range(len(rows)), [r[0] for r in rows])
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("value on dev (dot) with its 95% interval (bar)")
-    ax.grid(axis="x", alpha=0.3)
-    tuning.save_figure(fig, path)
-
-
-def plots(out: Path, candidates, abl: dict, metrics_so_far: dict) -> dict:
-    """Render every figure; returns name -> path relative to ``out``."""
-    files = {}
-    if "tags" in candidates.sweeps:
-        tuning.plot_tags(candidates.sweeps["tags"], out / "plots" / "sweep-tags.png")
-        files["sweep-tags"] = "plots/sweep-tags.png"
-    if "bm25" in candidates.sweeps:
-        tuning.plot_bm25(candidates.sweeps["bm25"], out / "plots" / "sweep-bm25.png")
-        files["sweep-bm25"] = "plots/sweep-bm25.png"
-    plot_confusions(abl, out / "plots" / "confusion.png")
-    files["confusion"] = "plots/confusion.png"
-    plot_intervals(metrics_so_far, out / "plots" / "intervals.png")
-    files["intervals"] = "plots/intervals.png"
-    return files
-
-
-PLOT_CAPTIONS = {
-    "sweep-tags": "Tag rule: evidence F against the cosine threshold, one line per overlap threshold, "
-                  "on the training 80% (left) and the 20% hold-out (right); dotted: the value chosen.",
-    "sweep-bm25": "BM25: evidence F against the number of passages returned, one line per (k1, b); "
-                  "dotted: the value chosen.",
-    "confusion": "Dev confusion matrices of the classifier, reading retrieved (left) and gold (right) evidence.",
-    "intervals": "Every dev measure with its 95% interval.",
-}
-
-
 def _claims(n: int) -> str:
     return f"{n} claim" + ("" if n == 1 else "s")
 
 
-def _e(d: dict, digits: int = 3) -> str:
-    v, (lo, hi) = d["value"], d["ci95"]
-    return "n/a" if v is None else f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
-
-
-def write_report(path: Path, metrics: dict, plots: dict, candidates) -> None:
+def write_report(path: Path, metrics: dict, plots: dict) -> None:
     run = metrics["run"]
     abl = run["ablation"]
     iv = metrics["intervals"]

@@ -24,14 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from factcheck.errors import InputError
-from factcheck.formats.claims import read_claims, write_predictions
+from factcheck.formats.claims import read_claims
 from factcheck.formats.evidence import source_spec
 from factcheck.formats.files import sha256_file, write_json_atomic
 from factcheck.formats.splits import train_holdout_split
 from factcheck.pipeline.classifier_cv import config_json
-from factcheck.pipeline.system import FactChecker, save_system
+from factcheck.pipeline.fact_checker import FactChecker, save_system
+from factcheck.retrieval.registry import METHODS as RETRIEVAL_METHODS
+from factcheck.retrieval.registry import write_retrieval
 
-METHODS = ("auto", "tags", "bm25", "rerank")
+# "auto": the retriever with the best hold-out evidence F (factcheck.pipeline.selection).
+METHODS = ("auto", *RETRIEVAL_METHODS)
 
 # Stage lines ("[  12.3s] predicting dev ...") go to this logger at INFO; the CLI shows
 # them on stderr as they are, a Python caller sees them only if it configures logging.
@@ -101,6 +104,7 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index
     from factcheck.formats.claims import LABELS
     from factcheck.evaluation.evaluate import evaluate
     from factcheck.pipeline import report, selection
+    from factcheck.pipeline.plots import draw_plots
     from factcheck.tagging.index import TagIndex
     from factcheck.tagging.job import TagJob
 
@@ -166,13 +170,13 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index
         "ablation": abl, "timings": clock.timings,
     }
     with clock.step("plots"):
-        plots = report.plots(out, candidates, abl, metrics)
+        plots = draw_plots(out, candidates, abl, metrics)
     # The steps above cover all but milliseconds; "total" is the wall time to this point
     # (writing metrics.json and report.md after it takes a few ms).
     clock.timings["total"] = round(time.perf_counter() - clock.start, 2)
     write_json_atomic(out / "metrics.json", metrics)
     (out / "report.md").parent.mkdir(parents=True, exist_ok=True)
-    report.write_report(out / "report.md", metrics, plots, candidates)
+    report.write_report(out / "report.md", metrics, plots)
     if not quiet:
         logger.info("[%6.1fs] done: %s/report.md", time.perf_counter() - clock.start, out)
     return metrics
@@ -181,7 +185,7 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index
 @dataclass
 class Trained:
     system: FactChecker
-    candidates: object
+    candidates: object           # factcheck.pipeline.selection.TunedRetrievers
     config: object
     train_evidence: dict
     selection: object = None     # factcheck.pipeline.classifier_cv.ClassifierSelection
@@ -219,11 +223,8 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
 
 
 def write_verdicts(path: Path, claims, verdicts, system) -> None:
-    """Predictions (leaderboard format) plus the ``.explain.json`` sidecar, sidecar first."""
-    from factcheck.evaluation.evaluate import explanations_path
-    from factcheck.pipeline.system import retriever_spec
-    write_json_atomic(explanations_path(path), {**retriever_spec(system.retriever), "claims": verdicts.explain})
-    write_predictions(path, claims, verdicts.evidences, verdicts.labels)
+    """A system's predictions and their explanations (the one sidecar schema)."""
+    write_retrieval(path, claims, verdicts.evidences, verdicts.explain, system.retriever, verdicts.labels)
 
 
 def _check_gold_ids(index, claims, path) -> None:

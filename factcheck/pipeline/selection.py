@@ -31,7 +31,9 @@ DEFAULT_METHOD = "bm25"
 
 
 @dataclass
-class Candidates:
+class TunedRetrievers:
+    """Every tuned retriever, its sweep and hold-out score, and which one the system uses."""
+
     retrievers: dict = field(default_factory=dict)
     sweeps: dict = field(default_factory=dict)
     holdout_scores: dict = field(default_factory=dict)
@@ -41,19 +43,11 @@ class Candidates:
     chosen_by: str = "holdout"         # "holdout", "default" (hold-out too small) or "user"
 
 
-def rerank_available() -> bool:
-    try:
-        import factcheck.retrieval.rerank.retriever  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progress=None) -> Candidates:
+def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progress=None) -> TunedRetrievers:
     from factcheck.retrieval.bm25 import BM25Retriever
     from factcheck.retrieval.tag_rule import TagRuleRetriever
 
-    c = Candidates()
+    c = TunedRetrievers()
     tags = TagRuleRetriever().fit(index)
     sweep = tuning.sweep_tags(tags, fit, holdout, progress=progress)
     c.sweeps["tags"] = sweep
@@ -63,12 +57,9 @@ def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progre
     c.sweeps["bm25"] = sweep
     c.retrievers["bm25"] = BM25Retriever(**sweep.chosen).fit(index)
 
-    if rerank_available() and (method in ("auto", "rerank")):
-        from factcheck.retrieval.rerank.retriever import train_reranker
+    if method in ("auto", "rerank"):  # training it takes minutes: not when another method is named
+        from factcheck.pipeline.rerank_training import train_reranker
         c.retrievers["rerank"] = train_reranker(index, fit, holdout, progress=progress)
-    elif method == "rerank":
-        from factcheck.errors import InputError
-        raise InputError(None, "--method rerank", "the reranker is not available in this installation")
 
     for name, sweep in c.sweeps.items():
         sweep.write_csv(out / "tuning" / f"{name}-sweep.csv")
@@ -87,7 +78,7 @@ def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progre
     return c
 
 
-def dev_scores(c: Candidates, dev) -> dict:
+def dev_scores(c: TunedRetrievers, dev) -> dict:
     """Every candidate retriever on dev (reported once, never used for a choice)."""
     out = {}
     for name, retriever in c.retrievers.items():

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from factcheck.errors import InputError
-from factcheck.formats.claims import Claim, write_predictions
-from factcheck.formats.files import write_json_atomic
-from factcheck.retrieval.base import Retriever
 
+if TYPE_CHECKING:
+    from factcheck.formats.claims import Claim
+    from factcheck.retrieval.base import Retriever
+
+# Every retriever by name: the one list the library and the CLI's choices draw from. The
+# CLI imports this module to build its parser, so it imports nothing heavy at the top
+# (numpy, joblib and the retrievers load when a retriever is made or written).
 METHODS = ("tags", "bm25", "rerank")
 DEPTH = 100  # ranking depth kept for recall@k / MRR
 
@@ -52,15 +57,20 @@ def run_retrieval(retriever: Retriever, claims: list[Claim], depth: int = DEPTH)
     return evidences, explain
 
 
+def retriever_spec(retriever: Retriever) -> dict:
+    """What rebuilds ``retriever``: ``{"method", "params"}``, plus the chunk window and
+    overlap when it searches word windows (the record model directories and the
+    ``.explain.json`` sidecar store)."""
+    inner = getattr(retriever, "inner", retriever)
+    spec = {"method": inner.name, "params": inner.params()}
+    if hasattr(retriever, "inner"):
+        spec["chunk_window"], spec["chunk_overlap"] = retriever.window, retriever.overlap
+    return spec
+
+
 def write_retrieval(out: Path, claims: list[Claim], evidences: dict, explain: dict, retriever: Retriever,
                     labels: dict | None = None) -> Path:
-    """Predictions (course format) plus the ``.explain.json`` sidecar; sidecar first, so a
-    predictions file never exists without its explanations."""
-    from factcheck.evaluation.evaluate import explanations_path
-    sidecar = explanations_path(Path(out))
-    for dest in (Path(out), sidecar):  # refuse before either write: never a sidecar alone
-        if dest.is_dir():
-            raise InputError(dest, None, "is a directory, expected a file name")
-    write_json_atomic(sidecar, {"method": retriever.name, "params": retriever.params(), "claims": explain})
-    write_predictions(out, claims, evidences, labels)
-    return sidecar
+    """Predictions (course format) plus the ``.explain.json`` sidecar of ``retriever``'s
+    choices (see :mod:`factcheck.formats.explanations`); returns the sidecar's path."""
+    from factcheck.formats.explanations import write_explained_predictions
+    return write_explained_predictions(Path(out), claims, evidences, explain, retriever_spec(retriever), labels)

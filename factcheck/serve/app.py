@@ -26,7 +26,7 @@ from factcheck.serve.artefacts import Artefacts, load_artefacts
 from factcheck.serve.explain import check_view
 from factcheck.serve.highlight import segments
 from factcheck.serve.results import format_interval, tables
-from factcheck.serve.systems import BEST, Systems, UnknownMethod, load_systems
+from factcheck.serve.retriever_set import BEST, RetrieverSet, UnknownMethod, load_retriever_set
 
 MAX_CLAIM_CHARS = 2000
 TEMPLATES = Path(__file__).parent / "templates"
@@ -41,7 +41,7 @@ SECURITY_HEADERS = [
 
 @dataclass
 class AppState:
-    systems: Systems
+    systems: RetrieverSet
     artefacts: Artefacts
     max_claim_chars: int = MAX_CLAIM_CHARS
     _dev: devview.DevExplorer | None = None
@@ -115,7 +115,7 @@ def create_app(run_dir: Path | None = None, index_dir: Path | None = None, model
     DNS rebinding.
     """
     index_dir, model_dir = resolve_paths(run_dir, index_dir, model_dir)
-    systems = load_systems(index_dir, model_dir, warm_up=warm_up)
+    systems = load_retriever_set(index_dir, model_dir, warm_up=warm_up)
     artefacts = load_artefacts(Path(run_dir) if run_dir else None, Path(dev_claims) if dev_claims else None)
     return build_app(AppState(systems, artefacts, max_claim_chars), allowed_hosts, debug=debug)
 

@@ -26,7 +26,7 @@ PATHS = {
 
 def check_claim(claim: str, run_dir=None, index_dir=None, model_dir=None, method: str = "best") -> dict:
     from factcheck.formats.claims import Claim
-    from factcheck.pipeline.system import FactChecker, available_methods, load_retriever
+    from factcheck.pipeline.fact_checker import FactChecker, available_methods, load_retriever
     from factcheck.serve.app import resolve_paths
     from factcheck.serve.explain import check_view
 

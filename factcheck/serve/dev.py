@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from factcheck.evaluation.course_metric import evidence_f
 from factcheck.serve.explain import hit_view, ordered_probabilities
 
 FILTERS = {
@@ -27,14 +28,6 @@ class DevExplorer:
     method: str | None = None
     has_gold: bool = False
     summary: dict = field(default_factory=dict)
-
-
-def _evidence_f(retrieved: list[str], gold: list[str]) -> float:
-    tp = len(set(retrieved) & set(gold))
-    if not tp:
-        return 0.0
-    p, r = tp / len(set(retrieved)), tp / len(set(gold))
-    return 2 * p * r / (p + r)
 
 
 def _text_of(index):
@@ -86,7 +79,7 @@ def build(artefacts, systems) -> DevExplorer:
             "path": ex.get("path"), "thresholds": ex.get("thresholds"),
             "retrieved": retrieved, "missed": missed, "n_gold": len(gold_ids),
             "n_found": len(gold_ids) - len(missed),
-            "evidence_f": _evidence_f(pred["evidences"], gold_ids) if claim else None,
+            "evidence_f": evidence_f(pred["evidences"], gold_ids) if claim else None,  # as scored
         })
     return DevExplorer(rows, source, method, bool(gold), _summary(rows, bool(gold)))
 

@@ -7,7 +7,9 @@ as a value with its 95% interval.
 
 from __future__ import annotations
 
-from factcheck.pipeline.report import PLOT_CAPTIONS, config_rows
+from factcheck.evaluation.intervals import format_interval as value_and_interval
+from factcheck.pipeline.plots import PLOT_CAPTIONS
+from factcheck.pipeline.report import config_rows
 
 
 def is_interval(x) -> bool:
@@ -18,9 +20,8 @@ def format_interval(x, short: bool = False) -> str:
     """``0.183 [0.151, 0.217] (bootstrap, n=154)``; ``short`` leaves out the method and n."""
     if not is_interval(x):
         return "—" if x is None else str(x)
-    lo, hi = x["ci95"]
     extra = ", ".join(str(p) for p in (x.get("method"), f"n={x['n']}" if "n" in x else None) if p)
-    return f"{x['value']:.3f} [{lo:.3f}, {hi:.3f}]" + (f" ({extra})" if extra and not short else "")
+    return value_and_interval(x) + (f" ({extra})" if extra and not short else "")
 
 
 def _intervals(d: dict) -> list[tuple[str, dict]]:

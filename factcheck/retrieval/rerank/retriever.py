@@ -1,6 +1,6 @@
 """``RerankRetriever``: candidates -> features -> P(gold) -> per-claim cut-off.
 
-Usage::
+Usage (training, which chooses by evidence F, is :mod:`factcheck.pipeline.rerank_training`)::
 
     retriever = train_reranker(index, fit_claims, holdout_claims)   # fitted to ``index``
     retriever.save("rerank.skops")
@@ -16,7 +16,6 @@ to, so one model serves the proxy and the wiki-only index alike.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -30,15 +29,10 @@ from factcheck.retrieval.rerank.candidates import CandidateConfig, CandidateGene
 from factcheck.retrieval.rerank.cutoff import Cutoff
 from factcheck.retrieval.rerank.explain import explain_hit
 from factcheck.retrieval.rerank.memory import ClaimMemory
-from factcheck.retrieval.rerank.model import ModelConfig, RelevanceModel
+from factcheck.retrieval.rerank.model import RelevanceModel
 from factcheck.retrieval.rerank.terms import TermIndex
-from factcheck.retrieval.rerank.training import (ClaimSet, build_claim_set, fit_and_tune, recall_at)
 
 FORMAT = "factcheck-rerank/1"
-DEFAULT_GRID = (
-    ModelConfig(learning_rate=0.1, max_iter=150, max_leaf_nodes=15, min_samples_leaf=100),
-    ModelConfig(learning_rate=0.1, max_iter=150, max_leaf_nodes=7, min_samples_leaf=200),
-)
 _MEMO_LIMIT = 4096
 
 
@@ -164,78 +158,3 @@ class RerankRetriever(Retriever):
             return cls(obj["candidates"], obj["model"], obj["cutoff"], memory, obj.get("report"))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise InputError(path, None, f"not a reranker model (damaged contents: {type(exc).__name__})") from None
-
-
-# ---------------------------------------------------------------------- training
-DEFAULT_CANDIDATES = (CandidateConfig(memory_k=20), CandidateConfig(memory_k=50))
-
-
-class TrainingData:
-    """Everything computed once per (index, split, candidate settings) so that several
-    models can be trained on it: the corpus structures and the fit/holdout features."""
-
-    def __init__(self, index, fit_claims, holdout_claims, config: CandidateConfig = CandidateConfig(),
-                 terms: TermIndex | None = None, context: F.FeatureContext | None = None,
-                 progress: bool | None = None):
-        t0 = time.perf_counter()
-        self.index, self.config = index, config
-        self.fit_claims, self.holdout_claims = list(fit_claims), list(holdout_claims)
-        self.terms = terms or TermIndex.for_index(index)
-        self.context = context or F.FeatureContext(index, self.terms)
-        t1 = time.perf_counter()
-        memory = ClaimMemory.from_claims(self.fit_claims).bind(index.row_of, len(index))
-        gen = CandidateGenerator(self.terms, memory, config)
-        tag = f"memory_k={config.memory_k}"
-        self.fit_set: ClaimSet = build_claim_set(gen, self.context, self.fit_claims, index.row_of, True,
-                                                 progress, f"reranker features (fit, {tag})")
-        self.holdout_set: ClaimSet = build_claim_set(gen, self.context, self.holdout_claims, index.row_of, False,
-                                                     progress, f"reranker features (hold-out, {tag})")
-        self.timings = {"corpus_structures_s": t1 - t0, "features_s": time.perf_counter() - t1}
-
-
-def train_reranker(index, fit_claims, holdout_claims, *, configs=DEFAULT_CANDIDATES, grid=DEFAULT_GRID,
-                   features: list[str] | None = None, memory_claims=None,
-                   data: TrainingData | None = None, progress: bool | None = None) -> RerankRetriever:
-    """Train on ``fit_claims``; choose the candidate settings, the model configuration
-    and the cut-off on ``holdout_claims`` (best mean evidence F; ties: first in order).
-    Returns a retriever already fitted to ``index``.
-
-    ``configs``: candidate settings to try (:class:`CandidateConfig`); ``grid``: model
-    settings (:class:`ModelConfig`); ``features``: a subset of
-    :data:`~.features.FEATURES` (ablations); ``data``: reuse precomputed features (then
-    ``configs`` is ignored); ``memory_claims``: the labelled claims the returned
-    retriever's label memory holds (default: fit + holdout, every training label).
-    """
-    t0 = time.perf_counter()
-    features = list(features or F.FEATURES)
-    datas = [data] if data is not None else []
-    if data is None:
-        for config in configs:
-            prev = datas[0] if datas else None
-            datas.append(TrainingData(index, fit_claims, holdout_claims, config,
-                                      prev.terms if prev else None, prev.context if prev else None, progress))
-    best = best_data = None
-    log = []
-    for d in datas:
-        trial, trial_log = fit_and_tune(d.fit_set, d.holdout_set, features, list(grid), progress)
-        log += [{"candidates": d.config.to_json(), **entry} for entry in trial_log]
-        if best is None or trial.holdout_f > best.holdout_f + 1e-12:
-            best, best_data = trial, d
-    d = best_data
-    hold_scores = best.model.predict(d.holdout_set.X)
-    memory_claims = list(memory_claims) if memory_claims is not None else d.fit_claims + d.holdout_claims
-    report = {
-        "fit_claims": len(d.fit_claims), "holdout_claims": len(d.holdout_claims),
-        "memory_claims": len(memory_claims), "features": features, "grid": log,
-        "chosen": {"candidates": d.config.to_json(), "model": best.config.to_json(),
-                   "cutoff": best.cutoff.to_json()},
-        "holdout": {"evidence_f": best.holdout_f,
-                    "candidate_recall@100": recall_at(d.holdout_set, None, 100),
-                    "candidate_pool_recall": recall_at(d.holdout_set, None, 10 ** 9),
-                    "rerank_recall@100": recall_at(d.holdout_set, hold_scores, 100),
-                    "mean_pool": float(np.mean([len(r) for r in d.holdout_set.rows]))},
-        "timings": {"features_s": sum(x.timings["features_s"] for x in datas),
-                    "total_s": time.perf_counter() - t0},
-    }
-    retriever = RerankRetriever(d.config, best.model, best.cutoff, ClaimMemory.from_claims(memory_claims), report)
-    return retriever.fit(index, d.terms, d.context)

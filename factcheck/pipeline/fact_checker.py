@@ -1,4 +1,5 @@
-"""A trained system: tag index + retriever + classifier, and the model directory format.
+"""``FactChecker``, a trained system (tag index + retriever + classifier), and the model
+directory format.
 
 Two retrievers play two roles, each chosen on the training hold-out: the *retriever*
 returns the evidence (best evidence F), the *reader* supplies the passages the
@@ -23,7 +24,7 @@ import numpy as np
 
 from factcheck.classification.model import load_classifier, save_classifier
 from factcheck.errors import FactcheckWarning, InputError
-from factcheck.retrieval.registry import make_retriever, run_retrieval
+from factcheck.retrieval.registry import make_retriever, retriever_spec, run_retrieval
 
 RERANK_FILE = "rerank.skops"
 
@@ -82,14 +83,6 @@ class FactChecker:
             explain[claim.id]["probabilities"] = probabilities[claim.id]
             explain[claim.id]["classifier_read"] = {"method": self.reader.name, "ids": read[claim.id]}
         return Verdicts(evidences, labels, probabilities, explain)
-
-
-def retriever_spec(retriever) -> dict:
-    inner = getattr(retriever, "inner", retriever)
-    spec = {"method": inner.name, "params": inner.params()}
-    if hasattr(retriever, "inner"):
-        spec["chunk_window"], spec["chunk_overlap"] = retriever.window, retriever.overlap
-    return spec
 
 
 def save_system(model_dir: Path, classifier, retriever, meta: dict, alternatives: dict | None = None,

@@ -1,4 +1,5 @@
-"""Every retriever a model directory knows, fitted once on one tag index.
+"""Every retriever a model directory knows, fitted once on one tag index: the app's
+:class:`~factcheck.pipeline.fact_checker.FactChecker` for each retriever.
 
 ``FactChecker.load`` builds the model's chosen retriever; the other tuned ones
 (``available_methods``) are fitted on the *same* :class:`TagIndex` and share the
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from factcheck.errors import InputError
 from factcheck.formats.claims import Claim
-from factcheck.pipeline.system import FactChecker, available_methods, load_retriever
+from factcheck.pipeline.fact_checker import FactChecker, available_methods, load_retriever
 
 logger = logging.getLogger(__name__)  # notes for whoever serves the app (the CLI shows them)
 
@@ -29,7 +30,7 @@ class UnknownMethod(ValueError):
 
 
 @dataclass
-class Systems:
+class RetrieverSet:
     by_method: dict[str, FactChecker]
     best: str
     unavailable: dict[str, str] = field(default_factory=dict)
@@ -63,11 +64,11 @@ class Systems:
             return verdicts, time.perf_counter() - t
 
 
-def load_systems(index_dir: Path, model_dir: Path, warm_up: bool = True) -> Systems:
+def load_retriever_set(index_dir: Path, model_dir: Path, warm_up: bool = True) -> RetrieverSet:
     t = time.perf_counter()
     chosen = FactChecker.load(index_dir, model_dir)
     best = chosen.meta.get("retriever", {}).get("method") or chosen.retriever.name
-    systems = Systems({best: chosen}, best, load_seconds={best: round(time.perf_counter() - t, 2)})
+    systems = RetrieverSet({best: chosen}, best, load_seconds={best: round(time.perf_counter() - t, 2)})
     for method in available_methods(chosen.meta):
         if method == best:
             continue

@@ -1,0 +1,74 @@
+"""The ``.explain.json`` sidecar written next to predictions: one schema, one writer.
+
+Schema (``factcheck run``, ``predict`` and ``retrieve`` alike)::
+
+    {"method": "bm25", "params": {...},                  # the retriever that chose the evidence
+     "chunk_window": 100, "chunk_overlap": 20,            # only when it searched word windows
+     "claims": {claim id: {"path", "hits", "ranking", ...}}}
+
+The retriever part is :func:`factcheck.retrieval.registry.retriever_spec` (the same
+record a model directory stores); each claim's record is its ``Selection`` plus the
+ranking and, from a full system, the classifier's probabilities and what it read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from factcheck.errors import InputError
+from factcheck.formats.claims import Claim, write_predictions
+from factcheck.formats.files import write_json_atomic
+
+__all__ = ["explanations_path", "write_explained_predictions"]
+
+
+def explanations_path(predictions: Path) -> Path:
+    """The sidecar's path for a predictions file: ``dev.json`` -> ``dev.explain.json``.
+
+    Example
+    -------
+    >>> explanations_path(Path("out/dev-claims-predictions.json")).name
+    'dev-claims-predictions.explain.json'
+    """
+    name = predictions.name
+    stem = name[:-5] if name.endswith(".json") else name
+    return predictions.with_name(stem + ".explain.json")
+
+
+def write_explained_predictions(out: Path, claims: list[Claim], evidences: dict[str, list[str]],
+                                explanations: dict[str, dict], retriever_spec: dict,
+                                labels: dict[str, str] | None = None) -> Path:
+    """Predictions (course format) and their ``.explain.json`` sidecar; returns the sidecar's path.
+
+    Parameters
+    ----------
+    out : Path
+        The predictions file to write.
+    claims : list of Claim
+        The claims, in the order the file lists them.
+    evidences : dict
+        Claim id -> evidence ids.
+    explanations : dict
+        Claim id -> explanation record (the sidecar's ``claims``).
+    retriever_spec : dict
+        ``{"method", "params"[, "chunk_window", "chunk_overlap"]}`` of the retriever.
+    labels : dict or None
+        Claim id -> label, when a classifier predicted them.
+
+    Both destinations are checked before either is written, and the sidecar is written
+    first, so a predictions file never exists without its explanations.
+
+    Example
+    -------
+    >>> write_explained_predictions(Path("pred.json"), claims, evidences, explain,
+    ...                             {"method": "bm25", "params": {"k1": 1.2, "b": 0.75, "k": 5}})
+    PosixPath('pred.explain.json')
+    """
+    out = Path(out)
+    sidecar = explanations_path(out)
+    for dest in (out, sidecar):
+        if dest.is_dir():
+            raise InputError(dest, None, "is a directory, expected a file name")
+    write_json_atomic(sidecar, {**retriever_spec, "claims": explanations})
+    write_predictions(out, claims, evidences, labels)
+    return sidecar

@@ -1,0 +1,247 @@
+"""Training the reranker: the selection half of :mod:`factcheck.retrieval.rerank`.
+
+The retriever itself (:class:`~factcheck.retrieval.rerank.retriever.RerankRetriever`)
+only fits to an index, ranks, retrieves, loads and saves. Choosing its candidate
+settings, model and cut-off needs the course's evidence F, which lives in the
+evaluation layer, so it happens here:
+
+* Features of a *fit* claim are computed with that claim hidden from the label memory
+  (leave-one-out), so a memory hit in training means what it means on unseen claims.
+* Features of a *holdout* claim use the memory of the fit claims only.
+* Every model configuration in the grid is fitted on the fit claims and scored on the
+  holdout claims *after* tuning its cut-off there (:func:`tune_cutoff`); the best mean
+  holdout F wins (ties: first in grid order). Dev claims never enter this module.
+
+Usage::
+
+    retriever = train_reranker(index, fit_claims, holdout_claims)   # fitted to ``index``
+    retriever.save("rerank.skops")
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from factcheck.evaluation.course_metric import evidence_f_from_counts
+from factcheck.retrieval.rerank import features as F
+from factcheck.retrieval.rerank.candidates import CandidateConfig, CandidateGenerator
+from factcheck.retrieval.rerank.cutoff import Cutoff
+from factcheck.retrieval.rerank.memory import ClaimMemory
+from factcheck.retrieval.rerank.model import ModelConfig, RelevanceModel
+from factcheck.retrieval.rerank.retriever import RerankRetriever
+from factcheck.retrieval.rerank.terms import TermIndex
+
+__all__ = ["DEFAULT_CANDIDATES", "DEFAULT_GRID", "TrainingData", "train_reranker", "tune_cutoff"]
+
+DEFAULT_CANDIDATES = (CandidateConfig(memory_k=20), CandidateConfig(memory_k=50))
+DEFAULT_GRID = (
+    ModelConfig(learning_rate=0.1, max_iter=150, max_leaf_nodes=15, min_samples_leaf=100),
+    ModelConfig(learning_rate=0.1, max_iter=150, max_leaf_nodes=7, min_samples_leaf=200),
+)
+
+# The cut-off grid (see :class:`~factcheck.retrieval.rerank.cutoff.Cutoff`).
+THRESHOLDS = (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6)
+RELATIVES = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+MIN_KS = (1, 2, 3)
+MAX_KS = (1, 2, 3, 4, 5, 6, 8)
+
+
+class TrainingData:
+    """Everything computed once per (index, split, candidate settings) so that several
+    models can be trained on it: the corpus structures and the fit/holdout features."""
+
+    def __init__(self, index, fit_claims, holdout_claims, config: CandidateConfig = CandidateConfig(),
+                 terms: TermIndex | None = None, context: F.FeatureContext | None = None,
+                 progress: bool | None = None):
+        t0 = time.perf_counter()
+        self.index, self.config = index, config
+        self.fit_claims, self.holdout_claims = list(fit_claims), list(holdout_claims)
+        self.terms = terms or TermIndex.for_index(index)
+        self.context = context or F.FeatureContext(index, self.terms)
+        t1 = time.perf_counter()
+        memory = ClaimMemory.from_claims(self.fit_claims).bind(index.row_of, len(index))
+        gen = CandidateGenerator(self.terms, memory, config)
+        tag = f"memory_k={config.memory_k}"
+        self.fit_set: ClaimSet = build_claim_set(gen, self.context, self.fit_claims, index.row_of, True,
+                                                 progress, f"reranker features (fit, {tag})")
+        self.holdout_set: ClaimSet = build_claim_set(gen, self.context, self.holdout_claims, index.row_of, False,
+                                                     progress, f"reranker features (hold-out, {tag})")
+        self.timings = {"corpus_structures_s": t1 - t0, "features_s": time.perf_counter() - t1}
+
+
+def train_reranker(index, fit_claims, holdout_claims, *, configs=DEFAULT_CANDIDATES, grid=DEFAULT_GRID,
+                   features: list[str] | None = None, memory_claims=None,
+                   data: TrainingData | None = None, progress: bool | None = None) -> RerankRetriever:
+    """Train on ``fit_claims``; choose the candidate settings, the model configuration
+    and the cut-off on ``holdout_claims`` (best mean evidence F; ties: first in order).
+    Returns a retriever already fitted to ``index``.
+
+    ``configs``: candidate settings to try (:class:`CandidateConfig`); ``grid``: model
+    settings (:class:`ModelConfig`); ``features``: a subset of
+    :data:`~factcheck.retrieval.rerank.features.FEATURES` (ablations); ``data``: reuse precomputed features (then
+    ``configs`` is ignored); ``memory_claims``: the labelled claims the returned
+    retriever's label memory holds (default: fit + holdout, every training label).
+    """
+    t0 = time.perf_counter()
+    features = list(features or F.FEATURES)
+    datas = [data] if data is not None else []
+    if data is None:
+        for config in configs:
+            prev = datas[0] if datas else None
+            datas.append(TrainingData(index, fit_claims, holdout_claims, config,
+                                      prev.terms if prev else None, prev.context if prev else None, progress))
+    best = best_data = None
+    log = []
+    for d in datas:
+        trial, trial_log = fit_and_tune(d.fit_set, d.holdout_set, features, list(grid), progress)
+        log += [{"candidates": d.config.to_json(), **entry} for entry in trial_log]
+        if best is None or trial.holdout_f > best.holdout_f + 1e-12:
+            best, best_data = trial, d
+    d = best_data
+    hold_scores = best.model.predict(d.holdout_set.X)
+    memory_claims = list(memory_claims) if memory_claims is not None else d.fit_claims + d.holdout_claims
+    report = {
+        "fit_claims": len(d.fit_claims), "holdout_claims": len(d.holdout_claims),
+        "memory_claims": len(memory_claims), "features": features, "grid": log,
+        "chosen": {"candidates": d.config.to_json(), "model": best.config.to_json(),
+                   "cutoff": best.cutoff.to_json()},
+        "holdout": {"evidence_f": best.holdout_f,
+                    "candidate_recall@100": recall_at(d.holdout_set, None, 100),
+                    "candidate_pool_recall": recall_at(d.holdout_set, None, 10 ** 9),
+                    "rerank_recall@100": recall_at(d.holdout_set, hold_scores, 100),
+                    "mean_pool": float(np.mean([len(r) for r in d.holdout_set.rows]))},
+        "timings": {"features_s": sum(x.timings["features_s"] for x in datas),
+                    "total_s": time.perf_counter() - t0},
+    }
+    retriever = RerankRetriever(d.config, best.model, best.cutoff, ClaimMemory.from_claims(memory_claims), report)
+    return retriever.fit(index, d.terms, d.context)
+
+
+@dataclass
+class ClaimSet:
+    """Candidates, features and labels of a list of claims, stacked."""
+
+    rows: list[np.ndarray]   # per claim: pool rows (candidate-stage order)
+    X: np.ndarray            # all pools' features, stacked
+    y: np.ndarray            # 1 = gold
+    owner: np.ndarray        # claim position of each stacked row
+    n_gold: list[int]        # distinct gold passages per claim (also those outside the pool)
+
+    def per_claim(self, scores: np.ndarray):
+        """Per claim: (rows, scores, is-gold) ordered by score desc, ties by BM25 then row
+        (the order :class:`~factcheck.retrieval.rerank.retriever.RerankRetriever` returns)."""
+        bounds = np.concatenate([[0], np.cumsum([len(r) for r in self.rows])])
+        bm25 = self.X[:, F.FEATURES.index("bm25")]
+        for i, rows in enumerate(self.rows):
+            s = scores[bounds[i]:bounds[i + 1]]
+            y = self.y[bounds[i]:bounds[i + 1]]
+            order = np.lexsort((rows, -bm25[bounds[i]:bounds[i + 1]], -s))
+            yield rows[order], s[order], y[order]
+
+
+def build_claim_set(generator: CandidateGenerator, ctx, claims, row_of: dict, leave_one_out: bool,
+                    progress: bool | None = None, desc: str = "reranker features") -> ClaimSet:
+    rows, Xs, ys, owners, n_gold = [], [], [], [], []
+    k1, b = generator.config.k1, generator.config.b
+    # ~90 ms a claim at 1.2M passages (candidates + features): minutes for the training
+    # claims, so it shows a bar (tqdm's default stream, stderr).
+    for i, claim in enumerate(tqdm(claims, desc=desc, unit=" claims", disable=progress is False)):
+        cands = generator.generate(claim.text, exclude_memory=i if leave_one_out else None)
+        gold = np.array(sorted({row_of[e] for e in claim.evidences if e in row_of}), dtype=np.int64)
+        rows.append(cands.rows)
+        Xs.append(F.compute(ctx, cands, k1, b))
+        ys.append(np.isin(cands.rows, gold).astype(np.int64))
+        owners.append(np.full(len(cands.rows), i, dtype=np.int64))
+        n_gold.append(len(set(claim.evidences)))
+    X = np.vstack(Xs) if Xs else np.zeros((0, len(F.FEATURES)))
+    return ClaimSet(rows, X, np.concatenate(ys) if ys else np.zeros(0, np.int64),
+                    np.concatenate(owners) if owners else np.zeros(0, np.int64), n_gold)
+
+
+@dataclass
+class Trial:
+    config: ModelConfig
+    features: list[str]
+    model: RelevanceModel
+    cutoff: Cutoff
+    holdout_f: float
+
+
+def fit_and_tune(fit_set: ClaimSet, holdout_set: ClaimSet, features: list[str],
+                 grid: list[ModelConfig], progress: bool | None = None) -> tuple[Trial, list[dict]]:
+    """Fit each configuration, tune its cut-off on the holdout, keep the best."""
+    best, log = None, []
+    for config in tqdm(grid, desc="reranker models", unit=" models", disable=progress is False):
+        model = RelevanceModel(features, config).fit(fit_set.X, fit_set.y)
+        cutoff, f = tune_holdout_cutoff(model, holdout_set)
+        log.append({"model": config.to_json(), "cutoff": cutoff.to_json(), "holdout_f": f})
+        if best is None or f > best.holdout_f + 1e-12:
+            best = Trial(config, list(features), model, cutoff, f)
+    return best, log
+
+
+def tune_holdout_cutoff(model: RelevanceModel, holdout_set: ClaimSet) -> tuple[Cutoff, float]:
+    scores = model.predict(holdout_set.X)
+    probs, correct = [], []
+    for _, s, y in holdout_set.per_claim(scores):
+        probs.append(s)
+        correct.append(y)
+    return tune_cutoff(probs, correct, holdout_set.n_gold)
+
+
+def recall_at(claim_set: ClaimSet, scores: np.ndarray | None, k: int) -> float:
+    """Mean recall@k over claims: of the pool in candidate-stage order (``scores=None``)
+    or ordered by ``scores``; gold outside the pool counts as missed."""
+    out = []
+    if scores is None:
+        bounds = np.concatenate([[0], np.cumsum([len(r) for r in claim_set.rows])])
+        for i in range(len(claim_set.rows)):
+            y = claim_set.y[bounds[i]:bounds[i + 1]]
+            out.append(y[:k].sum() / max(claim_set.n_gold[i], 1))
+    else:
+        for (_, _, y), g in zip(claim_set.per_claim(scores), claim_set.n_gold):
+            out.append(y[:k].sum() / max(g, 1))
+    return float(np.mean(out)) if out else 0.0
+
+
+def tune_cutoff(probs: list[np.ndarray], correct: list[np.ndarray], n_gold: list[int]) -> tuple[Cutoff, float]:
+    """Best cut-off rule for mean evidence F on the holdout claims (never dev).
+
+    ``probs[i]``/``correct[i]``: claim i's candidates best first (probabilities, is-gold
+    flags); ``n_gold[i]``: its number of distinct gold passages. Every rule of the grid
+    is evaluated on every claim at once from cumulative correct counts
+    (:func:`~factcheck.evaluation.course_metric.evidence_f_from_counts`); ties go to
+    the first rule in grid order, so tuning is deterministic.
+    """
+    k_max = max(MAX_KS)
+    n = len(probs)
+    P = np.full((n, k_max), -1.0)
+    C = np.zeros((n, k_max + 1))  # C[i, k] = gold among the first k
+    avail = np.zeros(n, dtype=np.int64)
+    for i, (p, c) in enumerate(zip(probs, correct)):
+        m = min(len(p), k_max)
+        P[i, :m] = p[:m]
+        C[i, 1:m + 1] = np.cumsum(c[:m])
+        C[i, m + 1:] = C[i, m]
+        avail[i] = len(p)
+    g = np.asarray(n_gold, dtype=np.float64)
+    top = P[:, :1]
+    best, best_f = Cutoff(), -1.0
+    for t in THRESHOLDS:
+        above_t = P >= t
+        for r in RELATIVES:
+            keep = (above_t & (P >= r * top)).sum(axis=1)
+            for lo in MIN_KS:
+                for hi in MAX_KS:
+                    if hi < lo:
+                        continue
+                    k = np.minimum(np.minimum(np.maximum(keep, lo), hi), avail)
+                    hits = C[np.arange(n), k]
+                    f = evidence_f_from_counts(hits, k, g).mean() if n else 0.0
+                    if f > best_f + 1e-12:
+                        best, best_f = Cutoff(t, r, lo, hi), float(f)
+    return best, best_f
