@@ -12,12 +12,12 @@ candidate passages for its features. One pass over the corpus gives:
   (CSR, passage -> digit runs): phrase and number matches for a whole candidate pool
   in a few vectorised operations, instead of re-analysing passages per request.
 
-Analysis is the project's :func:`~factcheck.text.analyzer.analyze` (lower-case, stop
-words, Porter stems) after splitting letter/digit runs, so a claim's ``CO2`` matches a
-passage's ``CO 2`` (the plain analyser drops ``co2`` as non-alphabetic). Everything is
-computed from the lower-cased word stream with punctuation dropped (numbers: digit runs,
-thousands commas removed), so nothing here can see a passage's format -- a ``headword:``
-prefix, brackets, semicolons or capital letters.
+Analysis is :func:`factcheck.text.tokens.split_stems` (the project's stems after
+splitting letter/digit runs, so a claim's ``CO2`` matches a passage's ``CO 2``) and
+:func:`factcheck.text.tokens.standalone_numbers`; ``stems`` and ``numbers`` here are
+those two, under the names the reranker uses. Everything is computed from the
+lower-cased word stream with punctuation dropped, so nothing here can see a passage's
+format -- a ``headword:`` prefix, brackets, semicolons or capital letters.
 
 The arrays are cached next to the tag index (``DIR/rerank/terms-<key>.npz``), keyed by
 the index's plan key and :data:`ANALYSIS_VERSION`, with its sha256 in ``terms-<key>.sha256``
@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 from pathlib import Path
 
 import numpy as np
@@ -38,31 +37,12 @@ import scipy.sparse as sp
 
 from factcheck.errors import InputError
 from factcheck.formats.files import atomic_path, sha256_file, write_text_atomic
-from factcheck.text.analyzer import TextAnalyzer
+from factcheck.text.tokens import split_stems as stems
+from factcheck.text.tokens import standalone_numbers as numbers
 
 log = logging.getLogger(__name__)
 
 ANALYSIS_VERSION = "stems+alnum-split+bigrams+numbers/1"
-_ALNUM_BOUNDARY = re.compile(r"(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_])")
-_DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d)")
-_NUMBER = re.compile(r"(?<![^\W\d_])\d+(?:\.\d+)?(?=s\b|(?![^\W\d_]))")
-_ANALYZER = TextAnalyzer()
-
-
-def split_alnum(text: str) -> str:
-    """``CO2`` -> ``CO 2``, ``CH4`` -> ``CH 4``: letter and digit runs become separate words."""
-    return _ALNUM_BOUNDARY.sub(" ", text)
-
-
-def stems(text: str) -> list[str]:
-    """The stems every part of the reranker uses (duplicates kept, text order)."""
-    return _ANALYZER(split_alnum(text))
-
-
-def numbers(text: str) -> list[str]:
-    """Distinct digit runs not glued to letters, sorted (``1,000`` == ``1000``; ``1990s``
-    counts as 1990; the 2 of ``CO2`` is not a number)."""
-    return sorted(set(_NUMBER.findall(_DIGIT_COMMA.sub("", text))))
 
 
 def multi_arange(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
