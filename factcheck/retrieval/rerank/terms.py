@@ -19,30 +19,27 @@ those two, under the names the reranker uses. Everything is computed from the
 lower-cased word stream with punctuation dropped, so nothing here can see a passage's
 format -- a ``headword:`` prefix, brackets, semicolons or capital letters.
 
-The arrays are cached next to the tag index (``DIR/rerank/terms-<key>.npz``), keyed by
-the index's plan key and :data:`ANALYSIS_VERSION`, with its sha256 in ``terms-<key>.sha256``
-checked before every load (a damaged or edited cache is rebuilt); a read-only index
-skips the cache.
+The arrays are cached next to the tag index (``DIR/rerank/terms-<key>/terms.npz``, a
+:class:`~factcheck.tagging.derived.DerivedCache` entry: sha256-checked before every load,
+rebuilt when damaged, skipped when the index is read-only), keyed by the index's plan
+key and :data:`ANALYSIS_VERSION`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from factcheck.errors import InputError
-from factcheck.formats.files import atomic_path, sha256_file, write_text_atomic
+from factcheck.tagging.derived import DerivedCache
 from factcheck.text.tokens import split_stems as stems
 from factcheck.text.tokens import standalone_numbers as numbers
 
-log = logging.getLogger(__name__)
-
 ANALYSIS_VERSION = "stems+alnum-split+bigrams+numbers/1"
+CACHE_FILE = "terms.npz"
 
 
 def multi_arange(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -103,30 +100,18 @@ class TermIndex:
     @classmethod
     def for_index(cls, index, cache: bool = True) -> "TermIndex":
         """Build (or load from the index directory's cache) the term index of a tag index."""
-        key = hashlib.sha256(json.dumps({"plan_key": index.manifest.data.get("plan_key"),
-                                         "n": len(index), "analysis": ANALYSIS_VERSION}).encode()).hexdigest()[:16]
-        path = Path(index.root) / "rerank" / f"terms-{key}.npz"
-        record = path.with_suffix(".sha256")  # the cache's own checksum, checked before use
-        if cache and path.is_file():
-            try:
-                if record.read_text("ascii").strip() == sha256_file(path):
-                    return cls._load(path)
-                log.warning("%s: does not match its checksum (damaged or edited); rebuilding it", path)
-            except Exception as exc:  # a damaged cache is rebuilt, whatever numpy/zipfile raise
-                log.warning("%s: unreadable cache (%s); rebuilding it", path, type(exc).__name__)
-        built = cls.build(index.texts)
-        if cache:
-            try:
-                built._save(path)
-                write_text_atomic(record, sha256_file(path) + "\n")
-            except (OSError, InputError):  # a read-only index directory: just do without the cache
-                pass
-        return built
+        if not cache:
+            return cls.build(index.texts)
+        key = {"plan_key": index.manifest.data.get("plan_key"), "n": len(index), "analysis": ANALYSIS_VERSION}
+        digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
+        return DerivedCache(index.root).load_or_build(
+            f"rerank/terms-{digest}", key, lambda folder: cls.build(index.texts)._save(folder / CACHE_FILE),
+            lambda folder: cls._load(folder / CACHE_FILE))
 
     def _save(self, path: Path) -> None:
         terms = sorted(self.vocab, key=self.vocab.get)
         nums = sorted(self.number_vocab, key=self.number_vocab.get)
-        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        with open(path, "wb") as fh:
             np.savez(fh, terms=np.array(terms, dtype=str), indptr=self.forward.indptr,
                      indices=self.forward.indices, data=self.forward.data, shape=np.array(self.forward.shape),
                      bigram_ptr=self.bigram_ptr, bigram_codes=self.bigram_codes,
