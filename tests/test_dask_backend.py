@@ -134,7 +134,7 @@ def test_worker_that_keeps_dying_is_an_error_not_a_hang():
                 with WorkerPool("dask", 2) as pool:
                     pool.map(die, [(1,)], desc="dying", quiet=True)
             except InputError as exc:
-                print("InputError:", exc.one_line())
+                print("InputError:", exc.one_line({"backend": "--backend", "scheduler": "--scheduler"}))
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert "InputError: --backend dask: dying stopped" in proc.stdout, proc.stdout + proc.stderr

@@ -32,8 +32,8 @@ class Chunks:
 
 def chunk_passages(texts: list[str], window: int, overlap: int) -> Chunks:
     if window < 1 or not 0 <= overlap < window:
-        raise InputError(None, "--chunk-window/--chunk-overlap",
-                         f"need window >= 1 and 0 <= overlap < window, got {window}/{overlap}")
+        raise InputError(None, None, f"need window >= 1 and 0 <= overlap < window, got {window}/{overlap}",
+                         param="chunk_window" if window < 1 else "chunk_overlap")
     step = window - overlap
     out_texts, owner, spans = [], [], []
     for row, text in enumerate(texts):
