@@ -1,8 +1,9 @@
 """Term statistics of the whole corpus: postings, bigrams, numbers, flexible BM25.
 
 Why not reuse the bm25s index: bm25s bakes one ``k1``/``b`` into its precomputed
-scores, while the reranker wants weighted queries (RM3 expansion) and the term bags of
-candidate passages for its features. One pass over the corpus gives:
+float32 scores and scores integer bags of tokens, while the reranker wants weighted
+queries (RM3 expansion) in float64 and the term bags of candidate passages for its
+features. The formula is the same (see :meth:`TermIndex.bm25`). One pass over the corpus gives:
 
 * ``postings`` (CSC, term -> passages with term frequency): scores any weighted query
   with any ``k1``/``b`` by touching only the query terms' postings, then one
@@ -167,7 +168,12 @@ class TermIndex:
         return np.asarray(self.numbers[rows][:, cols].sum(axis=1)).ravel().astype(np.float64)
 
     def bm25(self, term_ids: np.ndarray, weights: np.ndarray, k1: float, b: float) -> np.ndarray:
-        """BM25 of every passage for a weighted bag of term ids (float64, length n_docs)."""
+        """BM25 of every passage for a weighted bag of term ids (float64, length n_docs).
+
+        The formula is bm25s's ``lucene`` variant (:mod:`factcheck.retrieval.bm25_weights`)
+        times ``k1 + 1``, evaluated in float64 for fractional (RM3) query weights; it agrees
+        with bm25s to float32 precision, not bit for bit, and the reranker's features were
+        fitted on these bits (``tests/test_bm25_weights.py`` pins the two together)."""
         P = self.postings
         parts_rows, parts_vals = [], []
         norm = self._length_norm(k1, b)
