@@ -152,8 +152,7 @@ def tag_job_from_args(args, progress=None):
     from factcheck.tagging.job import TagJob
     return TagJob(top_k=args.top_k, max_features=args.max_features, tag_features=args.tag_features,
                   shard_size=args.shard_size, jobs=args.jobs, backend=args.backend,
-                  scheduler=args.scheduler, progress=progress,
-                  report=lambda message: print(message, file=sys.stderr))
+                  scheduler=args.scheduler, progress=progress)
 
 
 def source_from_args(args, path=None):
@@ -241,12 +240,7 @@ def main(argv=None) -> int:
             _route_warnings(args.command)
             args._run(args)
     except InputError as exc:
-        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
-        flags = {}
-        for a in sub._actions:
-            if a.option_strings and not isinstance(a, _Deprecated):
-                flags.setdefault(a.dest, a.option_strings[-1])
-        print(f"factcheck {args.command}: error: {exc.one_line(flags)}", file=sys.stderr)
+        print(f"factcheck {args.command}: error: {exc.one_line()}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"factcheck {args.command}: interrupted", file=sys.stderr)
