@@ -16,7 +16,8 @@ class InputError(Exception):
     path : str or Path or None
         The file at fault, if any.
     place : str or None
-        Where in it (``line 12``, ``claim-1234``), or what else is at fault.
+        Where in it (``line 12``, ``claim-1234``), or what else is at fault; with
+        ``param``, the parameter's value at fault (rendered ``--scheduler ADDRESS``, as typed).
     message : str
         What is wrong and, where it helps, what to do.
     param : str or None, keyword-only
@@ -30,6 +31,8 @@ class InputError(Exception):
     "method: unknown method 'x'"
     >>> InputError(None, None, "unknown method 'x'", param="method").one_line({"method": "--method"})
     "--method: unknown method 'x'"
+    >>> InputError(None, "tcp://h:1", "cannot connect", param="scheduler").one_line({"scheduler": "--scheduler"})
+    '--scheduler tcp://h:1: cannot connect'
     """
 
     def __init__(self, path, place: str | None, message: str, *, param: str | None = None):
@@ -46,7 +49,9 @@ class InputError(Exception):
     def one_line(self, flags: dict[str, str] | None = None) -> str:
         """The error as one line; ``flags`` maps parameter names to how the caller spells them."""
         name = (flags or {}).get(self.param, self.param) if self.param else None
-        parts = [p for p in (self.path, name, self.place) if p]
+        # A parameter and its value read as the user typed them: "--scheduler ADDRESS".
+        where = " ".join(p for p in (name, self.place) if p)
+        parts = [p for p in (self.path, where) if p]
         prefix = ": ".join(parts)
         text = f"{prefix}: {self.message}" if prefix else self.message
         return " ".join(text.split())  # never more than one line

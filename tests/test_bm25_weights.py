@@ -8,7 +8,7 @@ import bm25s
 import numpy as np
 import pytest
 
-from conftest import shared_file
+from conftest import DEMO, shared_file
 from factcheck.retrieval.bm25 import BM25Retriever
 from factcheck.retrieval.bm25_weights import TermCounts
 from factcheck.tagging.index import TagIndex
@@ -90,3 +90,26 @@ def test_retriever_saved_and_reloaded_gives_same_scores(demo_index, tmp_path):
     for claim in ("carbon dioxide emissions from burning coal", "sea level rise", "zzz"):
         assert np.array_equal(fresh.scores(claim), saved.scores(claim))
         assert np.array_equal(fresh.scores(claim), loaded.scores(claim))
+
+
+def test_reranker_bm25_is_bm25s_lucene_up_to_float32(demo_index):
+    """The reranker's BM25 (:meth:`TermIndex.bm25`, float64, weighted queries) is bm25s's
+    lucene formula times ``k1 + 1``: the same scores to float32 precision, not bit for bit
+    (float64 vs float32 weights, ``b * (dl / avgdl)`` vs ``(b * dl) / avgdl``). Switching
+    the reranker to bm25s's float32 weights would move its features in the 7th digit, so
+    the two stay separate implementations of one formula, pinned together here."""
+    from factcheck.retrieval.rerank.terms import TermIndex
+    from factcheck.text.tokens import split_stems
+    index = TagIndex.load(demo_index)
+    terms = TermIndex.for_index(index, cache=False)
+    counts = TermCounts.from_texts(index.texts, split_stems)
+    assert counts.vocab == terms.vocab
+    claims = [c["claim_text"] for c in json.loads((DEMO / "dev-claims.json").read_text("utf-8")).values()]
+    for k1, b in SETTINGS:
+        model = counts.bm25(k1, b)
+        for claim in claims:
+            ids, weights = terms.query_weights(split_stems(claim))
+            bag = [int(t) for t, n in zip(ids, weights) for _ in range(int(n))]
+            ours = terms.bm25(ids, weights, k1, b)
+            theirs = model.get_scores_from_ids(bag).astype(np.float64) * (k1 + 1.0)
+            np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9)

@@ -66,7 +66,7 @@ def test_cluster_run_is_byte_identical_to_local_run(tmp_path, real_sample_20k, c
         exports.append(dest.read_bytes())
     assert exports[0] == exports[1] and exports[0].count(b"\n") == 20000
     # Both map stages really ran on this cluster (its scheduler lives in this process).
-    assert {"count_task", "tag_task"} <= set(cluster.scheduler.task_prefixes)  # "_" is dropped
+    assert {"count_shard", "tag_shard"} <= set(cluster.scheduler.task_prefixes)
 
 
 def test_own_local_cluster_is_started_once_per_run(tmp_path, monkeypatch):
@@ -134,7 +134,7 @@ def test_worker_that_keeps_dying_is_an_error_not_a_hang():
                 with WorkerPool("dask", 2) as pool:
                     pool.map(die, [(1,)], desc="dying", quiet=True)
             except InputError as exc:
-                print("InputError:", exc.one_line())
+                print("InputError:", exc.one_line({"backend": "--backend", "scheduler": "--scheduler"}))
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert "InputError: --backend dask: dying stopped" in proc.stdout, proc.stdout + proc.stderr

@@ -283,7 +283,7 @@ def test_damaged_term_cache_is_rebuilt(index, demo_index):
     from factcheck.tagging.index import TagIndex
     ti = TagIndex.load(index)
     first = TermIndex.for_index(ti)
-    (npz,) = (index / "rerank").glob("terms-*.npz")
+    (npz,) = (index / "rerank").glob("terms-*/terms.npz")
     good = npz.read_bytes()
     npz.write_bytes(good[:100])
     again = TermIndex.for_index(ti)
@@ -292,11 +292,11 @@ def test_damaged_term_cache_is_rebuilt(index, demo_index):
 
 
 def test_read_only_index_serves_bm25_without_a_cache(index, tmp_path, monkeypatch):
-    from factcheck.retrieval import bm25
+    from factcheck.tagging import derived
 
     def refuse(*a, **k):
         raise PermissionError(13, "Read-only file system")
-    monkeypatch.setattr(bm25.tempfile, "mkdtemp", refuse)
+    monkeypatch.setattr(derived.tempfile, "mkdtemp", refuse)
     assert _bm25_evidence(index, tmp_path, "ro")
     assert not (index / "bm25").exists() or not any((index / "bm25").rglob("*.npy"))
 

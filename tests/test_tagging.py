@@ -131,7 +131,7 @@ def test_interrupted_run_resumes_to_identical_bytes(tmp_path, monkeypatch):
     TagJob(progress=False, shard_size=6).run(source_spec(src), ref)
 
     calls = {"n": 0}
-    real_task = job_module._tag_task
+    real_task = job_module.tag_shard
 
     def crashing(*args):
         calls["n"] += 1
@@ -140,13 +140,13 @@ def test_interrupted_run_resumes_to_identical_bytes(tmp_path, monkeypatch):
         return real_task(*args)
 
     out = tmp_path / "resumed"
-    monkeypatch.setattr(job_module, "_tag_task", crashing)
+    monkeypatch.setattr(job_module, "tag_shard", crashing)
     with pytest.raises(RuntimeError):
         TagJob(progress=False, shard_size=6).run(source_spec(src), out)
     assert not (out / "manifest.json").exists()
     finished = {p.name: p.stat().st_mtime_ns for p in (out / "tags").glob("*.joblib")}
     assert len(finished) == 3
-    monkeypatch.setattr(job_module, "_tag_task", real_task)
+    monkeypatch.setattr(job_module, "tag_shard", real_task)
     TagJob(progress=False, shard_size=6).run(source_spec(src), out)
     for name, mtime in finished.items():  # completed shards were verified and skipped
         assert (out / "tags" / name).stat().st_mtime_ns == mtime

@@ -20,8 +20,6 @@ baselines (``("claim",)`` is the claim-only model).
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -29,14 +27,13 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import StandardScaler
 
 from factcheck.text.analyzer import analyze, split_tags
+from factcheck.text.tokens import cue_words, number_strings
 
 ALL_GROUPS = ("claim", "evidence", "shared", "unshared", "stats")
 NEGATION = frozenset("not no never none nor cannot without neither lack lacks lacking fail fails failed "
                      "false myth myths deny denies denied contrary unlikely nothing".split())
 HEDGES = frozenset("may might could possibly likely uncertain uncertainty debate debated disputed "
                    "controversial some suggest suggests suggested unclear".split())
-_WORDS = re.compile(r"[a-z']+")
-_NUMBERS = re.compile(r"\d+(?:[.,]\d+)?")
 
 
 def agreement_stats(claim: str, evidence: list[str]) -> list[float]:
@@ -45,11 +42,11 @@ def agreement_stats(claim: str, evidence: list[str]) -> list[float]:
     union = set().union(*passage_stems) if passage_stems else set()
     denom = max(1, len(claim_stems))
     per_passage = [len(claim_stems & s) / denom for s in passage_stems] or [0.0]
-    claim_words = _WORDS.findall(claim.lower())
-    evidence_words = _WORDS.findall(" ".join(evidence).lower())
+    claim_words = cue_words(claim)
+    evidence_words = cue_words(" ".join(evidence))
     per = max(1, len(evidence))
-    claim_numbers = set(_NUMBERS.findall(claim))
-    evidence_numbers = set(_NUMBERS.findall(" ".join(evidence)))
+    claim_numbers = set(number_strings(claim))
+    evidence_numbers = set(number_strings(" ".join(evidence)))
     return [
         max(per_passage), float(np.mean(per_passage)), len(claim_stems & union) / denom,
         float(len(evidence)),

@@ -6,12 +6,15 @@ length normalisation, so a retriever can instead index windows of ``window`` wor
 is represented by its best-ranked chunk, and the explanation says which words it was.
 
 The chunked corpus is itself tagged by the offline job (as a JSONL source with ids
-``<passage id>#<chunk>``) so the tag rule works on chunks exactly as on passages.
+``<passage id>#<chunk>``) so the tag rule works on chunks exactly as on passages. The
+chunk index is a derived cache of the passage index (``DIR/chunks/w<window>-o<overlap>/``,
+see :class:`~factcheck.tagging.derived.DerivedCache`): built once, checked before reuse.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -29,8 +32,8 @@ class Chunks:
 
 def chunk_passages(texts: list[str], window: int, overlap: int) -> Chunks:
     if window < 1 or not 0 <= overlap < window:
-        raise InputError(None, "--chunk-window/--chunk-overlap",
-                         f"need window >= 1 and 0 <= overlap < window, got {window}/{overlap}")
+        raise InputError(None, None, f"need window >= 1 and 0 <= overlap < window, got {window}/{overlap}",
+                         param="chunk_window" if window < 1 else "chunk_overlap")
     step = window - overlap
     out_texts, owner, spans = [], [], []
     for row, text in enumerate(texts):
@@ -50,6 +53,20 @@ def chunk_passages(texts: list[str], window: int, overlap: int) -> Chunks:
                 break
             start += step
     return Chunks(out_texts, np.asarray(owner, dtype=np.int64), spans)
+
+
+def _tag_chunks(chunks: Chunks, ids: list[str], tag_params: dict, folder: Path) -> None:
+    """The offline tagging job over the chunks (ids ``<passage id>#<chunk>``), into ``folder``."""
+    from factcheck.formats.evidence import source_spec
+    from factcheck.tagging.job import TagJob
+
+    source = folder / "chunks.jsonl"
+    counter: dict[int, int] = {}
+    with atomic_path(source) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        for text, row in zip(chunks.texts, chunks.owner.tolist()):
+            k = counter[row] = counter.get(row, -1) + 1
+            fh.write(dumps_json({"id": f"{ids[row]}#{k}", "text": text}, indent=None))
+    TagJob(**tag_params, progress=False).run(source_spec(source), folder / "index")
 
 
 def first_per_owner(chunk_rows: np.ndarray, owner: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
@@ -74,24 +91,20 @@ class ChunkedRetriever(Retriever):
         return {**self.inner.params(), "chunk_window": self.window, "chunk_overlap": self.overlap}
 
     def fit(self, index) -> "ChunkedRetriever":
-        from factcheck.formats.evidence import source_spec
+        from factcheck.tagging.derived import DerivedCache
         from factcheck.tagging.index import TagIndex
-        from factcheck.tagging.job import TagJob
+        from factcheck.tagging.store import MANIFEST_FORMAT
 
         self.index = index
         self.chunks = chunk_passages(index.texts, self.window, self.overlap)
-        root = index.root / "chunks" / f"w{self.window}-o{self.overlap}"
-        source = root / "chunks.jsonl"
-        ids = index.ids
-        counter: dict[int, int] = {}
-        with atomic_path(source) as tmp, open(tmp, "w", encoding="utf-8") as fh:
-            for text, row in zip(self.chunks.texts, self.chunks.owner.tolist()):
-                k = counter[row] = counter.get(row, -1) + 1
-                fh.write(dumps_json({"id": f"{ids[row]}#{k}", "text": text}, indent=None))
         p = index.manifest.params
-        TagJob(top_k=p["top_k"], max_features=p["max_features"], tag_features=p["tag_features"],
-               shard_size=p["shard_size"], progress=False).run(source_spec(source), root / "index", force=True)
-        self.chunk_index = TagIndex.load(root / "index")
+        tag_params = {k: p[k] for k in ("top_k", "max_features", "tag_features", "shard_size")}
+        key = {"plan_key": index.manifest.data.get("plan_key"), "window": self.window, "overlap": self.overlap,
+               "tag_params": tag_params, "format": MANIFEST_FORMAT}
+        self.chunk_index = DerivedCache(index.root).load_or_build(
+            f"chunks/w{self.window}-o{self.overlap}", key,
+            lambda folder: _tag_chunks(self.chunks, index.ids, tag_params, folder),
+            lambda folder: TagIndex.load(folder / "index"))
         self.inner.fit(self.chunk_index)
         return self
 

@@ -8,12 +8,12 @@ from "crashed", and stop it.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import socket
 import subprocess
 import sys
 import time
-
-import httpx
+import urllib.request
 
 
 class ServerFailed(RuntimeError):
@@ -24,6 +24,16 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _answers(url: str) -> bool:
+    """``GET url`` returns 200 (the standard library: httpx is a test-only extra)."""
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
+    try:
+        with direct.open(url, timeout=2) as response:
+            return response.status == 200
+    except (OSError, http.client.HTTPException, ValueError):  # refused, reset, timed out, not HTTP yet
+        return False
 
 
 @contextlib.contextmanager
@@ -39,11 +49,8 @@ def serving(serve_args: list[str], log_file, cwd=None, timeout: float = 90.0):
         while True:
             if proc.poll() is not None:
                 raise ServerFailed(f"factcheck serve exited with {proc.returncode}: {open(log_file).read()}")
-            try:
-                if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
+            if _answers(url + "/healthz"):
+                break
             if time.monotonic() > deadline:
                 raise ServerFailed(f"factcheck serve did not answer within {timeout:.0f} s: {open(log_file).read()}")
             time.sleep(0.2)

@@ -3,6 +3,8 @@
 Stages (each its own module): ``packing`` (strings <-> byte buffers), ``counting``
 (text -> per-shard count matrix), ``vocabulary`` (merge counts -> vocabulary + IDF),
 ``topk`` (tie-safe top-k of sparse rows), ``tag_model`` (the 1,000-term tag vectoriser),
-``store`` (shard files, manifest, verification), ``job`` (orchestration and resume) and
-``index`` (the loader the retrievers use).
+``store`` (shard files, manifest, verification), ``outdir`` (the output directory: lock,
+resume-or-refuse, ``--force``), ``tasks`` (the worker bodies), ``backends`` (where tasks
+run), ``job`` (orchestration), ``index`` (the loader the retrievers use) and ``derived``
+(the caches retrievers keep inside an index directory).
 """

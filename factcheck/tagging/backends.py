@@ -70,7 +70,7 @@ def dask_client(scheduler: str | None, workers: int):
         from distributed.comm import get_address_host_port
         from distributed.utils import silence_logging_cmgr
     except ImportError:  # pragma: no cover - dask is a declared dependency
-        raise InputError(None, None, "--backend dask needs dask[distributed] installed") from None
+        raise InputError(None, "dask", "needs dask[distributed] installed", param="backend") from None
     if not scheduler:
         # silence_logs takes a logging level (worker processes reject level names). The
         # scheduler serves HTTP even without a dashboard, by default on port 8787; a free
@@ -95,14 +95,13 @@ def dask_client(scheduler: str | None, workers: int):
         client.close()
         cluster.close()
         return
-    where = f"--scheduler {scheduler}"
     try:
         # Checked first: distributed leaves a half-made Client behind on a bad address,
         # whose finaliser prints a traceback at exit.
         get_address_host_port(scheduler)
     except ValueError as exc:
-        raise InputError(None, where, f"not a scheduler address ({exc}); "
-                         "expected tcp://HOST:PORT") from None
+        raise InputError(None, scheduler, f"not a scheduler address ({exc}); "
+                         "expected tcp://HOST:PORT", param="scheduler") from None
     timeout = _dask_timeout()
     with silence_logging_cmgr(logging.CRITICAL), _connected(Client, scheduler, timeout) as client:
         yield client
@@ -110,17 +109,16 @@ def dask_client(scheduler: str | None, workers: int):
 
 @contextlib.contextmanager
 def _connected(Client, scheduler: str, timeout: float):
-    where = f"--scheduler {scheduler}"
     try:
         client = Client(scheduler, timeout=timeout, set_as_default=False)
     except (OSError, ValueError, TypeError) as exc:  # OSError includes TimeoutError
-        raise InputError(None, where, f"cannot connect ({exc})") from None
+        raise InputError(None, scheduler, f"cannot connect ({exc})", param="scheduler") from None
     try:
         try:
             client.wait_for_workers(1, timeout=timeout)
         except TimeoutError:
-            raise InputError(None, where, f"no workers connected within {timeout:g} s "
-                             f"(start some with `dask worker {scheduler}`)") from None
+            raise InputError(None, scheduler, f"no workers connected within {timeout:g} s "
+                             f"(start some with `dask worker {scheduler}`)", param="scheduler") from None
         yield client
     finally:
         client.close()
@@ -136,7 +134,8 @@ class WorkerPool:
 
     def __init__(self, backend: str = "loky", jobs: int | None = 1, scheduler: str | None = None):
         if backend not in BACKENDS:
-            raise InputError(None, "--backend", f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+            raise InputError(None, None, f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}",
+                             param="backend")
         self.backend = backend
         self.jobs = resolve_jobs(jobs)
         self.scheduler = scheduler
@@ -214,10 +213,10 @@ class WorkerPool:
                 bar.update(1)
             return client.gather(futures)  # input order
         except _cluster_failures() as exc:
-            where = f"--scheduler {self.scheduler}" if self.scheduler else "--backend dask"
-            raise InputError(None, where, f"{desc or 'map'} stopped, the Dask cluster failed "
+            param, place = ("scheduler", self.scheduler) if self.scheduler else ("backend", "dask")
+            raise InputError(None, place, f"{desc or 'map'} stopped, the Dask cluster failed "
                              f"({type(exc).__name__}: {exc}); finished shards are kept: "
-                             "rerun the same command to resume") from None
+                             "rerun the same command to resume", param=param) from None
         except BaseException:
             client.cancel(futures)  # a task failed (e.g. a corrupt shard): leave nothing queued
             raise
@@ -233,14 +232,6 @@ def _cluster_failures() -> tuple[type[BaseException], ...]:
     from distributed.scheduler import KilledWorker
     # distributed's FutureCancelledError is a concurrent.futures.CancelledError.
     return CommClosedError, KilledWorker, concurrent.futures.CancelledError, asyncio.CancelledError
-
-
-def parallel_map(func, arglist: list[tuple], *, jobs: int = 1, backend: str = "loky",
-                 scheduler: str | None = None, desc: str = "", quiet: bool | None = None,
-                 common=None) -> list:
-    """One map stage with a pool of its own (a job with several stages shares a WorkerPool)."""
-    with WorkerPool(backend, jobs, scheduler) as pool:
-        return pool.map(func, arglist, desc=desc, quiet=quiet, common=common)
 
 
 def _run(func, arglist, n_jobs, bar):  # loky, through joblib

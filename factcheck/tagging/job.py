@@ -20,34 +20,40 @@ driver holds only per-term totals (bounded by the number of distinct stems), and
 end one shard's tags at a time -- never the corpus, its ids or its count matrix. What
 does grow with the corpus is small by design: 8 bytes per passage for the exact
 duplicate-id check (:mod:`factcheck.formats.evidence`) and a few numbers per shard.
+
+This module is the orchestration only: what a rerun finds in the output directory (and
+the lock that makes it ours) is :mod:`factcheck.tagging.outdir`, the worker bodies of
+the two map stages are :mod:`factcheck.tagging.tasks`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.feature_extraction.text import TfidfTransformer
 from tqdm.auto import tqdm
 
 from factcheck.errors import InputError
 from factcheck.faults import crashpoint
 from factcheck.formats.evidence import SourceSpec, iter_passages
-from factcheck.formats.files import (TMP_PREFIX, dump_joblib_atomic, remove_stale_temporaries,
-                                     sha256_file, sha256_input, write_json_atomic)
+from factcheck.formats.files import sha256_file, sha256_input, write_json_atomic
 from factcheck.tagging import outdir, store
 from factcheck.tagging.backends import WorkerPool
-from factcheck.tagging.counting import count_terms
-from factcheck.tagging.packing import pack_strings, unpack_strings
+from factcheck.tagging.packing import unpack_strings
 from factcheck.tagging.tag_model import fit_tag_vectorizer
-from factcheck.tagging.topk import top_k_rows
+from factcheck.tagging.tasks import count_shard, tag_shard
 from factcheck.tagging.vocabulary import TermStats, Vocabulary
+
+__all__ = ["TagJob", "TagParams"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,7 @@ class TagParams:
     def validate(self) -> None:
         for name, value in asdict(self).items():
             if not isinstance(value, int) or value < 1:
-                raise InputError(None, None, f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+                raise InputError(None, None, f"must be a positive integer, got {value!r}", param=name)
 
 
 def _key(*parts) -> str:
@@ -72,18 +78,39 @@ def _key(*parts) -> str:
 class TagJob:
     """Build (or resume, or verify) a tag index for one knowledge source.
 
-    Parameters are the knobs of :class:`TagParams` plus how to run: ``jobs`` worker
-    processes, ``backend`` ("loky" on this machine, "dask" for a cluster) and
-    ``scheduler`` (a Dask scheduler address; none starts a local cluster).
+    Parameters
+    ----------
+    top_k, max_features, tag_features, shard_size : int
+        The knobs of :class:`TagParams` (they change the output bytes).
+    jobs : int
+        Worker processes (joblib's convention: -1 = all cores).
+    backend : {"loky", "dask"}
+        Local processes, or a Dask cluster.
+    scheduler : str or None
+        A Dask scheduler address; none starts a local cluster.
+    progress : bool or None
+        Progress bars and messages: None shows bars on a terminal only, False shows
+        nothing, True always shows them.
+    report : callable or None
+        Receives each one-line message about the output directory ("index is complete
+        and verified; nothing to do", "...; repairing"); the CLI passes one that writes
+        to stderr. None logs them (logger ``factcheck.tagging.job``, level INFO).
+
+    Example
+    -------
+    >>> from factcheck.formats.evidence import source_spec
+    >>> manifest = TagJob(progress=False).run(source_spec("data/demo/evidence.json"), "idx")  # doctest: +SKIP
     """
 
     def __init__(self, top_k=10, max_features=20000, tag_features=1000, shard_size=100_000,
-                 jobs=1, backend="loky", scheduler=None, progress=None):
+                 jobs=1, backend="loky", scheduler=None, progress=None,
+                 report: Callable[[str], None] | None = None):
         self.params = TagParams(top_k, max_features, tag_features, shard_size)
         self.jobs = jobs
         self.backend = backend
         self.scheduler = scheduler
         self.progress = progress
+        self.report = report
 
     # ------------------------------------------------------------------ entry point
     def run(self, source: SourceSpec, out: Path, force: bool = False) -> store.Manifest:
@@ -96,7 +123,6 @@ class TagJob:
                 return self._run(source, out, force)
 
     def _run(self, source: SourceSpec, out: Path, force: bool) -> store.Manifest:
-        self.params.validate()
         out = Path(out)
         plan = {
             "format": store.MANIFEST_FORMAT,
@@ -105,7 +131,7 @@ class TagJob:
                       "bytes": source.path.stat().st_size},
         }
         plan_key = _key(plan)
-        done = self._prepare(out, plan, plan_key, force)
+        done = outdir.prepare(out, plan, plan_key, force, self._say)
         if done is not None:
             return done
         self._pool.check_shared(out / store.WORK_DIR / "plan.json")  # before the long split
@@ -123,55 +149,6 @@ class TagJob:
         return self._finish(out, plan, plan_key, shards, vocab)
 
     # ------------------------------------------------------------------ stages
-    def _prepare(self, out: Path, plan: dict, plan_key: str, force: bool):
-        """Decide between 'already complete', 'resume', 'fresh' and 'refuse'."""
-        manifest_path = out / store.MANIFEST
-        plan_path = out / store.WORK_DIR / "plan.json"
-        if manifest_path.is_file():
-            try:
-                existing = store.read_manifest(out)
-                same = existing.data.get("plan_key") == plan_key
-            except InputError:
-                existing, same = None, False
-            if same:
-                try:
-                    store.verify_index(out, existing)
-                    shutil.rmtree(out / store.WORK_DIR, ignore_errors=True)
-                    self._say(f"{out}: index is complete and verified; nothing to do")
-                    return existing
-                except InputError as exc:
-                    self._say(f"{exc.one_line()}; repairing")
-                    manifest_path.unlink()
-            elif not force:
-                raise InputError(manifest_path, None, "the directory holds a different run's index "
-                                 "(other input or parameters); use --force to replace it")
-            else:
-                self._wipe(out)
-        elif plan_path.is_file():
-            try:
-                previous = json.loads(plan_path.read_text("utf-8")).get("plan_key")
-            except (ValueError, AttributeError):
-                previous = None
-            if previous != plan_key:
-                # Other settings never replace a run without --force (the lock rules out a
-                # run still in progress). Only a run of the same settings whose input was
-                # fixed after it stopped at bad input, before its split completed, holds
-                # nothing worth keeping and starts afresh.
-                if not force and (_plan_params(plan_path) != plan["params"]
-                                  or (out / store.WORK_DIR / "split.json").is_file()):
-                    raise InputError(out, None, "holds an unfinished run with other input or parameters; "
-                                     "use --force to discard it")
-                self._wipe(out)
-        elif out.exists() and (not out.is_dir() or _has_content(out)):
-            if not out.is_dir():
-                raise InputError(out, None, "exists and is not a directory")
-            if not force:
-                raise InputError(out, None, "exists, is not empty and is not a tag index; "
-                                 "choose a new directory or use --force")
-        remove_stale_temporaries(out)
-        write_json_atomic(plan_path, {"plan_key": plan_key, "plan": plan})
-        return None
-
     def _split(self, source: SourceSpec, out: Path, plan_key: str) -> list[dict]:
         split_path = out / store.WORK_DIR / "split.json"
         try:
@@ -215,7 +192,7 @@ class TagJob:
     def _count(self, out: Path, shards: list[dict], plan_key: str) -> None:
         todo = [s["shard"] for s in shards if not store.is_done(out, store.counts_name(s["shard"]), plan_key)]
         root = str(out.resolve())  # absolute: a remote worker's working directory is not ours
-        self._pool.map(_count_task, [(root, shard, plan_key) for shard in todo],
+        self._pool.map(count_shard, [(root, shard, plan_key) for shard in todo],
                        desc="counting terms", quiet=self._quiet())
 
     def _reduce(self, out: Path, shards: list[dict]) -> Vocabulary:
@@ -230,8 +207,8 @@ class TagJob:
         todo = [s["shard"] for s in shards if not store.is_done(out, store.tags_name(s["shard"]), tags_key)]
         payload = (vocab.terms, vocab.idf, self.params.top_k)
         root = str(out.resolve())
-        self._pool.map(_tag_task, [(root, shard, tags_key) for shard in todo],
-                       common=payload, desc="tagging", quiet=self._quiet())  # _tag_task(..., payload)
+        self._pool.map(tag_shard, [(root, shard, tags_key) for shard in todo],
+                       common=payload, desc="tagging", quiet=self._quiet())  # tag_shard(..., payload)
 
     def _finish(self, out: Path, plan: dict, plan_key: str, shards: list[dict], vocab: Vocabulary):
         n = sum(s["count"] for s in shards)
@@ -283,69 +260,9 @@ class TagJob:
         return None if self.progress is None else not self.progress
 
     def _say(self, message: str) -> None:
-        if self.progress is not False:
-            print(message, file=sys.stderr)
-
-    @staticmethod
-    def _wipe(out: Path) -> None:
-        outdir.wipe(out)  # only the files this tool writes; never the user's
-
-
-def _has_content(out: Path) -> bool:
-    """Anything but folders, our lock and the ``.tmp-*`` files of a run killed at its first write."""
-    return any(not (p.is_dir() or p.name.startswith(TMP_PREFIX) or p.name == outdir.LOCK_FILE)
-               for p in out.rglob("*"))
-
-
-def _plan_params(plan_path: Path):
-    try:
-        return json.loads(plan_path.read_text("utf-8"))["plan"]["params"]
-    except (ValueError, KeyError, TypeError):
-        return None
-
-
-# ---------------------------------------------------------------------- worker tasks
-# Module-level so any joblib backend can ship them; each reads its own shard from the
-# shared output directory and writes its own result, so nothing large crosses the wire.
-
-def _count_task(root: str, shard: int, key: str) -> None:
-    root = Path(root)
-    p = store.load_shard(root / store.passages_name(shard), "passages")
-    counts = count_terms(unpack_strings(p["text_bytes"], p["text_offsets"]))
-    m = counts.matrix
-    term_bytes, term_offsets = pack_strings(counts.terms)
-    name = store.counts_name(shard)
-    digest = dump_joblib_atomic(root / name, {
-        "kind": "counts", "count": int(p["count"]),
-        "term_bytes": term_bytes, "term_offsets": term_offsets,
-        "totals": counts.totals, "doc_freq": counts.doc_freq,
-        "indptr": m.indptr.astype(np.int64), "indices": m.indices.astype(np.int32),
-        "data": m.data.astype(np.int32),
-    })
-    store.mark_done(root, name, key, digest)
-
-
-def _tag_task(root: str, shard: int, key: str, payload) -> None:
-    vocab_terms, idf, top_k = payload
-    root = Path(root)
-    c = store.load_shard(root / store.counts_name(shard), "counts")
-    local_terms = unpack_strings(c["term_bytes"], c["term_offsets"])
-    column = {t: i for i, t in enumerate(vocab_terms)}
-    to_global = np.fromiter((column.get(t, -1) for t in local_terms), dtype=np.int64, count=len(local_terms))
-    n = int(c["count"])
-    local = sp.csr_matrix((c["data"], c["indices"], c["indptr"]), shape=(n, len(local_terms)))
-    mapped = to_global[local.indices]
-    keep = mapped >= 0
-    kept_before = np.zeros(len(keep) + 1, dtype=np.int64)
-    np.cumsum(keep, out=kept_before[1:])
-    counts = sp.csr_matrix((local.data[keep], mapped[keep], kept_before[local.indptr]),
-                           shape=(n, len(vocab_terms)))
-    counts.sort_indices()  # canonical order -> identical float sums in every shard layout
-    tfidf = TfidfTransformer(norm="l2", smooth_idf=True)
-    tfidf.idf_ = idf
-    weights = tfidf.transform(counts)
-    indptr, terms, values = top_k_rows(weights, top_k)
-    name = store.tags_name(shard)
-    p_start = store.load_shard(root / store.passages_name(shard), "passages", mmap=True)["start"]
-    digest = store.write_tags_shard(root / name, p_start, indptr, terms, values)
-    store.mark_done(root, name, key, digest)
+        if self.progress is False:
+            return
+        if self.report is None:
+            log.info("%s", message)
+        else:
+            self.report(message)

@@ -1,4 +1,5 @@
-"""Owning an output directory: one run at a time, and deleting only what we wrote.
+"""Owning an output directory: one run at a time, what a rerun finds there, and
+deleting only what we wrote.
 
 Why a lock: two ``factcheck tag`` runs into one ``--out`` interleave their shards. Issue 15
 reproduced it on the code before this lock (120,000 passages, the second run with other
@@ -7,6 +8,10 @@ settings started while the first was splitting): 2 of 3 trials left an index tha
 second run silently discarded the first's unfinished plan and each wrote over the other. An exclusive ``flock`` held for the whole run makes the second
 run fail at once, naming the holder; the kernel releases it when the holder dies
 (SIGKILL included), so a crashed run never leaves a stale lock behind.
+
+Why :func:`prepare` refuses more than it replaces: a directory may hold a complete index
+of this run (nothing to do), an unfinished one (resume), another run's (refused without
+``force``) or the user's own files (refused without ``force``).
 
 Why a pattern list for ``--force``: the directory may hold the user's own files next to
 (or instead of) an index. ``--force`` deletes only file names this tool writes.
@@ -19,9 +24,12 @@ import fcntl
 import json
 import os
 import re
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from factcheck.errors import InputError
+from factcheck.formats.files import TMP_PREFIX, remove_stale_temporaries, write_json_atomic
 from factcheck.tagging import store
 
 LOCK_FILE = ".factcheck-lock"
@@ -132,3 +140,68 @@ def wipe(out: Path) -> int:
         manifest.unlink()
         removed += 1
     return removed
+
+
+def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[[str], None]):
+    """Decide between 'already complete' (returns its manifest), 'resume', 'fresh' and
+    'refuse' (an InputError) for a run of ``plan`` into ``out``; ``report`` receives the
+    one-line messages about what was found."""
+    manifest_path = out / store.MANIFEST
+    plan_path = out / store.WORK_DIR / "plan.json"
+    if manifest_path.is_file():
+        try:
+            existing = store.read_manifest(out)
+            same = existing.data.get("plan_key") == plan_key
+        except InputError:
+            existing, same = None, False
+        if same:
+            try:
+                store.verify_index(out, existing)
+                shutil.rmtree(out / store.WORK_DIR, ignore_errors=True)
+                report(f"{out}: index is complete and verified; nothing to do")
+                return existing
+            except InputError as exc:
+                report(f"{exc.one_line()}; repairing")
+                manifest_path.unlink()
+        elif not force:
+            raise InputError(manifest_path, None, "the directory holds a different run's index "
+                             "(other input or parameters); use --force to replace it")
+        else:
+            wipe(out)
+    elif plan_path.is_file():
+        try:
+            previous = json.loads(plan_path.read_text("utf-8")).get("plan_key")
+        except (ValueError, AttributeError):
+            previous = None
+        if previous != plan_key:
+            # Other settings never replace a run without --force (the lock rules out a
+            # run still in progress). Only a run of the same settings whose input was
+            # fixed after it stopped at bad input, before its split completed, holds
+            # nothing worth keeping and starts afresh.
+            if not force and (_plan_params(plan_path) != plan["params"]
+                              or (out / store.WORK_DIR / "split.json").is_file()):
+                raise InputError(out, None, "holds an unfinished run with other input or parameters; "
+                                 "use --force to discard it")
+            wipe(out)
+    elif out.exists() and (not out.is_dir() or _has_content(out)):
+        if not out.is_dir():
+            raise InputError(out, None, "exists and is not a directory")
+        if not force:
+            raise InputError(out, None, "exists, is not empty and is not a tag index; "
+                             "choose a new directory or use --force")
+    remove_stale_temporaries(out)
+    write_json_atomic(plan_path, {"plan_key": plan_key, "plan": plan})
+    return None
+
+
+def _has_content(out: Path) -> bool:
+    """Anything but folders, our lock and the ``.tmp-*`` files of a run killed at its first write."""
+    return any(not (p.is_dir() or p.name.startswith(TMP_PREFIX) or p.name == LOCK_FILE)
+               for p in out.rglob("*"))
+
+
+def _plan_params(plan_path: Path):
+    try:
+        return json.loads(plan_path.read_text("utf-8"))["plan"]["params"]
+    except (ValueError, KeyError, TypeError):
+        return None

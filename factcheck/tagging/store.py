@@ -8,9 +8,13 @@ Layout of an index directory::
     models/passage_tfidf.joblib      the fitted 20K-term TF-IDF vectoriser
     models/tag_tfidf.joblib          the fitted 1K-term tag vectoriser
     work/                            resumable intermediate state (removed when done)
+    bm25/<method>-k1_<k1>-b_<b>/     derived caches (optional, rebuilt when missing or damaged,
+    rerank/terms-<key>/              each with its own factcheck-key.json of sha256s; see
+    chunks/w<window>-o<overlap>/     :mod:`factcheck.tagging.derived`); not in the manifest
 
-Every file is listed in the manifest with its sha256, so loading an index can prove it
-is whole: a truncated, bit-flipped, missing or extra shard is named in a one-line error.
+Every file of the index proper is listed in the manifest with its sha256, so loading an
+index can prove it is whole: a truncated, bit-flipped, missing or extra shard is named
+in a one-line error.
 Nothing in the manifest depends on the number of jobs, the backend, time or paths, so
 the same input and parameters give the same bytes.
 """
@@ -18,14 +22,16 @@ the same input and parameters give the same bytes.
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from factcheck.errors import InputError, IntegrityError
+from factcheck.errors import FactcheckWarning, InputError, IntegrityError
 from factcheck.formats.files import dump_joblib_atomic, dumps_json, sha256_bytes, sha256_file, write_json_atomic
 from factcheck.formats.safe_load import UnsafeFile, load_joblib_arrays
+from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.packing import pack_strings, unpack_strings
 
 MANIFEST = "manifest.json"
@@ -227,7 +233,8 @@ def check_loadable(root: Path, manifest: Manifest) -> None:
 
     Checksums prove a file is the one the manifest names, not that the manifest is
     honest: whoever writes the directory can recompute both. This proves nothing in the
-    index would run code when loaded.
+    index would run code when loaded. Derived caches are checked too (see
+    :func:`check_derived_caches`).
     """
     root = Path(root)
     for s in manifest.shards:
@@ -235,3 +242,16 @@ def check_loadable(root: Path, manifest: Manifest) -> None:
         load_shard(root / s["tags_file"], "tags", mmap=True)
     for name in manifest.data["models"]:
         load_shard(root / MODELS_DIR / name, "vectorizer", mmap=True)
+    check_derived_caches(root)
+
+
+def check_derived_caches(root: Path) -> list:
+    """The derived caches of the index (``bm25/``, ``rerank/``, ``chunks/``) against their
+    own records: a damaged one is reported as a :class:`FactcheckWarning` (it is rebuilt,
+    never used, when next needed); a missing one is fine. Returns their statuses."""
+    statuses = DerivedCache(root).check()
+    for status in statuses:
+        if status.state == "damaged":
+            warnings.warn(f"{status.path}: derived cache does not match its checksums; it will be "
+                          "rebuilt when next used", FactcheckWarning, stacklevel=2)
+    return statuses

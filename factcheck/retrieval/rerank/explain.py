@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from factcheck.retrieval.rerank import features as F
-from factcheck.retrieval.rerank.terms import numbers
+from factcheck.text.tokens import standalone_numbers
 
 
 def _inverse(vocab: dict[str, int]) -> list[str]:
@@ -33,7 +33,7 @@ def explain_hit(retriever, cands, x: np.ndarray, row: int, rank: int) -> dict:
     a, b = terms.bigram_ptr[row], terms.bigram_ptr[row + 1]
     v = len(terms.vocab)
     bigrams = [f"{inv[c // v]} {inv[c % v]}" for c in np.intersect1d(codes, terms.bigram_codes[a:b]).tolist()]
-    passage_numbers = {x for x in numbers(cands.query.text) if x in terms.number_vocab
+    passage_numbers = {x for x in standalone_numbers(cands.query.text) if x in terms.number_vocab
                        and terms.numbers[row, terms.number_vocab[x]] > 0}
     names = [n for n in F.claim_names(cands.query.text) if terms.vocab.get(n) in passage_terms]
     out = {

@@ -5,7 +5,7 @@ neighbours cited), never what the passage looks like on its own. That is the rul
 keeps the learned model from telling Wikipedia sentences from the proxy corpus's
 dictionary distractors by style:
 
-* passages are only ever read through :func:`~.terms.stems` (lower-cased word runs,
+* passages are only ever read through :func:`~factcheck.text.tokens.split_stems` (lower-cased word runs,
   punctuation dropped), their digit runs, and their tags -- so a ``headword:`` prefix,
   brackets, semicolons or capital letters change nothing (``tests/test_rerank.py``
   checks that two passages with the same words in different dress get equal features);
@@ -36,16 +36,14 @@ Groups (see :data:`GROUPS`):
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import scipy.sparse as sp
 
 from factcheck.retrieval.rerank.candidates import Candidates
-from factcheck.retrieval.rerank.terms import numbers, stems
 from factcheck.retrieval.rerank.vectors import tfidf_row, unit_rows
 from factcheck.text.analyzer import analyze
 from factcheck.text.stopwords import ENGLISH_STOP_WORDS
+from factcheck.text.tokens import letter_runs, split_stems, standalone_numbers
 
 GROUPS: dict[str, list[str]] = {
     "bm25": ["bm25", "bm25_rel_top", "bm25_log_rank"],
@@ -63,7 +61,6 @@ PRF_DOCS = 10         # feedback passages (top of the BM25 list)
 RM3_TERMS = 20        # expansion terms taken from their centroid
 MEMORY_PASSAGES = 30  # memory passages the paraphrase cosine compares against
 
-_WORD = re.compile(r"[^\W\d_]+")
 _SENTENCE_START = ("", ".", "!", "?", "\"", "\u201c", "'", "\u2018", "(")
 
 
@@ -71,14 +68,14 @@ def claim_names(text: str) -> list[str]:
     """Stems of the claim's capitalised words: acronyms anywhere, other capitalised words
     unless sentence-initial (where capitals say nothing). Read from the claim only."""
     out = set()
-    for m in _WORD.finditer(text):
+    for m in letter_runs(text):
         w = m.group()
         if not w[0].isupper() or w.lower() in ENGLISH_STOP_WORDS:
             continue
         initial = text[:m.start()].rstrip()[-1:] in _SENTENCE_START
         if initial and not (len(w) > 1 and w.isupper()):
             continue
-        out.update(stems(w))
+        out.update(split_stems(w))
     return sorted(out)
 
 
@@ -154,7 +151,7 @@ def compute(ctx: FeatureContext, cands: Candidates, k1: float, b: float) -> np.n
         k = terms.bigram_matches(rows, codes)
         out[:, col["bigram_count"]] = k
         out[:, col["bigram_frac"]] = k / len(codes)
-    nums = numbers(q.text)
+    nums = standalone_numbers(q.text)
     if nums:
         out[:, col["claim_has_numbers"]] = 1.0
         out[:, col["number_frac"]] = terms.number_matches(rows, nums) / len(nums)

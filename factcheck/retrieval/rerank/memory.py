@@ -26,8 +26,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from factcheck.retrieval.rerank.terms import stems
 from factcheck.retrieval.rerank.vectors import tfidf_row
+from factcheck.text.tokens import split_stems
 
 
 @dataclass
@@ -47,7 +47,7 @@ class ClaimMemory:
         self.claim_ids = list(claim_ids)
         self.texts = list(texts)
         self.evidences = [sorted(set(e)) for e in evidences]
-        self.vectorizer = TfidfVectorizer(analyzer=stems, sublinear_tf=True, dtype=np.float64)
+        self.vectorizer = TfidfVectorizer(analyzer=split_stems, sublinear_tf=True, dtype=np.float64)
         self.matrix = self.vectorizer.fit_transform(self.texts).tocsr() if self.texts else sp.csr_matrix((0, 0))
         self._position_of_text: dict[str, list[int]] = {}
         for i, t in enumerate(self.texts):
@@ -73,7 +73,7 @@ class ClaimMemory:
     def similarities(self, text: str) -> np.ndarray:
         if not len(self):
             return np.zeros(0)
-        return np.asarray((self.matrix @ tfidf_row(self.vectorizer, stems(text)).T).todense()).ravel()
+        return np.asarray((self.matrix @ tfidf_row(self.vectorizer, split_stems(text)).T).todense()).ravel()
 
     def neighbours(self, text: str, k: int, exclude: int | None = None) -> Neighbours:
         sims = self.similarities(text)

@@ -1,8 +1,9 @@
 """Term statistics of the whole corpus: postings, bigrams, numbers, flexible BM25.
 
 Why not reuse the bm25s index: bm25s bakes one ``k1``/``b`` into its precomputed
-scores, while the reranker wants weighted queries (RM3 expansion) and the term bags of
-candidate passages for its features. One pass over the corpus gives:
+float32 scores and scores integer bags of tokens, while the reranker wants weighted
+queries (RM3 expansion) in float64 and the term bags of candidate passages for its
+features. The formula is the same (see :meth:`TermIndex.bm25`). One pass over the corpus gives:
 
 * ``postings`` (CSC, term -> passages with term frequency): scores any weighted query
   with any ``k1``/``b`` by touching only the query terms' postings, then one
@@ -12,57 +13,34 @@ candidate passages for its features. One pass over the corpus gives:
   (CSR, passage -> digit runs): phrase and number matches for a whole candidate pool
   in a few vectorised operations, instead of re-analysing passages per request.
 
-Analysis is the project's :func:`~factcheck.text.analyzer.analyze` (lower-case, stop
-words, Porter stems) after splitting letter/digit runs, so a claim's ``CO2`` matches a
-passage's ``CO 2`` (the plain analyser drops ``co2`` as non-alphabetic). Everything is
-computed from the lower-cased word stream with punctuation dropped (numbers: digit runs,
-thousands commas removed), so nothing here can see a passage's format -- a ``headword:``
-prefix, brackets, semicolons or capital letters.
+Analysis is :func:`factcheck.text.tokens.split_stems` (the project's stems after
+splitting letter/digit runs, so a claim's ``CO2`` matches a passage's ``CO 2``) and
+:func:`factcheck.text.tokens.standalone_numbers`; ``stems`` and ``numbers`` here are
+those two, under the names the reranker uses. Everything is computed from the
+lower-cased word stream with punctuation dropped, so nothing here can see a passage's
+format -- a ``headword:`` prefix, brackets, semicolons or capital letters.
 
-The arrays are cached next to the tag index (``DIR/rerank/terms-<key>.npz``), keyed by
-the index's plan key and :data:`ANALYSIS_VERSION`, with its sha256 in ``terms-<key>.sha256``
-checked before every load (a damaged or edited cache is rebuilt); a read-only index
-skips the cache.
+The arrays are cached next to the tag index (``DIR/rerank/terms-<key>/terms.npz``, a
+:class:`~factcheck.tagging.derived.DerivedCache` entry: sha256-checked before every load,
+rebuilt when damaged, skipped when the index is read-only), keyed by the index's plan
+key and :data:`ANALYSIS_VERSION`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
-import re
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from factcheck.errors import InputError
-from factcheck.formats.files import atomic_path, sha256_file, write_text_atomic
-from factcheck.text.analyzer import TextAnalyzer
-
-log = logging.getLogger(__name__)
+from factcheck.tagging.derived import DerivedCache
+from factcheck.text.tokens import split_stems as stems
+from factcheck.text.tokens import standalone_numbers as numbers
 
 ANALYSIS_VERSION = "stems+alnum-split+bigrams+numbers/1"
-_ALNUM_BOUNDARY = re.compile(r"(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_])")
-_DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d)")
-_NUMBER = re.compile(r"(?<![^\W\d_])\d+(?:\.\d+)?(?=s\b|(?![^\W\d_]))")
-_ANALYZER = TextAnalyzer()
-
-
-def split_alnum(text: str) -> str:
-    """``CO2`` -> ``CO 2``, ``CH4`` -> ``CH 4``: letter and digit runs become separate words."""
-    return _ALNUM_BOUNDARY.sub(" ", text)
-
-
-def stems(text: str) -> list[str]:
-    """The stems every part of the reranker uses (duplicates kept, text order)."""
-    return _ANALYZER(split_alnum(text))
-
-
-def numbers(text: str) -> list[str]:
-    """Distinct digit runs not glued to letters, sorted (``1,000`` == ``1000``; ``1990s``
-    counts as 1990; the 2 of ``CO2`` is not a number)."""
-    return sorted(set(_NUMBER.findall(_DIGIT_COMMA.sub("", text))))
+CACHE_FILE = "terms.npz"
 
 
 def multi_arange(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -123,30 +101,18 @@ class TermIndex:
     @classmethod
     def for_index(cls, index, cache: bool = True) -> "TermIndex":
         """Build (or load from the index directory's cache) the term index of a tag index."""
-        key = hashlib.sha256(json.dumps({"plan_key": index.manifest.data.get("plan_key"),
-                                         "n": len(index), "analysis": ANALYSIS_VERSION}).encode()).hexdigest()[:16]
-        path = Path(index.root) / "rerank" / f"terms-{key}.npz"
-        record = path.with_suffix(".sha256")  # the cache's own checksum, checked before use
-        if cache and path.is_file():
-            try:
-                if record.read_text("ascii").strip() == sha256_file(path):
-                    return cls._load(path)
-                log.warning("%s: does not match its checksum (damaged or edited); rebuilding it", path)
-            except Exception as exc:  # a damaged cache is rebuilt, whatever numpy/zipfile raise
-                log.warning("%s: unreadable cache (%s); rebuilding it", path, type(exc).__name__)
-        built = cls.build(index.texts)
-        if cache:
-            try:
-                built._save(path)
-                write_text_atomic(record, sha256_file(path) + "\n")
-            except (OSError, InputError):  # a read-only index directory: just do without the cache
-                pass
-        return built
+        if not cache:
+            return cls.build(index.texts)
+        key = {"plan_key": index.manifest.data.get("plan_key"), "n": len(index), "analysis": ANALYSIS_VERSION}
+        digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
+        return DerivedCache(index.root).load_or_build(
+            f"rerank/terms-{digest}", key, lambda folder: cls.build(index.texts)._save(folder / CACHE_FILE),
+            lambda folder: cls._load(folder / CACHE_FILE))
 
     def _save(self, path: Path) -> None:
         terms = sorted(self.vocab, key=self.vocab.get)
         nums = sorted(self.number_vocab, key=self.number_vocab.get)
-        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        with open(path, "wb") as fh:
             np.savez(fh, terms=np.array(terms, dtype=str), indptr=self.forward.indptr,
                      indices=self.forward.indices, data=self.forward.data, shape=np.array(self.forward.shape),
                      bigram_ptr=self.bigram_ptr, bigram_codes=self.bigram_codes,
@@ -202,7 +168,12 @@ class TermIndex:
         return np.asarray(self.numbers[rows][:, cols].sum(axis=1)).ravel().astype(np.float64)
 
     def bm25(self, term_ids: np.ndarray, weights: np.ndarray, k1: float, b: float) -> np.ndarray:
-        """BM25 of every passage for a weighted bag of term ids (float64, length n_docs)."""
+        """BM25 of every passage for a weighted bag of term ids (float64, length n_docs).
+
+        The formula is bm25s's ``lucene`` variant (:mod:`factcheck.retrieval.bm25_weights`)
+        times ``k1 + 1``, evaluated in float64 for fractional (RM3) query weights; it agrees
+        with bm25s to float32 precision, not bit for bit, and the reranker's features were
+        fitted on these bits (``tests/test_bm25_weights.py`` pins the two together)."""
         P = self.postings
         parts_rows, parts_vals = [], []
         norm = self._length_norm(k1, b)

@@ -1,0 +1,217 @@
+"""Caches derived from a tag index, kept inside its directory: one owner, one convention.
+
+Retrievers derive expensive structures from an index -- bm25s weights (``bm25/``), the
+reranker's term statistics (``rerank/``), the chunk index of a chunked retriever
+(``chunks/``). Building them again on every load would cost minutes at 1.2M passages,
+so each is saved next to the tags, as one folder per entry::
+
+    <kind>/<entry>/             e.g. bm25/lucene-k1_1.2-b_0.75, rerank/terms-<key>
+        ...                     the cache's own files (arrays, JSON)
+        factcheck-key.json      {"key": what it was built from, "files": {name: sha256}}
+
+The rules, the same for every cache (issue 15: an edited BM25 cache changed the evidence
+of 6 of 8 dev claims without a word):
+
+* **checked before use**: the record must name the caller's key and every file's bytes
+  must match it (no file missing, none extra); otherwise the entry is rebuilt, with a
+  warning when it was damaged rather than merely stale;
+* **written atomically**: built in a ``.tmp-*`` sibling folder, recorded, then renamed
+  into place, so a crash never leaves an entry that looks complete;
+* **never code**: loaders read arrays (``allow_pickle=False``) and JSON only -- a
+  tampered cache can give wrong numbers at worst until its record is checked, never run
+  anything;
+* **optional**: a read-only index directory is served without saving (the entry is
+  built in a private temporary folder, removed when the object is freed), and a missing
+  entry is simply built;
+* **one path**: a fresh build is loaded back from its files like a cached one, so a cold
+  and a warm run serve the same object.
+
+A folder that holds a record of its own (a nested cache: the chunk index's ``bm25/``)
+vouches for itself and is left out of its parent's file list.
+
+Example
+-------
+>>> import json, tempfile
+>>> from pathlib import Path
+>>> def build(folder):
+...     (folder / "value.json").write_text(json.dumps([1, 2]))
+>>> def load(folder):
+...     return json.loads((folder / "value.json").read_text())
+>>> cache = DerivedCache(tempfile.mkdtemp())
+>>> cache.load_or_build("rerank/demo", {"v": 1}, build, load)
+[1, 2]
+>>> [status.state for status in cache.check()]
+['ok']
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import uuid
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, TypeVar
+
+from factcheck.formats.files import TMP_PREFIX, current_umask, sha256_file
+
+__all__ = ["CACHE_FOLDERS", "RECORD", "CacheStatus", "DerivedCache"]
+
+log = logging.getLogger(__name__)
+
+RECORD = "factcheck-key.json"
+#: The folders of an index directory that hold derived caches (one entry per subfolder).
+CACHE_FOLDERS = ("bm25", "rerank", "chunks")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class CacheStatus:
+    """One cache entry as :meth:`DerivedCache.check` found it: ``ok``, ``damaged``
+    (files differ from the record: it will be rebuilt when next used) or ``unrecorded``
+    (no record: left by an older version or an interrupted build; rebuilt when used)."""
+
+    path: Path
+    state: str
+
+
+class DerivedCache:
+    """The derived caches inside one index directory.
+
+    Parameters
+    ----------
+    index_dir : str or Path
+        The tag index directory the caches belong to.
+
+    Example
+    -------
+    See the module docstring.
+    """
+
+    def __init__(self, index_dir):
+        self.index_dir = Path(index_dir)
+
+    def load_or_build(self, name: str, key, build: Callable[[Path], None], load: Callable[[Path], T]) -> T:
+        """The entry ``name`` (``<kind>/<entry>``) for ``key``: loaded when its record
+        matches, else built, saved and loaded.
+
+        ``build(folder)`` writes the entry's files into an empty ``folder``; ``load(folder)``
+        reads them (arrays and JSON only). A fresh build is loaded back like a cached one,
+        so a cold and a warm run serve the very same object. Saving is skipped quietly
+        when the index directory cannot be written.
+        """
+        entry = self.index_dir / name
+        if self._matches(entry, key):
+            try:
+                return load(entry)
+            except Exception as exc:  # checksums matched but the reader refused: rebuild
+                log.warning("%s: unreadable cache (%s); rebuilding it", entry, type(exc).__name__)
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(tempfile.mkdtemp(prefix=TMP_PREFIX + entry.name + ".", dir=entry.parent))
+            os.chmod(folder, 0o777 & ~current_umask())  # mkdtemp makes 0700: honour the umask
+        except OSError as exc:  # a read-only index directory: do without the cache
+            log.info("%s: cache not saved (%s)", entry, exc.strerror or exc)
+            return _private(build, load)
+        try:
+            build(folder)
+            (folder / RECORD).write_text(json.dumps({"key": key, "files": _files(folder)}), "utf-8")
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        try:
+            if entry.exists():
+                shutil.rmtree(entry)
+            folder.rename(entry)
+        except OSError as exc:  # another process put its copy in place meanwhile: use ours
+            log.info("%s: cache not saved (%s)", entry, exc.strerror or exc)
+            return _adopt(folder, load)
+        return load(entry)
+
+    def check(self) -> list[CacheStatus]:
+        """Every entry of :data:`CACHE_FOLDERS` against its record (what ``factcheck
+        verify`` reports). Missing caches are fine; nothing is repaired here."""
+        out = []
+        for kind in CACHE_FOLDERS:
+            base = self.index_dir / kind
+            if not base.is_dir():
+                continue
+            for entry in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(TMP_PREFIX)):
+                record = _read_record(entry)
+                if record is None:
+                    out.append(CacheStatus(entry, "unrecorded"))
+                else:
+                    out.append(CacheStatus(entry, "ok" if record.get("files") == _files(entry) else "damaged"))
+        return out
+
+    @staticmethod
+    def _matches(entry: Path, key) -> bool:
+        """The record names ``key`` and every file's bytes still match it."""
+        record = _read_record(entry)
+        if record is None or record.get("key") != key:
+            return False
+        try:
+            if _files(entry) == record.get("files"):
+                return True
+        except OSError:
+            return False
+        log.warning("%s: cache does not match its checksums (damaged or edited); rebuilding it", entry)
+        return False
+
+
+def _private(build: Callable[[Path], None], load: Callable[[Path], T]) -> T:
+    """Build into a private temporary folder (the index directory is read-only)."""
+    # Named by hand rather than with tempfile.mkdtemp: the read-only case is the one
+    # where mkdtemp next to the index just failed, and tests simulate it by patching it.
+    folder = Path(tempfile.gettempdir()) / f"factcheck-cache-{os.getpid()}-{uuid.uuid4().hex}"
+    folder.mkdir(mode=0o700)
+    try:
+        build(folder)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return _adopt(folder, load)
+
+
+def _adopt(folder: Path, load: Callable[[Path], T]) -> T:
+    """``load(folder)``, the folder living as long as the object (which may map its files)."""
+    try:
+        obj = load(folder)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    try:
+        weakref.finalize(obj, shutil.rmtree, folder, True)
+    except TypeError:  # not weak-referenceable (a plain list): it holds nothing of the folder
+        shutil.rmtree(folder, ignore_errors=True)
+    return obj
+
+
+def _read_record(entry: Path) -> dict | None:
+    try:
+        record = json.loads((entry / RECORD).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _files(folder: Path) -> dict[str, str]:
+    """sha256 of every file under ``folder`` but the record, nested caches and temporaries."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        here = Path(dirpath)
+        # A nested cache (holding its own record) vouches for itself; a temporary is
+        # an unfinished build. Neither belongs to this entry's list.
+        dirnames[:] = sorted(d for d in dirnames
+                             if not d.startswith(TMP_PREFIX) and not (here / d / RECORD).is_file())
+        for name in sorted(filenames):
+            if here == folder and name == RECORD:
+                continue
+            path = here / name
+            out[path.relative_to(folder).as_posix()] = sha256_file(path)
+    return out

@@ -1,0 +1,69 @@
+"""The worker bodies of the tagging job's two map stages: count a shard, tag a shard.
+
+Module-level functions so any joblib backend (and Dask) can ship them by reference.
+Each reads its own shard from the shared output directory and writes its own result
+(then its "done" record), so nothing large crosses the wire and a rerun skips it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.feature_extraction.text import TfidfTransformer
+
+from factcheck.formats.files import dump_joblib_atomic
+from factcheck.tagging import store
+from factcheck.tagging.counting import count_terms
+from factcheck.tagging.packing import pack_strings, unpack_strings
+from factcheck.tagging.topk import top_k_rows
+
+__all__ = ["count_shard", "tag_shard"]
+
+
+
+def count_shard(root: str, shard: int, key: str) -> None:
+    """Count the stems of passage shard ``shard`` into ``work/counts-NNNNN.joblib``."""
+    root = Path(root)
+    p = store.load_shard(root / store.passages_name(shard), "passages")
+    counts = count_terms(unpack_strings(p["text_bytes"], p["text_offsets"]))
+    m = counts.matrix
+    term_bytes, term_offsets = pack_strings(counts.terms)
+    name = store.counts_name(shard)
+    digest = dump_joblib_atomic(root / name, {
+        "kind": "counts", "count": int(p["count"]),
+        "term_bytes": term_bytes, "term_offsets": term_offsets,
+        "totals": counts.totals, "doc_freq": counts.doc_freq,
+        "indptr": m.indptr.astype(np.int64), "indices": m.indices.astype(np.int32),
+        "data": m.data.astype(np.int32),
+    })
+    store.mark_done(root, name, key, digest)
+
+
+def tag_shard(root: str, shard: int, key: str, payload) -> None:
+    """Tag shard ``shard`` with its top-k TF-IDF terms; ``payload`` is the vocabulary,
+    its IDF and k, shared by every task."""
+    vocab_terms, idf, top_k = payload
+    root = Path(root)
+    c = store.load_shard(root / store.counts_name(shard), "counts")
+    local_terms = unpack_strings(c["term_bytes"], c["term_offsets"])
+    column = {t: i for i, t in enumerate(vocab_terms)}
+    to_global = np.fromiter((column.get(t, -1) for t in local_terms), dtype=np.int64, count=len(local_terms))
+    n = int(c["count"])
+    local = sp.csr_matrix((c["data"], c["indices"], c["indptr"]), shape=(n, len(local_terms)))
+    mapped = to_global[local.indices]
+    keep = mapped >= 0
+    kept_before = np.zeros(len(keep) + 1, dtype=np.int64)
+    np.cumsum(keep, out=kept_before[1:])
+    counts = sp.csr_matrix((local.data[keep], mapped[keep], kept_before[local.indptr]),
+                           shape=(n, len(vocab_terms)))
+    counts.sort_indices()  # canonical order -> identical float sums in every shard layout
+    tfidf = TfidfTransformer(norm="l2", smooth_idf=True)
+    tfidf.idf_ = idf
+    weights = tfidf.transform(counts)
+    indptr, terms, values = top_k_rows(weights, top_k)
+    name = store.tags_name(shard)
+    p_start = store.load_shard(root / store.passages_name(shard), "passages", mmap=True)["start"]
+    digest = store.write_tags_shard(root / name, p_start, indptr, terms, values)
+    store.mark_done(root, name, key, digest)

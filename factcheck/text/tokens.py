@@ -1,0 +1,78 @@
+"""Token views of a text besides plain stems: split letter/digit runs, numbers, cue words.
+
+Every stage that tokenises goes through :mod:`factcheck.text` so that "a word" and "a
+number" mean one thing per use. The plain stems (:func:`~factcheck.text.analyzer.analyze`)
+drop anything that is not alphabetic, so other views are defined here, next to them:
+
+* :func:`split_stems` -- the reranker's stems: letter and digit runs are split first,
+  so a claim's ``CO2`` matches a passage's ``CO 2`` (the plain stems drop ``co2``);
+* :func:`standalone_numbers` -- the reranker's numbers: digit runs not glued to letters,
+  thousands commas removed (``1,000`` == ``1000``, ``1990s`` counts as 1990, the 2 of
+  ``CO2`` is not a number);
+* :func:`letter_runs` -- the reranker's candidate names (capitalised letter runs);
+* :func:`cue_words` and :func:`number_strings` -- the classifier's agreement statistics:
+  lower-cased letter/apostrophe runs (for negation and hedge words) and numbers as
+  written (``1,000`` and ``3.5`` kept whole).
+
+The two number views differ on purpose (each model was fitted with its own); they live
+side by side so that the difference is visible, not hidden in two modules.
+
+Example
+-------
+>>> split_stems("CO2 levels rose")
+['co', 'level', 'rose']
+>>> standalone_numbers("1,000 ppm of CO2 in the 1990s")
+['1000', '1990']
+>>> number_strings("1,000 ppm in 1990s"), cue_words("It isn't so")
+(['1,000', '1990'], ['it', "isn't", 'so'])
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from factcheck.text.analyzer import TextAnalyzer
+
+__all__ = ["cue_words", "letter_runs", "number_strings", "split_letter_digit_runs", "split_stems",
+           "standalone_numbers"]
+
+_LETTER_DIGIT_BOUNDARY = re.compile(r"(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_])")
+_DIGIT_COMMA = re.compile(r"(?<=\d),(?=\d)")
+_STANDALONE_NUMBER = re.compile(r"(?<![^\W\d_])\d+(?:\.\d+)?(?=s\b|(?![^\W\d_]))")
+_LETTER_RUN = re.compile(r"[^\W\d_]+")
+_CUE_WORD = re.compile(r"[a-z']+")
+_WRITTEN_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+_SPLIT_ANALYZER = TextAnalyzer()  # its own memo: split tokens are a different population
+
+
+def split_letter_digit_runs(text: str) -> str:
+    """``CO2`` -> ``CO 2``, ``CH4`` -> ``CH 4``: letter and digit runs become separate words."""
+    return _LETTER_DIGIT_BOUNDARY.sub(" ", text)
+
+
+def split_stems(text: str) -> list[str]:
+    """Stems after :func:`split_letter_digit_runs` (duplicates kept, text order)."""
+    return _SPLIT_ANALYZER(split_letter_digit_runs(text))
+
+
+def standalone_numbers(text: str) -> list[str]:
+    """Distinct digit runs not glued to letters, sorted (``1,000`` == ``1000``; ``1990s``
+    counts as 1990; the 2 of ``CO2`` is not a number)."""
+    return sorted(set(_STANDALONE_NUMBER.findall(_DIGIT_COMMA.sub("", text))))
+
+
+def letter_runs(text: str) -> Iterator[re.Match]:
+    """Maximal runs of letters (no digits, no underscore), as matches: their case and
+    position are kept (the reranker reads capitalised names and sentence starts)."""
+    return _LETTER_RUN.finditer(text)
+
+
+def cue_words(text: str) -> list[str]:
+    """Lower-cased runs of letters and apostrophes (``isn't`` stays one word), in order."""
+    return _CUE_WORD.findall(text.lower())
+
+
+def number_strings(text: str) -> list[str]:
+    """Numbers as written: digit runs with at most one ``.``/``,`` part, in order."""
+    return _WRITTEN_NUMBER.findall(text)
