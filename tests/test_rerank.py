@@ -18,7 +18,8 @@ from factcheck.retrieval.rerank.cutoff import Cutoff
 from factcheck.retrieval.rerank.memory import ClaimMemory
 from factcheck.retrieval.rerank.model import ModelConfig
 from factcheck.retrieval.rerank.retriever import RerankRetriever
-from factcheck.retrieval.rerank.terms import TermIndex, stems
+from factcheck.retrieval.rerank.terms import TermIndex
+from factcheck.text.tokens import split_stems as stems
 from factcheck.retrieval.rerank.vectors import tfidf_row
 from factcheck.tagging.index import TagIndex
 

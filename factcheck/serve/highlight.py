@@ -10,11 +10,8 @@ indices (code points).
 
 from __future__ import annotations
 
-import re
+from factcheck.text.analyzer import TextAnalyzer, analyze, word_runs
 
-from factcheck.text.analyzer import TextAnalyzer, analyze
-
-_WORD_RUNS = re.compile(r"\w+")  # the pattern word_tokens() applies after lower-casing
 _ANALYZER = TextAnalyzer()
 
 
@@ -24,7 +21,7 @@ def highlight_spans(text: str, shared) -> list[dict]:
     if not shared or not text:
         return []
     spans = []
-    for m in _WORD_RUNS.finditer(text):
+    for m in word_runs(text):
         stem = _ANALYZER.stem(m.group().lower())
         if stem and stem in shared:
             spans.append({"start": m.start(), "end": m.end(), "stem": stem})

@@ -34,6 +34,12 @@ def word_tokens(text: str) -> list[str]:
     return _WORD_RUNS.findall(text.lower())
 
 
+def word_runs(text: str):
+    """The same runs found in the original text, as ``re.Match`` objects whose offsets
+    point at the characters a reader sees (for highlighting)."""
+    return _WORD_RUNS.finditer(text)
+
+
 class TextAnalyzer:
     """Callable text -> list of stems, memoised per distinct token.
 

@@ -25,7 +25,8 @@ import numpy as np
 
 from factcheck.retrieval.base import stable_top
 from factcheck.retrieval.rerank.memory import ClaimMemory, Neighbours
-from factcheck.retrieval.rerank.terms import TermIndex, stems
+from factcheck.retrieval.rerank.terms import TermIndex
+from factcheck.text.tokens import split_stems as stems
 
 
 @dataclass(frozen=True)
