@@ -1,8 +1,93 @@
 """factcheck: explainable evidence retrieval and claim classification.
 
-The package follows the pipeline: ``text`` (analysis) -> ``tagging`` (offline job)
--> ``retrieval`` -> ``classification`` -> ``evaluation`` -> ``pipeline`` (the main job),
-with ``formats`` holding every reader and writer of files users hand us.
+The package root is the API: everything a notebook or a script needs is importable
+from ``factcheck`` itself. Names load lazily (on first use), so ``import factcheck``
+and ``factcheck --help`` stay fast.
+
+Example
+-------
+>>> import factcheck
+>>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index")   # doctest: +SKIP
+>>> bm25 = factcheck.BM25Retriever(k=3).fit(index)                              # doctest: +SKIP
+>>> [hit.id for hit in bm25.retrieve(["Sea levels are rising."])[0].hits]        # doctest: +SKIP
+>>> checker = factcheck.FactChecker.load("out/demo/index", "out/demo/model")     # doctest: +SKIP
+>>> checker.check(["Sea levels are rising."]).labels                             # doctest: +SKIP
+{'0': 'SUPPORTS'}
+
+The README's "Use it from Python" section is the same walk-through, run as a test.
+
+Architecture, lowest layer first (no module imports a higher one; ``tests/test_architecture.py``):
+
+- ``errors`` -- :class:`InputError` and friends: one-line errors naming the file and the place.
+- ``formats``, ``text`` -- every reader and writer of files users hand us; the one text analyzer.
+- ``tagging`` -- the offline job: TF-IDF tags of every passage, sharded index, derived caches.
+- ``retrieval``, ``classification`` -- the retrievers (tag rule, BM25, reranker, chunking) and
+  the claim classifier.
+- ``evaluation`` -- the course metric, recall@k/MRR, intervals; it never knows the model.
+- ``pipeline`` -- choosing and training a system on the course data, the main job, reports.
+- ``serve``, ``cli`` -- the explain app and the ``factcheck`` command.
 """
 
+from __future__ import annotations
+
+import importlib
+
 __version__ = "0.1.0"
+
+# public name -> module that defines it (one definition per name; see each module's docstring)
+_API = {
+    # the offline job and its index
+    "build_index": "factcheck.tagging.job",
+    "TagJob": "factcheck.tagging.job",
+    "TagIndex": "factcheck.tagging.index",
+    # retrievers: fit(index) -> rank(claims, depth) / retrieve(claims)
+    "Retriever": "factcheck.retrieval.base",
+    "Selection": "factcheck.retrieval.base",
+    "Hit": "factcheck.retrieval.base",
+    "TagRuleRetriever": "factcheck.retrieval.tag_rule",
+    "BM25Retriever": "factcheck.retrieval.bm25",
+    "RerankRetriever": "factcheck.retrieval.rerank.retriever",
+    "ChunkedRetriever": "factcheck.retrieval.chunking",
+    "make_retriever": "factcheck.retrieval.registry",
+    "run_retrieval": "factcheck.retrieval.registry",
+    "METHODS": "factcheck.retrieval.registry",
+    "train_reranker": "factcheck.pipeline.rerank_training",
+    # the claim classifier and a whole trained system
+    "make_classifier": "factcheck.classification.model",
+    "load_classifier": "factcheck.classification.model",
+    "save_classifier": "factcheck.classification.model",
+    "FactChecker": "factcheck.pipeline.fact_checker",
+    "Verdicts": "factcheck.pipeline.fact_checker",
+    "run_pipeline": "factcheck.pipeline.run",
+    # readers and writers
+    "Claim": "factcheck.formats.claims",
+    "LABELS": "factcheck.formats.claims",
+    "read_claims": "factcheck.formats.claims",
+    "read_predictions": "factcheck.formats.claims",
+    "write_predictions": "factcheck.formats.claims",
+    "source_spec": "factcheck.formats.evidence",
+    "read_passages": "factcheck.formats.evidence",
+    # evaluation
+    "evaluate": "factcheck.evaluation.evaluate",
+    "evaluate_files": "factcheck.evaluation.evaluate",
+    "course_score": "factcheck.evaluation.course_metric",
+    # errors
+    "InputError": "factcheck.errors",
+    "IntegrityError": "factcheck.errors",
+    "FactcheckWarning": "factcheck.errors",
+}
+
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str):
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'factcheck' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -35,16 +35,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import factcheck  # noqa: E402  (the public API; the rest are measurement internals)
 from factcheck.evaluation.course_metric import evidence_f  # noqa: E402
 from factcheck.evaluation.intervals import bootstrap_mean, paired_bootstrap_diff, wilson  # noqa: E402
 from factcheck.evaluation.retrieval_metrics import recall_at  # noqa: E402
-from factcheck.formats.claims import read_claims  # noqa: E402
 from factcheck.formats.splits import train_holdout_split  # noqa: E402
-from factcheck.retrieval.bm25 import BM25Retriever  # noqa: E402
 from factcheck.retrieval.rerank import features as F  # noqa: E402
-from factcheck.pipeline.rerank_training import DEFAULT_CANDIDATES, TrainingData, train_reranker  # noqa: E402
-from factcheck.retrieval.rerank.retriever import RerankRetriever  # noqa: E402
-from factcheck.tagging.index import TagIndex  # noqa: E402
+from factcheck.pipeline.rerank_training import DEFAULT_CANDIDATES, TrainingData  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data"
 BM25_PARAMS = {"k1": 0.9, "b": 0.4}
@@ -55,13 +52,10 @@ def corpus_name(evidence: Path) -> str:
     return {"evidence": "proxy", "evidence-wiki": "wiki"}.get(name, name)
 
 
-def load_index(evidence: Path, root: Path) -> TagIndex:
+def load_index(evidence: Path, root: Path) -> factcheck.TagIndex:
     if not (root / "manifest.json").is_file():
-        from factcheck.formats.evidence import source_spec
-        from factcheck.tagging.job import TagJob
         print(f"tagging {evidence} into {root} ...", flush=True)
-        TagJob(progress=False).run(source_spec(evidence), root)
-    return TagIndex.load(root)
+    return factcheck.build_index(evidence, root, progress=False)
 
 
 def score(ids: list[str], selected: dict, ranked: dict, candidates: dict | None, claims) -> dict:
@@ -75,7 +69,7 @@ def score(ids: list[str], selected: dict, ranked: dict, candidates: dict | None,
     return out
 
 
-def evaluate_rerank(retriever: RerankRetriever, claims) -> dict:
+def evaluate_rerank(retriever: factcheck.RerankRetriever, claims) -> dict:
     texts = [c.text for c in claims]
     ids = retriever.index.ids
     sel = retriever.retrieve(texts)
@@ -87,7 +81,7 @@ def evaluate_rerank(retriever: RerankRetriever, claims) -> dict:
 
 def bm25_baseline(index, holdout, dev) -> tuple[dict, int, float]:
     """BM25 top-k with k chosen on the holdout part (1..10)."""
-    bm = BM25Retriever(**BM25_PARAMS).fit(index)
+    bm = factcheck.BM25Retriever(**BM25_PARAMS).fit(index)
     ids = index.ids
     hold_rank = bm.rank([c.text for c in holdout], 10)
     best_k, best_f = 1, -1.0
@@ -102,7 +96,7 @@ def bm25_baseline(index, holdout, dev) -> tuple[dict, int, float]:
     return score(ids, selected, ranked, None, dev), best_k, best_f
 
 
-def latency(retriever: RerankRetriever, texts: list[str]) -> tuple[float, float]:
+def latency(retriever: factcheck.RerankRetriever, texts: list[str]) -> tuple[float, float]:
     retriever.retrieve(texts[:20])  # warm-up
     times = []
     for t in texts[20:220]:
@@ -137,8 +131,8 @@ def main(argv=None) -> int:
     out = args.out or ROOT / "reports" / f"rerank-{corpus}.md"
     index_dir = args.index or Path(tempfile.gettempdir()) / f"factcheck-rerank-index-{corpus}"
     index = load_index(args.evidence, index_dir)
-    train = read_claims(args.data_dir / "train-claims.json", require_labels=True)
-    dev = read_claims(args.data_dir / "dev-claims.json", require_labels=True)
+    train = factcheck.read_claims(args.data_dir / "train-claims.json", require_labels=True)
+    dev = factcheck.read_claims(args.data_dir / "dev-claims.json", require_labels=True)
     fit, holdout = train_holdout_split(train)
 
     rows, notes = [], []
@@ -154,7 +148,7 @@ def main(argv=None) -> int:
                                   prev.context if prev else None))
     main_r = None
     for d in datas:
-        r = train_reranker(index, fit, holdout, data=d)
+        r = factcheck.train_reranker(index, fit, holdout, data=d)
         if main_r is None or r.report["holdout"]["evidence_f"] > main_r.report["holdout"]["evidence_f"] + 1e-12:
             main_r, main_d = r, d
     train_s = time.perf_counter() - t0
@@ -172,7 +166,7 @@ def main(argv=None) -> int:
         from factcheck.retrieval.rerank.model import ModelConfig
         grid = (ModelConfig(**chosen["model"]),)
         for group, names in F.GROUPS.items():
-            r = train_reranker(index, fit, holdout, data=main_d, grid=grid,
+            r = factcheck.train_reranker(index, fit, holdout, data=main_d, grid=grid,
                                features=[f for f in F.FEATURES if f not in names])
             m = evaluate_rerank(r, dev)
             rows.append(row(f"rerank without `{group}`", m, r.report["holdout"]["evidence_f"]))
@@ -180,14 +174,14 @@ def main(argv=None) -> int:
             print(rows[-1], flush=True)
         no_mem = TrainingData(index, fit, holdout, replace(main_d.config, memory_k=0), main_d.terms, main_d.context)
         mem_names = F.GROUPS["memory"]
-        r = train_reranker(index, fit, holdout, data=no_mem, grid=grid,
+        r = factcheck.train_reranker(index, fit, holdout, data=no_mem, grid=grid,
                            features=[f for f in F.FEATURES if f not in mem_names])
         m = evaluate_rerank(r, dev)
         rows.append(row("rerank without label memory (no memory candidates, no `memory` features)", m,
                         r.report["holdout"]["evidence_f"]))
         print(rows[-1], flush=True)
     if args.transfer_model:
-        r = RerankRetriever.load(args.transfer_model).fit(index, main_r.terms, main_r.context)
+        r = factcheck.RerankRetriever.load(args.transfer_model).fit(index, main_r.terms, main_r.context)
         m = evaluate_rerank(r, dev)
         rows.append(row(f"rerank trained on another corpus (`{args.transfer_model.name}`), applied here", m,
                         r.report.get("holdout", {}).get("evidence_f")))

@@ -28,6 +28,28 @@ class Claim:
     evidences: list[str] = field(default_factory=list)
 
 
+def as_claims(claims) -> list[Claim]:
+    """Claims from what a caller has: one string, or a sequence of strings and
+    :class:`Claim` objects. A string becomes a claim whose id is its position (``"0"``,
+    ``"1"``, ...), so results can be looked up in input order.
+
+    Example
+    -------
+    >>> [c.id for c in as_claims(["Sea levels rise.", "CO2 is a gas."])]
+    ['0', '1']
+    """
+    if isinstance(claims, (str, Claim)):
+        claims = [claims]
+    out = []
+    for i, c in enumerate(claims):
+        if isinstance(c, str):
+            c = Claim(str(i), c)
+        elif not isinstance(c, Claim):
+            raise TypeError(f"claims[{i}]: expected a str or a Claim, got {type(c).__name__}")
+        out.append(c)
+    return out
+
+
 def _load_object(path: Path, what: str) -> dict:
     path = Path(path)
     with open_binary(path) as fh:

@@ -24,6 +24,7 @@ import numpy as np
 
 from factcheck.classification.model import load_classifier, save_classifier
 from factcheck.errors import FactcheckWarning, InputError
+from factcheck.formats.claims import as_claims
 from factcheck.retrieval.registry import make_retriever, retriever_spec, run_retrieval
 
 RERANK_FILE = "rerank.skops"
@@ -31,6 +32,9 @@ RERANK_FILE = "rerank.skops"
 
 @dataclass
 class Verdicts:
+    """What :meth:`FactChecker.check` found, each a dict keyed by claim id: the evidence
+    ids, the label, the label probabilities and the explanation record."""
+
     evidences: dict[str, list[str]]
     labels: dict[str, str]
     probabilities: dict[str, dict[str, float]]
@@ -38,6 +42,28 @@ class Verdicts:
 
 
 class FactChecker:
+    """A trained system: retrieve evidence for claims, then classify each claim.
+
+    Parameters
+    ----------
+    index : TagIndex
+        The knowledge source's index (:func:`factcheck.build_index`).
+    retriever : Retriever
+        Fitted to ``index``; returns the evidence.
+    classifier : scikit-learn estimator
+        Reads ``(claim text, [passage texts])`` pairs (:func:`factcheck.make_classifier`).
+    meta : dict
+        The model directory's record (which retrievers, trained against which index).
+    reader : Retriever or None
+        Supplies the passages the classifier reads, when it is not ``retriever``.
+
+    Example
+    -------
+    >>> checker = FactChecker.load("out/demo/index", "out/demo/model")  # doctest: +SKIP
+    >>> verdicts = checker.check(["Sea levels are rising."])            # doctest: +SKIP
+    >>> verdicts.labels["0"], verdicts.evidences["0"]                   # doctest: +SKIP
+    """
+
     def __init__(self, index, retriever, classifier, meta: dict, reader=None):
         self.index = index
         self.retriever = retriever
@@ -66,11 +92,25 @@ class FactChecker:
 
     def read(self, claims, evidences: dict | None = None) -> dict[str, list[str]]:
         """The passages the classifier reads for each claim."""
+        claims = as_claims(claims)
         if self.reader is self.retriever and evidences is not None:
             return evidences
         return run_retrieval(self.reader, claims, depth=0)[0]
 
     def check(self, claims) -> Verdicts:
+        """Evidence, label, label probabilities and explanation of every claim.
+
+        Parameters
+        ----------
+        claims : str, or a sequence of str or :class:`~factcheck.formats.claims.Claim`
+            Plain strings are keyed by their position (``"0"``, ``"1"``, ...), claims by their id.
+
+        Example
+        -------
+        >>> checker.check(["Sea levels are rising."]).labels  # doctest: +SKIP
+        {'0': 'SUPPORTS'}
+        """
+        claims = as_claims(claims)
         evidences, explain = run_retrieval(self.retriever, claims)
         read = self.read(claims, evidences)
         X = [(c.text, self.texts(read[c.id])) for c in claims]

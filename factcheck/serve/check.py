@@ -25,7 +25,6 @@ PATHS = {
 
 
 def check_claim(claim: str, run_dir=None, index_dir=None, model_dir=None, method: str = "best") -> dict:
-    from factcheck.formats.claims import Claim
     from factcheck.pipeline.fact_checker import FactChecker, available_methods, load_retriever
     from factcheck.serve.app import resolve_paths
     from factcheck.serve.explain import check_view
@@ -45,7 +44,7 @@ def check_claim(claim: str, run_dir=None, index_dir=None, model_dir=None, method
                              + ", ".join(available_methods(chosen.meta)), param="method")
         retriever = load_retriever(model_dir, chosen.meta, name).fit(chosen.index)
         system = FactChecker(chosen.index, retriever, chosen.classifier, chosen.meta)
-    verdicts = system.check([Claim("claim", claim)])
+    verdicts = system.check([claim])
     return check_view(claim, name, best, verdicts, system.texts, None, system.retriever.params())
 
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from factcheck.errors import InputError
-from factcheck.formats.claims import Claim
 from factcheck.pipeline.fact_checker import FactChecker, available_methods, load_retriever
 
 logger = logging.getLogger(__name__)  # notes for whoever serves the app (the CLI shows them)
@@ -60,7 +59,7 @@ class RetrieverSet:
         system = self.by_method[method]
         with self.lock:
             t = time.perf_counter()
-            verdicts = system.check([Claim("claim", text)])
+            verdicts = system.check([text])
             return verdicts, time.perf_counter() - t
 
 

@@ -266,3 +266,35 @@ class TagJob:
             log.info("%s", message)
         else:
             self.report(message)
+
+
+def build_index(evidence, out, *, jobs: int = 1, force: bool = False, progress: bool | None = None, **params):
+    """Tag a knowledge source into ``out`` (or reuse the index already there) and open it.
+
+    Parameters
+    ----------
+    evidence : str or Path
+        The knowledge source: course JSON (``{id: text}``, optionally gzipped), JSONL or CSV
+        (format detected from the name; see :func:`factcheck.formats.evidence.source_spec`).
+    out : str or Path
+        The index directory. A complete index built with the same input and parameters is
+        verified and reused; a partial one is resumed.
+    jobs, force, progress
+        As for :class:`TagJob` (``force`` replaces an index built with other settings).
+    **params
+        :class:`TagJob` knobs: ``top_k``, ``max_features``, ``tag_features``, ``shard_size``,
+        ``backend``, ``scheduler``.
+
+    Returns
+    -------
+    TagIndex
+
+    Example
+    -------
+    >>> index = build_index("data/demo/evidence.json", "out/demo-index", progress=False)  # doctest: +SKIP
+    >>> len(index.ids)  # doctest: +SKIP
+    """
+    from factcheck.formats.evidence import source_spec
+    from factcheck.tagging.index import TagIndex
+    TagJob(jobs=jobs, progress=progress, **params).run(source_spec(evidence), Path(out), force=force)
+    return TagIndex.load(out)
