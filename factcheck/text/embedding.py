@@ -22,6 +22,7 @@ The course mode never imports this module's model: ``wordllama`` is imported onl
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,15 +131,19 @@ def _load() -> Embedder:
     tokenizer = model.tokenizer
     tokenizer.no_padding()  # each text pooled on its own (see the module docstring)
     tokenizer.no_truncation()
-    from factcheck.formats.files import sha256_file
     weights = package_dir / "weights" / f"{MODEL_CONFIG}_{MODEL_DIM}.safetensors"
     tokenizer_file = package_dir / "tokenizers" / f"{MODEL_CONFIG}_tokenizer_config.json"
     identity = {
         "name": f"wordllama/{MODEL_CONFIG}", "package_version": wordllama.__version__, "dim": MODEL_DIM,
-        "weights_sha256": sha256_file(weights), "tokenizer_sha256": sha256_file(tokenizer_file),
+        "weights_sha256": _sha256(weights), "tokenizer_sha256": _sha256(tokenizer_file),
         "pooling": "sum-l2",
     }
     return Embedder(np.ascontiguousarray(model.embedding, dtype=np.float32), tokenizer, identity)
+
+
+def _sha256(path: Path) -> str:
+    # hashlib directly: text sits beside formats in the layers, so it imports nothing from it.
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def embed(texts: list[str]) -> np.ndarray:
