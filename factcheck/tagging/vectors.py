@@ -1,0 +1,225 @@
+"""Passage vectors for the open mode: the offline embedding job and its verified loader.
+
+Layout, inside a tag index directory (the vectors belong to that index)::
+
+    vectors/manifest.json          written last, atomically: its presence means "complete"
+    vectors/vectors-NNNNN.npy      float16 (passages x dim) of rows [start, start + count)
+    vectors/work/done/*.json       resumable state (removed when done)
+
+Determinism: a passage's vector does not depend on its batch-mates
+(:mod:`factcheck.text.embedding`), float16 rounding is per element, and ``.npy`` files
+are written with a fixed header, so a shard's bytes depend only on its rows and the
+model -- never on ``jobs``. The manifest's ``content_sha256`` (over all rows, in order)
+is the same for every ``shard_size`` too; the tests check both.
+
+Resumable like the tag job: each shard is written to a temporary name, renamed, then
+recorded as done with its sha256 and the key of everything it depends on (the index's
+plan key, the model's identity, its rows); a rerun redoes only the shards whose record
+or bytes do not match.
+
+Loading (:func:`load_vectors`) checks the manifest's own checksum, the index it was built
+for, the model, and every shard's sha256, and reads with ``allow_pickle=False``: damage
+is refused in one line, and a vector file can never run code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from factcheck.errors import InputError, IntegrityError
+from factcheck.formats.files import (atomic_path, dumps_json, remove_stale_temporaries, sha256_bytes,
+                                     sha256_file, write_json_atomic)
+from factcheck.tagging import store
+from factcheck.tagging.backends import WorkerPool
+from factcheck.tagging.outdir import DirectoryLock
+from factcheck.tagging.packing import unpack_strings
+
+__all__ = ["PassageVectorJob", "VECTORS_DIR", "load_vectors", "read_vectors_manifest"]
+
+VECTORS_DIR = "vectors"
+MANIFEST = "manifest.json"
+FORMAT = "factcheck-passage-vectors/1"
+DTYPE = "float16"  # half the disk and RAM of float32; cosine ranks move by < 1e-3
+BUILD_HINT = "rebuild them with the open mode's vector job (PassageVectorJob().run(INDEX_DIR))"
+
+
+def shard_name(shard: int) -> str:
+    return f"vectors-{shard:05d}.npy"
+
+
+def _key(*parts) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+class PassageVectorJob:
+    """Embed every passage of a tag index into ``INDEX_DIR/vectors/`` (or resume doing so).
+
+    Parameters
+    ----------
+    shard_size : int, default 100_000
+        Passages per vector file (bounds a worker's memory: ~0.5 KB a passage).
+    jobs : int, default 1
+        Worker processes (``-1``: all cores); the bytes written do not depend on it.
+    progress : bool or None
+        Progress bars: ``None`` automatic, ``False`` never.
+
+    Example
+    -------
+    >>> manifest = PassageVectorJob(jobs=2).run("out/index")     # doctest: +SKIP
+    >>> vectors = load_vectors("out/index")                       # doctest: +SKIP
+    """
+
+    def __init__(self, shard_size: int = 100_000, jobs: int = 1, progress: bool | None = None):
+        self.shard_size = shard_size
+        self.jobs = jobs
+        self.progress = progress
+
+    def run(self, index_dir) -> dict:
+        """Build (or complete) the vectors of ``index_dir``; returns the manifest."""
+        from factcheck.text.embedding import load_embedder
+        if not isinstance(self.shard_size, int) or self.shard_size < 1:
+            raise InputError(None, None, f"must be a positive integer, got {self.shard_size!r}",
+                             param="shard_size")
+        root = Path(index_dir)
+        index_manifest = store.verify_index(root)  # the passages we embed are the ones it vouches for
+        identity = load_embedder().identity  # fails here, in one line, without the extra
+        out = root / VECTORS_DIR
+        with DirectoryLock(out):
+            existing = _current(out, index_manifest, identity, self.shard_size)
+            if existing is not None:
+                return existing
+            # A stale manifest must not vouch for shards this run is about to replace.
+            (out / MANIFEST).unlink(missing_ok=True)
+            remove_stale_temporaries(out)
+            return self._build(root, out, index_manifest, identity)
+
+    def _build(self, root: Path, out: Path, index_manifest, identity: dict) -> dict:
+        n = index_manifest.n_passages
+        plan_key = index_manifest.data["plan_key"]
+        shards = [(i, start, min(self.shard_size, n - start))
+                  for i, start in enumerate(range(0, n, self.shard_size))]
+        keys = {i: _key(plan_key, identity, DTYPE, start, count) for i, start, count in shards}
+        todo = [(str(root.resolve()), i, start, count, keys[i]) for i, start, count in shards
+                if not store.is_done(out, shard_name(i), keys[i])]
+        quiet = None if self.progress is None else not self.progress
+        with WorkerPool("loky", self.jobs) as pool:
+            pool.map(_embed_task, todo, desc="embedding passages", quiet=quiet)
+        entries, content = [], hashlib.sha256()
+        for i, start, count in shards:
+            path = out / shard_name(i)
+            content.update(np.ascontiguousarray(_read_npy(path)).tobytes())
+            entries.append({"shard": i, "start": start, "count": count, "file": shard_name(i),
+                            "sha256": sha256_file(path)})
+        listed = {e["file"] for e in entries}
+        for path in out.glob("vectors-*.npy"):  # from a run with another shard size
+            if path.name not in listed:
+                path.unlink()
+        data = {"format": FORMAT, "model": identity, "dim": identity["dim"], "dtype": DTYPE,
+                "index": {"plan_key": plan_key, "passages": n}, "passages": n,
+                "shard_size": self.shard_size, "shards": entries, "content_sha256": content.hexdigest()}
+        write_json_atomic(out / MANIFEST, {**data, "manifest_sha256": _digest(data)})
+        shutil.rmtree(out / store.WORK_DIR, ignore_errors=True)
+        return data
+
+
+def _digest(data: dict) -> str:
+    return sha256_bytes(dumps_json(data).encode("utf-8"))
+
+
+def _current(out: Path, index_manifest, identity: dict, shard_size: int) -> dict | None:
+    """The existing manifest if it is complete, verified and for these settings."""
+    try:
+        data = read_vectors_manifest(out.parent, index_manifest, identity)
+        if data["shard_size"] != shard_size:
+            return None
+        _verify_files(out, data)
+    except InputError:
+        return None
+    return data
+
+
+def read_vectors_manifest(index_dir, index_manifest=None, identity: dict | None = None) -> dict:
+    """The vectors' manifest, checked against itself, the tag index and (if given) the model."""
+    out = Path(index_dir) / VECTORS_DIR
+    path = out / MANIFEST
+    if not path.is_file():
+        raise IntegrityError(path, None, f"missing: this index has no passage vectors; {BUILD_HINT}")
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise IntegrityError(path, None, f"corrupt manifest ({type(exc).__name__}); {BUILD_HINT}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise IntegrityError(path, None, f"not a {FORMAT} manifest; {BUILD_HINT}")
+    if data.pop("manifest_sha256", None) != _digest(data):
+        raise IntegrityError(path, None, f"manifest checksum mismatch (corrupted or edited); {BUILD_HINT}")
+    index_manifest = index_manifest or store.read_manifest(Path(index_dir))
+    if data["index"]["plan_key"] != index_manifest.data.get("plan_key") or data["passages"] != index_manifest.n_passages:
+        raise IntegrityError(path, None, f"the vectors were built for another tag index; {BUILD_HINT}")
+    if identity is not None and data["model"] != identity:
+        raise IntegrityError(path, None, f"the vectors were built with another model "
+                             f"({data['model'].get('name')} {data['model'].get('package_version')}); {BUILD_HINT}")
+    return data
+
+
+def _verify_files(out: Path, data: dict) -> None:
+    for s in data["shards"]:
+        path = out / s["file"]
+        if not path.is_file():
+            raise IntegrityError(path, None, f"missing vector shard listed in the manifest; {BUILD_HINT}")
+        if sha256_file(path) != s["sha256"]:
+            raise IntegrityError(path, None, f"checksum mismatch (truncated or corrupted); {BUILD_HINT}")
+
+
+def load_vectors(index_dir, index_manifest=None, identity: dict | None = None) -> np.ndarray:
+    """All passage vectors of ``index_dir`` in index order, float16 (passages x dim), verified.
+
+    Every shard's sha256 is checked before it is read, and ``.npy`` files are read with
+    ``allow_pickle=False``; anything wrong is one :class:`~factcheck.errors.IntegrityError`.
+    """
+    out = Path(index_dir) / VECTORS_DIR
+    data = read_vectors_manifest(index_dir, index_manifest, identity)
+    _verify_files(out, data)
+    vectors = np.empty((data["passages"], data["dim"]), dtype=DTYPE)
+    for s in data["shards"]:
+        part = _read_npy(out / s["file"])
+        if part.shape != (s["count"], data["dim"]) or part.dtype != np.dtype(DTYPE):
+            raise IntegrityError(out / s["file"], None, f"wrong shape or type; {BUILD_HINT}")
+        vectors[s["start"]:s["start"] + s["count"]] = part
+    return vectors
+
+
+def _read_npy(path: Path) -> np.ndarray:
+    try:
+        return np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise IntegrityError(path, None, f"unreadable vector shard ({type(exc).__name__}); {BUILD_HINT}") from None
+
+
+# ---------------------------------------------------------------------- worker task
+
+def _embed_task(root: str, shard: int, start: int, count: int, key: str) -> None:
+    """Embed rows [start, start + count) of the index at ``root`` into one vector shard."""
+    from factcheck.text.embedding import load_embedder
+    root = Path(root)
+    vectors = load_embedder().embed(_texts(root, start, start + count)).astype(DTYPE)
+    out = root / VECTORS_DIR
+    name = shard_name(shard)
+    with atomic_path(out / name) as tmp, open(tmp, "wb") as fh:
+        np.save(fh, vectors, allow_pickle=False)
+    store.mark_done(out, name, key, sha256_file(out / name))
+
+
+def _texts(root: Path, start: int, stop: int) -> list[str]:
+    """Texts of index rows [start, stop), read from the passage shards that hold them."""
+    texts: list[str] = []
+    for s in store.read_manifest(root).shards:
+        a, b = max(start, s["start"]), min(stop, s["start"] + s["passages"])
+        if a < b:
+            p = store.load_shard(root / s["passages_file"], "passages", mmap=True)
+            texts.extend(unpack_strings(p["text_bytes"], p["text_offsets"], a - s["start"], b - s["start"]))
+    return texts

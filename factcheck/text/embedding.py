@@ -1,0 +1,151 @@
+"""Sentence embeddings for the open mode: the ``wordllama`` wheel's bundled static model.
+
+Why this model: it ships *inside* a registry package (``pip install -e '.[open]'``), 16 MB
+of 256-dimension token vectors (``l2_supercat``) plus its tokenizer, so nothing is ever
+fetched from a model hub. wordllama's default loader looks for the tokenizer in the wrong
+folder and then goes to the network; :func:`load_embedder` instead points its cache at
+the installed package directory and disables downloads, so a missing file is an error,
+never a socket.
+
+Why our own pooling instead of ``WordLlamaInference.embed``: that pads each batch to its
+longest text, so a text's vector is computed in an array whose shape depends on its
+batch-mates. Here each text's token vectors are summed on their own (``np.add.reduceat``
+adds a segment's rows in order), so a passage's vector is the same bits whatever the
+batch size, shard size or number of processes. The sum is L2-normalised (the mean's
+direction; the model's similarity is the cosine), and a text with no known token gets
+the zero vector (similarity 0 to everything) rather than NaN.
+
+The course mode never imports this module's model: ``wordllama`` is imported only inside
+:func:`load_embedder` (a test checks the course-mode modules leave it out of
+``sys.modules``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from factcheck.errors import InputError
+
+__all__ = ["Embedder", "MODEL_CONFIG", "MODEL_DIM", "embed", "load_embedder"]
+
+MODEL_CONFIG = "l2_supercat"
+MODEL_DIM = 256
+INSTALL_HINT = "the open mode needs the optional extra: pip install -e '.[open]'"
+# Texts tokenised and pooled at a time: bounds the (tokens x 256) float32 gather to a few
+# tens of MB; the result does not depend on it.
+BATCH = 1024
+
+
+@dataclass
+class Embedder:
+    """A loaded static embedding model: a token-vector table and its tokenizer.
+
+    Parameters
+    ----------
+    table : ndarray of shape (vocabulary, dim), float32
+        One vector per token id.
+    tokenizer : tokenizers.Tokenizer
+        The model's tokenizer (padding and truncation off).
+    identity : dict
+        What produced the vectors (model name, package version, file checksums); stored
+        in every vector manifest so vectors of another model are never mixed in.
+
+    Example
+    -------
+    >>> embedder = load_embedder()                              # doctest: +SKIP
+    >>> embedder.embed(["sea level rise"]).shape                # doctest: +SKIP
+    (1, 256)
+    """
+
+    table: np.ndarray
+    tokenizer: object
+    identity: dict
+
+    @property
+    def dim(self) -> int:
+        return int(self.table.shape[1])
+
+    def embed(self, texts: list[str], batch_size: int = BATCH) -> np.ndarray:
+        """L2-normalised float32 vectors, one row per text (zero rows for texts with no token)."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), batch_size):
+            chunk = list(texts[start:start + batch_size])
+            out[start:start + len(chunk)] = self._embed_batch(chunk)
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        encodings = self.tokenizer.encode_batch(texts, add_special_tokens=False)
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
+        vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not lengths.any():
+            return vectors
+        ids = np.concatenate([np.asarray(e.ids, dtype=np.int64) for e in encodings])
+        np.clip(ids, 0, len(self.table) - 1, out=ids)  # as wordllama: an id past the table is its last row
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        present = lengths > 0
+        # reduceat of an empty segment would return the next row: only non-empty ones are summed.
+        vectors[present] = np.add.reduceat(self.table[ids], starts[present], axis=0)
+        norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+        vectors[present] /= norms[present, None]
+        return vectors
+
+
+_LOADED: Embedder | None = None
+
+
+def load_embedder() -> Embedder:
+    """The bundled model, loaded once per process from the installed ``wordllama`` package.
+
+    Raises a one-line :class:`~factcheck.errors.InputError` (``param="mode"``) saying what
+    to install when the extra is missing, or naming the file when the wheel lacks one.
+    """
+    global _LOADED
+    if _LOADED is None:
+        _LOADED = _load()
+    return _LOADED
+
+
+def _load() -> Embedder:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        import wordllama
+        from wordllama import WordLlama
+    except ImportError:
+        raise InputError(None, None, INSTALL_HINT, param="mode") from None
+    finally:
+        # wordllama.inference calls logging.basicConfig(level=INFO) at import: a library
+        # must not configure the application's logging, so undo it.
+        root.handlers[:], root.level = handlers, level
+    package_dir = Path(wordllama.__file__).resolve().parent
+    try:
+        model = WordLlama.load(config=MODEL_CONFIG, dim=MODEL_DIM, cache_dir=package_dir, disable_download=True)
+    except (FileNotFoundError, OSError, ValueError) as exc:
+        raise InputError(package_dir, None, f"the wordllama package cannot load its bundled model "
+                         f"({exc}); reinstall it: pip install -e '.[open]'", param="mode") from None
+    tokenizer = model.tokenizer
+    tokenizer.no_padding()  # each text pooled on its own (see the module docstring)
+    tokenizer.no_truncation()
+    weights = package_dir / "weights" / f"{MODEL_CONFIG}_{MODEL_DIM}.safetensors"
+    tokenizer_file = package_dir / "tokenizers" / f"{MODEL_CONFIG}_tokenizer_config.json"
+    identity = {
+        "name": f"wordllama/{MODEL_CONFIG}", "package_version": wordllama.__version__, "dim": MODEL_DIM,
+        "weights_sha256": _sha256(weights), "tokenizer_sha256": _sha256(tokenizer_file),
+        "pooling": "sum-l2",
+    }
+    return Embedder(np.ascontiguousarray(model.embedding, dtype=np.float32), tokenizer, identity)
+
+
+def _sha256(path: Path) -> str:
+    # hashlib directly: text sits beside formats in the layers, so it imports nothing from it.
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def embed(texts: list[str]) -> np.ndarray:
+    """``load_embedder().embed(texts)``: float32, L2-normalised, one row per text."""
+    return load_embedder().embed(texts)
