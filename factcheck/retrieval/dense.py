@@ -22,6 +22,8 @@ Chosen on the 1,228 training claims by 5-fold cross-validation (``scripts/open_m
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from factcheck.errors import InputError
@@ -48,6 +50,8 @@ class DenseRetriever(Retriever):
     ----------
     vectors_ : ndarray (passages x dim), float32
         The index's passage vectors (L2-normalised), after ``fit``.
+    vectors_sha256_ : str
+        Their manifest's ``content_sha256`` (recorded in model directories).
     embedder_ : factcheck.text.embedding.Embedder
         The model that embeds claims (the one that embedded the passages).
 
@@ -67,11 +71,10 @@ class DenseRetriever(Retriever):
         return {"k": self.k}
 
     def fit(self, index) -> "DenseRetriever":
-        from factcheck.tagging.vectors import load_vectors
         from factcheck.text.embedding import load_embedder
         self.index = index
         self.embedder_ = load_embedder()
-        self.vectors_ = load_vectors(index.root, index.manifest, self.embedder_.identity).astype(np.float32)
+        self.vectors_, self.vectors_sha256_ = _shared_vectors(index, self.embedder_.identity)
         return self
 
     def scores(self, claim: str) -> np.ndarray:
@@ -93,6 +96,24 @@ class DenseRetriever(Retriever):
                     for rank, (row, score) in enumerate(zip(ranking.rows.tolist(), ranking.scores.tolist()), 1)]
             out.append(Selection(hits, "ranked", {"params": self.params()}))
         return out
+
+
+# Loaded vector matrices, shared by every retriever fitted to the same vectors while any
+# holds them: the app fits dense and hybrid, a run sweeps hybrid then fits the chosen one,
+# and each float32 copy is 316 MB at 316K passages.
+_LOADED = weakref.WeakValueDictionary()
+
+
+def _shared_vectors(index, identity: dict) -> tuple[np.ndarray, str]:
+    from factcheck.tagging.vectors import load_vectors, read_vectors_manifest
+    sha = read_vectors_manifest(index.root, index.manifest, identity)["content_sha256"]
+    key = (str(index.root.resolve()), sha)
+    vectors = _LOADED.get(key)
+    if vectors is None:
+        vectors = load_vectors(index.root, index.manifest, identity).astype(np.float32)
+        vectors.flags.writeable = False  # shared: nobody may change it under another retriever
+        _LOADED[key] = vectors
+    return vectors, sha
 
 
 def fuse(bm25: np.ndarray, dense: np.ndarray, alpha: float, fusion: str = "max",
@@ -137,6 +158,8 @@ class HybridRetriever(Retriever):
     ----------
     bm25_ : BM25Retriever
     dense_ : DenseRetriever
+    vectors_sha256_ : str
+        The passage vectors' ``content_sha256`` (as ``dense_``'s).
 
     Example
     -------
@@ -170,6 +193,7 @@ class HybridRetriever(Retriever):
         self.index = index
         self.bm25_ = BM25Retriever(k1=self.k1, b=self.b, k=self.k).fit(index)
         self.dense_ = DenseRetriever(k=self.k).fit(index)
+        self.vectors_sha256_ = self.dense_.vectors_sha256_
         return self
 
     def component_scores(self, claim: str) -> tuple[np.ndarray, np.ndarray]:
