@@ -45,6 +45,20 @@ def test_course_mode_never_imports_the_embedding_package(demo_index):
     assert proc.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
+def test_course_mode_cli_run_never_imports_the_embedding_package(tmp_path):
+    # The whole pipeline through the CLI, as `factcheck run --mode course` (the default).
+    proc = run_python(f"""
+        import sys
+        from factcheck.cli import main
+        assert main(["run", "--data-dir", {str(DEMO)!r}, "--out", {str(tmp_path / "run")!r},
+                     "--mode", "course", "--jobs", "1", "--quiet"]) == 0
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("wordllama", "tokenizers", "safetensors")))
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_missing_extra_is_one_line_naming_the_install(monkeypatch):
     from factcheck.text import embedding
     monkeypatch.setattr(embedding, "_LOADED", None)
