@@ -8,7 +8,6 @@ one-line errors, so those run everywhere.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -19,9 +18,8 @@ import warnings
 import pytest
 
 from conftest import DEMO, ROOT, assert_one_line_error, run_cli
+from test_open_mode import needs_open  # skips with a reason; under FACTCHECK_REQUIRE_OPEN=1 (CI) fails
 
-needs_open = pytest.mark.skipif(importlib.util.find_spec("wordllama") is None,
-                                reason="needs the open extra (pip install -e '.[open]')")
 CLAIM = "Sea levels are rising because ice sheets melt."
 INSTALL = "pip install -e '.[open]'"
 
@@ -40,8 +38,6 @@ def cli_without_extra(*args) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def open_run(tmp_path_factory):
-    if importlib.util.find_spec("wordllama") is None:
-        pytest.skip("needs the open extra (pip install -e '.[open]')")
     out = tmp_path_factory.mktemp("open") / "run"
     proc = run_cli("run", "--data-dir", DEMO, "--out", out, "--mode", "open", "--jobs", "1", "--quiet")
     assert proc.returncode == 0, proc.stderr
