@@ -208,6 +208,9 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     from factcheck.pipeline.classifier_cv import select_classifier
 
     check_method(method, mode, also=("auto",))
+    if mode == "open":  # no vectors: one line now, not after the course retrievers' sweeps
+        from factcheck.tagging.vectors import read_vectors_manifest
+        read_vectors_manifest(index.root, index.manifest)
     clock = clock or Clock(progress is False)
     fit, holdout = train_holdout_split(train)
     with clock.step("tuning and training retrievers on the training split"):
