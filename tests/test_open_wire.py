@@ -155,3 +155,11 @@ def test_tag_force_replaces_the_vectors_with_the_index(tmp_path):
     assert second["index"]["plan_key"] != first["index"]["plan_key"]
     assert second["content_sha256"] == first["content_sha256"]  # same passages, same vectors
     shutil.rmtree(out)
+
+
+@needs_open
+def test_open_training_on_an_index_without_vectors_says_how_to_build_them(demo_index, tmp_path):
+    proc = run_cli("train", "--index", demo_index, "--claims", DEMO / "train-claims.json", "--model", tmp_path / "m",
+                   "--mode", "open")
+    assert_one_line_error(proc, "has no passage vectors", "factcheck tag --mode open")
+    assert not (tmp_path / "m").exists()
