@@ -51,6 +51,11 @@ _API = {
     "make_retriever": "factcheck.retrieval.registry",
     "run_retrieval": "factcheck.retrieval.registry",
     "METHODS": "factcheck.retrieval.registry",
+    # the open mode (optional extra: pretrained embeddings; mode="open")
+    "MODES": "factcheck.retrieval.registry",
+    "PassageVectorJob": "factcheck.tagging.vectors",
+    "DenseRetriever": "factcheck.retrieval.dense",
+    "HybridRetriever": "factcheck.retrieval.dense",
     "train_reranker": "factcheck.pipeline.rerank_training",
     # the claim classifier and a whole trained system
     "make_classifier": "factcheck.classification.model",

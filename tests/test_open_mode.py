@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -19,8 +20,10 @@ import pytest
 from conftest import DEMO, ROOT
 from factcheck.errors import InputError, IntegrityError
 
-needs_open = pytest.mark.skipif(importlib.util.find_spec("wordllama") is None,
-                                reason="needs the open extra (pip install -e '.[open]')")
+OPEN_INSTALLED = importlib.util.find_spec("wordllama") is not None
+if not OPEN_INSTALLED and os.environ.get("FACTCHECK_REQUIRE_OPEN") == "1":  # CI (.ci/run): never skip these
+    raise RuntimeError("the open extra is not installed and FACTCHECK_REQUIRE_OPEN=1: pip install -e '.[test,open]'")
+needs_open = pytest.mark.skipif(not OPEN_INSTALLED, reason="needs the open extra (pip install -e '.[open]')")
 
 
 def run_python(code: str) -> subprocess.CompletedProcess:
@@ -43,6 +46,20 @@ def test_course_mode_never_imports_the_embedding_package(demo_index):
     """)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_course_mode_cli_run_never_imports_the_embedding_package(tmp_path):
+    # The whole pipeline through the CLI, as `factcheck run --mode course` (the default).
+    proc = run_python(f"""
+        import sys
+        from factcheck.cli import main
+        assert main(["run", "--data-dir", {str(DEMO)!r}, "--out", {str(tmp_path / "run")!r},
+                     "--mode", "course", "--jobs", "1", "--quiet"]) == 0
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("wordllama", "tokenizers", "safetensors")))
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_missing_extra_is_one_line_naming_the_install(monkeypatch):

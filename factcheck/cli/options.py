@@ -14,11 +14,13 @@ import sys
 from pathlib import Path
 
 from factcheck.errors import InputError
-from factcheck.retrieval.registry import METHODS
+from factcheck.retrieval.registry import ALL_METHODS, MODES
 
 __all__ = ["plural", "Deprecated", "add_renamed", "int_type", "positive_int", "non_negative_int", "jobs_type",
            "bounded_float", "check_output_dir", "check_outputs", "add_source_args", "add_tag_args",
-           "add_retriever_args", "source_from_args", "tag_job_from_args", "retriever_from_args"]
+           "add_mode_arg", "add_retriever_args", "source_from_args", "tag_job_from_args", "retriever_from_args"]
+
+OPEN_HELP = "open: also pretrained embeddings (the optional extra: pip install -e '.[open]')"
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
@@ -144,20 +146,37 @@ def add_tag_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing index of a different run")
 
 
+def add_mode_arg(p: argparse.ArgumentParser, from_model: bool = False) -> None:
+    """``--mode``: course (the default: the course's rules) or open. Commands that load a
+    trained model default to the model's mode; naming another one is an error."""
+    if from_model:
+        p.add_argument("--mode", choices=MODES, default=None,
+                       help=f"course or open (default: the mode the model was trained in; {OPEN_HELP})")
+    else:
+        p.add_argument("--mode", choices=MODES, default="course",
+                       help=f"course: the course's rules, no pretrained weights (default); {OPEN_HELP}")
+
+
 def add_retriever_args(p: argparse.ArgumentParser, default_method: str = "bm25") -> None:
-    """The retriever and its settings, one argument group per method."""
-    p.add_argument("--method", default=default_method, choices=METHODS,
-                   help=f"retriever (default: {default_method})")
+    """The mode, the retriever and its settings, one argument group per method."""
+    add_mode_arg(p)
+    p.add_argument("--method", default=default_method, choices=ALL_METHODS,
+                   help=f"retriever (default: {default_method}; dense and hybrid need --mode open)")
     g = p.add_argument_group("tag rule (--method tags)")
     g.add_argument("--t-sim", type=bounded_float(0.0, 1.0), default=None, help="cosine threshold (default: 0.55)")
     g.add_argument("--t-overlap", type=bounded_float(0.0, 1.0), default=None, help="tag-overlap threshold (default: 0.5)")
     g.add_argument("--top-n", type=positive_int, default=None, help="at most this many passages (default: 6)")
-    g = p.add_argument_group("BM25 (--method bm25)")
+    g = p.add_argument_group("BM25 (--method bm25, and hybrid's BM25 side)")
     g.add_argument("--k1", type=bounded_float(0.0), default=None, help="term-frequency saturation (default: 1.2)")
     g.add_argument("--b", type=bounded_float(0.0, 1.0), default=None, help="length normalisation (default: 0.75)")
     g.add_argument("--k", type=positive_int, default=None, help="passages returned per claim (default: 5)")
     g = p.add_argument_group("reranking (--method rerank)")
     g.add_argument("--rerank-model", type=Path, default=None, help="trained reranker (from factcheck train-rerank)")
+    g = p.add_argument_group("open mode (--method dense or hybrid, with --mode open; --k as for BM25)")
+    g.add_argument("--alpha", type=bounded_float(0.0, 1.0), default=None,
+                   help="hybrid: weight of the dense score (default: 0.5)")
+    g.add_argument("--fusion", choices=("max", "rrf"), default=None,
+                   help="hybrid: max-normalised score mix or reciprocal-rank fusion (default: max)")
     g = p.add_argument_group("chunking")
     g.add_argument("--chunk-window", type=positive_int, default=None, help="index word windows of this size")
     g.add_argument("--chunk-overlap", type=non_negative_int, default=20,
@@ -180,5 +199,8 @@ def retriever_from_args(args):
     from factcheck.retrieval.registry import make_retriever
     params = {"tags": {"t_sim": args.t_sim, "t_overlap": args.t_overlap, "top_n": args.top_n},
               "bm25": {"k1": args.k1, "b": args.b, "k": args.k},
-              "rerank": {"model": args.rerank_model}}[args.method]
-    return make_retriever(args.method, params, args.chunk_window, args.chunk_overlap)
+              "rerank": {"model": args.rerank_model},
+              "dense": {"k": args.k},
+              "hybrid": {"k": args.k, "alpha": args.alpha, "fusion": args.fusion, "k1": args.k1, "b": args.b},
+              }[args.method]
+    return make_retriever(args.method, params, args.chunk_window, args.chunk_overlap, mode=args.mode)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from factcheck.cli.options import add_renamed, add_tag_args, check_output_dir, check_outputs
-from factcheck.retrieval.registry import METHODS
+from factcheck.cli.options import add_mode_arg, add_renamed, add_tag_args, check_output_dir, check_outputs
+from factcheck.retrieval.registry import ALL_METHODS
+
+AUTO_HELP = "retriever (default: auto = best evidence F on the training hold-out; dense and hybrid need --mode open)"
 
 __all__ = ["add_run", "add_train", "add_predict", "add_ablation", "describe"]
 
@@ -17,8 +19,8 @@ def add_run(p):
     p.add_argument("--out", type=Path, required=True, help="output directory")
     p.add_argument("--evidence", type=Path, default=None, help="knowledge source (default: DATA_DIR/evidence.json[.gz])")
     p.add_argument("--index", type=Path, default=None, help="reuse this verified tag index instead of tagging")
-    p.add_argument("--method", default="auto", choices=("auto", *METHODS),
-                   help="retriever (default: auto = best evidence F on the training hold-out)")
+    p.add_argument("--method", default="auto", choices=("auto", *ALL_METHODS), help=AUTO_HELP)
+    add_mode_arg(p)
     p.add_argument("--quiet", action="store_true", help="no progress output")
     add_tag_args(p)
 
@@ -28,10 +30,11 @@ def add_run(p):
         tag_args = {"top_k": args.top_k, "max_features": args.max_features, "tag_features": args.tag_features,
                     "shard_size": args.shard_size, "backend": args.backend, "scheduler": args.scheduler}
         m = run_pipeline(args.data_dir, args.out, args.evidence, args.index, args.method, args.jobs,
-                         args.force, False if args.quiet else None, tag_args)
+                         args.force, False if args.quiet else None, tag_args, mode=args.mode)
         iv = m["intervals"]
         ret = m["run"]["retriever"]
         how = {"default": ", the default", "user": ", named with --method"}.get(ret.get("chosen_by"), "")
+        how += "; open mode" if args.mode == "open" else ""
         print(f"dev evidence F {format_interval(iv['evidence_f'])}, accuracy {format_interval(iv['accuracy'])}, "
               f"harmonic mean {format_interval(iv['harmonic_mean'])} (retriever: {ret['chosen']}{how})")
         print(f"wrote {args.out}/dev-claims-predictions.json, test-claims-predictions.json, metrics.json, report.md")
@@ -42,8 +45,8 @@ def add_train(p):
     p.add_argument("--index", type=Path, required=True, help="tag index directory")
     p.add_argument("--claims", type=Path, required=True, help="training claims (course format, labelled)")
     add_renamed(p, "--model", "--model-out", required=True, type=Path, help="model directory to write")
-    p.add_argument("--method", default="auto", choices=("auto", *METHODS),
-                   help="retriever (default: auto = best evidence F on the training hold-out)")
+    p.add_argument("--method", default="auto", choices=("auto", *ALL_METHODS), help=AUTO_HELP)
+    add_mode_arg(p)
 
     def run(args):
         from factcheck.formats.claims import read_claims
@@ -55,8 +58,8 @@ def add_train(p):
         check_output_dir(args.model)
         index = TagIndex.load(args.index)
         train = read_claims(args.claims, require_labels=True)
-        t = train_system(index, train, args.model, args.method, model_dir=args.model)
-        print(f"{args.model}: trained on {len(train)} claims")
+        t = train_system(index, train, args.model, args.method, model_dir=args.model, mode=args.mode)
+        print(f"{args.model}: trained on {len(train)} claims ({args.mode} mode)")
         print(describe("retriever " + t.candidates.best, t.system.retriever.params()))
         print(describe("classifier", config_json(t.config)))
     return run
@@ -68,6 +71,7 @@ def add_predict(p):
     p.add_argument("--model", type=Path, required=True, help="model directory (from train or run: OUT/model)")
     p.add_argument("--out", type=Path, required=True,
                    help="predictions file to write (leaderboard format, + .explain.json beside it)")
+    add_mode_arg(p, from_model=True)
 
     def run(args):
         from factcheck.formats.claims import read_claims
@@ -76,7 +80,7 @@ def add_predict(p):
         from factcheck.pipeline.run import write_verdicts
         check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.model])
         claims = read_claims(args.claims)
-        system = FactChecker.load(args.index, args.model)
+        system = FactChecker.load(args.index, args.model, mode=args.mode)
         verdicts = system.check(claims)
         write_verdicts(args.out, claims, verdicts, system)
         print(f"{args.out}: {len(claims)} claim{'' if len(claims) == 1 else 's'} with labels and evidence")

@@ -10,9 +10,9 @@ import json
 import sys
 from pathlib import Path
 
-from factcheck.cli.options import positive_int
+from factcheck.cli.options import add_mode_arg, positive_int
 from factcheck.errors import InputError
-from factcheck.retrieval.registry import METHODS
+from factcheck.retrieval.registry import ALL_METHODS
 
 __all__ = ["add_serve", "add_check", "is_loopback", "url_of", "check_can_listen", "allowed_hosts_for"]
 
@@ -77,6 +77,7 @@ def add_serve(p):
     p.add_argument("--max-claim-chars", type=positive_int, default=2000, help="longest claim accepted (default: 2000)")
     p.add_argument("--access-log", action="store_true", help="log every request")
     p.add_argument("--debug", action="store_true", help="also serve /openapi.json and /docs")
+    add_mode_arg(p, from_model=True)
 
     def run(args):
         import uvicorn
@@ -90,9 +91,10 @@ def add_serve(p):
             print(f"factcheck serve: warning: binding {args.host}, not loopback: anyone who can reach this "
                   "address can use the app (it has no authentication)", file=sys.stderr)
         app = create_app(args.run, args.index, args.model, args.dev_claims, max_claim_chars=args.max_claim_chars,
-                         allowed_hosts=allowed, debug=args.debug)
+                         allowed_hosts=allowed, debug=args.debug, mode=args.mode)
         s = app.state.explain.systems
-        print(f"factcheck serve: {len(s.index)} passages, retrievers {', '.join(s.methods)} (best: {s.best}); "
+        print(f"factcheck serve: {len(s.index)} passages, {s.by_method[s.best].mode} mode, retrievers "
+              f"{', '.join(s.methods)} (best: {s.best}); "
               f"{url_of(args.host, args.port)}", file=sys.stderr, flush=True)
         uvicorn.run(app, host=args.host.strip("[]"), port=args.port, log_level="info" if args.access_log else "warning",
                     access_log=args.access_log)
@@ -104,8 +106,9 @@ def add_check(p):
     p.add_argument("--run", type=Path, default=None, help="output directory of `factcheck run` (uses RUN/index, RUN/model)")
     p.add_argument("--index", type=Path, default=None, help="tag index directory (default: RUN/index)")
     p.add_argument("--model", type=Path, default=None, help="model directory (default: RUN/model)")
-    p.add_argument("--method", default="best", choices=("best", *METHODS),
+    p.add_argument("--method", default="best", choices=("best", *ALL_METHODS),
                    help="retriever: best = the one the run chose (default), or any tuned one")
+    add_mode_arg(p, from_model=True)
     p.add_argument("--json", action="store_true", help="print the JSON record of GET /api/check instead")
     p.add_argument("--width", type=int, default=None, help="wrap text at this many columns (default: the terminal's)")
 
@@ -113,7 +116,7 @@ def add_check(p):
         import shutil
 
         from factcheck.serve.check import check_claim, format_check
-        view = check_claim(args.claim, args.run, args.index, args.model, args.method)
+        view = check_claim(args.claim, args.run, args.index, args.model, args.method, args.mode)
         if args.json:
             print(json.dumps(view, indent=2, ensure_ascii=False))
         else:

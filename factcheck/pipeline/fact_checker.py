@@ -10,7 +10,9 @@ classifier read.
 
 A model directory holds ``classifier.skops`` (the scikit-learn pipeline and a ``meta``
 record: which retriever and reader with which parameters, every other tuned retriever,
-the index it was trained against) and, for the learned retriever, ``rerank.skops``.
+the index it was trained against, the mode -- ``course`` or ``open`` -- it was trained
+in) and, for the learned retriever, ``rerank.skops``. An open-mode model's dense and
+hybrid retrievers record the ``content_sha256`` of the passage vectors they were tuned on.
 ``factcheck predict``/``ablation``/``serve`` rebuild the exact system from it.
 """
 
@@ -25,7 +27,7 @@ import numpy as np
 from factcheck.classification.model import load_classifier, save_classifier
 from factcheck.errors import FactcheckWarning, InputError
 from factcheck.formats.claims import as_claims
-from factcheck.retrieval.registry import make_retriever, retriever_spec, run_retrieval
+from factcheck.retrieval.registry import check_mode, make_retriever, retriever_spec, run_retrieval
 
 RERANK_FILE = "rerank.skops"
 
@@ -71,20 +73,37 @@ class FactChecker:
         self.meta = meta
         self.reader = reader or retriever
 
+    @property
+    def mode(self) -> str:
+        """``"course"`` or ``"open"``: the mode the model was trained in."""
+        return model_mode(self.meta)
+
     @classmethod
-    def load(cls, index_dir: Path, model_dir: Path, method: str | None = None) -> "FactChecker":
+    def load(cls, index_dir: Path, model_dir: Path, method: str | None = None,
+             mode: str | None = None) -> "FactChecker":
+        """The system a model directory records, on the tag index ``index_dir``.
+
+        ``mode``: ``None`` (the model's own) or the mode the caller expects; a model
+        trained in another mode is a one-line error, as is an open-mode model where the
+        open extra is not installed.
+        """
         from factcheck.tagging.index import TagIndex
         classifier, meta = load_classifier(model_dir)
+        trained_in = model_mode(meta)
+        if mode is not None and check_mode(mode) != trained_in:
+            raise InputError(model_dir, None, f"was trained in the {trained_in} mode, not the {mode} mode "
+                             f"(use mode {trained_in}, or train a model in the {mode} mode)", param="mode")
+        require_mode(model_dir, trained_in)
         index = TagIndex.load(index_dir)
         trained_on = meta.get("index_plan_key")
         if trained_on and trained_on != index.manifest.data.get("plan_key"):
             warnings.warn(FactcheckWarning(f"{model_dir} was trained against another tag index than {index_dir}"),
                           stacklevel=2)
-        retriever = load_retriever(model_dir, meta, method).fit(index)
+        retriever = load_retriever(model_dir, meta, method, index)
         reader_method = (meta.get("reader") or {}).get("method")
         reader = None
         if reader_method and reader_method != retriever_spec(retriever)["method"]:
-            reader = load_retriever(model_dir, meta, reader_method).fit(index)
+            reader = load_retriever(model_dir, meta, reader_method, index)
         return cls(index, retriever, classifier, meta, reader)
 
     def texts(self, ids: list[str]) -> list[str]:
@@ -143,8 +162,25 @@ def available_methods(meta: dict) -> list[str]:
     return sorted((meta.get("retrievers") or {meta["retriever"]["method"]: None}).keys())
 
 
-def load_retriever(model_dir: Path, meta: dict, method: str | None = None):
-    """The chosen retriever, or another tuned one by name (``tags``, ``bm25``, ``rerank``)."""
+def model_mode(meta: dict) -> str:
+    """The mode a model was trained in (models from before the open mode: ``course``)."""
+    return meta.get("mode", "course")
+
+
+def require_mode(model_dir: Path, mode: str) -> None:
+    """An open-mode model needs the open extra: say so in one line naming the model."""
+    try:
+        check_mode(mode)
+    except InputError as exc:
+        raise InputError(model_dir, None, f"was trained in the {mode} mode; {exc.message}", param="mode") from None
+
+
+def load_retriever(model_dir: Path, meta: dict, method: str | None = None, index=None):
+    """The chosen retriever, or another tuned one by name (``tags``, ``bm25``, ``rerank``,
+    and in an open-mode model ``dense``, ``hybrid``); fitted to ``index`` if given.
+
+    A dense or hybrid retriever fitted to vectors other than those it was tuned on (the
+    model records their ``content_sha256``) still works, with a warning."""
     chosen = meta.get("retriever") or {}
     method = method or chosen.get("method")
     if method is None:
@@ -156,4 +192,13 @@ def load_retriever(model_dir: Path, meta: dict, method: str | None = None):
         if not path.is_file():
             raise InputError(path, None, "no trained reranker in this model directory")
         params = {"model": path}
-    return make_retriever(method, params, spec.get("chunk_window"), spec.get("chunk_overlap", 20))
+    retriever = make_retriever(method, params, spec.get("chunk_window"), spec.get("chunk_overlap", 20),
+                               mode=model_mode(meta))
+    if index is None:
+        return retriever
+    retriever.fit(index)
+    tuned_on = spec.get("vectors_sha256")
+    if tuned_on and tuned_on != retriever_spec(retriever).get("vectors_sha256"):
+        warnings.warn(FactcheckWarning(f"{model_dir}: the {method} retriever was tuned on other passage vectors "
+                                       f"than those of {index.root}"), stacklevel=2)
+    return retriever

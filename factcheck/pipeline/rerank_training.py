@@ -75,7 +75,8 @@ class TrainingData:
 
 def train_reranker(index, fit_claims, holdout_claims, *, configs=DEFAULT_CANDIDATES, grid=DEFAULT_GRID,
                    features: list[str] | None = None, memory_claims=None,
-                   data: TrainingData | None = None, progress: bool | None = None) -> RerankRetriever:
+                   data: TrainingData | None = None, progress: bool | None = None,
+                   dense: bool = False) -> RerankRetriever:
     """Train on ``fit_claims``; choose the candidate settings, the model configuration
     and the cut-off on ``holdout_claims`` (best mean evidence F; ties: first in order).
     Returns a retriever already fitted to ``index``.
@@ -84,7 +85,8 @@ def train_reranker(index, fit_claims, holdout_claims, *, configs=DEFAULT_CANDIDA
     settings (:class:`ModelConfig`); ``features``: a subset of
     :data:`~factcheck.retrieval.rerank.features.FEATURES` (ablations); ``data``: reuse precomputed features (then
     ``configs`` is ignored); ``memory_claims``: the labelled claims the returned
-    retriever's label memory holds (default: fit + holdout, every training label).
+    retriever's label memory holds (default: fit + holdout, every training label);
+    ``dense``: open mode (dense features and candidates; not used yet).
     """
     t0 = time.perf_counter()
     features = list(features or F.FEATURES)

@@ -6,9 +6,16 @@ train the classifier -> predict and score dev -> gold-vs-retrieved ablation -> p
 test -> metrics.json, report.md, plots. Dev is scored, never tuned on; test has no labels
 and is only predicted.
 
+``mode="open"`` (the optional extra: pretrained embeddings) adds the passage vectors
+after tagging (:class:`~factcheck.tagging.vectors.PassageVectorJob`, computed once and
+reused), the hybrid retriever to the candidates and dense features to the reranker
+(:mod:`factcheck.pipeline.selection`); the model records the mode. ``"course"``, the
+default, is the course's system and never imports the embedding package.
+
 Outputs (all written atomically; ``metrics.json`` and ``report.md`` last)::
 
     OUT/index/                          the tag index (unless --index was given)
+    OUT/index/vectors/                  open mode: the passage vectors (also with --index)
     OUT/model/                          classifier.skops (+ rerank.skops)
     OUT/dev-claims-predictions.json     leaderboard format (+ .explain.json)
     OUT/test-claims-predictions.json    leaderboard format (+ .explain.json)
@@ -30,11 +37,7 @@ from factcheck.formats.files import sha256_file, write_json_atomic
 from factcheck.formats.splits import train_holdout_split
 from factcheck.pipeline.classifier_cv import config_json
 from factcheck.pipeline.fact_checker import FactChecker, save_system
-from factcheck.retrieval.registry import METHODS as RETRIEVAL_METHODS
-from factcheck.retrieval.registry import write_retrieval
-
-# "auto": the retriever with the best hold-out evidence F (factcheck.pipeline.selection).
-METHODS = ("auto", *RETRIEVAL_METHODS)
+from factcheck.retrieval.registry import check_method, write_retrieval
 
 # Stage lines ("[  12.3s] predicting dev ...") go to this logger at INFO; the CLI shows
 # them on stderr as they are, a Python caller sees them only if it configures logging.
@@ -87,18 +90,23 @@ class Clock:
 
 def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_dir: Path | None = None,
                  method: str = "auto", jobs: int = -1, force: bool = False, progress: bool | None = None,
-                 tag_args: dict | None = None) -> dict:
+                 tag_args: dict | None = None, mode: str = "course") -> dict:
     """Everything end to end (see the module docstring); ``out`` is this run's alone while
     it runs (a second run into it fails at once, naming this one's pid: two runs used to
-    both finish, each writing part of the model, predictions and metrics)."""
+    both finish, each writing part of the model, predictions and metrics).
+
+    ``method``: ``"auto"`` (the best hold-out evidence F) or a retriever of ``mode``'s
+    (:func:`~factcheck.retrieval.registry.methods_for`); ``mode``: ``"course"`` or ``"open"``.
+    """
     from factcheck.tagging.outdir import DirectoryLock
+    check_method(method, mode, also=("auto",))  # before any work: an open mode without its extra is one line, now
     with DirectoryLock(Path(out)):
-        return _run_pipeline(data_dir, out, evidence, index_dir, method, jobs, force, progress, tag_args)
+        return _run_pipeline(data_dir, out, evidence, index_dir, method, jobs, force, progress, tag_args, mode)
 
 
-def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_dir: Path | None = None,
-                 method: str = "auto", jobs: int = -1, force: bool = False, progress: bool | None = None,
-                 tag_args: dict | None = None) -> dict:
+def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None, index_dir: Path | None,
+                  method: str, jobs: int, force: bool, progress: bool | None, tag_args: dict | None,
+                  mode: str) -> dict:
     from factcheck.classification.calibration import reliability
     from factcheck.evaluation.ablation import ablation
     from factcheck.formats.claims import LABELS
@@ -108,9 +116,6 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index
     from factcheck.tagging.index import TagIndex
     from factcheck.tagging.job import TagJob
 
-    if method not in METHODS:
-        raise InputError(None, None, f"unknown method {method!r}; expected one of {', '.join(METHODS)}",
-                         param="method")
     out = Path(out)
     quiet = progress is False
     clock = Clock(quiet)
@@ -126,10 +131,14 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index
             TagJob(jobs=jobs, progress=progress, **(tag_args or {})).run(
                 source_spec(files["evidence"]), index_dir, force=force)
         index = TagIndex.load(index_dir)
+    if mode == "open":
+        from factcheck.tagging.vectors import PassageVectorJob
+        with clock.step("passage vectors (open mode)"):
+            PassageVectorJob(jobs=jobs, progress=progress).run(index_dir)
     _check_gold_ids(index, train, files["train"])
     _check_gold_ids(index, dev, files["dev"])
 
-    trained = train_system(index, train, out, method, progress, clock, jobs=jobs)
+    trained = train_system(index, train, out, method, progress, clock, jobs=jobs, mode=mode)
     system, candidates, config = trained.system, trained.candidates, trained.config
     classifier, texts_of = system.classifier, index.texts_of
     # Baselines, selected by the same cross-validation (see classifier_cv).
@@ -157,7 +166,7 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index
         trained.selection.summary["calibration"]["dev"] = reliability([c.label for c in dev], dev_proba, LABELS)
         on_dev = selection.dev_scores(candidates, dev)
     metrics["run"] = {
-        "data_dir": str(Path(data_dir).resolve()), "evidence": files["evidence"].name,
+        "data_dir": str(Path(data_dir).resolve()), "evidence": files["evidence"].name, "mode": mode,
         "dev_sha256": sha256_file(files["dev"]),
         "index": str(Path(index_dir).resolve()), "passages": len(index),
         "retriever": {"chosen": candidates.best, "params": system.retriever.params(),
@@ -192,15 +201,20 @@ class Trained:
 
 
 def train_system(index, train, out: Path, method: str = "auto", progress=None, clock=None,
-                 model_dir: Path | None = None, jobs: int = -1) -> Trained:
-    """Tune retrievers, pick one, select and train the classifier; save the model dir."""
+                 model_dir: Path | None = None, jobs: int = -1, mode: str = "course") -> Trained:
+    """Tune retrievers, pick one, select and train the classifier; save the model dir
+    (recording ``mode``). In the open mode the index must have its passage vectors."""
     from factcheck.pipeline import report, selection
     from factcheck.pipeline.classifier_cv import select_classifier
 
+    check_method(method, mode, also=("auto",))
+    if mode == "open":  # no vectors: one line now, not after the course retrievers' sweeps
+        from factcheck.tagging.vectors import read_vectors_manifest
+        read_vectors_manifest(index.root, index.manifest)
     clock = clock or Clock(progress is False)
     fit, holdout = train_holdout_split(train)
     with clock.step("tuning and training retrievers on the training split"):
-        candidates = selection.tune_retrievers(index, fit, holdout, out, method, progress)
+        candidates = selection.tune_retrievers(index, fit, holdout, out, method, progress, mode)
     retriever = candidates.retrievers[candidates.best]
 
     # The classifier and its reader (whose passages it reads): chosen together by repeated
@@ -215,7 +229,8 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     candidates.reader = chosen.reader
     candidates.reader_scores = {n: {"accuracy": acc} for n, acc in chosen.summary["readers"].items()}
     reader = candidates.retrievers[chosen.reader]
-    meta = {"index_plan_key": index.manifest.data.get("plan_key"), "classifier": config_json(chosen.config),
+    meta = {"index_plan_key": index.manifest.data.get("plan_key"), "mode": mode,
+            "classifier": config_json(chosen.config),
             "calibration": {"temperature": chosen.summary["calibration"]["temperature"]}}
     save_system(model_dir or out / "model", chosen.model, retriever, meta, candidates.retrievers, reader)
     system = FactChecker(index, retriever, chosen.model, {**meta, "reader": {"method": chosen.reader}}, reader)

@@ -26,6 +26,10 @@ TAG_GRID = {
     "top_n": (1, 2, 3, 4, 6, 8, 10),
 }
 BM25_GRID = {"k1": (0.9, 1.2, 1.5), "b": (0.4, 0.75), "k": (1, 2, 3, 4, 5, 6, 8, 10)}
+# Open mode. Fusion "max" only: 5-fold CV over the training claims chose it over "rrf" in
+# every fold (scripts/open_mode_probe.py); alpha 0.4 (proxy) / 0.6 (wiki) won there, so
+# the grid brackets both.
+HYBRID_GRID = {"alpha": (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8), "k": (1, 2, 3, 4, 5, 6, 8, 10)}
 
 
 @dataclass
@@ -100,3 +104,42 @@ def sweep_bm25(index, fit_claims, holdout_claims, grid=BM25_GRID, progress=None)
             sweep.rows.append(row)
     sweep.choose()
     return sweep
+
+
+def sweep_open(index, fit_claims, holdout_claims, k1: float, b: float, grid=HYBRID_GRID,
+               progress=None) -> tuple[Sweep, Sweep]:
+    """Open mode: sweep the hybrid retriever's ``alpha`` and ``k`` (fusion ``max``, BM25's
+    ``k1`` and ``b`` as BM25's own sweep chose them) and the dense retriever's ``k``.
+
+    Each claim's BM25 and dense scores are computed once and fused for every ``alpha``.
+    Returns ``(hybrid sweep, dense sweep)``; the hybrid's ``chosen`` holds every
+    parameter of :class:`~factcheck.retrieval.dense.HybridRetriever`.
+    """
+    from factcheck.retrieval.base import stable_top
+    from factcheck.retrieval.dense import HybridRetriever, fuse
+
+    hybrid = HybridRetriever(k1=k1, b=b, fusion="max").fit(index)
+    depth = max(grid["k"])
+    ids = index.ids
+    fused = {part: {a: [] for a in grid["alpha"]} for part in ("fit", "holdout")}
+    dense_top = {"fit": [], "holdout": []}
+    for part, claims in (("fit", fit_claims), ("holdout", holdout_claims)):
+        for c in tqdm(claims, desc=f"hybrid sweep ({part})", disable=progress is False):
+            bm25, dense = hybrid.component_scores(c.text)
+            dense_top[part].append([ids[r] for r in stable_top(dense, depth).rows.tolist()])
+            for a in grid["alpha"]:
+                fused[part][a].append([ids[r] for r in stable_top(fuse(bm25, dense, a, "max"), depth).rows.tolist()])
+    claims_of = {"fit": fit_claims, "holdout": holdout_claims}
+    h = Sweep("hybrid", ("alpha", "k"))
+    for a in grid["alpha"]:
+        for k in grid["k"]:
+            h.rows.append({"alpha": a, "k": k, **{f"f_{part}": mean_f([r[:k] for r in fused[part][a]], claims_of[part])
+                                                  for part in claims_of}})
+    h.choose()
+    h.chosen = {**h.chosen, "fusion": "max", "k1": k1, "b": b}
+    d = Sweep("dense", ("k",))
+    for k in grid["k"]:
+        d.rows.append({"k": k, **{f"f_{part}": mean_f([r[:k] for r in dense_top[part]], claims_of[part])
+                                  for part in claims_of}})
+    d.choose()
+    return h, d

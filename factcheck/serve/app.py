@@ -107,15 +107,21 @@ def resolve_paths(run_dir: Path | None, index_dir: Path | None, model_dir: Path 
 
 def create_app(run_dir: Path | None = None, index_dir: Path | None = None, model_dir: Path | None = None,
                dev_claims: Path | None = None, *, max_claim_chars: int = MAX_CLAIM_CHARS,
-               allowed_hosts: list[str] | None = None, warm_up: bool = True, debug: bool = False) -> FastAPI:
+               allowed_hosts: list[str] | None = None, warm_up: bool = True, debug: bool = False,
+               mode: str | None = None) -> FastAPI:
     """Load the system and the run's artefacts once, and build the app around them.
+
+    ``mode``: ``None`` (the model's) or the mode the caller expects (see
+    :meth:`FactChecker.load <factcheck.pipeline.fact_checker.FactChecker.load>`). An
+    open-mode model's passage vectors are loaded once and shared by its dense and
+    hybrid retrievers.
 
     ``allowed_hosts`` (the serve command passes the loopback names when bound to
     loopback) rejects other Host headers, so a web page cannot reach the app through
     DNS rebinding.
     """
     index_dir, model_dir = resolve_paths(run_dir, index_dir, model_dir)
-    systems = load_retriever_set(index_dir, model_dir, warm_up=warm_up)
+    systems = load_retriever_set(index_dir, model_dir, warm_up=warm_up, mode=mode)
     artefacts = load_artefacts(Path(run_dir) if run_dir else None, Path(dev_claims) if dev_claims else None)
     return build_app(AppState(systems, artefacts, max_claim_chars), allowed_hosts, debug=debug)
 

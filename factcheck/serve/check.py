@@ -20,11 +20,15 @@ PATHS = {
     "fallback/rerank": ("fallback: the claim shares no term with the corpus and resembles no training claim, "
                         "so the first passages in corpus order"),
     "ranked": "the top of the BM25 ranking",
+    "ranked/hybrid": ("the top of the fused ranking: BM25 and embedding cosine (dense), each divided by the "
+                      "claim's best, mixed with weight alpha on the dense side (open mode)"),
+    "ranked/dense": "the passages closest to the claim by embedding cosine (open mode)",
     "reranked": "scored by the learned reranker, cut off per claim",
 }
 
 
-def check_claim(claim: str, run_dir=None, index_dir=None, model_dir=None, method: str = "best") -> dict:
+def check_claim(claim: str, run_dir=None, index_dir=None, model_dir=None, method: str = "best",
+                mode: str | None = None) -> dict:
     from factcheck.pipeline.fact_checker import FactChecker, available_methods, load_retriever
     from factcheck.serve.app import resolve_paths
     from factcheck.serve.explain import check_view
@@ -33,7 +37,7 @@ def check_claim(claim: str, run_dir=None, index_dir=None, model_dir=None, method
     if not claim:
         raise InputError(None, None, "the claim is empty; give the claim text in quotes", param="claim")
     index_dir, model_dir = resolve_paths(run_dir, index_dir, model_dir)
-    chosen = FactChecker.load(index_dir, model_dir)
+    chosen = FactChecker.load(index_dir, model_dir, mode=mode)
     best = chosen.meta.get("retriever", {}).get("method") or chosen.retriever.name
     name = best if method in (None, "", "best") else method
     if name == best:
@@ -42,7 +46,7 @@ def check_claim(claim: str, run_dir=None, index_dir=None, model_dir=None, method
         if name not in available_methods(chosen.meta):
             raise InputError(model_dir, None, f"this model has no {name!r} retriever; it has "
                              + ", ".join(available_methods(chosen.meta)), param="method")
-        retriever = load_retriever(model_dir, chosen.meta, name).fit(chosen.index)
+        retriever = load_retriever(model_dir, chosen.meta, name, chosen.index)
         system = FactChecker(chosen.index, retriever, chosen.classifier, chosen.meta)
     verdicts = system.check([claim])
     return check_view(claim, name, best, verdicts, system.texts, None, system.retriever.params())
@@ -62,6 +66,11 @@ def why(hit: dict, thresholds: dict | None) -> list[str]:
                      f"combined {s.get('combined', 0):.3f}")
     elif "features" in hit.get("extra", {}):
         lines.append(f"reranker probability {hit['score']:.3f}, rank {s.get('rank', '?')}, BM25 {s.get('bm25', 0):.2f}")
+    elif "fused" in s:
+        lines.append(f"fused score {s['fused']:.3f}, rank {s.get('rank', '?')}: BM25 {s.get('bm25', 0):.2f}, "
+                     f"dense (embedding cosine) {s.get('dense', 0):.3f}")
+    elif "dense" in s and "bm25" not in s:
+        lines.append(f"dense (embedding cosine) {s['dense']:.3f}, rank {s.get('rank', '?')}")
     elif "bm25" in s:
         lines.append(f"BM25 score {s['bm25']:.2f}, rank {s.get('rank', '?')}")
     elif "reason" in hit:

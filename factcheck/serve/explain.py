@@ -4,7 +4,8 @@ The retriever's explanation (``Selection.to_json()`` plus ranking and probabilit
 is passed through with each hit's passage text and the highlight spans of its shared
 tags added, so the page and the API can never disagree. Explanation fields vary by
 retriever (tag rule: cosine/overlap/combined; BM25: bm25/rank; the reranker: whatever
-it records); numeric ones are also gathered under ``scores`` for generic display.
+it records; open mode: dense, and hybrid's fused/bm25/dense side by side); numeric ones
+are also gathered under ``scores`` for generic display.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ _SHOWN = {"id", "shared_tags", "passage_tags", "text", "highlight", "scores"}
 # Where a retriever records the stems a claim and passage share (tag rule, BM25: shared_tags;
 # the reranker: shared_terms); without either they are computed from the texts.
 _SHARED_KEYS = ("shared_tags", "shared_terms")
-_SCORE_ORDER = ("combined", "cosine", "overlap", "bm25", "rank")  # then the rest by name, "score" last
+_SCORE_ORDER = ("combined", "cosine", "overlap", "fused", "bm25", "dense", "rank")  # then the rest by name, "score" last
 
 
 def hit_view(hit: dict, text: str, claim: str) -> dict:

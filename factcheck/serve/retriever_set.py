@@ -63,9 +63,9 @@ class RetrieverSet:
             return verdicts, time.perf_counter() - t
 
 
-def load_retriever_set(index_dir: Path, model_dir: Path, warm_up: bool = True) -> RetrieverSet:
+def load_retriever_set(index_dir: Path, model_dir: Path, warm_up: bool = True, mode: str | None = None) -> RetrieverSet:
     t = time.perf_counter()
-    chosen = FactChecker.load(index_dir, model_dir)
+    chosen = FactChecker.load(index_dir, model_dir, mode=mode)
     best = chosen.meta.get("retriever", {}).get("method") or chosen.retriever.name
     systems = RetrieverSet({best: chosen}, best, load_seconds={best: round(time.perf_counter() - t, 2)})
     for method in available_methods(chosen.meta):
@@ -73,7 +73,7 @@ def load_retriever_set(index_dir: Path, model_dir: Path, warm_up: bool = True) -
             continue
         t = time.perf_counter()
         try:
-            retriever = load_retriever(model_dir, chosen.meta, method).fit(chosen.index)
+            retriever = load_retriever(model_dir, chosen.meta, method, chosen.index)
         except (InputError, ImportError, OSError) as exc:
             systems.unavailable[method] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             logger.warning("retriever %r not available: %s", method, systems.unavailable[method])

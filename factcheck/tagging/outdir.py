@@ -34,8 +34,11 @@ from factcheck.tagging import store
 
 LOCK_FILE = ".factcheck-lock"
 
-# Every file name the tagging job writes (relative to the output directory).
+# Every file name the tagging job and the open mode's vector job write (relative to the
+# output directory). The vectors belong to the index: ``--force`` replaces them with it.
 _OURS = re.compile(r"^(?:passages/passages-\d{5,}\.joblib|tags/tags-\d{5,}\.joblib"
+                   r"|vectors/(?:manifest\.json|vectors-\d{5,}\.npy|work/done/[\w.-]+\.json|\.factcheck-lock"
+                   r"|(?:work/|work/done/)?\.tmp-[^/]+)"
                    r"|models/(?:passage_tfidf|tag_tfidf)\.joblib"
                    r"|work/(?:plan|split)\.json|work/counts-\d{5,}\.joblib|work/done/[\w.-]+\.json"
                    r"|(?:passages|tags|models|work|work/done)/\.tmp-[^/]+|\.tmp-manifest\.json\.[^/]+)$")
@@ -122,7 +125,7 @@ def wipe(out: Path) -> int:
             raise InputError(manifest, None, "is not a factcheck tag index manifest; refusing to delete "
                              "anything here even with --force (choose another --out)")
     removed = 0
-    for sub in (store.PASSAGES_DIR, store.TAGS_DIR, store.MODELS_DIR, store.WORK_DIR):
+    for sub in (store.PASSAGES_DIR, store.TAGS_DIR, store.MODELS_DIR, store.WORK_DIR, store.VECTORS_DIR):
         base = out / sub
         if not base.is_dir():
             continue

@@ -8,6 +8,8 @@ Layout of an index directory::
     models/passage_tfidf.joblib      the fitted 20K-term TF-IDF vectoriser
     models/tag_tfidf.joblib          the fitted 1K-term tag vectoriser
     work/                            resumable intermediate state (removed when done)
+    vectors/                         open mode only: passage vectors with their own manifest
+                                     (:mod:`factcheck.tagging.vectors`); not in this manifest
     bm25/<method>-k1_<k1>-b_<b>/     derived caches (optional, rebuilt when missing or damaged,
     rerank/terms-<key>/              each with its own factcheck-key.json of sha256s; see
     chunks/w<window>-o<overlap>/     :mod:`factcheck.tagging.derived`); not in the manifest
@@ -42,6 +44,7 @@ MANIFEST_FORMAT = "factcheck-tag-index/2"
 FORMAT_FAMILY = "factcheck-tag-index/"
 MANIFEST_CHECKSUM = "manifest_sha256"
 PASSAGES_DIR, TAGS_DIR, MODELS_DIR, WORK_DIR = "passages", "tags", "models", "work"
+VECTORS_DIR = "vectors"  # the open mode's passage vectors (factcheck.tagging.vectors)
 MODEL_FILES = ("passage_tfidf.joblib", "tag_tfidf.joblib")
 
 

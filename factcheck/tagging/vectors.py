@@ -39,13 +39,14 @@ from factcheck.tagging.backends import WorkerPool
 from factcheck.tagging.outdir import DirectoryLock
 from factcheck.tagging.packing import unpack_strings
 
-__all__ = ["PassageVectorJob", "VECTORS_DIR", "load_vectors", "read_vectors_manifest"]
+__all__ = ["PassageVectorJob", "VECTORS_DIR", "load_vectors", "read_vectors_manifest", "verify_vectors"]
 
-VECTORS_DIR = "vectors"
+VECTORS_DIR = store.VECTORS_DIR
 MANIFEST = "manifest.json"
 FORMAT = "factcheck-passage-vectors/1"
 DTYPE = "float16"  # half the disk and RAM of float32; cosine ranks move by < 1e-3
-BUILD_HINT = "rebuild them with the open mode's vector job (PassageVectorJob().run(INDEX_DIR))"
+BUILD_HINT = ("build them with `factcheck tag --mode open` (the same arguments as the index) "
+              "or PassageVectorJob().run(INDEX_DIR)")
 
 
 def shard_name(shard: int) -> str:
@@ -173,6 +174,16 @@ def _verify_files(out: Path, data: dict) -> None:
             raise IntegrityError(path, None, f"missing vector shard listed in the manifest; {BUILD_HINT}")
         if sha256_file(path) != s["sha256"]:
             raise IntegrityError(path, None, f"checksum mismatch (truncated or corrupted); {BUILD_HINT}")
+
+
+def verify_vectors(index_dir, index_manifest=None) -> dict | None:
+    """The vectors' manifest after checking it and every shard's sha256 (``None`` when the
+    index has no vectors; needs no embedding package: ``factcheck verify`` uses it)."""
+    if not (Path(index_dir) / VECTORS_DIR / MANIFEST).is_file():
+        return None
+    data = read_vectors_manifest(index_dir, index_manifest)
+    _verify_files(Path(index_dir) / VECTORS_DIR, data)
+    return data
 
 
 def load_vectors(index_dir, index_manifest=None, identity: dict | None = None) -> np.ndarray:
