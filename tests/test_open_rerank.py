@@ -118,3 +118,33 @@ def test_dense_model_saves_and_loads_through_the_allow_list(dense_trained, vecto
     loaded = RerankRetriever.load(path).fit(vector_index)  # loads vectors + the bundled model itself
     assert loaded.config.dense_depth == 10 and loaded.dense is not None
     assert _snapshot(loaded, dev_texts) == _snapshot(dense_trained, dev_texts)
+
+
+# ---------------------------------------------------------------- the classifier's dense group
+
+def test_course_classifier_never_computes_dense_views(monkeypatch):
+    from factcheck.classification import features as CF
+    from factcheck.classification.cv import GRID
+    from factcheck.pipeline.classifier_cv import open_grid
+
+    def refuse(X):
+        raise AssertionError("course features computed embeddings")
+    monkeypatch.setattr(CF, "dense_stats", refuse)
+    assert "dense" not in CF.ALL_GROUPS and "dense" not in CF.views_of([("a claim", ["a passage"])])
+    groups = open_grid(GRID)["groups"]
+    assert groups[:len(GRID["groups"])] == GRID["groups"]
+    assert all(g[-1] == "dense" for g in groups[len(GRID["groups"]):])
+
+
+@needs_open
+def test_dense_classifier_features_are_cosines():
+    from factcheck.classification.features import OPEN_GROUPS, ClaimEvidenceFeatures, dense_stats
+    X = [("Sea levels are rising.", ["Sea level rise is accelerating.", "Bananas are yellow."]),
+         ("CO2 warms the planet.", [])]
+    stats = dense_stats(X)
+    assert stats.shape == (2, 4) and np.all(stats[1] == 0)
+    assert 1.0 >= stats[0, 0] >= stats[0, 1] >= stats[0, 2] >= -1.0
+    assert np.array_equal(dense_stats(X[:1]), stats[:1])  # a pair's values do not depend on the others
+    Z = ClaimEvidenceFeatures(groups=OPEN_GROUPS, min_df=1).fit_transform(X * 2)
+    plain = ClaimEvidenceFeatures(min_df=1).fit_transform(X * 2)
+    assert Z.shape[1] == plain.shape[1] + 4
