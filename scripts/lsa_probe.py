@@ -76,13 +76,21 @@ class LSAScorer:
         norms[norms == 0] = 1.0
         return x / norms[:, None]
 
+    @property
+    def embedder_(self) -> "LSAScorer":
+        return self  # the scorer interface's text embedder: claims folded into the LSA space
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.n_components), dtype=np.float32)
+        for i, text in enumerate(texts):
+            ids, counts = self.terms_.query_weights(split_stems(text))
+            if len(ids):
+                w = counts * self.terms_.idf[ids]  # the text as a unit row of the same TF-IDF space
+                out[i] = self._unit((self.svd_.components_[:, ids] @ (w / np.sqrt(w @ w)))[None, :])[0]
+        return out
+
     def scores(self, text: str) -> np.ndarray:
-        ids, counts = self.terms_.query_weights(split_stems(text))
-        if not len(ids):
-            return np.zeros(len(self.vectors_), dtype=np.float32)
-        w = counts * self.terms_.idf[ids]  # the claim as a unit row of the same TF-IDF space
-        q = self._unit((self.svd_.components_[:, ids] @ (w / np.sqrt(w @ w)))[None, :])[0]
-        return self.vectors_ @ q.astype(np.float32)
+        return self.vectors_ @ self.embed([text])[0]
 
 
 def main(argv=None) -> int:

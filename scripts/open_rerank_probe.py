@@ -6,7 +6,7 @@ For one knowledge source (a tag index WITH passage vectors):
 1. Selection, on the training claims only (the fixed 80/20 ``train_holdout_split``): the
    course reranker (:data:`DEFAULT_CANDIDATES`, lexical features) and every dense option
    (candidate settings in ``--dense-depths`` x memory depths; feature sets: all, lexical
-   only = dense candidates alone, all but the dense memory features) are trained on the
+   only = dense candidates alone, all but one dense memory group) are trained on the
    80% and scored by hold-out evidence F after their cut-off is tuned there. The best
    dense option is the open-mode reranker.
 2. Dev, once: the chosen open reranker (label memory = every training claim, as the
@@ -47,7 +47,8 @@ MAX_K = 8  # the cut-off grid's largest count (rerank_training.MAX_KS)
 
 def feature_sets() -> dict[str, list[str]]:
     return {"all": list(ALL_FEATURES), "lexical only (dense candidates)": list(F.FEATURES),
-            "all but dense memory": [f for f in ALL_FEATURES if not f.startswith("mem_dense")]}
+            "all but the embedding memory": [f for f in ALL_FEATURES if not f.startswith("emem_")],
+            "all but the dense memory-passage cosines": [f for f in ALL_FEATURES if not f.startswith("mem_dense")]}
 
 
 def select(index, fit, holdout, depths, memory_ks, log) -> tuple:
@@ -117,7 +118,7 @@ def main(argv=None) -> int:
     ap.add_argument("--index", type=Path, required=True, help="tag index with passage vectors (a copy: caches are written)")
     ap.add_argument("--data-dir", type=Path, default=Path("/work/shared/data"))
     ap.add_argument("--course-predictions", type=Path, required=True, help="the course run's dev predictions")
-    ap.add_argument("--dense-depths", default="100,300")
+    ap.add_argument("--dense-depths", default="100")
     ap.add_argument("--memory-ks", default="20,50")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)

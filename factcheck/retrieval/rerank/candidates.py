@@ -74,6 +74,7 @@ class Candidates:
     dense: np.ndarray | None = None              # cosine per pool row (dense pools only)
     dense_top: float = 0.0                       # the claim's best cosine
     dense_list_scores: np.ndarray | None = None  # the dense list's cosines, best first
+    dense_memory: Neighbours | None = None       # memory neighbours by claim embedding
 
 
 class CandidateGenerator:
@@ -84,6 +85,9 @@ class CandidateGenerator:
         self.memory = memory
         self.config = config
         self.dense = dense if config.dense_depth > 0 else None
+        self.memory_vectors = None  # open mode: the memory claims' embeddings (a second neighbour search)
+        if self.dense is not None and memory is not None and len(memory):
+            self.memory_vectors = self.dense.embedder_.embed(memory.texts).astype(np.float64)
 
     def query(self, text: str) -> Query:
         s = stems(text)
@@ -103,11 +107,16 @@ class CandidateGenerator:
         if self.memory is not None and len(self.memory) and cfg.memory_k > 0:
             nb = self.memory.neighbours(text, cfg.memory_k, exclude=exclude_memory)
             mem_rows = nb.rows
-        cos = dense_rows = dense_list = None
+        cos = dense_rows = dense_list = dense_nb = None
         if self.dense is not None:
             cos = self.dense.scores(text)
             dense_list = stable_top(cos, cfg.dense_depth)
             dense_rows = dense_list.rows[dense_list.scores > 0]
+            if self.memory_vectors is not None and cfg.memory_k > 0:
+                claim_vector = self.dense.embedder_.embed([text])[0].astype(np.float64)
+                dense_nb = self.memory.neighbours(text, cfg.memory_k, exclude_memory,
+                                                  np.einsum("jd,d->j", self.memory_vectors, claim_vector))
+                dense_rows = np.union1d(dense_rows, dense_nb.rows)
         pool = np.union1d(bm_rows, mem_rows).astype(np.int64)
         if dense_rows is not None:
             pool = np.union1d(pool, dense_rows).astype(np.int64)
@@ -126,4 +135,5 @@ class CandidateGenerator:
         out = Candidates(q, pool, fused, scores[pool].astype(np.float64), rank, top_score, bm_rows, bm_scores, nb)
         if cos is not None:
             out.dense, out.dense_top, out.dense_list_scores = cos[pool], dense_top, dense_list.scores
+            out.dense_memory = dense_nb
         return out

@@ -1,14 +1,15 @@
 """Dense (embedding) evidence for the reranker: the open mode's extra candidates and features.
 
 A *scorer* is anything with ``scores(text)`` (the cosine of every passage with the text,
-one float per index row) and ``vectors_`` (the index's L2-normalised passage vectors,
-rows x dim): :class:`~factcheck.retrieval.dense.DenseRetriever` in the open mode (the
+one float per index row), ``vectors_`` (the index's L2-normalised passage vectors,
+rows x dim) and ``embedder_.embed(texts)`` (L2-normalised text vectors in that space): :class:`~factcheck.retrieval.dense.DenseRetriever` in the open mode (the
 bundled wordllama model), or a course-legal LSA space built from the index's own TF-IDF
 (``scripts/lsa_probe.py``). This module never imports an embedding package itself: the
 open-mode scorer is loaded by :func:`load_scorer`, lazily, only when a configuration asks
 for dense candidates, so the course mode never touches pretrained weights.
 
-Candidates: the scorer's top ``dense_depth`` passages join the pool
+Candidates: the scorer's top ``dense_depth`` passages, and the gold passages of the
+``memory_k`` training claims nearest by embedding, join the pool
 (:class:`~factcheck.retrieval.rerank.candidates.CandidateGenerator`). Features
 (:data:`DENSE_FEATURES`), like the lexical ones, relate a passage to *the claim* or to
 the evidence its neighbours cited, never to the passage's own style:
@@ -20,6 +21,9 @@ the evidence its neighbours cited, never to the passage's own style:
 ``mem_dense_max``       best cosine with the gold passages of the similar training claims
 ``mem_dense_centroid``  cosine with their similarity-weighted centroid
 ``claim_dense_top``     the claim's best cosine (calibrates across claims)
+``emem_max_sim``        the label memory searched by claim *embedding* (paraphrases with
+``emem_sum_sim``        other words): similarity of the closest / all such neighbours
+``emem_nearest_sim``    citing the passage, and of the nearest neighbour
 
 Products are written as ``einsum`` row sums in float64, not BLAS calls (whose rounding
 can depend on a row's position), so a passage's features never depend on its pool-mates.
@@ -34,7 +38,8 @@ from factcheck.retrieval.rerank import features as F
 from factcheck.retrieval.rerank.features import FEATURES, competition_rank
 
 DENSE_FEATURES: list[str] = ["dense_cos", "dense_rel_top", "dense_log_rank", "fused_max",
-                             "mem_dense_max", "mem_dense_centroid", "claim_dense_top"]
+                             "mem_dense_max", "mem_dense_centroid", "claim_dense_top",
+                             "emem_max_sim", "emem_sum_sim", "emem_nearest_sim"]
 #: Every column a relevance model may use: the lexical features, then the dense ones (a
 #: course model's columns are the same positions of a shorter matrix).
 ALL_FEATURES: list[str] = FEATURES + DENSE_FEATURES
@@ -69,6 +74,14 @@ def compute(vectors: np.ndarray, cands) -> np.ndarray:
     out[:, col["fused_max"]] = ((1 - FUSION_ALPHA) * cands.bm25 / max(cands.bm25_top, 1e-9)
                                 + FUSION_ALPHA * cos / top)
     out[:, col["claim_dense_top"]] = cands.dense_top
+    nb = cands.dense_memory
+    if nb is not None and len(nb.sims):
+        out[:, col["emem_nearest_sim"]] = nb.sims[0]
+        if len(nb.rows):
+            at = np.minimum(np.searchsorted(nb.rows, rows), len(nb.rows) - 1)
+            hit = nb.rows[at] == rows
+            out[:, col["emem_max_sim"]] = np.where(hit, nb.max_sim[at], 0.0)
+            out[:, col["emem_sum_sim"]] = np.where(hit, nb.sum_sim[at], 0.0)
     nb = cands.memory
     if nb is not None and len(nb.rows):
         pool = vectors[rows].astype(np.float64)
