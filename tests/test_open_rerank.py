@@ -93,7 +93,7 @@ def test_course_reranker_never_loads_a_scorer(demo_index, monkeypatch):
 @needs_open
 @pytest.mark.slow
 def test_dense_reranker_uses_dense_features_and_candidates(dense_trained, dev_texts):
-    assert dense_trained.model.features == ALL_FEATURES
+    assert set(dense_trained.model.features) > set(F.FEATURES)
     assert dense_trained.config.dense_depth == 10
     cands, X, _, _ = dense_trained.scored(dev_texts[0])
     assert X.shape == (len(cands.rows), len(ALL_FEATURES)) and cands.dense is not None
@@ -148,3 +148,12 @@ def test_dense_classifier_features_are_cosines():
     Z = ClaimEvidenceFeatures(groups=OPEN_GROUPS, min_df=1).fit_transform(X * 2)
     plain = ClaimEvidenceFeatures(min_df=1).fit_transform(X * 2)
     assert Z.shape[1] == plain.shape[1] + 4
+
+
+@needs_open
+@pytest.mark.slow
+def test_dense_training_chooses_among_the_feature_sets(dense_trained):
+    from factcheck.pipeline.rerank_training import DENSE_FEATURE_SETS
+    assert tuple(dense_trained.model.features) in DENSE_FEATURE_SETS
+    left_out = {tuple(e["features_left_out"]) for e in dense_trained.report["grid"]}
+    assert len(left_out) == len(DENSE_FEATURE_SETS)
