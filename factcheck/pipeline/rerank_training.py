@@ -36,8 +36,8 @@ from factcheck.retrieval.rerank.retriever import RerankRetriever
 from factcheck.retrieval.rerank.semantic import ALL_FEATURES, load_scorer, pool_features
 from factcheck.retrieval.rerank.terms import TermIndex
 
-__all__ = ["DEFAULT_CANDIDATES", "DENSE_CANDIDATES", "DENSE_FEATURE_SETS", "DEFAULT_GRID", "TrainingData", "train_reranker",
-           "tune_cutoff"]
+__all__ = ["DEFAULT_CANDIDATES", "DENSE_CANDIDATES", "DENSE_FEATURE_SETS", "DEFAULT_GRID", "TrainingData",
+           "train_reranker", "tune_cutoff"]
 
 DEFAULT_CANDIDATES = (CandidateConfig(memory_k=20), CandidateConfig(memory_k=50))
 # Open mode (``dense=True``): the same memory depths plus the dense scorer's top 100 (and
