@@ -14,6 +14,13 @@ The input X is a list of ``(claim_text, [evidence_text, ...])`` pairs. Feature g
   unit variance on the training data, then multiplied by ``stats_weight`` so one knob
   balances them against the sparse groups.
 
+* ``dense`` (open mode only, never in :data:`ALL_GROUPS`): claim-passage cosines of the
+  bundled sentence embeddings (:mod:`factcheck.text.embedding`) -- best, mean and worst
+  passage, and the evidence centroid -- scaled like ``stats``. Gold evidence was
+  pre-selected by an embedding pipeline, so how *semantically* close the passages are may
+  separate NOT_ENOUGH_INFO from the rest where word overlap cannot. The embedding
+  package is imported only when this group is asked for.
+
 Every group is fitted on training data only; ``groups`` switches groups off for the
 baselines (``("claim",)`` is the claim-only model).
 """
@@ -30,10 +37,31 @@ from factcheck.text.analyzer import analyze, split_tags
 from factcheck.text.tokens import cue_words, number_strings
 
 ALL_GROUPS = ("claim", "evidence", "shared", "unshared", "stats")
+OPEN_GROUPS = ALL_GROUPS + ("dense",)  # every group the open mode may offer the CV
 NEGATION = frozenset("not no never none nor cannot without neither lack lacks lacking fail fails failed "
                      "false myth myths deny denies denied contrary unlikely nothing".split())
 HEDGES = frozenset("may might could possibly likely uncertain uncertainty debate debated disputed "
                    "controversial some suggest suggests suggested unclear".split())
+
+
+def dense_stats(X) -> np.ndarray:
+    """Per pair: (max, mean, min) claim-passage cosine and the cosine with the passages'
+    centroid; zeros for a claim with no evidence. Every distinct text is embedded once."""
+    from factcheck.text.embedding import load_embedder
+    texts = sorted({c for c, _ in X} | {e for _, ev in X for e in ev})
+    at = {t: i for i, t in enumerate(texts)}
+    vectors = load_embedder().embed(texts).astype(np.float64)
+    out = np.zeros((len(X), 4))
+    for i, (claim, evidence) in enumerate(X):
+        if not evidence:
+            continue
+        q = vectors[at[claim]]
+        E = vectors[[at[e] for e in evidence]]
+        cos = np.einsum("jd,d->j", E, q)
+        centroid = E.sum(axis=0)
+        norm = float(np.sqrt(np.einsum("d,d->", centroid, centroid)))
+        out[i] = [cos.max(), cos.mean(), cos.min(), np.einsum("d,d->", centroid, q) / norm if norm > 0 else 0.0]
+    return out
 
 
 def agreement_stats(claim: str, evidence: list[str]) -> list[float]:
@@ -76,13 +104,15 @@ class ClaimEvidenceFeatures(BaseEstimator, TransformerMixin):
         return self._transform(views)
 
     def _fit(self, views) -> None:
-        unknown = set(self.groups) - set(ALL_GROUPS)
+        unknown = set(self.groups) - set(OPEN_GROUPS)
         if unknown or not self.groups:
-            raise ValueError(f"groups must be a non-empty subset of {ALL_GROUPS}, got {self.groups}")
+            raise ValueError(f"groups must be a non-empty subset of {OPEN_GROUPS}, got {self.groups}")
         self.vectorizers_ = {}
         for g in self.groups:
             if g == "stats":
                 self.scaler_ = StandardScaler().fit(views["stats"])
+            elif g == "dense":
+                self.dense_scaler_ = StandardScaler().fit(views["dense"])
             elif g in ("shared", "unshared"):
                 self.vectorizers_[g] = TfidfVectorizer(analyzer=split_tags, sublinear_tf=True).fit(views[g])
             else:
@@ -94,6 +124,8 @@ class ClaimEvidenceFeatures(BaseEstimator, TransformerMixin):
         for g in self.groups:
             if g == "stats":
                 parts.append(sp.csr_matrix(self.scaler_.transform(views["stats"]) * self.stats_weight))
+            elif g == "dense":
+                parts.append(sp.csr_matrix(self.dense_scaler_.transform(views["dense"]) * self.stats_weight))
             else:
                 parts.append(self.vectorizers_[g].transform(views[g]))
         return sp.hstack(parts).tocsr()
@@ -125,6 +157,8 @@ def views_of(X, groups=ALL_GROUPS) -> dict:
         views["shared"], views["unshared"] = shared, unshared
     if "stats" in groups:
         views["stats"] = np.array([agreement_stats(c, e) for c, e in X], dtype=np.float64).reshape(len(X), -1)
+    if "dense" in groups:
+        views["dense"] = dense_stats(X)
     return views
 
 

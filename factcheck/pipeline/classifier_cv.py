@@ -19,7 +19,7 @@ import numpy as np
 from factcheck.classification.calibration import apply_temperature, fit_temperature, reliability, scale
 from factcheck.classification.cv import (CLAIM_ONLY_GRID, GRID, CVResult, choose_one_se, cross_validate,
                                          cv_splits, fit_final)
-from factcheck.classification.features import views_of
+from factcheck.classification.features import ALL_GROUPS, OPEN_GROUPS, views_of
 from factcheck.classification.model import MajorityClassifier
 from factcheck.classification.stance import PairSet, fit_stance_final, stance_cross_validate
 from factcheck.errors import InputError
@@ -57,9 +57,19 @@ def _majority_oof(y: np.ndarray, splits) -> np.ndarray:
     return out
 
 
+def open_grid(grid: dict) -> dict:
+    """The open mode's grid: every feature set of ``grid`` also with the ``dense`` group."""
+    return {**grid, "groups": tuple(grid["groups"]) + tuple(g + ("dense",) for g in grid["groups"])}
+
+
 def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = GRID,
-                      progress=None, stance: bool = STANCE_CANDIDATE) -> ClassifierSelection:
+                      progress=None, stance: bool = STANCE_CANDIDATE, dense: bool = False) -> ClassifierSelection:
+    """``dense`` (open mode): the CV is also offered the embedding features (:func:`open_grid`);
+    they are kept only if the one-standard-error rule chooses them (they count as one more group)."""
     texts_of = index.texts_of
+    if dense:
+        grid = open_grid(grid)
+    groups = OPEN_GROUPS if dense else ALL_GROUPS
     y = np.array([c.label for c in train])
     try:
         splits = cv_splits(list(y))
@@ -68,7 +78,7 @@ def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = G
     repeats = 1 + max(s.repeat for s in splits)
     first_partition = [s.test for s in splits if s.repeat == 0]
     X_gold = [(c.text, texts_of(c.evidences)) for c in train]
-    gold_views = views_of(X_gold)
+    gold_views = views_of(X_gold, groups)
     results, evidence, X_read, read_views = [], {}, {}, {}
     for name, r in readers.items():
         if name == "rerank":
@@ -77,7 +87,7 @@ def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = G
             ev = out_of_fold_evidence(train, first_partition, reader=r)
         evidence[name] = ev
         X_read[name] = [(c.text, texts_of(ev[c.id])) for c in train]
-        read_views[name] = views_of(X_read[name])
+        read_views[name] = views_of(X_read[name], groups)
         results += cross_validate(y, splits, gold_views, [read_views[name]] * repeats, grid, name, jobs)
     direct = choose_one_se(results)
     # The stance/aggregation model on the direct winner's reader and configuration: kept

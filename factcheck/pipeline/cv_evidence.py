@@ -50,5 +50,5 @@ def fold_memory_reranker(rerank, index):
 
     def fit_reader(train_claims):
         return RerankRetriever(inner.config, inner.model, inner.cutoff, ClaimMemory.from_claims(train_claims),
-                               inner.report).fit(index, inner.terms, inner.context)
+                               inner.report).fit(index, inner.terms, inner.context, inner.dense)
     return fit_reader

@@ -33,11 +33,23 @@ from factcheck.retrieval.rerank.cutoff import Cutoff
 from factcheck.retrieval.rerank.memory import ClaimMemory
 from factcheck.retrieval.rerank.model import ModelConfig, RelevanceModel
 from factcheck.retrieval.rerank.retriever import RerankRetriever
+from factcheck.retrieval.rerank.semantic import ALL_FEATURES, load_scorer, pool_features
 from factcheck.retrieval.rerank.terms import TermIndex
 
-__all__ = ["DEFAULT_CANDIDATES", "DEFAULT_GRID", "TrainingData", "train_reranker", "tune_cutoff"]
+__all__ = ["DEFAULT_CANDIDATES", "DENSE_CANDIDATES", "DENSE_FEATURE_SETS", "DEFAULT_GRID", "TrainingData",
+           "train_reranker", "tune_cutoff"]
 
 DEFAULT_CANDIDATES = (CandidateConfig(memory_k=20), CandidateConfig(memory_k=50))
+# Open mode (``dense=True``): the same memory depths plus the dense scorer's top 100 (and
+# the memory searched by embedding). Depth 300 was no better on the wiki hold-out (F 0.243
+# vs 0.241; out/probe logs of scripts/open_rerank_probe.py), so it is not tried.
+DENSE_CANDIDATES = (CandidateConfig(memory_k=20, dense_depth=100), CandidateConfig(memory_k=50, dense_depth=100))
+# Open mode feature sets, each tried on the hold-out like the candidate settings: which
+# dense memory group helps differed by corpus (hold-out F, proxy / wiki: all 0.214 / 0.240,
+# without mem_dense_* 0.220 / 0.245, without emem_* 0.204 / 0.238 at memory_k=20).
+DENSE_FEATURE_SETS = (tuple(ALL_FEATURES),
+                      tuple(f for f in ALL_FEATURES if not f.startswith("emem_")),
+                      tuple(f for f in ALL_FEATURES if not f.startswith("mem_dense")))
 DEFAULT_GRID = (
     ModelConfig(learning_rate=0.1, max_iter=150, max_leaf_nodes=15, min_samples_leaf=100),
     ModelConfig(learning_rate=0.1, max_iter=150, max_leaf_nodes=7, min_samples_leaf=200),
@@ -56,16 +68,18 @@ class TrainingData:
 
     def __init__(self, index, fit_claims, holdout_claims, config: CandidateConfig = CandidateConfig(),
                  terms: TermIndex | None = None, context: F.FeatureContext | None = None,
-                 progress: bool | None = None):
+                 progress: bool | None = None, dense=None):
         t0 = time.perf_counter()
         self.index, self.config = index, config
         self.fit_claims, self.holdout_claims = list(fit_claims), list(holdout_claims)
         self.terms = terms or TermIndex.for_index(index)
         self.context = context or F.FeatureContext(index, self.terms)
+        # the dense scorer (open mode) is loaded only for settings that use it
+        self.dense = None if config.dense_depth <= 0 else dense if dense is not None else load_scorer(index)
         t1 = time.perf_counter()
         memory = ClaimMemory.from_claims(self.fit_claims).bind(index.row_of, len(index))
-        gen = CandidateGenerator(self.terms, memory, config)
-        tag = f"memory_k={config.memory_k}"
+        gen = CandidateGenerator(self.terms, memory, config, self.dense)
+        tag = f"memory_k={config.memory_k}" + (f", dense_depth={config.dense_depth}" if self.dense else "")
         self.fit_set: ClaimSet = build_claim_set(gen, self.context, self.fit_claims, index.row_of, True,
                                                  progress, f"reranker features (fit, {tag})")
         self.holdout_set: ClaimSet = build_claim_set(gen, self.context, self.holdout_claims, index.row_of, False,
@@ -73,36 +87,49 @@ class TrainingData:
         self.timings = {"corpus_structures_s": t1 - t0, "features_s": time.perf_counter() - t1}
 
 
-def train_reranker(index, fit_claims, holdout_claims, *, configs=DEFAULT_CANDIDATES, grid=DEFAULT_GRID,
+def train_reranker(index, fit_claims, holdout_claims, *, dense: bool = False, configs=None, grid=DEFAULT_GRID,
                    features: list[str] | None = None, memory_claims=None,
-                   data: TrainingData | None = None, progress: bool | None = None,
-                   dense: bool = False) -> RerankRetriever:
+                   data: TrainingData | None = None, progress: bool | None = None) -> RerankRetriever:
     """Train on ``fit_claims``; choose the candidate settings, the model configuration
     and the cut-off on ``holdout_claims`` (best mean evidence F; ties: first in order).
     Returns a retriever already fitted to ``index``.
 
-    ``configs``: candidate settings to try (:class:`CandidateConfig`); ``grid``: model
-    settings (:class:`ModelConfig`); ``features``: a subset of
-    :data:`~factcheck.retrieval.rerank.features.FEATURES` (ablations); ``data``: reuse precomputed features (then
-    ``configs`` is ignored); ``memory_claims``: the labelled claims the returned
-    retriever's label memory holds (default: fit + holdout, every training label);
-    ``dense``: open mode (dense features and candidates; not used yet).
+    ``dense``: the open mode -- dense candidates and features from the index's passage
+    vectors and the bundled embedding model (default ``configs``: :data:`DENSE_CANDIDATES`;
+    default ``features``: each of :data:`DENSE_FEATURE_SETS`, chosen on the hold-out);
+    ``False`` is the course system, exactly as before.
+    ``configs``: candidate settings to try (:class:`CandidateConfig`; default
+    :data:`DEFAULT_CANDIDATES`); ``grid``: model settings (:class:`ModelConfig`);
+    ``features``: a subset of :data:`~factcheck.retrieval.rerank.semantic.ALL_FEATURES`
+    (ablations); ``data``: reuse precomputed features (then ``configs`` is ignored);
+    ``memory_claims``: the labelled claims the returned retriever's label memory holds
+    (default: fit + holdout, every training label).
     """
     t0 = time.perf_counter()
-    features = list(features or F.FEATURES)
+    if configs is None:
+        configs = DENSE_CANDIDATES if dense else DEFAULT_CANDIDATES
     datas = [data] if data is not None else []
     if data is None:
+        scorer = None
         for config in configs:
             prev = datas[0] if datas else None
             datas.append(TrainingData(index, fit_claims, holdout_claims, config,
-                                      prev.terms if prev else None, prev.context if prev else None, progress))
+                                      prev.terms if prev else None, prev.context if prev else None, progress,
+                                      scorer))
+            scorer = scorer or datas[-1].dense
+    uses_dense = all(d.dense is not None for d in datas)
+    feature_sets = [list(features)] if features else [list(f) for f in DENSE_FEATURE_SETS] if uses_dense \
+        else [list(F.FEATURES)]
     best = best_data = None
     log = []
     for d in datas:
-        trial, trial_log = fit_and_tune(d.fit_set, d.holdout_set, features, list(grid), progress)
-        log += [{"candidates": d.config.to_json(), **entry} for entry in trial_log]
-        if best is None or trial.holdout_f > best.holdout_f + 1e-12:
-            best, best_data = trial, d
+        for feats in feature_sets:
+            trial, trial_log = fit_and_tune(d.fit_set, d.holdout_set, feats, list(grid), progress)
+            tag = {"features_left_out": [f for f in ALL_FEATURES if f not in feats]} if uses_dense else {}
+            log += [{"candidates": d.config.to_json(), **tag, **entry} for entry in trial_log]
+            if best is None or trial.holdout_f > best.holdout_f + 1e-12:
+                best, best_data = trial, d
+    features = best.features
     d = best_data
     hold_scores = best.model.predict(d.holdout_set.X)
     memory_claims = list(memory_claims) if memory_claims is not None else d.fit_claims + d.holdout_claims
@@ -120,7 +147,7 @@ def train_reranker(index, fit_claims, holdout_claims, *, configs=DEFAULT_CANDIDA
                     "total_s": time.perf_counter() - t0},
     }
     retriever = RerankRetriever(d.config, best.model, best.cutoff, ClaimMemory.from_claims(memory_claims), report)
-    return retriever.fit(index, d.terms, d.context)
+    return retriever.fit(index, d.terms, d.context, d.dense)
 
 
 @dataclass
@@ -155,11 +182,12 @@ def build_claim_set(generator: CandidateGenerator, ctx, claims, row_of: dict, le
         cands = generator.generate(claim.text, exclude_memory=i if leave_one_out else None)
         gold = np.array(sorted({row_of[e] for e in claim.evidences if e in row_of}), dtype=np.int64)
         rows.append(cands.rows)
-        Xs.append(F.compute(ctx, cands, k1, b))
+        Xs.append(pool_features(ctx, cands, k1, b, generator.dense))
         ys.append(np.isin(cands.rows, gold).astype(np.int64))
         owners.append(np.full(len(cands.rows), i, dtype=np.int64))
         n_gold.append(len(set(claim.evidences)))
-    X = np.vstack(Xs) if Xs else np.zeros((0, len(F.FEATURES)))
+    width = len(ALL_FEATURES if generator.dense is not None else F.FEATURES)
+    X = np.vstack(Xs) if Xs else np.zeros((0, width))
     return ClaimSet(rows, X, np.concatenate(ys) if ys else np.zeros(0, np.int64),
                     np.concatenate(owners) if owners else np.zeros(0, np.int64), n_gold)
 

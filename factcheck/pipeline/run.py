@@ -224,7 +224,7 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     readers = (candidates.retrievers if candidates.chosen_by != "default"
                else {candidates.best: candidates.retrievers[candidates.best]})
     with clock.step("classifier selection by cross-validation"):
-        chosen = select_classifier(train, readers, index, jobs=jobs, progress=progress)
+        chosen = select_classifier(train, readers, index, jobs=jobs, progress=progress, dense=(mode == "open"))
     report.write_csv(out / "tuning" / "classifier-cv.csv", chosen.summary["variants"])
     candidates.reader = chosen.reader
     candidates.reader_scores = {n: {"accuracy": acc} for n, acc in chosen.summary["readers"].items()}

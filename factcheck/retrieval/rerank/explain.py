@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from factcheck.retrieval.rerank import features as F
+from factcheck.retrieval.rerank.semantic import ALL_FEATURES
 from factcheck.text.tokens import standalone_numbers
 
 
@@ -52,5 +53,8 @@ def explain_hit(retriever, cands, x: np.ndarray, row: int, rank: int) -> dict:
             c = int(nb.best_claim[at])
             out["cited_by_similar_claim"] = {"claim": m.claim_ids[c], "text": m.texts[c],
                                              "similarity": float(nb.max_sim[at])}
-    out["features"] = {f: round(float(val), 6) for f, val in zip(F.FEATURES, x.tolist())}
+    if cands.dense is not None:
+        out["dense"] = round(float(x[ALL_FEATURES.index("dense_cos")]), 6)
+    # a course model's row holds the lexical features only: zip stops there
+    out["features"] = {f: round(float(val), 6) for f, val in zip(ALL_FEATURES, x.tolist())}
     return out

@@ -75,8 +75,11 @@ class ClaimMemory:
             return np.zeros(0)
         return np.asarray((self.matrix @ tfidf_row(self.vectorizer, split_stems(text)).T).todense()).ravel()
 
-    def neighbours(self, text: str, k: int, exclude: int | None = None) -> Neighbours:
-        sims = self.similarities(text)
+    def neighbours(self, text: str, k: int, exclude: int | None = None, sims: np.ndarray | None = None) -> Neighbours:
+        """The ``k`` most similar memory claims and the passages they cite. ``sims``: the
+        claim's similarity to every memory claim from another space (the open mode's
+        embeddings); default the memory's own TF-IDF cosine."""
+        sims = self.similarities(text) if sims is None else np.array(sims, dtype=np.float64)
         if exclude is not None and len(sims):
             sims[exclude] = 0.0
         for same in self._position_of_text.get(text, ()):

@@ -28,6 +28,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from threadpoolctl import ThreadpoolController
 
 from factcheck.retrieval.rerank.features import FEATURES
+from factcheck.retrieval.rerank.semantic import ALL_FEATURES
 
 SEED = 20240508
 _THREADS = None
@@ -57,14 +58,15 @@ class ModelConfig:
 class RelevanceModel:
     def __init__(self, features: list[str] | None = None, config: ModelConfig = ModelConfig()):
         self.features = list(features or FEATURES)
-        unknown = [f for f in self.features if f not in FEATURES]
+        unknown = [f for f in self.features if f not in ALL_FEATURES]
         if unknown:
             raise ValueError(f"unknown features: {unknown}")
         self.config = config
-        self._cols = np.array([FEATURES.index(f) for f in self.features], dtype=np.int64)
+        self._cols = np.array([ALL_FEATURES.index(f) for f in self.features], dtype=np.int64)
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> "RelevanceModel":
-        """``X`` has every feature (:data:`FEATURES` order); only ``self.features`` are used.
+        """``X`` has every lexical feature (:data:`FEATURES` order), then the dense ones if
+        any is used (:data:`~.semantic.ALL_FEATURES` order); only ``self.features`` are used.
 
         Negatives outnumber positives ~130:1 and most are easy, so a fixed-seed sample of
         ``negative_rate`` of them is kept with weight ``1 / negative_rate``: probabilities

@@ -30,6 +30,7 @@ from factcheck.retrieval.rerank.cutoff import Cutoff
 from factcheck.retrieval.rerank.explain import explain_hit
 from factcheck.retrieval.rerank.memory import ClaimMemory
 from factcheck.retrieval.rerank.model import RelevanceModel
+from factcheck.retrieval.rerank.semantic import load_scorer, pool_features
 from factcheck.retrieval.rerank.terms import TermIndex
 
 FORMAT = "factcheck-rerank/1"
@@ -56,8 +57,12 @@ class RerankRetriever(Retriever):
                 "memory_claims": len(self.memory) if self.memory is not None else 0}
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, index, terms: TermIndex | None = None, context: F.FeatureContext | None = None) -> "RerankRetriever":
-        """Attach to an index (``terms``/``context`` reuse structures already built for it)."""
+    def fit(self, index, terms: TermIndex | None = None, context: F.FeatureContext | None = None,
+            dense=None) -> "RerankRetriever":
+        """Attach to an index (``terms``/``context``/``dense`` reuse structures already built
+        for it). A model trained with dense candidates (``dense_depth > 0``, the open mode)
+        loads the index's passage vectors and the bundled embedding model unless ``dense``
+        (a scorer, :mod:`~factcheck.retrieval.rerank.semantic`) is given."""
         if self.model is None:
             raise InputError(None, None, "the rerank method needs a trained model: "
                              "run `factcheck train-rerank` and pass its output with --rerank-model",
@@ -67,7 +72,10 @@ class RerankRetriever(Retriever):
         self.context = context or F.FeatureContext(index, self.terms)
         if self.memory is not None:
             self.memory.bind(index.row_of, len(index))
-        self.generator = CandidateGenerator(self.terms, self.memory, self.config)
+        self.dense = None
+        if self.config.dense_depth > 0:
+            self.dense = dense if dense is not None else load_scorer(index)
+        self.generator = CandidateGenerator(self.terms, self.memory, self.config, self.dense)
         self._memo = {}
         return self
 
@@ -79,7 +87,7 @@ class RerankRetriever(Retriever):
         hit = self._memo.get(claim)
         if hit is None:
             cands = self.generator.generate(claim)
-            X = F.compute(self.context, cands, self.config.k1, self.config.b)
+            X = pool_features(self.context, cands, self.config.k1, self.config.b, self.dense)
             p = self.model.predict(X)
             order = np.lexsort((cands.rows, -cands.bm25, -p))  # ties: BM25, then corpus order
             hit = (cands, X, order, p[order])

@@ -1,0 +1,94 @@
+"""Dense (embedding) evidence for the reranker: the open mode's extra candidates and features.
+
+A *scorer* is anything with ``scores(text)`` (the cosine of every passage with the text,
+one float per index row), ``vectors_`` (the index's L2-normalised passage vectors,
+rows x dim) and ``embedder_.embed(texts)`` (L2-normalised text vectors in that space): :class:`~factcheck.retrieval.dense.DenseRetriever` in the open mode (the
+bundled wordllama model), or a course-legal LSA space built from the index's own TF-IDF
+(``scripts/lsa_probe.py``). This module never imports an embedding package itself: the
+open-mode scorer is loaded by :func:`load_scorer`, lazily, only when a configuration asks
+for dense candidates, so the course mode never touches pretrained weights.
+
+Candidates: the scorer's top ``dense_depth`` passages, and the gold passages of the
+``memory_k`` training claims nearest by embedding, join the pool
+(:class:`~factcheck.retrieval.rerank.candidates.CandidateGenerator`). Features
+(:data:`DENSE_FEATURES`), like the lexical ones, relate a passage to *the claim* or to
+the evidence its neighbours cited, never to the passage's own style:
+
+``dense_cos``           cosine of claim and passage
+``dense_rel_top``       that cosine over the claim's best cosine in the corpus
+``dense_log_rank``      log of the competition rank in the dense list (``dense_depth`` when beyond it)
+``fused_max``           the phase-1 hybrid score: 0.6 BM25/best + 0.4 cosine/best
+``mem_dense_max``       best cosine with the gold passages of the similar training claims
+``mem_dense_centroid``  cosine with their similarity-weighted centroid
+``claim_dense_top``     the claim's best cosine (calibrates across claims)
+``emem_max_sim``        the label memory searched by claim *embedding* (paraphrases with
+``emem_sum_sim``        other words): similarity of the closest / all such neighbours
+``emem_nearest_sim``    citing the passage, and of the nearest neighbour
+
+Products are written as ``einsum`` row sums in float64, not BLAS calls (whose rounding
+can depend on a row's position), so a passage's features never depend on its pool-mates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from factcheck.retrieval.rerank.candidates import FUSION_ALPHA
+from factcheck.retrieval.rerank import features as F
+from factcheck.retrieval.rerank.features import FEATURES, competition_rank
+
+DENSE_FEATURES: list[str] = ["dense_cos", "dense_rel_top", "dense_log_rank", "fused_max",
+                             "mem_dense_max", "mem_dense_centroid", "claim_dense_top",
+                             "emem_max_sim", "emem_sum_sim", "emem_nearest_sim"]
+#: Every column a relevance model may use: the lexical features, then the dense ones (a
+#: course model's columns are the same positions of a shorter matrix).
+ALL_FEATURES: list[str] = FEATURES + DENSE_FEATURES
+MEMORY_PASSAGES = 30  # as the lexical memory features: the neighbours' most-cited passages
+
+
+def load_scorer(index):
+    """The open mode's scorer for ``index`` (its passage vectors and the bundled model)."""
+    from factcheck.retrieval.dense import DenseRetriever
+    return DenseRetriever(k=1).fit(index)
+
+
+def pool_features(ctx, cands, k1: float, b: float, dense=None) -> np.ndarray:
+    """A pool's feature matrix: the lexical columns, then (with a ``dense`` scorer) the dense ones."""
+    X = F.compute(ctx, cands, k1, b)
+    return X if dense is None else np.hstack([X, compute(dense.vectors_, cands)])
+
+
+def compute(vectors: np.ndarray, cands) -> np.ndarray:
+    """Dense feature matrix (len(cands.rows), len(DENSE_FEATURES)) of a pool with dense scores."""
+    rows = cands.rows
+    n = len(rows)
+    out = np.zeros((n, len(DENSE_FEATURES)))
+    if n == 0 or cands.dense is None:
+        return out
+    col = {f: j for j, f in enumerate(DENSE_FEATURES)}
+    cos = cands.dense.astype(np.float64)
+    top = max(cands.dense_top, 1e-9)
+    out[:, col["dense_cos"]] = cos
+    out[:, col["dense_rel_top"]] = cos / top
+    out[:, col["dense_log_rank"]] = np.log1p(competition_rank(cands.dense_list_scores, cands.dense))
+    out[:, col["fused_max"]] = ((1 - FUSION_ALPHA) * cands.bm25 / max(cands.bm25_top, 1e-9)
+                                + FUSION_ALPHA * cos / top)
+    out[:, col["claim_dense_top"]] = cands.dense_top
+    nb = cands.dense_memory
+    if nb is not None and len(nb.sims):
+        out[:, col["emem_nearest_sim"]] = nb.sims[0]
+        if len(nb.rows):
+            at = np.minimum(np.searchsorted(nb.rows, rows), len(nb.rows) - 1)
+            hit = nb.rows[at] == rows
+            out[:, col["emem_max_sim"]] = np.where(hit, nb.max_sim[at], 0.0)
+            out[:, col["emem_sum_sim"]] = np.where(hit, nb.sum_sim[at], 0.0)
+    nb = cands.memory
+    if nb is not None and len(nb.rows):
+        pool = vectors[rows].astype(np.float64)
+        best = nb.rows[np.lexsort((nb.rows, -nb.sum_sim))][:MEMORY_PASSAGES]
+        out[:, col["mem_dense_max"]] = np.einsum("id,jd->ij", pool, vectors[best].astype(np.float64)).max(axis=1)
+        centroid = np.einsum("j,jd->d", nb.sum_sim, vectors[nb.rows].astype(np.float64))
+        norm = float(np.sqrt(np.einsum("d,d->", centroid, centroid)))
+        if norm > 0:
+            out[:, col["mem_dense_centroid"]] = np.einsum("id,d->i", pool, centroid / norm)
+    return out
