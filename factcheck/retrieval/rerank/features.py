@@ -40,6 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from factcheck.retrieval.rerank.candidates import Candidates
+from factcheck.retrieval.rerank.memory import pool_similarities
 from factcheck.retrieval.rerank.vectors import tfidf_row, unit_rows
 from factcheck.text.analyzer import analyze
 from factcheck.text.stopwords import ENGLISH_STOP_WORDS
@@ -188,12 +189,11 @@ def compute(ctx: FeatureContext, cands: Candidates, k1: float, b: float) -> np.n
     # label memory
     nb = cands.memory
     if nb is not None and len(nb.sims):
-        out[:, col["mem_nearest_sim"]] = nb.sims[0]
+        nearest, max_sim, sum_sim = pool_similarities(nb, rows)
+        out[:, col["mem_nearest_sim"]] = nearest
         if len(nb.rows):
-            at = np.minimum(np.searchsorted(nb.rows, rows), len(nb.rows) - 1)
-            hit = nb.rows[at] == rows
-            out[:, col["mem_max_sim"]] = np.where(hit, nb.max_sim[at], 0.0)
-            out[:, col["mem_sum_sim"]] = np.where(hit, nb.sum_sim[at], 0.0)
+            out[:, col["mem_max_sim"]] = max_sim
+            out[:, col["mem_sum_sim"]] = sum_sim
             best = nb.rows[np.lexsort((nb.rows, -nb.sum_sim))][:MEMORY_PASSAGES]
             out[:, col["mem_passage_cos"]] = (pool_vecs @ ctx.unit[best].T).toarray().max(axis=1)
             nz, weight = _centroid(ctx.unit[nb.rows], nb.sum_sim)

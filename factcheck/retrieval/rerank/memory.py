@@ -40,6 +40,18 @@ class Neighbours:
     best_claim: np.ndarray   # per row: memory position of the closest citing neighbour
 
 
+def pool_similarities(nb: Neighbours, rows: np.ndarray):
+    """How the label memory vouches for pool ``rows``: the nearest neighbour's similarity,
+    and each row's max and summed similarity over the neighbours citing it (0 where none;
+    both None when the neighbours cite nothing). One definition for the lexical and the
+    embedding memory's features."""
+    if not len(nb.rows):
+        return nb.sims[0], None, None
+    at = np.minimum(np.searchsorted(nb.rows, rows), len(nb.rows) - 1)
+    hit = nb.rows[at] == rows
+    return nb.sims[0], np.where(hit, nb.max_sim[at], 0.0), np.where(hit, nb.sum_sim[at], 0.0)
+
+
 class ClaimMemory:
     """Training claims (text + gold ids) as a similarity-searchable table."""
 

@@ -36,6 +36,7 @@ import numpy as np
 from factcheck.retrieval.rerank.candidates import FUSION_ALPHA
 from factcheck.retrieval.rerank import features as F
 from factcheck.retrieval.rerank.features import FEATURES, competition_rank
+from factcheck.retrieval.rerank.memory import pool_similarities
 
 DENSE_FEATURES: list[str] = ["dense_cos", "dense_rel_top", "dense_log_rank", "fused_max",
                              "mem_dense_max", "mem_dense_centroid", "claim_dense_top",
@@ -76,12 +77,11 @@ def compute(vectors: np.ndarray, cands) -> np.ndarray:
     out[:, col["claim_dense_top"]] = cands.dense_top
     nb = cands.dense_memory
     if nb is not None and len(nb.sims):
-        out[:, col["emem_nearest_sim"]] = nb.sims[0]
-        if len(nb.rows):
-            at = np.minimum(np.searchsorted(nb.rows, rows), len(nb.rows) - 1)
-            hit = nb.rows[at] == rows
-            out[:, col["emem_max_sim"]] = np.where(hit, nb.max_sim[at], 0.0)
-            out[:, col["emem_sum_sim"]] = np.where(hit, nb.sum_sim[at], 0.0)
+        nearest, max_sim, sum_sim = pool_similarities(nb, rows)
+        out[:, col["emem_nearest_sim"]] = nearest
+        if max_sim is not None:
+            out[:, col["emem_max_sim"]] = max_sim
+            out[:, col["emem_sum_sim"]] = sum_sim
     nb = cands.memory
     if nb is not None and len(nb.rows):
         pool = vectors[rows].astype(np.float64)
