@@ -77,12 +77,12 @@ def section(label: str, course: Path, open_: Path, gold: list) -> list[str]:
          "| dev metric | course | open | open − course (paired) |", "|---|---|---|---|"]
     for name, key in (("evidence F", "f"), ("label accuracy", "correct"), ("recall@100", "recall@100"),
                       ("any gold passage selected", "any_gold")):
-        diff = paired_bootstrap_diff(a[key], b[key])
+        diff = paired_bootstrap_diff(b[key], a[key])  # open minus course
         L.append(f"| {name} | {single(name, a[key])} | {single(name, b[key])} | {format_interval(diff)} |")
     hm = paired_harmonic(a["f"], a["correct"], b["f"], b["correct"])
     L.append(f"| harmonic mean | {format_interval(bootstrap_harmonic(a['f'], a['correct']))} | "
              f"{format_interval(bootstrap_harmonic(b['f'], b['correct']))} | {format_interval(hm)} |")
-    d = paired_bootstrap_diff(a["f"], b["f"])
+    d = paired_bootstrap_diff(b["f"], a["f"])
     verdict = "above zero" if d.low > 0 else "not above zero"
     L += ["", f"Evidence F, open minus course: {format_interval(d)} -- the paired 95% interval is **{verdict}**.", ""]
     return L
