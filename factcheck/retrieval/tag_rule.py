@@ -55,7 +55,7 @@ class TagRuleRetriever(Retriever):
         self._post_ptr, self._post_rows = postings.indptr, postings.indices.astype(np.int64)
         self._n_tags = np.diff(index.tag_indptr)
         self._tag_vec = index.tag_vectorizer
-        passage_space = self._tag_vec.transform(index.tag_strings).tocsc()
+        passage_space = index.tag_space.tocsc()
         passage_space.sort_indices()
         self._space_ptr = passage_space.indptr
         self._space_rows = passage_space.indices.astype(np.int64)

@@ -92,7 +92,7 @@ class FeatureContext:
                                   shape=(n, len(vocab)))
         self.n_tags = np.diff(index.tag_indptr).astype(np.float64)
         self.tag_vectorizer = index.tag_vectorizer
-        self.tag_space = self.tag_vectorizer.transform(index.tag_strings).tocsr()
+        self.tag_space = index.tag_space
         self.unit = unit_rows(terms.forward, terms.idf)  # idf-weighted, L2-normalised passages
 
 
