@@ -71,10 +71,6 @@ class TagParams:
                 raise InputError(None, None, f"must be a positive integer, got {value!r}", param=name)
 
 
-def _key(*parts) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-
-
 class TagJob:
     """Build (or resume, or verify) a tag index for one knowledge source.
 
@@ -130,7 +126,7 @@ class TagJob:
             "input": {**source.describe(), "sha256": sha256_input(source.path),
                       "bytes": source.path.stat().st_size},
         }
-        plan_key = _key(plan)
+        plan_key = store.content_key(plan)
         done = outdir.prepare(out, plan, plan_key, force, self._say)
         if done is not None:
             return done
@@ -143,7 +139,7 @@ class TagJob:
         if not vocab.terms:  # nothing to tag, and no tag model could be fitted: refuse, don't crash
             raise InputError(source.path, None, "no passage contains a word to tag "
                              "(every text is empty, stop words or numbers)")
-        tags_key = _key(plan_key, vocab.digest())
+        tags_key = store.content_key(plan_key, vocab.digest())
         self._tag(out, shards, vocab, tags_key)
         crashpoint("after-tag")
         return self._finish(out, plan, plan_key, shards, vocab)

@@ -23,6 +23,7 @@ the same input and parameters give the same bytes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import warnings
 from dataclasses import dataclass
@@ -126,6 +127,13 @@ def load_vectorizer(path: Path):
 
 
 # --------------------------------------------------------------------------- done records
+
+def content_key(*parts) -> str:
+    """The key a done record or a plan is filed under: sha256 of the parts as canonical JSON.
+    Anything that changes an output's bytes goes into its key, so a rerun with other
+    inputs or parameters never mistakes an old file for its own."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
 
 def done_record_path(root: Path, name: str) -> Path:
     return root / WORK_DIR / "done" / (name.replace("/", "__") + ".json")

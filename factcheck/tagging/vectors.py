@@ -53,10 +53,6 @@ def shard_name(shard: int) -> str:
     return f"vectors-{shard:05d}.npy"
 
 
-def _key(*parts) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-
-
 class PassageVectorJob:
     """Embed every passage of a tag index into ``INDEX_DIR/vectors/`` (or resume doing so).
 
@@ -104,7 +100,7 @@ class PassageVectorJob:
         plan_key = index_manifest.data["plan_key"]
         shards = [(i, start, min(self.shard_size, n - start))
                   for i, start in enumerate(range(0, n, self.shard_size))]
-        keys = {i: _key(plan_key, identity, DTYPE, start, count) for i, start, count in shards}
+        keys = {i: store.content_key(plan_key, identity, DTYPE, start, count) for i, start, count in shards}
         todo = [(str(root.resolve()), i, start, count, keys[i]) for i, start, count in shards
                 if not store.is_done(out, shard_name(i), keys[i])]
         quiet = None if self.progress is None else not self.progress
