@@ -27,7 +27,8 @@ def add_tag(p):
               f"{manifest.data['empty_tags']} with no tags")
         if args.mode == "open":
             from factcheck.tagging.vectors import PassageVectorJob
-            vectors = PassageVectorJob(jobs=args.jobs).run(args.out)  # the run's shard size: reused there
+            # the manifest the tagging job built or verified; the run's shard size: reused there
+            vectors = PassageVectorJob(jobs=args.jobs).run(args.out, manifest)
             print(f"{args.out}/vectors: {plural(vectors['passages'], 'passage')} x {vectors['dim']} {vectors['dtype']} "
                   f"in {plural(len(vectors['shards']), 'shard')} ({vectors['model']['name']})")
     return run

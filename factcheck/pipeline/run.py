@@ -134,7 +134,7 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None, index_dir: P
     if mode == "open":
         from factcheck.tagging.vectors import PassageVectorJob
         with clock.step("passage vectors (open mode)"):
-            PassageVectorJob(jobs=jobs, progress=progress).run(index_dir)
+            PassageVectorJob(jobs=jobs, progress=progress).run(index_dir, index.manifest)  # verified by load
     with clock.step("checking the claims' gold ids against the knowledge source"):
         _check_gold_ids(index, train, files["train"])
         _check_gold_ids(index, dev, files["dev"])

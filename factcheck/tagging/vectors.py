@@ -76,14 +76,19 @@ class PassageVectorJob:
         self.jobs = jobs
         self.progress = progress
 
-    def run(self, index_dir) -> dict:
-        """Build (or complete) the vectors of ``index_dir``; returns the manifest."""
+    def run(self, index_dir, index_manifest: store.Manifest | None = None) -> dict:
+        """Build (or complete) the vectors of ``index_dir``; returns the manifest.
+
+        ``index_manifest``: the index's manifest when the caller has just verified it (the
+        tagging job or ``TagIndex.load`` did); otherwise the index is verified here first.
+        """
         from factcheck.text.embedding import load_embedder
         if not isinstance(self.shard_size, int) or self.shard_size < 1:
             raise InputError(None, None, f"must be a positive integer, got {self.shard_size!r}",
                              param="shard_size")
         root = Path(index_dir)
-        index_manifest = store.verify_index(root)  # the passages we embed are the ones it vouches for
+        if index_manifest is None:  # the passages we embed are the ones it vouches for
+            index_manifest = store.verify_index(root)
         identity = load_embedder().identity  # fails here, in one line, without the extra
         out = root / VECTORS_DIR
         with DirectoryLock(out):
