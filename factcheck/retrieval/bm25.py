@@ -25,7 +25,7 @@ import numpy as np
 from factcheck.retrieval.base import Hit, Ranking, Retriever, Selection, stable_top
 from factcheck.retrieval.bm25_weights import TermCounts
 from factcheck.tagging.derived import DerivedCache
-from factcheck.text.analyzer import analyze
+from factcheck.text.analyzer import analyze, shared_stems
 
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 
@@ -80,10 +80,9 @@ class BM25Retriever(Retriever):
             stems = set(analyze(claim))
             hits = []
             for rank, (row, score) in enumerate(zip(ranking.rows.tolist(), ranking.scores.tolist()), 1):
-                passage_stems = analyze(self.index.text(row))
                 hits.append(Hit(row, self.index.ids[row], float(score), {
                     "bm25": float(score), "rank": rank,
-                    "shared_tags": sorted(stems & set(passage_stems)),
+                    "shared_tags": shared_stems(stems, self.index.text(row)),
                 }))
             out.append(Selection(hits, "ranked", {"params": self.params()}))
         return out

@@ -33,7 +33,7 @@ import numpy as np
 
 from factcheck.errors import InputError
 from factcheck.retrieval.base import Hit, Ranking, Retriever, Selection, stable_top
-from factcheck.text.analyzer import analyze
+from factcheck.text.analyzer import analyze, shared_stems
 
 __all__ = ["DenseRetriever", "FUSIONS", "HybridRetriever", "fuse"]
 
@@ -148,8 +148,12 @@ def fuse(bm25: np.ndarray, dense: np.ndarray, alpha: float, fusion: str = "max",
             rows = rows[scores[rows] > 0]  # a passage the method does not match at all gets nothing
             fused[rows] += weight / (RRF_K + np.arange(1, len(rows) + 1))
         return fused
-    raise InputError(None, None, f"unknown fusion {fusion!r}; expected one of {', '.join(FUSIONS)}",
-                     param="fusion")
+    raise _unknown_fusion(fusion)
+
+
+def _unknown_fusion(fusion) -> InputError:
+    return InputError(None, None, f"unknown fusion {fusion!r}; expected one of {', '.join(FUSIONS)}",
+                      param="fusion")
 
 
 class HybridRetriever(Retriever):
@@ -201,9 +205,8 @@ class HybridRetriever(Retriever):
 
     def fit(self, index) -> "HybridRetriever":
         from factcheck.retrieval.bm25 import BM25Retriever
-        if self.fusion not in FUSIONS:
-            raise InputError(None, None, f"unknown fusion {self.fusion!r}; expected one of {', '.join(FUSIONS)}",
-                             param="fusion")
+        if self.fusion not in FUSIONS:  # at fit, not at the first claim
+            raise _unknown_fusion(self.fusion)
         self.index = index
         self.bm25_ = BM25Retriever(k1=self.k1, b=self.b, k=self.k).fit(index)
         self.dense_ = DenseRetriever(k=self.k).fit(index)
@@ -230,7 +233,7 @@ class HybridRetriever(Retriever):
             for rank, (row, score) in enumerate(zip(ranking.rows.tolist(), ranking.scores.tolist()), 1):
                 hits.append(Hit(row, self.index.ids[row], score, {
                     "bm25": float(bm25[row]), "dense": float(dense[row]), "fused": score, "rank": rank,
-                    "shared_tags": sorted(stems & set(analyze(self.index.text(row)))),
+                    "shared_tags": shared_stems(stems, self.index.text(row)),
                 }))
             out.append(Selection(hits, "ranked", {"params": self.params()}))
         return out

@@ -11,7 +11,8 @@ are also gathered under ``scores`` for generic display.
 from __future__ import annotations
 
 from factcheck.formats.claims import LABELS
-from factcheck.serve.highlight import highlight_spans, shared_stems
+from factcheck.serve.highlight import highlight_spans
+from factcheck.text.analyzer import analyze, shared_stems
 
 RANKING_SHOWN = 10  # the explanation keeps a depth-100 ranking; the page shows its head
 _NOT_DETAILS = {"path", "hits", "ranking", "probabilities", "thresholds", "classifier_read"}
@@ -30,7 +31,7 @@ def hit_view(hit: dict, text: str, claim: str) -> dict:
     out = dict(hit)
     out["text"] = text
     recorded = next((k for k in _SHARED_KEYS if isinstance(hit.get(k), list)), None)
-    out["shared_tags"] = list(hit[recorded]) if recorded else shared_stems(claim, text)
+    out["shared_tags"] = list(hit[recorded]) if recorded else shared_stems(set(analyze(claim)), text)
     out["shared_tags_source"] = recorded or "computed"
     out["extra"] = {k: v for k, v in hit.items()
                     if k not in _SHOWN and k != recorded and isinstance(v, (list, dict))}

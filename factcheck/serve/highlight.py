@@ -10,7 +10,7 @@ indices (code points).
 
 from __future__ import annotations
 
-from factcheck.text.analyzer import TextAnalyzer, analyze, word_runs
+from factcheck.text.analyzer import TextAnalyzer, word_runs
 
 _ANALYZER = TextAnalyzer()
 
@@ -44,7 +44,3 @@ def segments(text: str, spans: list[dict]) -> list[tuple[str, str | None]]:
         out.append((text[pos:], None))
     return out
 
-
-def shared_stems(claim: str, passage: str) -> list[str]:
-    """Stems the claim and the passage share, for retrievers that do not record them."""
-    return sorted(set(analyze(claim)) & set(analyze(passage)))

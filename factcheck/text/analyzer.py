@@ -97,6 +97,19 @@ def analyze(text: str) -> list[str]:
     return _DEFAULT(text)
 
 
+def shared_stems(claim_stems: set[str], passage: str) -> list[str]:
+    """The claim's stems that ``passage`` also has, sorted: what a hit's explanation shows
+    and the app highlights (the claim is analysed once by the caller, who scores many
+    passages for it).
+
+    Example
+    -------
+    >>> shared_stems(set(analyze("Sea levels are rising")), "The sea rose; its level rises")
+    ['level', 'rise', 'sea']
+    """
+    return sorted(claim_stems & set(analyze(passage)))
+
+
 def split_tags(tag_string: str) -> list[str]:
     """Analyzer for tag strings: tags are already stems, separated by spaces."""
     return tag_string.split()
