@@ -4,7 +4,8 @@ import json
 import pytest
 
 from factcheck.errors import InputError
-from factcheck.formats import evidence as ev
+from factcheck.formats import course_json
+from factcheck.formats import utf8_stream as ev  # where CHUNK_BYTES lives
 from factcheck.formats.evidence import read_passages, source_spec
 
 
@@ -104,3 +105,97 @@ def test_unknown_extension_needs_format(tmp_path):
     p = write(tmp_path, "e.txt", "x")
     with pytest.raises(InputError, match="--format"):
         source_spec(p)
+
+
+# ---------------------------------------------------------------- fast path == careful path
+# The course reader decodes runs of members with the C decoder (the fast path) and falls
+# back to one member at a time (the careful path) for anything it cannot take whole. The
+# two must agree on every passage and on every error, wherever the buffer is cut.
+
+def _read_both(path, monkeypatch):
+    """(result or one-line error) with the fast path, and with the careful path alone."""
+    out = []
+    for fast in (True, False):
+        with monkeypatch.context() as m:
+            if not fast:
+                m.setattr(course_json, "_fast_run", lambda buf, pos: None)
+            try:
+                out.append(read_passages(source_spec(path)))
+            except InputError as exc:
+                out.append(exc.one_line())
+    return out
+
+
+def _engaged(path):
+    """How many passages the fast path took (so a test knows it exercised it)."""
+    taken = []
+    real = course_json._fast_run
+
+    def spy(buf, pos):
+        run = real(buf, pos)
+        if isinstance(run, tuple):
+            taken.append(len(run[0]))
+        return run
+    course_json._fast_run = spy
+    try:
+        read_passages(source_spec(path))
+    except InputError:
+        pass
+    finally:
+        course_json._fast_run = real
+    return sum(taken)
+
+
+# JSON source text: escaped quotes followed by commas (`\",`) trip the fast path's guess.
+GOOD = [(f"evidence-{i}", rf'text {i} with \", quotes \"x\", and more') for i in range(40)]
+
+
+@pytest.mark.parametrize("bad", [
+    '"b1": "control \x01 character"',           # raw control character in a text
+    r'"b2": "bad \q escape"',                   # invalid escape
+    r'"b3": "lone \ud800 surrogate"',           # escaped lone surrogate
+    '"": "empty id"',
+    '"b5": null', '"b6": 3', '"b7": ["x"]', '"b8": {"a": "b"}',
+    '"evidence-3": "a repeated id"',
+    '"b10" "missing colon"',
+    '"b11": "x" "missing comma"',
+    '"b12": "ok", }',                           # trailing comma
+    r'"b13": "pair \ud83d\ude00 is fine"',      # escaped surrogate pair: valid
+    r'"b14": "text ending in a backslash \\", "b15": "next"',
+])
+@pytest.mark.parametrize("chunk", [5, 97, 1 << 22])
+def test_fast_and_careful_paths_agree(tmp_path, monkeypatch, bad, chunk):
+    monkeypatch.setattr(ev, "CHUNK_BYTES", chunk)
+    members = [f'"{i}": "{t}"' for i, t in GOOD[:20]] + [bad] + [f'"{i}": "{t}"' for i, t in GOOD[20:]]
+    p = write(tmp_path, "e.json", "{" + ",\n ".join(members) + "}")
+    fast, careful = _read_both(p, monkeypatch)
+    assert fast == careful
+    if chunk > 1000 and isinstance(fast, tuple):  # valid: only the last member (before '}') is careful
+        assert _engaged(p) == len(fast[0]) - 1
+
+
+def test_fast_path_takes_a_whole_buffer_of_ordinary_passages(tmp_path):
+    data = {f"evidence-{i}": f"sentence {i}: \"quoted\", a\\b, caf\u00e9" for i in range(5000)}
+    p = write(tmp_path, "e.json", json.dumps(data))
+    assert _engaged(p) >= 4999 and read_passages(source_spec(p)) == (list(data), list(data.values()))
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_TEXT = st.lists(st.characters(blacklist_categories=("Cs",)).map(str)
+                 | st.sampled_from(['"', "\\", '",', '\\",', "\n", "\x01", "\U0001f600"]),
+                 max_size=15).map("".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(_TEXT.filter(bool), _TEXT, min_size=1, max_size=25), st.booleans(),
+       st.sampled_from([None, 1]), st.sampled_from([7, 64, 1 << 22]))
+def test_any_valid_course_file_reads_the_same_both_ways(tmp_path_factory, data, ascii_only, indent, chunk):
+    p = tmp_path_factory.mktemp("prop") / "e.json"
+    p.write_text(json.dumps(data, ensure_ascii=ascii_only, indent=indent), encoding="utf-8")
+    old = ev.CHUNK_BYTES
+    ev.CHUNK_BYTES = chunk
+    try:
+        assert read_passages(source_spec(p)) == (list(data), list(data.values()))
+    finally:
+        ev.CHUNK_BYTES = old

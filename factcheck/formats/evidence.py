@@ -2,8 +2,8 @@
 
 A knowledge source is an ordered sequence of (id, text) passages. Readers stream: the
 tagging driver must stay within memory bounded by a shard, not by the corpus, so the
-course format (a single JSON object, often on one line) is parsed incrementally with the
-C string scanner of the standard library rather than by ``json.load``.
+course format (a single JSON object, often on one line) is parsed incrementally
+(:mod:`factcheck.formats.course_json`) rather than by ``json.load``.
 
 Every record is validated at the boundary: ids are non-empty strings (JSONL/CSV integer
 ids are accepted and written as text), texts are strings (an empty text is allowed and
@@ -14,26 +14,22 @@ record number, byte offset for bad UTF-8).
 
 from __future__ import annotations
 
-import codecs
 import csv
-import gzip
 import json
-import re
 import sys
-import zlib
 from dataclasses import dataclass
-from json.decoder import scanstring
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
 from factcheck.errors import InputError
-from factcheck.formats.files import check_unicode, open_binary
+from factcheck.formats.course_json import Batch, iter_course, kind_of
+from factcheck.formats.files import check_unicode
+from factcheck.formats.utf8_stream import Utf8Stream
 
 FORMATS = ("course", "jsonl", "csv")
-CHUNK_BYTES = 1 << 22
-_WS = re.compile(r"[ \t\n\r]*")
+BATCH = 4096  # JSONL/CSV records per batch (the course reader batches by buffer)
 
 
 @dataclass(frozen=True)
@@ -75,31 +71,59 @@ def source_spec(path, fmt: str | None = None, id_column: str = "id",
     return SourceSpec(path, fmt, id_column, text_column)
 
 
-def iter_passages(spec: SourceSpec) -> Iterator[tuple[str, str]]:
-    """Yield (id, text) in file order; raise InputError on the first bad record.
+def iter_passage_batches(spec: SourceSpec) -> Iterator[tuple[list[str], list[str]]]:
+    """Yield ``(ids, texts)`` lists in file order (batches of any size); raise InputError
+    on the first bad record. What the tagging driver reads: no per-passage Python work
+    beyond the parse itself.
 
     Duplicate ids are checked exactly, with 8 bytes of memory per passage, and reported
     when the stream ends (before any consumer can declare its output complete).
     """
-    reader = {"course": _iter_course, "jsonl": _iter_jsonl, "csv": _iter_csv}[spec.format]
     seen = _DuplicateIds(spec)
     count = 0
-    for pid, text, place in reader(spec):
-        seen.add(pid, place)
-        count += 1
-        yield pid, text
+    for ids, texts, _place in _records(spec):
+        seen.add(ids)
+        count += len(ids)
+        yield ids, texts
     if count == 0:
         raise InputError(spec.path, None, "no passages (empty knowledge source)")
     seen.finish()
 
 
+def iter_passages(spec: SourceSpec) -> Iterator[tuple[str, str]]:
+    """Yield (id, text) in file order; raise InputError on the first bad record (see
+    :func:`iter_passage_batches`)."""
+    for ids, texts in iter_passage_batches(spec):
+        yield from zip(ids, texts)
+
+
 def read_passages(spec: SourceSpec) -> tuple[list[str], list[str]]:
     """All ids and texts in memory: for small sources (demo data, tests, the web app)."""
     ids, texts = [], []
-    for pid, text in iter_passages(spec):
+    for batch_ids, batch_texts in iter_passage_batches(spec):
+        ids += batch_ids
+        texts += batch_texts
+    return ids, texts
+
+
+def _records(spec: SourceSpec) -> Iterator[Batch]:
+    """The format's reader: batches ``(ids, texts, place)``, ``place(i)`` naming record i."""
+    if spec.format == "course":
+        return iter_course(spec.path)
+    return _batched({"jsonl": _iter_jsonl, "csv": _iter_csv}[spec.format](spec))
+
+
+def _batched(records) -> Iterator[Batch]:
+    ids, texts, places = [], [], []
+    for pid, text, place in records:
         ids.append(pid)
         texts.append(text)
-    return ids, texts
+        places.append(place)
+        if len(ids) == BATCH:
+            yield ids, texts, places.__getitem__
+            ids, texts, places = [], [], []
+    if ids:
+        yield ids, texts, places.__getitem__
 
 
 class _DuplicateIds:
@@ -113,10 +137,9 @@ class _DuplicateIds:
         self.spec = spec
         self._blocks: list[np.ndarray] = []
         self._pending: list[int] = []
-        self._places: dict[int, str] = {}
 
-    def add(self, pid: str, place: str) -> None:
-        self._pending.append(hash(pid))
+    def add(self, ids: list[str]) -> None:
+        self._pending.extend(map(hash, ids))
         if len(self._pending) >= 65536:
             self._flush()
 
@@ -142,217 +165,21 @@ class _DuplicateIds:
             return
         suspects = set(hashes[dup].tolist())
         first_place: dict[str, str] = {}
-        reader = {"course": _iter_course, "jsonl": _iter_jsonl, "csv": _iter_csv}[self.spec.format]
-        for pid, _text, place in reader(self.spec):
-            if hash(pid) not in suspects:
-                continue
-            if pid in first_place:
-                raise InputError(self.spec.path, place,
-                                 f"duplicate passage id {pid!r} (first seen at {first_place[pid]})")
-            first_place[pid] = place
-
-
-# --------------------------------------------------------------------------- decoding
-
-class _Utf8Stream:
-    """Decode a byte stream to text chunk by chunk, naming the byte offset of bad UTF-8."""
-
-    def __init__(self, spec: SourceSpec):
-        self.path = spec.path
-        self._fh = open_binary(spec.path)
-        self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
-        self._bytes_read = 0
-        self._first = True
-        self.eof = False
-
-    def read(self) -> str:
-        try:
-            block = self._fh.read(CHUNK_BYTES)
-        except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
-            self._fh.close()
-            raise InputError(self.path, f"byte {self._bytes_read}",
-                             f"cannot read compressed stream ({exc})") from None
-        final = not block
-        try:
-            text = self._decoder.decode(block, final=final)
-        except UnicodeDecodeError as exc:
-            self._fh.close()
-            offset = self._bytes_read - len(self._decoder.getstate()[0]) + exc.start
-            raise InputError(self.path, f"byte {max(offset, 0)}", "invalid UTF-8") from None
-        self._bytes_read += len(block)
-        if self._first and text:
-            self._first = False
-            if text.startswith("\ufeff"):
-                text = text[1:]
-        if final:
-            self.eof = True
-            self._fh.close()
-        return text
-
-    def lines(self) -> Iterator[str]:
-        """Lines with their newline kept, as csv.reader wants them.
-
-        Split on ``\\n`` only (``\\r\\n`` stays whole): ``str.splitlines`` also breaks at
-        U+2028, U+0085, form feed and more, which ``json.dumps(..., ensure_ascii=False)``
-        and ``csv.writer`` leave unescaped inside valid records.
-        """
-        pending = ""
-        while not self.eof:
-            pending += self.read()
-            parts = pending.split("\n")
-            pending = parts.pop()
-            for part in parts:
-                yield part + "\n"
-        if pending:
-            yield pending
-
-    def close(self):
-        self._fh.close()
-
-
-# --------------------------------------------------------------------------- course JSON
-
-class _NeedMore(Exception):
-    pass
-
-
-def _iter_course(spec: SourceSpec):
-    """Incremental parse of ``{"id": "text", ...}`` with the stdlib C string scanner."""
-    stream = _Utf8Stream(spec)
-    buf = stream.read()
-    while not stream.eof and not buf.strip():
-        buf += stream.read()
-    lines_before = 0      # newlines in the text already dropped from buf
-    col_before = 0        # characters after the last dropped newline
-    record = 0            # passages yielded so far
-
-    def where(i: int) -> str:
-        i = min(i, len(buf))
-        nl = buf.count("\n", 0, i)
-        col = i - buf.rfind("\n", 0, i) if nl else col_before + i + 1
-        return f"line {lines_before + nl + 1}, column {col}"
-
-    def fail(i: int, message: str):
-        stream.close()
-        raise InputError(spec.path, where(i), message)
-
-    pos = _WS.match(buf, 0).end()
-    if pos >= len(buf):
-        fail(pos, "empty file (expected a JSON object of passages)")
-    if buf[pos] != "{":
-        fail(pos, 'expected a JSON object {"id": "text", ...} at the top level')
-    pos += 1
-    after_comma = False
-    while True:
-        start = pos
-        try:
-            pid, text, pos, closed = _course_record(buf, pos, stream.eof, record + 1, fail)
-        except _NeedMore:
-            if stream.eof:
-                fail(len(buf), "truncated JSON (the file ends inside the object)")
-            dropped_nl = buf.count("\n", 0, start)
-            if dropped_nl:
-                lines_before += dropped_nl
-                col_before = start - buf.rfind("\n", 0, start) - 1
-            else:
-                col_before += start
-            buf = buf[start:] + stream.read()
-            pos = 0
-            continue
-        if pid is None:  # closing brace
-            if after_comma:
-                fail(pos - 1, "trailing comma before '}'")
-            break
-        record += 1
-        place = f"passage {record}"
-        check_unicode(spec.path, place, pid, "the id")
-        check_unicode(spec.path, place, text, "the text")
-        yield pid, text, place
-        after_comma = not closed
-        if closed:
-            break
-    # Only whitespace may follow the object.
-    while True:
-        rest = _WS.match(buf, pos).end()
-        if rest < len(buf):
-            fail(rest, "unexpected data after the JSON object")
-        if stream.eof:
-            break
-        lines_before += buf.count("\n")
-        buf, pos = stream.read(), 0
-    if record == 0:
-        raise InputError(spec.path, None, "no passages (empty JSON object)")
-
-
-def _course_record(buf: str, pos: int, eof: bool, number: int, fail):
-    """Parse one ``"id": "text"`` member at ``pos``.
-
-    Returns (id, text, next position, closed) where ``closed`` says the object ended
-    after this member; (None, None, next, True) for the closing brace. Raises _NeedMore
-    when the member runs past the end of the buffer.
-    """
-    i = _WS.match(buf, pos).end()
-    if i >= len(buf):
-        raise _NeedMore
-    if buf[i] == "}":
-        return None, None, i + 1, True
-    if buf[i] != '"':
-        fail(i, "expected a passage id (a JSON string)")
-    pid_at = i
-    pid, i = _scan(buf, i, eof, fail)
-    i = _WS.match(buf, i).end()
-    if i >= len(buf):
-        raise _NeedMore
-    if not pid:
-        fail(pid_at, f"passage {number}: the passage id is empty")
-    if buf[i] != ":":
-        fail(i, "expected ':' after the passage id")
-    i = _WS.match(buf, i + 1).end()
-    if i >= len(buf):
-        raise _NeedMore
-    if buf[i] != '"':
-        kind = _json_kind(buf, i)
-        if kind is None and not eof:
-            raise _NeedMore
-        fail(i, f"passage {number} (id {pid!r}): text must be a string, got {kind or 'invalid JSON'}")
-    text, i = _scan(buf, i, eof, fail)
-    i = _WS.match(buf, i).end()
-    if i >= len(buf):
-        raise _NeedMore
-    if buf[i] == ",":
-        return pid, text, i + 1, False
-    if buf[i] == "}":
-        return pid, text, i + 1, True
-    fail(i, "expected ',' or '}' after a passage")
-
-
-def _scan(buf: str, quote_at: int, eof: bool, fail):
-    try:
-        return scanstring(buf, quote_at + 1, True)
-    except json.JSONDecodeError as exc:
-        # A string cut by the buffer end shows up as unterminated or as a cut escape.
-        if not eof and (exc.msg.startswith("Unterminated string") or exc.pos >= len(buf) - 6):
-            raise _NeedMore from None
-        fail(exc.pos, exc.msg)
-
-
-def _json_kind(buf: str, i: int) -> str | None:
-    """Name the JSON value at ``buf[i]`` for an error message, or None if incomplete."""
-    if buf[i] in "[{" and len(buf) - i > 1 and buf[i + 1] in "[{":
-        return "a nested value"  # never parse it: 100,000 levels would overflow the stack
-    try:
-        value, _ = json.JSONDecoder().raw_decode(buf, i)
-    except json.JSONDecodeError:
-        return None
-    except RecursionError:
-        return "a nested value"
-    return _kind(value)
+        for ids, _texts, place_of in _records(self.spec):
+            for i, pid in enumerate(ids):
+                if hash(pid) not in suspects:
+                    continue
+                place = place_of(i)
+                if pid in first_place:
+                    raise InputError(self.spec.path, place,
+                                     f"duplicate passage id {pid!r} (first seen at {first_place[pid]})")
+                first_place[pid] = place
 
 
 # --------------------------------------------------------------------------- JSONL
 
 def _iter_jsonl(spec: SourceSpec):
-    stream = _Utf8Stream(spec)
+    stream = Utf8Stream(spec.path)
     for lineno, line in enumerate(stream.lines(), start=1):
         if not line.strip():
             continue
@@ -378,7 +205,7 @@ def _iter_jsonl(spec: SourceSpec):
 # --------------------------------------------------------------------------- CSV
 
 def _iter_csv(spec: SourceSpec):
-    stream = _Utf8Stream(spec)
+    stream = Utf8Stream(spec.path)
     delimiter = "\t" if spec.path.name.lower().removesuffix(".gz").endswith(".tsv") else ","
     # strict: a stray or unclosed quote is an error, not rows merged into one passage.
     # No field-size limit below what JSON allows (csv's default refuses 128 KiB).
@@ -424,7 +251,7 @@ def _check_id(spec, place, value, column):
     if value is _MISSING:
         raise InputError(spec.path, place, f"missing {column!r}")
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise InputError(spec.path, place, f"{column!r} must be a string, got {_kind(value)}")
+        raise InputError(spec.path, place, f"{column!r} must be a string, got {kind_of(value)}")
     value = str(value)
     if not value:
         raise InputError(spec.path, place, f"{column!r} is empty")
@@ -435,12 +262,5 @@ def _check_text(spec, place, value, column):
     if value is _MISSING:
         raise InputError(spec.path, place, f"missing {column!r}")
     if not isinstance(value, str):
-        raise InputError(spec.path, place, f"{column!r} must be a string, got {_kind(value)}")
+        raise InputError(spec.path, place, f"{column!r} must be a string, got {kind_of(value)}")
     return value
-
-
-def _kind(value) -> str:
-    if value is None:
-        return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", list: "a list",
-            dict: "an object"}.get(type(value), type(value).__name__)

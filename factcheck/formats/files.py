@@ -50,12 +50,12 @@ def check_regular_file(path: Path) -> None:
         raise InputError(path, None, f"is {kind}, not a regular file (save the input to a file first)")
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def check_unicode(path, place, value: str, what: str) -> str:
     """A JSON ``\\ud800`` escape decodes to a lone surrogate, which no UTF-8 output can hold."""
-    m = _SURROGATE.search(value)
+    m = LONE_SURROGATE.search(value)
     if m:
         raise InputError(path, place, f"{what} holds a lone surrogate \\u{ord(m.group()):04x} "
                          "(not valid Unicode)")
