@@ -4,7 +4,8 @@ The 2024 retriever compares a claim's stems with a passage's tags in the space o
 1,000-term TF-IDF model fitted on the passages' tag strings. Each tag occurs at most once
 in a passage, so a term's document frequency over tag strings is simply how many
 passages carry it as a tag; the vocabulary is the ``tag_features`` most frequent tags,
-ties by term (see :mod:`factcheck.tagging.vocabulary`).
+ties by term (:func:`factcheck.tagging.vocabulary.tag_vocabulary`, computed without
+scikit-learn so the tagging driver never imports it).
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from factcheck.tagging.vocabulary import smoothed_idf, top_terms
-from factcheck.text.analyzer import TextAnalyzer, split_tags
+from factcheck.text.analyzer import TextAnalyzer
 
 
 def make_vectorizer(terms: list[str], idf: np.ndarray, analyzer) -> TfidfVectorizer:
@@ -26,14 +26,3 @@ def make_vectorizer(terms: list[str], idf: np.ndarray, analyzer) -> TfidfVectori
 
 def passage_vectorizer(terms: list[str], idf: np.ndarray) -> TfidfVectorizer:
     return make_vectorizer(terms, idf, TextAnalyzer())
-
-
-def fit_tag_vectorizer(vocab_terms: list[str], tag_counts: np.ndarray, n_docs: int,
-                       tag_features: int) -> TfidfVectorizer:
-    """``tag_counts[j]`` = passages tagged with ``vocab_terms[j]``."""
-    present = np.flatnonzero(tag_counts > 0)
-    names = [vocab_terms[j] for j in present]
-    kept = top_terms(names, tag_counts[present], tag_features)
-    lookup = {t: j for j, t in enumerate(vocab_terms)}
-    df = np.array([tag_counts[lookup[t]] for t in kept], dtype=np.int64)
-    return make_vectorizer(kept, smoothed_idf(df, n_docs), split_tags)

@@ -22,24 +22,31 @@ import numpy as np
 
 @dataclass
 class TermStats:
-    """Corpus-wide totals and document frequencies, accumulated shard by shard."""
+    """Corpus-wide totals and document frequencies, accumulated shard by shard.
 
-    totals: dict[str, list[int]]
+    Terms get a column on first sight and the counts are added with numpy: the merge of
+    13 shards' ~50K local terms each took 0.9 s as a dict of per-term lists and ~0.2 s
+    this way (issue 14).
+    """
+
+    column: dict[str, int]
+    totals: np.ndarray
+    doc_freq: np.ndarray
     n_docs: int = 0
 
     @classmethod
     def empty(cls) -> "TermStats":
-        return cls({}, 0)
+        return cls({}, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0)
 
     def add(self, terms: list[str], totals: np.ndarray, doc_freq: np.ndarray, n_docs: int) -> None:
-        acc = self.totals
-        for term, total, df in zip(terms, totals.tolist(), doc_freq.tolist()):
-            entry = acc.get(term)
-            if entry is None:
-                acc[term] = [total, df]
-            else:
-                entry[0] += total
-                entry[1] += df
+        column = self.column
+        cols = np.array([column.setdefault(t, len(column)) for t in terms], dtype=np.int64)
+        if len(column) > len(self.totals):
+            grow = len(column) - len(self.totals)
+            self.totals = np.concatenate([self.totals, np.zeros(grow, dtype=np.int64)])
+            self.doc_freq = np.concatenate([self.doc_freq, np.zeros(grow, dtype=np.int64)])
+        self.totals[cols] += np.asarray(totals, dtype=np.int64)  # a shard's terms are distinct
+        self.doc_freq[cols] += np.asarray(doc_freq, dtype=np.int64)
         self.n_docs += n_docs
 
 
@@ -69,10 +76,9 @@ class Vocabulary:
 
     @classmethod
     def from_stats(cls, stats: TermStats, max_features: int) -> "Vocabulary":
-        names = list(stats.totals)
-        totals = np.fromiter((v[0] for v in stats.totals.values()), dtype=np.int64, count=len(names))
-        kept = top_terms(names, totals, max_features)
-        df = np.fromiter((stats.totals[t][1] for t in kept), dtype=np.int64, count=len(kept))
+        names = list(stats.column)  # in column order
+        kept = top_terms(names, stats.totals, max_features)
+        df = stats.doc_freq[[stats.column[t] for t in kept]]
         return cls(kept, smoothed_idf(df, stats.n_docs))
 
     @property
@@ -85,3 +91,16 @@ class Vocabulary:
         h.update(b"\0")
         h.update(np.ascontiguousarray(self.idf, dtype="<f8").tobytes())
         return h.hexdigest()
+
+
+def tag_vocabulary(vocab_terms: list[str], tag_counts: np.ndarray, n_docs: int,
+                   tag_features: int) -> Vocabulary:
+    """The tag vectoriser's vocabulary and IDF (see :mod:`factcheck.tagging.tag_model`):
+    the ``tag_features`` most frequent tags, ties by term; ``tag_counts[j]`` = passages
+    tagged with ``vocab_terms[j]``, which is a tag's document frequency over tag strings."""
+    present = np.flatnonzero(tag_counts > 0)
+    names = [vocab_terms[j] for j in present]
+    kept = top_terms(names, tag_counts[present], tag_features)
+    lookup = {t: j for j, t in enumerate(vocab_terms)}
+    df = np.array([tag_counts[lookup[t]] for t in kept], dtype=np.int64)
+    return Vocabulary(kept, smoothed_idf(df, n_docs))
