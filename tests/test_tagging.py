@@ -207,3 +207,42 @@ def test_fixed_input_reruns_after_a_bad_input_error_without_force(tmp_path):
     proc = run_cli("tag", src, "--out", out, "--jobs", "1")
     assert proc.returncode == 0, proc.stderr
     assert json.loads((out / "manifest.json").read_text())["passages"] == 2
+
+
+# ---------------------------------------------------------------- fast counting == the analyzer
+
+from collections import Counter  # noqa: E402
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from factcheck.tagging.counting import count_terms  # noqa: E402
+from factcheck.text.analyzer import word_tokens, word_tokens_of_texts  # noqa: E402
+
+_WORDS = st.sampled_from(["The", "sea", "levels", "ROSE", "rising", "co2", "1998", "Niño", "İstanbul",
+                          "q", "Q", "QQ", "well-known", "and", " ", "\n", ".", "ﬁne", "ǅ"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(_WORDS, max_size=12).map(" ".join), max_size=20))
+def test_count_terms_equals_the_analyzer_passage_by_passage(texts):
+    # Slow, obviously correct reference: analyse each passage on its own, count its stems.
+    counts = count_terms(texts)
+    assert counts.matrix.shape == (len(texts), len(counts.terms))
+    assert counts.terms == sorted(counts.terms) and counts.matrix.has_canonical_format
+    analyzer = TextAnalyzer()
+    for row, text in enumerate(texts):
+        got = counts.matrix.getrow(row)
+        assert {counts.terms[j]: int(v) for j, v in zip(got.indices, got.data)} == Counter(analyzer(text))
+    tokens, marker = word_tokens_of_texts(texts)
+    assert tokens == [t for text in texts for t in word_tokens(text) + [marker]]
+
+
+def test_a_bad_record_late_in_the_input_stops_a_two_worker_run_without_a_manifest(tmp_path):
+    # Workers count the first shards while the driver still reads: the error at the end
+    # of the input must still stop the run, one line, nothing that looks complete.
+    src = tmp_path / "bad.json"
+    body = ", ".join(f'"e{i}": "passage {i} about warming"' for i in range(50))
+    src.write_text("{" + body + ', "e3": "a repeated id"}', encoding="utf-8")
+    with pytest.raises(job_module.InputError, match="duplicate passage id 'e3'"):
+        TagJob(progress=False, jobs=2, shard_size=10).run(source_spec(src), tmp_path / "idx")
+    assert not (tmp_path / "idx" / "manifest.json").exists()

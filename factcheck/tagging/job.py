@@ -32,24 +32,21 @@ import hashlib
 import json
 import logging
 import shutil
-import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from factcheck.errors import InputError
 from factcheck.faults import crashpoint
-from factcheck.formats.evidence import SourceSpec, iter_passages
+from factcheck.formats.evidence import SourceSpec, iter_passage_batches
 from factcheck.formats.files import sha256_file, sha256_input, write_json_atomic
 from factcheck.tagging import outdir, store
 from factcheck.tagging.backends import WorkerPool
 from factcheck.tagging.packing import unpack_strings
-from factcheck.tagging.tag_model import fit_tag_vectorizer
-from factcheck.tagging.tasks import count_shard, tag_shard
-from factcheck.tagging.vocabulary import TermStats, Vocabulary
+from factcheck.tagging.tasks import count_shard, tag_shard, warm_up
+from factcheck.tagging.vocabulary import TermStats, Vocabulary, tag_vocabulary
 
 __all__ = ["TagJob", "TagParams"]
 
@@ -116,6 +113,7 @@ class TagJob:
         self.params.validate()
         with outdir.DirectoryLock(out):
             with WorkerPool(self.backend, self.jobs, self.scheduler) as self._pool:
+                self._pool.warm_up(warm_up)  # while this process hashes and reads the input
                 return self._run(source, out, force)
 
     def _run(self, source: SourceSpec, out: Path, force: bool) -> store.Manifest:
@@ -131,9 +129,7 @@ class TagJob:
         if done is not None:
             return done
         self._pool.check_shared(out / store.WORK_DIR / "plan.json")  # before the long split
-        shards = self._split(source, out, plan_key)
-        crashpoint("after-split")
-        self._count(out, shards, plan_key)
+        shards = self._split_and_count(source, out, plan_key)
         crashpoint("after-count")
         vocab = self._reduce(out, shards)
         if not vocab.terms:  # nothing to tag, and no tag model could be fitted: refuse, don't crash
@@ -145,20 +141,38 @@ class TagJob:
         return self._finish(out, plan, plan_key, shards, vocab)
 
     # ------------------------------------------------------------------ stages
-    def _split(self, source: SourceSpec, out: Path, plan_key: str) -> list[dict]:
+    def _split_and_count(self, source: SourceSpec, out: Path, plan_key: str) -> list[dict]:
+        """Split the input into passage shards and count each shard's terms; counting
+        starts on the workers as soon as a shard is written (why: the driver's reading
+        and the workers' counting used to run one after the other, ~4 s + ~8 s at 1.2M
+        passages on 2 cores; overlapped they take ~6 s)."""
+        shards: list[dict] = []
+        root = str(out.resolve())  # absolute: a remote worker's working directory is not ours
+
+        def count_tasks():
+            for shard in self._split(source, out, plan_key, shards):
+                if not store.is_done(out, store.counts_name(shard), plan_key):
+                    yield root, shard, plan_key
+        self._pool.stream(count_shard, count_tasks(), desc="reading and counting terms", quiet=self._quiet())
+        return shards
+
+    def _split(self, source: SourceSpec, out: Path, plan_key: str, shards: list[dict]):
+        """Fill ``shards`` with the passage shards of ``source`` (written, or found done),
+        yielding each shard number once it is on disk."""
         split_path = out / store.WORK_DIR / "split.json"
         try:
             split = json.loads(split_path.read_text("utf-8"))
             if split.get("key") == plan_key and all(
                     store.is_done(out, store.passages_name(s["shard"]), plan_key) for s in split["shards"]):
-                return split["shards"]
+                shards += split["shards"]
+                crashpoint("after-split")
+                yield from (s["shard"] for s in shards)
+                return
         except (FileNotFoundError, ValueError):
             pass
-        shards: list[dict] = []
         size = self.params.shard_size
         ids: list[str] = []
         texts: list[str] = []
-        bar = tqdm(desc="reading passages", unit=" passages", disable=self._quiet(), file=sys.stderr)
 
         def flush():
             shard, start = len(shards), sum(s["count"] for s in shards)
@@ -167,29 +181,27 @@ class TagJob:
                 digest = store.write_passages_shard(out / name, start, ids, texts)
                 store.mark_done(out, name, plan_key, digest)
             shards.append({"shard": shard, "start": start, "count": len(ids)})
+            return shard
 
-        for pid, text in iter_passages(source):
-            ids.append(pid)
-            texts.append(text)
-            if len(ids) == size:
-                flush()
-                bar.update(len(ids))
-                ids, texts = [], []
-        if ids:
-            flush()
-            bar.update(len(ids))
-        bar.close()
+        for batch_ids, batch_texts in iter_passage_batches(source):
+            at = 0
+            while at < len(batch_ids):
+                take = min(size - len(ids), len(batch_ids) - at)
+                ids += batch_ids[at:at + take]
+                texts += batch_texts[at:at + take]
+                at += take
+                if len(ids) == size:
+                    yield flush()
+                    ids, texts = [], []
+        last = flush() if ids else None
         # Shards beyond the new end belong to nobody: remove them.
         for path in sorted((out / store.PASSAGES_DIR).glob("passages-*.joblib"))[len(shards):]:
             path.unlink()
+        # Only now is the input known to be whole (no duplicate id, no bad record at its end).
         write_json_atomic(split_path, {"key": plan_key, "shards": shards})
-        return shards
-
-    def _count(self, out: Path, shards: list[dict], plan_key: str) -> None:
-        todo = [s["shard"] for s in shards if not store.is_done(out, store.counts_name(s["shard"]), plan_key)]
-        root = str(out.resolve())  # absolute: a remote worker's working directory is not ours
-        self._pool.map(count_shard, [(root, shard, plan_key) for shard in todo],
-                       desc="counting terms", quiet=self._quiet())
+        crashpoint("after-split")
+        if last is not None:
+            yield last
 
     def _reduce(self, out: Path, shards: list[dict]) -> Vocabulary:
         stats = TermStats.empty()
@@ -221,13 +233,13 @@ class TagJob:
                 "passages_file": pname, "passages_sha256": sha256_file(out / pname),
                 "tags_file": tname, "tags_sha256": sha256_file(out / tname),
             })
-        tag_vec = fit_tag_vectorizer(vocab.terms, tag_counts, n, self.params.tag_features)
-        tag_terms = list(tag_vec.vocabulary_)  # in column order
+        tag_vocab = tag_vocabulary(vocab.terms, tag_counts, n, self.params.tag_features)
+        tag_terms = tag_vocab.terms  # in column order
         models = {
             "passage_tfidf.joblib": store.write_vectorizer(out / store.MODELS_DIR / "passage_tfidf.joblib",
                                                            vocab.terms, vocab.idf, "text"),
             "tag_tfidf.joblib": store.write_vectorizer(out / store.MODELS_DIR / "tag_tfidf.joblib",
-                                                       tag_terms, tag_vec.idf_, "tags"),
+                                                       tag_terms, tag_vocab.idf, "tags"),
         }
         manifest = {
             **plan,
