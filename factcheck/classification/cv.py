@@ -190,13 +190,28 @@ _ONE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_
                                 "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")}
 
 
+_workers = None  # the process pool run_folds last used, until release_workers()
+
+
 def run_folds(fn, arg_tuples: list[tuple], jobs: int) -> list:
-    """``fn(*args)`` for each tuple, in order, in ``jobs`` single-threaded worker processes."""
+    """``fn(*args)`` for each tuple, in order, in ``jobs`` single-threaded worker processes
+    (kept between calls; :func:`release_workers` stops them)."""
+    global _workers
     # joblib's own factory for its process pool (not loky's directly): joblib's loky backend
     # reuses the same process-wide executor and expects its memmapping variant.
     n = max(1, min(effective_n_jobs(jobs), len(arg_tuples)))
-    executor = get_memmapping_executor(n, env=_ONE_THREAD, timeout=60)
+    executor = _workers = get_memmapping_executor(n, env=_ONE_THREAD, timeout=60)
     return list(executor.map(fn, *zip(*arg_tuples)))
+
+
+def release_workers() -> None:
+    """Stop run_folds' worker processes now. Why: idle, they live on for 60 s holding
+    ~225 MB each, which ``factcheck run`` on 1.2M passages carried into saving and
+    predicting (the tree's peak, issue 14)."""
+    global _workers
+    executor, _workers = _workers, None
+    if executor is not None:
+        executor.shutdown(wait=True)
 
 
 def collect(y, splits: list[Split], per_split: list[dict], cfgs: list, reader: str) -> list[CVResult]:

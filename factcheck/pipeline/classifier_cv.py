@@ -18,7 +18,7 @@ import numpy as np
 
 from factcheck.classification.calibration import apply_temperature, fit_temperature, reliability, scale
 from factcheck.classification.cv import (CLAIM_ONLY_GRID, GRID, CVResult, choose_one_se, cross_validate,
-                                         cv_splits, fit_final)
+                                         cv_splits, fit_final, release_workers)
 from factcheck.classification.features import ALL_GROUPS, OPEN_GROUPS, views_of
 from factcheck.classification.model import MajorityClassifier
 from factcheck.classification.stance import PairSet, fit_stance_final, stance_cross_validate
@@ -103,6 +103,7 @@ def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = G
     claim_only_results = cross_validate(y, splits, gold_views, [gold_views] * repeats, CLAIM_ONLY_GRID,
                                         "claim-only", jobs)
     claim_only_chosen = choose_one_se(claim_only_results)
+    release_workers()
 
     # Temperature from every repeat's out-of-fold decision values.
     y_index = np.array([LABELS.index(v) for v in y])
