@@ -157,6 +157,30 @@ def gib(n_bytes: float) -> str:
     return f"{n_bytes / 2**30:.2f} GiB"
 
 
+FLOOR_DOC = ("`json.load` of the corpus + one regex tokenisation (lower-cased `\\w+` runs) of every passage "
+             "in one process, measured in the same invocation")
+
+
+def floor_work(corpus: Path) -> None:
+    """The floor: parse the corpus, tokenise every passage once (what any tagger must do)."""
+    import gzip
+    import json
+    import re
+    word = re.compile(r"\w+")
+    opener = gzip.open if corpus.suffix == ".gz" else open
+    with opener(corpus, "rt", encoding="utf-8") as fh:
+        evidence = json.load(fh)
+    n = sum(len(word.findall(text.lower())) for text in evidence.values())
+    assert n > 0
+
+
+def measure_floor(corpus: Path) -> dict:
+    """:func:`floor_work` in a fresh process, measured like the command it is compared with."""
+    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); from pathlib import Path; "
+            f"import benchlib; benchlib.floor_work(Path({str(corpus)!r}))")
+    return measure([sys.executable, "-c", code])
+
+
 def ensure_corpus(n: int) -> Path:
     """bench/corpus-N.json, built by make_bench_corpus.py when missing."""
     path = ROOT / "bench" / f"corpus-{n}.json"
