@@ -41,7 +41,7 @@ import numpy as np
 from factcheck.errors import InputError
 from factcheck.faults import crashpoint
 from factcheck.formats.evidence import SourceSpec, iter_passage_batches
-from factcheck.formats.files import sha256_file, sha256_input, write_json_atomic
+from factcheck.formats.files import sha256_input, write_json_atomic
 from factcheck.tagging import outdir, store
 from factcheck.tagging.backends import WorkerPool
 from factcheck.tagging.packing import unpack_strings
@@ -230,8 +230,10 @@ class TagJob:
             entries.append({
                 "shard": s["shard"], "start": s["start"], "passages": s["count"],
                 "empty_tags": int(np.count_nonzero(lengths == 0)),
-                "passages_file": pname, "passages_sha256": sha256_file(out / pname),
-                "tags_file": tname, "tags_sha256": sha256_file(out / tname),
+                # Written by this run or verified by is_done() earlier in it (the lock
+                # keeps everyone else out): the recorded digests are the files'.
+                "passages_file": pname, "passages_sha256": store.recorded_sha256(out, pname),
+                "tags_file": tname, "tags_sha256": store.recorded_sha256(out, tname),
             })
         tag_vocab = tag_vocabulary(vocab.terms, tag_counts, n, self.params.tag_features)
         tag_terms = tag_vocab.terms  # in column order
