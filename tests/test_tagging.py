@@ -246,3 +246,17 @@ def test_a_bad_record_late_in_the_input_stops_a_two_worker_run_without_a_manifes
     with pytest.raises(job_module.InputError, match="duplicate passage id 'e3'"):
         TagJob(progress=False, jobs=2, shard_size=10).run(source_spec(src), tmp_path / "idx")
     assert not (tmp_path / "idx" / "manifest.json").exists()
+
+
+def test_tag_space_is_bit_identical_to_the_tag_vectoriser(tmp_path, real_sample_20k):
+    # Built from the tag arrays, not by re-analysing tag strings: it must be the same matrix,
+    # also when most tags fall outside a small tag vocabulary, and for passages with no tag.
+    for tag_features in (1000, 7):
+        TagJob(progress=False, tag_features=tag_features).run(source_spec(real_sample_20k), tmp_path / f"i{tag_features}")
+        idx = TagIndex.load(tmp_path / f"i{tag_features}")
+        got = idx.tag_space
+        want = idx.tag_vectorizer.transform(idx.tag_strings).tocsr()
+        assert got.shape == want.shape and got.dtype == want.dtype
+        assert np.array_equal(got.indptr, want.indptr) and np.array_equal(got.indices, want.indices)
+        assert got.data.tobytes() == want.data.tobytes()
+        assert (np.diff(got.indptr) == 0).any()  # some passages keep no tag in this space

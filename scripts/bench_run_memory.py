@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Peak memory of ``factcheck run`` per stage: which step holds what, at 1.2M passages.
+
+Writes reports/run-memory.md: one fresh run of ``factcheck run`` whose process tree is
+sampled every 0.2 s (RSS of the driver and of every worker process, summed), each sample
+attributed to the stage the run had announced on stderr when it was taken (the lines
+``[  17.3s] tuning and training retrievers ... ...`` are read as they are written). For
+each stage: its wall time, the tree's peak, and at that moment the driver's RSS and the
+number and total RSS of the other processes (workers, joblib's resource trackers).
+
+    python scripts/bench_run_memory.py                                   # 1.2M bench corpus
+    python scripts/bench_run_memory.py --size proxy --out /tmp/m.md      # the course's proxy
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_run import corpus_of, data_dir  # noqa: E402
+from benchlib import ROOT, _memory, _tree, machine, reap_group, write_report  # noqa: E402
+
+STAGE = re.compile(r"^\[\s*[\d.]+s\] (.+?) \.\.\.\s*$")
+
+
+def traced_run(data: Path, out: Path, interval: float = 0.2) -> tuple[list, list, float]:
+    """Run ``factcheck run``; return (samples, stage starts, wall). A sample is
+    (t, driver RSS, [other RSS...]); a stage start is (t, name); t from the launch."""
+    cmd = [sys.executable, "-m", "factcheck", "run", "--data-dir", str(data), "--out", str(out)]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT, start_new_session=True)
+    stages: list[tuple[float, str]] = []
+    tail: list[str] = []
+
+    def read_stderr():
+        for line in proc.stderr:
+            m = STAGE.match(line.split("\r")[-1])
+            if m:
+                stages.append((time.perf_counter() - t0, m.group(1)))
+            tail[:] = (tail + [line])[-20:]
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    samples = []
+    while proc.poll() is None:
+        driver, others = 0, []
+        for pid in _tree(proc.pid):
+            mem = _memory(pid)
+            if mem is None:
+                continue
+            if pid == proc.pid:
+                driver = mem[0]
+            else:
+                others.append(mem[0])
+        samples.append((time.perf_counter() - t0, driver, others))
+        time.sleep(interval)
+    wall = time.perf_counter() - t0
+    reader.join(timeout=10)
+    reap_group(proc.pid)
+    if proc.returncode != 0:
+        raise SystemExit(f"factcheck run failed ({proc.returncode}):\n{''.join(tail)}")
+    return samples, stages, wall
+
+
+def per_stage(samples, stages, wall) -> list[dict]:
+    bounds = [(0.0, "start-up (imports, before the first stage)")] + stages + [(wall, None)]
+    rows = []
+    for (start, name), (end, _) in zip(bounds[:-1], bounds[1:]):
+        inside = [s for s in samples if start <= s[0] < end]
+        if not inside:
+            rows.append({"stage": name, "seconds": end - start, "peak": None})
+            continue
+        t, driver, others = max(inside, key=lambda s: s[1] + sum(s[2]))
+        rows.append({"stage": name, "seconds": end - start, "peak": driver + sum(others),
+                     "driver": driver, "others": len(others), "others_rss": sum(others)})
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", default="1208827", help="'proxy' or a bench corpus size (>= 1208827)")
+    ap.add_argument("--out", type=Path, default=ROOT / "reports" / "run-memory.md")
+    args = ap.parse_args(argv)
+    corpus, n = corpus_of(args.size)
+    (ROOT / "bench").mkdir(exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="bench-mem-", dir=ROOT / "bench"))
+    try:
+        samples, stages, wall = traced_run(data_dir(corpus), work / "run")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    rows = per_stage(samples, stages, wall)
+    peak = max(s[1] + sum(s[2]) for s in samples)
+    mib = 2 ** 20
+    lines = [
+        "# Peak memory of `factcheck run`, per stage", "",
+        f"Machine: {machine()}.", "",
+        f"Command: `python scripts/bench_run_memory.py --size {args.size}` ({n:,} passages, the course "
+        "claims; one fresh run). The process tree is sampled every 0.2 s; a sample belongs to the stage "
+        "the run had last announced on stderr. \"Other processes\": worker processes and joblib's two "
+        "resource trackers (~50 MiB together).", "",
+        f"Whole run: **{wall:.0f} s wall, tree peak {peak / mib:,.0f} MiB ({peak / 1e9:.2f} GB)**.", "",
+        "| stage | s | tree peak MiB | driver MiB then | other processes then (MiB) |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if r["peak"] is None:
+            lines.append(f"| {r['stage']} | {r['seconds']:.1f} | – | – | – |")
+        else:
+            lines.append(f"| {r['stage']} | {r['seconds']:.1f} | {r['peak'] / mib:,.0f} | {r['driver'] / mib:,.0f} | "
+                         f"{r['others']} ({r['others_rss'] / mib:,.0f}) |")
+    write_report(args.out, lines)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
