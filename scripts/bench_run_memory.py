@@ -88,12 +88,16 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="1208827", help="'proxy' or a bench corpus size (>= 1208827)")
     ap.add_argument("--out", type=Path, default=ROOT / "reports" / "run-memory.md")
+    ap.add_argument("--keep", type=Path, help="keep the run's output directory here (to compare predictions)")
     args = ap.parse_args(argv)
     corpus, n = corpus_of(args.size)
     (ROOT / "bench").mkdir(exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="bench-mem-", dir=ROOT / "bench"))
     try:
         samples, stages, wall = traced_run(data_dir(corpus), work / "run")
+        if args.keep:
+            shutil.rmtree(args.keep, ignore_errors=True)
+            shutil.move(str(work / "run"), args.keep)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     rows = per_stage(samples, stages, wall)
