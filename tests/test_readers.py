@@ -199,3 +199,18 @@ def test_any_valid_course_file_reads_the_same_both_ways(tmp_path_factory, data, 
         assert read_passages(source_spec(p)) == (list(data), list(data.values()))
     finally:
         ev.CHUNK_BYTES = old
+
+
+def test_a_number_too_long_for_python_is_a_one_line_error(tmp_path):
+    digits = "1" * 5000  # Python refuses to convert integers of over 4,300 digits
+    cases = [("e.json", '{"a": "x", "b": ' + digits + '}', "got a number"),
+             ("e.jsonl", '{"id": "a", "text": ' + digits + '}\n', "more than 4,300 digits")]
+    for name, content, words in cases:
+        p = write(tmp_path, name, content)
+        with pytest.raises(InputError) as err:
+            read_passages(source_spec(p))
+        assert words in err.value.one_line() and str(p) in err.value.one_line()
+    from factcheck.formats.claims import read_claims
+    p = write(tmp_path, "claims.json", '{"c1": {"claim_text": "x", "n": ' + digits + '}}')
+    with pytest.raises(InputError, match="more than 4,300 digits"):
+        read_claims(p)

@@ -226,7 +226,13 @@ _WORDS = st.sampled_from(["The", "sea", "levels", "ROSE", "rising", "co2", "1998
 @given(st.lists(st.lists(_WORDS, max_size=12).map(" ".join), max_size=20))
 def test_count_terms_equals_the_analyzer_passage_by_passage(texts):
     # Slow, obviously correct reference: analyse each passage on its own, count its stems.
-    counts = count_terms(texts)
+    # Batches of 3 texts: rows and columns must join up across batches.
+    from factcheck.tagging import counting
+    old_batch, counting.BATCH = counting.BATCH, 3
+    try:
+        counts = count_terms(texts)
+    finally:
+        counting.BATCH = old_batch
     assert counts.matrix.shape == (len(texts), len(counts.terms))
     assert counts.terms == sorted(counts.terms) and counts.matrix.has_canonical_format
     analyzer = TextAnalyzer()
@@ -260,3 +266,13 @@ def test_tag_space_is_bit_identical_to_the_tag_vectoriser(tmp_path, real_sample_
         assert np.array_equal(got.indptr, want.indptr) and np.array_equal(got.indices, want.indices)
         assert got.data.tobytes() == want.data.tobytes()
         assert (np.diff(got.indptr) == 0).any()  # some passages keep no tag in this space
+
+
+def test_one_task_starts_no_worker_processes():
+    from factcheck.tagging.backends import WorkerPool
+    with WorkerPool("loky", 2) as pool:
+        assert pool.stream(abs, iter([(-3,)])) == [3]
+        assert pool._loky is None  # run in process, as a 1-shard input always was
+        assert pool.stream(abs, iter([(-1,), (-2,), (-4,)])) == [1, 2, 4]
+        assert pool._loky is not None
+    assert pool._loky is None  # shut down with the pool

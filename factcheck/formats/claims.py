@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from factcheck.errors import InputError
+from factcheck.formats.course_json import TOO_LONG_NUMBER
 from factcheck.formats.files import check_unicode, open_binary, write_json_atomic
 
 LABELS = ("SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO", "DISPUTED")
@@ -73,6 +74,8 @@ def _load_object(path: Path, what: str) -> dict:
         obj = json.loads(text, object_pairs_hook=no_duplicates)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}") from None
+    except ValueError:  # what json raises for an integer of over 4,300 digits
+        raise InputError(path, None, f"invalid JSON: {TOO_LONG_NUMBER}") from None
     except _Duplicate as dup:
         raise InputError(path, f"key {dup.key!r}", "duplicate key") from None
     except RecursionError:

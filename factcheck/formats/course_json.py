@@ -45,6 +45,7 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _PAIRS = json.JSONDecoder(object_pairs_hook=list)
 
 Batch = tuple[list[str], list[str], Callable[[int], str]]
+TOO_LONG_NUMBER = "a number with more than 4,300 digits (more than Python converts)"
 
 
 def numbered(first: int) -> Callable[[int], str]:
@@ -240,6 +241,8 @@ def _json_kind(buf: str, i: int) -> str | None:
         value, _ = json.JSONDecoder().raw_decode(buf, i)
     except json.JSONDecodeError:
         return None
+    except ValueError:  # an integer of over 4,300 digits: Python refuses to convert it
+        return "a number"
     except RecursionError:
         return "a nested value"
     return kind_of(value)

@@ -24,7 +24,7 @@ from typing import Iterator
 import numpy as np
 
 from factcheck.errors import InputError
-from factcheck.formats.course_json import Batch, iter_course, kind_of
+from factcheck.formats.course_json import TOO_LONG_NUMBER, Batch, iter_course, kind_of
 from factcheck.formats.files import check_unicode
 from factcheck.formats.utf8_stream import Utf8Stream
 
@@ -189,6 +189,9 @@ def _iter_jsonl(spec: SourceSpec):
         except json.JSONDecodeError as exc:
             stream.close()
             raise InputError(spec.path, f"{place}, column {exc.colno}", f"invalid JSON: {exc.msg}") from None
+        except ValueError:  # an integer of over 4,300 digits
+            stream.close()
+            raise InputError(spec.path, place, f"invalid JSON: {TOO_LONG_NUMBER}") from None
         except RecursionError:
             stream.close()
             raise InputError(spec.path, place, "JSON nested too deeply") from None

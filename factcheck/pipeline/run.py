@@ -253,7 +253,7 @@ def _return_freed_memory() -> None:
     gc.collect()
     try:
         ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):  # no glibc
+    except (OSError, AttributeError, TypeError):  # no glibc (Windows: CDLL(None) is a TypeError)
         pass
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import itertools
 import logging
 import os
 import sys
@@ -163,7 +164,12 @@ class WorkerPool:
         """The loky worker processes of this pool (started on first use, shut down on exit)."""
         if self._loky is None:
             from joblib.externals.loky import get_reusable_executor
-            self._loky = get_reusable_executor(max_workers=self.jobs)
+            # Each worker's share of the cores for native thread pools (as joblib's own
+            # loky backend sets them): the open mode's embedding tasks multiply matrices.
+            threads = str(max(1, available_cores() // self.jobs))
+            env = {var: threads for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                                           "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")}
+            self._loky = get_reusable_executor(max_workers=self.jobs, env=env)
             self._stack.callback(self._shutdown_loky)
         return self._loky
 
@@ -179,8 +185,9 @@ class WorkerPool:
 
     def warm_up(self, func) -> None:
         """Start the local worker processes now and have each run ``func`` (imports), so
-        they are ready when the first task comes; the caller does not wait. Dask workers
-        are long-lived and in-process runs have none: nothing to do."""
+        they are ready when the first task comes; the caller does not wait (call it only
+        when there will be several tasks). Dask workers are long-lived and in-process
+        runs have none: nothing to do."""
         if self.backend == "loky" and self.jobs > 1:
             executor = self._executor()
             for _ in range(self.jobs):
@@ -219,16 +226,18 @@ class WorkerPool:
         try:
             if self.backend == "dask":
                 return self._dask_map(func, args_iter, common, desc, bar)
-            if self.jobs == 1 or total == 1:
+            args_iter = iter(args_iter)
+            first = list(itertools.islice(args_iter, 2))
+            if self.jobs == 1 or len(first) < 2:
                 # In process: produce everything first, as a plain map would (one core
                 # gains nothing from interleaving, and the order of files written stays
-                # the crash tests' order).
+                # the crash tests' order); a single task starts no worker processes.
                 results = []
-                for args in list(args_iter):
+                for args in first + list(args_iter):
                     results.append(func(*args, *extra))
                     bar.update(1)
                 return results
-            return self._loky_map(func, args_iter, extra, bar)
+            return self._loky_map(func, itertools.chain(first, args_iter), extra, bar)
         finally:
             bar.close()
 
@@ -263,7 +272,8 @@ class WorkerPool:
         futures = []
         try:
             extra = () if common is None else tuple(client.scatter([common], broadcast=True, hash=False))
-            futures = [client.submit(func, *args, *extra, pure=False) for args in arglist]
+            for args in arglist:  # one by one: an error while producing them cancels those sent
+                futures.append(client.submit(func, *args, *extra, pure=False))
             for future in as_completed(futures, loop=client.loop):
                 # as_completed also yields futures cancelled under it (scheduler lost):
                 # never count those as done.

@@ -37,6 +37,14 @@ class _TokenIds:
         self.stems: list[str] = []       # stem of each id
         self._stem_id: dict[str, int] = {}
 
+    MAX_TOKENS = TextAnalyzer.MAX_MEMO
+
+    def limit_memory(self) -> None:
+        """Start afresh between shards once the table is full (a long-lived in-process
+        caller would otherwise keep every token it ever counted)."""
+        if len(self.of) > self.MAX_TOKENS:
+            self.of, self.stems, self._stem_id = {}, [], {}
+
     def ids(self, tokens: list[str], marker: str) -> np.ndarray:
         self.of.setdefault(marker, _BREAK)
         ids = np.fromiter(map(self.of.get, tokens, itertools.repeat(_UNSEEN)), dtype=np.int64, count=len(tokens))
@@ -76,23 +84,43 @@ class ShardCounts:
 
 
 def count_terms(texts: list[str], analyzer: TextAnalyzer = _ANALYZER) -> ShardCounts:
-    """The stem counts of ``texts`` (one row each); local terms sorted (deterministic)."""
+    """The stem counts of ``texts`` (one row each); local terms sorted (deterministic).
+
+    Texts are tokenised ``BATCH`` at a time: the token list and its arrays cost ~100 bytes
+    a token, so a whole shard of long passages at once would not be bounded by much.
+    """
     token_ids = _TOKEN_IDS if analyzer is _ANALYZER else _TokenIds(analyzer)
-    tokens, marker = word_tokens_of_texts(texts)
-    ids = token_ids.ids(tokens, marker)
-    ends = ids == _BREAK
-    rows = np.cumsum(ends) - ends  # the marker after text r closes row r
-    kept = ids >= 0
-    rows, ids = rows[kept], ids[kept]
+    token_ids.limit_memory()
+    pieces = [_count_ids(texts[at:at + BATCH], token_ids) for at in range(0, len(texts), BATCH)]
+    lengths = np.concatenate([p[0] for p in pieces]) if pieces else np.zeros(0, dtype=np.int64)
+    ids = np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, dtype=np.int64)
+    counts = np.concatenate([p[2] for p in pieces]) if pieces else np.zeros(0, dtype=np.int64)
+    # Stem ids are the process's; the shard's own columns are its terms, sorted.
     present = np.unique(ids)
     terms = [token_ids.stems[i] for i in present.tolist()]
     order = sorted(range(len(terms)), key=terms.__getitem__)
     column = np.empty(len(token_ids.stems), dtype=np.int64)
     column[present[order]] = np.arange(len(order))
-    n_terms = max(len(terms), 1)
-    cells, counts = np.unique(rows * n_terms + column[ids], return_counts=True)  # sorted: row, then column
     indptr = np.zeros(len(texts) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(cells // n_terms, minlength=len(texts)), out=indptr[1:])
-    matrix = sp.csr_matrix((counts.astype(np.int32), (cells % n_terms).astype(np.int32), indptr),
+    np.cumsum(lengths, out=indptr[1:])
+    matrix = sp.csr_matrix((counts.astype(np.int32), column[ids].astype(np.int32), indptr),
                            shape=(len(texts), len(terms)))
+    matrix.sort_indices()  # canonical: no duplicates (ids were distinct in a row), sorted columns
     return ShardCounts([terms[i] for i in order], matrix)
+
+
+BATCH = 10_000
+
+
+def _count_ids(texts: list[str], token_ids: _TokenIds):
+    """(stems per row, stem ids, counts) of ``texts``, row by row, ids ascending in a row."""
+    tokens, marker = word_tokens_of_texts(texts)
+    ids = token_ids.ids(tokens, marker)
+    del tokens
+    ends = ids == _BREAK
+    rows = np.cumsum(ends) - ends  # the marker after text r closes row r
+    kept = ids >= 0
+    rows, ids = rows[kept], ids[kept]
+    n_ids = max(len(token_ids.stems), 1)
+    cells, counts = np.unique(rows * n_ids + ids, return_counts=True)  # sorted: row, then id
+    return np.bincount(cells // n_ids, minlength=len(texts)), cells % n_ids, counts

@@ -53,6 +53,11 @@ __all__ = ["TagJob", "TagParams"]
 log = logging.getLogger(__name__)
 
 
+# Start the workers before the first shard only for an input that surely makes several
+# shards (a shard of passages takes at least this many bytes a passage, gzipped).
+WARM_UP_BYTES = 32
+
+
 @dataclass(frozen=True)
 class TagParams:
     """Everything that changes the output bytes (jobs and backend do not)."""
@@ -113,7 +118,6 @@ class TagJob:
         self.params.validate()
         with outdir.DirectoryLock(out):
             with WorkerPool(self.backend, self.jobs, self.scheduler) as self._pool:
-                self._pool.warm_up(warm_up)  # while this process hashes and reads the input
                 return self._run(source, out, force)
 
     def _run(self, source: SourceSpec, out: Path, force: bool) -> store.Manifest:
@@ -128,6 +132,8 @@ class TagJob:
         done = outdir.prepare(out, plan, plan_key, force, self._say)
         if done is not None:
             return done
+        if plan["input"]["bytes"] > WARM_UP_BYTES * self.params.shard_size:
+            self._pool.warm_up(warm_up)  # workers import while this process reads the input
         self._pool.check_shared(out / store.WORK_DIR / "plan.json")  # before the long split
         shards = self._split_and_count(source, out, plan_key)
         crashpoint("after-count")
@@ -193,15 +199,15 @@ class TagJob:
                 if len(ids) == size:
                     yield flush()
                     ids, texts = [], []
-        last = flush() if ids else None
+        if ids:
+            yield flush()
+        # Only now is the input known to be whole (no duplicate id, no bad record at its
+        # end): the shards counted meanwhile are kept for a rerun, nothing is complete yet.
         # Shards beyond the new end belong to nobody: remove them.
         for path in sorted((out / store.PASSAGES_DIR).glob("passages-*.joblib"))[len(shards):]:
             path.unlink()
-        # Only now is the input known to be whole (no duplicate id, no bad record at its end).
         write_json_atomic(split_path, {"key": plan_key, "shards": shards})
         crashpoint("after-split")
-        if last is not None:
-            yield last
 
     def _reduce(self, out: Path, shards: list[dict]) -> Vocabulary:
         stats = TermStats.empty()
