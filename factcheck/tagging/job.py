@@ -53,8 +53,9 @@ __all__ = ["TagJob", "TagParams"]
 log = logging.getLogger(__name__)
 
 
-# Start the workers before the first shard only for an input that surely makes several
-# shards (a shard of passages takes at least this many bytes a passage, gzipped).
+# Start the workers before the first shard only for an input likely to make several
+# shards: more than this many bytes a passage of one shard (passages are seldom shorter,
+# even gzipped). A wrong guess costs idle imports: a single shard is still counted in process.
 WARM_UP_BYTES = 32
 
 
@@ -168,14 +169,15 @@ class TagJob:
         split_path = out / store.WORK_DIR / "split.json"
         try:
             split = json.loads(split_path.read_text("utf-8"))
-            if split.get("key") == plan_key and all(
-                    store.is_done(out, store.passages_name(s["shard"]), plan_key) for s in split["shards"]):
-                shards += split["shards"]
-                crashpoint("after-split")
-                yield from (s["shard"] for s in shards)
-                return
+            resumed = split.get("key") == plan_key and all(
+                store.is_done(out, store.passages_name(s["shard"]), plan_key) for s in split["shards"])
         except (FileNotFoundError, ValueError):
-            pass
+            resumed = False
+        if resumed:
+            shards += split["shards"]
+            crashpoint("after-split")
+            yield from (s["shard"] for s in shards)
+            return
         size = self.params.shard_size
         ids: list[str] = []
         texts: list[str] = []
