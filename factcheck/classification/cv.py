@@ -36,6 +36,7 @@ from sklearn.model_selection import RepeatedStratifiedKFold
 
 from factcheck.classification.features import ALL_GROUPS, ClaimEvidenceFeatures, concat_views, take_views
 from factcheck.formats.claims import LABELS
+from factcheck.tagging.backends import NATIVE_THREAD_VARS
 
 FOLDS, REPEATS, CV_SEED = 5, 3, 90042
 # Feature sets compared: everything, and without the claim-stem bags (shared/unshared),
@@ -186,8 +187,7 @@ def cross_validate(y, splits: list[Split], gold_views: dict, read_views: list[di
     return collect(y, splits, per_split, cfgs, reader)
 
 
-_ONE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                                "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")}
+_ONE_THREAD = {v: "1" for v in NATIVE_THREAD_VARS}
 
 
 _workers = None  # the process pool run_folds last used, until release_workers()

@@ -36,6 +36,10 @@ from tqdm.auto import tqdm
 from factcheck.errors import InputError
 
 BACKENDS = ("loky", "dask")
+# The environment variables that size native thread pools (BLAS, OpenMP, numexpr) in a
+# worker process; set per worker so N workers do not each start one thread per core.
+NATIVE_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                      "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 
 
 def available_cores() -> int:
@@ -167,8 +171,7 @@ class WorkerPool:
             # Each worker's share of the cores for native thread pools (as joblib's own
             # loky backend sets them): the open mode's embedding tasks multiply matrices.
             threads = str(max(1, available_cores() // self.jobs))
-            env = {var: threads for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                                           "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")}
+            env = {var: threads for var in NATIVE_THREAD_VARS}
             self._loky = get_reusable_executor(max_workers=self.jobs, env=env)
             self._stack.callback(self._shutdown_loky)
         return self._loky
