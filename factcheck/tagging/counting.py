@@ -91,10 +91,8 @@ def count_terms(texts: list[str], analyzer: TextAnalyzer = _ANALYZER) -> ShardCo
     """
     token_ids = _TOKEN_IDS if analyzer is _ANALYZER else _TokenIds(analyzer)
     token_ids.limit_memory()
-    pieces = [_count_ids(texts[at:at + BATCH], token_ids) for at in range(0, len(texts), BATCH)]
-    lengths = np.concatenate([p[0] for p in pieces]) if pieces else np.zeros(0, dtype=np.int64)
-    ids = np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, dtype=np.int64)
-    counts = np.concatenate([p[2] for p in pieces]) if pieces else np.zeros(0, dtype=np.int64)
+    pieces = [_count_ids(texts[at:at + BATCH], token_ids) for at in range(0, max(len(texts), 1), BATCH)]
+    lengths, ids, counts = (np.concatenate(part) for part in zip(*pieces))
     # Stem ids are the process's; the shard's own columns are its terms, sorted.
     present = np.unique(ids)
     terms = [token_ids.stems[i] for i in present.tolist()]
