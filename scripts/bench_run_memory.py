@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_run import corpus_of, data_dir  # noqa: E402
-from benchlib import ROOT, _memory, _tree, machine, reap_group, write_report  # noqa: E402
+from benchlib import ROOT, machine, reap_group, tree_memory, write_report  # noqa: E402
 
 STAGE = re.compile(r"^\[\s*[\d.]+s\] (.+?) \.\.\.\s*$")
 
@@ -51,15 +51,9 @@ def traced_run(data: Path, out: Path, interval: float = 0.2) -> tuple[list, list
     reader.start()
     samples = []
     while proc.poll() is None:
-        driver, others = 0, []
-        for pid in _tree(proc.pid):
-            mem = _memory(pid)
-            if mem is None:
-                continue
-            if pid == proc.pid:
-                driver = mem[0]
-            else:
-                others.append(mem[0])
+        tree = tree_memory(proc.pid)
+        driver = sum(rss for pid, rss, _ in tree if pid == proc.pid)
+        others = [rss for pid, rss, _ in tree if pid != proc.pid]
         samples.append((time.perf_counter() - t0, driver, others))
         time.sleep(interval)
     wall = time.perf_counter() - t0

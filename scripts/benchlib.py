@@ -68,6 +68,16 @@ def _memory(pid: int) -> tuple[int, int] | None:
     return rss, hwm
 
 
+def tree_memory(root: int) -> list[tuple[int, int, int]]:
+    """(pid, VmRSS, VmHWM) of ``root`` and every live descendant, ``root`` first."""
+    out = []
+    for pid in _tree(root):
+        mem = _memory(pid)
+        if mem is not None:
+            out.append((pid, *mem))
+    return out
+
+
 def measure(cmd: list[str], log: Path | None = None, interval: float = 0.05, env: dict | None = None,
             cwd=ROOT) -> dict:
     """Run ``cmd`` to completion in its own process group.
@@ -86,11 +96,7 @@ def measure(cmd: list[str], log: Path | None = None, interval: float = 0.05, env
         try:
             while proc.poll() is None:
                 total = 0
-                for pid in _tree(proc.pid):
-                    mem = _memory(pid)
-                    if mem is None:
-                        continue
-                    rss, hwm = mem
+                for pid, rss, hwm in tree_memory(proc.pid):
                     total += rss
                     if pid == proc.pid:
                         driver_hwm = max(driver_hwm, hwm)
