@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+from operator import itemgetter
 from json.decoder import scanstring
 from pathlib import Path
 from typing import Callable, Iterator
@@ -43,6 +44,7 @@ _MEMBERS = re.compile(rf"(?:{_SPACE}{_STRING}{_SPACE}:{_SPACE}{_STRING}{_SPACE},
 # An escape that may decode to a lone surrogate (the careful path checks each string).
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _PAIRS = json.JSONDecoder(object_pairs_hook=list)
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 Batch = tuple[list[str], list[str], Callable[[int], str]]
 TOO_LONG_NUMBER = "a number with more than 4,300 digits (more than Python converts)"
@@ -170,9 +172,9 @@ def _decode_run(buf: str, pos: int, comma: int):
         pairs = _PAIRS.decode("{" + body + "}")
     except (ValueError, RecursionError):  # control character, bad escape, cut string, ...
         return end
-    ids = [p[0] for p in pairs]
-    texts = [p[1] for p in pairs]
-    if "" in ids or not all(type(t) is str for t in texts):
+    ids = list(map(_FIRST, pairs))
+    texts = list(map(_SECOND, pairs))
+    if "" in ids or not set(map(type, texts)) <= {str}:  # C loops: 31K members a buffer
         return end
     # A lone surrogate can only come from an escape (the UTF-8 decoder refuses encoded
     # ones); an escaped pair decodes to one character, so only a lone one is found here.

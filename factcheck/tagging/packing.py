@@ -12,12 +12,17 @@ import numpy as np
 
 
 def pack_strings(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    encoded = [s.encode("utf-8") for s in strings]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    if encoded:
-        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
-    buf = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
-    return buf, offsets
+    """(UTF-8 of all strings, offsets): one encode of the joined strings, and a per-string
+    encode only for the non-ASCII ones (their UTF-8 is longer than their characters).
+    Why: encoding 100K passages one by one cost ~40 ms a shard on the tagging driver."""
+    data = "".join(strings).encode("utf-8")
+    lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+    if len(data) != int(lengths.sum()):
+        wide = np.flatnonzero(~np.fromiter(map(str.isascii, strings), dtype=bool, count=len(strings)))
+        lengths[wide] = [len(strings[i].encode("utf-8")) for i in wide.tolist()]
+    offsets = np.zeros(len(strings) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return np.frombuffer(data, dtype=np.uint8).copy(), offsets
 
 
 def unpack_strings(buf: np.ndarray, offsets: np.ndarray, start: int = 0, stop: int | None = None) -> list[str]:
