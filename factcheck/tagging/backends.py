@@ -34,6 +34,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from factcheck.errors import InputError
+from factcheck.tagging.heap import keep_freed_memory
 
 BACKENDS = ("loky", "dask")
 # The environment variables that size native thread pools (BLAS, OpenMP, numexpr) in a
@@ -172,7 +173,8 @@ class WorkerPool:
             # loky backend sets them): the open mode's embedding tasks multiply matrices.
             threads = str(max(1, available_cores() // self.jobs))
             env = {var: threads for var in NATIVE_THREAD_VARS}
-            self._loky = get_reusable_executor(max_workers=self.jobs, env=env)
+            # Workers keep their freed heap between shards (see factcheck.tagging.heap).
+            self._loky = get_reusable_executor(max_workers=self.jobs, env=env, initializer=keep_freed_memory)
             self._stack.callback(self._shutdown_loky)
         return self._loky
 
@@ -219,54 +221,57 @@ class WorkerPool:
         return self.stream(func, arglist, desc, quiet, common, total=len(arglist))
 
     def stream(self, func, args_iter, desc: str = "", quiet: bool | None = None, common=None,
-               total: int | None = None) -> list:
+               total: int | None = None, on_done=None) -> list:
         """As :meth:`map`, but each args tuple is submitted as soon as ``args_iter`` yields
         it, so workers start while the caller is still producing work (the tagging job
         counts shard 0 while its driver reads shard 1). An error of ``args_iter`` (bad
-        input) cancels what has not started and propagates as is."""
+        input) cancels what has not started and propagates as is. ``on_done(args)`` is
+        called in this process for each task, in input order, as soon as it and every
+        task before it have finished (the tagging job merges a shard's counts while the
+        workers count the next ones)."""
         extra = () if common is None else (common,)
         bar = tqdm(total=total, desc=desc, unit=" shards", disable=quiet, file=sys.stderr)
+        done = _InOrder(bar, on_done)
         try:
             if self.backend == "dask":
-                return self._dask_map(func, args_iter, common, desc, bar)
+                return self._dask_map(func, args_iter, common, desc, done)
             args_iter = iter(args_iter)
             first = list(itertools.islice(args_iter, 2))
             if self.jobs == 1 or len(first) < 2:
                 # In process: produce everything first, as a plain map would (one core
                 # gains nothing from interleaving, and the order of files written stays
                 # the crash tests' order); a single task starts no worker processes.
+                tasks = first + list(args_iter)
                 results = []
-                for args in first + list(args_iter):
+                for i, args in enumerate(tasks):
                     results.append(func(*args, *extra))
-                    bar.update(1)
+                    done.add(args)
+                    done.finished(i)
                 return results
-            return self._loky_map(func, itertools.chain(first, args_iter), extra, bar)
+            return self._loky_map(func, itertools.chain(first, args_iter), extra, done)
         finally:
             bar.close()
 
-    def _loky_map(self, func, args_iter, extra, bar) -> list:
+    def _loky_map(self, func, args_iter, extra, done: "_InOrder") -> list:
         executor = self._executor()
         futures = []
-        counted = 0  # leading futures already finished and shown on the bar
         try:
             for args in args_iter:
                 futures.append(executor.submit(func, *args, *extra))
-                while futures[counted].done():
-                    futures[counted].result()  # a task's own error stops the map now
-                    counted += 1
-                    bar.update(1)
-                    if counted == len(futures):
-                        break
-            for future in concurrent.futures.as_completed(futures[counted:]):
-                future.result()  # the first failure (a task's own error) stops the map
-                bar.update(1)
+                done.add(args)
+                done.settle(futures)
+            while not done.all_reported(futures):
+                waiting = [f for f in futures if not f.done()]
+                if waiting:
+                    concurrent.futures.wait(waiting, return_when=concurrent.futures.FIRST_COMPLETED)
+                done.settle(futures)
             return [f.result() for f in futures]
         except BaseException:
             for future in futures:
                 future.cancel()
             raise
 
-    def _dask_map(self, func, arglist, common, desc, bar) -> list:
+    def _dask_map(self, func, arglist, common, desc, done: "_InOrder") -> list:
         # Dask futures directly rather than joblib's Dask backend: when a worker dies
         # with a task too often (KilledWorker), joblib 1.6's backend never reports the
         # failure and Parallel waits forever.
@@ -277,13 +282,15 @@ class WorkerPool:
             extra = () if common is None else tuple(client.scatter([common], broadcast=True, hash=False))
             for args in arglist:  # one by one: an error while producing them cancels those sent
                 futures.append(client.submit(func, *args, *extra, pure=False))
+                done.add(args)
+            position = {future.key: i for i, future in enumerate(futures)}
             for future in as_completed(futures, loop=client.loop):
                 # as_completed also yields futures cancelled under it (scheduler lost):
                 # never count those as done.
                 if future.status != "finished":
                     future.result()  # raises the task's own error, KilledWorker or cancelled
                     raise RuntimeError(f"dask task {future.key} ended as {future.status}")
-                bar.update(1)
+                done.finished(position[future.key])
             return client.gather(futures)  # input order
         except _cluster_failures() as exc:
             param, place = ("scheduler", self.scheduler) if self.scheduler else ("backend", "dask")
@@ -305,3 +312,37 @@ def _cluster_failures() -> tuple[type[BaseException], ...]:
     from distributed.scheduler import KilledWorker
     # distributed's FutureCancelledError is a concurrent.futures.CancelledError.
     return CommClosedError, KilledWorker, concurrent.futures.CancelledError, asyncio.CancelledError
+
+
+class _InOrder:
+    """Reports finished tasks to a stream's bar and ``on_done``: the bar counts each task
+    as it finishes, ``on_done`` gets each task's args in input order."""
+
+    def __init__(self, bar, on_done):
+        self.bar, self.on_done = bar, on_done
+        self.args: list[tuple] = []
+        self.ready: set[int] = set()
+        self.reported = 0
+
+    def add(self, args: tuple) -> None:
+        self.args.append(args)
+
+    def finished(self, i: int) -> None:
+        self.ready.add(i)
+        self.bar.update(1)
+        while self.reported in self.ready:
+            self.ready.discard(self.reported)
+            if self.on_done is not None:
+                self.on_done(self.args[self.reported])
+            self.reported += 1
+
+    def settle(self, futures) -> None:
+        """Note the loky futures that have finished; a task's own error stops the map now."""
+        for i in range(self.reported, len(futures)):
+            if i not in self.ready and futures[i].done():
+                futures[i].result()
+                self.finished(i)
+
+    def all_reported(self, futures) -> bool:
+        return self.reported == len(futures)
+

@@ -136,9 +136,9 @@ class TagJob:
         if plan["input"]["bytes"] > WARM_UP_BYTES * self.params.shard_size:
             self._pool.warm_up(warm_up)  # workers import while this process reads the input
         self._pool.check_shared(out / store.WORK_DIR / "plan.json")  # before the long split
-        shards = self._split_and_count(source, out, plan_key)
+        shards, stats = self._split_and_count(source, out, plan_key)
         crashpoint("after-count")
-        vocab = self._reduce(out, shards)
+        vocab = Vocabulary.from_stats(stats, self.params.max_features)
         if not vocab.terms:  # nothing to tag, and no tag model could be fitted: refuse, don't crash
             raise InputError(source.path, None, "no passage contains a word to tag "
                              "(every text is empty, stop words or numbers)")
@@ -148,20 +148,34 @@ class TagJob:
         return self._finish(out, plan, plan_key, shards, vocab)
 
     # ------------------------------------------------------------------ stages
-    def _split_and_count(self, source: SourceSpec, out: Path, plan_key: str) -> list[dict]:
+    def _split_and_count(self, source: SourceSpec, out: Path, plan_key: str) -> tuple[list[dict], TermStats]:
         """Split the input into passage shards and count each shard's terms; counting
         starts on the workers as soon as a shard is written (why: the driver's reading
         and the workers' counting used to run one after the other, ~4 s + ~8 s at 1.2M
-        passages on 2 cores; overlapped they take ~6 s)."""
+        passages on 2 cores; overlapped they take ~6 s). Each shard's counts are merged
+        into the corpus totals (the reduce step) as soon as they are written, while the
+        workers count on (it was 0.5 s of the driver's with both workers idle)."""
         shards: list[dict] = []
+        stats = TermStats.empty()
+        merged: set[int] = set()
         root = str(out.resolve())  # absolute: a remote worker's working directory is not ours
+
+        def merge(shard: int) -> None:
+            c = store.load_shard(out / store.counts_name(shard), "counts", mmap=True)
+            terms = unpack_strings(c["term_bytes"], c["term_offsets"])
+            stats.add(terms, np.asarray(c["totals"]), np.asarray(c["doc_freq"]), int(c["count"]))
+            merged.add(shard)
 
         def count_tasks():
             for shard in self._split(source, out, plan_key, shards):
                 if not store.is_done(out, store.counts_name(shard), plan_key):
                     yield root, shard, plan_key
-        self._pool.stream(count_shard, count_tasks(), desc="reading and counting terms", quiet=self._quiet())
-        return shards
+        self._pool.stream(count_shard, count_tasks(), desc="reading and counting terms", quiet=self._quiet(),
+                          on_done=lambda args: merge(args[1]))
+        for s in shards:  # counted by an earlier run
+            if s["shard"] not in merged:
+                merge(s["shard"])
+        return shards, stats
 
     def _split(self, source: SourceSpec, out: Path, plan_key: str, shards: list[dict]):
         """Fill ``shards`` with the passage shards of ``source`` (written, or found done),
@@ -210,14 +224,6 @@ class TagJob:
             path.unlink()
         write_json_atomic(split_path, {"key": plan_key, "shards": shards})
         crashpoint("after-split")
-
-    def _reduce(self, out: Path, shards: list[dict]) -> Vocabulary:
-        stats = TermStats.empty()
-        for s in shards:
-            c = store.load_shard(out / store.counts_name(s["shard"]), "counts", mmap=True)
-            terms = unpack_strings(c["term_bytes"], c["term_offsets"])
-            stats.add(terms, np.asarray(c["totals"]), np.asarray(c["doc_freq"]), int(c["count"]))
-        return Vocabulary.from_stats(stats, self.params.max_features)
 
     def _tag(self, out: Path, shards: list[dict], vocab: Vocabulary, tags_key: str) -> None:
         todo = [s["shard"] for s in shards if not store.is_done(out, store.tags_name(s["shard"]), tags_key)]
