@@ -25,9 +25,6 @@ Outputs (all written atomically; ``metrics.json`` and ``report.md`` last)::
 
 from __future__ import annotations
 
-import ctypes
-import gc
-
 import logging
 import time
 from dataclasses import dataclass
@@ -41,6 +38,7 @@ from factcheck.formats.splits import train_holdout_split
 from factcheck.pipeline.classifier_cv import config_json
 from factcheck.pipeline.fact_checker import FactChecker, save_system
 from factcheck.retrieval.registry import check_method, write_retrieval
+from factcheck.tagging.heap import return_freed_memory
 
 # Stage lines ("[  12.3s] predicting dev ...") go to this logger at INFO; the CLI shows
 # them on stderr as they are, a Python caller sees them only if it configures logging.
@@ -227,7 +225,7 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     # choose a retriever (the demo), the reader is not chosen either: the default's.
     readers = (candidates.retrievers if candidates.chosen_by != "default"
                else {candidates.best: candidates.retrievers[candidates.best]})
-    _return_freed_memory()
+    return_freed_memory()  # heap freed by retriever training, before the CV's workers start
     with clock.step("classifier selection by cross-validation"):
         chosen = select_classifier(train, readers, index, jobs=jobs, progress=progress, dense=(mode == "open"))
     candidates.reader = chosen.reader
@@ -243,18 +241,6 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
         save_system(model_dir or out / "model", chosen.model, retriever, meta, candidates.retrievers, reader)
     system = FactChecker(index, retriever, chosen.model, {**meta, "reader": {"method": chosen.reader}}, reader)
     return Trained(system, candidates, chosen.config, chosen.evidence[chosen.reader], chosen)
-
-
-def _return_freed_memory() -> None:
-    """Give the heap freed by retriever training back to the system before the classifier's
-    worker processes start. Why: glibc keeps freed pages; on the 1.2M bench corpus this
-    took the driver from 2.40 to 2.15 GiB during cross-validation, which kept the whole
-    process tree under 3 GB (issue 14). Elsewhere than glibc it does nothing."""
-    gc.collect()
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError, TypeError):  # no glibc (Windows: CDLL(None) is a TypeError)
-        pass
 
 
 def write_verdicts(path: Path, claims, verdicts, system) -> None:
