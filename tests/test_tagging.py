@@ -276,3 +276,81 @@ def test_one_task_starts_no_worker_processes():
         assert pool.stream(abs, iter([(-1,), (-2,), (-4,)])) == [1, 2, 4]
         assert pool._loky is not None
     assert pool._loky is None  # shut down with the pool
+
+
+# Texts mostly ASCII (the translate path) with NULs, Q, controls and some non-ASCII (the
+# regex path), in runs of either kind.
+_ASCII_ISH = st.text(alphabet=st.sampled_from(list("aZq Q_9\t\n\x00\x01.,-'\x7f") + ["é", "İ", "ǅ", "٣", "\u00a0"]),
+                     max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ASCII_ISH | st.text(max_size=20), max_size=12))
+def test_word_tokens_of_texts_equals_word_tokens_text_by_text(texts):
+    tokens, marker = word_tokens_of_texts(texts)
+    assert tokens == [t for text in texts for t in word_tokens(text) + [marker]]
+
+
+def test_the_ascii_translation_table_is_the_regex_word_rule():
+    import re
+
+    from factcheck.text.analyzer import _ASCII_WORDS
+    for code in range(1, 128):  # NUL is the join marker; texts holding one take the regex path
+        c = chr(code)
+        assert (_ASCII_WORDS[code] != " ") == bool(re.fullmatch(r"\w", c)), repr(c)
+        if _ASCII_WORDS[code] != " ":
+            assert _ASCII_WORDS[code] == c.lower()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(max_size=8), max_size=10))
+def test_pack_strings_offsets_are_utf8_lengths(strings):
+    from factcheck.tagging.packing import pack_strings, unpack_strings
+    strings = [s for s in strings if not any(0xD800 <= ord(c) <= 0xDFFF for c in s)]  # no UTF-8 for those
+    buf, offsets = pack_strings(strings)
+    assert bytes(buf) == "".join(strings).encode("utf-8") and buf.dtype == np.uint8
+    assert offsets.tolist() == np.cumsum([0] + [len(s.encode("utf-8")) for s in strings]).tolist()
+    assert unpack_strings(buf, offsets) == strings
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(alphabet="abcQé", min_size=1, max_size=4), st.integers(0, 5), max_size=30),
+       st.integers(1, 12))
+def test_top_terms_equals_the_sort_by_count_then_term(counted, limit):
+    terms = list(counted)
+    counts = np.array([counted[t] for t in terms], dtype=np.int64)
+    order = sorted(range(len(terms)), key=lambda i: (-int(counts[i]), terms[i]))
+    assert top_terms(terms, counts, limit) == sorted(terms[i] for i in order[:limit])
+
+
+def test_vocabulary_does_not_depend_on_the_order_shards_are_merged():
+    from factcheck.tagging.vocabulary import TermStats, Vocabulary
+    shards = [(["ice", "sea"], [3, 1], [2, 1], 4), (["heat", "sea"], [2, 5], [1, 3], 3), (["ice", "rain"], [1, 1], [1, 1], 2)]
+    digests = set()
+    for order in ([0, 1, 2], [2, 0, 1], [1, 2, 0]):
+        stats = TermStats.empty()
+        for i in order:
+            terms, totals, df, n = shards[i]
+            stats.add(terms, np.array(totals), np.array(df), n)
+        vocab = Vocabulary.from_stats(stats, 3)
+        digests.add(vocab.digest())
+        assert vocab.terms == ["heat", "ice", "sea"]  # totals: sea 6, ice 4, heat 2, rain 1
+    assert len(digests) == 1
+
+
+def _record(done, args):
+    done.append(args[0])
+
+
+def test_stream_reports_each_finished_task_in_input_order():
+    import functools
+    import time
+
+    from factcheck.tagging.backends import WorkerPool
+    for jobs in (1, 2):
+        seen = []
+        with WorkerPool("loky", jobs) as pool:
+            # the first task finishes last: its successors must wait for it to be reported
+            got = pool.stream(time.sleep, iter([(0.4,), (0.0,), (0.0,), (0.1,)]),
+                              on_done=functools.partial(_record, seen))
+        assert got == [None] * 4 and seen == [0.4, 0.0, 0.0, 0.1], jobs
