@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import json
 import re
-from operator import itemgetter
 from json.decoder import scanstring
+from operator import itemgetter
 from pathlib import Path
 from typing import Callable, Iterator
 

@@ -345,4 +345,3 @@ class _InOrder:
 
     def all_reported(self, futures) -> bool:
         return self.reported == len(futures)
-
