@@ -1,4 +1,6 @@
+import functools
 import json
+import time
 
 import numpy as np
 import pytest
@@ -239,8 +241,6 @@ def test_count_terms_equals_the_analyzer_passage_by_passage(texts):
     for row, text in enumerate(texts):
         got = counts.matrix.getrow(row)
         assert {counts.terms[j]: int(v) for j, v in zip(got.indices, got.data)} == Counter(analyzer(text))
-    tokens, marker = word_tokens_of_texts(texts)
-    assert tokens == [t for text in texts for t in word_tokens(text) + [marker]]
 
 
 def test_a_bad_record_late_in_the_input_stops_a_two_worker_run_without_a_manifest(tmp_path):
@@ -325,7 +325,9 @@ def test_top_terms_equals_the_sort_by_count_then_term(counted, limit):
 
 def test_vocabulary_does_not_depend_on_the_order_shards_are_merged():
     from factcheck.tagging.vocabulary import TermStats, Vocabulary
-    shards = [(["ice", "sea"], [3, 1], [2, 1], 4), (["heat", "sea"], [2, 5], [1, 3], 3), (["ice", "rain"], [1, 1], [1, 1], 2)]
+    shards = [(["ice", "sea"], [3, 1], [2, 1], 4),
+              (["heat", "sea"], [2, 5], [1, 3], 3),
+              (["ice", "rain"], [1, 1], [1, 1], 2)]
     digests = set()
     for order in ([0, 1, 2], [2, 0, 1], [1, 2, 0]):
         stats = TermStats.empty()
@@ -338,19 +340,74 @@ def test_vocabulary_does_not_depend_on_the_order_shards_are_merged():
     assert len(digests) == 1
 
 
-def _record(done, args):
-    done.append(args[0])
+def _record(seen, args):
+    seen.append((args[0], time.monotonic()))
+
+
+def _nap(i, seconds):
+    if seconds < 0:
+        raise ValueError(f"task {i} failed")
+    time.sleep(seconds)
+    return i
 
 
 def test_stream_reports_each_finished_task_in_input_order():
-    import functools
-    import time
-
     from factcheck.tagging.backends import WorkerPool
     for jobs in (1, 2):
         seen = []
         with WorkerPool("loky", jobs) as pool:
-            # the first task finishes last: its successors must wait for it to be reported
-            got = pool.stream(time.sleep, iter([(0.4,), (0.0,), (0.0,), (0.1,)]),
+            # the first task finishes last: its successors wait for it to be reported
+            got = pool.stream(_nap, iter([(0, 0.4), (1, 0.0), (2, 0.0), (3, 0.1)]),
                               on_done=functools.partial(_record, seen))
-        assert got == [None] * 4 and seen == [0.4, 0.0, 0.0, 0.1], jobs
+        assert got == [0, 1, 2, 3] and [i for i, _ in seen] == [0, 1, 2, 3], jobs
+
+
+def test_stream_reports_a_finished_task_while_later_ones_run():
+    from factcheck.tagging.backends import WorkerPool
+    seen = []
+    with WorkerPool("loky", 2) as pool:
+        pool.stream(_nap, iter([(0, 0.0), (1, 1.5)]), on_done=functools.partial(_record, seen))
+        end = time.monotonic()
+    assert [i for i, _ in seen] == [0, 1]
+    assert end - seen[0][1] > 0.8  # task 0 was reported long before task 1 ended
+
+
+def test_a_failing_task_stops_the_stream_at_once_and_reports_nothing_after_it():
+    from factcheck.tagging.backends import WorkerPool
+    seen = []
+    with WorkerPool("loky", 2) as pool:
+        pool.stream(_nap, iter([(0, 0.0), (1, 0.0)]))  # workers started: time only the failure
+        start = time.monotonic()
+        with pytest.raises(ValueError, match="task 1 failed"):
+            pool.stream(_nap, iter([(0, 3.0), (1, -1), (2, 0.0)]), on_done=functools.partial(_record, seen))
+        assert time.monotonic() - start < 2.5  # not after task 0's 3 s
+    assert seen == []  # task 0 had not finished; nothing after the failed task is reported
+
+
+def test_a_run_stopped_while_counting_resumes_to_identical_bytes(tmp_path, monkeypatch):
+    # Resumed shards are merged into the totals after the stream, the others as they are
+    # counted: the vocabulary and every file must be the uninterrupted run's.
+    passages = {f"p{i}": f"{w} warming glacier record {i % 7} ocean {w}s" for i, w in
+                enumerate(["ice", "heat", "sea", "coal", "wind", "sun", "rain", "snow", "salt", "soil"] * 5)}
+    src = tmp_path / "e.json"
+    src.write_text(json.dumps(passages))
+    ref = tmp_path / "ref"
+    TagJob(progress=False, shard_size=6).run(source_spec(src), ref)
+    calls = {"n": 0}
+    real_task = job_module.count_shard
+
+    def crashing(*args):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise RuntimeError("simulated crash")
+        return real_task(*args)
+
+    out = tmp_path / "resumed"
+    monkeypatch.setattr(job_module, "count_shard", crashing)
+    with pytest.raises(RuntimeError):
+        TagJob(progress=False, shard_size=6).run(source_spec(src), out)
+    assert len(list((out / "work").glob("counts-*.joblib"))) == 2
+    monkeypatch.setattr(job_module, "count_shard", real_task)
+    TagJob(progress=False, shard_size=6).run(source_spec(src), out)
+    for name in ["manifest.json", *store.read_manifest(ref).files()]:
+        assert (out / name).read_bytes() == (ref / name).read_bytes(), name

@@ -141,13 +141,17 @@ class WorkerPool:
     non-empty :meth:`map` -- and closed when the context exits.
     """
 
-    def __init__(self, backend: str = "loky", jobs: int | None = 1, scheduler: str | None = None):
+    def __init__(self, backend: str = "loky", jobs: int | None = 1, scheduler: str | None = None,
+                 keep_heap: bool = False):
         if backend not in BACKENDS:
             raise InputError(None, None, f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}",
                              param="backend")
         self.backend = backend
         self.jobs = resolve_jobs(jobs)
         self.scheduler = scheduler
+        # Local workers keep their freed heap between tasks (see factcheck.tagging.heap):
+        # for the tagging job's short-lived workers, whose tasks allocate alike.
+        self.keep_heap = keep_heap
         self._stack = contextlib.ExitStack()
         self._client = None
         self._loky = None
@@ -173,8 +177,8 @@ class WorkerPool:
             # loky backend sets them): the open mode's embedding tasks multiply matrices.
             threads = str(max(1, available_cores() // self.jobs))
             env = {var: threads for var in NATIVE_THREAD_VARS}
-            # Workers keep their freed heap between shards (see factcheck.tagging.heap).
-            self._loky = get_reusable_executor(max_workers=self.jobs, env=env, initializer=keep_freed_memory)
+            self._loky = get_reusable_executor(max_workers=self.jobs, env=env,
+                                               initializer=keep_freed_memory if self.keep_heap else None)
             self._stack.callback(self._shutdown_loky)
         return self._loky
 
@@ -227,8 +231,9 @@ class WorkerPool:
         counts shard 0 while its driver reads shard 1). An error of ``args_iter`` (bad
         input) cancels what has not started and propagates as is. ``on_done(args)`` is
         called in this process for each task, in input order, as soon as it and every
-        task before it have finished (the tagging job merges a shard's counts while the
-        workers count the next ones)."""
+        task before it have finished (Dask: once every task is submitted); the tagging
+        job merges a shard's counts there while the workers count the next ones. An
+        error of ``on_done`` stops the map like a task's own error."""
         extra = () if common is None else (common,)
         bar = tqdm(total=total, desc=desc, unit=" shards", disable=quiet, file=sys.stderr)
         done = _InOrder(bar, on_done)

@@ -1,4 +1,5 @@
-"""The offline tagging job: split -> count (map) -> vocabulary (reduce) -> tag (map) -> finish.
+"""The offline tagging job: split -> count (map; each shard merged into the corpus totals,
+the reduce, as soon as it is counted) -> vocabulary -> tag (map) -> finish.
 
 Why two passes with kept counts: the vocabulary and IDF need the whole corpus, the tags
 need the vocabulary, and tokenising is the dominant cost; so shards are tokenised once,
@@ -118,7 +119,7 @@ class TagJob:
         # The output directory is ours alone for the whole run (see tagging/outdir.py).
         self.params.validate()
         with outdir.DirectoryLock(out):
-            with WorkerPool(self.backend, self.jobs, self.scheduler) as self._pool:
+            with WorkerPool(self.backend, self.jobs, self.scheduler, keep_heap=True) as self._pool:
                 return self._run(source, out, force)
 
     def _run(self, source: SourceSpec, out: Path, force: bool) -> store.Manifest:
@@ -161,6 +162,8 @@ class TagJob:
         root = str(out.resolve())  # absolute: a remote worker's working directory is not ours
 
         def merge(shard: int) -> None:
+            if shard in merged:
+                raise AssertionError(f"shard {shard} merged twice")  # the totals would count it twice
             c = store.load_shard(out / store.counts_name(shard), "counts", mmap=True)
             terms = unpack_strings(c["term_bytes"], c["term_offsets"])
             stats.add(terms, np.asarray(c["totals"]), np.asarray(c["doc_freq"]), int(c["count"]))
@@ -171,7 +174,7 @@ class TagJob:
                 if not store.is_done(out, store.counts_name(shard), plan_key):
                     yield root, shard, plan_key
         self._pool.stream(count_shard, count_tasks(), desc="reading and counting terms", quiet=self._quiet(),
-                          on_done=lambda args: merge(args[1]))
+                          on_done=lambda args: merge(args[1]))  # args: count_tasks' (root, shard, key)
         for s in shards:  # counted by an earlier run
             if s["shard"] not in merged:
                 merge(s["shard"])
