@@ -28,9 +28,9 @@ def _libc():
 def keep_freed_memory() -> None:
     """For a short-lived worker process whose tasks allocate alike (the tagging job's; a
     :class:`~factcheck.tagging.backends.WorkerPool` with ``keep_heap=True``): serve blocks
-    of up to 32 MB from the heap and keep
-    what is freed for the next shard instead of returning it (measured on 7 shards of the
-    1.2M bench corpus: tag step 41,571 -> 3,248 page faults, 0.57 -> 0.48 s)."""
+    of up to 32 MB from the heap and keep what is freed for the next shard instead of
+    returning it (measured on 7 shards of the 1.2M bench corpus: tag step 41,571 -> 3,248
+    page faults, 0.57 -> 0.48 s)."""
     libc = _libc()
     if libc is not None:
         libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
