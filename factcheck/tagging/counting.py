@@ -21,19 +21,19 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from factcheck.text.analyzer import TextAnalyzer, word_tokens_of_texts
+from factcheck.text.analyzer import TextAnalyzer, stem_token, word_tokens_of_texts
 
-_ANALYZER = TextAnalyzer()  # one memo per worker process, reused across shards
 _UNSEEN, _DROPPED, _BREAK = -3, -1, -2
 
 
 class _TokenIds:
     """Per process: token -> id of its stem (or _DROPPED), kept across shards, so a shard
     only stems (and looks up) the tokens no earlier shard had -- why: building the
-    token table per shard cost ~0.3 s of a ~1.2 s shard (issue 14)."""
+    token table per shard cost ~0.3 s of a ~1.2 s shard (issue 14). It is the memo of
+    :func:`~factcheck.text.analyzer.stem_token` here (a TextAnalyzer's would hold every
+    token a second time)."""
 
-    def __init__(self, analyzer: TextAnalyzer):
-        self.analyzer = analyzer
+    def __init__(self):
         self.of: dict[str, int] = {}
         self.stems: list[str] = []       # stem of each id
         self._stem_id: dict[str, int] = {}
@@ -53,7 +53,7 @@ class _TokenIds:
         if unseen.size:
             stem_id = self._stem_id
             for token in {tokens[i] for i in unseen.tolist()}:
-                s = self.analyzer.stem(token)
+                s = stem_token(token)
                 if not s:
                     self.of[token] = _DROPPED
                     continue
@@ -65,7 +65,7 @@ class _TokenIds:
         return ids
 
 
-_TOKEN_IDS = _TokenIds(_ANALYZER)
+_TOKEN_IDS = _TokenIds()  # one per worker process, reused across shards
 
 
 @dataclass
@@ -84,13 +84,13 @@ class ShardCounts:
         return np.bincount(self.matrix.indices, minlength=len(self.terms)).astype(np.int64)
 
 
-def count_terms(texts: list[str], analyzer: TextAnalyzer = _ANALYZER) -> ShardCounts:
+def count_terms(texts: list[str]) -> ShardCounts:
     """The stem counts of ``texts`` (one row each); local terms sorted (deterministic).
 
     Texts are tokenised ``BATCH`` at a time: the token list and its arrays cost ~100 bytes
     a token, so a whole shard of long passages at once would not be bounded by much.
     """
-    token_ids = _TOKEN_IDS if analyzer is _ANALYZER else _TokenIds(analyzer)
+    token_ids = _TOKEN_IDS
     token_ids.limit_memory()
     pieces = [_count_ids(texts[at:at + BATCH], token_ids) for at in range(0, max(len(texts), 1), BATCH)]
     lengths, ids, counts = (np.concatenate(part) for part in zip(*pieces))
