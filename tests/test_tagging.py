@@ -124,36 +124,46 @@ def test_export_identical_for_jobs_and_shard_sizes(tmp_path, real_sample_20k):
         assert (tmp_path / "idx-1-1000" / name).read_bytes() == (tmp_path / "idx-2-1000" / name).read_bytes()
 
 
-def test_interrupted_run_resumes_to_identical_bytes(tmp_path, monkeypatch):
-    passages = {f"p{i}": f"{w} warming glacier record {i % 7} ocean" for i, w in
+def _crash_a_run_at(tmp_path, monkeypatch, task: str, nth: int, text: str):
+    """Tag a 50-passage source into ``ref``, then into ``resumed`` with ``job.<task>``
+    raising on its ``nth`` call; returns (source, ref, resumed), the real task restored."""
+    passages = {f"p{i}": text.format(w=w, i=i % 7) for i, w in
                 enumerate(["ice", "heat", "sea", "coal", "wind", "sun", "rain", "snow", "salt", "soil"] * 5)}
     src = tmp_path / "e.json"
     src.write_text(json.dumps(passages))
     ref = tmp_path / "ref"
     TagJob(progress=False, shard_size=6).run(source_spec(src), ref)
-
     calls = {"n": 0}
-    real_task = job_module.tag_shard
+    real_task = getattr(job_module, task)
 
     def crashing(*args):
         calls["n"] += 1
-        if calls["n"] == 4:
+        if calls["n"] == nth:
             raise RuntimeError("simulated crash")
         return real_task(*args)
 
     out = tmp_path / "resumed"
-    monkeypatch.setattr(job_module, "tag_shard", crashing)
+    monkeypatch.setattr(job_module, task, crashing)
     with pytest.raises(RuntimeError):
         TagJob(progress=False, shard_size=6).run(source_spec(src), out)
+    monkeypatch.setattr(job_module, task, real_task)
     assert not (out / "manifest.json").exists()
+    return src, ref, out
+
+
+def _assert_same_index(out, ref):
+    for name in ["manifest.json", *store.read_manifest(ref).files()]:
+        assert (out / name).read_bytes() == (ref / name).read_bytes(), name
+
+
+def test_interrupted_run_resumes_to_identical_bytes(tmp_path, monkeypatch):
+    src, ref, out = _crash_a_run_at(tmp_path, monkeypatch, "tag_shard", 4, "{w} warming glacier record {i} ocean")
     finished = {p.name: p.stat().st_mtime_ns for p in (out / "tags").glob("*.joblib")}
     assert len(finished) == 3
-    monkeypatch.setattr(job_module, "tag_shard", real_task)
     TagJob(progress=False, shard_size=6).run(source_spec(src), out)
     for name, mtime in finished.items():  # completed shards were verified and skipped
         assert (out / "tags" / name).stat().st_mtime_ns == mtime
-    for name in ["manifest.json", *store.read_manifest(ref).files()]:
-        assert (out / name).read_bytes() == (ref / name).read_bytes(), name
+    _assert_same_index(out, ref)
     assert not (out / "work").exists()
 
 
@@ -387,27 +397,8 @@ def test_a_failing_task_stops_the_stream_at_once_and_reports_nothing_after_it():
 def test_a_run_stopped_while_counting_resumes_to_identical_bytes(tmp_path, monkeypatch):
     # Resumed shards are merged into the totals after the stream, the others as they are
     # counted: the vocabulary and every file must be the uninterrupted run's.
-    passages = {f"p{i}": f"{w} warming glacier record {i % 7} ocean {w}s" for i, w in
-                enumerate(["ice", "heat", "sea", "coal", "wind", "sun", "rain", "snow", "salt", "soil"] * 5)}
-    src = tmp_path / "e.json"
-    src.write_text(json.dumps(passages))
-    ref = tmp_path / "ref"
-    TagJob(progress=False, shard_size=6).run(source_spec(src), ref)
-    calls = {"n": 0}
-    real_task = job_module.count_shard
-
-    def crashing(*args):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise RuntimeError("simulated crash")
-        return real_task(*args)
-
-    out = tmp_path / "resumed"
-    monkeypatch.setattr(job_module, "count_shard", crashing)
-    with pytest.raises(RuntimeError):
-        TagJob(progress=False, shard_size=6).run(source_spec(src), out)
+    src, ref, out = _crash_a_run_at(tmp_path, monkeypatch, "count_shard", 3,
+                                    "{w} warming glacier record {i} ocean {w}s")
     assert len(list((out / "work").glob("counts-*.joblib"))) == 2
-    monkeypatch.setattr(job_module, "count_shard", real_task)
     TagJob(progress=False, shard_size=6).run(source_spec(src), out)
-    for name in ["manifest.json", *store.read_manifest(ref).files()]:
-        assert (out / name).read_bytes() == (ref / name).read_bytes(), name
+    _assert_same_index(out, ref)
