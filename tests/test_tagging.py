@@ -402,3 +402,35 @@ def test_a_run_stopped_while_counting_resumes_to_identical_bytes(tmp_path, monke
     assert len(list((out / "work").glob("counts-*.joblib"))) == 2
     TagJob(progress=False, shard_size=6).run(source_spec(src), out)
     _assert_same_index(out, ref)
+
+
+from sklearn.feature_extraction.text import TfidfTransformer  # noqa: E402
+
+from factcheck.tagging.vocabulary import tfidf_rows  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 12), st.integers(1, 40), st.integers(0, 2**32 - 1))
+def test_tfidf_rows_is_bit_identical_to_sklearns_transform(n_rows, n_cols, seed):
+    # Long rows and IDFs across many magnitudes make the order of a row's sum matter;
+    # 1e-170 squares to 0.0, so some rows sum to zero (scikit-learn leaves those as they are).
+    rng = np.random.default_rng(seed)
+    dense = rng.integers(0, 4, size=(n_rows, n_cols)) * (rng.random((n_rows, n_cols)) < rng.random())
+    counts = sp.csr_matrix(dense.astype(np.int32))
+    idf = rng.choice([1e-170, 1.0, 1.7]) * 10.0 ** rng.uniform(-8, 8, n_cols)
+    want = TfidfTransformer(norm="l2").fit(counts)
+    want.idf_ = idf
+    want = sp.csr_matrix(want.transform(counts))
+    got = tfidf_rows(counts, idf)
+    assert np.array_equal(got.indptr, want.indptr) and np.array_equal(got.indices, want.indices)
+    assert got.data.tobytes() == want.data.tobytes()
+
+
+def test_tagging_workers_import_neither_sklearn_nor_nltks_package():
+    # Why it matters: those imports cost each worker ~1.3 CPU-s at start (issue 14).
+    import subprocess
+    import sys
+    code = ("import sys; from factcheck.tagging import tasks; tasks.warm_up(); "
+            "print(sorted(m for m in ('sklearn', 'pandas', 'scipy.stats', 'nltk') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -1,3 +1,5 @@
+import json
+
 from nltk.stem.porter import PorterStemmer
 
 from factcheck.text.analyzer import TextAnalyzer, analyze, word_tokens
@@ -38,3 +40,42 @@ def test_memo_is_not_pickled_and_results_are_stable():
 def test_empty_and_symbol_only_text():
     assert analyze("") == []
     assert analyze("!!! 123 ... ---") == []
+
+
+def _python(code: str) -> str:
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+
+
+_STEM_BOTH_WAYS = """
+import json, sys
+from factcheck.text import porter
+{patch}
+ours = porter.porter_stemmer()
+print(json.dumps(sorted(n for n in sys.modules if n == "nltk" or n.startswith("nltk."))))
+from nltk.stem.porter import PorterStemmer
+import nltk
+print(json.dumps([callable(getattr(nltk, "word_tokenize", None)), type(ours).__module__]))
+words = {words!r}
+print(json.dumps([ours.stem(w) == PorterStemmer().stem(w) for w in words]))
+"""
+
+_WORDS = ["warming", "oceans", "generalizations", "niño", "dying", "skies", "hopping", "agreed", "sensational",
+          "conditional", "relational", "happiness", "electrical", "adjustable", "irritant", "fizzed", "feed", "y"]
+
+
+def test_the_stemmer_loaded_without_nltks_package_is_nltks_and_leaves_no_trace():
+    from conftest import DEMO
+    words = sorted(set(_WORDS) | set(word_tokens((DEMO / "evidence.json").read_text(encoding="utf-8"))))
+    left, (full_nltk, module), same = (json.loads(line) for line in
+                                       _python(_STEM_BOTH_WAYS.format(patch="", words=words)).splitlines())
+    assert left == []  # nothing of the bare load stays in sys.modules ...
+    assert full_nltk and module == "nltk.stem.porter"  # ... so a later `import nltk` is the whole package
+    assert len(same) > 300 and all(same)
+
+
+def test_the_stemmer_falls_back_to_nltks_normal_import():
+    patch = "porter._porter_module_alone = lambda: 1 / 0"
+    left, _, same = (json.loads(line) for line in _python(_STEM_BOTH_WAYS.format(patch=patch, words=_WORDS)).splitlines())
+    assert "nltk" in left and "nltk.stem.porter" in left and all(same)

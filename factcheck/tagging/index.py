@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from factcheck.formats.files import atomic_path
 from factcheck.tagging import store
 from factcheck.tagging.packing import unpack_one, unpack_strings
+from factcheck.tagging.vocabulary import tfidf_rows
 
 
 def _concat_packed(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
@@ -140,12 +141,11 @@ class TagIndex:
 
         Equal, bit for bit, to ``tag_vectorizer.transform(tag_strings)`` (a test checks
         it), built from the tag arrays instead: the term counts a CountVectorizer would
-        make (each tag once: 1.0, columns sorted), then scikit-learn's own TF-IDF
-        transform with the vectoriser's IDF. Why: the string round trip through the
+        make (each tag once: 1.0, columns sorted), then the vectoriser's TF-IDF transform
+        with its IDF (:func:`~factcheck.tagging.vocabulary.tfidf_rows`). Why: the string round trip through the
         vectoriser's analyzer took ~3 s at 1.2M passages, a third of the app's start-up
         (issue 14).
         """
-        from sklearn.feature_extraction.text import TfidfTransformer
         vec = self.tag_vectorizer
         tag_column = np.full(len(self.vocabulary), -1, dtype=np.int64)
         passage_column = self.passage_vectorizer.vocabulary_
@@ -158,10 +158,8 @@ class TagIndex:
         counts = sp.csr_matrix((np.ones(int(kept_before[-1]), dtype=vec.dtype), cols[kept].astype(np.int32),
                                 kept_before[self.tag_indptr]), shape=(len(self), len(vec.vocabulary_)))
         counts.sort_indices()  # as CountVectorizer leaves them (a passage's tags are distinct)
-        tfidf = TfidfTransformer(norm=vec.norm, use_idf=vec.use_idf, smooth_idf=vec.smooth_idf,
-                                 sublinear_tf=vec.sublinear_tf)
-        tfidf.idf_ = vec.idf_
-        return tfidf.transform(counts).tocsr()
+        assert vec.norm == "l2" and vec.use_idf and not vec.sublinear_tf  # tag_model.make_vectorizer's
+        return tfidf_rows(counts, vec.idf_)
 
     @cached_property
     def tag_strings(self) -> list[str]:

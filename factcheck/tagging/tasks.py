@@ -7,7 +7,6 @@ Each reads its own shard from the shared output directory and writes its own res
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import numpy as np
@@ -18,16 +17,17 @@ from factcheck.tagging import store
 from factcheck.tagging.counting import count_terms
 from factcheck.tagging.packing import pack_strings, unpack_strings
 from factcheck.tagging.topk import top_k_rows
-from factcheck.text.analyzer import porter_stemmer
+from factcheck.tagging.vocabulary import tfidf_rows
+from factcheck.text.porter import porter_stemmer
 
 __all__ = ["count_shard", "tag_shard", "warm_up"]
 
 
 def warm_up() -> None:
-    """Import what the tasks need, in a worker, while the driver still reads the input:
-    a fresh loky worker spent ~2 s on imports before its first shard (issue 14)."""
-    porter_stemmer()  # count_shard's stemmer (nltk)
-    importlib.import_module("sklearn.feature_extraction.text")  # tag_shard's TfidfTransformer
+    """Start a worker and load what the tasks need while the driver still reads the input
+    (a fresh loky worker once spent ~2 s on imports before its first shard; since the
+    tasks stopped importing scikit-learn and nltk's package, ~0.3 s; issue 14)."""
+    porter_stemmer()  # count_shard's stemmer
 
 
 def count_shard(root: str, shard: int, key: str) -> None:
@@ -51,7 +51,6 @@ def count_shard(root: str, shard: int, key: str) -> None:
 def tag_shard(root: str, shard: int, key: str, payload) -> None:
     """Tag shard ``shard`` with its top-k TF-IDF terms; ``payload`` is the vocabulary,
     its IDF and k, shared by every task."""
-    from sklearn.feature_extraction.text import TfidfTransformer
     vocab_terms, idf, top_k = payload
     root = Path(root)
     c = store.load_shard(root / store.counts_name(shard), "counts")
@@ -67,9 +66,7 @@ def tag_shard(root: str, shard: int, key: str, payload) -> None:
     counts = sp.csr_matrix((local.data[keep], mapped[keep], kept_before[local.indptr]),
                            shape=(n, len(vocab_terms)))
     counts.sort_indices()  # canonical order -> identical float sums in every shard layout
-    tfidf = TfidfTransformer(norm="l2", smooth_idf=True)
-    tfidf.idf_ = idf
-    weights = tfidf.transform(counts)
+    weights = tfidf_rows(counts, idf)
     indptr, terms, values = top_k_rows(weights, top_k)
     name = store.tags_name(shard)
     p_start = store.load_shard(root / store.passages_name(shard), "passages", mmap=True)["start"]

@@ -12,22 +12,13 @@ process and is never pickled (pickles stay small and byte-stable).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
 
+from factcheck.text.porter import porter_stemmer
 from factcheck.text.stopwords import ENGLISH_STOP_WORDS
 
 _WORD_RUNS = re.compile(r"\w+")
-
-
-@functools.cache
-def porter_stemmer():
-    """nltk's PorterStemmer, imported on first use. Why not at import time: importing nltk
-    takes ~1.1 s (its package imports scipy.stats and more), which the tagging driver --
-    it never stems -- paid before reading a byte (issue 14)."""
-    from nltk.stem.porter import PorterStemmer
-    return PorterStemmer()
 
 
 def stem_token(token: str) -> str:
