@@ -410,17 +410,28 @@ from factcheck.tagging.vocabulary import tfidf_rows  # noqa: E402
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(1, 12), st.integers(1, 40), st.integers(0, 2**32 - 1))
-def test_tfidf_rows_is_bit_identical_to_sklearns_transform(n_rows, n_cols, seed):
+@given(st.integers(1, 12), st.integers(1, 40), st.integers(0, 2**32 - 1),
+       st.sampled_from([np.int32, np.int64, np.float64]), st.booleans())
+def test_tfidf_rows_is_bit_identical_to_sklearns_transform(n_rows, n_cols, seed, dtype, canonical):
     # Long rows and IDFs across many magnitudes make the order of a row's sum matter;
     # 1e-170 squares to 0.0, so some rows sum to zero (scikit-learn leaves those as they are).
     rng = np.random.default_rng(seed)
     dense = rng.integers(0, 4, size=(n_rows, n_cols)) * (rng.random((n_rows, n_cols)) < rng.random())
-    counts = sp.csr_matrix(dense.astype(np.int32))
+    counts = sp.csr_matrix(dense.astype(dtype))
+    if not canonical:  # each entry split in two, the pieces shuffled within their row
+        row_of = np.repeat(np.arange(n_rows), np.diff(counts.indptr))
+        halves = counts.data // 2 if dtype != np.float64 else counts.data / 2
+        rows = np.concatenate([row_of, row_of])
+        order = np.lexsort((rng.random(len(rows)), rows))
+        coo = sp.coo_matrix((np.concatenate([halves, counts.data - halves])[order],
+                             (rows[order], np.concatenate([counts.indices, counts.indices])[order])),
+                            shape=counts.shape)
+        counts = sp.csr_matrix((coo.data, coo.col, counts.indptr * 2), shape=counts.shape)
+        assert not counts.has_canonical_format or counts.nnz == 0
     idf = rng.choice([1e-170, 1.0, 1.7]) * 10.0 ** rng.uniform(-8, 8, n_cols)
-    want = TfidfTransformer(norm="l2").fit(counts)
+    want = TfidfTransformer(norm="l2").fit(counts.copy())
     want.idf_ = idf
-    want = sp.csr_matrix(want.transform(counts))
+    want = sp.csr_matrix(want.transform(counts.copy()))
     got = tfidf_rows(counts, idf)
     assert np.array_equal(got.indptr, want.indptr) and np.array_equal(got.indices, want.indices)
     assert got.data.tobytes() == want.data.tobytes()

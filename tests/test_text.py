@@ -1,5 +1,6 @@
 import json
 
+import pytest
 from nltk.stem.porter import PorterStemmer
 
 from factcheck.text.analyzer import TextAnalyzer, analyze, word_tokens
@@ -75,7 +76,23 @@ def test_the_stemmer_loaded_without_nltks_package_is_nltks_and_leaves_no_trace()
     assert len(same) > 300 and all(same)
 
 
-def test_the_stemmer_falls_back_to_nltks_normal_import():
-    patch = "porter._porter_module_alone = lambda: 1 / 0"
-    left, _, same = (json.loads(line) for line in _python(_STEM_BOTH_WAYS.format(patch=patch, words=_WORDS)).splitlines())
-    assert "nltk" in left and "nltk.stem.porter" in left and all(same)
+_FAIL_HALFWAY = """
+import importlib, types
+calls = []
+def import_module(name):
+    calls.append(name)
+    if len(calls) == 1:  # the bare load: get part of nltk in, then fail
+        importlib.import_module("nltk.stem.api")
+        raise ImportError("a future nltk's stemmer needs its package")
+    return importlib.import_module(name)
+porter.importlib = types.SimpleNamespace(import_module=import_module, util=importlib.util)
+"""
+
+
+@pytest.mark.parametrize("patch", [_FAIL_HALFWAY, "import sys, types; sys.modules['nltk.x'] = types.ModuleType('nltk.x')"],
+                         ids=["bare-load-fails-halfway", "part-of-nltk-already-imported"])
+def test_the_stemmer_falls_back_to_nltks_normal_import(patch):
+    # The fallback must find no stand-in package left: a later `import nltk` is complete.
+    left, (full_nltk, _), same = (json.loads(line) for line in
+                                  _python(_STEM_BOTH_WAYS.format(patch=patch, words=_WORDS)).splitlines())
+    assert "nltk" in left and "nltk.stem.porter" in left and full_nltk and all(same)

@@ -158,7 +158,8 @@ class TagIndex:
         counts = sp.csr_matrix((np.ones(int(kept_before[-1]), dtype=vec.dtype), cols[kept].astype(np.int32),
                                 kept_before[self.tag_indptr]), shape=(len(self), len(vec.vocabulary_)))
         counts.sort_indices()  # as CountVectorizer leaves them (a passage's tags are distinct)
-        assert vec.norm == "l2" and vec.use_idf and not vec.sublinear_tf  # tag_model.make_vectorizer's
+        if (vec.norm, vec.use_idf, vec.sublinear_tf, np.dtype(vec.dtype)) != ("l2", True, False, np.float64):
+            raise RuntimeError("tag_space computes tag_model.make_vectorizer's TF-IDF settings; they changed")
         return tfidf_rows(counts, vec.idf_)
 
     @cached_property

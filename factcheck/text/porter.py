@@ -10,8 +10,13 @@ command that stems paid it (issue 14). The stemmer is nltk's own code either way
 How: for the duration of the import, ``sys.modules`` holds bare package objects for
 ``nltk`` and ``nltk.stem`` (so their ``__init__`` files do not run); afterwards every
 ``nltk`` module entry added is removed again, so a later ``import nltk`` elsewhere in the
-process gets the complete package. If nltk is already imported, or the bare load fails
-(a future nltk whose stemmer needs more of its package), the normal import is used.
+process gets the complete package. If any nltk module is already imported, or the bare
+load fails (a future nltk whose stemmer needs more of its package), the normal import is
+used. Two limits, both harmless here: a thread of the same process that imports nltk
+during the ~10 ms window would get the bare package (factcheck loads the stemmer before
+it starts threads: workers in ``warm_up``, the app at start-up); and the stemmer's class is
+not ``nltk.stem.porter.PorterStemmer`` of a later full import, so ``isinstance`` checks
+against that and pickling fail (nothing pickles it: the analyzer's memo is not pickled).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import os
 import sys
 import threading
 import types
@@ -38,7 +44,7 @@ def _porter_module_alone() -> types.ModuleType:
         raise ImportError("nltk is not installed as a package")
     root = list(spec.submodule_search_locations)[0]
     before = set(sys.modules)
-    for name, path in (("nltk", root), ("nltk.stem", f"{root}/stem")):
+    for name, path in (("nltk", root), ("nltk.stem", os.path.join(root, "stem"))):
         bare = types.ModuleType(name)
         bare.__path__ = [path]
         sys.modules[name] = bare
@@ -60,7 +66,7 @@ def porter_stemmer():
     """
     with _LOADING:
         module = None
-        if "nltk" not in sys.modules:
+        if not any(map(_is_nltk, sys.modules)):
             try:
                 module = _porter_module_alone()
             except Exception:  # any failure of the shortcut: take nltk's normal import
