@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,13 @@ def run_cli(*args, cwd=None, env=None, timeout=600):
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "factcheck", *map(str, args)], cwd=cwd,
                           env=full_env, capture_output=True, text=True, timeout=timeout)
+
+
+def run_python(code: str) -> subprocess.CompletedProcess:
+    """Run ``code`` (dedented) in a fresh interpreter: this checkout first on the path, no
+    inherited environment (so nothing cached or configured leaks in)."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 
 def assert_one_line_error(proc, *must_contain):

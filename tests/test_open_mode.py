@@ -10,25 +10,18 @@ import importlib.util
 import json
 import os
 import shutil
-import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
 
-from conftest import DEMO, ROOT
+from conftest import DEMO, run_python
 from factcheck.errors import InputError, IntegrityError
 
 OPEN_INSTALLED = importlib.util.find_spec("wordllama") is not None
 if not OPEN_INSTALLED and os.environ.get("FACTCHECK_REQUIRE_OPEN") == "1":  # CI (.ci/run): never skip these
     raise RuntimeError("the open extra is not installed and FACTCHECK_REQUIRE_OPEN=1: pip install -e '.[test,open]'")
 needs_open = pytest.mark.skipif(not OPEN_INSTALLED, reason="needs the open extra (pip install -e '.[open]')")
-
-
-def run_python(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 
 # ---------------------------------------------------------------- course mode stays pure

@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from conftest import DEMO, assert_one_line_error, run_cli
+from conftest import DEMO, assert_one_line_error, run_cli, run_python
 from factcheck.formats.evidence import source_spec
 from factcheck.tagging import job as job_module
 from factcheck.tagging import store
@@ -439,9 +439,7 @@ def test_tfidf_rows_is_bit_identical_to_sklearns_transform(n_rows, n_cols, seed,
 
 def test_tagging_workers_import_neither_sklearn_nor_nltks_package():
     # Why it matters: those imports cost each worker ~1.3 CPU-s at start (issue 14).
-    import subprocess
-    import sys
-    code = ("import sys; from factcheck.tagging import tasks; tasks.warm_up(); "
-            "print(sorted(m for m in ('sklearn', 'pandas', 'scipy.stats', 'nltk') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    proc = run_python("import sys; from factcheck.tagging import tasks; tasks.warm_up(); "
+                      "print(sorted(m for m in ('sklearn', 'pandas', 'scipy.stats', 'nltk') if m in sys.modules))")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

@@ -3,6 +3,7 @@ import json
 import pytest
 from nltk.stem.porter import PorterStemmer
 
+from conftest import run_python
 from factcheck.text.analyzer import TextAnalyzer, analyze, word_tokens
 from factcheck.text.stopwords import ENGLISH_STOP_WORDS
 
@@ -44,9 +45,9 @@ def test_empty_and_symbol_only_text():
 
 
 def _python(code: str) -> str:
-    import subprocess
-    import sys
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
 
 
 _STEM_BOTH_WAYS = """
