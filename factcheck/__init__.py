@@ -56,13 +56,13 @@ _API = {
     "PassageVectorJob": "factcheck.tagging.vectors",
     "DenseRetriever": "factcheck.retrieval.dense",
     "HybridRetriever": "factcheck.retrieval.dense",
-    "train_reranker": "factcheck.pipeline.rerank_training",
+    "train_reranker": "factcheck.training.rerank",
     # the claim classifier and a whole trained system
     "make_classifier": "factcheck.classification.model",
     "load_classifier": "factcheck.classification.model",
     "save_classifier": "factcheck.classification.model",
-    "FactChecker": "factcheck.pipeline.fact_checker",
-    "Verdicts": "factcheck.pipeline.fact_checker",
+    "FactChecker": "factcheck.system.checker",
+    "Verdicts": "factcheck.system.checker",
     "run_pipeline": "factcheck.pipeline.run",
     # readers and writers
     "Claim": "factcheck.formats.claims",

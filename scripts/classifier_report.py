@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """Write reports/classifier.md: the claim classifier, selected by cross-validation.
 
     factcheck run --data-dir ../shared/data --out out/proxy
-    python scripts/classifier_report.py --run out/proxy [--before /work/ref/proxy] [--bench-run out/bench]
+    python -m scripts.classifier_report --run out/proxy [--before /work/ref/proxy] [--bench-run out/bench]
 
 Every figure is read from the run (metrics.json, tuning/classifier-cv.csv): the
 cross-validated variants over the 1,228 training claims, the chosen one's out-of-fold
@@ -18,9 +17,8 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import ROOT, machine, write_report  # noqa: E402
-from factcheck.evaluation.intervals import format_interval  # noqa: E402
+from harness.measure import ROOT, machine, write_report
+from factcheck.evaluation.intervals import format_interval
 
 LABELS = ("SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO", "DISPUTED")
 TARGETS = {"dev accuracy (retrieved evidence)": 0.55, "dev macro-F1": 0.45,
@@ -95,7 +93,7 @@ def main(argv=None) -> int:
     L = ["# The claim classifier: selected by cross-validation", "",
          f"Machine: {machine()}. Commands:", "", "```",
          f"factcheck run --data-dir ../shared/data --out {rel(args.run)}",
-         f"python scripts/classifier_report.py --run {rel(args.run)}"
+         f"python -m scripts.classifier_report --run {rel(args.run)}"
          + (f" --before {rel(args.before)}" if args.before else "")
          + (f" --bench-run {rel(args.bench_run)}" if args.bench_run else ""), "```", "",
          f"Every choice (reader, feature groups, C, class weights, augmentation) was made by repeated stratified "
@@ -203,7 +201,7 @@ def main(argv=None) -> int:
               "reader and configuration"
               + ("" if stance_source is variants else f" (from `{rel(args.stance_csv)}`, a run with the stance "
                  "candidate on; the run reported here leaves it off, `STANCE_CANDIDATE` in "
-                 "`factcheck/pipeline/classifier_cv.py`)") + ":", ""]
+                 "`factcheck/training/classifier_cv.py`)") + ":", ""]
         for v in stance:
             same = [d for d in stance_source if d.get("stance") == "False" and all(d[k] == v[k] for k in
                     ("reader", "C", "class_weight", "augment", "groups"))]
@@ -299,7 +297,7 @@ def main(argv=None) -> int:
         ba = bm["run"]["ablation"]["retrieved"]["accuracy"]
         bc = bm["run"]["classifier_cv"]
         L += ["", "## The 1.2M bench corpus", "",
-              f"`python scripts/make_bench_corpus.py --n 1208827 --out bench/corpus-1208827.json`, then `factcheck run "
+              f"`python -m benchmarks.make_corpus --n 1208827 --out bench/corpus-1208827.json`, then `factcheck run "
               f"--data-dir ../shared/data --evidence bench/corpus-1208827.json --out {rel(args.bench_run)}` "
               f"({bm['run']['passages']:,} passages): reader {bc['chosen']['reader']}, groups "
               f"{'+'.join(bc['chosen']['groups'])}, C {bc['chosen']['C']}; CV accuracy {bc['cv']['accuracy_mean']:.3f}; "

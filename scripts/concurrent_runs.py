@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Two ``factcheck tag`` runs into one ``--out`` at once: never a verified index with wrong content.
 
 Each trial starts run A (default settings) and, after a random delay within A's running
@@ -13,8 +12,8 @@ time (or up to 0.5 s before it), run B into the same directory -- with other set
 An index that verifies with any other content is a failure. The losing run must fail
 with one line (exit 2), never a traceback; the outcomes are counted and printed.
 
-    python scripts/concurrent_runs.py --trials 50
-    python scripts/concurrent_runs.py --trials 50 --same
+    python -m scripts.concurrent_runs --trials 50
+    python -m scripts.concurrent_runs --trials 50 --same
 
 Exit status 0 when no trial failed. The in-suite version (3 trials) is in
 tests/test_hardening.py and reuses :func:`trial`.
@@ -32,8 +31,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import crash_test  # noqa: E402  (same directory: the shared harness)
+from scripts import crash_test
 
 OTHER = ("--top-k", "5")
 

@@ -1,11 +1,10 @@
-#!/usr/bin/env python3
 """Write reports/constraint-cost.md: what the 2024 rule (nothing pretrained) costs.
 
     factcheck run --data-dir ../shared/data --out out/proxy
     factcheck run --data-dir ../shared/data --out out/proxy-open --mode open
     factcheck run --data-dir ../shared/data --out out/wiki --evidence ../shared/data/evidence-wiki.json.gz
     factcheck run --data-dir ../shared/data --out out/wiki-open --evidence ../shared/data/evidence-wiki.json.gz --mode open
-    python scripts/constraint_cost.py --pair proxy out/proxy out/proxy-open --pair wiki out/wiki out/wiki-open \\
+    python -m scripts.constraint_cost --pair proxy out/proxy out/proxy-open --pair wiki out/wiki out/wiki-open \\
         [--costs reports/open-costs.json]
 
 Each pair is the course-mode and the open-mode run of one knowledge source. Everything is
@@ -20,20 +19,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import ROOT, machine, write_report  # noqa: E402
+from harness.measure import ROOT, machine, write_report
 
-import factcheck  # noqa: E402
-from factcheck.evaluation.course_metric import evidence_f  # noqa: E402
-from factcheck.evaluation.intervals import (Estimate, bootstrap_harmonic, bootstrap_mean, format_interval, harmonic_mean,  # noqa: E402
+import factcheck
+from factcheck.evaluation.course_metric import evidence_f
+from factcheck.evaluation.intervals import (Estimate, bootstrap_harmonic, bootstrap_mean, format_interval, harmonic_mean,
                                             paired_bootstrap_diff, resample_indices, wilson)
-from factcheck.evaluation.retrieval_metrics import recall_at  # noqa: E402
-from factcheck.formats.explanations import explanations_path  # noqa: E402
+from factcheck.evaluation.retrieval_metrics import recall_at
+from factcheck.formats.explanations import explanations_path
 
 PREDICTIONS = "dev-claims-predictions.json"
 
@@ -99,7 +96,7 @@ def main(argv=None) -> int:
     gold = factcheck.read_claims(args.dev_claims, require_labels=True)
     L = ["# What the course rule costs: course mode versus open mode (dev)", "",
          f"Machine: {machine()}. Regenerate with:", "", "```",
-         "python scripts/constraint_cost.py " + " ".join(f"--pair {a} {b} {c}" for a, b, c in args.pair)
+         "python -m scripts.constraint_cost " + " ".join(f"--pair {a} {b} {c}" for a, b, c in args.pair)
          + (f" --costs {args.costs}" if args.costs else "") + (f" --notes {args.notes}" if args.notes else ""),
          "```", "",
          "Course mode obeys the 2024 rule (nothing pretrained); open mode adds the bundled `wordllama` static "

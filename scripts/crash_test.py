@@ -1,10 +1,9 @@
-#!/usr/bin/env python3
 """Crash-resume test of ``factcheck tag``: SIGKILL it many times, resume, compare bytes.
 
 1. Build a course-format sample (the first N passages of the proxy corpus, or of --source).
 2. Reference: one uninterrupted ``factcheck tag --jobs 1`` run.
 3. Exact kills (``--jobs 1``): a chain of runs on one directory, each killed by the
-   fault-injection hook (``FACTCHECK_CRASH_AT``, see factcheck/faults.py) at the next of
+   fault-injection hook (``FACTCHECK_CRASH_AT``, see harness/crashpoints.py) at the next of
    a list of points in pipeline order -- half-way through a shard write, before/after a
    rename, between stages, half-way through the manifest write... -- then one final
    run. Every killed run must die by SIGKILL (so the point was really reached) and must
@@ -15,8 +14,8 @@
    it lists, and no other file left behind), and ``factcheck export-tags`` must list every
    input id exactly once, in input order.
 
-    python scripts/crash_test.py --passages 200000 --kills 30
-    python scripts/crash_test.py --passages 5000 --shard-size 500 --kills 12 --random-kills 2
+    python -m scripts.crash_test --passages 200000 --kills 30
+    python -m scripts.crash_test --passages 5000 --shard-size 500 --kills 12 --random-kills 2
 
 Exit status 0 when every chain matched, 1 otherwise. The in-suite version is
 tests/test_crash_resume.py, which reuses the functions below.
@@ -38,6 +37,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+
+from harness.crashpoints import crash_env
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE = ROOT.parent / "shared" / "data" / "evidence.json.gz"
@@ -72,10 +73,7 @@ def run_tag(src: Path, out: Path, shard_size: int, jobs: int, crash_at: str | No
     power cut -- this many seconds after the run starts writing (its first new file in
     ``out``; the seconds before that are interpreter start-up and reading the input).
     """
-    env = dict(os.environ)
-    env.pop("FACTCHECK_CRASH_AT", None)
-    if crash_at:
-        env["FACTCHECK_CRASH_AT"] = crash_at
+    env = crash_env(crash_at)
     launched_ns = time.time_ns()
     t0 = time.monotonic()
     started = None
@@ -355,7 +353,6 @@ def main(argv=None) -> int:
     rng = random.Random(args.seed)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="crash-test-"))
     work.mkdir(parents=True, exist_ok=True)
-    sys.path.insert(0, str(ROOT))
     t0 = time.monotonic()
     failures: list[str] = []
     n_killed = 0

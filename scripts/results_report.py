@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """Write reports/results.md from the metrics of `factcheck run` on both evidence files.
 
     factcheck run --data-dir ../shared/data --out out/proxy
     factcheck run --data-dir ../shared/data --out out/wiki --evidence ../shared/data/evidence-wiki.json.gz
-    python scripts/results_report.py --runs out/proxy out/wiki
+    python -m scripts.results_report --runs out/proxy out/wiki
 
 Every figure is read from the runs' metrics.json (dev, 154 claims); the 2024 figures are
 those of the 2024 system on the real 1.2M-sentence corpus.
@@ -13,12 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import ROOT, machine, write_report  # noqa: E402
-from factcheck.evaluation.intervals import format_interval  # noqa: E402
+from harness.measure import ROOT, machine, write_report
+from factcheck.evaluation.intervals import format_interval
 
 
 def e(d: dict | None) -> str:
@@ -36,7 +33,7 @@ def main(argv=None) -> int:
          f"Machine: {machine()}. Commands:", "", "```",
          "factcheck run --data-dir ../shared/data --out out/proxy",
          "factcheck run --data-dir ../shared/data --out out/wiki --evidence ../shared/data/evidence-wiki.json.gz",
-         f"python scripts/results_report.py --runs {' '.join(str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p) for p in args.runs)}",
+         f"python -m scripts.results_report --runs {' '.join(str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p) for p in args.runs)}",
          "```", "",
          "Everything was tuned and trained on the training claims only (retrievers on a fixed 80/20 split, the "
          "classifier and its reader by 5-fold x 3 cross-validation over all of them); dev (154 claims) "

@@ -1,14 +1,13 @@
-#!/usr/bin/env python3
 """Write reports/retrieval.md: every retriever, tuned on the training split, scored on dev.
 
 For each knowledge source (the proxy corpus and its Wikipedia sentences alone): tag it,
 sweep the tag rule's thresholds and BM25's k1/b/k on the fixed 80% part of the training
-claims and choose on the 20% part (factcheck.pipeline.tuning), train the reranker the
+claims and choose on the 20% part (factcheck.training.tuning), train the reranker the
 same way when it is available, then score dev once per retriever -- with the 2024 rule
 at its 2024 defaults as the reference row. Sweeps go to reports/sweeps/*.csv and
 reports/plots/*.png.
 
-    python scripts/retrieval_report.py [--corpora proxy,wiki] [--work bench/retrieval-report]
+    python -m scripts.retrieval_report [--corpora proxy,wiki] [--work bench/retrieval-report]
 """
 
 from __future__ import annotations
@@ -20,9 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import ROOT, SHARED, machine, write_report  # noqa: E402
-from factcheck.evaluation.intervals import format_interval  # noqa: E402
+from harness.measure import ROOT, SHARED, machine, write_report
+from factcheck.evaluation.intervals import format_interval
 
 CORPORA = {"proxy": "evidence.json.gz", "wiki": "evidence-wiki.json.gz"}
 
@@ -58,8 +56,8 @@ def ablation_table(name: str) -> list[str]:
 
 def corpus_section(name: str, work: Path, extra_rows) -> tuple[list[str], dict]:
     from factcheck.formats.claims import read_claims
-    from factcheck.pipeline import plots
-    from factcheck.pipeline.selection import tune_retrievers
+    from factcheck.reporting import plots
+    from factcheck.training.selection import tune_retrievers
     from factcheck.formats.splits import train_holdout_split
     from factcheck.retrieval.tag_rule import TagRuleRetriever
     from factcheck.tagging.index import TagIndex
@@ -122,10 +120,10 @@ def main(argv=None) -> int:
     extra = [("bm25+chunks (40/10 words, fixed)", chunked_bm25)]
     lines = [
         "# Retrieval, measured on its own", "",
-        f"Command: `python scripts/retrieval_report.py --corpora {args.corpora}`. Machine: {machine()}.", "",
+        f"Command: `python -m scripts.retrieval_report --corpora {args.corpora}`. Machine: {machine()}.", "",
         "Protocol: every parameter is chosen on the training claims only — a grid is evaluated on a fixed "
         "80% part, the best five there are compared on the remaining 20% (hold-out F below), and the best "
-        "hold-out point is kept (`factcheck/pipeline/tuning.py`). The learned reranker is trained on the 80% "
+        "hold-out point is kept (`factcheck/training/tuning.py`). The learned reranker is trained on the 80% "
         "part with its cut-off chosen on the 20% part. Dev (154 claims) is scored once per retriever. "
         "Intervals: 95% percentile bootstrap over claims (10,000 resamples) for means, Wilson for "
         "proportions.", "",

@@ -1,7 +1,8 @@
-"""The package's layers, checked by walking every import (issue 11).
+"""The package's layers, checked by walking every import.
 
-Layers, lowest first: ``errors``/``faults`` → ``formats``, ``text`` → ``tagging`` →
-``retrieval``, ``classification`` → ``evaluation`` → ``pipeline`` → ``serve`` → ``cli``.
+Layers, lowest first: ``errors`` → ``formats``, ``text`` → ``tagging`` → ``retrieval``,
+``classification`` → ``evaluation`` → ``system``, ``training``, ``reporting`` → ``pipeline``
+→ ``serve`` → ``cli``.
 A module may import its own layer's package and anything lower; never a higher layer,
 never a sibling layer (``retrieval`` ↔ ``classification``), and no two modules may
 import each other, directly or round a longer loop -- imports inside functions count
@@ -14,8 +15,9 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "factcheck"
-LAYERS = {"errors": 0, "faults": 0, "formats": 1, "text": 1, "tagging": 2, "retrieval": 3,
-          "classification": 3, "evaluation": 4, "pipeline": 5, "serve": 6, "cli": 7, "__main__": 8}
+LAYERS = {"errors": 0, "formats": 1, "text": 1, "tagging": 2, "retrieval": 3, "classification": 3,
+          "evaluation": 4, "system": 5, "training": 5, "reporting": 5, "pipeline": 6, "serve": 7, "cli": 8,
+          "__main__": 9}
 
 
 def module_name(path: Path) -> str:

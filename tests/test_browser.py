@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from conftest import DEMO, ROOT, require_or_skip, run_cli
-from factcheck.serve.process import ServerFailed, serving
+from harness.serving import ServerFailed, serving
 from factcheck.text.analyzer import stem_token
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -11,7 +11,7 @@ from conftest import DEMO
 from factcheck.classification.calibration import apply_temperature, fit_temperature, reliability, scale
 from factcheck.classification.cv import CVResult, ClassifierConfig, choose_one_se, cv_splits
 from factcheck.formats.claims import LABELS, Claim
-from factcheck.pipeline.cv_evidence import out_of_fold_evidence
+from factcheck.training.cv_evidence import out_of_fold_evidence
 from factcheck.retrieval.base import Hit, Selection
 
 
@@ -198,7 +198,7 @@ def test_cross_validation_gives_the_same_numbers_for_any_jobs():
 
 def test_too_few_training_claims_is_a_one_line_input_error():
     from factcheck.errors import InputError
-    from factcheck.pipeline.classifier_cv import select_classifier
+    from factcheck.training.classifier_cv import select_classifier
 
     class Index:
         def texts_of(self, ids):

@@ -2,12 +2,11 @@
 and compare with an uninterrupted run byte for byte (issue 5).
 
 The harness is scripts/crash_test.py (also runnable on its own for long runs); the
-fault-injection hook is factcheck/faults.py (``FACTCHECK_CRASH_AT``).
+fault-injection hook is harness/crashpoints.py (``FACTCHECK_CRASH_AT``).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import random
@@ -17,16 +16,13 @@ import sys
 
 import pytest
 
-from conftest import ROOT
-from factcheck import faults
 from factcheck.errors import IntegrityError
 from factcheck.formats.evidence import source_spec
 from factcheck.tagging.index import TagIndex, export_tags
 from factcheck.tagging.job import TagJob
 
-_spec = importlib.util.spec_from_file_location("crash_test", ROOT / "scripts" / "crash_test.py")
-crash_test = sys.modules.setdefault("crash_test", importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(crash_test)
+from harness import crashpoints
+from scripts import crash_test
 
 N_PASSAGES, SHARD = 4000, 500  # 8 shards
 
@@ -125,26 +121,28 @@ def test_worker_crash_and_random_group_kills_with_two_jobs(sample, tmp_path):
 
 
 def test_crashpoint_spec_parsing_and_no_op_without_the_variable(monkeypatch):
-    assert faults._parse(None) is None and faults._parse("") is None
-    assert faults._parse("after-split") == ("after-split", 1)
-    assert faults._parse("before-rename:tags-00003.joblib@2") == ("before-rename:tags-00003.joblib", 2)
-    assert faults._parse("odd@name") == ("odd@name", 1)
-    monkeypatch.setattr(faults, "_TARGET", None)
-    faults.crashpoint("after-split")  # does nothing (we are still alive)
+    from factcheck.formats.files import crashpoint
+    assert crashpoints.parse(None) is None and crashpoints.parse("") is None
+    assert crashpoints.parse("after-split") == ("after-split", 1)
+    assert crashpoints.parse("before-rename:tags-00003.joblib@2") == ("before-rename:tags-00003.joblib", 2)
+    assert crashpoints.parse("odd@name") == ("odd@name", 1)
+    monkeypatch.delenv(crashpoints.ENV, raising=False)
+    assert crashpoints.install() is False
+    crashpoint("after-split")  # does nothing (we are still alive)
 
 
 def test_crashpoint_fires_on_the_nth_occurrence_only(tmp_path):
-    code = ("import sys; from factcheck.faults import crashpoint\n"
+    code = ("import sys; from factcheck.formats.files import crashpoint\n"
             "for i in range(1, 4):\n"
             "    print(i, flush=True); crashpoint('p'); crashpoint('q')\n")
-    env = {**os.environ, "FACTCHECK_CRASH_AT": "p@2"}
+    env = crashpoints.crash_env("p@2")
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert proc.returncode == -signal.SIGKILL
     assert proc.stdout.split() == ["1", "2"]
-    env["FACTCHECK_CRASH_AT"] = "mid-write:x.json"
+    env = crashpoints.crash_env("mid-write:x.json")
     part = tmp_path / "x.json.tmp"
     part.write_bytes(b"0123456789")
-    code = f"from factcheck.faults import crashpoint; crashpoint('mid-write:x.json', partial={str(part)!r})"
+    code = f"from factcheck.formats.files import crashpoint; crashpoint('mid-write:x.json', partial={str(part)!r})"
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert proc.returncode == -signal.SIGKILL
     assert part.read_bytes() == b"01234"  # cut half-way, as a kill mid-write leaves it

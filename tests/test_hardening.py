@@ -6,12 +6,10 @@ One test (or a few) per numbered finding of the issue; reports/reliability.md li
 from __future__ import annotations
 
 import csv
-import importlib.util
 import io
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import joblib
@@ -20,6 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from conftest import DEMO, ROOT, assert_one_line_error, run_cli
+from harness.crashpoints import crash_env
 from test_bad_input import in_process
 
 from factcheck.formats.evidence import read_passages, source_spec
@@ -85,7 +84,7 @@ def test_second_run_into_a_locked_directory_fails_at_once_naming_the_holder(tmp_
 def test_unfinished_run_with_other_settings_is_never_replaced_without_force(tmp_path):
     out = tmp_path / "out"
     src = DEMO / "evidence.json"
-    killed = run_cli("tag", src, "--out", out, "--jobs", "1", env={"FACTCHECK_CRASH_AT": "before-rename:split.json"})
+    killed = run_cli("tag", src, "--out", out, "--jobs", "1", env=crash_env("before-rename:split.json"))
     assert killed.returncode == -9
     other = run_cli("tag", src, "--out", out, "--jobs", "1", "--top-k", "5")
     assert_one_line_error(other, "unfinished run", "--force")
@@ -94,12 +93,9 @@ def test_unfinished_run_with_other_settings_is_never_replaced_without_force(tmp_
 
 
 def test_two_concurrent_runs_never_leave_a_verified_wrong_index(tmp_path, real_sample_20k):
-    """2 races (the 50-trial version: scripts/concurrent_runs.py)."""
+    """2 races (the 50-trial version: python -m scripts.concurrent_runs)."""
     import random
-    spec = importlib.util.spec_from_file_location("concurrent_runs", ROOT / "scripts" / "concurrent_runs.py")
-    cr = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(ROOT / "scripts"))
-    spec.loader.exec_module(cr)
+    from scripts import concurrent_runs as cr
     items = list(json.loads(real_sample_20k.read_text("utf-8")).items())[:2000]
     src = tmp_path / "s.json"
     src.write_text(json.dumps(dict(items), ensure_ascii=False), encoding="utf-8")
@@ -228,7 +224,7 @@ def test_every_estimator_class_of_ours_is_on_the_model_allow_list():
 
 def test_payload_model_directory_is_refused_in_one_line_and_runs_nothing(tmp_path, demo_index):
     from factcheck.classification.model import MODEL_FILE
-    from factcheck.pipeline.fact_checker import RERANK_FILE
+    from factcheck.system.model_dir import RERANK_FILE
     marker = tmp_path / "pwned"
     model_dir = tmp_path / "model"
     model_dir.mkdir()

@@ -16,7 +16,7 @@ import pytest
 from conftest import DEMO
 from factcheck.formats.claims import read_claims
 from factcheck.formats.splits import train_holdout_split
-from factcheck.pipeline.rerank_training import train_reranker
+from factcheck.training.rerank import train_reranker
 from factcheck.retrieval.rerank import features as F
 from factcheck.retrieval.rerank.candidates import CandidateConfig
 from factcheck.retrieval.rerank.model import ModelConfig
@@ -76,7 +76,7 @@ def test_course_settings_serialise_as_before():
 
 def test_course_reranker_never_loads_a_scorer(demo_index, monkeypatch):
     from factcheck.retrieval.rerank import retriever as R
-    from factcheck.pipeline import rerank_training as T
+    from factcheck.training import rerank as T
 
     def refuse(index):
         raise AssertionError("the course reranker loaded the dense scorer")
@@ -125,7 +125,7 @@ def test_dense_model_saves_and_loads_through_the_allow_list(dense_trained, vecto
 def test_course_classifier_never_computes_dense_views(monkeypatch):
     from factcheck.classification import features as CF
     from factcheck.classification.cv import GRID
-    from factcheck.pipeline.classifier_cv import open_grid
+    from factcheck.training.classifier_cv import open_grid
 
     def refuse(X):
         raise AssertionError("course features computed embeddings")
@@ -153,7 +153,7 @@ def test_dense_classifier_features_are_cosines():
 @needs_open
 @pytest.mark.slow
 def test_dense_training_chooses_among_the_feature_sets(dense_trained):
-    from factcheck.pipeline.rerank_training import DENSE_FEATURE_SETS
+    from factcheck.training.rerank import DENSE_FEATURE_SETS
     assert tuple(dense_trained.model.features) in DENSE_FEATURE_SETS
     left_out = {tuple(e["features_left_out"]) for e in dense_trained.report["grid"]}
     assert len(left_out) == len(DENSE_FEATURE_SETS)

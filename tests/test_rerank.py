@@ -11,7 +11,7 @@ import pytest
 from conftest import DEMO, assert_one_line_error, run_cli
 from factcheck.formats.claims import read_claims
 from factcheck.formats.splits import train_holdout_split
-from factcheck.pipeline.rerank_training import train_reranker, tune_cutoff
+from factcheck.training.rerank import train_reranker, tune_cutoff
 from factcheck.retrieval.rerank import features as F
 from factcheck.retrieval.rerank.candidates import CandidateConfig, CandidateGenerator
 from factcheck.retrieval.rerank.cutoff import Cutoff

@@ -86,7 +86,7 @@ def test_api_check_explains_every_hit(client):
 
 
 def test_api_agrees_with_the_library(app, client, demo_run):
-    from factcheck.pipeline.fact_checker import FactChecker
+    from factcheck.system.checker import FactChecker
     system = FactChecker.load(demo_run / "index", demo_run / "model")
     for claim in DEV[:4]:
         data = api(client, claim.text)

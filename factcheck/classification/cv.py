@@ -11,7 +11,7 @@ rule: among near-ties the one with less capacity to fit noise).
 Inputs are precomputed :func:`~factcheck.classification.features.views_of` views, so the
 costly text analysis runs once per claim and evidence source, and only the vectorisers
 and the linear models are refitted per fold. The evidence a reader supplies must be
-out-of-fold (see :func:`factcheck.pipeline.cv_evidence.out_of_fold_evidence`): one
+out-of-fold (see :func:`factcheck.training.cv_evidence.out_of_fold_evidence`): one
 evidence view per repeat.
 
 Each fold is an independent job; jobs run in loky worker processes (even for ``jobs=1``)

@@ -50,7 +50,7 @@ def add_train(p):
 
     def run(args):
         from factcheck.formats.claims import read_claims
-        from factcheck.pipeline.classifier_cv import config_json
+        from factcheck.training.classifier_cv import config_json
         from factcheck.pipeline.run import train_system
         from factcheck.tagging.index import TagIndex
 
@@ -76,7 +76,7 @@ def add_predict(p):
     def run(args):
         from factcheck.formats.claims import read_claims
         from factcheck.formats.explanations import explanations_path
-        from factcheck.pipeline.fact_checker import FactChecker
+        from factcheck.system.checker import FactChecker
         from factcheck.pipeline.run import write_verdicts
         check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.model])
         claims = read_claims(args.claims)
@@ -97,7 +97,7 @@ def add_ablation(p):
         from factcheck.evaluation.ablation import ablation
         from factcheck.evaluation.intervals import format_interval
         from factcheck.formats.claims import read_claims
-        from factcheck.pipeline.fact_checker import FactChecker
+        from factcheck.system.checker import FactChecker
         claims = read_claims(args.claims, require_labels=True)
         system = FactChecker.load(args.index, args.model)
         verdicts = system.check(claims)
@@ -118,7 +118,7 @@ def add_ablation(p):
 
 def describe(title: str, config: dict) -> str:
     """A configuration as an indented ``setting  value`` list (not a dict dump)."""
-    from factcheck.pipeline.report import config_rows
+    from factcheck.reporting.report import config_rows
     rows = config_rows(config)
     width = max((len(k) for k, _ in rows), default=0)
     return "\n".join([f"{title}:"] + [f"  {k:<{width}}  {v}" for k, v in rows])

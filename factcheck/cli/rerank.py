@@ -30,7 +30,7 @@ def add_train_rerank(p):
         from factcheck.errors import InputError
         from factcheck.formats.claims import read_claims
         from factcheck.formats.splits import train_holdout_split
-        from factcheck.pipeline.rerank_training import DEFAULT_CANDIDATES, train_reranker
+        from factcheck.training.rerank import DEFAULT_CANDIDATES, train_reranker
         from factcheck.tagging.index import TagIndex
 
         check_outputs([args.rerank_model], [args.index, args.claims])

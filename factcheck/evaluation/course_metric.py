@@ -40,7 +40,7 @@ def evidence_f_from_counts(correct, retrieved, gold):
 
     With ``c`` correct of ``r`` retrieved and ``g`` gold, 2PR / (P + R) = 2c / (r + g):
     one array expression, so a whole grid of cut-off rules is scored over every claim
-    at once (:func:`factcheck.pipeline.rerank_training.tune_cutoff`). It agrees with :func:`evidence_f` to 1e-12
+    at once (:func:`factcheck.training.rerank.tune_cutoff`). It agrees with :func:`evidence_f` to 1e-12
     (tested); :func:`evidence_f` keeps the course's own arithmetic for parity.
 
     Parameters

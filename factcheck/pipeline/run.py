@@ -9,7 +9,7 @@ and is only predicted.
 ``mode="open"`` (the optional extra: pretrained embeddings) adds the passage vectors
 after tagging (:class:`~factcheck.tagging.vectors.PassageVectorJob`, computed once and
 reused), the hybrid retriever to the candidates and dense features to the reranker
-(:mod:`factcheck.pipeline.selection`); the model records the mode. ``"course"``, the
+(:mod:`factcheck.training.selection`); the model records the mode. ``"course"``, the
 default, is the course's system and never imports the embedding package.
 
 Outputs (all written atomically; ``metrics.json`` and ``report.md`` last)::
@@ -35,8 +35,9 @@ from factcheck.formats.claims import read_claims
 from factcheck.formats.evidence import source_spec
 from factcheck.formats.files import sha256_file, write_json_atomic
 from factcheck.formats.splits import train_holdout_split
-from factcheck.pipeline.classifier_cv import config_json
-from factcheck.pipeline.fact_checker import FactChecker, save_system
+from factcheck.training.classifier_cv import config_json
+from factcheck.system.checker import FactChecker
+from factcheck.system.model_dir import save_system
 from factcheck.retrieval.registry import check_method, write_retrieval
 from factcheck.tagging.heap import return_freed_memory
 
@@ -112,8 +113,9 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None, index_dir: P
     from factcheck.evaluation.ablation import ablation
     from factcheck.formats.claims import LABELS
     from factcheck.evaluation.evaluate import evaluate
-    from factcheck.pipeline import report, selection
-    from factcheck.pipeline.plots import draw_plots
+    from factcheck.reporting import report
+    from factcheck.training import selection
+    from factcheck.reporting.plots import draw_plots
     from factcheck.tagging.index import TagIndex
     from factcheck.tagging.job import TagJob
 
@@ -196,18 +198,19 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None, index_dir: P
 @dataclass
 class Trained:
     system: FactChecker
-    candidates: object           # factcheck.pipeline.selection.TunedRetrievers
+    candidates: object           # factcheck.training.selection.TunedRetrievers
     config: object
     train_evidence: dict
-    selection: object = None     # factcheck.pipeline.classifier_cv.ClassifierSelection
+    selection: object = None     # factcheck.training.classifier_cv.ClassifierSelection
 
 
 def train_system(index, train, out: Path, method: str = "auto", progress=None, clock=None,
                  model_dir: Path | None = None, jobs: int = -1, mode: str = "course") -> Trained:
     """Tune retrievers, pick one, select and train the classifier; save the model dir
     (recording ``mode``). In the open mode the index must have its passage vectors."""
-    from factcheck.pipeline import report, selection
-    from factcheck.pipeline.classifier_cv import select_classifier
+    from factcheck.reporting import report
+    from factcheck.training import selection
+    from factcheck.training.classifier_cv import select_classifier
 
     check_method(method, mode, also=("auto",))
     if mode == "open":  # no vectors: one line now, not after the course retrievers' sweeps
@@ -221,7 +224,7 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
 
     # The classifier and its reader (whose passages it reads): chosen together by repeated
     # stratified k-fold cross-validation over all training claims, reading out-of-fold
-    # evidence (see factcheck.pipeline.classifier_cv). When the hold-out was too small to
+    # evidence (see factcheck.training.classifier_cv). When the hold-out was too small to
     # choose a retriever (the demo), the reader is not chosen either: the default's.
     readers = (candidates.retrievers if candidates.chosen_by != "default"
                else {candidates.best: candidates.retrievers[candidates.best]})

@@ -112,7 +112,7 @@ def create_app(run_dir: Path | None = None, index_dir: Path | None = None, model
     """Load the system and the run's artefacts once, and build the app around them.
 
     ``mode``: ``None`` (the model's) or the mode the caller expects (see
-    :meth:`FactChecker.load <factcheck.pipeline.fact_checker.FactChecker.load>`). An
+    :meth:`FactChecker.load <factcheck.system.checker.FactChecker.load>`). An
     open-mode model's passage vectors are loaded once and shared by its dense and
     hybrid retrievers.
 

@@ -29,7 +29,8 @@ PATHS = {
 
 def check_claim(claim: str, run_dir=None, index_dir=None, model_dir=None, method: str = "best",
                 mode: str | None = None) -> dict:
-    from factcheck.pipeline.fact_checker import FactChecker, available_methods, load_retriever
+    from factcheck.system.checker import FactChecker
+    from factcheck.system.model_dir import available_methods, load_retriever
     from factcheck.serve.app import resolve_paths
     from factcheck.serve.explain import check_view
 

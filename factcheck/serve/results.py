@@ -8,8 +8,8 @@ as a value with its 95% interval.
 from __future__ import annotations
 
 from factcheck.evaluation.intervals import format_interval as value_and_interval
-from factcheck.pipeline.plots import PLOT_CAPTIONS
-from factcheck.pipeline.report import config_rows
+from factcheck.reporting.plots import PLOT_CAPTIONS
+from factcheck.reporting.report import config_rows
 
 
 def is_interval(x) -> bool:

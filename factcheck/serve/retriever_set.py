@@ -1,5 +1,5 @@
 """Every retriever a model directory knows, fitted once on one tag index: the app's
-:class:`~factcheck.pipeline.fact_checker.FactChecker` for each retriever.
+:class:`~factcheck.system.checker.FactChecker` for each retriever.
 
 ``FactChecker.load`` builds the model's chosen retriever; the other tuned ones
 (``available_methods``) are fitted on the *same* :class:`TagIndex` and share the
@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from factcheck.errors import InputError
-from factcheck.pipeline.fact_checker import FactChecker, available_methods, load_retriever
+from factcheck.system.checker import FactChecker
+from factcheck.system.model_dir import available_methods, load_retriever
 
 logger = logging.getLogger(__name__)  # notes for whoever serves the app (the CLI shows them)
 

@@ -40,9 +40,8 @@ from pathlib import Path
 import numpy as np
 
 from factcheck.errors import InputError
-from factcheck.faults import crashpoint
 from factcheck.formats.evidence import SourceSpec, iter_passage_batches
-from factcheck.formats.files import sha256_input, write_json_atomic
+from factcheck.formats.files import crashpoint, sha256_input, write_json_atomic
 from factcheck.tagging import outdir, store
 from factcheck.tagging.backends import WorkerPool
 from factcheck.tagging.packing import unpack_strings

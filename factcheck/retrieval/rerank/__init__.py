@@ -5,5 +5,5 @@ trees, and a per-claim cut-off tuned for evidence F.
 claim), ``memory`` (training claims' gold passages as neighbours), ``features`` and
 ``vectors`` (what the trees see), ``model`` (the trees), ``cutoff`` (how many to keep),
 ``explain`` (why a passage was kept) and ``retriever`` (fit/rank/retrieve/load/save).
-Training is :mod:`factcheck.pipeline.rerank_training`.
+Training is :mod:`factcheck.training.rerank`.
 """

@@ -7,7 +7,7 @@ probability, then clamps the count to ``[min_k, max_k]``. ``min_k >= 1`` because
 leaderboard format requires evidence for every claim.
 
 The four numbers are chosen in training, on the holdout claims (never dev), by
-:func:`factcheck.pipeline.rerank_training.tune_cutoff`.
+:func:`factcheck.training.rerank.tune_cutoff`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``RerankRetriever``: candidates -> features -> P(gold) -> per-claim cut-off.
 
-Usage (training, which chooses by evidence F, is :mod:`factcheck.pipeline.rerank_training`)::
+Usage (training, which chooses by evidence F, is :mod:`factcheck.training.rerank`)::
 
     retriever = train_reranker(index, fit_claims, holdout_claims)   # fitted to ``index``
     retriever.save("rerank.skops")

@@ -1,7 +1,7 @@
 """Select, calibrate and train the claim classifier by cross-validation on the training claims.
 
 For each candidate reader (the retrievers tuned before), the passages it gives every
-training claim are produced out-of-fold (:mod:`factcheck.pipeline.cv_evidence`), then
+training claim are produced out-of-fold (:mod:`factcheck.training.cv_evidence`), then
 every configuration of the grid is scored by repeated stratified k-fold CV
 (:mod:`factcheck.classification.cv`) and the simplest (reader, configuration) within one
 standard error of the best is kept. The same CV gives the baselines' out-of-fold
@@ -25,7 +25,7 @@ from factcheck.classification.stance import PairSet, fit_stance_final, stance_cr
 from factcheck.errors import InputError
 from factcheck.evaluation.intervals import bootstrap_mean, mcnemar_exact, paired_bootstrap_diff
 from factcheck.formats.claims import LABELS
-from factcheck.pipeline.cv_evidence import fold_memory_reranker, out_of_fold_evidence
+from factcheck.training.cv_evidence import fold_memory_reranker, out_of_fold_evidence
 
 
 # The stance/aggregation model as a candidate: measured on the proxy run (5x3 CV, bm25 reader,

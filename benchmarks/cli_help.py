@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Time ``python -m factcheck --help``: the start-up every command pays before its work.
 
 The CLI builds every sub-command's parser for ``--help``; sub-command modules import
@@ -6,7 +5,7 @@ library code (numpy, scikit-learn, FastAPI) only when they run, so this stays cl
 the interpreter's own start-up. Prints the median of ``--repeats`` runs next to a
 reference ``python -c pass`` measured in the same run (issue 11 requires < 0.5 s).
 
-    python scripts/bench_cli_help.py [--repeats 5]
+    python -m benchmarks.cli_help [--repeats 5]
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """Benchmark the main job end to end: ``factcheck run`` at 0.3M and 1.2M passages.
 
 Writes reports/bench-run.md: for each knowledge source -- ``proxy`` (the course's
 316,312-passage ``evidence.json.gz``) and N-passage corpora from
-``scripts/make_bench_corpus.py`` (N must be at least 1,208,827 - smaller ones drop gold
+``benchmarks/make_corpus.py`` (N must be at least 1,208,827 - smaller ones drop gold
 ids) -- the median of ``--repeats`` fresh runs (new output directory each time) of
 ``factcheck run`` on the course claims: wall, CPU,
 peak RSS of the whole process tree, the run's own per-stage timings, and the wall time
@@ -12,8 +11,8 @@ between sessions; the ratio does not): ``json.load`` of the corpus plus one rege
 tokenisation of every passage, in one process. Then ``factcheck serve`` on the largest
 run: start-up time, RSS, and ``/api/check`` p50/p99 with the chosen retriever.
 
-    python scripts/bench_run.py                                  # full (~40 min on 2 cores)
-    python scripts/bench_run.py --sizes proxy --repeats 1 --requests 50 --out /tmp/r.md   # smoke
+    python -m benchmarks.run                                  # full (~40 min on 2 cores)
+    python -m benchmarks.run --sizes proxy --repeats 1 --requests 50 --out /tmp/r.md   # smoke
 """
 
 from __future__ import annotations
@@ -28,8 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import (FLOOR_DOC, ROOT, SHARED, ensure_corpus, gib, machine, measure,  # noqa: E402
+from harness.measure import (FLOOR_DOC, ROOT, SHARED, ensure_corpus, gib, machine, measure,
                       measure_floor, median_runs, write_report)
 
 CLAIM_FILES = ("train-claims.json", "dev-claims.json", "test-claims-unlabelled.json")
@@ -88,7 +86,7 @@ def bench_serve(run: Path, requests: int) -> dict:
     import httpx
 
     import bench_serve
-    from factcheck.serve.process import serving
+    from harness.serving import serving
 
     _, claims = bench_serve.dev_claims(run, None)
     log = Path(tempfile.mkstemp(prefix="bench-run-serve-", suffix=".log")[1])
@@ -131,9 +129,9 @@ def main(argv=None) -> int:
     lines = [
         "# Benchmark: `factcheck run` end to end", "",
         f"Machine: {machine()}; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after.", "",
-        f"Command: `python scripts/bench_run.py --sizes {args.sizes} --repeats {args.repeats} "
+        f"Command: `python -m benchmarks.run --sizes {args.sizes} --repeats {args.repeats} "
         f"--requests {args.requests}`. Knowledge sources: `proxy` = the course's 316,312-passage "
-        "`evidence.json.gz`; larger ones from `scripts/make_bench_corpus.py` (the proxy corpus plus synthetic "
+        "`evidence.json.gz`; larger ones from `benchmarks/make_corpus.py` (the proxy corpus plus synthetic "
         "filler; every gold id kept); claims: the course train/dev/test files. Each "
         f"figure is the median of {args.repeats} fresh runs. Peak RSS: the whole process tree (driver + "
         f"workers), sampled every 50 ms (1 GB = 10^9 bytes). Floor: {FLOOR_DOC} (the ratio column is what "

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Cost curve of the offline tagging job: loky vs a Dask LocalCluster, 0.3M -> 5M passages.
 
 For every corpus size and backend, runs ``factcheck tag CORPUS --out DIR --jobs 2``
@@ -19,13 +18,13 @@ between two samples is not missed; the tree peak is the largest sampled sum of
 acceptance of issue 6 between two sizes (default 1.2M -> 5M): time grows at most
 1.2x linearly, and the driver's peak RSS at most 1.5x.
 
-Corpora are ``bench/corpus-N.json``, built by ``scripts/make_bench_corpus.py`` when
+Corpora are ``bench/corpus-N.json``, built by ``benchmarks/make_corpus.py`` when
 missing (not timed; the 5M corpus takes a few minutes and a few GB of RAM to build).
 Run it on a quiet machine; the full default run (3 sizes x 2 backends x 3 repeats)
 takes roughly half an hour to an hour on 2 cores:
 
-    python scripts/bench_scale.py                       # -> reports/bench-scale.md
-    python scripts/bench_scale.py --sizes 20000,60000 --repeats 1 --shard-size 5000 \\
+    python -m benchmarks.scale                       # -> reports/bench-scale.md
+    python -m benchmarks.scale --sizes 20000,60000 --repeats 1 --shard-size 5000 \\
         --out /tmp/bench-scale-smoke.md                 # smoke test, about a minute
 """
 
@@ -43,8 +42,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import ROOT, measure  # noqa: E402
+from harness.measure import ROOT, measure
 
 BENCH = ROOT / "bench"
 
@@ -176,7 +174,7 @@ def write_report(path: Path, args, argv: list[str], info: dict, runs: list[dict]
         "The 1-minute load average before each run is shown as a check that the machine was quiet "
         f"(it should stay below {info['cores']}).",
         "",
-        "**Commands** (corpora from `scripts/make_bench_corpus.py --n N --out bench/corpus-N.json`):",
+        "**Commands** (corpora from `benchmarks/make_corpus.py --n N --out bench/corpus-N.json`):",
         "",
         "```bash",
         *[commands[(b, n)] for n in args.sizes for b in args.backends],
@@ -288,7 +286,7 @@ def main(argv=None) -> int:
                       f"driver {mib(result['driver_peak_rss'])}, worker {mib(result['worker_peak_rss'])}, "
                       f"tree {mib(result['tree_peak_rss'])} (load {load:.2f})", file=sys.stderr, flush=True)
         identical[n] = len(digests) == 1
-    ok = write_report(args.out, args, ["scripts/bench_scale.py", *argv], info, runs, commands, identical)
+    ok = write_report(args.out, args, ["benchmarks/scale.py", *argv], info, runs, commands, identical)
     print(args.out.read_text(encoding="utf-8"))
     return 0 if ok and all(identical.values()) else 1
 

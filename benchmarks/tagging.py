@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark the offline tagging job against the 2024 notebook method.
 
 Writes reports/bench-tagging.md: wall, CPU, peak RSS and passages/s of
@@ -8,8 +7,8 @@ passage for preprocessing, scikit-learn ``TfidfVectorizer(max_features=20000)``,
 per passage a dense row and ``np.argsort``) on a 20K-passage sample, with the per-passage
 speed ratio.
 
-    python scripts/bench_tagging.py                 # full benchmark (~10 minutes)
-    python scripts/bench_tagging.py --sizes 20000 --repeats 1 --out /tmp/b.md   # smoke
+    python -m benchmarks.tagging                 # full benchmark (~10 minutes)
+    python -m benchmarks.tagging --sizes 20000 --repeats 1 --out /tmp/b.md   # smoke
 """
 
 from __future__ import annotations
@@ -21,8 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import (FLOOR_DOC, ROOT, ensure_corpus, gib, machine, measure,  # noqa: E402
+from harness.measure import (FLOOR_DOC, ROOT, ensure_corpus, gib, machine, measure,
                       measure_floor, median_runs, write_report)
 
 SAMPLE_2024 = 20_000
@@ -110,10 +108,10 @@ def main(argv=None) -> int:
     lines = [
         "# Benchmark: the offline tagging job", "",
         f"Machine: {machine()}.", "",
-        f"Command: `python scripts/bench_tagging.py --sizes {args.sizes} --repeats {args.repeats} "
+        f"Command: `python -m benchmarks.tagging --sizes {args.sizes} --repeats {args.repeats} "
         f"--jobs {args.jobs} --repeats-2024 {args.repeats_2024}`; each figure of ours is the median of "
         f"{args.repeats} fresh runs (new output directory each time), the 2024 method's of {args.repeats_2024}. "
-        f"Floor: {FLOOR_DOC}, once before each run (median reported). Corpora come from `scripts/make_bench_corpus.py` (the 316,312-passage proxy corpus "
+        f"Floor: {FLOOR_DOC}, once before each run (median reported). Corpora come from `benchmarks/make_corpus.py` (the 316,312-passage proxy corpus "
         "plus synthetic filler drawn from its own unigram and length distributions). Peak RSS is sampled "
         "every 50 ms over the whole process tree (driver + worker processes).", "",
         "| method | passages | wall s | CPU s | floor s | wall / floor | peak RSS (tree) | peak RSS (driver) "

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Peak memory of ``factcheck run`` per stage: which step holds what, at 1.2M passages.
 
 Writes reports/run-memory.md: one fresh run of ``factcheck run`` whose process tree is
@@ -8,8 +7,8 @@ attributed to the stage the run had announced on stderr when it was taken (the l
 each stage: its wall time, the tree's peak, and at that moment the driver's RSS and the
 number and total RSS of the other processes (workers, joblib's resource trackers).
 
-    python scripts/bench_run_memory.py                                   # 1.2M bench corpus
-    python scripts/bench_run_memory.py --size proxy --out /tmp/m.md      # the course's proxy
+    python -m benchmarks.run_memory                                   # 1.2M bench corpus
+    python -m benchmarks.run_memory --size proxy --out /tmp/m.md      # the course's proxy
 """
 
 from __future__ import annotations
@@ -24,9 +23,8 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_run import corpus_of, data_dir  # noqa: E402
-from benchlib import ROOT, machine, reap_group, tree_memory, write_report  # noqa: E402
+from benchmarks.run import corpus_of, data_dir
+from harness.measure import ROOT, machine, reap_group, tree_memory, write_report
 
 STAGE = re.compile(r"^\[\s*[\d.]+s\] (.+?) \.\.\.\s*$")
 
@@ -100,7 +98,7 @@ def main(argv=None) -> int:
     lines = [
         "# Peak memory of `factcheck run`, per stage", "",
         f"Machine: {machine()}.", "",
-        f"Command: `python scripts/bench_run_memory.py --size {args.size}` ({n:,} passages, the course "
+        f"Command: `python -m benchmarks.run_memory --size {args.size}` ({n:,} passages, the course "
         "claims; one fresh run). The process tree is sampled every 0.2 s; a sample belongs to the stage "
         "the run had last announced on stderr. \"Other processes\": worker processes and joblib's two "
         "resource trackers (~50 MiB together).", "",

@@ -1,12 +1,12 @@
 """Tune every retriever on the training split and pick the one to use.
 
-The tag rule and BM25 are swept (see :mod:`factcheck.pipeline.tuning`); the reranker is
+The tag rule and BM25 are swept (see :mod:`factcheck.training.tuning`); the reranker is
 trained on the 80% part with its cut-off chosen on the 20% part. Each candidate's
 evidence F on the 20% hold-out decides which retriever the system uses (``auto``);
 naming a method overrides the choice but every candidate is still reported.
 
 In the open mode the hybrid retriever (BM25 + dense, :mod:`factcheck.retrieval.dense`)
-joins the candidates, swept the same way (:func:`~factcheck.pipeline.tuning.sweep_open`),
+joins the candidates, swept the same way (:func:`~factcheck.training.tuning.sweep_open`),
 and the reranker is trained with its dense features and candidates; the dense retriever
 alone is tuned only when named (it is weaker than BM25 on both evidence files).
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from factcheck.errors import FactcheckWarning
 from factcheck.evaluation.evaluate import evaluate
-from factcheck.pipeline import tuning
+from factcheck.training import tuning
 from factcheck.retrieval.registry import run_retrieval
 
 # Below this many hold-out claims one claim moves evidence F by more than the gaps
@@ -74,7 +74,7 @@ def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progre
             c.retrievers["dense"] = DenseRetriever(**dense.chosen).fit(index)
 
     if method in ("auto", "rerank"):  # training it takes minutes: not when another method is named
-        from factcheck.pipeline.rerank_training import train_reranker
+        from factcheck.training.rerank import train_reranker
         c.retrievers["rerank"] = train_reranker(index, fit, holdout, progress=progress, dense=(mode == "open"))
 
     for name, sweep in c.sweeps.items():

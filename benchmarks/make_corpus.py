@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Build an N-passage benchmark corpus shaped like the real 1.2M-sentence dump.
 
 The real knowledge source (1,208,827 Wikipedia sentences) is not available, so the
@@ -9,7 +8,7 @@ distribution. Ids are ``evidence-0`` .. ``evidence-(N-1)``: the proxy keeps its 
 and filler takes the unused ones, in ascending order, so the file looks like the real
 dump. Deterministic for a given N and seed. Written in course format (one JSON object).
 
-    python scripts/make_bench_corpus.py --n 1208827 --out bench/corpus-1208827.json
+    python -m benchmarks.make_corpus --n 1208827 --out bench/corpus-1208827.json
 """
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Load-test the explain app: 1,000 /api/check requests on loopback, p50/p99, 0 errors.
 
 Starts ``factcheck serve --run RUN`` on a free loopback port, warms it up, then sends
@@ -18,7 +17,7 @@ stems, numbers and names (checked below: same passages, same verdict), but a new
 cache key, so every request pays for the full check. The in-process timings clear the
 reranker's memo before each claim for the same reason.
 
-    python scripts/bench_serve.py /tmp/serve-proxy-run
+    python -m benchmarks.serve /tmp/serve-proxy-run
 """
 
 from __future__ import annotations
@@ -34,10 +33,9 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import ROOT, machine, write_report  # noqa: E402
+from harness.measure import ROOT, machine, write_report
 
-from factcheck.serve.process import ServerFailed, serving  # noqa: E402
+from harness.serving import ServerFailed, serving
 
 
 def dev_claims(run: Path, claims: Path | None) -> tuple[Path, list[str]]:
@@ -178,7 +176,7 @@ def main(argv=None) -> int:
     lines = [
         "# Explain app: /api/check under load",
         "",
-        f"`python scripts/bench_serve.py {' '.join(sys.argv[1:])}` — server `factcheck serve --run {args.run}"
+        f"`python -m benchmarks.serve {' '.join(sys.argv[1:])}` — server `factcheck serve --run {args.run}"
         + (f" --index {args.index}" if args.index else "") + "` "
         f"({metrics['run'].get('passages')} passages, {metrics['run'].get('evidence')}); "
         f"claims: the {len(claims)} claims of `{claims_path}`, cycled (repeats sent as whitespace variants so "

@@ -1,7 +1,7 @@
 """Every figure of a run (matplotlib, headless): the tuning sweeps, the confusion
 matrices and the interval chart, and their captions for the report and the app.
 
-Kept apart from :mod:`factcheck.pipeline.tuning` and :mod:`factcheck.pipeline.report`
+Kept apart from :mod:`factcheck.training.tuning` and :mod:`factcheck.reporting.report`
 so tuning and the tables never import matplotlib; it loads on the first figure.
 """
 
@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 
-from factcheck.pipeline.tuning import Sweep
 
 __all__ = ["PLOT_CAPTIONS", "draw_plots", "plot_bm25", "plot_tags"]
 
@@ -25,7 +24,7 @@ PLOT_CAPTIONS = {
 }
 
 
-def plot_sweep(sweep: Sweep, path: Path, x: str, series: tuple[str, ...], title: str, xlabel: str,
+def plot_sweep(sweep, path: Path, x: str, series: tuple[str, ...], title: str, xlabel: str,
                fixed: dict | None = None) -> None:
     """F against ``x``, one line per value of ``series``, on the 80% and 20% parts side by side.
 
@@ -59,13 +58,13 @@ def plot_sweep(sweep: Sweep, path: Path, x: str, series: tuple[str, ...], title:
     save_figure(fig, path)
 
 
-def plot_tags(sweep: Sweep, path: Path) -> None:
+def plot_tags(sweep, path: Path) -> None:
     top_n = sweep.chosen["top_n"]
     plot_sweep(sweep, path, "t_sim", ("t_overlap",), f"tag rule, top_n={top_n}", "t_sim (cosine threshold)",
                {"top_n": top_n})
 
 
-def plot_bm25(sweep: Sweep, path: Path) -> None:
+def plot_bm25(sweep, path: Path) -> None:
     plot_sweep(sweep, path, "k", ("k1", "b"), "BM25", "k (passages returned)")
 
 
@@ -130,7 +129,7 @@ def plot_intervals(metrics: dict, path: Path) -> None:
 def draw_plots(out: Path, candidates, abl: dict, metrics_so_far: dict) -> dict:
     """Render every figure of a run into ``out/plots``; returns name -> path relative to ``out``.
 
-    ``candidates``: the run's :class:`~factcheck.pipeline.selection.TunedRetrievers`
+    ``candidates``: the run's :class:`~factcheck.training.selection.TunedRetrievers`
     (their sweeps); ``abl``: the dev ablation; ``metrics_so_far``: metrics.json content.
     """
     files = {}

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark online retrieval on the 1.2M-passage bench corpus.
 
 Writes reports/bench-retrieval.md: the tag rule's latency per claim (p50/p99 over the
@@ -6,7 +5,7 @@ Writes reports/bench-retrieval.md: the tag rule's latency per claim (p50/p99 ove
 BM25's throughput in claims/s (all dev claims; median of 3), plus the one-off costs
 (index load, retriever fit).
 
-    python scripts/bench_retrieval.py            # builds bench/idx-1208827 if missing
+    python -m benchmarks.retrieval            # builds bench/idx-1208827 if missing
 """
 
 from __future__ import annotations
@@ -20,8 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import ROOT, SHARED, ensure_corpus, machine, write_report  # noqa: E402
+from harness.measure import ROOT, SHARED, ensure_corpus, machine, write_report
 
 
 def main(argv=None) -> int:
@@ -75,8 +73,8 @@ def main(argv=None) -> int:
     lines = [
         "# Benchmark: online retrieval at 1.2M passages", "",
         f"Machine: {machine()}.", "",
-        f"Command: `python scripts/bench_retrieval.py --n {args.n} --repeats {args.repeats}`. Corpus: "
-        f"`bench/corpus-{args.n}.json` from `scripts/make_bench_corpus.py` ({len(index):,} passages), "
+        f"Command: `python -m benchmarks.retrieval --n {args.n} --repeats {args.repeats}`. Corpus: "
+        f"`bench/corpus-{args.n}.json` from `benchmarks/make_corpus.py` ({len(index):,} passages), "
         f"tagged with default parameters; queries: the {len(claims)} dev claims. Single process.", "",
         "| measure | value | target (issue 3) |", "|---|---|---|",
         f"| tag rule latency p50 (ms/claim) | {p50:.2f} | ≤ 5 — {'met' if p50 <= 5 else 'NOT met'} |",

@@ -182,17 +182,16 @@ def floor_work(corpus: Path) -> None:
 
 def measure_floor(corpus: Path) -> dict:
     """:func:`floor_work` in a fresh process, measured like the command it is compared with."""
-    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); from pathlib import Path; "
-            f"import benchlib; benchlib.floor_work(Path({str(corpus)!r}))")
-    return measure([sys.executable, "-c", code])
+    code = f"from pathlib import Path; from harness.measure import floor_work; floor_work(Path({str(corpus)!r}))"
+    return measure([sys.executable, "-c", code], cwd=ROOT)
 
 
 def ensure_corpus(n: int) -> Path:
-    """bench/corpus-N.json, built by make_bench_corpus.py when missing."""
+    """bench/corpus-N.json, built by benchmarks/make_corpus.py when missing."""
     path = ROOT / "bench" / f"corpus-{n}.json"
     if not path.is_file():
-        subprocess.run([os.sys.executable, str(ROOT / "scripts" / "make_bench_corpus.py"), "--n", str(n),
-                        "--out", str(path)], check=True)
+        subprocess.run([sys.executable, "-m", "benchmarks.make_corpus", "--n", str(n),
+                        "--out", str(path)], check=True, cwd=ROOT)
     return path
 
 

@@ -1,19 +1,11 @@
-"""``FactChecker``, a trained system (tag index + retriever + classifier), and the model
-directory format.
+"""``FactChecker``, a trained system (tag index + retriever + classifier), and ``Verdicts``.
 
 Two retrievers play two roles, each chosen on the training hold-out: the *retriever*
 returns the evidence (best evidence F), the *reader* supplies the passages the
 classifier reads (best label accuracy). They are often the same; when they are not
 (e.g. the reranker finds gold passages more precisely, while BM25's top passages
 serve the classifier better), both are run and the explanation records what the
-classifier read.
-
-A model directory holds ``classifier.skops`` (the scikit-learn pipeline and a ``meta``
-record: which retriever and reader with which parameters, every other tuned retriever,
-the index it was trained against, the mode -- ``course`` or ``open`` -- it was trained
-in) and, for the learned retriever, ``rerank.skops``. An open-mode model's dense and
-hybrid retrievers record the ``content_sha256`` of the passage vectors they were tuned on.
-``factcheck predict``/``ablation``/``serve`` rebuild the exact system from it.
+classifier read. What a trained system is saved as: :mod:`factcheck.system.model_dir`.
 """
 
 from __future__ import annotations
@@ -24,12 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
-from factcheck.classification.model import load_classifier, save_classifier
+from factcheck.classification.model import load_classifier
 from factcheck.errors import FactcheckWarning, InputError
 from factcheck.formats.claims import as_claims
-from factcheck.retrieval.registry import check_mode, make_retriever, retriever_spec, run_retrieval
+from factcheck.retrieval.registry import check_mode, retriever_spec, run_retrieval
+from factcheck.system.model_dir import load_retriever, model_mode, require_mode
 
-RERANK_FILE = "rerank.skops"
+__all__ = ["FactChecker", "Verdicts"]
 
 
 @dataclass
@@ -142,63 +135,3 @@ class FactChecker:
             explain[claim.id]["probabilities"] = probabilities[claim.id]
             explain[claim.id]["classifier_read"] = {"method": self.reader.name, "ids": read[claim.id]}
         return Verdicts(evidences, labels, probabilities, explain)
-
-
-def save_system(model_dir: Path, classifier, retriever, meta: dict, alternatives: dict | None = None,
-                reader=None) -> None:
-    """Save the classifier, the chosen retriever and reader, and every other tuned
-    retriever's spec, so a user (or the app) can switch retriever without re-tuning."""
-    model_dir = Path(model_dir)
-    spec = retriever_spec(retriever)
-    meta = {**meta, "reader": retriever_spec(reader or retriever)}
-    everyone = {**(alternatives or {}), spec["method"]: retriever}
-    specs = {name: retriever_spec(r) for name, r in everyone.items()}
-    if "rerank" in everyone:
-        getattr(everyone["rerank"], "inner", everyone["rerank"]).save(model_dir / RERANK_FILE)
-    save_classifier(classifier, model_dir, {**meta, "retriever": spec, "retrievers": specs})
-
-
-def available_methods(meta: dict) -> list[str]:
-    return sorted((meta.get("retrievers") or {meta["retriever"]["method"]: None}).keys())
-
-
-def model_mode(meta: dict) -> str:
-    """The mode a model was trained in (models from before the open mode: ``course``)."""
-    return meta.get("mode", "course")
-
-
-def require_mode(model_dir: Path, mode: str) -> None:
-    """An open-mode model needs the open extra: say so in one line naming the model."""
-    try:
-        check_mode(mode)
-    except InputError as exc:
-        raise InputError(model_dir, None, f"was trained in the {mode} mode; {exc.message}", param="mode") from None
-
-
-def load_retriever(model_dir: Path, meta: dict, method: str | None = None, index=None):
-    """The chosen retriever, or another tuned one by name (``tags``, ``bm25``, ``rerank``,
-    and in an open-mode model ``dense``, ``hybrid``); fitted to ``index`` if given.
-
-    A dense or hybrid retriever fitted to vectors other than those it was tuned on (the
-    model records their ``content_sha256``) still works, with a warning."""
-    chosen = meta.get("retriever") or {}
-    method = method or chosen.get("method")
-    if method is None:
-        raise InputError(model_dir, None, "model does not name its retriever")
-    spec = (meta.get("retrievers") or {}).get(method) or (chosen if chosen.get("method") == method else {})
-    params = dict(spec.get("params", {}))
-    if method == "rerank":
-        path = Path(model_dir) / RERANK_FILE
-        if not path.is_file():
-            raise InputError(path, None, "no trained reranker in this model directory")
-        params = {"model": path}
-    retriever = make_retriever(method, params, spec.get("chunk_window"), spec.get("chunk_overlap", 20),
-                               mode=model_mode(meta))
-    if index is None:
-        return retriever
-    retriever.fit(index)
-    tuned_on = spec.get("vectors_sha256")
-    if tuned_on and tuned_on != retriever_spec(retriever).get("vectors_sha256"):
-        warnings.warn(FactcheckWarning(f"{model_dir}: the {method} retriever was tuned on other passage vectors "
-                                       f"than those of {index.root}"), stacklevel=2)
-    return retriever

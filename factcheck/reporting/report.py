@@ -7,7 +7,7 @@ from pathlib import Path
 
 from factcheck.evaluation.intervals import format_interval as _e
 from factcheck.formats.files import write_text_atomic
-from factcheck.pipeline.plots import PLOT_CAPTIONS
+from factcheck.reporting.plots import PLOT_CAPTIONS
 
 FIGURES_2024 = {"evidence_f": 0.043, "accuracy_retrieved": 0.383, "accuracy_gold": 0.578,
                 "always_supports": 0.442}

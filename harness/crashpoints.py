@@ -1,0 +1,88 @@
+"""Fault injection for crash tests: die by SIGKILL at a named point, on request.
+
+The product announces each point as the audit event ``factcheck.crashpoint``
+(:func:`sys.audit`, through :func:`factcheck.formats.files.crashpoint`); it carries no
+fault-injection code itself. This module is the other half, for tests and
+``scripts/crash_test.py`` only: :func:`crash_env` gives a child process the environment
+variable ``FACTCHECK_CRASH_AT`` and a ``PYTHONPATH`` whose ``sitecustomize``
+(``harness/site/``) calls :func:`install` at start-up, so worker processes, which inherit
+the environment, get the hook too.
+
+* ``FACTCHECK_CRASH_AT=after-split``            -- the first time ``after-split`` is reached;
+* ``FACTCHECK_CRASH_AT=before-rename:tags-00003.joblib@2`` -- the 2nd time (in this process).
+
+The process then kills itself with SIGKILL: no ``finally``, no atexit, no flushing, the
+same as a power cut as far as the files on disk are concerned. A point reached in a
+worker kills that worker (joblib then raises in the parent); use ``--jobs 1`` to crash
+the main process at an exact point.
+
+Points announced:
+
+* ``mid-write:FILE`` -- the temporary file of FILE is complete; it is cut to half its size
+  and the process dies (a kill half-way through writing FILE);
+* ``before-rename:FILE`` -- FILE is fully written under its temporary name, not renamed;
+* ``after-rename:FILE`` -- FILE is in place (its "done" record is not written yet);
+* ``after-split``, ``after-count``, ``after-tag``, ``before-manifest``, ``after-manifest``
+  -- stage boundaries of the tagging job.
+
+FILE is the destination's base name (``passages-00001.joblib``, ``manifest.json``,
+``passages__passages-00001.joblib.json`` for a done record, ``plan.json``, ...).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+ENV = "FACTCHECK_CRASH_AT"
+EVENT = "factcheck.crashpoint"
+ROOT = Path(__file__).resolve().parents[1]
+SITE = Path(__file__).resolve().parent / "site"
+
+
+def parse(spec: str | None) -> tuple[str, int] | None:
+    """``"name@2"`` -> ``("name", 2)``; ``"name"`` -> ``("name", 1)``; empty -> ``None``."""
+    if not spec:
+        return None
+    name, at, nth = spec.rpartition("@")
+    if at and nth.isdigit() and int(nth) >= 1:
+        return name, int(nth)
+    return spec, 1
+
+
+def install(spec: str | None = None) -> bool:
+    """Kill this process at the point ``spec`` names (default: ``$FACTCHECK_CRASH_AT``);
+    ``False`` (nothing installed) when there is none. Audit hooks cannot be removed:
+    call this in a process that is meant to die."""
+    target = parse(spec if spec is not None else os.environ.get(ENV))
+    if target is None:
+        return False
+    seen = 0
+
+    def hook(event: str, args: tuple) -> None:
+        nonlocal seen
+        if event != EVENT or args[0] != target[0]:
+            return
+        seen += 1
+        if seen != target[1]:
+            return
+        partial = args[1]
+        if partial is not None:
+            os.truncate(partial, os.path.getsize(partial) // 2)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    sys.addaudithook(hook)
+    return True
+
+
+def crash_env(crash_at: str | None, base: dict | None = None) -> dict:
+    """An environment for a child process that dies at ``crash_at`` (``None``: one that
+    does not: the variable is removed)."""
+    env = dict(os.environ if base is None else base)
+    env.pop(ENV, None)
+    if crash_at:
+        env[ENV] = crash_at
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SITE), str(ROOT), env.get("PYTHONPATH")) if p)
+    return env
