@@ -16,7 +16,7 @@ Example
 
 The README's "Use it from Python" section is the same walk-through, run as a test.
 
-Architecture, lowest layer first (no module imports a higher one; ``tests/test_architecture.py``):
+Architecture, lowest layer first (no module imports a higher one; ``tests/unit/test_architecture.py``):
 
 - ``errors`` -- :class:`InputError` and friends: one-line errors naming the file and the place.
 - ``formats``, ``text`` -- every reader and writer of files users hand us; the one text analyzer.

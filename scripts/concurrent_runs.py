@@ -16,7 +16,7 @@ with one line (exit 2), never a traceback; the outcomes are counted and printed.
     python -m scripts.concurrent_runs --trials 50 --same
 
 Exit status 0 when no trial failed. The in-suite version (3 trials) is in
-tests/test_hardening.py and reuses :func:`trial`.
+tests/reliability/test_hardening.py and reuses :func:`trial`.
 """
 
 from __future__ import annotations

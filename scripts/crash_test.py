@@ -18,7 +18,7 @@
     python -m scripts.crash_test --passages 5000 --shard-size 500 --kills 12 --random-kills 2
 
 Exit status 0 when every chain matched, 1 otherwise. The in-suite version is
-tests/test_crash_resume.py, which reuses the functions below.
+tests/reliability/test_crash_resume.py, which reuses the functions below.
 """
 
 from __future__ import annotations

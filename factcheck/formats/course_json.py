@@ -19,7 +19,7 @@ The fast path never decides what is an error: whenever its run does not decode c
 it does not understand), that run goes through the careful path, member by member, so
 every error message and place is the careful path's. A member the fast path cannot match
 (the last one before ``}``, one cut by the buffer end, a non-string text) always takes the
-careful path. ``tests/test_readers.py`` compares both paths on valid and broken inputs.
+careful path. ``tests/unit/test_readers.py`` compares both paths on valid and broken inputs.
 """
 
 from __future__ import annotations

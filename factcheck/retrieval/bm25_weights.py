@@ -13,7 +13,7 @@ usual. One BM25 (bm25s's scoring) whatever the parameters; only the build is our
 The arithmetic mirrors bm25s's ``lucene`` variant operation for operation, in the same
 dtypes (float64 intermediates, float32 weights, ``math.log`` for the IDF), so the
 weights -- and every query's scores -- are bit-identical to an index bm25s builds itself;
-``tests/test_bm25_weights.py`` compares them on real passages.
+``tests/unit/test_bm25_weights.py`` compares them on real passages.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Why whole-batch array work instead of a loop over passages: one tokenising pass 
 10,000 passages at a time (:func:`factcheck.text.analyzer.word_tokens_of_texts`), one
 dict lookup per token through ``map`` and numpy for rows and counts took a
 100,000-passage shard of the 1.2M bench corpus from ~1.2 s to ~0.5 s (issue 14); the
-per-passage loop was Python-bound. ``tests/test_tagging.py`` compares the counts with
+per-passage loop was Python-bound. ``tests/unit/test_tagging.py`` compares the counts with
 the analyzer applied passage by passage.
 """
 

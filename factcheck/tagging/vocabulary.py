@@ -81,7 +81,7 @@ def tfidf_rows(counts: sp.csr_matrix, idf: np.ndarray) -> sp.csr_matrix:
     operation for operation: the counts converted to float64 as scikit-learn converts them
     (duplicates summed, indices sorted), times the column's IDF, then each row divided by
     the square root of its squares summed in the row's order (rows summing to zero stay as
-    they are). Bit-identical to scikit-learn for finite input (``tests/test_tagging.py``
+    they are). Bit-identical to scikit-learn for finite input (``tests/unit/test_tagging.py``
     compares them); unlike scikit-learn it returns float64 for float32 input and does not
     refuse NaN, inf or an empty matrix.
 

@@ -5,7 +5,7 @@ nltk and, through it, scipy.stats and pandas: 1.1-1.6 s of CPU per process (meas
 here, nltk 3.10), while the stemmer module itself needs only ``nltk.redos``,
 ``nltk.termsec`` and ``nltk.stem.api`` (~10 ms). Every tagging worker and every CLI
 command that stems paid it (issue 14). The stemmer is nltk's own code either way;
-``tests/test_text.py`` checks its stems against a normally imported nltk's.
+``tests/unit/test_text.py`` checks its stems against a normally imported nltk's.
 
 How: for the duration of the import, ``sys.modules`` holds bare package objects for
 ``nltk`` and ``nltk.stem`` (so their ``__init__`` files do not run); afterwards every

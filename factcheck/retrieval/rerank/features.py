@@ -7,7 +7,7 @@ dictionary distractors by style:
 
 * passages are only ever read through :func:`~factcheck.text.tokens.split_stems` (lower-cased word runs,
   punctuation dropped), their digit runs, and their tags -- so a ``headword:`` prefix,
-  brackets, semicolons or capital letters change nothing (``tests/test_rerank.py``
+  brackets, semicolons or capital letters change nothing (``tests/unit/test_rerank.py``
   checks that two passages with the same words in different dress get equal features);
 * there is no absolute passage length, no count of the passage's own capitalised words
   or numbers, no passage prior; counts are of *claim* items found in the passage;

@@ -173,7 +173,7 @@ class TermIndex:
         The formula is bm25s's ``lucene`` variant (:mod:`factcheck.retrieval.bm25_weights`)
         times ``k1 + 1``, evaluated in float64 for fractional (RM3) query weights; it agrees
         with bm25s to float32 precision, not bit for bit, and the reranker's features were
-        fitted on these bits (``tests/test_bm25_weights.py`` pins the two together)."""
+        fitted on these bits (``tests/unit/test_bm25_weights.py`` pins the two together)."""
         P = self.postings
         parts_rows, parts_vals = [], []
         norm = self._length_norm(k1, b)

@@ -1,0 +1,78 @@
+"""Helpers every test folder shares: paths, the course data (skip or fail), running the CLI
+and Python in a child process, the one-line error check. Fixtures are in ``conftest.py``."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent  # the repository
+DEMO = ROOT / "data" / "demo"
+SHARED = Path(os.environ.get("FACTCHECK_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+def require_or_skip(reason: str):
+    """Skip for ``reason``; under FACTCHECK_REQUIRE_SHARED=1 (CI) fail instead."""
+    if os.environ.get("FACTCHECK_REQUIRE_SHARED") == "1":
+        pytest.fail(reason + " and FACTCHECK_REQUIRE_SHARED=1")
+    pytest.skip(reason)
+
+
+def shared_file(name: str) -> Path:
+    """Path of a file in ../shared/data, or skip (fail under FACTCHECK_REQUIRE_SHARED=1)."""
+    path = SHARED / name
+    if not path.is_file():
+        require_or_skip(f"needs {path} (the course data in ../shared/data); not present on this machine")
+    return path
+
+
+def run_cli(*args, cwd=None, env=None, timeout=600):
+    """Run ``python -m factcheck ARGS``; returns the CompletedProcess."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "factcheck", *map(str, args)], cwd=cwd,
+                          env=full_env, capture_output=True, text=True, timeout=timeout)
+
+
+def run_python(code: str) -> subprocess.CompletedProcess:
+    """Run ``code`` (dedented) in a fresh interpreter: this checkout first on the path, no
+    inherited environment (so nothing cached or configured leaks in)."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+def assert_one_line_error(proc, *must_contain):
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for needle in must_contain:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+def in_process(*args):
+    """``factcheck ARGS`` in this process (the same code as ``python -m factcheck`` minus
+    interpreter start-up): a CompletedProcess-like result for ``assert_one_line_error``.
+    An exception escaping ``main`` -- a traceback -- fails the test by itself."""
+    import contextlib
+    import io
+    from types import SimpleNamespace
+
+    from factcheck.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in args])
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
+
+
+OPEN_INSTALLED = importlib.util.find_spec("wordllama") is not None
+if not OPEN_INSTALLED and os.environ.get("FACTCHECK_REQUIRE_OPEN") == "1":  # CI (.ci/run): never skip these
+    raise RuntimeError("the open extra is not installed and FACTCHECK_REQUIRE_OPEN=1: pip install -e '.[test,open]'")
+needs_open = pytest.mark.skipif(not OPEN_INSTALLED, reason="needs the open extra (pip install -e '.[open]')")

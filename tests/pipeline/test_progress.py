@@ -1,0 +1,39 @@
+"""A run says what it is doing (issue 14): every stage announces itself on stderr when it
+starts, and the stages' timings account for the run's wall time.
+
+With a tiny corpus every stage is short, so this checks the announcements, not the
+~10 s spacing itself: a stage that announces itself at its start and shows a tqdm bar
+when long (the long ones: tagging, retriever training, classifier CV) is never silent
+for long on real data either.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from helpers import DEMO, run_cli
+
+STAGE_LINE = re.compile(r"^\[\s*(\d+\.\d)s\] (.+) \.\.\.$")
+
+
+def test_every_stage_announces_itself_and_the_timings_cover_the_wall_time(tmp_path):
+    out = tmp_path / "run"
+    proc = run_cli("run", "--data-dir", DEMO, "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    announced = [m.group(2) for line in proc.stderr.splitlines() if (m := STAGE_LINE.match(line))]
+    timings = json.loads((out / "metrics.json").read_text())["run"]["timings"]
+    stages = [name for name in timings if name != "total"]
+    assert announced == stages, "every timed stage is announced once, in order"
+    assert len(stages) >= 9
+    covered = sum(timings[s] for s in stages)
+    # The steps cover everything but writing metrics.json/report.md (milliseconds) and
+    # rounding (0.005 s per stage).
+    assert covered >= timings["total"] - 0.15 - 0.005 * len(stages), (covered, timings)
+    assert re.search(r"\] done: .*report\.md$", proc.stderr.splitlines()[-1] if proc.stderr else "")
+
+
+def test_quiet_run_announces_nothing(tmp_path):
+    proc = run_cli("run", "--data-dir", DEMO, "--out", tmp_path / "run", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert not [line for line in proc.stderr.splitlines() if STAGE_LINE.match(line)]

@@ -1,0 +1,122 @@
+"""Derived caches inside an index directory: one owner (factcheck/tagging/derived.py).
+
+Every cache (bm25/, rerank/, chunks/) is checked against its own record before use,
+rebuilt when damaged, written atomically, skipped when the index is read-only, and
+reported by ``factcheck verify`` (a missing cache is fine).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from factcheck.tagging import derived
+from factcheck.tagging.derived import RECORD, DerivedCache
+from helpers import in_process
+
+KEY = {"plan_key": "k", "n": 2}
+
+
+def _build(folder):
+    np.save(folder / "values.npy", np.arange(3))
+
+
+def _load(folder):
+    return np.load(folder / "values.npy", allow_pickle=False)
+
+
+def test_entry_is_built_recorded_and_reused(tmp_path):
+    cache = DerivedCache(tmp_path)
+    calls = []
+    build = lambda folder: (calls.append(folder), _build(folder))  # noqa: E731
+    assert cache.load_or_build("rerank/x", KEY, build, _load).tolist() == [0, 1, 2]
+    record = json.loads((tmp_path / "rerank" / "x" / RECORD).read_text())
+    assert record["key"] == KEY and set(record["files"]) == {"values.npy"}
+    assert cache.load_or_build("rerank/x", KEY, build, _load).tolist() == [0, 1, 2]
+    assert len(calls) == 1
+    assert not [p for p in (tmp_path / "rerank").iterdir() if p.name.startswith(".tmp-")]
+    cache.load_or_build("rerank/x", {**KEY, "n": 3}, build, _load)  # another key: rebuilt
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("damage", ["edit", "extra", "missing", "record"])
+def test_damaged_entry_is_reported_then_rebuilt(tmp_path, damage):
+    cache = DerivedCache(tmp_path)
+    cache.load_or_build("bm25/x", KEY, _build, _load)
+    entry = tmp_path / "bm25" / "x"
+    if damage == "edit":
+        np.save(entry / "values.npy", np.arange(3) * 7)
+    elif damage == "extra":
+        (entry / "other.npy").write_bytes(b"x")
+    elif damage == "missing":
+        (entry / "values.npy").unlink()
+    else:
+        (entry / RECORD).write_text("{not json")
+    assert [s.state for s in cache.check()] == ["unrecorded" if damage == "record" else "damaged"]
+    assert cache.load_or_build("bm25/x", KEY, _build, _load).tolist() == [0, 1, 2]
+    assert [s.state for s in cache.check()] == ["ok"]
+
+
+def test_read_only_index_builds_privately_and_saves_nothing(tmp_path, monkeypatch):
+    def refuse(*a, **k):
+        raise PermissionError(13, "Read-only file system")
+    monkeypatch.setattr(derived.tempfile, "mkdtemp", refuse)
+    seen = []
+
+    def load(folder):
+        seen.append(folder)
+        return _load(folder)
+
+    values = DerivedCache(tmp_path / "index").load_or_build("rerank/x", KEY, _build, load)
+    assert values.tolist() == [0, 1, 2]
+    assert not (tmp_path / "index" / "rerank" / "x").exists()
+    assert seen[0].is_dir()
+    del values
+    gc.collect()
+    assert not seen[0].exists()  # the private folder lives as long as the object
+
+
+def test_nested_cache_is_not_part_of_its_parents_record(tmp_path):
+    cache = DerivedCache(tmp_path)
+
+    def build(folder):
+        _build(folder)
+        (folder / "index").mkdir()
+
+    cache.load_or_build("chunks/w1-o0", KEY, build, _load)
+    DerivedCache(tmp_path / "chunks" / "w1-o0" / "index").load_or_build("bm25/y", KEY, _build, _load)
+    assert [s.state for s in cache.check()] == ["ok"]
+
+
+def test_verify_reports_a_damaged_cache_and_accepts_a_missing_one(demo_index, tmp_path):
+    index = tmp_path / "index"
+    shutil.copytree(demo_index, index, ignore=shutil.ignore_patterns("bm25", "rerank", "chunks"))
+    assert in_process("verify", index).stderr == ""
+    DerivedCache(index).load_or_build("rerank/x", KEY, _build, _load)
+    np.save(index / "rerank" / "x" / "values.npy", np.arange(4))
+    proc = in_process("verify", index)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" in proc.stderr and "rerank/x" in proc.stderr and "rebuilt" in proc.stderr
+
+
+def test_chunk_index_is_a_derived_cache(demo_index, tmp_path, monkeypatch):
+    from factcheck.retrieval.bm25 import BM25Retriever
+    from factcheck.retrieval.chunking import ChunkedRetriever
+    from factcheck.tagging.index import TagIndex
+    from factcheck.tagging.job import TagJob
+
+    index_dir = tmp_path / "index"
+    shutil.copytree(demo_index, index_dir, ignore=shutil.ignore_patterns("bm25", "rerank", "chunks"))
+    index = TagIndex.load(index_dir)
+    first = ChunkedRetriever(BM25Retriever(), window=8, overlap=2).fit(index).rank(["sea ice"], 5)[0]
+    assert [s.state for s in DerivedCache(index_dir).check()] == ["ok"]
+
+    def no_tagging(*a, **k):
+        raise AssertionError("the chunk index was tagged again")
+    monkeypatch.setattr(TagJob, "run", no_tagging)
+    again = ChunkedRetriever(BM25Retriever(), window=8, overlap=2).fit(index).rank(["sea ice"], 5)[0]
+    assert again.rows.tolist() == first.rows.tolist() and again.scores.tolist() == first.scores.tolist()

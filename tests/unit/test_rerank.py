@@ -1,0 +1,200 @@
+"""The learned reranker on the demo data: training, persistence, the retriever contract,
+determinism, self-retrieval, and the guard that no feature can see a passage's style."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from helpers import DEMO, assert_one_line_error, run_cli
+from factcheck.formats.claims import read_claims
+from factcheck.formats.splits import train_holdout_split
+from factcheck.training.rerank import train_reranker, tune_cutoff
+from factcheck.retrieval.rerank import features as F
+from factcheck.retrieval.rerank.candidates import CandidateConfig, CandidateGenerator
+from factcheck.retrieval.rerank.cutoff import Cutoff
+from factcheck.retrieval.rerank.memory import ClaimMemory
+from factcheck.retrieval.rerank.model import ModelConfig
+from factcheck.retrieval.rerank.retriever import RerankRetriever
+from factcheck.retrieval.rerank.terms import TermIndex
+from factcheck.text.tokens import split_stems as stems
+from factcheck.retrieval.rerank.vectors import tfidf_row
+from factcheck.tagging.index import TagIndex
+
+FAST_GRID = (ModelConfig(learning_rate=0.1, max_iter=40, max_leaf_nodes=7, min_samples_leaf=5, negative_rate=1.0),)
+
+
+def _train(index):
+    fit, holdout = train_holdout_split(read_claims(DEMO / "train-claims.json"))
+    return train_reranker(index, fit, holdout, configs=(CandidateConfig(memory_k=5),), grid=FAST_GRID)
+
+
+@pytest.fixture(scope="module")
+def index(demo_index):
+    return TagIndex.load(demo_index)
+
+
+@pytest.fixture(scope="module")
+def trained(index):
+    return _train(index)
+
+
+@pytest.fixture(scope="module")
+def dev_texts():
+    return [c.text for c in read_claims(DEMO / "dev-claims.json")]
+
+
+def _snapshot(retriever, texts):
+    sel = retriever.retrieve(texts)
+    ranks = retriever.rank(texts, 20)
+    return ([[(h.id, round(h.score, 12)) for h in s.hits] for s in sel],
+            [(r.rows.tolist(), np.round(r.scores, 12).tolist()) for r in ranks])
+
+
+def test_save_load_round_trip(trained, index, dev_texts, tmp_path):
+    path = tmp_path / "rerank.joblib"
+    trained.save(path)
+    loaded = RerankRetriever.load(path).fit(index)
+    assert _snapshot(loaded, dev_texts) == _snapshot(trained, dev_texts)
+    assert loaded.params() == trained.params()
+    json.dumps(loaded.params())  # goes into the explanations sidecar
+
+
+def test_contract(trained, index, dev_texts):
+    cut = trained.cutoff
+    selections = trained.retrieve(dev_texts)
+    rankings = trained.rank(dev_texts, 25)
+    known = set(index.ids)
+    for sel, ranking in zip(selections, rankings):
+        assert sel.path == "reranked"
+        assert cut.min_k <= len(sel.hits) <= cut.max_k
+        assert len(set(sel.ids)) == len(sel.ids) and set(sel.ids) <= known
+        for h in sel.hits:
+            assert index.ids[h.row] == h.id
+            assert set(h.explanation["features"]) == set(F.FEATURES)
+            assert "shared_terms" in h.explanation and "rank" in h.explanation
+        assert [h.score for h in sel.hits] == sorted((h.score for h in sel.hits), reverse=True)
+        assert len(ranking.rows) == 25 and len(set(ranking.rows.tolist())) == 25
+        assert np.all(np.diff(ranking.scores) <= 0)
+        assert ranking.rows[:len(sel.hits)].tolist() == [h.row for h in sel.hits]
+        json.dumps(sel.to_json())
+
+
+def test_claim_without_known_terms_still_gets_evidence(trained, index):
+    sel = trained.retrieve(["!!! ??? 123", "It is what it is."])
+    for s in sel:
+        assert s.path == "fallback" and len(s.hits) == max(trained.cutoff.min_k, 1)
+        assert all(h.id in index.row_of and "reason" in h.explanation for h in s.hits)
+
+
+def test_deterministic(trained, index, dev_texts):
+    again = _train(index)
+    assert _snapshot(again, dev_texts) == _snapshot(trained, dev_texts)
+
+
+def test_self_retrieval(trained, index):
+    rows = [r for r in range(len(index)) if len(stems(index.text(r))) >= 4]
+    texts = [index.text(r) for r in rows]
+    firsts = [r.rows[0] for r in trained.rank(texts, 5)]
+    assert firsts == rows
+
+
+def test_untrained_rerank_is_a_one_line_error(demo_index, tmp_path):
+    proc = run_cli("retrieve", "--index", demo_index, "--claims", DEMO / "dev-claims.json",
+                   "--method", "rerank", "--out", tmp_path / "x.json")
+    assert_one_line_error(proc, "--rerank-model")
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_cli_train_then_retrieve(demo_index, tmp_path):
+    model = tmp_path / "m.joblib"
+    proc = run_cli("train-rerank", "--index", demo_index, "--claims", DEMO / "train-claims.json", "--out", model)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "dev.json"
+    proc = run_cli("retrieve", "--index", demo_index, "--claims", DEMO / "dev-claims.json",
+                   "--method", "rerank", "--rerank-model", model, "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    preds = json.loads(out.read_text())
+    assert len(preds) == 8 and all(p["evidences"] for p in preds.values())
+    bad = tmp_path / "bad.joblib"
+    bad.write_bytes(b"not a model")
+    proc = run_cli("retrieve", "--index", demo_index, "--claims", DEMO / "dev-claims.json",
+                   "--method", "rerank", "--rerank-model", bad, "--out", tmp_path / "y.json")
+    assert_one_line_error(proc, "bad.joblib")
+
+
+# ----------------------------------------------------------------------- no style features
+
+TWINS = {
+    "evidence-1": "Glacier: a slowly moving mass of ice, 1,000 years old; formed by snow [Geol.]",
+    "evidence-2": "glacier a slowly moving mass of ice 1000 years old formed by snow geol",
+    "evidence-3": "GLACIER -- A SLOWLY MOVING MASS OF ICE (1000 YEARS OLD), FORMED BY SNOW; GEOL.",
+    "evidence-4": "Glaciers in the Alps have lost ice mass over the past century.",
+    "evidence-5": "Snow fell on the Alps for 1000 years, forming a glacier.",
+    "evidence-6": "The sea level rose by twenty centimetres in the twentieth century.",
+    "evidence-7": "Lantern: a case for carrying a light.",
+}
+
+
+@pytest.fixture(scope="module")
+def twin_index(tmp_path_factory):
+    from factcheck.formats.evidence import source_spec
+    from factcheck.tagging.job import TagJob
+    root = tmp_path_factory.mktemp("twins")
+    (root / "evidence.json").write_text(json.dumps(TWINS))
+    TagJob(progress=False).run(source_spec(root / "evidence.json"), root / "index")
+    return TagIndex.load(root / "index")
+
+
+@pytest.mark.parametrize("claim", [
+    "A glacier is a mass of ice formed by snow over 1000 years in the Alps.",
+    "Glaciers in the Alps are slowly losing ice mass.",
+    "IPCC: sea level rose 20 cm, glaciers melted",
+])
+def test_features_ignore_format(twin_index, claim):
+    terms = TermIndex.for_index(twin_index, cache=False)
+    ctx = F.FeatureContext(twin_index, terms)
+    memory = ClaimMemory(["c1"], ["Alpine glaciers are losing ice."], [["evidence-4"]]).bind(
+        twin_index.row_of, len(twin_index))
+    cands = CandidateGenerator(terms, memory, CandidateConfig(depth=10)).generate(claim)
+    X = F.compute(ctx, cands, 0.9, 0.4)
+    at = {int(r): i for i, r in enumerate(cands.rows.tolist())}
+    twins = [twin_index.row_of[e] for e in ("evidence-1", "evidence-2", "evidence-3")]
+    assert all(r in at for r in twins)
+    for r in twins[1:]:
+        np.testing.assert_array_equal(X[at[r]], X[at[twins[0]]])
+
+
+def test_feature_names_are_claim_relative():
+    banned = ("length", "len_", "n_words", "caps", "capital_ratio", "semicolon", "bracket", "colon",
+              "headword", "is_wiki", "source")
+    assert not [f for f in F.FEATURES if any(b in f for b in banned)]
+    assert len(F.FEATURES) == len(set(F.FEATURES))
+
+
+# ----------------------------------------------------------------------- pieces
+
+def test_tfidf_row_matches_sklearn(index):
+    memory = ClaimMemory.from_claims(read_claims(DEMO / "train-claims.json"))
+    for text in ("Carbon dioxide warms the planet, carbon!", "nothing known here", ""):
+        want = memory.vectorizer.transform([text]).toarray()
+        np.testing.assert_allclose(tfidf_row(memory.vectorizer, stems(text)).toarray(), want, atol=1e-12)
+        tags = sorted(stems(text))
+        want = index.tag_vectorizer.transform([" ".join(tags)]).toarray()
+        np.testing.assert_allclose(tfidf_row(index.tag_vectorizer, tags).toarray(), want, atol=1e-12)
+
+
+def test_cutoff_count_and_tuning():
+    c = Cutoff(threshold=0.2, relative=0.5, min_k=1, max_k=3)
+    assert c.count(np.array([0.9, 0.5, 0.44, 0.3])) == 2
+    assert c.count(np.array([0.1, 0.05])) == 1
+    assert c.count(np.array([0.9, 0.9, 0.9, 0.9])) == 3
+    assert c.count(np.zeros(0)) == 0
+    # claim 0: one clear gold; claim 1: two golds with close scores
+    probs = [np.array([0.9, 0.1, 0.05]), np.array([0.6, 0.55, 0.1])]
+    correct = [np.array([1, 0, 0]), np.array([1, 1, 0])]
+    best, f = tune_cutoff(probs, correct, [1, 2])
+    assert f == pytest.approx(1.0)
+    assert best.count(probs[0]) == 1 and best.count(probs[1]) == 2

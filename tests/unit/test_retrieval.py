@@ -1,0 +1,214 @@
+import json
+
+import numpy as np
+import pytest
+
+from helpers import DEMO, shared_file
+from factcheck.formats.claims import read_claims
+from factcheck.formats.evidence import source_spec
+from factcheck.retrieval.base import stable_top
+from factcheck.retrieval.bm25 import BM25Retriever
+from factcheck.retrieval.chunking import ChunkedRetriever, chunk_passages
+from factcheck.retrieval.tag_rule import TagRuleRetriever
+from factcheck.tagging.index import TagIndex
+from factcheck.tagging.job import TagJob
+from factcheck.text.analyzer import analyze
+
+
+# ---------------------------------------------------------------- slow reference tag rule
+
+def passage_tag_weights(index):
+    """Each passage's tag vector, transformed one passage at a time."""
+    tv = index.tag_vectorizer
+    out = []
+    for row in range(len(index)):
+        p = tv.transform([" ".join(index.tags(row))])
+        out.append(dict(zip(p.indices.tolist(), p.data.tolist())))
+    return out
+
+
+def reference_tag_rule(index, weights, claim, t_sim, t_overlap, top_n):
+    """Per-passage, obviously correct: the 2024 rule spelled out with Python loops."""
+    claim_tags = sorted(analyze(claim))
+    distinct = set(claim_tags)
+    q = index.tag_vectorizer.transform([" ".join(claim_tags)])
+    q_weights = dict(zip(q.indices.tolist(), q.data.tolist()))
+    scored = []
+    for row in range(len(index)):
+        tags = index.tags(row)
+        p_weights = weights[row]
+        cosine = 0.0
+        for term in sorted(set(q_weights) & set(p_weights)):
+            cosine += p_weights[term] * q_weights[term]
+        shared = len(distinct & set(tags))
+        overlap = shared / min(len(distinct), len(tags)) if shared else 0.0
+        scored.append((row, cosine, overlap, cosine + overlap, shared))
+    kept = [s for s in scored if s[1] > t_sim and s[2] > t_overlap]
+    if kept:
+        kept.sort(key=lambda s: (-s[3], s[0]))
+        best = max(s[4] for s in kept)
+        return [s[0] for s in kept if s[4] == best][:top_n], "filtered"
+    scored.sort(key=lambda s: (-s[3], s[0]))
+    return [s[0] for s in scored[:top_n]], "fallback"
+
+
+@pytest.fixture(scope="module")
+def sample_3k_index(tmp_path_factory, proxy_corpus):
+    items = list(proxy_corpus.items())
+    dev = read_claims(shared_file("dev-claims.json"))
+    gold = {e for c in dev for e in c.evidences}
+    chosen = [(k, v) for k, v in items if k in gold] + items[::150][:2500]
+    path = tmp_path_factory.mktemp("s3k") / "sample.json"
+    path.write_text(json.dumps(dict(chosen)), encoding="utf-8")
+    out = path.parent / "index"
+    TagJob(progress=False, jobs=1).run(source_spec(path), out)
+    index = TagIndex.load(out)
+    return index, dev, passage_tag_weights(index)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("params", [(0.55, 0.5, 6), (0.2, 0.3, 4), (0.0, 0.0, 10)])
+def test_vectorised_tag_rule_equals_reference(sample_3k_index, params):
+    index, dev, weights = sample_3k_index
+    retriever = TagRuleRetriever(*params).fit(index)
+    claims = [c.text for c in dev[:40]] + ["", "the of and", "Glaciers glaciers glaciers melt"]
+    paths = set()
+    for claim, sel in zip(claims, retriever.retrieve(claims)):
+        rows, path = reference_tag_rule(index, weights, claim, *params)
+        assert [h.row for h in sel.hits] == rows, claim
+        assert sel.path == path
+        paths.add(path)
+    if params == (0.55, 0.5, 6):
+        assert paths == {"filtered", "fallback"}  # both branches exercised
+
+
+def test_tag_rule_explanations_and_no_division_by_zero(demo_index):
+    index = TagIndex.load(demo_index)
+    r = TagRuleRetriever().fit(index)
+    empty, stop_only, real = r.retrieve(["", "the and of", "Volcanoes emit carbon dioxide"])
+    for sel in (empty, stop_only):
+        assert sel.path == "fallback" and len(sel.hits) == 6
+        assert all(h.explanation["combined"] == 0.0 for h in sel.hits)
+    for h in real.hits:
+        e = h.explanation
+        assert set(e) >= {"cosine", "overlap", "combined", "shared_tags", "passage_tags"}
+        assert e["combined"] == pytest.approx(e["cosine"] + e["overlap"])
+        assert set(e["shared_tags"]) <= set(analyze("Volcanoes emit carbon dioxide"))
+    assert real.details["thresholds"] == {"t_sim": 0.55, "t_overlap": 0.5, "top_n": 6}
+
+
+# ---------------------------------------------------------------- self-retrieval smoke tests
+
+def _distinct_passages(index, min_stems=6):
+    seen, rows = set(), []
+    for row, text in enumerate(index.texts):
+        key = " ".join(sorted(set(analyze(text))))
+        if len(set(analyze(text))) >= min_stems and key not in seen:
+            seen.add(key)
+            rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize("make", [lambda: BM25Retriever(cache=False), lambda: TagRuleRetriever()],
+                         ids=["bm25", "tags"])
+def test_self_retrieval_ranks_own_passage_first(demo_index, make):
+    index = TagIndex.load(demo_index)
+    r = make().fit(index)
+    rows = _distinct_passages(index)
+    assert len(rows) > 20
+    ranked = r.rank([index.text(row) for row in rows], depth=3)
+    assert [rk.rows[0] for rk in ranked] == rows
+
+
+def test_self_retrieval_on_real_sample(sample_3k_index):
+    """On real text a passage can lose to a shorter one holding its rarest words (BM25
+    length normalisation) or to one with the same tags; the smoke test allows 2%."""
+    index, _, _ = sample_3k_index
+    rows = _distinct_passages(index, min_stems=8)[:300]
+    for make in (lambda: BM25Retriever(cache=False), lambda: TagRuleRetriever()):
+        r = make().fit(index)
+        ranked = r.rank([index.text(row) for row in rows], depth=1)
+        firsts = [int(rk.rows[0]) for rk in ranked]
+        assert np.mean([a == b for a, b in zip(firsts, rows)]) >= 0.98
+
+
+# ---------------------------------------------------------------- ties, BM25, chunking
+
+def test_stable_top_matches_reference_sort():
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(1, 80))
+        scores = rng.choice([0.0, 0.0, 0.0, 1.5, 2.0, 0.25, -1.0], size=n)
+        depth = int(rng.integers(1, 90))
+        got = stable_top(scores, depth)
+        want = sorted(range(n), key=lambda i: (-scores[i], i))[:depth]
+        assert got.rows.tolist() == want
+        assert got.scores.tolist() == [scores[i] for i in want]
+
+
+def test_bm25_index_is_cached_next_to_tags_and_reused(tmp_path, demo_index):
+    index = TagIndex.load(demo_index)
+    a = BM25Retriever(k1=0.9, b=0.4).fit(index)
+    cache = demo_index / "bm25" / "lucene-k1_0.9-b_0.4"
+    assert (cache / "factcheck-key.json").is_file()
+    b = BM25Retriever(k1=0.9, b=0.4).fit(index)
+    claim = "carbon dioxide emissions from burning coal"
+    assert np.array_equal(a.scores(claim), b.scores(claim))
+    sel = b.retrieve([claim])[0]
+    assert len(sel.hits) == 5 and sel.hits[0].id == "evidence-3"
+    assert sel.hits[0].explanation["rank"] == 1 and "coal" in sel.hits[0].explanation["shared_tags"]
+
+
+def test_chunker_windows_cover_each_passage():
+    text = " ".join(f"w{i}" for i in range(23))
+    ch = chunk_passages([text, "short one"], window=10, overlap=3)
+    assert ch.spans == [(0, 10), (7, 17), (14, 23), (0, 2)]
+    assert ch.owner.tolist() == [0, 0, 0, 1]
+    assert ch.texts[1].split()[0] == "w7"
+
+
+@pytest.mark.parametrize("inner", [lambda: BM25Retriever(cache=False), lambda: TagRuleRetriever(0.1, 0.1, 6)],
+                         ids=["bm25", "tags"])
+def test_chunked_retriever_collapses_to_best_chunk(tmp_path, inner):
+    filler = " ".join(["lantern orchard harbour thermometer"] * 40)
+    passages = {"long": filler + " glaciers retreat quickly across alpine valleys " + filler,
+                "other": "Glaciers are large masses of ice.", "third": "Orchards grow fruit trees."}
+    src = tmp_path / "e.json"
+    src.write_text(json.dumps(passages))
+    TagJob(progress=False).run(source_spec(src), tmp_path / "idx")
+    index = TagIndex.load(tmp_path / "idx")
+    r = ChunkedRetriever(inner(), window=12, overlap=4).fit(index)
+    ranking = r.rank(["glaciers retreat quickly across alpine valleys"], depth=3)[0]
+    assert ranking.rows.tolist()[0] == 0 and len(set(ranking.rows.tolist())) == len(ranking.rows)
+    sel = r.retrieve(["glaciers retreat quickly across alpine valleys"])[0]
+    assert sel.hits[0].id == "long" and len({h.id for h in sel.hits}) == len(sel.hits)
+    start, end = sel.hits[0].explanation["chunk_words"]
+    assert "retreat" in " ".join(index.text(0).split()[start:end])
+
+
+def test_retrieve_cli_writes_predictions_and_explanations(tmp_path, demo_index):
+    from helpers import run_cli
+    out = tmp_path / "pred.json"
+    proc = run_cli("retrieve", "--index", demo_index, "--claims", DEMO / "dev-claims.json",
+                   "--method", "tags", "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    pred = json.loads(out.read_text())
+    expl = json.loads((tmp_path / "pred.explain.json").read_text())
+    dev = json.loads((DEMO / "dev-claims.json").read_text())
+    assert list(pred) == list(dev)
+    for cid, entry in pred.items():
+        assert entry["claim_text"] == dev[cid]["claim_text"] and 1 <= len(entry["evidences"]) <= 6
+        assert expl["claims"][cid]["path"] in ("filtered", "fallback")
+        assert [h["id"] for h in expl["claims"][cid]["hits"]] == entry["evidences"]
+
+
+def test_threshold_sweep_equals_choose_at_every_point(sample_3k_index):
+    index, dev, _ = sample_3k_index
+    r = TagRuleRetriever().fit(index)
+    claims = [c.text for c in dev[:30]] + [""]
+    grid = ((0.0, 0.3, 0.55), (0.1, 0.5), (1, 3, 6))
+    swept = r.sweep(claims, *grid)
+    for (a, b, n), (rows, paths) in swept.items():
+        for claim, got_rows, got_path in zip(claims, rows, paths):
+            want_rows, want_path, _ = r.choose(r._score(claim), a, b, n)
+            assert got_rows.tolist() == want_rows.tolist() and got_path == want_path
