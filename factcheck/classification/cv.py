@@ -206,8 +206,8 @@ def run_folds(fn, arg_tuples: list[tuple], jobs: int) -> list:
 
 def release_workers() -> None:
     """Stop run_folds' worker processes now. Why: idle, they live on for 60 s holding
-    ~225 MB each, which ``factcheck run`` on 1.2M passages carried into saving and
-    predicting (the tree's peak, issue 14)."""
+    ~225 MB each, which ``factcheck run`` on 1.2M passages would carry into saving and
+    predicting, on top of its peak."""
     global _workers
     executor, _workers = _workers, None
     if executor is not None:

@@ -57,7 +57,7 @@ def load_classifier(directory: Path):
     path = Path(directory) / MODEL_FILE
     if not path.is_file():
         old = path.with_suffix(".joblib")
-        if old.is_file():  # written before model files became skops (issue 15)
+        if old.is_file():  # the pickle format that preceded skops model files
             raise InputError(old, None, "an old pickle-format classifier, refused (loading a pickle can run "
                              "code); retrain with `factcheck train` or `factcheck run`")
         raise InputError(path, None, "no trained classifier here (run `factcheck train` or `factcheck run`)")

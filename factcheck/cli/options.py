@@ -96,7 +96,7 @@ def bounded_float(lo: float, hi: float | None = None):
 
 def check_output_dir(path) -> None:
     """An output directory must be creatable: refuse at once, before hours of work (a
-    file in its place, or a parent that is a file, used to fail at the first write)."""
+    file in its place, or a parent that is a file, would otherwise fail at the first write)."""
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise InputError(p, None, "exists and is not a directory")

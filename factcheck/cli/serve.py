@@ -37,8 +37,8 @@ def url_of(host: str, port: int) -> str:
 
 def check_can_listen(host: str, port: int) -> None:
     """Bind (and release) ``host:port`` once: a port in use or an address that is not this
-    machine's used to surface after start-up as uvicorn's own log line and exit status 3,
-    after the "ready" line had already been printed."""
+    machine's would otherwise surface after start-up as uvicorn's own log line and exit
+    status 3, after the "ready" line had already been printed."""
     import errno
     import socket
 

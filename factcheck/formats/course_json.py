@@ -9,8 +9,8 @@ Two paths, one behaviour:
   ``"id": "text",`` members at the front of the buffer and decodes them with one call of
   the standard library's C JSON decoder (pairs kept as a list: order and repeated ids
   survive). Why: the careful path costs ~2.8 µs of Python per passage -- 3.4 s of a 1.2M
-  corpus whose ``json.load`` takes 1.5 s -- and it ran on the tagging driver while the
-  workers waited (issue 14's profile: the biggest single lever of the tagging job).
+  corpus whose ``json.load`` takes 1.5 s -- and it runs on the tagging driver while the
+  workers wait (in a profile of the tagging job, its biggest single lever).
 * the **careful path** parses one member at a time with the C string scanner and names
   the line and column of anything wrong.
 

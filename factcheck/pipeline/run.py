@@ -94,8 +94,8 @@ def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_
                  method: str = "auto", jobs: int = -1, force: bool = False, progress: bool | None = None,
                  tag_args: dict | None = None, mode: str = "course") -> dict:
     """Everything end to end (see the module docstring); ``out`` is this run's alone while
-    it runs (a second run into it fails at once, naming this one's pid: two runs used to
-    both finish, each writing part of the model, predictions and metrics).
+    it runs (a second run into it fails at once, naming this one's pid: without the lock
+    both would finish, each writing part of the model, predictions and metrics).
 
     ``method``: ``"auto"`` (the best hold-out evidence F) or a retriever of ``mode``'s
     (:func:`~factcheck.retrieval.registry.methods_for`); ``mode``: ``"course"`` or ``"open"``.
@@ -237,8 +237,8 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     meta = {"index_plan_key": index.manifest.data.get("plan_key"), "mode": mode,
             "classifier": config_json(chosen.config),
             "calibration": {"temperature": chosen.summary["calibration"]["temperature"]}}
-    # Its own step: skops-writing the reranker and classifier took ~1 s on the demo, a
-    # quarter of the run's wall time that no step used to account for (issue 14).
+    # Its own step: skops-writing the reranker and classifier takes ~1 s on the demo, a
+    # quarter of the run's wall time, and the steps' timings must add up to the total.
     with clock.step("saving the model"):
         report.write_csv(out / "tuning" / "classifier-cv.csv", chosen.summary["variants"])
         save_system(model_dir or out / "model", chosen.model, retriever, meta, candidates.retrievers, reader)

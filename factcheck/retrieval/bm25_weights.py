@@ -1,8 +1,8 @@
 """BM25 weights for any (k1, b) from one term-count matrix: tuning without re-indexing.
 
 bm25s precomputes every (passage, term) weight when it builds an index, so an index is
-tied to one ``k1``/``b``. A tuning sweep used to rebuild it for every pair: ~47 s per
-build at 1.2M passages, 6 builds per run (560 s of a 12 min 48 s run went to tuning).
+tied to one ``k1``/``b``, and rebuilding it for every pair of a tuning sweep costs ~47 s
+a build at 1.2M passages, 6 builds per run (docs/decisions.md).
 The weights are a closed form of three things that do not depend on (k1, b) -- term
 counts, passage lengths and document frequencies -- so :class:`TermCounts` counts once
 (a sparse passage x term matrix) and :meth:`TermCounts.bm25` derives one setting's

@@ -2,15 +2,13 @@
 
 Dense search is exact: the claim's vector against every passage vector
 (:mod:`factcheck.tagging.vectors`) with numpy, block by block. Why exact and not an ANN
-library: at 316K passages one claim costs ~25 ms p50 on this 2-core machine (75 ms
-with every core busy; ``scripts/open_mode_probe.py`` measures it), inside the app's
-50 ms budget, and exact scores keep the ranking a pure function of the data. Measured
-through the app on the open proxy run (``scripts/bench_serve.py``, 300 requests):
-``/api/check`` p50 25 ms (hybrid 24 ms) at load average 3, 50-74 ms at load 6 on the
-2 shared cores. The first 128 of the 256 dimensions (renormalised) halve the product
-(13.2 -> 6.9 ms median over the 1,228 training claims) for hybrid evidence F 0.1861 ->
-0.1847 and recall@100 0.657 -> 0.654 there; not adopted while the budget holds on an
-unloaded machine. At 1.2M passages the product is ~4x. Why one claim at a time: a
+library: at 316K passages one claim costs ~25 ms p50 on a 2-core machine (75 ms with
+every core busy), inside the app's 50 ms budget, and exact scores keep the ranking a
+pure function of the data. Through the app on the open proxy run
+(``python -m benchmarks.serve``, 300 requests): ``/api/check`` p50 25 ms (hybrid 24 ms)
+at load average 3, 50-74 ms at load 6 on 2 shared cores. At 1.2M passages the product
+is ~4x; keeping the first 128 of the 256 dimensions would halve it at a small cost on
+the training claims, not adopted while the budget holds (docs/decisions.md). Why one claim at a time: a
 matrix-vector product gives a row the same bits whatever else is scored with it, so a
 claim's ranking never depends on its batch-mates.
 
@@ -21,7 +19,7 @@ numpy has no fast float16 product, and widening is exact. Memory: 1 KB a passage
 Hybrid fusion (:func:`fuse`): ``"max"`` scales each score list by the claim's best score
 (BM25 / max BM25, cosine / max cosine) and mixes them with weight ``alpha`` on the dense
 side; ``"rrf"`` is weighted reciprocal-rank fusion of the two top-``rrf_depth`` lists.
-Chosen on the 1,228 training claims by 5-fold cross-validation (``scripts/open_mode_probe.py``):
+Chosen on the 1,228 training claims by 5-fold cross-validation (docs/decisions.md):
 ``"max"`` with ``alpha`` 0.4 (proxy corpus) / 0.6 (wiki) and k = 4; ``"rrf"`` won no fold.
 """
 

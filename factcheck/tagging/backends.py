@@ -16,9 +16,9 @@ memo, bounded by the vocabulary of the text it has seen): peak memory is set by
 One :class:`WorkerPool` serves every map stage of a job. For Dask that means one
 connection to the given scheduler -- or one ``LocalCluster`` we start and own -- per
 run instead of one per stage; for loky, one set of worker processes, shut down when the
-pool closes. Why shut down: idle workers used to stay alive for joblib's 300 s idle
-timeout, ~550 MB that ``factcheck run`` on 1.2M passages carried through retriever
-training, on top of its own peak (issue 14: tree peak 3.2 GB -> 2.7 GB).
+pool closes. Why shut down: idle workers would stay alive for joblib's 300 s idle
+timeout, ~550 MB that ``factcheck run`` on 1.2M passages would carry through retriever
+training, on top of its own peak (docs/decisions.md).
 """
 
 from __future__ import annotations

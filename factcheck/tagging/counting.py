@@ -5,12 +5,12 @@ kept (with the shard's own local vocabulary, sorted) and the second pass only re
 columns. Stemming happens once per distinct token per process (see
 :mod:`factcheck.text.analyzer`).
 
-Why whole-batch array work instead of a loop over passages: one tokenising pass over
-10,000 passages at a time (:func:`factcheck.text.analyzer.word_tokens_of_texts`), one
-dict lookup per token through ``map`` and numpy for rows and counts took a
-100,000-passage shard of the 1.2M bench corpus from ~1.2 s to ~0.5 s (issue 14); the
-per-passage loop was Python-bound. ``tests/unit/test_tagging.py`` compares the counts with
-the analyzer applied passage by passage.
+Why whole-batch array work instead of a loop over passages: a per-passage loop is
+Python-bound, and counting is most of a tagging worker's time. So: one tokenising pass
+over 10,000 passages at a time (:func:`factcheck.text.analyzer.word_tokens_of_texts`),
+one dict lookup per token through ``map``, and numpy for rows and counts (less than half
+the time of the loop: docs/decisions.md). ``tests/unit/test_tagging.py`` compares the
+counts with the analyzer applied passage by passage.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ _UNSEEN, _DROPPED, _BREAK = -3, -1, -2
 class _TokenIds:
     """Per process: token -> id of its stem (or _DROPPED), kept across shards, so a shard
     only stems (and looks up) the tokens no earlier shard had -- why: building the
-    token table per shard cost ~0.3 s of a ~1.2 s shard (issue 14). It is the memo of
+    token table anew for every shard is a quarter of the shard's counting. It is the memo of
     :func:`~factcheck.text.analyzer.stem_token` here (a TextAnalyzer's would hold every
     token a second time)."""
 

@@ -9,8 +9,8 @@ so each is saved next to the tags, as one folder per entry::
         ...                     the cache's own files (arrays, JSON)
         factcheck-key.json      {"key": what it was built from, "files": {name: sha256}}
 
-The rules, the same for every cache (issue 15: an edited BM25 cache changed the evidence
-of 6 of 8 dev claims without a word):
+The rules, the same for every cache (why: unchecked, an edited BM25 cache changed the
+evidence of 6 of the demo's 8 dev claims without a word; reports/reliability.md):
 
 * **checked before use**: the record must name the caller's key and every file's bytes
   must match it (no file missing, none extra); otherwise the entry is rebuilt, with a

@@ -3,8 +3,8 @@
 Why this matters here: on this project's machines (virtual machines) a first touch of a
 page costs microseconds, and glibc hands large blocks back to the system as soon as
 they are freed, so a worker that allocates and frees the same ~10 MB arrays shard after
-shard faults them in again every time (issue 14: the tagging workers spent ~0.7 s each
-in the kernel at 1.2M passages; the tag step alone 40% of its time).
+shard faults them in again every time (at 1.2M passages: ~0.7 s of each tagging
+worker's time in the kernel, 40% of the tag step's; docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ def keep_freed_memory() -> None:
     """For a short-lived worker process whose tasks allocate alike (the tagging job's; a
     :class:`~factcheck.tagging.backends.WorkerPool` with ``keep_heap=True``): serve blocks
     of up to 32 MB from the heap and keep what is freed for the next shard instead of
-    returning it (measured on 7 shards of the 1.2M bench corpus: tag step 41,571 -> 3,248
-    page faults, 0.57 -> 0.48 s)."""
+    returning it (this removes most of the tag step's page faults: docs/decisions.md)."""
     libc = _libc()
     if libc is not None:
         libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)

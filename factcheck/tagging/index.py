@@ -143,8 +143,8 @@ class TagIndex:
         it), built from the tag arrays instead: the term counts a CountVectorizer would
         make (each tag once: 1.0, columns sorted), then the vectoriser's TF-IDF transform
         with its IDF (:func:`~factcheck.tagging.vocabulary.tfidf_rows`). Why: the string
-        round trip through the vectoriser's analyzer took ~3 s at 1.2M passages, a third
-        of the app's start-up (issue 14).
+        round trip through the vectoriser's analyzer costs ~3 s at 1.2M passages, a third
+        of the app's start-up.
         """
         vec = self.tag_vectorizer
         tag_column = np.full(len(self.vocabulary), -1, dtype=np.int64)

@@ -150,11 +150,11 @@ class TagJob:
     # ------------------------------------------------------------------ stages
     def _split_and_count(self, source: SourceSpec, out: Path, plan_key: str) -> tuple[list[dict], TermStats]:
         """Split the input into passage shards and count each shard's terms; counting
-        starts on the workers as soon as a shard is written (why: the driver's reading
-        and the workers' counting used to run one after the other, ~4 s + ~8 s at 1.2M
-        passages on 2 cores; overlapped they take ~6 s). Each shard's counts are merged
-        into the corpus totals (the reduce step) as soon as they are written, while the
-        workers count on (it was 0.5 s of the driver's with both workers idle)."""
+        starts on the workers as soon as a shard is written (why: one after the other,
+        the driver's reading and the workers' counting take ~4 s + ~8 s at 1.2M passages
+        on 2 cores; overlapped ~6 s). Each shard's counts are merged into the corpus
+        totals (the reduce step) as soon as they are written, while the workers count on
+        (a serial reduce afterwards is 0.5 s of the driver's with both workers idle)."""
         shards: list[dict] = []
         stats = TermStats.empty()
         merged: set[int] = set()

@@ -1,13 +1,14 @@
 """Owning an output directory: one run at a time, what a rerun finds there, and
 deleting only what we wrote.
 
-Why a lock: two ``factcheck tag`` runs into one ``--out`` interleave their shards. Issue 15
-reproduced it on the code before this lock (120,000 passages, the second run with other
-settings started while the first was splitting): 2 of 3 trials left an index that
-*passed* ``verify`` but missed 3,000 passages and had other tags for 112,000, because the
-second run silently discarded the first's unfinished plan and each wrote over the other. An exclusive ``flock`` held for the whole run makes the second
-run fail at once, naming the holder; the kernel releases it when the holder dies
-(SIGKILL included), so a crashed run never leaves a stale lock behind.
+Why a lock: two ``factcheck tag`` runs into one ``--out`` interleave their shards. Without
+it (120,000 passages, the second run with other settings started while the first was
+splitting) 2 of 3 trials left an index that *passed* ``verify`` but missed 3,000 passages
+and had other tags for 112,000: the second run silently discarded the first's unfinished
+plan and each wrote over the other (reports/reliability.md). An exclusive ``flock`` held
+for the whole run makes the second run fail at once, naming the holder; the kernel
+releases it when the holder dies (SIGKILL included), so a crashed run never leaves a
+stale lock behind.
 
 Why :func:`prepare` refuses more than it replaces: a directory may hold a complete index
 of this run (nothing to do), an unfinished one (resume), another run's (refused without

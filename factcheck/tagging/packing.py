@@ -20,7 +20,7 @@ def pack_strings(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
     driver; joining a whole shard at once was faster on ASCII text, but one wide
     character widens the joined string (2-4 bytes a character for the whole shard), which
     made the real corpus's shards slower and a shard with one emoji ~4x its size in
-    memory (issue 14's review)."""
+    memory."""
     lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
     parts = []
     for at in range(0, len(strings), _BLOCK):

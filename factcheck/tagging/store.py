@@ -160,7 +160,7 @@ def is_done(root: Path, name: str, key: str) -> dict | None:
 def recorded_sha256(root: Path, name: str) -> str:
     """The sha256 a done record holds, without re-reading the file: for the manifest,
     once this run has written the file or :func:`is_done` has checked its bytes (hashing
-    the 1.2M corpus's passage and tag shards again cost ~0.45 s, issue 14)."""
+    the 1.2M corpus's passage and tag shards again costs ~0.45 s)."""
     return json.loads(done_record_path(root, name).read_text("utf-8"))["sha256"]
 
 

@@ -24,9 +24,10 @@ __all__ = ["count_shard", "tag_shard", "warm_up"]
 
 
 def warm_up() -> None:
-    """Start a worker and load what the tasks need while the driver still reads the input
-    (a fresh loky worker once spent ~2 s on imports before its first shard; since the
-    tasks stopped importing scikit-learn and nltk's package, ~0.3 s; issue 14)."""
+    """Start a worker and load what the tasks need while the driver still reads the input,
+    so that a fresh worker's imports (~0.3 s: the tasks import neither scikit-learn nor
+    nltk's package, docs/decisions.md) overlap the reading instead of delaying its first
+    shard."""
     porter_stemmer()  # count_shard's stemmer
 
 

@@ -27,9 +27,9 @@ import scipy.sparse as sp
 class TermStats:
     """Corpus-wide totals and document frequencies, accumulated shard by shard.
 
-    Terms get a column on first sight and the counts are added with numpy: the merge of
-    13 shards' ~50K local terms each took 0.9 s as a dict of per-term lists and ~0.2 s
-    this way (issue 14).
+    Terms get a column on first sight and the counts are added with numpy (why: a dict of
+    per-term lists merges 13 shards' ~50K local terms each several times slower;
+    docs/decisions.md).
     """
 
     column: dict[str, int]
@@ -85,8 +85,8 @@ def tfidf_rows(counts: sp.csr_matrix, idf: np.ndarray) -> sp.csr_matrix:
     compares them); unlike scikit-learn it returns float64 for float32 input and does not
     refuse NaN, inf or an empty matrix.
 
-    Why not scikit-learn itself: importing it cost each tagging worker ~0.75 CPU-s (it
-    brings scipy.stats and pandas) for ~0.1 s of work (issue 14). The row sums go through
+    Why not scikit-learn itself: importing it costs each tagging worker ~0.75 CPU-s (it
+    brings scipy.stats and pandas) for ~0.1 s of work. The row sums go through
     scipy's CSR mat-vec, which adds a row's entries one after the other as scikit-learn's
     loop does; numpy's own sums pair them up and round differently.
     """

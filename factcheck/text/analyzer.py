@@ -53,12 +53,11 @@ def word_tokens_of_texts(texts: list[str]) -> tuple[list[str], str]:
     """``word_tokens`` of many texts in a few C calls: (the tokens of every text in order,
     with the marker ``"Q"`` after each text; the marker).
 
-    Why: one ``findall`` per passage cost 100K Python calls per shard (issue 14's
-    profile). Runs of ASCII texts are joined, translated and split (a 10,000-passage
-    batch of the 1.2M bench corpus: 27 ms with one regex pass over the lower-cased
-    texts, 9 ms this way); other texts are lower-cased one by one, joined with the
-    marker and matched in one regex pass (a run of word characters never crosses the
-    marker's spaces). The tokens are ``word_tokens``'s either way.
+    Why: one ``findall`` per passage is 100K Python calls per shard. Runs of ASCII texts
+    are joined, translated and split (a third of the time of one regex pass over the
+    lower-cased texts: docs/decisions.md); other texts are lower-cased one by one,
+    joined with the marker and matched in one regex pass (a run of word characters never
+    crosses the marker's spaces). The tokens are ``word_tokens``'s either way.
     """
     marker = _TEXT_BREAK.strip()
     tokens: list[str] = []

@@ -4,7 +4,7 @@ Why: ``import nltk.stem.porter`` first runs ``nltk/__init__.py``, which imports 
 nltk and, through it, scipy.stats and pandas: 1.1-1.6 s of CPU per process (measured
 here, nltk 3.10), while the stemmer module itself needs only ``nltk.redos``,
 ``nltk.termsec`` and ``nltk.stem.api`` (~10 ms). Every tagging worker and every CLI
-command that stems paid it (issue 14). The stemmer is nltk's own code either way;
+command that stems would pay it. The stemmer is nltk's own code either way;
 ``tests/unit/test_text.py`` checks its stems against a normally imported nltk's.
 
 How: for the duration of the import, ``sys.modules`` holds bare package objects for

@@ -42,7 +42,7 @@ __all__ = ["DEFAULT_CANDIDATES", "DENSE_CANDIDATES", "DENSE_FEATURE_SETS", "DEFA
 DEFAULT_CANDIDATES = (CandidateConfig(memory_k=20), CandidateConfig(memory_k=50))
 # Open mode (``dense=True``): the same memory depths plus the dense scorer's top 100 (and
 # the memory searched by embedding). Depth 300 was no better on the wiki hold-out (F 0.243
-# vs 0.241; out/probe logs of scripts/open_rerank_probe.py), so it is not tried.
+# vs 0.241; reports/open-rerank.md), so it is not tried.
 DENSE_CANDIDATES = (CandidateConfig(memory_k=20, dense_depth=100), CandidateConfig(memory_k=50, dense_depth=100))
 # Open mode feature sets, each tried on the hold-out like the candidate settings: which
 # dense memory group helps differed by corpus (hold-out F, proxy / wiki: all 0.214 / 0.240,

@@ -27,8 +27,8 @@ TAG_GRID = {
 }
 BM25_GRID = {"k1": (0.9, 1.2, 1.5), "b": (0.4, 0.75), "k": (1, 2, 3, 4, 5, 6, 8, 10)}
 # Open mode. Fusion "max" only: 5-fold CV over the training claims chose it over "rrf" in
-# every fold (scripts/open_mode_probe.py); alpha 0.4 (proxy) / 0.6 (wiki) won there, so
-# the grid brackets both.
+# every fold (docs/decisions.md); alpha 0.4 (proxy) / 0.6 (wiki) won there, so the grid
+# brackets both.
 HYBRID_GRID = {"alpha": (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8), "k": (1, 2, 3, 4, 5, 6, 8, 10)}
 
 

@@ -1,7 +1,8 @@
-"""Determinism across --jobs, shard sizes and the Dask backend (issue 5): the single
+"""Determinism across --jobs, shard sizes and the Dask backend: the single
 cross-cutting test. Same input and parameters -> the same `export-tags` bytes whatever
 the jobs, backend or shard size; and for equal shard sizes every file the manifest lists,
-and the manifest itself, byte for byte. (The Dask backend's own tests are issue 6's.)"""
+and the manifest itself, byte for byte. (The Dask backend's own tests are in
+tests/scaleout/test_dask_backend.py.)"""
 
 from __future__ import annotations
 

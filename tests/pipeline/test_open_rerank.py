@@ -1,4 +1,4 @@
-"""The open-mode reranker (issue 13 phase 2b): dense candidates and features on the demo data.
+"""The open-mode reranker: dense candidates and features on the demo data.
 
 Determinism, the saved model loading through the skops allow-list, the course path left
 exactly as it was, and the classifier's optional embedding features. Tests that need the

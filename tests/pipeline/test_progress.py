@@ -1,4 +1,4 @@
-"""A run says what it is doing (issue 14): every stage announces itself on stderr when it
+"""A run says what it is doing: every stage announces itself on stderr when it
 starts, and the stages' timings account for the run's wall time.
 
 With a tiny corpus every stage is short, so this checks the announcements, not the

@@ -1,4 +1,4 @@
-"""The bad-input matrix (issue 5): every case is one line naming the file and the place,
+"""The bad-input matrix: every case is one line naming the file and the place,
 exit status 2, no traceback, and no output that looks complete (no manifest for `tag`,
 no predictions file for `retrieve`, nothing on stdout for `evaluate`); files that were
 there before -- the input, a refused output directory -- are left untouched.
@@ -77,7 +77,7 @@ MATRIX = {
     "CSV without the columns given by flags": Case(
         "tag", "e.csv", b'id,text\n1,Sea levels rise\n', ("line 1 (header)", "needs columns 'pid' and 'body'"),
         argv=("--id-column", "pid", "--text-column", "body")),
-    # issue 15 (more in tests/reliability/test_hardening.py)
+    # found by the hardening review (more in tests/reliability/test_hardening.py)
     "CSV with an unclosed quote": Case(
         "tag", "e.csv", b'id,text\n1,"ice melts\n2,sea rises\n3,heat\n', ("line 4", "invalid CSV")),
     "lone surrogate in a passage": Case(

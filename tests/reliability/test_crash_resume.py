@@ -1,5 +1,5 @@
 """Crash-resume: SIGKILL `factcheck tag` at exact points and at random moments, rerun,
-and compare with an uninterrupted run byte for byte (issue 5).
+and compare with an uninterrupted run byte for byte.
 
 The harness is scripts/crash_test.py (also runnable on its own for long runs); the
 fault-injection hook is harness/crashpoints.py (``FACTCHECK_CRASH_AT``).

@@ -1,6 +1,7 @@
-"""Issue 15: no silent loss, no code from a crafted directory, one-line errors everywhere.
+"""Hardening: no silent loss, no code from a crafted directory, one-line errors everywhere.
 
-One test (or a few) per numbered finding of the issue; reports/reliability.md lists them.
+One test (or a few) per numbered finding of the hardening review; the table in
+reports/reliability.md ("Hardening") lists them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Integrity of a tag index on disk (issue 5): a truncated, bit-flipped, missing or extra
+"""Integrity of a tag index on disk: a truncated, bit-flipped, missing or extra
 shard -- or a damaged manifest -- is a one-line error naming the file, exit status 2, for
 `factcheck verify` and for every command that loads an index; and `factcheck tag` with the
 same arguments repairs a damaged shard to the original bytes."""

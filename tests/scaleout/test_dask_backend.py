@@ -1,4 +1,4 @@
-"""The Dask backend (issue 6): the tagging job on a real multi-process Dask cluster.
+"""The Dask backend: the tagging job on a real multi-process Dask cluster.
 
 The cluster is a ``LocalCluster`` of 2 worker processes that the tests start and stop
 themselves; the job reaches it only through its scheduler address, exactly as it would

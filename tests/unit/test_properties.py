@@ -1,4 +1,4 @@
-"""Property-based tests (hypothesis) of tagging and of the 2024 tag rule (issue 5).
+"""Property-based tests (hypothesis) of tagging and of the 2024 tag rule.
 
 Corpora are drawn from a small alphabet of words -- inflections that share a stem, stop
 words, numbers, mixed case, punctuation -- so tied weights, shared tags and vocabulary

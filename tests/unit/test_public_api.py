@@ -1,4 +1,4 @@
-"""The public API (issue 11): ``import factcheck`` is the library surface.
+"""The public API: ``import factcheck`` is the library surface.
 
 The README's "Use it from Python" block is executed here as written, so the example a
 newcomer copies is known to work.

@@ -438,7 +438,7 @@ def test_tfidf_rows_is_bit_identical_to_sklearns_transform(n_rows, n_cols, seed,
 
 
 def test_tagging_workers_import_neither_sklearn_nor_nltks_package():
-    # Why it matters: those imports cost each worker ~1.3 CPU-s at start (issue 14).
+    # Why it matters: those imports cost each worker ~1.3 CPU-s at start (docs/decisions.md).
     proc = run_python("import sys; from factcheck.tagging import tasks; tasks.warm_up(); "
                       "print(sorted(m for m in ('sklearn', 'pandas', 'scipy.stats', 'nltk') if m in sys.modules))")
     assert proc.returncode == 0, proc.stderr

@@ -29,8 +29,8 @@ from factcheck.retrieval.rerank.terms import TermIndex
 from factcheck.text.tokens import split_stems as stems
 
 # Open mode: weight of the dense side when the pool is ordered (and in the dense feature
-# ``fused_max``): the hybrid fusion that 5-fold CV chose on the 1,228 training claims in
-# phase 1 (proxy corpus: 0.4 dense, 0.6 BM25).
+# ``fused_max``): the hybrid fusion that 5-fold CV chose on the 1,228 training claims
+# (proxy corpus: 0.4 dense, 0.6 BM25; docs/decisions.md).
 FUSION_ALPHA = 0.4
 
 
@@ -123,7 +123,7 @@ class CandidateGenerator:
         top_score = float(bm_scores[0]) if len(bm_scores) else 0.0
         fused = scores[pool].astype(np.float64) / top_score if top_score > 0 else np.zeros(len(pool))
         dense_top = float(dense_list.scores[0]) if cos is not None and len(dense_list.scores) else 0.0
-        if dense_top > 0:  # the hybrid's weighting of the two sides (phase 1's CV choice)
+        if dense_top > 0:  # the hybrid's weighting of the two sides (its CV choice)
             fused = fused + FUSION_ALPHA / (1 - FUSION_ALPHA) * cos[pool].astype(np.float64) / dense_top
         rank = np.full(len(pool), cfg.depth, dtype=np.int64)
         if len(bm_rows):

@@ -2,11 +2,13 @@
 
 A *scorer* is anything with ``scores(text)`` (the cosine of every passage with the text,
 one float per index row), ``vectors_`` (the index's L2-normalised passage vectors,
-rows x dim) and ``embedder_.embed(texts)`` (L2-normalised text vectors in that space): :class:`~factcheck.retrieval.dense.DenseRetriever` in the open mode (the
-bundled wordllama model), or a course-legal LSA space built from the index's own TF-IDF
-(``scripts/lsa_probe.py``). This module never imports an embedding package itself: the
-open-mode scorer is loaded by :func:`load_scorer`, lazily, only when a configuration asks
-for dense candidates, so the course mode never touches pretrained weights.
+rows x dim) and ``embedder_.embed(texts)`` (L2-normalised text vectors in that space):
+:class:`~factcheck.retrieval.dense.DenseRetriever` in the open mode (the bundled
+wordllama model). A course-legal LSA space over the index's own TF-IDF was tried in its
+place and not adopted (reports/open-rerank.md). This module never imports an embedding
+package itself: the open-mode scorer is loaded by :func:`load_scorer`, lazily, only when
+a configuration asks for dense candidates, so the course mode never touches pretrained
+weights.
 
 Candidates: the scorer's top ``dense_depth`` passages, and the gold passages of the
 ``memory_k`` training claims nearest by embedding, join the pool
@@ -17,7 +19,7 @@ the evidence its neighbours cited, never to the passage's own style:
 ``dense_cos``           cosine of claim and passage
 ``dense_rel_top``       that cosine over the claim's best cosine in the corpus
 ``dense_log_rank``      log of the competition rank in the dense list (``dense_depth`` when beyond it)
-``fused_max``           the phase-1 hybrid score: 0.6 BM25/best + 0.4 cosine/best
+``fused_max``           the hybrid retriever's max fusion: 0.6 BM25/best + 0.4 cosine/best
 ``mem_dense_max``       best cosine with the gold passages of the similar training claims
 ``mem_dense_centroid``  cosine with their similarity-weighted centroid
 ``claim_dense_top``     the claim's best cosine (calibrates across claims)

@@ -46,8 +46,7 @@ def unit_rows(matrix: sp.csr_matrix, weights: np.ndarray) -> sp.csr_matrix:
     (pairwise sums, multiplication by 1/norm). Kept because the reranker is trained on
     these values and last-bit differences move it: computed by ``tfidf_rows`` they changed
     119 of 154 proxy dev evidence lists (evidence F 0.200 -> 0.196, labels unchanged;
-    issue 14, where predictions had to stay byte-identical). Merge the two in a change
-    that may move predictions.
+    docs/decisions.md). Merge the two in a change that may move predictions.
     """
     X = sp.csr_matrix(matrix.multiply(weights[None, :]))
     norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
