@@ -3,7 +3,7 @@
 The CLI builds every sub-command's parser for ``--help``; sub-command modules import
 library code (numpy, scikit-learn, FastAPI) only when they run, so this stays close to
 the interpreter's own start-up. Prints the median of ``--repeats`` runs next to a
-reference ``python -c pass`` measured in the same run (issue 11 requires < 0.5 s).
+reference ``python -c pass`` measured in the same run (the target: under 0.5 s).
 
     python -m benchmarks.cli_help [--repeats 5]
 """

@@ -76,7 +76,7 @@ def main(argv=None) -> int:
         f"Command: `python -m benchmarks.retrieval --n {args.n} --repeats {args.repeats}`. Corpus: "
         f"`bench/corpus-{args.n}.json` from `benchmarks/make_corpus.py` ({len(index):,} passages), "
         f"tagged with default parameters; queries: the {len(claims)} dev claims. Single process.", "",
-        "| measure | value | target (issue 3) |", "|---|---|---|",
+        "| measure | value | target |", "|---|---|---|",
         f"| tag rule latency p50 (ms/claim) | {p50:.2f} | ≤ 5 — {'met' if p50 <= 5 else 'NOT met'} |",
         f"| tag rule latency p99 (ms/claim) | {p99:.2f} | ≤ 25 — {'met' if p99 <= 25 else 'NOT met'} |",
         f"| BM25 (k1=0.9, b=0.4, k=4) throughput (claims/s) | {rate:.0f} | ≥ 100 — "

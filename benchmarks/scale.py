@@ -15,8 +15,8 @@ Per-process peaks are the kernel's own high-water mark (``VmHWM`` in
 ``/proc/PID/status``), read with the tree every ``--interval`` seconds, so a peak
 between two samples is not missed; the tree peak is the largest sampled sum of
 ``VmRSS`` (shared pages counted once per process). The report checks the scaling
-acceptance of issue 6 between two sizes (default 1.2M -> 5M): time grows at most
-1.2x linearly, and the driver's peak RSS at most 1.5x.
+targets between two sizes (default 1.2M -> 5M): time grows at most 1.2x linearly, and
+the driver's peak RSS at most 1.5x.
 
 Corpora are ``bench/corpus-N.json``, built by ``benchmarks/make_corpus.py`` when
 missing (not timed; the 5M corpus takes a few minutes and a few GB of RAM to build).
@@ -157,7 +157,7 @@ def write_report(path: Path, args, argv: list[str], info: dict, runs: list[dict]
             summary[(backend, n)] = summarise([r for r in runs if r["backend"] == backend and r["passages"] == n])
     small, large = args.check
     lines = [
-        "# Tagging job: cost curve to millions of passages (issue 6)",
+        "# Tagging job: cost curve to millions of passages",
         "",
         f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by",
         "",
@@ -286,7 +286,7 @@ def main(argv=None) -> int:
                       f"driver {mib(result['driver_peak_rss'])}, worker {mib(result['worker_peak_rss'])}, "
                       f"tree {mib(result['tree_peak_rss'])} (load {load:.2f})", file=sys.stderr, flush=True)
         identical[n] = len(digests) == 1
-    ok = write_report(args.out, args, ["benchmarks/scale.py", *argv], info, runs, commands, identical)
+    ok = write_report(args.out, args, ["-m", "benchmarks.scale", *argv], info, runs, commands, identical)
     print(args.out.read_text(encoding="utf-8"))
     return 0 if ok and all(identical.values()) else 1
 

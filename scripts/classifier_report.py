@@ -68,7 +68,7 @@ def confusion(lines: list, matrix: list, title: str) -> None:
 
 
 def _total(timings: dict) -> float:
-    """The run's wall time: its own 'total' (runs since issue 16), else the sum of its steps."""
+    """The run's wall time: its own 'total' (newer runs record one), else the sum of its steps."""
     return timings.get("total", sum(timings.values()))
 
 

@@ -43,7 +43,8 @@ def short_params(params: dict) -> dict:
 
 
 def ablation_table(name: str) -> list[str]:
-    """The reranker's feature-group ablation rows, as measured by scripts/eval_rerank.py."""
+    """The reranker's feature-group ablation rows, as measured by scripts/eval_rerank.py (a
+    one-off script, deleted since; its last version is at b637d42)."""
     path = ROOT / "reports" / f"rerank-{name}.md"
     if not path.is_file():
         return []
@@ -51,7 +52,7 @@ def ablation_table(name: str) -> list[str]:
     table = [line for line in text if line.startswith("|")]
     command = next((line for line in text if line.startswith("python scripts/eval_rerank.py")), "")
     return ["", f"Reranker feature-group ablations on dev (from `{path.relative_to(ROOT)}`, made by "
-            f"`{command}`):", "", *table]
+            f"`{command}`, a script deleted since: its last version is at b637d42):", "", *table]
 
 
 def corpus_section(name: str, work: Path, extra_rows) -> tuple[list[str], dict]:
