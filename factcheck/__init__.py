@@ -24,8 +24,12 @@ Architecture, lowest layer first (no module imports a higher one; ``tests/unit/t
 - ``retrieval``, ``classification`` -- the retrievers (tag rule, BM25, reranker, chunking) and
   the claim classifier.
 - ``evaluation`` -- the course metric, recall@k/MRR, intervals; it never knows the model.
-- ``pipeline`` -- choosing and training a system on the course data, the main job, reports.
+- ``system``, ``training``, ``reporting`` -- a trained system and its model directory;
+  choosing and training one on the training claims; the report and plots.
+- ``pipeline`` -- the main job (``factcheck run``).
 - ``serve``, ``cli`` -- the explain app and the ``factcheck`` command.
+
+docs/python-api.md in the repository is the guide to these names.
 """
 
 from __future__ import annotations

@@ -3,5 +3,6 @@
 ``features`` (claim/evidence text views -> sparse features), ``model`` (the pipeline,
 saving and loading), ``cv`` (repeated stratified cross-validation and the one-SE rule),
 ``stance`` (the per-passage stance model, a candidate the CV can pick) and
-``calibration`` (temperature scaling). Choosing among candidates is the pipeline's job.
+``calibration`` (temperature scaling). Choosing among candidates is
+:mod:`factcheck.training`'s job.
 """

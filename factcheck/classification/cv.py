@@ -1,9 +1,9 @@
 """Choose the classifier by repeated stratified k-fold cross-validation over all training claims.
 
-Why not the old fixed 80/20 split: 24 configurations x 3 readers were ranked on one
-246-claim hold-out, whose accuracy has a +-0.06 interval, so the winner was partly luck
-(dev 0.500, not significantly above always-majority; on unseen claims no better than
-always-SUPPORTS). Here every configuration is scored on all 1,228 training claims,
+Why not a fixed 80/20 split (how it was first chosen): 24 configurations x 3 readers
+were ranked on one 246-claim hold-out, whose accuracy has a +-0.06 interval, so the
+winner was partly luck (dev 0.500, not significantly above always-majority; on unseen
+claims no better than always-SUPPORTS). Here every configuration is scored on all 1,228 training claims,
 ``FOLDS`` x ``REPEATS`` times (fixed seed), and the *simplest* configuration whose mean
 accuracy is within one standard error of the best is chosen (the one-standard-error
 rule: among near-ties the one with less capacity to fit noise).

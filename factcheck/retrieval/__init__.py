@@ -5,5 +5,5 @@
 BM25 weights for any ``k1``/``b`` without re-indexing), ``chunking`` (word windows),
 ``rerank/`` (the learned reranker), ``dense`` (open mode: embeddings and hybrid fusion)
 and ``registry`` (the method names, building retrievers by name, running them over a
-claim set). Training and choosing retrievers by a metric lives in the pipeline.
+claim set). Training and choosing retrievers by a metric lives in :mod:`factcheck.training`.
 """
