@@ -4,15 +4,23 @@ The package root is the API: everything a notebook or a script needs is importab
 from ``factcheck`` itself. Names load lazily (on first use), so ``import factcheck``
 and ``factcheck --help`` stay fast.
 
+The estimators follow scikit-learn's conventions: settings are ``__init__`` parameters
+(``get_params``/``set_params``/``repr`` come from :class:`sklearn.base.BaseEstimator`),
+``fit`` checks them and binds to an index, fitted state ends in ``_``. ``rank``,
+``retrieve`` and ``FactChecker.check`` take one claim string (one result) or a list
+(a list of results, in order). Every public name has a numpydoc docstring with an
+example (``help(factcheck.BM25Retriever)``).
+
 Example
 -------
 >>> import factcheck
->>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index")   # doctest: +SKIP
->>> bm25 = factcheck.BM25Retriever(k=3).fit(index)                              # doctest: +SKIP
->>> [hit.id for hit in bm25.retrieve(["Sea levels are rising."])[0].hits]        # doctest: +SKIP
+>>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
+>>> bm25 = factcheck.BM25Retriever(k=3).fit(index)
+>>> bm25.retrieve("Sea levels are rising.").ids
+['evidence-8', 'evidence-39', 'evidence-7']
 >>> checker = factcheck.FactChecker.load("out/demo/index", "out/demo/model")     # doctest: +SKIP
->>> checker.check(["Sea levels are rising."]).labels                             # doctest: +SKIP
-{'0': 'SUPPORTS'}
+>>> checker.check("Sea levels are rising.").label                                # doctest: +SKIP
+'SUPPORTS'
 
 The README's "Use it from Python" section is the same walk-through, run as a test.
 
@@ -21,8 +29,8 @@ Architecture, lowest layer first (no module imports a higher one; ``tests/unit/t
 - ``errors`` -- :class:`InputError` and friends: one-line errors naming the file and the place.
 - ``formats``, ``text`` -- every reader and writer of files users hand us; the one text analyzer.
 - ``tagging`` -- the offline job: TF-IDF tags of every passage, sharded index, derived caches.
-- ``retrieval``, ``classification`` -- the retrievers (tag rule, BM25, reranker, chunking) and
-  the claim classifier.
+- ``retrieval``, ``classification`` -- the retrievers (tag rule, BM25, reranker, chunking,
+  dense, hybrid) and the claim classifier.
 - ``evaluation`` -- the course metric, recall@k/MRR, intervals; it never knows the model.
 - ``system``, ``training``, ``reporting`` -- a trained system and its model directory;
   choosing and training one on the training claims; the report and plots.
@@ -48,6 +56,7 @@ _API = {
     "Retriever": "factcheck.retrieval.base",
     "Selection": "factcheck.retrieval.base",
     "Hit": "factcheck.retrieval.base",
+    "Ranking": "factcheck.retrieval.base",
     "TagRuleRetriever": "factcheck.retrieval.tag_rule",
     "BM25Retriever": "factcheck.retrieval.bm25",
     "RerankRetriever": "factcheck.retrieval.rerank.retriever",
@@ -66,6 +75,7 @@ _API = {
     "load_classifier": "factcheck.classification.model",
     "save_classifier": "factcheck.classification.model",
     "FactChecker": "factcheck.system.checker",
+    "Verdict": "factcheck.system.checker",
     "Verdicts": "factcheck.system.checker",
     "run_pipeline": "factcheck.pipeline.run",
     # readers and writers

@@ -3,13 +3,25 @@
 Bad input is the user's problem to fix, so it must say *where*; a traceback would
 only say where in our code. Anything that is not an :class:`InputError` is a bug
 and keeps its traceback.
+
+:func:`check_number` and :func:`check_choice` are the library's checks of parameter
+values (a retriever's at ``fit``, a job's at ``run``): the same wording as the command
+line's checks of its flags, raised as an :class:`InputError` naming the parameter.
 """
 
 from __future__ import annotations
 
+import math
+from numbers import Integral, Real
 
-class InputError(Exception):
+__all__ = ["FactcheckWarning", "InputError", "IntegrityError", "check_choice", "check_number"]
+
+
+class InputError(ValueError):
     """A problem with something the user gave us (exit status 2, no traceback).
+
+    A :class:`ValueError`, as scikit-learn raises for bad parameter values and bad input,
+    so ``except ValueError`` in a caller's code catches it too.
 
     Parameters
     ----------
@@ -27,6 +39,10 @@ class InputError(Exception):
 
     Example
     -------
+    >>> isinstance(InputError("claims.json", "line 3", "invalid JSON"), ValueError)
+    True
+    >>> str(InputError("claims.json", "line 3", "invalid JSON"))
+    'claims.json: line 3: invalid JSON'
     >>> InputError(None, None, "unknown method 'x'", param="method").one_line()
     "method: unknown method 'x'"
     >>> InputError(None, None, "unknown method 'x'", param="method").one_line({"method": "--method"})
@@ -62,9 +78,125 @@ def _rebuild(cls, path, place, message, param):
 
 
 class IntegrityError(InputError):
-    """An index on disk does not match its manifest (corrupt, truncated, missing, extra)."""
+    """An index on disk does not match its manifest (corrupt, truncated, missing, extra).
+
+    Parameters
+    ----------
+    path, place, message, param
+        As for :class:`InputError`.
+
+    Example
+    -------
+    >>> from factcheck.tagging.index import TagIndex
+    >>> TagIndex.load("out/no-such-index")
+    Traceback (most recent call last):
+    ...
+    factcheck.errors.InputError: out/no-such-index: no such index directory
+    >>> issubclass(IntegrityError, InputError)
+    True
+    """
 
 
 class FactcheckWarning(UserWarning):
     """Something the user should know that does not stop the run (e.g. a default used
-    because the data was too small to choose). The CLI shows it as one plain line."""
+    because the data was too small to choose). The CLI shows it as one plain line.
+
+    Parameters
+    ----------
+    message : str
+        The warning, one line.
+
+    Example
+    -------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn(FactcheckWarning("too few hold-out claims to choose; using bm25"))
+    >>> str(caught[0].message)
+    'too few hold-out claims to choose; using bm25'
+    """
+
+
+def check_number(value, param: str, *, integer: bool = False, low: float | None = None,
+                 high: float | None = None):
+    """``value`` if it is a finite number in ``[low, high]`` (an integer if ``integer``).
+
+    Parameters
+    ----------
+    value : object
+        The parameter's value.
+    param : str
+        Its name, for the error (``"k"``, ``"t_sim"``).
+    integer : bool, default False
+        Require an integer (``True``/``False`` are not numbers here).
+    low, high : float or None
+        Inclusive bounds; None for none.
+
+    Returns
+    -------
+    int or float
+        ``value`` unchanged.
+
+    Raises
+    ------
+    InputError
+        Naming ``param``, in the wording of the command line's checks of its flags.
+
+    Example
+    -------
+    >>> check_number(3, "k", integer=True, low=1)
+    3
+    >>> check_number(0, "k", integer=True, low=1)
+    Traceback (most recent call last):
+    ...
+    factcheck.errors.InputError: k: must be at least 1, got 0
+    >>> check_number(1.5, "b", low=0, high=1)
+    Traceback (most recent call last):
+    ...
+    factcheck.errors.InputError: b: must be in [0, 1], got 1.5
+    """
+    kind = Integral if integer else Real
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise InputError(None, None, f"expected {'an integer' if integer else 'a number'}, got {value!r}",
+                         param=param)
+    if not math.isfinite(value) or (low is not None and value < low) or (high is not None and value > high):
+        if high is not None:
+            where = f"in [{low:g}, {high:g}]" if low is not None else f"at most {high:g}"
+        elif low is not None:
+            where = f"at least {low:g}" if integer else f"finite and at least {low:g}"
+        else:
+            where = "finite"
+        raise InputError(None, None, f"must be {where}, got {value!r}", param=param)
+    return value
+
+
+def check_choice(value, param: str, choices) -> str:
+    """``value`` if it is one of ``choices``.
+
+    Parameters
+    ----------
+    value : object
+        The parameter's value.
+    param : str
+        Its name, for the error.
+    choices : sequence of str
+        The values allowed, in the order the error lists them.
+
+    Returns
+    -------
+    str
+        ``value`` unchanged.
+
+    Example
+    -------
+    >>> check_choice("max", "fusion", ("max", "rrf"))
+    'max'
+    >>> check_choice("sum", "fusion", ("max", "rrf"))
+    Traceback (most recent call last):
+    ...
+    factcheck.errors.InputError: fusion: unknown fusion 'sum'; expected one of max, rrf
+    """
+    if not isinstance(value, str) or value not in choices:
+        raise InputError(None, None, f"unknown {param} {value!r}; expected one of {', '.join(choices)}",
+                         param=param)
+    return value

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 
-from factcheck.classification.features import ALL_GROUPS, ClaimEvidenceFeatures
-from factcheck.errors import InputError
-from factcheck.formats.claims import LABELS
+from factcheck.classification.features import ALL_GROUPS, OPEN_GROUPS, ClaimEvidenceFeatures
+from factcheck.errors import InputError, check_number
 from factcheck.formats.files import dump_model_atomic
 from factcheck.formats.safe_load import load_model
+
+__all__ = ["MODEL_FILE", "load_classifier", "make_classifier", "save_classifier"]
 
 # skops, not pickle: loading a model directory must not run code (see formats/safe_load.py)
 MODEL_FILE = "classifier.skops"
@@ -26,34 +26,98 @@ MODEL_FILE = "classifier.skops"
 
 def make_classifier(C: float = 2.0, class_weight=None, stats_weight: float = 0.3,
                     groups=ALL_GROUPS) -> Pipeline:
+    """The claim classifier: claim + evidence features, then multinomial logistic regression.
+
+    Parameters
+    ----------
+    C : float, default 2.0
+        Inverse regularisation strength of the logistic regression (positive).
+    class_weight : None, "balanced" or dict, default None
+        As for :class:`sklearn.linear_model.LogisticRegression`; ``"balanced"`` lets the
+        rare labels (DISPUTED) be predicted at all.
+    stats_weight : float, default 0.3
+        Weight of the standardised agreement statistics against the sparse groups (>= 0).
+    groups : sequence of str, default ALL_GROUPS
+        Feature groups of :class:`~factcheck.classification.features.ClaimEvidenceFeatures`:
+        ``"claim"``, ``"evidence"``, ``"shared"``, ``"unshared"``, ``"stats"`` (and, in the
+        open mode, ``"dense"``). ``("claim",)`` is the claim-only baseline.
+
+    Returns
+    -------
+    sklearn.pipeline.Pipeline
+        Unfitted; ``fit(X, y)`` with X a list of ``(claim text, [passage texts])`` pairs
+        and y their labels (:data:`factcheck.LABELS`).
+
+    Example
+    -------
+    >>> X = [("Sea levels are rising.", ["Sea level rose 20 cm since 1900."]),
+    ...      ("Sea levels are falling.", ["Sea level rose 20 cm since 1900."]),
+    ...      ("Glaciers are growing.", ["Most glaciers are retreating."]),
+    ...      ("Glaciers are shrinking.", ["Most glaciers are retreating."])]
+    >>> model = make_classifier(C=10.0).fit(X, ["SUPPORTS", "REFUTES", "REFUTES", "SUPPORTS"])
+    >>> model.predict([("Sea levels are rising fast.", ["Sea level rose 20 cm since 1900."])]).tolist()
+    ['SUPPORTS']
+    """
+    check_number(C, "C", low=0.0)
+    if C == 0:
+        raise InputError(None, None, f"must be positive, got {C!r}", param="C")
+    if not (class_weight is None or class_weight == "balanced" or isinstance(class_weight, dict)):
+        raise InputError(None, None, f"expected None, 'balanced' or a dict, got {class_weight!r}",
+                         param="class_weight")
+    check_number(stats_weight, "stats_weight", low=0.0)
+    unknown = [g for g in groups if g not in OPEN_GROUPS] if not isinstance(groups, str) else [groups]
+    if unknown or not groups:
+        raise InputError(None, None, f"expected feature groups among {', '.join(OPEN_GROUPS)}, got {groups!r}",
+                         param="groups")
     return Pipeline([
         ("features", ClaimEvidenceFeatures(groups=groups, stats_weight=stats_weight)),
         ("model", LogisticRegression(C=C, class_weight=class_weight, max_iter=5000)),
     ])
 
 
-class MajorityClassifier:
-    """Always the most frequent training label (the constant baseline)."""
-
-    def fit(self, X, y):
-        labels, counts = np.unique(np.asarray(y), return_counts=True)
-        self.label_ = labels[np.lexsort((labels, -counts))][0]
-        self.classes_ = np.array(LABELS)
-        return self
-
-    def predict(self, X):
-        return np.array([self.label_] * len(X))
-
-    def predict_proba(self, X):
-        p = (self.classes_ == self.label_).astype(float)
-        return np.tile(p, (len(X), 1))
-
-
 def save_classifier(model, directory: Path, meta: dict) -> None:
+    """Write a fitted classifier and its record to ``DIRECTORY/classifier.skops``.
+
+    Parameters
+    ----------
+    model : fitted estimator
+        Anything with ``predict_proba`` whose types are on the model allow-list
+        (:data:`factcheck.formats.safe_load.TRUSTED_MODEL_TYPES`).
+    directory : str or Path
+        The model directory (created if missing; the file is written atomically).
+    meta : dict
+        The record stored beside it (JSON-like: which retriever, which index, the mode).
+
+    Example
+    -------
+    >>> save_classifier(model, "out/model", {"retriever": {"method": "bm25"}})   # doctest: +SKIP
+    >>> load_classifier("out/model")[1]                                          # doctest: +SKIP
+    {'retriever': {'method': 'bm25'}}
+    """
     dump_model_atomic(Path(directory) / MODEL_FILE, {"model": model, "meta": meta})
 
 
 def load_classifier(directory: Path):
+    """The classifier and record saved by :func:`save_classifier`, read without running code.
+
+    Parameters
+    ----------
+    directory : str or Path
+        A model directory (from ``factcheck train`` or ``factcheck run``: ``OUT/model``).
+
+    Returns
+    -------
+    model : fitted estimator
+        Has ``predict`` and ``predict_proba`` over ``(claim, [passages])`` pairs.
+    meta : dict
+        The record saved with it.
+
+    Example
+    -------
+    >>> model, meta = load_classifier("out/demo/model")   # doctest: +SKIP
+    >>> meta["retriever"]["method"]                       # doctest: +SKIP
+    'bm25'
+    """
     path = Path(directory) / MODEL_FILE
     if not path.is_file():
         old = path.with_suffix(".joblib")

@@ -103,7 +103,7 @@ def add_ablation(p):
         verdicts = system.check(claims)
         gold = [(c.text, system.texts(c.evidences)) for c in claims]
         y = [c.label for c in claims]
-        result = ablation(y, list(system.classifier.predict(gold)), [verdicts.labels[c.id] for c in claims])
+        result = ablation(y, list(system.classifier.predict(gold)), verdicts.labels)
         if args.json:
             print(json.dumps(result, indent=2))
             return

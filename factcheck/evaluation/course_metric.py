@@ -87,7 +87,29 @@ class CourseScore:
 
 
 def course_score(predictions: dict[str, dict], groundtruth: list) -> CourseScore:
-    """``predictions``: claim id -> {"evidences", "claim_label"?}; ``groundtruth``: Claims."""
+    """The course metric's per-claim scores: evidence F and label correctness.
+
+    Parameters
+    ----------
+    predictions : dict of str to dict
+        Claim id -> ``{"evidences": [...], "claim_label": ...}`` (label optional).
+    groundtruth : list of Claim
+        Labelled claims; those without a prediction are listed in ``missing``.
+
+    Returns
+    -------
+    CourseScore
+        ``evidence_f``, ``accuracy`` (None without labels), ``harmonic_mean`` and their
+        bootstrap ``intervals()``.
+
+    Example
+    -------
+    >>> from factcheck.formats.claims import Claim
+    >>> gold = [Claim("c1", "Sea levels are rising.", "SUPPORTS", ["e1", "e2"])]
+    >>> score = course_score({"c1": {"evidences": ["e1"], "claim_label": "SUPPORTS"}}, gold)
+    >>> round(score.evidence_f, 4), score.accuracy, round(score.harmonic_mean, 4)
+    (0.6667, 1.0, 0.8)
+    """
     ids, fs, correct, missing = [], [], [], []
     labelled = any(p.get("claim_label") is not None for p in predictions.values())
     for claim in groundtruth:

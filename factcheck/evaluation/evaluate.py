@@ -19,6 +19,40 @@ from factcheck.formats.explanations import explanations_path
 
 def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = None,
              source: str | None = None) -> dict:
+    """The course metric (evidence F, label accuracy, their harmonic mean) and retrieval
+    metrics, each with a 95% interval, per label too (what ``metrics.json`` holds).
+
+    Parameters
+    ----------
+    predictions : dict of str to dict
+        Claim id -> ``{"evidences": [...], "claim_label": ...}`` (the leaderboard format;
+        without labels, only the retrieval side is scored).
+    groundtruth : list of Claim
+        Labelled claims (:func:`factcheck.read_claims` with ``require_labels=True``).
+        Claims without a prediction are listed in ``result["missing"]``.
+    explanations : dict or None
+        Claim id -> explanation record; with a ``"ranking"`` for every claim, also
+        recall@k and MRR.
+    source : str or None
+        The predictions' file, named in errors.
+
+    Returns
+    -------
+    dict
+        ``claims``, ``missing``, ``evidence_f``, ``accuracy``, ``harmonic_mean``,
+        ``intervals`` (value, ci95, method, n), ``retrieval``, ``per_label``.
+
+    Example
+    -------
+    >>> import factcheck
+    >>> dev = factcheck.read_claims("data/demo/dev-claims.json", require_labels=True)
+    >>> predictions = {c.id: {"evidences": c.evidences[:1], "claim_label": "SUPPORTS"} for c in dev}
+    >>> result = evaluate(predictions, dev)
+    >>> result["claims"], round(result["evidence_f"], 3), result["accuracy"]
+    (8, 0.958, 0.5)
+    >>> result["intervals"]["accuracy"]["ci95"]
+    [0.125, 0.875]
+    """
     known = {c.id for c in groundtruth}
     unknown = [cid for cid in predictions if cid not in known]
     if unknown:
@@ -88,9 +122,28 @@ def format_report(result: dict) -> str:
 
 
 def evaluate_files(predictions_path: Path, groundtruth_path: Path, explanations: Path | None = None) -> dict:
-    """:func:`evaluate` on files: predictions, labelled claims and the explanations sidecar
-    (default: the one beside the predictions, if present). Claims without a prediction are
-    listed in ``result["missing"]``; :func:`format_report` renders the result as text."""
+    """:func:`evaluate` on files (``factcheck evaluate``); :func:`format_report` renders the
+    result as text.
+
+    Parameters
+    ----------
+    predictions_path : str or Path
+        A predictions file (leaderboard format).
+    groundtruth_path : str or Path
+        The labelled claims.
+    explanations : Path or None
+        The explanations sidecar; default: the one beside the predictions, if present.
+
+    Returns
+    -------
+    dict
+        As :func:`evaluate`.
+
+    Example
+    -------
+    >>> result = evaluate_files("out/demo/dev-claims-predictions.json", "data/demo/dev-claims.json")  # doctest: +SKIP
+    >>> result["retrieval"]["recall@100"]["value"]                                                   # doctest: +SKIP
+    """
     predictions = read_predictions(predictions_path)
     groundtruth = read_claims(groundtruth_path, require_labels=True)
     sidecar = explanations or explanations_path(predictions_path)

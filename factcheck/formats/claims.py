@@ -23,6 +23,25 @@ LABELS = ("SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO", "DISPUTED")
 
 @dataclass
 class Claim:
+    """One claim: its id and text, and for labelled claims the gold label and evidence ids.
+
+    Parameters
+    ----------
+    id : str
+        The claim's id (``claim-1937``).
+    text : str
+        The claim.
+    label : str or None
+        The gold label, one of :data:`LABELS` (None for unlabelled claims).
+    evidences : list of str
+        The gold evidence passage ids (empty for unlabelled claims).
+
+    Example
+    -------
+    >>> Claim("claim-1", "Sea levels are rising.", "SUPPORTS", ["evidence-8"]).label
+    'SUPPORTS'
+    """
+
     id: str
     text: str
     label: str | None = None
@@ -120,7 +139,26 @@ def _label(path, cid, value, *, required: bool) -> str | None:
 
 
 def read_claims(path, *, require_labels: bool = False) -> list[Claim]:
-    """Claims in file order. With ``require_labels`` every claim needs a label and evidences."""
+    """Claims in file order, from a course claims file.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``{claim-id: {"claim_text": ..., "claim_label": ..., "evidences": [...]}}`` (JSON,
+        optionally gzipped); duplicate ids are an error.
+    require_labels : bool, default False
+        Every claim needs a label and evidence ids (train/dev files).
+
+    Returns
+    -------
+    list of Claim
+
+    Example
+    -------
+    >>> claims = read_claims("data/demo/dev-claims.json", require_labels=True)
+    >>> claims[0].id, claims[0].label in LABELS
+    ('claim-d1', True)
+    """
     path = Path(path)
     obj = _load_object(path, "claims")
     claims = []
@@ -141,7 +179,24 @@ def read_claims(path, *, require_labels: bool = False) -> list[Claim]:
 
 
 def read_predictions(path) -> dict[str, dict]:
-    """``{claim-id: {"evidences": [...], "claim_label": optional}}``, validated."""
+    """A predictions file (leaderboard format), validated.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``{claim-id: {"evidences": [...], "claim_label": optional}}``.
+
+    Returns
+    -------
+    dict of str to dict
+        Claim id -> ``{"evidences": [...], "claim_label": str or None}``, in file order.
+
+    Example
+    -------
+    >>> predictions = read_predictions("out/demo/dev-claims-predictions.json")   # doctest: +SKIP
+    >>> predictions["claim-d1"]["claim_label"]                                 # doctest: +SKIP
+    'SUPPORTS'
+    """
     path = Path(path)
     obj = _load_object(path, "predictions")
     out = {}
@@ -156,7 +211,26 @@ def read_predictions(path) -> dict[str, dict]:
 
 def write_predictions(path, claims: list[Claim], evidences: dict[str, list[str]],
                       labels: dict[str, str] | None = None) -> None:
-    """Course/leaderboard format, claims in input order, written atomically."""
+    """Write predictions in the course/leaderboard format, claims in input order, atomically.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file to write.
+    claims : list of Claim
+        The claims, in the order to write them (their texts are written too).
+    evidences : dict of str to list of str
+        Claim id -> evidence ids.
+    labels : dict of str to str or None
+        Claim id -> predicted label; None writes no labels (retrieval only).
+
+    Example
+    -------
+    >>> claims = [Claim("claim-1", "Sea levels are rising.")]
+    >>> write_predictions("out/pred.json", claims, {"claim-1": ["evidence-8"]}, {"claim-1": "SUPPORTS"})
+    >>> read_predictions("out/pred.json")
+    {'claim-1': {'evidences': ['evidence-8'], 'claim_label': 'SUPPORTS'}}
+    """
     out = {}
     for c in claims:
         entry = {"claim_text": c.text}

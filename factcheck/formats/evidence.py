@@ -64,6 +64,26 @@ def detect_format(path: Path) -> str:
 
 def source_spec(path, fmt: str | None = None, id_column: str = "id",
                 text_column: str = "text") -> SourceSpec:
+    """Where a knowledge source is and how to read it (what the readers and the tagging job take).
+
+    Parameters
+    ----------
+    path : str or Path
+        The knowledge source.
+    fmt : {"course", "jsonl", "csv"} or None
+        None: from the name (``.json[.gz]`` course, ``.jsonl``/``.ndjson`` JSONL, ``.csv``/``.tsv`` CSV).
+    id_column, text_column : str
+        The id and text fields (JSONL) or columns (CSV).
+
+    Returns
+    -------
+    SourceSpec
+
+    Example
+    -------
+    >>> source_spec("data/demo/evidence.json").format
+    'course'
+    """
     path = Path(path)
     fmt = fmt or detect_format(path)
     if fmt not in FORMATS:
@@ -98,7 +118,25 @@ def iter_passages(spec: SourceSpec) -> Iterator[tuple[str, str]]:
 
 
 def read_passages(spec: SourceSpec) -> tuple[list[str], list[str]]:
-    """All ids and texts in memory: for small sources (demo data, tests, the web app)."""
+    """All ids and texts of a knowledge source, in memory: for small sources (demo data,
+    tests, the web app); the tagging job streams instead.
+
+    Parameters
+    ----------
+    spec : SourceSpec
+        From :func:`source_spec`.
+
+    Returns
+    -------
+    ids, texts : list of str
+        In file order.
+
+    Example
+    -------
+    >>> ids, texts = read_passages(source_spec("data/demo/evidence.json"))
+    >>> len(ids), ids[0]
+    (40, 'evidence-1')
+    """
     ids, texts = [], []
     for batch_ids, batch_texts in iter_passage_batches(spec):
         ids += batch_ids

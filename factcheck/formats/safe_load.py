@@ -93,7 +93,6 @@ def load_joblib_arrays(path: Path, mmap: bool = False):
 TRUSTED_MODEL_TYPES: tuple[str, ...] = (
     # factcheck's own classes and functions (stored by reference, never as code)
     "factcheck.classification.features.ClaimEvidenceFeatures",
-    "factcheck.classification.model.MajorityClassifier",
     "factcheck.classification.stance.StanceFeatures",
     "factcheck.retrieval.rerank.model.RelevanceModel",
     "factcheck.retrieval.rerank.model.ModelConfig",

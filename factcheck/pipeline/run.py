@@ -93,12 +93,45 @@ class Clock:
 def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_dir: Path | None = None,
                  method: str = "auto", jobs: int = -1, force: bool = False, progress: bool | None = None,
                  tag_args: dict | None = None, mode: str = "course") -> dict:
-    """Everything end to end (see the module docstring); ``out`` is this run's alone while
-    it runs (a second run into it fails at once, naming this one's pid: without the lock
-    both would finish, each writing part of the model, predictions and metrics).
+    """``factcheck run``: everything end to end (see the module docstring).
 
-    ``method``: ``"auto"`` (the best hold-out evidence F) or a retriever of ``mode``'s
-    (:func:`~factcheck.retrieval.registry.methods_for`); ``mode``: ``"course"`` or ``"open"``.
+    ``out`` is this run's alone while it runs (a second run into it fails at once, naming
+    this one's pid: without the lock both would finish, each writing part of the model,
+    predictions and metrics).
+
+    Parameters
+    ----------
+    data_dir : str or Path
+        The course data: train/dev/test claims and the knowledge source.
+    out : str or Path
+        The run directory (index, model, predictions, metrics, report, plots).
+    evidence : Path or None
+        Another knowledge source than the data directory's.
+    index_dir : Path or None
+        An existing tag index to use instead of building ``OUT/index``.
+    method : str, default "auto"
+        ``"auto"`` (the best hold-out evidence F) or a retriever of ``mode``'s
+        (:func:`~factcheck.retrieval.registry.methods_for`).
+    jobs : int, default -1
+        Worker processes for tagging and cross-validation (-1: all cores).
+    force : bool, default False
+        Replace an index built with other settings.
+    progress : bool or None
+        Progress bars: None automatic, False never.
+    tag_args : dict or None
+        :class:`~factcheck.TagJob` settings (``top_k``, ``max_features``, ...).
+    mode : {"course", "open"}, default "course"
+        ``"open"`` adds the pretrained-embedding retrievers and features.
+
+    Returns
+    -------
+    dict
+        The run's metrics (what ``OUT/metrics.json`` holds).
+
+    Example
+    -------
+    >>> metrics = run_pipeline("data/demo", "out/demo", progress=False)   # doctest: +SKIP
+    >>> metrics["evidence_f"], metrics["accuracy"]                        # doctest: +SKIP
     """
     from factcheck.tagging.outdir import DirectoryLock
     check_method(method, mode, also=("auto",))  # before any work: an open mode without its extra is one line, now
@@ -154,19 +187,18 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None, index_dir: P
         write_verdicts(dev_path, dev, verdicts, system)
     with clock.step("gold-versus-retrieved ablation on dev"):
         gold_X = [(c.text, texts_of(c.evidences)) for c in dev]
-        retrieved_X = [(c.text, texts_of(verdicts.explain[c.id]["classifier_read"]["ids"])) for c in dev]
+        retrieved_X = [(c.text, texts_of(v.explanation["classifier_read"]["ids"])) for c, v in zip(dev, verdicts)]
         y = [c.label for c in dev]
         base_preds = {name: list(m.predict(retrieved_X)) for name, m in baselines.items()}
-        abl = ablation(y, list(classifier.predict(gold_X)), [verdicts.labels[c.id] for c in dev], base_preds)
+        abl = ablation(y, list(classifier.predict(gold_X)), verdicts.labels, base_preds)
     with clock.step("predicting test"):
         test_verdicts = system.check(test)
         write_verdicts(out / "test-claims-predictions.json", test, test_verdicts, system)
 
     with clock.step("scoring dev (the system and every retriever)"):
-        predictions = {c.id: {"evidences": verdicts.evidences[c.id], "claim_label": verdicts.labels[c.id]}
-                       for c in dev}
-        metrics = evaluate(predictions, dev, verdicts.explain, source=str(dev_path))
-        dev_proba = [[verdicts.probabilities[c.id][lab] for lab in LABELS] for c in dev]
+        predictions = verdicts.predictions()
+        metrics = evaluate(predictions, dev, {v.id: v.explanation for v in verdicts}, source=str(dev_path))
+        dev_proba = [[p[lab] for lab in LABELS] for p in verdicts.probabilities]
         trained.selection.summary["calibration"]["dev"] = reliability([c.label for c in dev], dev_proba, LABELS)
         on_dev = selection.dev_scores(candidates, dev)
     metrics["run"] = {
@@ -248,7 +280,10 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
 
 def write_verdicts(path: Path, claims, verdicts, system) -> None:
     """A system's predictions and their explanations (the one sidecar schema)."""
-    write_retrieval(path, claims, verdicts.evidences, verdicts.explain, system.retriever, verdicts.labels)
+    by_id = verdicts.by_id
+    write_retrieval(path, claims, {cid: v.evidences for cid, v in by_id.items()},
+                    {cid: v.explanation for cid, v in by_id.items()}, system.retriever,
+                    {cid: v.label for cid, v in by_id.items()})
 
 
 def _check_gold_ids(index, claims, path) -> None:

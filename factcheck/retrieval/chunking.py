@@ -18,19 +18,23 @@ from pathlib import Path
 
 import numpy as np
 
-from factcheck.errors import InputError
+from factcheck.errors import InputError, check_number
 from factcheck.formats.files import atomic_path, dumps_json
-from factcheck.retrieval.base import Hit, Ranking, Retriever, Selection
+from factcheck.retrieval.base import Hit, Retriever, Selection, TopK
 
 
 @dataclass
 class Chunks:
+    """Passages cut into word windows: each chunk's text, owning passage and word span."""
+
     texts: list[str]
     owner: np.ndarray   # chunk -> passage row
     spans: list[tuple[int, int]]  # word range [start, end) within the passage
 
 
 def chunk_passages(texts: list[str], window: int, overlap: int) -> Chunks:
+    """Windows of ``window`` words, consecutive ones sharing ``overlap``; a passage of at
+    most ``window`` words is one chunk, unchanged."""
     if window < 1 or not 0 <= overlap < window:
         raise InputError(None, None, f"need window >= 1 and 0 <= overlap < window, got {window}/{overlap}",
                          param="chunk_window" if window < 1 else "chunk_overlap")
@@ -79,58 +83,102 @@ def first_per_owner(chunk_rows: np.ndarray, owner: np.ndarray, limit: int) -> tu
 
 
 class ChunkedRetriever(Retriever):
-    """Wrap a retriever so it searches chunks and answers with passages."""
+    """Wrap a retriever so it searches word windows ("chunks") and answers with passages.
+
+    Parameters
+    ----------
+    inner : Retriever
+        The retriever that searches the chunks (any method; unfitted -- a clone of it is
+        fitted to the chunk index, ``inner`` itself is left as given).
+    window : int, default 100
+        Words per chunk (at least 1).
+    overlap : int, default 20
+        Words shared by consecutive chunks (0 <= overlap < window).
+
+    Attributes
+    ----------
+    index_ : TagIndex
+        The passage index fitted to.
+    inner_ : Retriever
+        The clone of ``inner`` fitted to ``chunk_index_``.
+    chunks_ : Chunks
+        Each chunk's text, owning passage row and word span.
+    chunk_index_ : TagIndex
+        The tag index of the chunks (a derived cache inside ``index_``'s directory).
+
+    Example
+    -------
+    >>> import factcheck
+    >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
+    >>> chunked = factcheck.ChunkedRetriever(factcheck.BM25Retriever(k=2), window=8, overlap=2)
+    >>> chunked
+    ChunkedRetriever(inner=BM25Retriever(k=2), overlap=2, window=8)
+    >>> hit = chunked.fit(index).retrieve("Sea levels are rising.").hits[0]
+    >>> hit.id, hit.explanation["chunk"], hit.explanation["chunk_words"]
+    ('evidence-8', 'evidence-8#0', [0, 8])
+    """
 
     def __init__(self, inner: Retriever, window: int = 100, overlap: int = 20):
         self.inner = inner
         self.window = window
         self.overlap = overlap
-        self.name = f"{inner.name}+chunks"
+
+    @property
+    def name(self) -> str:
+        return f"{self.inner.name}+chunks"
 
     def params(self) -> dict:
+        """The inner retriever's :meth:`~Retriever.params` plus ``chunk_window`` and ``chunk_overlap``."""
         return {**self.inner.params(), "chunk_window": self.window, "chunk_overlap": self.overlap}
 
-    def fit(self, index) -> "ChunkedRetriever":
+    def _check_params(self) -> None:
+        if not isinstance(self.inner, Retriever):
+            raise InputError(None, None, f"expected a retriever, got {type(self.inner).__name__}", param="inner")
+        check_number(self.window, "chunk_window", integer=True, low=1)
+        check_number(self.overlap, "chunk_overlap", integer=True, low=0)
+
+    def _fit(self, index) -> None:
+        from sklearn.base import clone
+
         from factcheck.tagging.derived import DerivedCache
         from factcheck.tagging.index import TagIndex
         from factcheck.tagging.store import MANIFEST_FORMAT
 
-        self.index = index
-        self.chunks = chunk_passages(index.texts, self.window, self.overlap)
+        chunks = chunk_passages(index.texts, self.window, self.overlap)
         p = index.manifest.params
         tag_params = {k: p[k] for k in ("top_k", "max_features", "tag_features", "shard_size")}
         key = {"plan_key": index.manifest.data.get("plan_key"), "window": self.window, "overlap": self.overlap,
                "tag_params": tag_params, "format": MANIFEST_FORMAT}
-        self.chunk_index = DerivedCache(index.root).load_or_build(
+        self.chunks_ = chunks
+        self.chunk_index_ = DerivedCache(index.root).load_or_build(
             f"chunks/w{self.window}-o{self.overlap}", key,
-            lambda folder: _tag_chunks(self.chunks, index.ids, tag_params, folder),
+            lambda folder: _tag_chunks(chunks, index.ids, tag_params, folder),
             lambda folder: TagIndex.load(folder / "index"))
-        self.inner.fit(self.chunk_index)
-        return self
+        self.inner_ = clone(self.inner).fit(self.chunk_index_)
 
-    def rank(self, claims: list[str], depth: int = 100) -> list[Ranking]:
+    def _rank(self, texts: list[str], depth: int) -> list[TopK]:
         out = []
-        for claim in claims:
+        for claim in texts:
             want = depth
             while True:
-                r = self.inner.rank([claim], want)[0]
-                pos, passages = first_per_owner(r.rows, self.chunks.owner, depth)
-                if len(passages) >= depth or want >= len(self.chunks.owner):
+                r = self.inner_._rank([claim], want)[0]
+                pos, passages = first_per_owner(r.rows, self.chunks_.owner, depth)
+                if len(passages) >= depth or want >= len(self.chunks_.owner):
                     break
                 want *= 2
-            out.append(Ranking(passages, r.scores[pos]))
+            out.append(TopK(passages, r.scores[pos]))
         return out
 
-    def retrieve(self, claims: list[str]) -> list[Selection]:
+    def _retrieve(self, texts: list[str]) -> list[Selection]:
         out = []
-        for sel in self.inner.retrieve(claims):
+        for sel in self.inner_._retrieve(texts):
             rows = np.array([h.row for h in sel.hits], dtype=np.int64)
-            pos, passages = first_per_owner(rows, self.chunks.owner, len(rows)) if len(rows) else ([], [])
+            pos, passages = first_per_owner(rows, self.chunks_.owner, len(rows)) if len(rows) else ([], [])
             hits = []
             for p, row in zip(list(pos), list(passages)):
                 h = sel.hits[int(p)]
-                start, end = self.chunks.spans[h.row]
-                hits.append(Hit(int(row), self.index.ids[int(row)], h.score,
+                start, end = self.chunks_.spans[h.row]
+                hits.append(Hit(int(row), self.index_.ids[int(row)], h.score,
                                 {**h.explanation, "chunk": h.id, "chunk_words": [start, end]}))
             out.append(Selection(hits, sel.path, sel.details))
         return out

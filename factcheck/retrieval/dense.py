@@ -29,8 +29,8 @@ import weakref
 
 import numpy as np
 
-from factcheck.errors import InputError
-from factcheck.retrieval.base import Hit, Ranking, Retriever, Selection, stable_top
+from factcheck.errors import check_choice, check_number
+from factcheck.retrieval.base import Hit, Retriever, Selection, TopK, stable_top
 from factcheck.text.analyzer import analyze, shared_stems
 
 __all__ = ["DenseRetriever", "FUSIONS", "HybridRetriever", "fuse"]
@@ -47,10 +47,12 @@ class DenseRetriever(Retriever):
     k : int, default 4
         Passages returned as evidence.
     block_rows : int, default 65536
-        Passage vectors multiplied at a time.
+        Passage vectors multiplied at a time (bounds the temporary; never changes a result).
 
     Attributes
     ----------
+    index_ : TagIndex
+        The index fitted to (its passage vectors: :class:`~factcheck.PassageVectorJob`).
     vectors_ : ndarray (passages x dim), float32
         The index's passage vectors (L2-normalised), after ``fit``.
     vectors_sha256_ : str
@@ -60,30 +62,38 @@ class DenseRetriever(Retriever):
 
     Example
     -------
-    >>> dense = DenseRetriever(k=3).fit(TagIndex.load("out/index"))   # doctest: +SKIP
-    >>> dense.retrieve(["sea levels are rising"])[0].ids              # doctest: +SKIP
+    The index needs its passage vectors (:class:`~factcheck.PassageVectorJob`, or
+    ``factcheck run --mode open``):
+
+    >>> import factcheck
+    >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
+    >>> _ = factcheck.PassageVectorJob(progress=False).run("out/demo-index")
+    >>> dense = DenseRetriever(k=3).fit(index)
+    >>> dense.retrieve("Sea levels are rising.").ids
+    ['evidence-8', 'evidence-37', 'evidence-7']
     """
 
     name = "dense"
+    _unrecorded = ("block_rows",)
 
     def __init__(self, k: int = 4, block_rows: int = 65536):
         self.k = k
         self.block_rows = block_rows
 
-    def params(self) -> dict:
-        return {"k": self.k}
+    def _check_params(self) -> None:
+        check_number(self.k, "k", integer=True, low=1)
+        check_number(self.block_rows, "block_rows", integer=True, low=1)
 
-    def fit(self, index) -> "DenseRetriever":
+    def _fit(self, index) -> None:
         from factcheck.text.embedding import load_embedder
-        self.index = index
         self.embedder_ = load_embedder()
         self.vectors_, self.vectors_sha256_ = _shared_vectors(index, self.embedder_.identity)
         self._last = (None, None)
-        return self
 
     def scores(self, claim: str) -> np.ndarray:
         """Cosine of every passage with the claim (float32, read-only; zeros for a claim
         with no token)."""
+        self._check_fitted()
         # The last claim's scores are kept: a check asks for the evidence (``retrieve``)
         # and then the depth-100 ranking (``rank``) of the same claim, and the product is
         # most of a hybrid check's time (61 ms p50 /api/check on the proxy run before).
@@ -98,13 +108,13 @@ class DenseRetriever(Retriever):
         self._last = (claim, out)
         return out
 
-    def rank(self, claims: list[str], depth: int = 100) -> list[Ranking]:
-        return [stable_top(self.scores(c), depth) for c in claims]
+    def _rank(self, texts: list[str], depth: int) -> list[TopK]:
+        return [stable_top(self.scores(c), depth) for c in texts]
 
-    def retrieve(self, claims: list[str]) -> list[Selection]:
+    def _retrieve(self, texts: list[str]) -> list[Selection]:
         out = []
-        for ranking in self.rank(claims, self.k):
-            hits = [Hit(row, self.index.ids[row], score, {"dense": score, "rank": rank})
+        for ranking in self._rank(texts, self.k):
+            hits = [Hit(row, self.index_.ids[row], score, {"dense": score, "rank": rank})
                     for rank, (row, score) in enumerate(zip(ranking.rows.tolist(), ranking.scores.tolist()), 1)]
             out.append(Selection(hits, "ranked", {"params": self.params()}))
         return out
@@ -134,24 +144,17 @@ def fuse(bm25: np.ndarray, dense: np.ndarray, alpha: float, fusion: str = "max",
 
     ``alpha`` is the dense side's weight: 0 ranks like BM25, 1 like dense.
     """
-    if fusion == "max":
+    if check_choice(fusion, "fusion", FUSIONS) == "max":
         # float64 so the scaling never merges two distinct float32 scores into a tie.
         lexical, semantic = (s.astype(np.float64) / s.max() if s.max() > 0 else np.zeros(len(s))
                              for s in (bm25, dense))
         return (1.0 - alpha) * lexical + alpha * semantic
-    if fusion == "rrf":
-        fused = np.zeros(len(bm25), dtype=np.float64)
-        for weight, scores in ((1.0 - alpha, bm25), (alpha, dense)):
-            rows = stable_top(scores, rrf_depth).rows
-            rows = rows[scores[rows] > 0]  # a passage the method does not match at all gets nothing
-            fused[rows] += weight / (RRF_K + np.arange(1, len(rows) + 1))
-        return fused
-    raise _unknown_fusion(fusion)
-
-
-def _unknown_fusion(fusion) -> InputError:
-    return InputError(None, None, f"unknown fusion {fusion!r}; expected one of {', '.join(FUSIONS)}",
-                      param="fusion")
+    fused = np.zeros(len(bm25), dtype=np.float64)  # "rrf"
+    for weight, scores in ((1.0 - alpha, bm25), (alpha, dense)):
+        rows = stable_top(scores, rrf_depth).rows
+        rows = rows[scores[rows] > 0]  # a passage the method does not match at all gets nothing
+        fused[rows] += weight / (RRF_K + np.arange(1, len(rows) + 1))
+    return fused
 
 
 class HybridRetriever(Retriever):
@@ -168,10 +171,12 @@ class HybridRetriever(Retriever):
     k1, b : float
         BM25 parameters (chosen on the training split like the BM25 retriever's).
     rrf_depth : int, default 1000
-        Depth of each list under ``"rrf"``.
+        Depth of each list under ``"rrf"`` (recorded only with that fusion).
 
     Attributes
     ----------
+    index_ : TagIndex
+        The index fitted to.
     bm25_ : BM25Retriever
     dense_ : DenseRetriever
     vectors_sha256_ : str
@@ -179,9 +184,15 @@ class HybridRetriever(Retriever):
 
     Example
     -------
-    >>> hybrid = HybridRetriever(k=4, alpha=0.5).fit(TagIndex.load("out/index"))   # doctest: +SKIP
-    >>> hybrid.retrieve(["sea levels are rising"])[0].hits[0].explanation         # doctest: +SKIP
-    {'bm25': 21.3, 'dense': 0.71, 'fused': 0.93, 'rank': 1, 'shared_tags': ['level', 'rise', 'sea']}
+    >>> import factcheck
+    >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
+    >>> _ = factcheck.PassageVectorJob(progress=False).run("out/demo-index")
+    >>> hybrid = HybridRetriever(k=3, alpha=0.5).fit(index)
+    >>> hybrid.params()
+    {'k': 3, 'alpha': 0.5, 'fusion': 'max', 'k1': 0.9, 'b': 0.4}
+    >>> hit = hybrid.retrieve("Sea levels are rising.").hits[0]
+    >>> hit.id, sorted(hit.explanation)
+    ('evidence-8', ['bm25', 'dense', 'fused', 'rank', 'shared_tags'])
     """
 
     name = "hybrid"
@@ -196,42 +207,48 @@ class HybridRetriever(Retriever):
         self.rrf_depth = rrf_depth
 
     def params(self) -> dict:
-        out = {"k": self.k, "alpha": self.alpha, "fusion": self.fusion, "k1": self.k1, "b": self.b}
-        if self.fusion == "rrf":
-            out["rrf_depth"] = self.rrf_depth
+        """:meth:`Retriever.params`, without ``rrf_depth`` unless the fusion is ``"rrf"``."""
+        out = super().params()
+        if self.fusion != "rrf":
+            del out["rrf_depth"]
         return out
 
-    def fit(self, index) -> "HybridRetriever":
+    def _check_params(self) -> None:
+        check_number(self.k, "k", integer=True, low=1)
+        check_number(self.alpha, "alpha", low=0.0, high=1.0)
+        check_choice(self.fusion, "fusion", FUSIONS)  # at fit, not at the first claim
+        check_number(self.k1, "k1", low=0.0)
+        check_number(self.b, "b", low=0.0, high=1.0)
+        check_number(self.rrf_depth, "rrf_depth", integer=True, low=1)
+
+    def _fit(self, index) -> None:
         from factcheck.retrieval.bm25 import BM25Retriever
-        if self.fusion not in FUSIONS:  # at fit, not at the first claim
-            raise _unknown_fusion(self.fusion)
-        self.index = index
         self.bm25_ = BM25Retriever(k1=self.k1, b=self.b, k=self.k).fit(index)
         self.dense_ = DenseRetriever(k=self.k).fit(index)
         self.vectors_sha256_ = self.dense_.vectors_sha256_
-        return self
 
     def component_scores(self, claim: str) -> tuple[np.ndarray, np.ndarray]:
         """(BM25, dense) score of every passage for one claim: what :func:`fuse` combines."""
+        self._check_fitted()
         return self.bm25_.scores(claim), self.dense_.scores(claim)
 
     def _ranked(self, claim: str, depth: int):
         bm25, dense = self.component_scores(claim)
         return stable_top(fuse(bm25, dense, self.alpha, self.fusion, self.rrf_depth), depth), bm25, dense
 
-    def rank(self, claims: list[str], depth: int = 100) -> list[Ranking]:
-        return [self._ranked(c, depth)[0] for c in claims]
+    def _rank(self, texts: list[str], depth: int) -> list[TopK]:
+        return [self._ranked(c, depth)[0] for c in texts]
 
-    def retrieve(self, claims: list[str]) -> list[Selection]:
+    def _retrieve(self, texts: list[str]) -> list[Selection]:
         out = []
-        for claim in claims:
+        for claim in texts:
             ranking, bm25, dense = self._ranked(claim, self.k)
             stems = set(analyze(claim))
             hits = []
             for rank, (row, score) in enumerate(zip(ranking.rows.tolist(), ranking.scores.tolist()), 1):
-                hits.append(Hit(row, self.index.ids[row], score, {
+                hits.append(Hit(row, self.index_.ids[row], score, {
                     "bm25": float(bm25[row]), "dense": float(dense[row]), "fused": score, "rank": rank,
-                    "shared_tags": shared_stems(stems, self.index.text(row)),
+                    "shared_tags": shared_stems(stems, self.index_.text(row)),
                 }))
             out.append(Selection(hits, "ranked", {"params": self.params()}))
         return out

@@ -24,7 +24,7 @@ DEPTH = 100  # ranking depth kept for recall@k / MRR
 
 
 def methods_for(mode: str = "course") -> tuple[str, ...]:
-    """The retrievers a mode offers."""
+    """The retrievers a mode offers (:data:`METHODS`, plus :data:`OPEN_METHODS` in the open mode)."""
     return ALL_METHODS if check_mode(mode) == "open" else METHODS
 
 
@@ -54,7 +54,40 @@ def check_method(method: str, mode: str = "course", also: tuple[str, ...] = ()) 
 
 def make_retriever(method: str, params: dict | None = None, chunk_window: int | None = None,
                    chunk_overlap: int = 20, mode: str = "course") -> Retriever:
-    """A retriever by name (unfitted). ``mode="open"`` also offers :data:`OPEN_METHODS`."""
+    """A retriever by name, unfitted: what the CLI's ``--method`` and a model directory build.
+
+    Parameters
+    ----------
+    method : str
+        One of :data:`METHODS` (``"tags"``, ``"bm25"``, ``"rerank"``), or in the open mode
+        also ``"dense"``, ``"hybrid"``.
+    params : dict or None
+        The retriever's parameters (None values are left at their defaults). For
+        ``"rerank"``, ``{"model": PATH}`` loads a trained reranker.
+    chunk_window : int or None
+        Search word windows of this size (:class:`~factcheck.ChunkedRetriever`); None:
+        whole passages.
+    chunk_overlap : int, default 20
+        Words shared by consecutive windows.
+    mode : {"course", "open"}, default "course"
+        ``"open"`` also offers the retrievers with pretrained embeddings.
+
+    Returns
+    -------
+    Retriever
+        Unfitted: call ``fit(index)``.
+
+    Example
+    -------
+    >>> make_retriever("bm25", {"k": 3, "b": None})
+    BM25Retriever(k=3)
+    >>> make_retriever("tags", chunk_window=50)
+    ChunkedRetriever(inner=TagRuleRetriever(), window=50)
+    >>> make_retriever("dense")
+    Traceback (most recent call last):
+    ...
+    factcheck.errors.InputError: method: 'dense' is an open-mode retriever (pretrained embeddings); the course mode offers tags, bm25, rerank (or use mode open)
+    """
     params = {k: v for k, v in (params or {}).items() if v is not None}
     check_method(method, mode)
     if method == "tags":
@@ -79,20 +112,43 @@ def make_retriever(method: str, params: dict | None = None, chunk_window: int | 
 
 
 def run_retrieval(retriever: Retriever, claims: list[Claim], depth: int = DEPTH):
-    """Evidence ids and the explanation record of every claim, in claim order.
+    """Evidence ids and the explanation record of every claim, keyed by claim id, in claim order.
 
-    ``depth`` > 0 also records the top-``depth`` ranking (for recall@k and MRR).
+    Parameters
+    ----------
+    retriever : Retriever
+        Fitted.
+    claims : list of Claim
+        The claims (:func:`factcheck.read_claims`); their ids key the results.
+    depth : int, default 100
+        > 0 also records each claim's top-``depth`` ranking (for recall@k and MRR) in its
+        explanation, as ``"ranking"``; 0 skips ranking.
+
+    Returns
+    -------
+    evidences : dict of str to list of str
+        Claim id -> the ids of the passages returned as evidence.
+    explain : dict of str to dict
+        Claim id -> the explanation record (the ``.explain.json`` sidecar's claim entry).
+
+    Example
+    -------
+    >>> import factcheck
+    >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
+    >>> claims = factcheck.read_claims("data/demo/dev-claims.json")
+    >>> evidences, explain = run_retrieval(factcheck.BM25Retriever(k=2).fit(index), claims, depth=5)
+    >>> evidences[claims[0].id] == explain[claims[0].id]["ranking"][:2]
+    True
     """
     texts = [c.text for c in claims]
     selections = retriever.retrieve(texts)
     rankings = retriever.rank(texts, depth) if depth > 0 else [None] * len(claims)
-    ids = retriever.index.ids
     evidences, explain = {}, {}
     for claim, sel, ranking in zip(claims, selections, rankings):
         evidences[claim.id] = sel.ids
         explain[claim.id] = sel.to_json()
         if ranking is not None:
-            explain[claim.id]["ranking"] = [ids[r] for r in ranking.rows.tolist()]
+            explain[claim.id]["ranking"] = ranking.ids
     return evidences, explain
 
 
@@ -101,7 +157,8 @@ def retriever_spec(retriever: Retriever) -> dict:
     overlap when it searches word windows, and for the open mode's retrievers the
     checksum of the passage vectors they searched (the record model directories and the
     ``.explain.json`` sidecar store)."""
-    inner = getattr(retriever, "inner", retriever)
+    # a chunked retriever's inner one: fitted (``inner_``, it holds the vectors' checksum) or not
+    inner = getattr(retriever, "inner_", None) or getattr(retriever, "inner", retriever)
     spec = {"method": inner.name, "params": inner.params()}
     if getattr(inner, "vectors_sha256_", None):
         spec["vectors_sha256"] = inner.vectors_sha256_

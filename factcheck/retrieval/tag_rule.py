@@ -28,11 +28,48 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from factcheck.retrieval.base import Hit, Ranking, Retriever, Selection, stable_top
+from factcheck.errors import check_number
+from factcheck.retrieval.base import Hit, Retriever, Selection, TopK, stable_top
 from factcheck.text.analyzer import analyze
 
 
 class TagRuleRetriever(Retriever):
+    """The 2024 tag rule: passages whose tags match the claim's stems (see the module docstring).
+
+    Parameters
+    ----------
+    t_sim : float, default 0.55
+        Cosine threshold, in [0, 1]: a passage passes only if its tag cosine with the
+        claim is above it.
+    t_overlap : float, default 0.5
+        Tag-overlap threshold, in [0, 1]: |shared tags| / min(|claim tags|, |passage tags|)
+        must be above it.
+    top_n : int, default 6
+        At most this many passages are returned.
+
+    Attributes
+    ----------
+    index_ : TagIndex
+        The index fitted to.
+
+    See Also
+    --------
+    BM25Retriever : ranks by BM25 over the full passage text.
+
+    Example
+    -------
+    >>> import factcheck
+    >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
+    >>> tags = factcheck.TagRuleRetriever(t_sim=0.1, t_overlap=0.1, top_n=3).fit(index)
+    >>> tags
+    TagRuleRetriever(t_overlap=0.1, t_sim=0.1, top_n=3)
+    >>> selection = tags.retrieve("Sea levels are rising.")
+    >>> selection.path, selection.ids
+    ('filtered', ['evidence-8'])
+    >>> selection.hits[0].explanation["shared_tags"]
+    ['level', 'rise', 'sea']
+    """
+
     name = "tags"
 
     def __init__(self, t_sim: float = 0.55, t_overlap: float = 0.5, top_n: int = 6):
@@ -40,12 +77,13 @@ class TagRuleRetriever(Retriever):
         self.t_overlap = t_overlap
         self.top_n = top_n
 
-    def params(self) -> dict:
-        return {"t_sim": self.t_sim, "t_overlap": self.t_overlap, "top_n": self.top_n}
+    def _check_params(self) -> None:
+        check_number(self.t_sim, "t_sim", low=0.0, high=1.0)
+        check_number(self.t_overlap, "t_overlap", low=0.0, high=1.0)
+        check_number(self.top_n, "top_n", integer=True, low=1)
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, index) -> "TagRuleRetriever":
-        self.index = index
+    def _fit(self, index) -> None:
         n, vocab = len(index), index.vocabulary
         self._vocab_col = {t: j for j, t in enumerate(vocab)}
         tags = sp.csr_matrix((np.ones(len(index.tag_terms), dtype=np.int8), index.tag_terms, index.tag_indptr),
@@ -60,10 +98,10 @@ class TagRuleRetriever(Retriever):
         self._space_ptr = passage_space.indptr
         self._space_rows = passage_space.indices.astype(np.int64)
         self._space_vals = passage_space.data
-        return self
 
     # ------------------------------------------------------------------ scoring
     def claim_tags(self, claim: str) -> list[str]:
+        """The claim's stems, sorted, duplicates kept (step 1 of the rule)."""
         return sorted(analyze(claim))
 
     def _score(self, claim: str):
@@ -91,21 +129,20 @@ class TagRuleRetriever(Retriever):
         top = stable_top(combined, depth)
         rows, scores = cand[top.rows], top.scores
         if len(rows) < depth:
-            fill = _first_rows_not_in(cand, depth - len(rows), len(self.index))
+            fill = _first_rows_not_in(cand, depth - len(rows), len(self.index_))
             rows = np.concatenate([rows, fill])
             scores = np.concatenate([scores, np.zeros(len(fill))])
         return rows, scores
 
-    def rank(self, claims: list[str], depth: int = 100) -> list[Ranking]:
+    def _rank(self, texts: list[str], depth: int) -> list[TopK]:
         out = []
-        for claim in claims:
+        for claim in texts:
             _, cand, _, _, _, combined = self._score(claim)
-            rows, scores = self._ordered(cand, combined, depth)
-            out.append(Ranking(rows, scores))
+            out.append(TopK(*self._ordered(cand, combined, depth)))
         return out
 
-    def retrieve(self, claims: list[str]) -> list[Selection]:
-        return [self._select(claim) for claim in claims]
+    def _retrieve(self, texts: list[str]) -> list[Selection]:
+        return [self._select(claim) for claim in texts]
 
     def choose(self, scored, t_sim: float, t_overlap: float, top_n: int):
         """Apply the rule to a claim's scores: (chosen rows, path, number that passed the filter).
@@ -129,6 +166,7 @@ class TagRuleRetriever(Retriever):
         fallback order does not depend on the thresholds, and a smaller ``top_n`` is a
         prefix of a larger one. ``claims`` may be any iterable (e.g. a progress bar).
         """
+        self._check_fitted()
         out = {(a, b, n): ([], []) for a in t_sims for b in t_overlaps for n in top_ns}
         max_n = max(top_ns)
         for claim in claims:
@@ -161,8 +199,8 @@ class TagRuleRetriever(Retriever):
         claim_set = set(distinct)
         hits = []
         for row, (cos, ov, comb) in zip(rows.tolist(), stats):
-            passage_tags = self.index.tags(row)
-            hits.append(Hit(row, self.index.ids[row], float(comb), {
+            passage_tags = self.index_.tags(row)
+            hits.append(Hit(row, self.index_.ids[row], float(comb), {
                 "cosine": float(cos), "overlap": float(ov), "combined": float(comb),
                 "shared_tags": [t for t in passage_tags if t in claim_set],
                 "passage_tags": passage_tags,

@@ -61,9 +61,9 @@ class AppState:
         if len(claim) > self.max_claim_chars:
             raise HTTPException(413, f"the claim is {len(claim)} characters long; the limit is {self.max_claim_chars}")
         claim = claim.strip()
-        verdicts, seconds = self.systems.check(name, claim)
+        verdict, seconds = self.systems.check(name, claim)
         system = self.systems.by_method[name]
-        return check_view(claim, name, self.systems.best, verdicts, system.texts, seconds,
+        return check_view(claim, name, self.systems.best, verdict, system.texts, seconds,
                           system.retriever.params())
 
     def method(self, requested: str | None) -> str:

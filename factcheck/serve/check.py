@@ -49,8 +49,7 @@ def check_claim(claim: str, run_dir=None, index_dir=None, model_dir=None, method
                              + ", ".join(available_methods(chosen.meta)), param="method")
         retriever = load_retriever(model_dir, chosen.meta, name, chosen.index)
         system = FactChecker(chosen.index, retriever, chosen.classifier, chosen.meta)
-    verdicts = system.check([claim])
-    return check_view(claim, name, best, verdicts, system.texts, None, system.retriever.params())
+    return check_view(claim, name, best, system.check(claim), system.texts, None, system.retriever.params())
 
 
 def _fmt(v) -> str:

@@ -48,8 +48,8 @@ def build(artefacts, systems) -> DevExplorer:
         order = [cid for cid in gold if cid in preds] or list(preds)
     elif gold:
         verdicts = systems.by_method[systems.best].check(list(gold.values()))
-        preds = {cid: {"evidences": verdicts.evidences[cid], "claim_label": verdicts.labels[cid]} for cid in gold}
-        explain, order = verdicts.explain, list(gold)
+        preds = verdicts.predictions()
+        explain, order = {v.id: v.explanation for v in verdicts}, list(gold)
         source, method = f"checked at first view ({artefacts.gold_path})", systems.best
     else:
         return DevExplorer(source="no dev predictions and no gold dev claims (start with --run or --dev-claims)")

@@ -49,11 +49,10 @@ def ordered_probabilities(probabilities: dict) -> dict:
     return {label: float(probabilities[label]) for label in known + sorted(set(probabilities) - set(known))}
 
 
-def check_view(claim: str, method: str, best: str, verdicts, texts_of, seconds: float | None = None,
+def check_view(claim: str, method: str, best: str, verdict, texts_of, seconds: float | None = None,
                retriever_params: dict | None = None) -> dict:
-    """The API/page record for the single claim in ``verdicts``."""
-    (cid,) = verdicts.labels
-    explain = verdicts.explain[cid]
+    """The API/page record of one claim's :class:`~factcheck.system.checker.Verdict`."""
+    explain = verdict.explanation
     ids = [h["id"] for h in explain["hits"]]
     texts = texts_of(ids)
     return {
@@ -61,8 +60,8 @@ def check_view(claim: str, method: str, best: str, verdicts, texts_of, seconds: 
         "method": method,
         "best_method": best,
         "retriever_params": retriever_params or {},
-        "verdict": verdicts.labels[cid],
-        "probabilities": ordered_probabilities(verdicts.probabilities[cid]),
+        "verdict": verdict.label,
+        "probabilities": ordered_probabilities(verdict.probabilities),
         "path": explain.get("path"),
         "thresholds": explain.get("thresholds"),
         "details": {k: v for k, v in explain.items() if k not in _NOT_DETAILS},

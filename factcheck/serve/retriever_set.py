@@ -56,12 +56,12 @@ class RetrieverSet:
         raise UnknownMethod(requested)
 
     def check(self, method: str, text: str):
-        """(Verdicts, seconds) for one claim with the named retriever."""
+        """(Verdict, seconds) for one claim with the named retriever."""
         system = self.by_method[method]
         with self.lock:
             t = time.perf_counter()
-            verdicts = system.check([text])
-            return verdicts, time.perf_counter() - t
+            verdict = system.check(text)
+            return verdict, time.perf_counter() - t
 
 
 def load_retriever_set(index_dir: Path, model_dir: Path, warm_up: bool = True, mode: str | None = None) -> RetrieverSet:

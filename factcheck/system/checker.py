@@ -1,4 +1,4 @@
-"""``FactChecker``, a trained system (tag index + retriever + classifier), and ``Verdicts``.
+"""``FactChecker``, a trained system (tag index + retriever + classifier), and its ``Verdicts``.
 
 Two retrievers play two roles, each chosen on the training hold-out: the *retriever*
 returns the evidence (best evidence F), the *reader* supplies the passages the
@@ -11,29 +11,135 @@ classifier read. What a trained system is saved as: :mod:`factcheck.system.model
 from __future__ import annotations
 
 import warnings
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 
 from factcheck.classification.model import load_classifier
 from factcheck.errors import FactcheckWarning, InputError
-from factcheck.formats.claims import as_claims
+from factcheck.formats.claims import Claim, as_claims
 from factcheck.retrieval.registry import check_mode, retriever_spec, run_retrieval
 from factcheck.system.model_dir import load_retriever, model_mode, require_mode
 
-__all__ = ["FactChecker", "Verdicts"]
+__all__ = ["FactChecker", "Verdict", "Verdicts"]
 
 
-@dataclass
-class Verdicts:
-    """What :meth:`FactChecker.check` found, each a dict keyed by claim id: the evidence
-    ids, the label, the label probabilities and the explanation record."""
+@dataclass(frozen=True)
+class Verdict:
+    """What :meth:`FactChecker.check` found for one claim.
 
-    evidences: dict[str, list[str]]
-    labels: dict[str, str]
-    probabilities: dict[str, dict[str, float]]
-    explain: dict[str, dict]
+    Parameters
+    ----------
+    id : str
+        The claim's id (a plain string's is its position in the input: ``"0"``, ``"1"``, ...).
+    text : str
+        The claim.
+    label : str
+        The predicted label, one of :data:`factcheck.LABELS`.
+    evidences : list of str
+        The ids of the passages returned as evidence, best first.
+    probabilities : dict of str to float
+        The classifier's probability of each label.
+    explanation : dict
+        Why: the retriever's record (hits and their scores), what the classifier read,
+        the probabilities (the ``.explain.json`` sidecar's claim entry).
+
+    Example
+    -------
+    >>> v = Verdict("0", "Sea levels are rising.", "SUPPORTS", ["evidence-8"],
+    ...             {"SUPPORTS": 0.7, "REFUTES": 0.1, "NOT_ENOUGH_INFO": 0.1, "DISPUTED": 0.1}, {})
+    >>> v.label, v.evidences
+    ('SUPPORTS', ['evidence-8'])
+    """
+
+    id: str
+    text: str
+    label: str
+    evidences: list[str]
+    probabilities: dict[str, float]
+    explanation: dict
+
+
+class Verdicts(Sequence):
+    """What :meth:`FactChecker.check` found for a list of claims: one :class:`Verdict` per
+    claim, in input order.
+
+    Indexing is by position (``verdicts[0]``, slices, iteration), as for the rows of
+    ``predict``'s output; :attr:`by_id` reaches a claim by its id. The per-field lists
+    (``labels``, ``evidences``, ...) follow the input order too.
+
+    Parameters
+    ----------
+    verdicts : sequence of Verdict
+        In input order; claim ids must be distinct.
+
+    Example
+    -------
+    >>> a = Verdict("claim-1", "Sea levels are rising.", "SUPPORTS", ["evidence-8"], {"SUPPORTS": 0.9}, {})
+    >>> b = Verdict("claim-2", "The Arctic is cooling.", "REFUTES", ["evidence-5"], {"REFUTES": 0.8}, {})
+    >>> verdicts = Verdicts([a, b])
+    >>> len(verdicts), verdicts[0].label, verdicts.labels
+    (2, 'SUPPORTS', ['SUPPORTS', 'REFUTES'])
+    >>> verdicts.by_id["claim-2"].evidences
+    ['evidence-5']
+    >>> verdicts.predictions()
+    {'claim-1': {'evidences': ['evidence-8'], 'claim_label': 'SUPPORTS'}, 'claim-2': {'evidences': ['evidence-5'], 'claim_label': 'REFUTES'}}
+    """
+
+    def __init__(self, verdicts):
+        self._verdicts = list(verdicts)
+        _check_distinct([v.id for v in self._verdicts])
+        self._by_id = MappingProxyType({v.id: v for v in self._verdicts})
+
+    def __len__(self) -> int:
+        return len(self._verdicts)
+
+    def __getitem__(self, position):
+        if isinstance(position, slice):
+            return Verdicts(self._verdicts[position])
+        return self._verdicts[position]
+
+    def __repr__(self) -> str:
+        return f"Verdicts({len(self)} claims: {dict(Counter(self.labels))})"
+
+    @property
+    def by_id(self) -> Mapping[str, Verdict]:
+        """Claim id -> :class:`Verdict` (read-only), in input order."""
+        return self._by_id
+
+    @property
+    def ids(self) -> list[str]:
+        """The claims' ids, in input order."""
+        return [v.id for v in self._verdicts]
+
+    @property
+    def labels(self) -> list[str]:
+        """The predicted labels, in input order."""
+        return [v.label for v in self._verdicts]
+
+    @property
+    def evidences(self) -> list[list[str]]:
+        """The evidence ids of each claim, in input order."""
+        return [v.evidences for v in self._verdicts]
+
+    @property
+    def probabilities(self) -> list[dict[str, float]]:
+        """The label probabilities of each claim, in input order."""
+        return [v.probabilities for v in self._verdicts]
+
+    @property
+    def explanations(self) -> list[dict]:
+        """The explanation record of each claim, in input order."""
+        return [v.explanation for v in self._verdicts]
+
+    def predictions(self) -> dict[str, dict]:
+        """The leaderboard format: claim id -> ``{"evidences": [...], "claim_label": ...}``
+        (what :func:`factcheck.write_predictions` writes and :func:`factcheck.evaluate` scores)."""
+        return {v.id: {"evidences": v.evidences, "claim_label": v.label} for v in self._verdicts}
 
 
 class FactChecker:
@@ -54,9 +160,26 @@ class FactChecker:
 
     Example
     -------
+    A system trained by ``factcheck run --data-dir data/demo --out out/demo``:
+
     >>> checker = FactChecker.load("out/demo/index", "out/demo/model")  # doctest: +SKIP
-    >>> verdicts = checker.check(["Sea levels are rising."])            # doctest: +SKIP
-    >>> verdicts.labels["0"], verdicts.evidences["0"]                   # doctest: +SKIP
+    >>> checker.check("Sea levels are rising.").label                   # doctest: +SKIP
+    'SUPPORTS'
+
+    Or assembled from parts (the README's "Use it from Python" does this):
+
+    >>> import factcheck
+    >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
+    >>> bm25 = factcheck.BM25Retriever(k=2).fit(index)
+    >>> train = factcheck.read_claims("data/demo/train-claims.json", require_labels=True)
+    >>> X = [(c.text, index.texts_of(s.ids)) for c, s in zip(train, bm25.retrieve([c.text for c in train]))]
+    >>> classifier = factcheck.make_classifier().fit(X, [c.label for c in train])
+    >>> checker = FactChecker(index, bm25, classifier, meta={})
+    >>> verdicts = checker.check(["Sea levels are rising.", "The Arctic is cooling."])
+    >>> verdicts[0].evidences
+    ['evidence-8', 'evidence-39']
+    >>> all(label in factcheck.LABELS for label in verdicts.labels)
+    True
     """
 
     def __init__(self, index, retriever, classifier, meta: dict, reader=None):
@@ -76,9 +199,23 @@ class FactChecker:
              mode: str | None = None) -> "FactChecker":
         """The system a model directory records, on the tag index ``index_dir``.
 
-        ``mode``: ``None`` (the model's own) or the mode the caller expects; a model
-        trained in another mode is a one-line error, as is an open-mode model where the
-        open extra is not installed.
+        Parameters
+        ----------
+        index_dir : str or Path
+            The tag index (``OUT/index`` of a run).
+        model_dir : str or Path
+            The model directory (``OUT/model``).
+        method : str or None
+            Another tuned retriever of the model's instead of the chosen one
+            (``"tags"``, ``"bm25"``, ``"rerank"``, ...).
+        mode : {"course", "open"} or None
+            None: the model's own; otherwise the mode the caller expects. A model trained
+            in another mode is a one-line error, as is an open-mode model where the open
+            extra is not installed.
+
+        Returns
+        -------
+        FactChecker
         """
         from factcheck.tagging.index import TagIndex
         classifier, meta = load_classifier(model_dir)
@@ -100,38 +237,62 @@ class FactChecker:
         return cls(index, retriever, classifier, meta, reader)
 
     def texts(self, ids: list[str]) -> list[str]:
+        """The texts of these passage ids (ids not in the index are skipped)."""
         return self.index.texts_of(ids)
 
     def read(self, claims, evidences: dict | None = None) -> dict[str, list[str]]:
-        """The passages the classifier reads for each claim."""
+        """The passages the classifier reads for each claim (claim id -> passage ids):
+        ``evidences`` when the reader is the retriever, otherwise the reader's own."""
         claims = as_claims(claims)
         if self.reader is self.retriever and evidences is not None:
             return evidences
         return run_retrieval(self.reader, claims, depth=0)[0]
 
-    def check(self, claims) -> Verdicts:
-        """Evidence, label, label probabilities and explanation of every claim.
+    def check(self, claims):
+        """Evidence, label, label probabilities and explanation of one claim or of each of a list.
 
         Parameters
         ----------
-        claims : str, or a sequence of str or :class:`~factcheck.formats.claims.Claim`
-            Plain strings are keyed by their position (``"0"``, ``"1"``, ...), claims by their id.
+        claims : str or Claim, or a sequence of str and Claim
+            Plain strings get their position as id (``"0"``, ``"1"``, ...), claims keep theirs;
+            ids must be distinct.
+
+        Returns
+        -------
+        Verdict or Verdicts
+            One :class:`Verdict` for a string or a claim; for a sequence, a :class:`Verdicts`
+            in input order (``verdicts[0]``, ``verdicts.labels``, ``verdicts.by_id[claim_id]``).
 
         Example
         -------
-        >>> checker.check(["Sea levels are rising."]).labels  # doctest: +SKIP
-        {'0': 'SUPPORTS'}
+        >>> checker.check("Sea levels are rising.").label             # doctest: +SKIP
+        'SUPPORTS'
+        >>> checker.check(["Sea levels are rising.", "The Arctic is cooling."]).labels  # doctest: +SKIP
+        ['SUPPORTS', 'REFUTES']
         """
+        one = isinstance(claims, (str, Claim))
         claims = as_claims(claims)
+        _check_distinct([c.id for c in claims])  # before the work: results are keyed by id
         evidences, explain = run_retrieval(self.retriever, claims)
         read = self.read(claims, evidences)
         X = [(c.text, self.texts(read[c.id])) for c in claims]
         proba = self.classifier.predict_proba(X) if claims else np.zeros((0, 4))
         classes = [str(c) for c in self.classifier.classes_]
-        labels, probabilities = {}, {}
+        out = []
         for claim, p in zip(claims, proba):
-            labels[claim.id] = classes[int(np.argmax(p))]
-            probabilities[claim.id] = {c: float(v) for c, v in zip(classes, p)}
-            explain[claim.id]["probabilities"] = probabilities[claim.id]
-            explain[claim.id]["classifier_read"] = {"method": self.reader.name, "ids": read[claim.id]}
-        return Verdicts(evidences, labels, probabilities, explain)
+            probabilities = {c: float(v) for c, v in zip(classes, p)}
+            explanation = explain[claim.id]
+            explanation["probabilities"] = probabilities
+            explanation["classifier_read"] = {"method": self.reader.name, "ids": read[claim.id]}
+            out.append(Verdict(claim.id, claim.text, classes[int(np.argmax(p))], evidences[claim.id], probabilities,
+                               explanation))
+        return out[0] if one else Verdicts(out)
+
+
+def _check_distinct(ids: list[str]) -> None:
+    """Claim ids must be distinct: a result keyed by id would silently keep one of two."""
+    first: dict[str, int] = {}
+    for position, cid in enumerate(ids):
+        if first.setdefault(cid, position) != position:
+            raise InputError(None, f"[{position}]", f"duplicate claim id {cid!r} (also at [{first[cid]}])",
+                             param="claims")

@@ -32,7 +32,34 @@ def _concat_packed(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarr
 
 
 class TagIndex:
-    """All passages of an index with their tags, in input order."""
+    """All passages of an index with their tags, in input order: what retrievers ``fit`` to.
+
+    Open one with :meth:`load` (or :func:`factcheck.build_index`); the constructor takes
+    the arrays :meth:`load` reads.
+
+    Parameters
+    ----------
+    root : Path
+        The index directory.
+    manifest : Manifest
+        Its verified manifest.
+    id_packed, text_packed : (ndarray, ndarray)
+        Passage ids and texts, packed (UTF-8 buffer, offsets).
+    tag_indptr, tag_terms, tag_weights : ndarray
+        The tags in CSR form: passage ``i``'s tags are ``tag_terms[tag_indptr[i]:tag_indptr[i + 1]]``
+        (vocabulary columns), with their TF-IDF weights.
+
+    Example
+    -------
+    >>> import factcheck
+    >>> _ = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
+    >>> index = TagIndex.load("out/demo-index")
+    >>> row = index.row_of["evidence-8"]
+    >>> len(index), row, index.ids[row]
+    (40, 7, 'evidence-8')
+    >>> index.tags(row)[:3], index.text(row)[:30]
+    (['acceler', 'altimetri', 'rate'], 'The rate of sea level rise has')
+    """
 
     def __init__(self, root: Path, manifest: store.Manifest, id_packed, text_packed,
                  tag_indptr, tag_terms, tag_weights):
@@ -46,6 +73,20 @@ class TagIndex:
 
     @classmethod
     def load(cls, root, verify: bool = True) -> "TagIndex":
+        """Open the index in ``root`` (an :class:`~factcheck.IntegrityError` if it does not
+        match its manifest).
+
+        Parameters
+        ----------
+        root : str or Path
+            The index directory (``factcheck tag ... --out DIR``, or ``OUT/index`` of a run).
+        verify : bool, default True
+            Check every file's sha256 against the manifest first.
+
+        Returns
+        -------
+        TagIndex
+        """
         root = Path(root)
         manifest = store.verify_index(root) if verify else store.read_manifest(root)
         if verify:  # every listed file through the restricted loader, the small models included
@@ -79,6 +120,7 @@ class TagIndex:
         return {pid: i for i, pid in enumerate(self.ids)}
 
     def text(self, row: int) -> str:
+        """The text of the passage in ``row``."""
         return unpack_one(self._text_buf, self._text_off, row)
 
     def texts_of(self, ids) -> list[str]:
@@ -126,11 +168,13 @@ class TagIndex:
         return terms
 
     def tags(self, row: int) -> list[str]:
+        """The tags of the passage in ``row``, best first."""
         a, b = self.tag_indptr[row], self.tag_indptr[row + 1]
         vocab = self.vocabulary
         return [vocab[j] for j in self.tag_terms[a:b]]
 
     def weights(self, row: int) -> list[float]:
+        """The TF-IDF weights of the passage's tags, in :meth:`tags` order."""
         a, b = self.tag_indptr[row], self.tag_indptr[row + 1]
         return self.tag_weights[a:b].tolist()
 

@@ -101,10 +101,17 @@ class TagJob:
     >>> manifest = TagJob(progress=False).run(source_spec("data/demo/evidence.json"), "idx")  # doctest: +SKIP
     """
 
+    # Settings are stored unchanged under their own names and checked at ``run``, as
+    # scikit-learn estimators do; but this is not a ``BaseEstimator``: importing
+    # scikit-learn would cost every tagging run ~0.7 CPU-s, and the tagging driver and its
+    # workers never import it.
     def __init__(self, top_k=10, max_features=20000, tag_features=1000, shard_size=100_000,
                  jobs=1, backend="loky", scheduler=None, progress=None,
                  report: Callable[[str], None] | None = None):
-        self.params = TagParams(top_k, max_features, tag_features, shard_size)
+        self.top_k = top_k
+        self.max_features = max_features
+        self.tag_features = tag_features
+        self.shard_size = shard_size
         self.jobs = jobs
         self.backend = backend
         self.scheduler = scheduler
@@ -113,10 +120,27 @@ class TagJob:
 
     # ------------------------------------------------------------------ entry point
     def run(self, source: SourceSpec, out: Path, force: bool = False) -> store.Manifest:
+        """Build the index of ``source`` in ``out``, resume a partial one, or verify a complete one.
+
+        Parameters
+        ----------
+        source : SourceSpec
+            The knowledge source (:func:`factcheck.source_spec`).
+        out : str or Path
+            The index directory (this run's alone while it runs).
+        force : bool, default False
+            Replace an index of other input or settings instead of refusing.
+
+        Returns
+        -------
+        Manifest
+            The complete index's manifest (open the index with :meth:`factcheck.TagIndex.load`).
+        """
         # One pool for both map stages: a Dask run connects (or starts its LocalCluster)
         # once, and closes it however the run ends.
         # The output directory is ours alone for the whole run (see tagging/outdir.py).
-        self.params.validate()
+        self._params = TagParams(self.top_k, self.max_features, self.tag_features, self.shard_size)
+        self._params.validate()
         with outdir.DirectoryLock(out):
             with WorkerPool(self.backend, self.jobs, self.scheduler, keep_heap=True) as self._pool:
                 return self._run(source, out, force)
@@ -125,7 +149,7 @@ class TagJob:
         out = Path(out)
         plan = {
             "format": store.MANIFEST_FORMAT,
-            "params": asdict(self.params),
+            "params": asdict(self._params),
             "input": {**source.describe(), "sha256": sha256_input(source.path),
                       "bytes": source.path.stat().st_size},
         }
@@ -133,12 +157,12 @@ class TagJob:
         done = outdir.prepare(out, plan, plan_key, force, self._say)
         if done is not None:
             return done
-        if plan["input"]["bytes"] > WARM_UP_BYTES * self.params.shard_size:
+        if plan["input"]["bytes"] > WARM_UP_BYTES * self._params.shard_size:
             self._pool.warm_up(warm_up)  # workers import while this process reads the input
         self._pool.check_shared(out / store.WORK_DIR / "plan.json")  # before the long split
         shards, stats = self._split_and_count(source, out, plan_key)
         crashpoint("after-count")
-        vocab = Vocabulary.from_stats(stats, self.params.max_features)
+        vocab = Vocabulary.from_stats(stats, self._params.max_features)
         if not vocab.terms:  # nothing to tag, and no tag model could be fitted: refuse, don't crash
             raise InputError(source.path, None, "no passage contains a word to tag "
                              "(every text is empty, stop words or numbers)")
@@ -194,7 +218,7 @@ class TagJob:
             crashpoint("after-split")
             yield from (s["shard"] for s in shards)
             return
-        size = self.params.shard_size
+        size = self._params.shard_size
         ids: list[str] = []
         texts: list[str] = []
 
@@ -229,7 +253,7 @@ class TagJob:
 
     def _tag(self, out: Path, shards: list[dict], vocab: Vocabulary, tags_key: str) -> None:
         todo = [s["shard"] for s in shards if not store.is_done(out, store.tags_name(s["shard"]), tags_key)]
-        payload = (vocab.terms, vocab.idf, self.params.top_k)
+        payload = (vocab.terms, vocab.idf, self._params.top_k)
         root = str(out.resolve())
         self._pool.map(tag_shard, [(root, shard, tags_key) for shard in todo],
                        common=payload, desc="tagging", quiet=self._quiet())  # tag_shard(..., payload)
@@ -251,7 +275,7 @@ class TagJob:
                 "passages_file": pname, "passages_sha256": store.recorded_sha256(out, pname),
                 "tags_file": tname, "tags_sha256": store.recorded_sha256(out, tname),
             })
-        tag_vocab = tag_vocabulary(vocab.terms, tag_counts, n, self.params.tag_features)
+        tag_vocab = tag_vocabulary(vocab.terms, tag_counts, n, self._params.tag_features)
         tag_terms = tag_vocab.terms  # in column order
         models = {
             "passage_tfidf.joblib": store.write_vectorizer(out / store.MODELS_DIR / "passage_tfidf.joblib",

@@ -67,8 +67,13 @@ class PassageVectorJob:
 
     Example
     -------
-    >>> manifest = PassageVectorJob(jobs=2).run("out/index")     # doctest: +SKIP
-    >>> vectors = load_vectors("out/index")                       # doctest: +SKIP
+    >>> import factcheck
+    >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
+    >>> manifest = PassageVectorJob(progress=False).run("out/demo-index")
+    >>> manifest["passages"], manifest["dim"], manifest["dtype"]
+    (40, 256, 'float16')
+    >>> load_vectors("out/demo-index").shape
+    (40, 256)
     """
 
     def __init__(self, shard_size: int = 100_000, jobs: int = 1, progress: bool | None = None):
@@ -77,10 +82,20 @@ class PassageVectorJob:
         self.progress = progress
 
     def run(self, index_dir, index_manifest: store.Manifest | None = None) -> dict:
-        """Build (or complete) the vectors of ``index_dir``; returns the manifest.
+        """Build (or complete) the vectors of ``index_dir``.
 
-        ``index_manifest``: the index's manifest when the caller has just verified it (the
-        tagging job or ``TagIndex.load`` did); otherwise the index is verified here first.
+        Parameters
+        ----------
+        index_dir : str or Path
+            A tag index directory; the vectors go to its ``vectors/``.
+        index_manifest : Manifest or None
+            The index's manifest when the caller has just verified it (the tagging job or
+            ``TagIndex.load`` did); otherwise the index is verified here first.
+
+        Returns
+        -------
+        dict
+            The vectors' manifest (``passages``, ``dim``, ``dtype``, ``model``, ``content_sha256``, ...).
         """
         from factcheck.text.embedding import load_embedder
         if not isinstance(self.shard_size, int) or self.shard_size < 1:

@@ -15,12 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from sklearn.dummy import DummyClassifier
 
 from factcheck.classification.calibration import apply_temperature, fit_temperature, reliability, scale
 from factcheck.classification.cv import (CLAIM_ONLY_GRID, GRID, CVResult, choose_one_se, cross_validate,
                                          cv_splits, fit_final, release_workers)
 from factcheck.classification.features import ALL_GROUPS, OPEN_GROUPS, views_of
-from factcheck.classification.model import MajorityClassifier
 from factcheck.classification.stance import PairSet, fit_stance_final, stance_cross_validate
 from factcheck.errors import InputError
 from factcheck.evaluation.intervals import bootstrap_mean, mcnemar_exact, paired_bootstrap_diff
@@ -49,11 +49,16 @@ class ClassifierSelection:
     summary: dict = field(default_factory=dict)
 
 
+def _majority(y) -> DummyClassifier:
+    """Always the most frequent label of ``y`` (ties: the first in sorted order)."""
+    return DummyClassifier(strategy="most_frequent").fit(np.zeros((len(y), 1)), y)
+
+
 def _majority_oof(y: np.ndarray, splits) -> np.ndarray:
     repeats = 1 + max(s.repeat for s in splits)
     out = np.empty((repeats, len(y)), dtype=object)
     for s in splits:
-        out[s.repeat, s.test] = MajorityClassifier().fit(None, y[s.train]).label_
+        out[s.repeat, s.test] = _majority(y[s.train]).predict(np.zeros((len(s.test), 1)))
     return out
 
 
@@ -116,7 +121,7 @@ def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = G
         model = fit_final(chosen.config, X_gold, X_read[chosen.reader], y)
     apply_temperature(model, temperature)
     claim_only = fit_final(claim_only_chosen.config, X_gold, None, y)
-    majority = MajorityClassifier().fit(None, y)
+    majority = _majority(y)
 
     majority_oof = _majority_oof(y, splits)
     summary = {

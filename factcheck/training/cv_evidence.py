@@ -46,9 +46,9 @@ def fold_memory_reranker(rerank, index):
     from factcheck.retrieval.rerank.memory import ClaimMemory
     from factcheck.retrieval.rerank.retriever import RerankRetriever
 
-    inner = getattr(rerank, "inner", rerank)
+    inner = getattr(rerank, "inner_", rerank)  # a chunked reranker: its fitted inner one
 
     def fit_reader(train_claims):
-        return RerankRetriever(inner.config, inner.model, inner.cutoff, ClaimMemory.from_claims(train_claims),
-                               inner.report).fit(index, inner.terms, inner.context, inner.dense)
+        return RerankRetriever(inner.candidates, inner.model, inner.cutoff, ClaimMemory.from_claims(train_claims),
+                               inner.report).fit(index, terms=inner.terms_, context=inner.context_, dense=inner.dense_)
     return fit_reader

@@ -90,20 +90,53 @@ class TrainingData:
 def train_reranker(index, fit_claims, holdout_claims, *, dense: bool = False, configs=None, grid=DEFAULT_GRID,
                    features: list[str] | None = None, memory_claims=None,
                    data: TrainingData | None = None, progress: bool | None = None) -> RerankRetriever:
-    """Train on ``fit_claims``; choose the candidate settings, the model configuration
-    and the cut-off on ``holdout_claims`` (best mean evidence F; ties: first in order).
-    Returns a retriever already fitted to ``index``.
+    """Train a reranker on ``fit_claims``; choose the candidate settings, the model
+    configuration and the cut-off on ``holdout_claims`` (best mean evidence F; ties: first
+    in order).
 
-    ``dense``: the open mode -- dense candidates and features from the index's passage
-    vectors and the bundled embedding model (default ``configs``: :data:`DENSE_CANDIDATES`;
-    default ``features``: each of :data:`DENSE_FEATURE_SETS`, chosen on the hold-out);
-    ``False`` is the course system, exactly as before.
-    ``configs``: candidate settings to try (:class:`CandidateConfig`; default
-    :data:`DEFAULT_CANDIDATES`); ``grid``: model settings (:class:`ModelConfig`);
-    ``features``: a subset of :data:`~factcheck.retrieval.rerank.semantic.ALL_FEATURES`
-    (ablations); ``data``: reuse precomputed features (then ``configs`` is ignored);
-    ``memory_claims``: the labelled claims the returned retriever's label memory holds
-    (default: fit + holdout, every training label).
+    Parameters
+    ----------
+    index : TagIndex
+        The knowledge source's index.
+    fit_claims, holdout_claims : list of Claim
+        Labelled training claims: the model is fitted on the first, choices are made on
+        the second (never on dev).
+    dense : bool, default False
+        The open mode: dense candidates and features from the index's passage vectors and
+        the bundled embedding model (default ``configs``: :data:`DENSE_CANDIDATES`; default
+        ``features``: each of :data:`DENSE_FEATURE_SETS`, chosen on the hold-out). False is
+        the course system.
+    configs : list of CandidateConfig or None
+        Candidate settings to try (default :data:`DEFAULT_CANDIDATES`).
+    grid : list of ModelConfig
+        Relevance-model settings to try.
+    features : list of str or None
+        A subset of :data:`~factcheck.retrieval.rerank.semantic.ALL_FEATURES` (ablations).
+    memory_claims : list of Claim or None
+        The labelled claims the returned retriever's label memory holds (default: fit +
+        holdout, every training label).
+    data : TrainingData or None
+        Reuse precomputed features (then ``configs`` is ignored).
+    progress : bool or None
+        Progress bars: None automatic, False never.
+
+    Returns
+    -------
+    RerankRetriever
+        Already fitted to ``index``; its ``report`` records what was tried and chosen.
+
+    Example
+    -------
+    >>> import factcheck
+    >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
+    >>> train = factcheck.read_claims("data/demo/train-claims.json", require_labels=True)
+    >>> reranker = train_reranker(index, train[:12], train[12:], progress=False)
+    >>> selection = reranker.retrieve("Sea levels are rising.")
+    >>> selection.path, selection.ids
+    ('reranked', ['evidence-8'])
+    >>> reranker.save("out/rerank.skops")
+    >>> factcheck.RerankRetriever.load("out/rerank.skops").fit(index).retrieve("Sea levels are rising.").ids
+    ['evidence-8']
     """
     t0 = time.perf_counter()
     if configs is None:
@@ -147,7 +180,7 @@ def train_reranker(index, fit_claims, holdout_claims, *, dense: bool = False, co
                     "total_s": time.perf_counter() - t0},
     }
     retriever = RerankRetriever(d.config, best.model, best.cutoff, ClaimMemory.from_claims(memory_claims), report)
-    return retriever.fit(index, d.terms, d.context, d.dense)
+    return retriever.fit(index, terms=d.terms, context=d.context, dense=d.dense)
 
 
 @dataclass

@@ -67,7 +67,7 @@ def mean_f(ids_per_claim: list[list[str]], claims) -> float:
 def sweep_tags(retriever, fit_claims, holdout_claims, grid=TAG_GRID, progress=None) -> Sweep:
     """Sweep the tag rule's thresholds; ``retriever`` is a fitted TagRuleRetriever."""
     points = list(itertools.product(grid["t_sim"], grid["t_overlap"], grid["top_n"]))
-    ids = retriever.index.ids
+    ids = retriever.index_.ids
     sweep = Sweep("tags", ("t_sim", "t_overlap", "top_n"))
     results = {}
     for part, claims in (("fit", fit_claims), ("holdout", holdout_claims)):
@@ -91,11 +91,10 @@ def sweep_bm25(index, fit_claims, holdout_claims, grid=BM25_GRID, progress=None)
 
     sweep = Sweep("bm25", ("k1", "b", "k"))
     depth = max(grid["k"])
-    ids = index.ids
     pairs = list(itertools.product(grid["k1"], grid["b"]))
     for k1, b in tqdm(pairs, desc="BM25 sweep", disable=progress is False):
         r = BM25Retriever(k1=k1, b=b, cache=False).fit(index)
-        ranked = {part: [[ids[x] for x in rk.rows.tolist()] for rk in r.rank([c.text for c in claims], depth)]
+        ranked = {part: [rk.ids for rk in r.rank([c.text for c in claims], depth)]
                   for part, claims in (("fit", fit_claims), ("holdout", holdout_claims))}
         for k in grid["k"]:
             row = {"k1": k1, "b": b, "k": k}

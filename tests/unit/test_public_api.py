@@ -58,17 +58,45 @@ def test_readme_example_runs(tmp_path, capsys, monkeypatch):
     assert (tmp_path / "out" / "api-demo" / "index" / "manifest.json").is_file()
 
 
-def test_fact_checker_takes_plain_strings_keyed_by_position(tmp_path):
-    index = factcheck.build_index(ROOT / "data" / "demo" / "evidence.json", tmp_path / "index", progress=False)
+@pytest.fixture(scope="module")
+def checker(tmp_path_factory):
+    index = factcheck.build_index(ROOT / "data" / "demo" / "evidence.json", tmp_path_factory.mktemp("api") / "index",
+                                  progress=False)
     bm25 = factcheck.BM25Retriever(k=2).fit(index)
     train = factcheck.read_claims(ROOT / "data" / "demo" / "train-claims.json", require_labels=True)
     X = [(c.text, index.texts_of(s.ids)) for c, s in zip(train, bm25.retrieve([c.text for c in train]))]
-    checker = factcheck.FactChecker(index, bm25, factcheck.make_classifier().fit(X, [c.label for c in train]), {})
-    one = checker.check("Sea levels are rising.")
-    many = checker.check(["Sea levels are rising.", "The Arctic is cooling."])
-    assert list(one.labels) == ["0"] and list(many.labels) == ["0", "1"]
-    assert one.labels["0"] == many.labels["0"] and one.evidences["0"] == many.evidences["0"]
-    assert set(many.labels.values()) <= set(factcheck.LABELS)
+    return factcheck.FactChecker(index, bm25, factcheck.make_classifier().fit(X, [c.label for c in train]), {})
+
+
+def test_fact_checker_answers_one_string_with_one_verdict_and_a_list_in_input_order(checker):
+    texts = ["Sea levels are rising.", "The Arctic is cooling.", "Sea levels are rising."[::-1]]
+    one = checker.check(texts[0])
+    many = checker.check(texts)
+    assert isinstance(one, factcheck.Verdict) and isinstance(many, factcheck.Verdicts)
+    assert len(many) == 3 and [v.text for v in many] == texts
+    assert many[0] == one  # the same claim alone or among others: the same verdict
+    assert many.labels == [v.label for v in many] and set(many.labels) <= set(factcheck.LABELS)
+    assert many.evidences[1] == many[1].evidences == checker.retriever.retrieve(texts[1]).ids
+    assert many[-1].text == texts[-1] and [v.text for v in many[1:]] == texts[1:]
+    assert many.probabilities[0] == one.probabilities and abs(sum(one.probabilities.values()) - 1) < 1e-9
+    assert len(checker.check([])) == 0
+
+
+def test_fact_checker_keeps_claim_ids_reachable_by_id(checker):
+    claims = [factcheck.Claim("claim-b", "The Arctic is cooling."), factcheck.Claim("claim-a", "Sea levels are rising.")]
+    verdicts = checker.check(claims)
+    assert verdicts.ids == ["claim-b", "claim-a"] and list(verdicts.by_id) == ["claim-b", "claim-a"]
+    assert verdicts.by_id["claim-a"] == verdicts[1] and verdicts[1].id == "claim-a"
+    assert checker.check(claims[1]).label == verdicts.by_id["claim-a"].label
+    assert verdicts.predictions() == {v.id: {"evidences": v.evidences, "claim_label": v.label} for v in verdicts}
+    assert list(verdicts.predictions()) == ["claim-b", "claim-a"]  # the order written to the leaderboard file
+
+
+def test_fact_checker_refuses_duplicate_claim_ids_before_any_work(checker, monkeypatch):
+    monkeypatch.setattr(checker.retriever, "retrieve", lambda *a: pytest.fail("retrieved before checking ids"))
+    with pytest.raises(factcheck.InputError) as err:
+        checker.check([factcheck.Claim("c1", "Sea levels are rising."), factcheck.Claim("c1", "Ice melts.")])
+    assert err.value.one_line() == "claims [1]: duplicate claim id 'c1' (also at [0])"
 
 
 def test_library_errors_name_parameters_not_flags():

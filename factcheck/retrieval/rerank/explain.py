@@ -23,7 +23,7 @@ def _inverse(vocab: dict[str, int]) -> list[str]:
 
 
 def explain_hit(retriever, cands, x: np.ndarray, row: int, rank: int) -> dict:
-    terms = retriever.terms
+    terms = retriever.terms_
     inv = terms.__dict__.get("_inverse_vocab")
     if inv is None:
         inv = terms.__dict__["_inverse_vocab"] = _inverse(terms.vocab)
@@ -49,7 +49,7 @@ def explain_hit(retriever, cands, x: np.ndarray, row: int, rank: int) -> dict:
     if nb is not None and len(nb.rows):
         at = int(np.searchsorted(nb.rows, row))
         if at < len(nb.rows) and nb.rows[at] == row:
-            m = retriever.memory
+            m = retriever.memory_
             c = int(nb.best_claim[at])
             out["cited_by_similar_claim"] = {"claim": m.claim_ids[c], "text": m.texts[c],
                                              "similarity": float(nb.max_sim[at])}

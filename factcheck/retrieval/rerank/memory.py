@@ -72,6 +72,9 @@ class ClaimMemory:
     def __len__(self) -> int:
         return len(self.claim_ids)
 
+    def __repr__(self) -> str:
+        return f"ClaimMemory({len(self)} claims)"
+
     def bind(self, row_of: dict[str, int], n_rows: int) -> "ClaimMemory":
         """Map gold ids to the rows of one index (ids the index lacks are dropped)."""
         indptr, cols = [0], []

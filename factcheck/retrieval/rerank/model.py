@@ -64,6 +64,9 @@ class RelevanceModel:
         self.config = config
         self._cols = np.array([ALL_FEATURES.index(f) for f in self.features], dtype=np.int64)
 
+    def __repr__(self) -> str:
+        return f"RelevanceModel(features={len(self.features)}, config={self.config!r})"
+
     def fit(self, X: np.ndarray, y: np.ndarray) -> "RelevanceModel":
         """``X`` has every lexical feature (:data:`FEATURES` order), then the dense ones if
         any is used (:data:`~.semantic.ALL_FEATURES` order); only ``self.features`` are used.

@@ -16,14 +16,15 @@ to, so one model serves the proxy and the wiki-only index alike.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import numpy as np
 
-from factcheck.errors import InputError
+from factcheck.errors import InputError, check_number
 from factcheck.formats.files import dump_model_atomic
 from factcheck.formats.safe_load import load_model
-from factcheck.retrieval.base import Hit, Ranking, Retriever, Selection
+from factcheck.retrieval.base import Hit, Retriever, Selection, TopK
 from factcheck.retrieval.rerank import features as F
 from factcheck.retrieval.rerank.candidates import CandidateConfig, CandidateGenerator
 from factcheck.retrieval.rerank.cutoff import Cutoff
@@ -38,56 +39,127 @@ _MEMO_LIMIT = 4096
 
 
 class RerankRetriever(Retriever):
+    """A learned reranker: BM25 and label-memory candidates, P(gold) from boosted trees,
+    a per-claim cut-off tuned for evidence F.
+
+    Trained by :func:`factcheck.train_reranker` (which returns it fitted) or loaded from a
+    ``rerank.skops`` file with :meth:`load`; the parameters are what training chose.
+
+    Parameters
+    ----------
+    candidates : CandidateConfig or dict or None
+        The candidate stage (BM25 ``k1``/``b``/``depth``, ``memory_k``, ``dense_depth``);
+        None: the defaults.
+    model : RelevanceModel or None
+        The trained relevance model; required at ``fit``.
+    cutoff : Cutoff or dict or None
+        How many passages to return per claim (``threshold``, ``relative``, ``min_k``,
+        ``max_k``); None: the defaults.
+    memory : ClaimMemory or None
+        The label memory: training claims and their gold ids (None: no memory candidates).
+    report : dict or None
+        The training report (what was tried and chosen); saved with the model.
+
+    Attributes
+    ----------
+    index_ : TagIndex
+        The index fitted to.
+    candidates_ : CandidateConfig
+        ``candidates`` as a configuration.
+    cutoff_ : Cutoff
+        ``cutoff`` as a rule.
+    memory_ : ClaimMemory or None
+        A copy of ``memory`` whose gold ids are bound to ``index_``'s rows.
+    terms_ : TermIndex
+        The corpus statistics of ``index_`` (term postings, bigrams, numbers).
+    dense_ : object or None
+        The dense scorer of a model trained with dense candidates (the open mode).
+
+    Example
+    -------
+    >>> import factcheck
+    >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
+    >>> train = factcheck.read_claims("data/demo/train-claims.json", require_labels=True)
+    >>> reranker = factcheck.train_reranker(index, train[:12], train[12:], progress=False)
+    >>> reranker.save("out/rerank.skops")
+    >>> reranker = factcheck.RerankRetriever.load("out/rerank.skops")
+    >>> reranker.memory, reranker.cutoff
+    (ClaimMemory(16 claims), Cutoff(threshold=0.0, relative=0.0, min_k=1, max_k=1))
+    >>> reranker.fit(index).retrieve("Sea levels are rising.").path
+    'reranked'
+    """
+
     name = "rerank"
 
     def __init__(self, candidates: CandidateConfig | dict | None = None, model: RelevanceModel | None = None,
                  cutoff: Cutoff | dict | None = None, memory: ClaimMemory | None = None,
                  report: dict | None = None):
-        self.config = candidates if isinstance(candidates, CandidateConfig) else CandidateConfig(**(candidates or {}))
+        self.candidates = candidates
         self.model = model
-        self.cutoff = cutoff if isinstance(cutoff, Cutoff) else Cutoff(**(cutoff or {}))
+        self.cutoff = cutoff
         self.memory = memory
-        self.report = report or {}
-        self._memo: dict[str, tuple] = {}
+        self.report = report
 
     def params(self) -> dict:
-        return {"candidates": self.config.to_json(), "cutoff": self.cutoff.to_json(),
+        """What the model directory and the explanations record: the candidate settings,
+        the cut-off, the relevance model's configuration and features, the memory's size."""
+        return {"candidates": self._candidate_config().to_json(), "cutoff": self._cutoff_rule().to_json(),
                 "model": self.model.config.to_json() if self.model else None,
                 "features": self.model.features if self.model else None,
                 "memory_claims": len(self.memory) if self.memory is not None else 0}
 
-    # ------------------------------------------------------------------ fitting
-    def fit(self, index, terms: TermIndex | None = None, context: F.FeatureContext | None = None,
-            dense=None) -> "RerankRetriever":
-        """Attach to an index (``terms``/``context``/``dense`` reuse structures already built
-        for it). A model trained with dense candidates (``dense_depth > 0``, the open mode)
-        loads the index's passage vectors and the bundled embedding model unless ``dense``
-        (a scorer, :mod:`~factcheck.retrieval.rerank.semantic`) is given."""
+    def _candidate_config(self) -> CandidateConfig:
+        return _as_settings(CandidateConfig, self.candidates, "candidates")
+
+    def _cutoff_rule(self) -> Cutoff:
+        return _as_settings(Cutoff, self.cutoff, "cutoff")
+
+    def _check_params(self) -> None:
         if self.model is None:
             raise InputError(None, None, "the rerank method needs a trained model: "
                              "run `factcheck train-rerank` and pass its output with --rerank-model",
                              param="rerank_model")
-        self.index = index
-        self.terms = terms or TermIndex.for_index(index)
-        self.context = context or F.FeatureContext(index, self.terms)
-        if self.memory is not None:
-            self.memory.bind(index.row_of, len(index))
-        self.dense = None
-        if self.config.dense_depth > 0:
-            self.dense = dense if dense is not None else load_scorer(index)
-        self.generator = CandidateGenerator(self.terms, self.memory, self.config, self.dense)
+        if not callable(getattr(self.model, "predict", None)):
+            raise InputError(None, None, f"expected a trained relevance model, got {type(self.model).__name__}",
+                             param="model")
+        cut = self._cutoff_rule()
+        check_number(cut.min_k, "cutoff", integer=True, low=1)
+        check_number(cut.max_k, "cutoff", integer=True, low=cut.min_k)
+        config = self._candidate_config()
+        check_number(config.depth, "candidates", integer=True, low=1)
+        if self.memory is not None and not isinstance(self.memory, ClaimMemory):
+            raise InputError(None, None, f"expected a ClaimMemory, got {type(self.memory).__name__}", param="memory")
+
+    # ------------------------------------------------------------------ fitting
+    def _fit(self, index, terms: TermIndex | None = None, context: F.FeatureContext | None = None,
+             dense=None) -> None:
+        """Attach to an index (``terms``/``context``/``dense`` reuse structures already built
+        for it). A model trained with dense candidates (``dense_depth > 0``, the open mode)
+        loads the index's passage vectors and the bundled embedding model unless ``dense``
+        (a scorer, :mod:`~factcheck.retrieval.rerank.semantic`) is given."""
+        self.candidates_ = self._candidate_config()
+        self.cutoff_ = self._cutoff_rule()
+        self.terms_ = terms or TermIndex.for_index(index)
+        self.context_ = context or F.FeatureContext(index, self.terms_)
+        # A copy, so fitting never changes the ``memory`` parameter (another retriever may
+        # share it, bound to another index): binding replaces only the copy's gold matrix.
+        self.memory_ = None if self.memory is None else copy.copy(self.memory).bind(index.row_of, len(index))
+        self.dense_ = None
+        if self.candidates_.dense_depth > 0:
+            self.dense_ = dense if dense is not None else load_scorer(index)
+        self.generator_ = CandidateGenerator(self.terms_, self.memory_, self.candidates_, self.dense_)
         self._memo = {}
-        return self
 
     # ------------------------------------------------------------------ scoring
     def scored(self, claim: str):
         """(candidates, features, positions in the pool by probability desc -- ties by BM25,
         then row -- and those probabilities), memoised: ``run_retrieval`` asks for
         ``retrieve`` and ``rank`` of the same claims."""
+        self._check_fitted()
         hit = self._memo.get(claim)
         if hit is None:
-            cands = self.generator.generate(claim)
-            X = pool_features(self.context, cands, self.config.k1, self.config.b, self.dense)
+            cands = self.generator_.generate(claim)
+            X = pool_features(self.context_, cands, self.candidates_.k1, self.candidates_.b, self.dense_)
             p = self.model.predict(X)
             order = np.lexsort((cands.rows, -cands.bm25, -p))  # ties: BM25, then corpus order
             hit = (cands, X, order, p[order])
@@ -97,61 +169,83 @@ class RerankRetriever(Retriever):
         return hit
 
     def clear_cache(self) -> None:
+        """Forget the memoised claims (benchmarks time a claim's first, uncached, check)."""
         self._memo = {}
 
-    def rank(self, claims: list[str], depth: int = 100) -> list[Ranking]:
+    def _rank(self, texts: list[str], depth: int) -> list[TopK]:
         out = []
-        for claim in claims:
+        for claim in texts:
             cands, _, order, probs = self.scored(claim)
             rows, scores = cands.rows[order][:depth], probs[:depth]
             if len(rows) < depth:  # pad like stable_top: unscored passages in corpus order
-                fill = np.setdiff1d(np.arange(min(len(self.index), depth + len(cands.rows)), dtype=np.int64),
+                fill = np.setdiff1d(np.arange(min(len(self.index_), depth + len(cands.rows)), dtype=np.int64),
                                     cands.rows)[:depth - len(rows)]
                 rows, scores = np.concatenate([rows, fill]), np.concatenate([scores, np.zeros(len(fill))])
-            out.append(Ranking(rows.astype(np.int64), scores))
+            out.append(TopK(rows.astype(np.int64), scores))
         return out
 
-    def retrieve(self, claims: list[str]) -> list[Selection]:
+    def _retrieve(self, texts: list[str]) -> list[Selection]:
         out = []
-        for claim in claims:
+        for claim in texts:
             cands, X, order, probs = self.scored(claim)
             if not len(cands.rows):  # no known term and no similar training claim
                 out.append(self._fallback(claim))
                 continue
-            k = self.cutoff.count(probs)
+            k = self.cutoff_.count(probs)
             hits = []
             for i in range(k):
                 j = int(order[i])
                 row = int(cands.rows[j])
-                hits.append(Hit(row, self.index.ids[row], float(probs[i]),
+                hits.append(Hit(row, self.index_.ids[row], float(probs[i]),
                                 explain_hit(self, cands, X[j], row, i + 1)))
             out.append(Selection(hits, "reranked", {
-                "candidates": int(len(cands.rows)), "returned": k, "cutoff": self.cutoff.to_json(),
+                "candidates": int(len(cands.rows)), "returned": k, "cutoff": self.cutoff_.to_json(),
                 "top_probability": float(probs[0]) if len(probs) else 0.0}))
         return out
 
     def _fallback(self, claim: str) -> Selection:
         """Nothing to rank: the leaderboard format still needs evidence, so return the
         first ``min_k`` passages of :meth:`rank` (corpus order) and say why."""
-        rows = self.rank([claim], max(self.cutoff.min_k, 1))[0].rows.tolist()
-        hits = [Hit(r, self.index.ids[r], 0.0, {"rank": i + 1, "reason": "the claim shares no term with the "
+        rows = self._rank([claim], max(self.cutoff_.min_k, 1))[0].rows.tolist()
+        hits = [Hit(r, self.index_.ids[r], 0.0, {"rank": i + 1, "reason": "the claim shares no term with the "
                                                 "corpus and resembles no training claim"})
                 for i, r in enumerate(rows)]
-        return Selection(hits, "fallback", {"candidates": 0, "returned": len(hits), "cutoff": self.cutoff.to_json()})
+        return Selection(hits, "fallback", {"candidates": 0, "returned": len(hits), "cutoff": self.cutoff_.to_json()})
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> None:
+        """Write the trained reranker to ``path`` (skops; :meth:`load` reads it back).
+
+        Parameters
+        ----------
+        path : str or Path
+            The file to write (atomically), conventionally ``rerank.skops``.
+        """
         if self.model is None:
-            raise ValueError("nothing to save: the reranker is not trained")
+            raise InputError(None, None, "nothing to save: the reranker is not trained", param="model")
         mem = self.memory
         dump_model_atomic(Path(path), {
-            "format": FORMAT, "candidates": self.config.to_json(), "cutoff": self.cutoff.to_json(),
-            "model": self.model, "report": self.report,
+            "format": FORMAT, "candidates": self._candidate_config().to_json(), "cutoff": self._cutoff_rule().to_json(),
+            "model": self.model, "report": self.report or {},
             "memory": None if mem is None else {"claim_ids": mem.claim_ids, "texts": mem.texts,
                                                  "evidences": mem.evidences}})
 
     @classmethod
     def load(cls, path) -> "RerankRetriever":
+        """A reranker saved by :meth:`save` (unfitted: call ``fit(index)``).
+
+        The file is read through the model allow-list
+        (:data:`factcheck.formats.safe_load.TRUSTED_MODEL_TYPES`): no code in it can run.
+
+        Parameters
+        ----------
+        path : str or Path
+            A ``rerank.skops`` file.
+
+        Returns
+        -------
+        RerankRetriever
+        """
         path = Path(path)
         if not path.is_file():
             raise InputError(path, None, "no such reranker model (train one with `factcheck train-rerank`)")
@@ -163,6 +257,24 @@ class RerankRetriever(Retriever):
                 raise TypeError("model has no predict")
             m = obj["memory"]
             memory = None if m is None else ClaimMemory(m["claim_ids"], m["texts"], m["evidences"])
-            return cls(obj["candidates"], obj["model"], obj["cutoff"], memory, obj.get("report"))
+            return cls(CandidateConfig(**obj["candidates"]), obj["model"], Cutoff(**obj["cutoff"]), memory,
+                       obj.get("report"))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise InputError(path, None, f"not a reranker model (damaged contents: {type(exc).__name__})") from None
+
+
+def _as_settings(kind, value, param: str):
+    """``value`` as the frozen dataclass ``kind``: None (the defaults), a dict of its fields,
+    or an instance; anything else is an InputError naming ``param``."""
+    if value is None:
+        return kind()
+    if isinstance(value, kind):
+        return value
+    if isinstance(value, dict):
+        try:
+            return kind(**value)
+        except TypeError:
+            unknown = sorted(set(value) - set(kind.__dataclass_fields__))
+            raise InputError(None, None, f"unknown {kind.__name__} field(s) {', '.join(map(repr, unknown))}",
+                             param=param) from None
+    raise InputError(None, None, f"expected a {kind.__name__} or a dict, got {type(value).__name__}", param=param)
