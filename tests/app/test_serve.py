@@ -90,11 +90,11 @@ def test_api_agrees_with_the_library(app, client, demo_run):
     system = FactChecker.load(demo_run / "index", demo_run / "model")
     for claim in DEV[:4]:
         data = api(client, claim.text)
-        verdicts = system.check([Claim("x", claim.text)])
-        assert [h["id"] for h in data["hits"]] == verdicts.evidences["x"]
-        assert data["verdict"] == verdicts.labels["x"]
-        assert data["probabilities"] == pytest.approx(verdicts.probabilities["x"])
-        assert data["path"] == verdicts.explain["x"]["path"]
+        verdict = system.check(Claim("x", claim.text))
+        assert [h["id"] for h in data["hits"]] == verdict.evidences
+        assert data["verdict"] == verdict.label
+        assert data["probabilities"] == pytest.approx(verdict.probabilities)
+        assert data["path"] == verdict.explanation["path"]
 
 
 def test_every_tuned_retriever_can_be_chosen(client, demo_run):

@@ -85,7 +85,7 @@ def test_course_reranker_never_loads_a_scorer(demo_index, monkeypatch):
     fit, holdout = _split()
     r = train_reranker(TagIndex.load(demo_index), fit, holdout, configs=(CandidateConfig(memory_k=5),),
                        grid=FAST_GRID, progress=False)
-    assert r.model.features == F.FEATURES and r.dense is None
+    assert r.model.features == F.FEATURES and r.dense_ is None
     hit = r.retrieve(["Sea levels are rising."])[0].hits[0]
     assert "dense" not in hit.explanation and set(hit.explanation["features"]) == set(F.FEATURES)
 
@@ -94,7 +94,7 @@ def test_course_reranker_never_loads_a_scorer(demo_index, monkeypatch):
 @pytest.mark.slow
 def test_dense_reranker_uses_dense_features_and_candidates(dense_trained, dev_texts):
     assert set(dense_trained.model.features) > set(F.FEATURES)
-    assert dense_trained.config.dense_depth == 10
+    assert dense_trained.candidates_.dense_depth == 10
     cands, X, _, _ = dense_trained.scored(dev_texts[0])
     assert X.shape == (len(cands.rows), len(ALL_FEATURES)) and cands.dense is not None
     hit = dense_trained.retrieve(dev_texts[:1])[0].hits[0]
@@ -116,7 +116,7 @@ def test_dense_model_saves_and_loads_through_the_allow_list(dense_trained, vecto
     path = tmp_path / "rerank.skops"
     dense_trained.save(path)
     loaded = RerankRetriever.load(path).fit(vector_index)  # loads vectors + the bundled model itself
-    assert loaded.config.dense_depth == 10 and loaded.dense is not None
+    assert loaded.candidates.dense_depth == 10 and loaded.dense_ is not None
     assert _snapshot(loaded, dev_texts) == _snapshot(dense_trained, dev_texts)
 
 

@@ -210,13 +210,17 @@ def test_every_estimator_class_of_ours_is_on_the_model_allow_list():
 
     import factcheck
     from factcheck.formats.safe_load import TRUSTED_MODEL_TYPES
+    from factcheck.retrieval.base import Retriever
     missing, seen = [], 0
     for info in pkgutil.walk_packages(factcheck.__path__, "factcheck."):
         if not info.name.startswith(("factcheck.classification", "factcheck.retrieval")):
             continue
         module = importlib.import_module(info.name)
         for obj in vars(module).values():
-            if inspect.isclass(obj) and obj.__module__ == module.__name__ and issubclass(obj, BaseEstimator):
+            # Retrievers are estimators too, but never stored in a model file (the reranker
+            # saves its parts, RerankRetriever.save): keep them off the allow-list.
+            if inspect.isclass(obj) and obj.__module__ == module.__name__ and issubclass(obj, BaseEstimator) \
+                    and not issubclass(obj, Retriever):
                 seen += 1
                 if f"{obj.__module__}.{obj.__qualname__}" not in TRUSTED_MODEL_TYPES:
                     missing.append(f"{obj.__module__}.{obj.__qualname__}")
