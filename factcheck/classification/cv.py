@@ -57,6 +57,8 @@ CLAIM_ONLY_GRID = {"C": (0.25, 0.5, 2.0), "class_weight": (None, "balanced"), "s
 
 @dataclass(frozen=True)
 class ClassifierConfig:
+    """One classifier candidate of the cross-validation grid."""
+
     C: float = 2.0
     class_weight: str | None = None
     stats_weight: float = 0.3
@@ -65,6 +67,7 @@ class ClassifierConfig:
     stance: bool = False     # plus per-passage stance aggregates (factcheck.classification.stance)
 
     def build(self):
+        """The unfitted classifier (:func:`~factcheck.make_classifier`)."""
         from factcheck.classification.model import make_classifier
         return make_classifier(self.C, self.class_weight, self.stats_weight, self.groups)
 
@@ -87,6 +90,8 @@ def configs(grid: dict) -> list[ClassifierConfig]:
 
 @dataclass(frozen=True)
 class Split:
+    """One fold of one repeat: train and test positions."""
+
     repeat: int
     fold: int
     train: np.ndarray
@@ -121,6 +126,7 @@ class CVResult:
 
     @property
     def mean(self) -> float:
+        """Mean fold accuracy."""
         return float(self.accuracy.mean())
 
     @property
@@ -131,9 +137,11 @@ class CVResult:
         return float(self.accuracy.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
 
     def predictions(self, repeat: int) -> np.ndarray:
+        """Out-of-fold predicted labels of one repeat."""
         return np.array(LABELS)[self.proba[repeat].argmax(axis=1)]
 
     def row(self) -> dict:
+        """The result as a row of ``tuning/classifier-cv.csv``."""
         cfg = asdict(self.config)
         cfg["groups"] = "+".join(cfg["groups"])
         return {"reader": self.reader, **cfg,

@@ -86,6 +86,12 @@ def agreement_stats(claim: str, evidence: list[str]) -> list[float]:
 
 
 class ClaimEvidenceFeatures(BaseEstimator, TransformerMixin):
+    """``(claim, [passages])`` pairs -> the sparse feature groups of the module docstring.
+
+    Stored in ``classifier.skops`` (on the model allow-list): its fitted attributes are
+    part of the file format.
+    """
+
     def __init__(self, groups=ALL_GROUPS, stats_weight: float = 0.3, min_df: int = 2):
         self.groups = groups
         self.stats_weight = stats_weight
@@ -101,6 +107,7 @@ class ClaimEvidenceFeatures(BaseEstimator, TransformerMixin):
         return self
 
     def transform_views(self, views: dict):
+        """Transform precomputed :func:`views_of` output."""
         return self._transform(views)
 
     def _fit(self, views) -> None:
@@ -131,15 +138,18 @@ class ClaimEvidenceFeatures(BaseEstimator, TransformerMixin):
         return sp.hstack(parts).tocsr()
 
     def fit(self, X, y=None):
+        """Fit every group's vectoriser or scaler on the pairs ``X``."""
         self._fit(self._views(X))
         return self
 
     def fit_transform(self, X, y=None):
+        """:meth:`fit` then :meth:`transform`, analysing each pair once."""
         views = self._views(X)
         self._fit(views)
         return self._transform(views)
 
     def transform(self, X):
+        """The pairs ``X`` as one sparse matrix (groups side by side)."""
         return self._transform(self._views(X))
 
 

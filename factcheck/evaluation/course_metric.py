@@ -58,6 +58,8 @@ def evidence_f_from_counts(correct, retrieved, gold):
 
 @dataclass
 class CourseScore:
+    """Per-claim course scores (:func:`course_score`) and their means with intervals."""
+
     claim_ids: list[str]
     f: np.ndarray            # per claim
     correct: np.ndarray | None  # per claim, None when predictions carry no labels
@@ -65,20 +67,24 @@ class CourseScore:
 
     @property
     def evidence_f(self) -> float:
+        """Mean evidence F over the scored claims."""
         return float(np.mean(self.f)) if len(self.f) else 0.0
 
     @property
     def accuracy(self) -> float | None:
+        """Label accuracy (None when the predictions carry no labels)."""
         return None if self.correct is None else (float(np.mean(self.correct)) if len(self.correct) else 0.0)
 
     @property
     def harmonic_mean(self) -> float | None:
+        """The course's headline: the harmonic mean of evidence F and accuracy."""
         a, f = self.accuracy, self.evidence_f
         if a is None:
             return None
         return 2 * f * a / (f + a) if f + a > 0 else 0.0
 
     def intervals(self) -> dict:
+        """Each score's bootstrap 95% interval (:class:`~factcheck.evaluation.intervals.Estimate`)."""
         out = {"evidence_f": bootstrap_mean(self.f)}
         if self.correct is not None:
             out["accuracy"] = bootstrap_mean(self.correct)

@@ -21,6 +21,8 @@ SEED = 20240501
 
 @dataclass
 class Estimate:
+    """A value with its 95% interval ``[low, high]``, the method and the sample size."""
+
     value: float | None
     low: float | None
     high: float | None
@@ -28,9 +30,11 @@ class Estimate:
     n: int
 
     def to_json(self) -> dict:
+        """``{"value", "ci95": [low, high], "method", "n"}``, as metrics.json holds it."""
         return {"value": self.value, "ci95": [self.low, self.high], "method": self.method, "n": self.n}
 
     def fmt(self, digits: int = 3) -> str:
+        """As :func:`format_interval`."""
         return format_interval(self, digits)
 
 
@@ -61,10 +65,12 @@ def format_interval(estimate: Estimate | dict | None, digits: int = 3, missing: 
 
 
 def resample_indices(n: int, n_boot: int = N_BOOT, seed: int = SEED) -> np.ndarray:
+    """``(n_boot, n)`` bootstrap indices, fixed seed: every interval resamples the same way."""
     return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
 
 
 def bootstrap_mean(values, n_boot: int = N_BOOT, seed: int = SEED) -> Estimate:
+    """The mean of per-claim values with its percentile-bootstrap 95% interval."""
     v = np.asarray(values, dtype=np.float64)
     if len(v) == 0:
         return Estimate(None, None, None, "bootstrap", 0)
@@ -74,6 +80,7 @@ def bootstrap_mean(values, n_boot: int = N_BOOT, seed: int = SEED) -> Estimate:
 
 
 def harmonic_mean(a, b):
+    """Elementwise 2ab / (a + b), 0 where both are 0."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.where(a + b > 0, 2 * a * b / (a + b), 0.0)
@@ -101,6 +108,7 @@ def paired_bootstrap_diff(a_values, b_values, n_boot: int = N_BOOT, seed: int = 
 
 
 def wilson(successes: int, n: int, confidence: float = 0.95) -> Estimate:
+    """A proportion with its Wilson score interval."""
     if n == 0:
         return Estimate(None, None, None, "Wilson", 0)
     z = norm.ppf(0.5 + confidence / 2)

@@ -16,11 +16,13 @@ FALLBACK_CAPABLE = {"filtered", "reranked", "fallback"}
 
 
 def recall_at(ranked: list[str], gold: list[str], k: int) -> float:
+    """The share of the distinct gold ids among the first ``k`` ranked (0 without gold)."""
     gold_set = set(gold)
     return len(gold_set.intersection(ranked[:k])) / len(gold_set) if gold_set else 0.0
 
 
 def reciprocal_rank(ranked: list[str], gold: list[str]) -> float:
+    """1 / the rank of the first gold id (0 if none is ranked)."""
     gold_set = set(gold)
     for i, pid in enumerate(ranked, start=1):
         if pid in gold_set:

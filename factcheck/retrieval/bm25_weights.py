@@ -85,6 +85,7 @@ class TermCounts:
 
     @classmethod
     def from_token_ids(cls, token_ids: list[list[int]], vocab: dict) -> "TermCounts":
+        """From each passage's token ids (``TagIndex.stem_ids``) and the token -> id map."""
         lengths = np.fromiter((len(doc) for doc in token_ids), dtype=np.int64, count=len(token_ids))
         tokens = np.fromiter(itertools.chain.from_iterable(token_ids), dtype=np.int64, count=int(lengths.sum()))
         return cls(tokens, lengths, vocab)

@@ -125,6 +125,7 @@ class ChunkedRetriever(Retriever):
 
     @property
     def name(self) -> str:
+        """The inner method's name, ``+chunks``."""
         return f"{self.inner.name}+chunks"
 
     def params(self) -> dict:

@@ -38,6 +38,7 @@ def save_system(model_dir: Path, classifier, retriever, meta: dict, alternatives
 
 
 def available_methods(meta: dict) -> list[str]:
+    """The retrievers a model directory's record can rebuild, by name."""
     return sorted((meta.get("retrievers") or {meta["retriever"]["method"]: None}).keys())
 
 

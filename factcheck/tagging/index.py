@@ -113,10 +113,12 @@ class TagIndex:
 
     @cached_property
     def ids(self) -> list[str]:
+        """Every passage id, in row order."""
         return unpack_strings(self._id_buf, self._id_off)
 
     @cached_property
     def row_of(self) -> dict[str, int]:
+        """Passage id -> row."""
         return {pid: i for i, pid in enumerate(self.ids)}
 
     def text(self, row: int) -> str:
@@ -131,6 +133,7 @@ class TagIndex:
 
     @cached_property
     def texts(self) -> list[str]:
+        """Every passage text, in row order."""
         return unpack_strings(self._text_buf, self._text_off)
 
     @cached_property
@@ -153,14 +156,17 @@ class TagIndex:
     # ------------------------------------------------------------------ tags
     @cached_property
     def passage_vectorizer(self):
+        """The fitted 20,000-term TF-IDF vectoriser the tags were chosen with."""
         return store.load_vectorizer(self.root / store.MODELS_DIR / "passage_tfidf.joblib")
 
     @cached_property
     def tag_vectorizer(self):
+        """The fitted TF-IDF vectoriser over tag strings (the tag rule's cosine space)."""
         return store.load_vectorizer(self.root / store.MODELS_DIR / "tag_tfidf.joblib")
 
     @cached_property
     def vocabulary(self) -> list[str]:
+        """The passage vectoriser's terms, by column (what ``tag_terms`` index)."""
         vocab = self.passage_vectorizer.vocabulary_
         terms = [""] * len(vocab)
         for term, j in vocab.items():

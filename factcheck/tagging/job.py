@@ -103,8 +103,8 @@ class TagJob:
 
     # Settings are stored unchanged under their own names and checked at ``run``, as
     # scikit-learn estimators do; but this is not a ``BaseEstimator``: importing
-    # scikit-learn would cost every tagging run ~0.7 CPU-s, and the tagging driver and its
-    # workers never import it.
+    # scikit-learn would cost every tagging run ~1 CPU-s (it loads scipy.stats), and the
+    # tagging driver and its workers never import it.
     def __init__(self, top_k=10, max_features=20000, tag_features=1000, shard_size=100_000,
                  jobs=1, backend="loky", scheduler=None, progress=None,
                  report: Callable[[str], None] | None = None):

@@ -34,12 +34,15 @@ HYBRID_GRID = {"alpha": (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8), "k": (1, 2, 3, 4, 5
 
 @dataclass
 class Sweep:
+    """One retriever's grid: every point's scores on both parts, and the choice."""
+
     method: str
     param_names: tuple[str, ...]
     rows: list[dict] = field(default_factory=list)  # params + f_fit, f_holdout, (fallback_*)
     chosen: dict | None = None
 
     def choose(self) -> dict:
+        """The best of the ``SHORTLIST`` best on the fit part, by hold-out F (see the module docstring)."""
         ranked = sorted(self.rows, key=lambda r: (-r["f_fit"], _param_key(r, self.param_names)))
         shortlist = ranked[:SHORTLIST]
         best = max(shortlist, key=lambda r: (r["f_holdout"], r["f_fit"]))
@@ -47,6 +50,7 @@ class Sweep:
         return self.chosen
 
     def write_csv(self, path: Path) -> None:
+        """Every grid point and whether it was chosen."""
         path.parent.mkdir(parents=True, exist_ok=True)
         cols = list(self.rows[0])
         with open(path, "w", newline="", encoding="utf-8") as fh:
@@ -61,6 +65,7 @@ def _param_key(row, names):
 
 
 def mean_f(ids_per_claim: list[list[str]], claims) -> float:
+    """Mean evidence F of the retrieved ids against the claims' gold."""
     return float(np.mean([evidence_f(ids, c.evidences) for ids, c in zip(ids_per_claim, claims)]))
 
 

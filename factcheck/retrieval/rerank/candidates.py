@@ -36,6 +36,8 @@ FUSION_ALPHA = 0.4
 
 @dataclass(frozen=True)
 class CandidateConfig:
+    """The candidate stage's settings (chosen in training; saved with the model)."""
+
     k1: float = 0.9
     b: float = 0.4
     depth: int = 300        # BM25 candidates per claim
@@ -43,6 +45,7 @@ class CandidateConfig:
     dense_depth: int = 0    # open mode: the dense scorer's top passages also join the pool
 
     def to_json(self) -> dict:
+        """The settings as a dict (``dense_depth`` only when set)."""
         out = asdict(self)
         if not self.dense_depth:  # course settings serialise exactly as before the open mode
             del out["dense_depth"]
@@ -62,6 +65,8 @@ class Query:
 
 @dataclass
 class Candidates:
+    """One claim's candidate pool with the scores the features and explanations read."""
+
     query: Query
     rows: np.ndarray        # pool, in the candidate stage's fused order
     fused: np.ndarray       # fusion score per pool row
@@ -90,6 +95,7 @@ class CandidateGenerator:
             self.memory_vectors = self.dense.embedder_.embed(memory.texts).astype(np.float64)
 
     def query(self, text: str) -> Query:
+        """The claim analysed once: stems, known term ids, their counts and IDF."""
         s = stems(text)
         ids, counts = self.terms.query_weights(s)
         return Query(text, s, ids, counts, self.terms.idf[ids])

@@ -19,6 +19,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Cutoff:
+    """How many of a claim's ranked passages to return (see the module docstring)."""
+
     threshold: float = 0.1
     relative: float = 0.5
     min_k: int = 1
@@ -32,4 +34,5 @@ class Cutoff:
         return int(min(max(keep, self.min_k), self.max_k, len(probs_desc)))
 
     def to_json(self) -> dict:
+        """The four numbers as a dict."""
         return asdict(self)

@@ -23,6 +23,7 @@ def _inverse(vocab: dict[str, int]) -> list[str]:
 
 
 def explain_hit(retriever, cands, x: np.ndarray, row: int, rank: int) -> dict:
+    """The explanation of the hit at ``row`` (``x``: its feature row; ``rank``: 1-based)."""
     terms = retriever.terms_
     inv = terms.__dict__.get("_inverse_vocab")
     if inv is None:

@@ -32,6 +32,8 @@ from factcheck.text.tokens import split_stems
 
 @dataclass
 class Neighbours:
+    """A claim's nearest memory claims and the passages they cite."""
+
     claims: np.ndarray       # memory claim positions, by similarity desc (ties by position)
     sims: np.ndarray
     rows: np.ndarray         # passage rows cited by those claims (ascending)
@@ -67,6 +69,7 @@ class ClaimMemory:
 
     @classmethod
     def from_claims(cls, claims) -> "ClaimMemory":
+        """A memory of labelled :class:`~factcheck.Claim` objects."""
         return cls([c.id for c in claims], [c.text for c in claims], [c.evidences for c in claims])
 
     def __len__(self) -> int:
@@ -86,6 +89,7 @@ class ClaimMemory:
         return self
 
     def similarities(self, text: str) -> np.ndarray:
+        """TF-IDF cosine of ``text`` with every memory claim."""
         if not len(self):
             return np.zeros(0)
         return np.asarray((self.matrix @ tfidf_row(self.vectorizer, split_stems(text)).T).todense()).ravel()

@@ -44,6 +44,8 @@ def one_thread():
 
 @dataclass(frozen=True)
 class ModelConfig:
+    """The boosted trees' settings (one grid point of training)."""
+
     learning_rate: float = 0.05
     max_iter: int = 300
     max_leaf_nodes: int = 15
@@ -52,10 +54,17 @@ class ModelConfig:
     negative_rate: float = 0.3   # share of negatives kept for training (weighted back up)
 
     def to_json(self) -> dict:
+        """The settings as a dict."""
         return asdict(self)
 
 
 class RelevanceModel:
+    """P(gold | claim, candidate) from the candidate features (see the module docstring).
+
+    Stored in ``rerank.skops`` (on the model allow-list): its attributes are part of the
+    file format, so renaming one would make older models unreadable.
+    """
+
     def __init__(self, features: list[str] | None = None, config: ModelConfig = ModelConfig()):
         self.features = list(features or FEATURES)
         unknown = [f for f in self.features if f not in ALL_FEATURES]

@@ -76,6 +76,7 @@ class TermIndex:
     # ------------------------------------------------------------------ building
     @classmethod
     def build(cls, texts: list[str]) -> "TermIndex":
+        """The statistics of a list of passage texts (an index's are :meth:`for_index`)."""
         vocab: dict[str, int] = {}
         number_vocab: dict[str, int] = {}
         cols: list[int] = []
