@@ -44,6 +44,9 @@ class RerankRetriever(Retriever):
 
     Trained by :func:`factcheck.train_reranker` (which returns it fitted) or loaded from a
     ``rerank.skops`` file with :meth:`load`; the parameters are what training chose.
+    ``fit(index, terms=None, context=None, dense=None)`` may reuse corpus structures
+    already built for ``index`` (a :class:`~factcheck.retrieval.rerank.terms.TermIndex`,
+    a feature context, a dense scorer).
 
     Parameters
     ----------
@@ -123,10 +126,9 @@ class RerankRetriever(Retriever):
             raise InputError(None, None, f"expected a trained relevance model, got {type(self.model).__name__}",
                              param="model")
         cut = self._cutoff_rule()
-        check_number(cut.min_k, "cutoff", integer=True, low=1)
-        check_number(cut.max_k, "cutoff", integer=True, low=cut.min_k)
-        config = self._candidate_config()
-        check_number(config.depth, "candidates", integer=True, low=1)
+        check_number(cut.min_k, "cutoff.min_k", integer=True, low=1)  # the leaderboard needs evidence
+        check_number(cut.max_k, "cutoff.max_k", integer=True, low=cut.min_k)
+        check_number(self._candidate_config().depth, "candidates.depth", integer=True, low=1)
         if self.memory is not None and not isinstance(self.memory, ClaimMemory):
             raise InputError(None, None, f"expected a ClaimMemory, got {type(self.memory).__name__}", param="memory")
 
