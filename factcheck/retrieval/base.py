@@ -30,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
+from sklearn.utils import metadata_routing
 
 from factcheck.errors import InputError, check_number
 
@@ -170,6 +171,8 @@ class Retriever(BaseEstimator, ABC):
     """
 
     name = "retriever"
+    # ``fit``'s ``index`` is the data, not metadata to route: no generated ``set_fit_request``.
+    __metadata_request__fit = {"index": metadata_routing.UNUSED}
     # Parameters that cannot change any result (a cache switch, a block size): left out
     # of :meth:`params`, the record written into explanations and model directories.
     _unrecorded: tuple[str, ...] = ()
