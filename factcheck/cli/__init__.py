@@ -50,10 +50,110 @@ COMMANDS = (
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage errors as one line too (argparse prints the whole usage block first)."""
+    """Usage errors as one line too (argparse prints the whole usage block first), from
+    the command that failed, with "did you mean --quiet?" for a misspelled option or
+    choice (difflib over this parser's own spellings)."""
+
+    _given: list[str] = []      # the arguments this parser was last asked to parse
+    _extras: list[str] = []     # the ones it did not recognise
+
+    def parse_known_args(self, args=None, namespace=None):
+        # Remembered for error(): a misspelled required option is reported by argparse as
+        # missing, and the misspelling itself is only among the arguments it set aside.
+        self._given = list(sys.argv[1:] if args is None else args)
+        namespace, extras = super().parse_known_args(args, namespace)
+        self._extras = list(extras)
+        return namespace, extras
+
+    def parse_args(self, args=None, namespace=None):
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            # Each sub-command's parser keeps what it did not recognise: report those from
+            # that command (its usage, its options); the rest came before the command name.
+            sub = _chosen_subparser(self, namespace)
+            if sub is not None and sub._extras:
+                sub.error(f"unrecognized arguments: {' '.join(sub._extras)}")
+            self.error(f"unrecognized arguments: {' '.join(extras)}" + _misplaced(extras, sub))
+        return namespace
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+        self.exit(2, f"{self.prog}: error: {message}{self._suggestion(message)} (see `{self.prog} --help`)\n")
+
+    def _check_value(self, action, value):
+        # argparse's own check, with the closest choice instead of the whole list when one is close.
+        if action.choices is not None and value not in action.choices:
+            close = _closest(str(value), [str(c) for c in action.choices])
+            if close:
+                raise argparse.ArgumentError(action, f"invalid choice: {value!r}; did you mean {close!r}?")
+        super()._check_value(action, value)
+
+    def _suggestion(self, message: str) -> str:
+        """``; did you mean --quiet?`` for the misspelled options among this parser's arguments."""
+        if not message.startswith(("unrecognized arguments", "the following arguments are required",
+                                   "one of the arguments")):
+            return ""
+        pairs = [(typo, close) for typo in _unknown_options(self, self._given)
+                 if (close := _closest(typo, _option_spellings(self)))]
+        if not pairs:
+            return ""
+        if len(pairs) == 1 and message.startswith("unrecognized"):
+            return f"; did you mean {pairs[0][1]}?"
+        return "; did you mean " + ", ".join(f"{close} instead of {typo}" for typo, close in pairs) + "?"
+
+
+def _closest(word: str, candidates: list[str]) -> str | None:
+    """The candidate nearest ``word`` (difflib), compared without leading dashes: every
+    option shares them, which would make any two options look alike."""
+    import difflib
+    bare = {c.lstrip("-"): c for c in candidates}
+    match = difflib.get_close_matches(word.lstrip("-"), list(bare), n=1)
+    return bare[match[0]] if match else None
+
+
+def _option_spellings(parser: argparse.ArgumentParser) -> list[str]:
+    """The long options ``--help`` shows (deprecated spellings are hidden there, and here)."""
+    return [s for a in parser._actions if a.option_strings and a.help != argparse.SUPPRESS
+            for s in a.option_strings if s.startswith("--")]
+
+
+def _unknown_options(parser: argparse.ArgumentParser, args: list[str]) -> list[str]:
+    """The arguments that look like options but are none of ``parser``'s (nor a prefix of
+    one, which argparse accepts), in order, each once."""
+    known = [s for a in parser._actions for s in a.option_strings]
+    out = []
+    for arg in args:
+        if arg == "--":
+            break
+        name = arg.split("=", 1)[0]
+        if not name.startswith("-") or len(name) < 2 or name in out or _is_number(name):
+            continue
+        if name.startswith("--"):
+            if not any(k.startswith(name) for k in known if k.startswith("--")):
+                out.append(name)
+        elif name[:2] not in known:
+            out.append(name)
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _chosen_subparser(parser: argparse.ArgumentParser, namespace) -> "_Parser | None":
+    subs = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    return None if subs is None else subs.choices.get(getattr(namespace, subs.dest, None))
+
+
+def _misplaced(extras: list[str], sub) -> str:
+    """``factcheck --quiet run ...``: the command's options go after its name."""
+    if sub is None:
+        return ""
+    theirs = [e for e in extras if e.split("=", 1)[0] in _option_spellings(sub)]
+    return f"; {theirs[0]} is an option of `{sub.prog}`: put it after the command name" if theirs else ""
 
 
 def build_parser() -> argparse.ArgumentParser:
