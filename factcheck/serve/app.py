@@ -5,12 +5,14 @@ passage and claim text is always text, never markup; the Content-Security-Policy
 allows no script at all as a second line of defence. The only inputs a request can
 give are a claim (length-limited), a retriever name (checked against the loaded ones)
 and a plot name (looked up in the table listed at start-up); no request names a file.
+What the pages call things and how they round them: :mod:`factcheck.serve.present`.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from urllib.parse import urlencode
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,8 +24,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from factcheck.errors import InputError
 from factcheck.serve import dev as devview
+from factcheck.serve import present
 from factcheck.serve.artefacts import Artefacts, load_artefacts
-from factcheck.serve.explain import check_view
+from factcheck.serve.explain import RANKING_SHOWN, check_view
 from factcheck.serve.highlight import segments
 from factcheck.serve.results import format_interval, tables
 from factcheck.serve.retriever_set import BEST, RetrieverSet, UnknownMethod, load_retriever_set
@@ -65,6 +68,10 @@ class AppState:
         system = self.systems.by_method[name]
         return check_view(claim, name, self.systems.best, verdict, system.texts, seconds,
                           system.retriever.params())
+
+    def compare(self, claim: str | None) -> list[dict]:
+        """The claim checked with every loaded retriever, the model's choice first."""
+        return [self.check(claim, name) for name in [self.systems.best, *self.systems.others]]
 
     def method(self, requested: str | None) -> str:
         try:
@@ -132,6 +139,11 @@ def _environment() -> jinja2.Environment:
     env.filters["interval"] = format_interval
     env.filters["num"] = lambda x, d=3: (f"{x:.{d}f}" if isinstance(x, float) else
                                          "—" if x is None else str(x))
+    env.filters["label"] = present.label_name
+    env.filters["retriever"] = present.retriever_name
+    env.filters["metric"] = present.metric_name
+    env.filters["param"] = present.param_name
+    env.filters["check_url"] = lambda claim, method=None, page="/": present.check_url(claim, method, page)
     env.filters["compact"] = lambda v: (json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list))
                                         else str(v))  # rendered, then autoescaped like any text
     env.globals["segments"] = segments
@@ -147,6 +159,9 @@ def build_app(state: AppState, allowed_hosts: list[str] | None = None, debug: bo
     nav = {"methods": state.systems.methods, "best": state.systems.best,
            "unavailable": state.systems.unavailable, "max_chars": state.max_claim_chars,
            "has_run": state.artefacts.run_dir is not None}
+    examples = present.examples(state.artefacts.gold)
+    index = state.systems.index
+    titles_of = present.titles_of(index)
 
     def get(path: str, **kwargs):  # every page answers HEAD as well as GET
         def register(fn):
@@ -172,15 +187,33 @@ def build_app(state: AppState, allowed_hosts: list[str] | None = None, debug: bo
 
     @get("/", response_class=HTMLResponse)
     def check_page(claim: str | None = None, method: str = BEST):
-        result, error, status = None, None, 200
+        result, view, error, status = None, None, None, 200
         try:
             state.method(method)
             if claim is not None:
                 result = state.check(claim, method)
+                view = present.check_page(result, index.texts_of, titles_of)
         except HTTPException as exc:
             error, status = exc.detail, exc.status_code
         return page("check.html", status, active="check", claim=claim or "", method_req=method,
-                    result=result, error=error)
+                    result=result, view=view, error=error, examples=examples)
+
+    @get("/compare", response_class=HTMLResponse)
+    def compare_page(claim: str | None = None):
+        cmp, error, status = None, None, 200
+        try:
+            if claim is not None:
+                cmp = present.compare_page(state.compare(claim), titles_of)
+        except HTTPException as exc:
+            error, status = exc.detail, exc.status_code
+        return page("compare.html", status, active="compare", claim=claim or "", cmp=cmp, error=error,
+                    examples=examples)
+
+    @get("/api", response_class=HTMLResponse)
+    def api_page():
+        claim = examples[0]["claims"][0]["text"] if examples else "Sea levels are rising."
+        return page("api.html", active="api", ranking_shown=RANKING_SHOWN,
+                    example_url="/api/check?" + urlencode({"claim": claim, "method": BEST}))
 
     @get("/api/check")
     def api_check(claim: str | None = None, method: str = BEST):

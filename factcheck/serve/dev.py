@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 from factcheck.evaluation.course_metric import evidence_f
 from factcheck.serve.explain import hit_view, ordered_probabilities
+from factcheck.serve.present import passage_view, read_passage, titles_of
+from factcheck.text.analyzer import analyze
 
 FILTERS = {
     "all": "all claims",
@@ -41,6 +43,8 @@ def _text_of(index):
 
 def build(artefacts, systems) -> DevExplorer:
     text = _text_of(systems.index)
+    titles = titles_of(systems.index)
+    title = lambda pid: titles([pid])[0]  # noqa: E731
     gold = {c.id: c for c in artefacts.gold or []}
     if artefacts.predictions is not None:
         preds, explain = artefacts.predictions, artefacts.explain or {}
@@ -66,7 +70,12 @@ def build(artefacts, systems) -> DevExplorer:
             view = hit_view(hits_by_id.get(pid, {"id": pid}), t or "", claim_text)
             view["missing_text"] = t is None
             view["is_gold"] = pid in gold_ids if claim else None
+            view["page"] = passage_view(view, method or "", title(pid))
             retrieved.append(view)
+        read = ex.get("classifier_read") or {}
+        claim_stems = set(analyze(claim_text))
+        reader = [{**read_passage(pid, text(pid), claim_stems, title(pid)), "is_gold": pid in gold_ids if claim else None,
+                   "missing_text": text(pid) is None} for pid in read.get("ids") or []]
         ranking = ex.get("ranking") or []
         rank_of = {pid: i + 1 for i, pid in enumerate(ranking)}
         missed = [{"id": pid, "text": text(pid), "rank": rank_of.get(pid), "depth": len(ranking)}
@@ -78,6 +87,8 @@ def build(artefacts, systems) -> DevExplorer:
             "probabilities": ordered_probabilities(ex.get("probabilities") or {}),
             "path": ex.get("path"), "thresholds": ex.get("thresholds"),
             "retrieved": retrieved, "missed": missed, "n_gold": len(gold_ids),
+            "reader": {"method": read.get("method"), "passages": reader,
+                       "same": list(read.get("ids") or []) == list(pred["evidences"])} if read else None,
             "n_found": len(gold_ids) - len(missed),
             "evidence_f": evidence_f(pred["evidences"], gold_ids) if claim else None,  # as scored
         })

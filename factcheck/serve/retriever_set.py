@@ -44,6 +44,11 @@ class RetrieverSet:
         return sorted(self.by_method)
 
     @property
+    def others(self) -> list[str]:
+        """The loaded retrievers other than the model's choice, by name."""
+        return [m for m in self.methods if m != self.best]
+
+    @property
     def index(self):
         return self.by_method[self.best].index
 
