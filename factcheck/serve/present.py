@@ -19,8 +19,8 @@ from factcheck.text.analyzer import analyze, shared_stems
 
 LABEL_NAMES = {"SUPPORTS": "Supports", "REFUTES": "Refutes", "NOT_ENOUGH_INFO": "Not enough info",
                "DISPUTED": "Disputed"}
-RETRIEVER_NAMES = {"tags": "tag rule", "bm25": "BM25", "rerank": "learned reranker",
-                   "dense": "dense (embedding cosine)", "hybrid": "hybrid (BM25 + embeddings)"}
+RETRIEVER_NAMES = {"tags": "tag rule", "bm25": "BM25 retriever", "rerank": "learned reranker",
+                   "dense": "dense retriever (embedding cosine)", "hybrid": "hybrid retriever (BM25 + embeddings)"}
 # A hit's scores, in the order check_view gathers them; "score" is named per retriever below.
 SCORE_NAMES = {"combined": "combined (cosine + overlap)", "cosine": "tag cosine", "overlap": "tag overlap",
                "fused": "fused score", "bm25": "BM25 score", "dense": "embedding cosine", "rank": "rank"}

@@ -21,6 +21,8 @@ from factcheck.formats.claims import LABELS, read_claims
 from factcheck.serve.present import LABEL_NAMES
 from factcheck.text.analyzer import stem_token
 
+pytestmark = pytest.mark.slow  # a server process and a browser
+
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -160,7 +160,7 @@ def test_check_page_shows_verdict_scores_and_highlights(client):
     assert '<mark title="stem: burn">Burning</mark>' in html
     assert 'id="path">' in html and "t_sim" in html and "cosine" in html and "overlap" in html
     assert 'id="verdict"' in html
-    assert 'value="bm25"' in html and "the model's choice: BM25 (bm25)" in html
+    assert 'value="bm25"' in html and "the model's choice: BM25 retriever (bm25)" in html
 
 
 @pytest.mark.parametrize("params, status", [
