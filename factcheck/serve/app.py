@@ -140,6 +140,7 @@ def _environment() -> jinja2.Environment:
     env.filters["num"] = lambda x, d=3: (f"{x:.{d}f}" if isinstance(x, float) else
                                          "—" if x is None else str(x))
     env.filters["label"] = present.label_name
+    env.filters["label_class"] = present.label_class
     env.filters["retriever"] = present.retriever_name
     env.filters["metric"] = present.metric_name
     env.filters["param"] = present.param_name

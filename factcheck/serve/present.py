@@ -230,12 +230,20 @@ def check_url(claim: str, method: str | None = None, page: str = "/") -> str:
 
 
 def examples(gold, per_label: int = EXAMPLES_PER_LABEL) -> list[dict]:
-    """A few gold dev claims per label, in the file's order: ``[{"label", "name", "claims"}]``."""
-    groups = {label: [] for label in LABELS}
+    """A few gold dev claims per label, in the file's order: ``[{"label", "name", "claims"}]``;
+    the course's labels in their order, any other label set's after them, sorted."""
+    groups = {}
     for claim in gold or []:
-        if claim.label in groups and len(groups[claim.label]) < per_label:
-            groups[claim.label].append({"id": claim.id, "text": claim.text})
-    return [{"label": label, "name": label_name(label), "claims": claims} for label, claims in groups.items() if claims]
+        group = groups.setdefault(claim.label, [])
+        if len(group) < per_label:
+            group.append({"id": claim.id, "text": claim.text})
+    order = [label for label in LABELS if label in groups] + sorted(set(groups) - set(LABELS))
+    return [{"label": label, "name": label_name(label), "claims": groups[label]} for label in order]
+
+
+def label_class(label) -> str:
+    """A label as one CSS class name (FEVER's ``NOT ENOUGH INFO`` has spaces)."""
+    return str(label).replace(" ", "_")
 
 
 def claim_view(result: dict) -> dict:
@@ -317,13 +325,13 @@ def compare_page(results: list[dict], titles_of) -> dict:
 def titles_of(index):
     """``ids -> [title or None, ...]`` for ``index``.
 
-    Passage titles (the page's heading of a Wikipedia sentence, an abstract's paper title)
-    come from the index when it records them (``index.titles_of``); an index without them
-    gives None for every passage and the pages show ids only."""
-    accessor = getattr(index, "titles_of", None)
-    if accessor is None:
+    Passage titles (a FEVER page's, a BEIR document's) come from the index when its
+    knowledge source had them (``index.has_titles`` and ``index.title(row)``); an index
+    without them gives None for every passage and the pages show ids only."""
+    if not getattr(index, "has_titles", False):
         return lambda ids: [None] * len(ids)
+    row_of = index.row_of
 
     def titles(ids):
-        return [t or None for t in accessor(list(ids))]
+        return [index.title(row_of[pid]) if pid in row_of else None for pid in ids]
     return titles

@@ -331,13 +331,30 @@ def test_the_api_link_opens_a_page_describing_the_endpoints(client):
 
 
 # ------------------------------------------------------------------ passage titles
-def test_passage_titles_are_shown_when_the_index_has_them(tmp_path_factory):
-    app = create_app(demo_run_dir(tmp_path_factory), warm_up=False)
-    state = app.state.explain
-    state.systems.index.titles_of = lambda ids: [f"Page of {pid}" for pid in ids]
+class _Titled:
+    """An index whose knowledge source gave its passages titles (as FEVER pages do)."""
+    has_titles = True
+
+    def __init__(self, index):
+        self._index = index
+
+    def __getattr__(self, name):
+        return getattr(self._index, name)
+
+    def title(self, row: int) -> str:
+        return f"Page of {self._index.ids[row]}"
+
+
+def test_passage_titles_are_shown_when_the_index_has_them(reader_run):
+    state = create_app(reader_run, warm_up=False).state.explain
+    best = state.systems.by_method[state.systems.best]
+    best.index = _Titled(best.index)
     c = TestClient(build_app(state))
     data = api(c, CLAIM)
+    assert data["classifier_read"]["ids"] != [h["id"] for h in data["hits"]]
     html = c.get("/", params={"claim": CLAIM}).text
     for pid in [h["id"] for h in data["hits"]]:
         assert f'<span class="title">Page of {pid}</span>' in hits_html(html)[pid]
+    assert f'<span class="title">Page of {data["classifier_read"]["ids"][0]}</span>' in section(html, "read")
     assert '<span class="title small">Page of ' in c.get("/compare", params={"claim": CLAIM}).text
+    assert '<span class="title">Page of ' in c.get("/dev").text
