@@ -162,7 +162,7 @@ def build_app(state: AppState, allowed_hosts: list[str] | None = None, debug: bo
            "has_run": state.artefacts.run_dir is not None}
     examples = present.examples(state.artefacts.gold)
     index = state.systems.index
-    titles_of = present.titles_of(index)
+    titles_of, passage_texts = present.titles_of(index), present.texts_of(index)
 
     def get(path: str, **kwargs):  # every page answers HEAD as well as GET
         def register(fn):
@@ -193,7 +193,7 @@ def build_app(state: AppState, allowed_hosts: list[str] | None = None, debug: bo
             state.method(method)
             if claim is not None:
                 result = state.check(claim, method)
-                view = present.check_page(result, index.texts_of, titles_of)
+                view = present.check_page(result, passage_texts, titles_of)
         except HTTPException as exc:
             error, status = exc.detail, exc.status_code
         return page("check.html", status, active="check", claim=claim or "", method_req=method,

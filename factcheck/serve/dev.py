@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from factcheck.evaluation.course_metric import evidence_f
 from factcheck.serve.explain import hit_view, ordered_probabilities
-from factcheck.serve.present import passage_view, read_passage, titles_of
+from factcheck.serve.present import passage_view, read_passage, texts_of, titles_of
 from factcheck.text.analyzer import analyze
 
 FILTERS = {
@@ -32,18 +32,9 @@ class DevExplorer:
     summary: dict = field(default_factory=dict)
 
 
-def _text_of(index):
-    row_of = index.row_of
-
-    def text(pid: str) -> str | None:
-        row = row_of.get(pid)
-        return None if row is None else index.text(row)
-    return text
-
-
 def build(artefacts, systems) -> DevExplorer:
-    text = _text_of(systems.index)
-    titles = titles_of(systems.index)
+    texts, titles = texts_of(systems.index), titles_of(systems.index)
+    text = lambda pid: texts([pid])[0]  # noqa: E731  (None: not in this index)
     title = lambda pid: titles([pid])[0]  # noqa: E731
     gold = {c.id: c for c in artefacts.gold or []}
     if artefacts.predictions is not None:

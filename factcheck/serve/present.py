@@ -35,7 +35,7 @@ PARAM_NAMES = {
     "cutoff.min_k": "cut-off: passages at least", "cutoff.max_k": "cut-off: passages at most",
     "model.learning_rate": "boosting: learning rate", "model.max_iter": "boosting: iterations",
     "model.max_leaf_nodes": "boosting: leaves per tree", "model.min_samples_leaf": "boosting: examples per leaf",
-    "model.l2_regularization": "boosting: L2 regularisation", "model.negative_rate": "training: negatives kept",
+    "model.l2_regularization": "boosting: L2 regularisation", "model.negative_rate": "training: share of negatives kept",
     "features": "reranker features", "memory_claims": "training claims remembered",
     "chunk_window": "chunk length (words)", "chunk_overlap": "chunk overlap (words)",
     # the classifier (logistic regression over claim + evidence features)
@@ -159,7 +159,8 @@ def score_rows(hit: dict, method: str) -> list[tuple[str, str]]:
             name = "reranker probability" if method == "rerank" else "score"
         else:
             name = SCORE_NAMES.get(key, human(key))
-        rows.append((name, num(value)))
+        # a score of exactly 1 (a tag cosine) reads as 1.000 beside its 0.693 neighbours
+        rows.append((name, num(value, 3) if isinstance(value, float) and abs(value) <= 1 else num(value)))
     return rows
 
 
@@ -335,3 +336,10 @@ def titles_of(index):
     def titles(ids):
         return [index.title(row_of[pid]) if pid in row_of else None for pid in ids]
     return titles
+
+
+def texts_of(index):
+    """``ids -> [text or None, ...]``, aligned with ``ids`` (``TagIndex.texts_of`` skips
+    ids it does not have, which would shift every later text onto the wrong id)."""
+    row_of = index.row_of
+    return lambda ids: [index.text(row_of[pid]) if pid in row_of else None for pid in ids]
