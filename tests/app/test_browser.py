@@ -47,15 +47,19 @@ def demo_run(tmp_path_factory):
     return out
 
 
-@pytest.fixture(scope="module")
-def server(chromium, demo_run, tmp_path_factory):
-    """``factcheck serve`` in a subprocess; yields its base URL, stops it afterwards."""
+def served(run, tmp_path_factory):
+    """``factcheck serve --run RUN`` in a subprocess; yields its base URL, stops it afterwards."""
     log = tmp_path_factory.mktemp("serve-log") / "serve.log"
     try:
-        with serving(["--run", demo_run], log, cwd=ROOT) as (url, _):
+        with serving(["--run", run], log, cwd=ROOT) as (url, _):
             yield url
     except ServerFailed as exc:
         pytest.fail(str(exc))
+
+
+@pytest.fixture(scope="module")
+def server(chromium, demo_run, tmp_path_factory):
+    yield from served(demo_run, tmp_path_factory)
 
 
 def test_type_a_claim_and_see_the_shared_tags_highlighted(server, chromium, tmp_path):
@@ -110,13 +114,7 @@ READ_CLAIMS = [CLAIM] + [c.text for c in read_claims(DEMO / "dev-claims.json", r
 @pytest.fixture(scope="module")
 def reader_server(chromium, tmp_path_factory):
     from test_pages import reader_run_dir
-    run = reader_run_dir(tmp_path_factory)
-    log = tmp_path_factory.mktemp("serve-reader-log") / "serve.log"
-    try:
-        with serving(["--run", run], log, cwd=ROOT) as (url, _):
-            yield url
-    except ServerFailed as exc:
-        pytest.fail(str(exc))
+    yield from served(reader_run_dir(tmp_path_factory), tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
