@@ -133,8 +133,10 @@ def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_
     >>> metrics = run_pipeline("data/demo", "out/demo", progress=False)   # doctest: +SKIP
     >>> metrics["evidence_f"], metrics["accuracy"]                        # doctest: +SKIP
     """
+    from factcheck.tagging.backends import require_backend
     from factcheck.tagging.outdir import DirectoryLock
     check_method(method, mode, also=("auto",))  # before any work: an open mode without its extra is one line, now
+    require_backend((tag_args or {}).get("backend", "loky"))  # so is --backend dask without its extra
     with DirectoryLock(Path(out)):
         return _run_pipeline(data_dir, out, evidence, index_dir, method, jobs, force, progress, tag_args, mode)
 

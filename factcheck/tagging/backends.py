@@ -37,6 +37,7 @@ from factcheck.errors import InputError
 from factcheck.tagging.heap import keep_freed_memory
 
 BACKENDS = ("loky", "dask")
+CLUSTER_HINT = "needs the optional extra dask[distributed]: pip install -e '.[cluster]'"
 # The environment variables that size native thread pools (BLAS, OpenMP, numexpr) in a
 # worker process; set per worker so N workers do not each start one thread per core.
 NATIVE_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
@@ -78,8 +79,8 @@ def dask_client(scheduler: str | None, workers: int):
         from dask.distributed import Client, LocalCluster
         from distributed.comm import get_address_host_port
         from distributed.utils import silence_logging_cmgr
-    except ImportError:  # pragma: no cover - dask is a declared dependency
-        raise InputError(None, "dask", "needs dask[distributed] installed", param="backend") from None
+    except ImportError:
+        raise InputError(None, "dask", CLUSTER_HINT, param="backend") from None
     if not scheduler:
         # silence_logs takes a logging level (worker processes reject level names). The
         # scheduler serves HTTP even without a dashboard, by default on port 8787; a free
@@ -133,6 +134,20 @@ def _connected(Client, scheduler: str, timeout: float):
         client.close()
 
 
+def require_backend(backend: str) -> str:
+    """``backend`` if known and installed: Dask is an optional extra, so its absence is one
+    line saying what to install, raised before a job creates its output directory."""
+    if backend not in BACKENDS:
+        raise InputError(None, None, f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}",
+                         param="backend")
+    if backend == "dask":
+        try:
+            import distributed  # noqa: F401  (the extra's package; dask itself comes with it)
+        except ImportError:
+            raise InputError(None, "dask", CLUSTER_HINT, param="backend") from None
+    return backend
+
+
 class WorkerPool:
     """Runs the map stages of one job; for Dask it holds one client for all of them.
 
@@ -143,10 +158,7 @@ class WorkerPool:
 
     def __init__(self, backend: str = "loky", jobs: int | None = 1, scheduler: str | None = None,
                  keep_heap: bool = False):
-        if backend not in BACKENDS:
-            raise InputError(None, None, f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}",
-                             param="backend")
-        self.backend = backend
+        self.backend = require_backend(backend)
         self.jobs = resolve_jobs(jobs)
         self.scheduler = scheduler
         # Local workers keep their freed heap between tasks (see factcheck.tagging.heap):

@@ -43,7 +43,7 @@ from factcheck.errors import InputError
 from factcheck.formats.evidence import SourceSpec, iter_passage_batches
 from factcheck.formats.files import crashpoint, sha256_input, write_json_atomic
 from factcheck.tagging import outdir, store
-from factcheck.tagging.backends import WorkerPool
+from factcheck.tagging.backends import WorkerPool, require_backend
 from factcheck.tagging.packing import unpack_strings
 from factcheck.tagging.tasks import count_shard, tag_shard, warm_up
 from factcheck.tagging.vocabulary import TermStats, Vocabulary, tag_vocabulary
@@ -141,6 +141,7 @@ class TagJob:
         # The output directory is ours alone for the whole run (see tagging/outdir.py).
         self._params = TagParams(self.top_k, self.max_features, self.tag_features, self.shard_size)
         self._params.validate()
+        require_backend(self.backend)  # before the output directory exists
         with outdir.DirectoryLock(out):
             with WorkerPool(self.backend, self.jobs, self.scheduler, keep_heap=True) as self._pool:
                 return self._run(source, out, force)
