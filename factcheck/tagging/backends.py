@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import importlib
 import itertools
 import logging
 import os
@@ -142,7 +143,7 @@ def require_backend(backend: str) -> str:
                          param="backend")
     if backend == "dask":
         try:
-            import distributed  # noqa: F401  (the extra's package; dask itself comes with it)
+            importlib.import_module("distributed")  # the extra's package (dask comes with it)
         except ImportError:
             raise InputError(None, "dask", CLUSTER_HINT, param="backend") from None
     return backend
