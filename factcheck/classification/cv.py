@@ -66,10 +66,11 @@ class ClassifierConfig:
     groups: tuple = ALL_GROUPS
     stance: bool = False     # plus per-passage stance aggregates (factcheck.classification.stance)
 
-    def build(self):
-        """The unfitted classifier (:func:`~factcheck.make_classifier`)."""
+    def build(self, embedding: dict | None = None):
+        """The unfitted classifier (:func:`~factcheck.make_classifier`; ``embedding``: the
+        ``dense`` group's model, if it has one)."""
         from factcheck.classification.model import make_classifier
-        return make_classifier(self.C, self.class_weight, self.stats_weight, self.groups)
+        return make_classifier(self.C, self.class_weight, self.stats_weight, self.groups, embedding)
 
     def complexity(self) -> tuple:
         """Smaller is simpler: no stance model, fewer feature groups, no augmentation,
@@ -261,10 +262,11 @@ def choose_one_se(results: list[CVResult]) -> CVResult:
     return chosen
 
 
-def fit_final(config: ClassifierConfig, X_gold, X_read, y):
-    """The chosen configuration refitted on all training claims."""
+def fit_final(config: ClassifierConfig, X_gold, X_read, y, embedding: dict | None = None):
+    """The chosen configuration refitted on all training claims (``embedding``: the
+    identity of the open mode's embedding model, for the ``dense`` group)."""
     X, labels = list(X_gold), list(y)
     if config.augment:
         X += list(X_read)
         labels += list(y)
-    return clone(config.build()).fit(X, labels)
+    return clone(config.build(embedding)).fit(X, labels)

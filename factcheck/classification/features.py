@@ -15,7 +15,9 @@ The input X is a list of ``(claim_text, [evidence_text, ...])`` pairs. Feature g
   balances them against the sparse groups.
 
 * ``dense`` (open mode only, never in :data:`ALL_GROUPS`): claim-passage cosines of the
-  bundled sentence embeddings (:mod:`factcheck.text.embedding`) -- best, mean and worst
+  open mode's sentence embeddings (:mod:`factcheck.text.embedding`: the bundled model, or
+  the local model that ``embedding`` names, the one the index's passage vectors were
+  built with) -- best, mean and worst
   passage, and the evidence centroid -- scaled like ``stats``. Gold evidence was
   pre-selected by an embedding pipeline, so how *semantically* close the passages are may
   separate NOT_ENOUGH_INFO from the rest where word overlap cannot. The embedding
@@ -44,19 +46,24 @@ HEDGES = frozenset("may might could possibly likely uncertain uncertainty debate
                    "controversial some suggest suggests suggested unclear".split())
 
 
-def dense_stats(X) -> np.ndarray:
+def dense_stats(X, embedding: dict | None = None) -> np.ndarray:
     """Per pair: (max, mean, min) claim-passage cosine and the cosine with the passages'
-    centroid; zeros for a claim with no evidence. Every distinct text is embedded once."""
+    centroid; zeros for a claim with no evidence. Every distinct claim is embedded once
+    (as a query), every distinct passage once (as a passage). ``embedding``: the model's
+    recorded identity (``None``: the bundled model)."""
     from factcheck.text.embedding import load_embedder
-    texts = sorted({c for c, _ in X} | {e for _, ev in X for e in ev})
-    at = {t: i for i, t in enumerate(texts)}
-    vectors = load_embedder().embed(texts).astype(np.float64)
+    embedder = load_embedder(embedding)
+    claims = sorted({c for c, _ in X})
+    passages = sorted({e for _, ev in X for e in ev})
+    claim_at, passage_at = ({t: i for i, t in enumerate(ts)} for ts in (claims, passages))
+    claim_vectors = embedder.embed(claims, kind="query").astype(np.float64)
+    passage_vectors = embedder.embed(passages, kind="passage").astype(np.float64)
     out = np.zeros((len(X), 4))
     for i, (claim, evidence) in enumerate(X):
         if not evidence:
             continue
-        q = vectors[at[claim]]
-        E = vectors[[at[e] for e in evidence]]
+        q = claim_vectors[claim_at[claim]]
+        E = passage_vectors[[passage_at[e] for e in evidence]]
         cos = np.einsum("jd,d->j", E, q)
         centroid = E.sum(axis=0)
         norm = float(np.sqrt(np.einsum("d,d->", centroid, centroid)))
@@ -89,16 +96,19 @@ class ClaimEvidenceFeatures(BaseEstimator, TransformerMixin):
     """``(claim, [passages])`` pairs -> the sparse feature groups of the module docstring.
 
     Stored in ``classifier.skops`` (on the model allow-list): its fitted attributes are
-    part of the file format.
+    part of the file format. ``embedding``: for the ``dense`` group, the identity of the
+    embedding model (as the passage vectors' manifest records it; None: the bundled model).
     """
 
-    def __init__(self, groups=ALL_GROUPS, stats_weight: float = 0.3, min_df: int = 2):
+    def __init__(self, groups=ALL_GROUPS, stats_weight: float = 0.3, min_df: int = 2, embedding: dict | None = None):
         self.groups = groups
         self.stats_weight = stats_weight
         self.min_df = min_df
+        self.embedding = embedding
 
     def _views(self, X) -> dict:
-        return views_of(X, self.groups)
+        # getattr: a model saved before local embedding models has no such attribute
+        return views_of(X, self.groups, getattr(self, "embedding", None))
 
     def fit_views(self, views: dict) -> "ClaimEvidenceFeatures":
         """Fit on precomputed :func:`views_of` output (cross-validation analyses each
@@ -153,8 +163,9 @@ class ClaimEvidenceFeatures(BaseEstimator, TransformerMixin):
         return self._transform(self._views(X))
 
 
-def views_of(X, groups=ALL_GROUPS) -> dict:
-    """Each group's input for pairs ``X``, computed once (analysis is the costly part)."""
+def views_of(X, groups=ALL_GROUPS, embedding: dict | None = None) -> dict:
+    """Each group's input for pairs ``X``, computed once (analysis is the costly part);
+    ``embedding``: the model of the ``dense`` group (:func:`dense_stats`)."""
     groups = set(groups)
     views = {"claim": [c for c, _ in X], "evidence": [" ".join(e) for _, e in X]}
     if {"shared", "unshared"} & groups:
@@ -168,7 +179,7 @@ def views_of(X, groups=ALL_GROUPS) -> dict:
     if "stats" in groups:
         views["stats"] = np.array([agreement_stats(c, e) for c, e in X], dtype=np.float64).reshape(len(X), -1)
     if "dense" in groups:
-        views["dense"] = dense_stats(X)
+        views["dense"] = dense_stats(X, embedding)
     return views
 
 

@@ -25,7 +25,7 @@ MODEL_FILE = "classifier.skops"
 
 
 def make_classifier(C: float = 2.0, class_weight=None, stats_weight: float = 0.3,
-                    groups=ALL_GROUPS) -> Pipeline:
+                    groups=ALL_GROUPS, embedding: dict | None = None) -> Pipeline:
     """The claim classifier: claim + evidence features, then multinomial logistic regression.
 
     Parameters
@@ -41,6 +41,9 @@ def make_classifier(C: float = 2.0, class_weight=None, stats_weight: float = 0.3
         Feature groups of :class:`~factcheck.classification.features.ClaimEvidenceFeatures`:
         ``"claim"``, ``"evidence"``, ``"shared"``, ``"unshared"``, ``"stats"`` (and, in the
         open mode, ``"dense"``). ``("claim",)`` is the claim-only baseline.
+    embedding : dict or None, default None
+        The ``dense`` group's embedding model: the identity its passage vectors' manifest
+        records (None: the bundled model).
 
     Returns
     -------
@@ -70,7 +73,7 @@ def make_classifier(C: float = 2.0, class_weight=None, stats_weight: float = 0.3
         raise InputError(None, None, f"expected feature groups among {', '.join(OPEN_GROUPS)}, got {groups!r}",
                          param="groups")
     return Pipeline([
-        ("features", ClaimEvidenceFeatures(groups=groups, stats_weight=stats_weight)),
+        ("features", ClaimEvidenceFeatures(groups=groups, stats_weight=stats_weight, embedding=embedding)),
         ("model", LogisticRegression(C=C, class_weight=class_weight, max_iter=5000)),
     ])
 

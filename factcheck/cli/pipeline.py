@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from factcheck.cli.options import add_mode_arg, add_renamed, add_tag_args, check_output_dir, check_outputs
+from factcheck.cli.options import (add_embedding_args, add_mode_arg, add_renamed, add_tag_args, check_output_dir,
+                                   check_outputs, embedding_model_from_args, relocate_from_args)
 from factcheck.retrieval.registry import ALL_METHODS
 
 AUTO_HELP = "retriever (default: auto = best evidence F on the training hold-out; dense and hybrid need --mode open)"
@@ -23,6 +24,7 @@ def add_run(p):
     add_mode_arg(p)
     p.add_argument("--quiet", action="store_true", help="no progress output")
     add_tag_args(p)
+    add_embedding_args(p, build=True)
 
     def run(args):
         from factcheck.evaluation.intervals import format_interval
@@ -30,7 +32,8 @@ def add_run(p):
         tag_args = {"top_k": args.top_k, "max_features": args.max_features, "tag_features": args.tag_features,
                     "shard_size": args.shard_size, "backend": args.backend, "scheduler": args.scheduler}
         m = run_pipeline(args.data_dir, args.out, args.evidence, args.index, args.method, args.jobs,
-                         args.force, False if args.quiet else None, tag_args, mode=args.mode)
+                         args.force, False if args.quiet else None, tag_args, mode=args.mode,
+                         embedding_model=embedding_model_from_args(args))
         iv = m["intervals"]
         ret = m["run"]["retriever"]
         how = {"default": ", the default", "user": ", named with --method"}.get(ret.get("chosen_by"), "")
@@ -47,6 +50,7 @@ def add_train(p):
     add_renamed(p, "--model", "--model-out", required=True, type=Path, help="model directory to write")
     p.add_argument("--method", default="auto", choices=("auto", *ALL_METHODS), help=AUTO_HELP)
     add_mode_arg(p)
+    add_embedding_args(p)
 
     def run(args):
         from factcheck.formats.claims import read_claims
@@ -56,6 +60,7 @@ def add_train(p):
 
         check_outputs([args.model], [args.index, args.claims])
         check_output_dir(args.model)
+        relocate_from_args(args, args.index)
         index = TagIndex.load(args.index)
         train = read_claims(args.claims, require_labels=True)
         t = train_system(index, train, args.model, args.method, model_dir=args.model, mode=args.mode)
@@ -72,6 +77,7 @@ def add_predict(p):
     p.add_argument("--out", type=Path, required=True,
                    help="predictions file to write (leaderboard format, + .explain.json beside it)")
     add_mode_arg(p, from_model=True)
+    add_embedding_args(p)
 
     def run(args):
         from factcheck.formats.claims import read_claims
@@ -79,6 +85,7 @@ def add_predict(p):
         from factcheck.system.checker import FactChecker
         from factcheck.pipeline.run import write_verdicts
         check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.model])
+        relocate_from_args(args, args.index)
         claims = read_claims(args.claims)
         system = FactChecker.load(args.index, args.model, mode=args.mode)
         verdicts = system.check(claims)
@@ -92,12 +99,14 @@ def add_ablation(p):
     p.add_argument("--index", type=Path, required=True, help="tag index directory (from tag or run: OUT/index)")
     p.add_argument("--model", type=Path, required=True, help="model directory (from train or run: OUT/model)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_embedding_args(p)
 
     def run(args):
         from factcheck.evaluation.ablation import ablation
         from factcheck.evaluation.intervals import format_interval
         from factcheck.formats.claims import read_claims
         from factcheck.system.checker import FactChecker
+        relocate_from_args(args, args.index)
         claims = read_claims(args.claims, require_labels=True)
         system = FactChecker.load(args.index, args.model)
         verdicts = system.check(claims)

@@ -6,7 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from factcheck.cli.options import add_retriever_args, check_outputs, plural, retriever_from_args
+from factcheck.cli.options import (add_embedding_args, add_retriever_args, check_outputs, plural, relocate_from_args,
+                                   retriever_from_args)
 
 __all__ = ["add_retrieve", "add_evaluate"]
 
@@ -16,15 +17,19 @@ def add_retrieve(p):
     p.add_argument("--claims", type=Path, required=True, help="claims file (course format)")
     p.add_argument("--out", type=Path, required=True, help="predictions file to write")
     add_retriever_args(p)
+    add_embedding_args(p)
 
     def run(args):
         from factcheck.formats.explanations import explanations_path
         from factcheck.formats.claims import read_claims
         from factcheck.retrieval.registry import run_retrieval, write_retrieval
         from factcheck.tagging.index import TagIndex
+        from factcheck.tagging.vectors import vectors_model
         check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.rerank_model])
+        relocate_from_args(args, args.index)
         claims = read_claims(args.claims)
-        retriever = retriever_from_args(args).fit(TagIndex.load(args.index))
+        # The open mode's check loads the model the index's vectors were built with, if any.
+        retriever = retriever_from_args(args, vectors_model(args.index)).fit(TagIndex.load(args.index))
         evidences, explain = run_retrieval(retriever, claims)
         sidecar = write_retrieval(args.out, claims, evidences, explain, retriever)
         fallback = sum(e.get("path") == "fallback" for e in explain.values())

@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from factcheck.cli.options import add_mode_arg, positive_int
+from factcheck.cli.options import add_embedding_args, add_mode_arg, positive_int, relocate_from_args
 from factcheck.errors import InputError
 from factcheck.retrieval.registry import ALL_METHODS
 
@@ -78,6 +78,7 @@ def add_serve(p):
     p.add_argument("--access-log", action="store_true", help="log every request")
     p.add_argument("--debug", action="store_true", help="also serve /openapi.json and /docs")
     add_mode_arg(p, from_model=True)
+    add_embedding_args(p)
 
     def run(args):
         import uvicorn
@@ -86,6 +87,7 @@ def add_serve(p):
         if not 0 <= args.port <= 65535:
             raise InputError(None, None, f"must be in 0..65535, got {args.port}", param="port")
         check_can_listen(args.host, args.port)  # before loading the index: fail in seconds, in one line
+        relocate_from_args(args, args.index or (args.run / "index" if args.run else None))
         allowed = allowed_hosts_for(args.host)
         if allowed is None:
             print(f"factcheck serve: warning: binding {args.host}, not loopback: anyone who can reach this "
@@ -111,11 +113,13 @@ def add_check(p):
     add_mode_arg(p, from_model=True)
     p.add_argument("--json", action="store_true", help="print the JSON record of GET /api/check instead")
     p.add_argument("--width", type=int, default=None, help="wrap text at this many columns (default: the terminal's)")
+    add_embedding_args(p)
 
     def run(args):
         import shutil
 
         from factcheck.serve.check import check_claim, format_check
+        relocate_from_args(args, args.index or (args.run / "index" if args.run else None))
         view = check_claim(args.claim, args.run, args.index, args.model, args.method, args.mode)
         if args.json:
             print(json.dumps(view, indent=2, ensure_ascii=False))

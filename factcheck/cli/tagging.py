@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from factcheck.cli.options import (add_mode_arg, add_source_args, add_tag_args, check_outputs, plural, source_from_args,
-                                   tag_job_from_args)
+from factcheck.cli.options import (add_embedding_args, add_mode_arg, add_source_args, add_tag_args, check_outputs,
+                                   embedding_model_from_args, plural, source_from_args, tag_job_from_args)
 
 __all__ = ["add_tag", "add_export_tags", "add_verify"]
 
@@ -15,22 +15,25 @@ def add_tag(p):
     p.add_argument("--out", type=Path, required=True, help="index directory to write (or resume)")
     add_tag_args(p)
     add_mode_arg(p)
+    add_embedding_args(p, build=True)
 
     def run(args):
         from factcheck.errors import InputError
         from factcheck.retrieval.registry import check_mode
+        from factcheck.text.embedding import describe_model
         if args.scheduler and args.backend != "dask":
             raise InputError(None, None, "only meaningful with --backend dask", param="scheduler")
-        check_mode(args.mode)  # open without its extra: one line before hours of tagging
+        embedding_model = embedding_model_from_args(args)
+        check_mode(args.mode, embedding_model)  # open without its extra: one line before hours of tagging
         manifest = tag_job_from_args(args).run(source_from_args(args), args.out, force=args.force)
         print(f"{args.out}: {plural(manifest.n_passages, 'passage')} in {plural(len(manifest.shards), 'shard')}, "
               f"{manifest.data['empty_tags']} with no tags")
         if args.mode == "open":
             from factcheck.tagging.vectors import PassageVectorJob
             # the manifest the tagging job built or verified; the run's shard size: reused there
-            vectors = PassageVectorJob(jobs=args.jobs).run(args.out, manifest)
+            vectors = PassageVectorJob(jobs=args.jobs, embedding_model=embedding_model).run(args.out, manifest)
             print(f"{args.out}/vectors: {plural(vectors['passages'], 'passage')} x {vectors['dim']} {vectors['dtype']} "
-                  f"in {plural(len(vectors['shards']), 'shard')} ({vectors['model']['name']})")
+                  f"in {plural(len(vectors['shards']), 'shard')} ({describe_model(vectors['model'])})")
     return run
 
 
@@ -52,13 +55,14 @@ def add_verify(p):
     def run(args):
         from factcheck.tagging.store import check_loadable, verify_index
         from factcheck.tagging.vectors import verify_vectors
+        from factcheck.text.embedding import describe_model
         m = verify_index(args.index)
         check_loadable(args.index, m)
         print(f"{args.index}: OK ({plural(m.n_passages, 'passage')}, {plural(len(m.shards), 'shard')}, "
               f"{plural(len(m.files()), 'file')} verified)")
         v = verify_vectors(args.index, m)
         if v is not None:
-            print(f"{args.index}/vectors: OK ({v['passages']} x {v['dim']} {v['dtype']}, {v['model']['name']} "
-                  f"{v['model']['package_version']}, {plural(len(v['shards']), 'shard')} verified; "
+            print(f"{args.index}/vectors: OK ({v['passages']} x {v['dim']} {v['dtype']}, {describe_model(v['model'])}, "
+                  f"{plural(len(v['shards']), 'shard')} verified; "
                   f"content sha256 {v['content_sha256']})")
     return run

@@ -9,8 +9,11 @@ and is only predicted.
 ``mode="open"`` (the optional extra: pretrained embeddings) adds the passage vectors
 after tagging (:class:`~factcheck.tagging.vectors.PassageVectorJob`, computed once and
 reused), the hybrid retriever to the candidates and dense features to the reranker
-(:mod:`factcheck.training.selection`); the model records the mode. ``"course"``, the
-default, is the course's system and never imports the embedding package.
+(:mod:`factcheck.training.selection`); the model records the mode. The embedding model
+is the bundled one, or with ``embedding_model`` a local ONNX model
+(:func:`~factcheck.text.embedding.load_embedder`); the passage vectors and the model
+directory record which. ``"course"``, the default, is the course's system and never
+imports the embedding package.
 
 Outputs (all written atomically; ``metrics.json`` and ``report.md`` last)::
 
@@ -92,7 +95,7 @@ class Clock:
 
 def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_dir: Path | None = None,
                  method: str = "auto", jobs: int = -1, force: bool = False, progress: bool | None = None,
-                 tag_args: dict | None = None, mode: str = "course") -> dict:
+                 tag_args: dict | None = None, mode: str = "course", embedding_model=None) -> dict:
     """``factcheck run``: everything end to end (see the module docstring).
 
     ``out`` is this run's alone while it runs (a second run into it fails at once, naming
@@ -122,6 +125,9 @@ def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_
         :class:`~factcheck.TagJob` settings (``top_k``, ``max_features``, ...).
     mode : {"course", "open"}, default "course"
         ``"open"`` adds the pretrained-embedding retrievers and features.
+    embedding_model : None, str, Path or dict
+        Open mode: a local ONNX model's directory (or its settings, see
+        :func:`~factcheck.text.embedding.load_embedder`); None, the bundled model.
 
     Returns
     -------
@@ -135,15 +141,20 @@ def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_
     """
     from factcheck.tagging.backends import require_backend
     from factcheck.tagging.outdir import DirectoryLock
-    check_method(method, mode, also=("auto",))  # before any work: an open mode without its extra is one line, now
+    if embedding_model is not None and mode != "open":
+        raise InputError(None, None, "a local embedding model is for the open mode (mode open)",
+                         param="embedding_model")
+    # before any work: an open mode without its extra (or a bad model directory) is one line, now
+    check_method(method, mode, also=("auto",), embedding_model=embedding_model)
     require_backend((tag_args or {}).get("backend", "loky"))  # so is --backend dask without its extra
     with DirectoryLock(Path(out)):
-        return _run_pipeline(data_dir, out, evidence, index_dir, method, jobs, force, progress, tag_args, mode)
+        return _run_pipeline(data_dir, out, evidence, index_dir, method, jobs, force, progress, tag_args, mode,
+                             embedding_model)
 
 
 def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None, index_dir: Path | None,
                   method: str, jobs: int, force: bool, progress: bool | None, tag_args: dict | None,
-                  mode: str) -> dict:
+                  mode: str, embedding_model=None) -> dict:
     from factcheck.classification.calibration import reliability
     from factcheck.evaluation.ablation import ablation
     from factcheck.formats.claims import LABELS
@@ -172,7 +183,8 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None, index_dir: P
     if mode == "open":
         from factcheck.tagging.vectors import PassageVectorJob
         with clock.step("passage vectors (open mode)"):
-            PassageVectorJob(jobs=jobs, progress=progress).run(index_dir, index.manifest)  # verified by load
+            PassageVectorJob(jobs=jobs, progress=progress, embedding_model=embedding_model).run(
+                index_dir, index.manifest)  # verified by load
     with clock.step("checking the claims' gold ids against the knowledge source"):
         _check_gold_ids(index, train, files["train"])
         _check_gold_ids(index, dev, files["dev"])
@@ -241,15 +253,21 @@ class Trained:
 def train_system(index, train, out: Path, method: str = "auto", progress=None, clock=None,
                  model_dir: Path | None = None, jobs: int = -1, mode: str = "course") -> Trained:
     """Tune retrievers, pick one, select and train the classifier; save the model dir
-    (recording ``mode``). In the open mode the index must have its passage vectors."""
+    (recording ``mode``). In the open mode the index must have its passage vectors; their
+    embedding model is recorded as ``embedding_model``."""
     from factcheck.reporting import report
     from factcheck.training import selection
     from factcheck.training.classifier_cv import select_classifier
 
-    check_method(method, mode, also=("auto",))
-    if mode == "open":  # no vectors: one line now, not after the course retrievers' sweeps
-        from factcheck.tagging.vectors import read_vectors_manifest
-        read_vectors_manifest(index.root, index.manifest)
+    embedding = None
+    if mode == "open":
+        from factcheck.tagging.vectors import read_vectors_manifest, vectors_model
+        # The vectors' model (the bundled one if none yet) must load; then no vectors is
+        # one line now, not after the course retrievers' sweeps.
+        check_method(method, mode, also=("auto",), embedding_model=vectors_model(index.root))
+        embedding = read_vectors_manifest(index.root, index.manifest)["model"]
+    else:
+        check_method(method, mode, also=("auto",))
     clock = clock or Clock(progress is False)
     fit, holdout = train_holdout_split(train)
     with clock.step("tuning and training retrievers on the training split"):
@@ -269,6 +287,7 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     candidates.reader_scores = {n: {"accuracy": acc} for n, acc in chosen.summary["readers"].items()}
     reader = candidates.retrievers[chosen.reader]
     meta = {"index_plan_key": index.manifest.data.get("plan_key"), "mode": mode,
+            **({"embedding_model": embedding} if embedding else {}),
             "classifier": config_json(chosen.config),
             "calibration": {"temperature": chosen.summary["calibration"]["temperature"]}}
     # Its own step: skops-writing the reranker and classifier takes ~1 s on the demo, a

@@ -57,8 +57,9 @@ class DenseRetriever(Retriever):
         The index's passage vectors (L2-normalised), after ``fit``.
     vectors_sha256_ : str
         Their manifest's ``content_sha256`` (recorded in model directories).
-    embedder_ : factcheck.text.embedding.Embedder
-        The model that embeds claims (the one that embedded the passages).
+    embedder_ : Embedder or OnnxEmbedder
+        The model that embeds claims: the one that embedded the passages, as their
+        manifest records it (:func:`~factcheck.text.embedding.load_embedder`).
 
     Example
     -------
@@ -85,8 +86,9 @@ class DenseRetriever(Retriever):
         check_number(self.block_rows, "block_rows", integer=True, low=1)
 
     def _fit(self, index) -> None:
+        from factcheck.tagging.vectors import read_vectors_manifest
         from factcheck.text.embedding import load_embedder
-        self.embedder_ = load_embedder()
+        self.embedder_ = load_embedder(read_vectors_manifest(index.root, index.manifest)["model"])
         self.vectors_, self.vectors_sha256_ = _shared_vectors(index, self.embedder_.identity)
         self._last = (None, None)
 
@@ -99,7 +101,7 @@ class DenseRetriever(Retriever):
         # most of a hybrid check's time (61 ms p50 /api/check on the proxy run before).
         if self._last[0] == claim:
             return self._last[1]
-        query = self.embedder_.embed([claim])[0]
+        query = self.embedder_.embed([claim], kind="query")[0]
         out = np.empty(len(self.vectors_), dtype=np.float32)
         for start in range(0, len(out), self.block_rows):
             stop = start + self.block_rows

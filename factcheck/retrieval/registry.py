@@ -23,29 +23,33 @@ MODES = ("course", "open")
 DEPTH = 100  # ranking depth kept for recall@k / MRR
 
 
-def methods_for(mode: str = "course") -> tuple[str, ...]:
-    """The retrievers a mode offers (:data:`METHODS`, plus :data:`OPEN_METHODS` in the open mode)."""
-    return ALL_METHODS if check_mode(mode) == "open" else METHODS
+def methods_for(mode: str = "course", embedding_model=None) -> tuple[str, ...]:
+    """The retrievers a mode offers (:data:`METHODS`, plus :data:`OPEN_METHODS` in the open
+    mode; ``embedding_model``: see :func:`check_mode`)."""
+    return ALL_METHODS if check_mode(mode, embedding_model) == "open" else METHODS
 
 
-def check_mode(mode: str) -> str:
-    """``mode`` if known; for ``"open"``, also that the optional extra is installed (one
-    line saying what to install otherwise, before any work starts)."""
+def check_mode(mode: str, embedding_model=None) -> str:
+    """``mode`` if known; for ``"open"``, also that its embedding model loads: the bundled
+    one (``embedding_model=None``: the optional extra installed) or the local one named
+    (:func:`~factcheck.text.embedding.load_embedder`) -- one line saying what to install or
+    what is wrong otherwise, before any work starts."""
     if mode not in MODES:
         raise InputError(None, None, f"unknown mode {mode!r}; expected one of {', '.join(MODES)}", param="mode")
     if mode == "open":
         from factcheck.text.embedding import load_embedder
-        load_embedder()
+        load_embedder(embedding_model)
     return mode
 
 
-def check_method(method: str, mode: str = "course", also: tuple[str, ...] = ()) -> str:
+def check_method(method: str, mode: str = "course", also: tuple[str, ...] = (), embedding_model=None) -> str:
     """``method`` if ``mode`` offers it (or it is one of ``also``, e.g. ``"auto"``); checks
-    the mode too. An open-mode retriever asked for in the course mode says so."""
+    the mode too (with ``embedding_model``, see :func:`check_mode`). An open-mode
+    retriever asked for in the course mode says so."""
     if method in OPEN_METHODS and mode == "course":
         raise InputError(None, None, f"{method!r} is an open-mode retriever (pretrained embeddings); the "
                          f"course mode offers {', '.join((*also, *METHODS))} (or use mode open)", param="method")
-    methods = (*also, *methods_for(mode))
+    methods = (*also, *methods_for(mode, embedding_model))
     if method not in methods:
         raise InputError(None, None, f"unknown method {method!r}; expected one of {', '.join(methods)}",
                          param="method")
@@ -53,7 +57,7 @@ def check_method(method: str, mode: str = "course", also: tuple[str, ...] = ()) 
 
 
 def make_retriever(method: str, params: dict | None = None, chunk_window: int | None = None,
-                   chunk_overlap: int = 20, mode: str = "course") -> Retriever:
+                   chunk_overlap: int = 20, mode: str = "course", embedding_model=None) -> Retriever:
     """A retriever by name, unfitted: what the CLI's ``--method`` and a model directory build.
 
     Parameters
@@ -71,6 +75,9 @@ def make_retriever(method: str, params: dict | None = None, chunk_window: int | 
         Words shared by consecutive windows.
     mode : {"course", "open"}, default "course"
         ``"open"`` also offers the retrievers with pretrained embeddings.
+    embedding_model : None, str, Path or dict
+        The embedding model whose presence the open mode checks (:func:`check_mode`); the
+        dense retrievers themselves use the one their index's passage vectors were built with.
 
     Returns
     -------
@@ -89,7 +96,7 @@ def make_retriever(method: str, params: dict | None = None, chunk_window: int | 
     factcheck.errors.InputError: method: 'dense' is an open-mode retriever (pretrained embeddings); the course mode offers tags, bm25, rerank (or use mode open)
     """
     params = {k: v for k, v in (params or {}).items() if v is not None}
-    check_method(method, mode)
+    check_method(method, mode, embedding_model=embedding_model)
     if method == "tags":
         from factcheck.retrieval.tag_rule import TagRuleRetriever
         r = TagRuleRetriever(**params)

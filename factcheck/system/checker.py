@@ -220,10 +220,10 @@ class FactChecker:
         from factcheck.tagging.index import TagIndex
         classifier, meta = load_classifier(model_dir)
         trained_in = model_mode(meta)
-        if mode is not None and check_mode(mode) != trained_in:
+        if mode is not None and check_mode(mode, meta.get("embedding_model")) != trained_in:
             raise InputError(model_dir, None, f"was trained in the {trained_in} mode, not the {mode} mode "
                              f"(use mode {trained_in}, or train a model in the {mode} mode)", param="mode")
-        require_mode(model_dir, trained_in)
+        require_mode(model_dir, trained_in, meta.get("embedding_model"))
         index = TagIndex.load(index_dir)
         trained_on = meta.get("index_plan_key")
         if trained_on and trained_on != index.manifest.data.get("plan_key"):

@@ -47,12 +47,15 @@ def model_mode(meta: dict) -> str:
     return meta.get("mode", "course")
 
 
-def require_mode(model_dir: Path, mode: str) -> None:
-    """An open-mode model needs the open extra: say so in one line naming the model."""
+def require_mode(model_dir: Path, mode: str, embedding_model=None) -> None:
+    """An open-mode model needs its embedding model (the open extra, or the local model the
+    model directory records as ``embedding_model``): say so in one line naming the model."""
     try:
-        check_mode(mode)
+        check_mode(mode, embedding_model)
     except InputError as exc:
-        raise InputError(model_dir, None, f"was trained in the {mode} mode; {exc.message}", param="mode") from None
+        where = f"{exc.path}: " if exc.path else ""
+        raise InputError(model_dir, None, f"was trained in the {mode} mode; {where}{exc.message}",
+                         param=exc.param or "mode") from None
 
 
 def load_retriever(model_dir: Path, meta: dict, method: str | None = None, index=None):
@@ -73,7 +76,7 @@ def load_retriever(model_dir: Path, meta: dict, method: str | None = None, index
             raise InputError(path, None, "no trained reranker in this model directory")
         params = {"model": path}
     retriever = make_retriever(method, params, spec.get("chunk_window"), spec.get("chunk_overlap", 20),
-                               mode=model_mode(meta))
+                               mode=model_mode(meta), embedding_model=meta.get("embedding_model"))
     if index is None:
         return retriever
     retriever.fit(index)

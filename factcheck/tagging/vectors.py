@@ -38,8 +38,11 @@ from factcheck.tagging import store
 from factcheck.tagging.backends import WorkerPool
 from factcheck.tagging.outdir import DirectoryLock
 from factcheck.tagging.packing import unpack_strings
+from factcheck.text.embedding import describe_model, same_model
+from factcheck.text.onnx_embedding import model_key
 
-__all__ = ["PassageVectorJob", "VECTORS_DIR", "load_vectors", "read_vectors_manifest", "verify_vectors"]
+__all__ = ["PassageVectorJob", "VECTORS_DIR", "load_vectors", "read_vectors_manifest", "relocate_embedding_model",
+           "vectors_model", "verify_vectors"]
 
 VECTORS_DIR = store.VECTORS_DIR
 MANIFEST = "manifest.json"
@@ -64,6 +67,11 @@ class PassageVectorJob:
         Worker processes (``-1``: all cores); the bytes written do not depend on it.
     progress : bool or None
         Progress bars: ``None`` automatic, ``False`` never.
+    embedding_model : None, str, Path or dict
+        ``None``: the bundled model (the ``open`` extra); a directory (or its settings as a
+        dict, see :func:`~factcheck.text.embedding.load_embedder`): your own local ONNX
+        model (the ``onnx`` extra). Its identity goes into the manifest; vectors of
+        another model are rebuilt.
 
     Example
     -------
@@ -76,10 +84,12 @@ class PassageVectorJob:
     (40, 256)
     """
 
-    def __init__(self, shard_size: int = 100_000, jobs: int = 1, progress: bool | None = None):
+    def __init__(self, shard_size: int = 100_000, jobs: int = 1, progress: bool | None = None,
+                 embedding_model=None):
         self.shard_size = shard_size
         self.jobs = jobs
         self.progress = progress
+        self.embedding_model = embedding_model
 
     def run(self, index_dir, index_manifest: store.Manifest | None = None) -> dict:
         """Build (or complete) the vectors of ``index_dir``.
@@ -104,7 +114,7 @@ class PassageVectorJob:
         root = Path(index_dir)
         if index_manifest is None:  # the passages we embed are the ones it vouches for
             index_manifest = store.verify_index(root)
-        identity = load_embedder().identity  # fails here, in one line, without the extra
+        identity = load_embedder(self.embedding_model).identity  # fails here, in one line, without the extra
         out = root / VECTORS_DIR
         with DirectoryLock(out):
             existing = _current(out, index_manifest, identity, self.shard_size)
@@ -120,8 +130,10 @@ class PassageVectorJob:
         plan_key = index_manifest.data["plan_key"]
         shards = [(i, start, min(self.shard_size, n - start))
                   for i, start in enumerate(range(0, n, self.shard_size))]
-        keys = {i: store.content_key(plan_key, identity, DTYPE, start, count) for i, start, count in shards}
-        todo = [(str(root.resolve()), i, start, count, keys[i]) for i, start, count in shards
+        # Where the model's files are is not part of a shard's key (a moved model is the same model).
+        model = model_key(identity)
+        keys = {i: store.content_key(plan_key, model, DTYPE, start, count) for i, start, count in shards}
+        todo = [(str(root.resolve()), i, start, count, keys[i], identity) for i, start, count in shards
                 if not store.is_done(out, shard_name(i), keys[i])]
         quiet = None if self.progress is None else not self.progress
         with WorkerPool("loky", self.jobs) as pool:
@@ -177,9 +189,9 @@ def read_vectors_manifest(index_dir, index_manifest=None, identity: dict | None 
     index_manifest = index_manifest or store.read_manifest(Path(index_dir))
     if data["index"]["plan_key"] != index_manifest.data.get("plan_key") or data["passages"] != index_manifest.n_passages:
         raise IntegrityError(path, None, f"the vectors were built for another tag index; {BUILD_HINT}")
-    if identity is not None and data["model"] != identity:
+    if identity is not None and not same_model(data["model"], identity):
         raise IntegrityError(path, None, f"the vectors were built with another model "
-                             f"({data['model'].get('name')} {data['model'].get('package_version')}); {BUILD_HINT}")
+                             f"({describe_model(data['model'])}, not {describe_model(identity)}); {BUILD_HINT}")
     return data
 
 
@@ -190,6 +202,34 @@ def _verify_files(out: Path, data: dict) -> None:
             raise IntegrityError(path, None, f"missing vector shard listed in the manifest; {BUILD_HINT}")
         if sha256_file(path) != s["sha256"]:
             raise IntegrityError(path, None, f"checksum mismatch (truncated or corrupted); {BUILD_HINT}")
+
+
+def vectors_model(index_dir) -> dict | None:
+    """The identity of the embedding model an index's vectors were built with, as their
+    manifest says (unverified: :func:`read_vectors_manifest` checks); ``None`` when the
+    index has no readable vectors manifest."""
+    try:
+        data = json.loads((Path(index_dir) / VECTORS_DIR / MANIFEST).read_text("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    model = data.get("model") if isinstance(data, dict) else None
+    return model if isinstance(model, dict) else None
+
+
+def relocate_embedding_model(index_dir, directory):
+    """Load the embedding model an index's vectors were built with from ``directory`` (where
+    it is now), checking it is the same model: the retrievers and classifier that name it
+    then use it (:func:`~factcheck.text.embedding.load_embedder` finds a model already
+    loaded, whatever its path). Returns the embedder."""
+    from factcheck.text.embedding import load_embedder
+    model = vectors_model(index_dir)
+    if model is None:
+        raise IntegrityError(Path(index_dir) / VECTORS_DIR / MANIFEST, None,
+                             f"missing: this index has no passage vectors; {BUILD_HINT}")
+    if model.get("kind") != "onnx":
+        raise InputError(directory, None, f"the index's vectors were built with the bundled model "
+                         f"({describe_model(model)}), not a local one", param="embedding_model")
+    return load_embedder({**model, "path": str(directory)})
 
 
 def verify_vectors(index_dir, index_manifest=None) -> dict | None:
@@ -229,11 +269,12 @@ def _read_npy(path: Path) -> np.ndarray:
 
 # ---------------------------------------------------------------------- worker task
 
-def _embed_task(root: str, shard: int, start: int, count: int, key: str) -> None:
-    """Embed rows [start, start + count) of the index at ``root`` into one vector shard."""
+def _embed_task(root: str, shard: int, start: int, count: int, key: str, model: dict | None = None) -> None:
+    """Embed rows [start, start + count) of the index at ``root`` into one vector shard
+    (``model``: the identity of the model to use; ``None``, the bundled one)."""
     from factcheck.text.embedding import load_embedder
     root = Path(root)
-    vectors = load_embedder().embed(_texts(root, start, start + count)).astype(DTYPE)
+    vectors = load_embedder(model).embed(_texts(root, start, start + count), kind="passage").astype(DTYPE)
     out = root / VECTORS_DIR
     name = shard_name(shard)
     with atomic_path(out / name) as tmp, open(tmp, "wb") as fh:

@@ -18,11 +18,17 @@ the zero vector (similarity 0 to everything) rather than NaN.
 The course mode never imports this module's model: ``wordllama`` is imported only inside
 :func:`load_embedder` (a test checks the course-mode modules leave it out of
 ``sys.modules``).
+
+Your own model instead (``load_embedder(DIR)``, ``--embedding-model DIR``): a local ONNX
+export with its ``tokenizer.json`` (:mod:`factcheck.text.onnx_embedding`). Whichever model
+it is, an embedder has ``embed(texts, kind="passage" | "query")``, ``dim`` and an
+``identity`` (what produced its vectors), and :func:`load_embedder` given a recorded
+identity returns that same model or refuses in one line.
 """
 
 from __future__ import annotations
 
-import hashlib
+import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +37,7 @@ import numpy as np
 
 from factcheck.errors import InputError
 
-__all__ = ["Embedder", "MODEL_CONFIG", "MODEL_DIM", "embed", "load_embedder"]
+__all__ = ["Embedder", "MODEL_CONFIG", "MODEL_DIM", "describe_model", "embed", "load_embedder", "same_model"]
 
 MODEL_CONFIG = "l2_supercat"
 MODEL_DIM = 256
@@ -70,8 +76,11 @@ class Embedder:
     def dim(self) -> int:
         return int(self.table.shape[1])
 
-    def embed(self, texts: list[str], batch_size: int = BATCH) -> np.ndarray:
-        """L2-normalised float32 vectors, one row per text (zero rows for texts with no token)."""
+    def embed(self, texts: list[str], batch_size: int = BATCH, kind: str = "passage") -> np.ndarray:
+        """L2-normalised float32 vectors, one row per text (zero rows for texts with no token).
+
+        ``kind`` (``"passage"`` or ``"query"``) is accepted for the embedders' common
+        interface; a static model embeds both alike."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(texts), batch_size):
             chunk = list(texts[start:start + batch_size])
@@ -96,18 +105,87 @@ class Embedder:
 
 
 _LOADED: Embedder | None = None
+_BY_MODEL: dict[str, object] = {}  # every model loaded in this process, by what decides its vectors
 
 
-def load_embedder() -> Embedder:
-    """The bundled model, loaded once per process from the installed ``wordllama`` package.
+def load_embedder(model=None):
+    """An embedding model, loaded once per process.
 
-    Raises a one-line :class:`~factcheck.errors.InputError` (``param="mode"``) saying what
-    to install when the extra is missing, or naming the file when the wheel lacks one.
+    Parameters
+    ----------
+    model : None, str, Path or dict
+        ``None``: the bundled model, from the installed ``wordllama`` package. A directory:
+        a local ONNX model there (:func:`~factcheck.text.onnx_embedding.load_onnx_embedder`,
+        default settings). A dict: a directory's ``path`` with its settings
+        (``max_length``, ``pooling``, ``query_prefix``, ``passage_prefix``), or the
+        ``identity`` recorded with vectors, a model directory or a classifier -- then the
+        same model is returned (one already loaded, whatever its path, or the one at the
+        recorded ``path``), and anything else is refused.
+
+    Raises a one-line :class:`~factcheck.errors.InputError` saying what to install when
+    an extra is missing, naming the file when one is missing or wrong.
     """
     global _LOADED
-    if _LOADED is None:
-        _LOADED = _load()
-    return _LOADED
+    if model is None or (isinstance(model, dict) and _is_bundled(model)):
+        if _LOADED is None:
+            _LOADED = _load()
+        embedder = _LOADED
+    elif isinstance(model, dict):
+        embedder = _BY_MODEL.get(_key(model)) if _is_identity(model) else None
+        if embedder is None:
+            try:
+                embedder = _load_onnx(model)
+            except InputError as exc:
+                if not _is_identity(model):
+                    raise
+                raise InputError(exc.path, exc.place, f"the local embedding model recorded "
+                                 f"({describe_model(model)}) cannot be loaded from where it was: {exc.message} "
+                                 f"(give the directory it is in now)", param="embedding_model") from None
+    else:
+        embedder = _load_onnx({"path": model})
+    if isinstance(model, dict) and _is_identity(model) and not same_model(model, embedder.identity):
+        where = model.get("path") or "the bundled model"
+        raise InputError(where, None, f"is not the embedding model recorded ({describe_model(model)}; found "
+                         f"{describe_model(embedder.identity)}): give the directory of that model, or rebuild "
+                         f"the passage vectors and retrain", param="embedding_model")
+    _BY_MODEL.setdefault(_key(embedder.identity), embedder)
+    return embedder
+
+
+def _load_onnx(spec: dict):
+    from factcheck.text.onnx_embedding import load_onnx_embedder
+    if not spec.get("path"):
+        raise InputError(None, None, "an embedding model needs its directory ('path')", param="embedding_model")
+    return load_onnx_embedder(spec["path"], max_length=spec.get("max_length"), pooling=spec.get("pooling"),
+                              query_prefix=spec.get("query_prefix") or "",
+                              passage_prefix=spec.get("passage_prefix") or "")
+
+
+def _is_bundled(identity: dict) -> bool:
+    return str(identity.get("name", "")).startswith("wordllama/")
+
+
+def _is_identity(model: dict) -> bool:
+    return any(k.endswith("_sha256") for k in model)
+
+
+def _key(identity: dict) -> str:
+    from factcheck.text.onnx_embedding import model_key
+    return json.dumps(model_key(identity), sort_keys=True)
+
+
+def same_model(a: dict, b: dict) -> bool:
+    """Whether two recorded identities describe the same vectors (where the model's files
+    are, and which runtime version ran them, do not count)."""
+    return _key(a) == _key(b)
+
+
+def describe_model(identity: dict) -> str:
+    """A model in a few words: its name and version, or for an ONNX model its name and the
+    start of its ``model.onnx`` checksum."""
+    if identity.get("kind") == "onnx":
+        return f"{identity.get('name')} (model.onnx sha256 {str(identity.get('model_sha256'))[:12]})"
+    return f"{identity.get('name')} {identity.get('package_version', '')}".strip()
 
 
 def _load() -> Embedder:
@@ -142,10 +220,11 @@ def _load() -> Embedder:
 
 
 def _sha256(path: Path) -> str:
-    # hashlib directly: text sits beside formats in the layers, so it imports nothing from it.
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    # text sits beside formats in the layers, so it imports nothing from it
+    from factcheck.text.onnx_embedding import file_sha256
+    return file_sha256(path)
 
 
-def embed(texts: list[str]) -> np.ndarray:
-    """``load_embedder().embed(texts)``: float32, L2-normalised, one row per text."""
-    return load_embedder().embed(texts)
+def embed(texts: list[str], model=None, kind: str = "passage") -> np.ndarray:
+    """``load_embedder(model).embed(texts, kind=kind)``: float32, L2-normalised, one row per text."""
+    return load_embedder(model).embed(texts, kind=kind)

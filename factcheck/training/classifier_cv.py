@@ -70,10 +70,14 @@ def open_grid(grid: dict) -> dict:
 def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = GRID,
                       progress=None, stance: bool = STANCE_CANDIDATE, dense: bool = False) -> ClassifierSelection:
     """``dense`` (open mode): the CV is also offered the embedding features (:func:`open_grid`);
-    they are kept only if the one-standard-error rule chooses them (they count as one more group)."""
+    they are kept only if the one-standard-error rule chooses them (they count as one more group).
+    Their model is the one the index's passage vectors were built with."""
     texts_of = index.texts_of
+    embedding = None
     if dense:
+        from factcheck.tagging.vectors import read_vectors_manifest
         grid = open_grid(grid)
+        embedding = read_vectors_manifest(index.root, index.manifest)["model"]
     groups = OPEN_GROUPS if dense else ALL_GROUPS
     y = np.array([c.label for c in train])
     try:
@@ -83,7 +87,7 @@ def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = G
     repeats = 1 + max(s.repeat for s in splits)
     first_partition = [s.test for s in splits if s.repeat == 0]
     X_gold = [(c.text, texts_of(c.evidences)) for c in train]
-    gold_views = views_of(X_gold, groups)
+    gold_views = views_of(X_gold, groups, embedding)
     results, evidence, X_read, read_views = [], {}, {}, {}
     for name, r in readers.items():
         if name == "rerank":
@@ -92,7 +96,7 @@ def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = G
             ev = out_of_fold_evidence(train, first_partition, reader=r)
         evidence[name] = ev
         X_read[name] = [(c.text, texts_of(ev[c.id])) for c in train]
-        read_views[name] = views_of(X_read[name], groups)
+        read_views[name] = views_of(X_read[name], groups, embedding)
         results += cross_validate(y, splits, gold_views, [read_views[name]] * repeats, grid, name, jobs)
     direct = choose_one_se(results)
     # The stance/aggregation model on the direct winner's reader and configuration: kept
@@ -116,9 +120,9 @@ def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = G
     temperature = fit_temperature(decision, np.tile(y_index, repeats))
     calibrated = scale(decision, temperature)
     if chosen.config.stance:
-        model = fit_stance_final(chosen.config, gold_views, read_views[reader], pairs_gold, pairs_read, y)
+        model = fit_stance_final(chosen.config, gold_views, read_views[reader], pairs_gold, pairs_read, y, embedding)
     else:
-        model = fit_final(chosen.config, X_gold, X_read[chosen.reader], y)
+        model = fit_final(chosen.config, X_gold, X_read[chosen.reader], y, embedding)
     apply_temperature(model, temperature)
     claim_only = fit_final(claim_only_chosen.config, X_gold, None, y)
     majority = _majority(y)

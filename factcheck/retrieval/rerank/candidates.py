@@ -92,7 +92,7 @@ class CandidateGenerator:
         self.dense = dense if config.dense_depth > 0 else None
         self.memory_vectors = None  # open mode: the memory claims' embeddings (a second neighbour search)
         if self.dense is not None and memory is not None and len(memory):
-            self.memory_vectors = self.dense.embedder_.embed(memory.texts).astype(np.float64)
+            self.memory_vectors = self.dense.embedder_.embed(memory.texts, kind="query").astype(np.float64)
 
     def query(self, text: str) -> Query:
         """The claim analysed once: stems, known term ids, their counts and IDF."""
@@ -119,7 +119,7 @@ class CandidateGenerator:
             dense_list = stable_top(cos, cfg.dense_depth)
             dense_rows = dense_list.rows[dense_list.scores > 0]
             if self.memory_vectors is not None and cfg.memory_k > 0:
-                claim_vector = self.dense.embedder_.embed([text])[0].astype(np.float64)
+                claim_vector = self.dense.embedder_.embed([text], kind="query")[0].astype(np.float64)
                 dense_nb = self.memory.neighbours(text, cfg.memory_k, exclude_memory,
                                                   np.einsum("jd,d->j", self.memory_vectors, claim_vector))
                 dense_rows = np.union1d(dense_rows, dense_nb.rows)

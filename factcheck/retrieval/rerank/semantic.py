@@ -2,13 +2,13 @@
 
 A *scorer* is anything with ``scores(text)`` (the cosine of every passage with the text,
 one float per index row), ``vectors_`` (the index's L2-normalised passage vectors,
-rows x dim) and ``embedder_.embed(texts)`` (L2-normalised text vectors in that space):
-:class:`~factcheck.retrieval.dense.DenseRetriever` in the open mode (the bundled
-wordllama model). A course-legal LSA space over the index's own TF-IDF was tried in its
-place and not adopted (reports/open-rerank.md). This module never imports an embedding
-package itself: the open-mode scorer is loaded by :func:`load_scorer`, lazily, only when
-a configuration asks for dense candidates, so the course mode never touches pretrained
-weights.
+rows x dim) and ``embedder_.embed(texts, kind="query")`` (L2-normalised claim vectors in
+that space): :class:`~factcheck.retrieval.dense.DenseRetriever` in the open mode (the
+bundled wordllama model, or a local ONNX model). A course-legal LSA space over the index's
+own TF-IDF was tried in its place and not adopted (reports/open-rerank.md). This module
+never imports an embedding package itself: the open-mode scorer is loaded by
+:func:`load_scorer`, lazily, only when a configuration asks for dense candidates, so the
+course mode never touches pretrained weights.
 
 Candidates: the scorer's top ``dense_depth`` passages, and the gold passages of the
 ``memory_k`` training claims nearest by embedding, join the pool
