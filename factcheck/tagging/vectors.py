@@ -35,7 +35,7 @@ from factcheck.errors import InputError, IntegrityError
 from factcheck.formats.files import (atomic_path, dumps_json, remove_stale_temporaries, sha256_bytes,
                                      sha256_file, write_json_atomic)
 from factcheck.tagging import store
-from factcheck.tagging.backends import WorkerPool
+from factcheck.tagging.backends import WorkerPool, resolve_jobs
 from factcheck.tagging.outdir import DirectoryLock
 from factcheck.tagging.packing import unpack_strings
 from factcheck.text.embedding import describe_model, same_model
@@ -48,6 +48,7 @@ VECTORS_DIR = store.VECTORS_DIR
 MANIFEST = "manifest.json"
 FORMAT = "factcheck-passage-vectors/1"
 DTYPE = "float16"  # half the disk and RAM of float32; cosine ranks move by < 1e-3
+SHARD_SIZE, ONNX_SHARD_SIZE = 100_000, 10_000  # default passages per file (see PassageVectorJob)
 BUILD_HINT = ("build them with `factcheck tag --mode open` (the same arguments as the index) "
               "or PassageVectorJob().run(INDEX_DIR)")
 
@@ -61,8 +62,13 @@ class PassageVectorJob:
 
     Parameters
     ----------
-    shard_size : int, default 100_000
-        Passages per vector file (bounds a worker's memory: ~0.5 KB a passage).
+    shard_size : int, optional
+        Passages per vector file (bounds a worker's memory: ~0.5 KB a passage). Default
+        100,000 for the bundled model (1.2M passages in under a minute); 10,000 for a
+        local ONNX model, which embeds ~50-100 passages a second a core: a shard is then a
+        few minutes of one worker, so the progress bar moves, a resumed run loses little,
+        and the last shards keep both cores busy. Vectors already complete for the same
+        model are kept whatever shard size built them (their bytes do not depend on it).
     jobs : int, default 1
         Worker processes (``-1``: all cores); the bytes written do not depend on it.
     progress : bool or None
@@ -84,7 +90,7 @@ class PassageVectorJob:
     (40, 256)
     """
 
-    def __init__(self, shard_size: int = 100_000, jobs: int = 1, progress: bool | None = None,
+    def __init__(self, shard_size: int | None = None, jobs: int = 1, progress: bool | None = None,
                  embedding_model=None):
         self.shard_size = shard_size
         self.jobs = jobs
@@ -108,7 +114,7 @@ class PassageVectorJob:
             The vectors' manifest (``passages``, ``dim``, ``dtype``, ``model``, ``content_sha256``, ...).
         """
         from factcheck.text.embedding import load_embedder
-        if not isinstance(self.shard_size, int) or self.shard_size < 1:
+        if self.shard_size is not None and (not isinstance(self.shard_size, int) or self.shard_size < 1):
             raise InputError(None, None, f"must be a positive integer, got {self.shard_size!r}",
                              param="shard_size")
         root = Path(index_dir)
@@ -117,26 +123,28 @@ class PassageVectorJob:
         identity = load_embedder(self.embedding_model).identity  # fails here, in one line, without the extra
         out = root / VECTORS_DIR
         with DirectoryLock(out):
-            existing = _current(out, index_manifest, identity, self.shard_size)
+            existing = _current(out, index_manifest, identity)
             if existing is not None:
                 return existing
             # A stale manifest must not vouch for shards this run is about to replace.
             (out / MANIFEST).unlink(missing_ok=True)
             remove_stale_temporaries(out)
-            return self._build(root, out, index_manifest, identity)
+            size = self.shard_size or (ONNX_SHARD_SIZE if identity.get("kind") == "onnx" else SHARD_SIZE)
+            return self._build(root, out, index_manifest, identity, size)
 
-    def _build(self, root: Path, out: Path, index_manifest, identity: dict) -> dict:
+    def _build(self, root: Path, out: Path, index_manifest, identity: dict, shard_size: int) -> dict:
         n = index_manifest.n_passages
         plan_key = index_manifest.data["plan_key"]
-        shards = [(i, start, min(self.shard_size, n - start))
-                  for i, start in enumerate(range(0, n, self.shard_size))]
+        shards = [(i, start, min(shard_size, n - start)) for i, start in enumerate(range(0, n, shard_size))]
         # Where the model's files are is not part of a shard's key (a moved model is the same model).
         model = model_key(identity)
         keys = {i: store.content_key(plan_key, model, DTYPE, start, count) for i, start, count in shards}
         todo = [(str(root.resolve()), i, start, count, keys[i], identity) for i, start, count in shards
                 if not store.is_done(out, shard_name(i), keys[i])]
         quiet = None if self.progress is None else not self.progress
-        with WorkerPool("loky", self.jobs) as pool:
+        # No more workers than shards to embed: the cores a worker does not take go to the
+        # others' native thread pools (one shard alone runs in this process on every core).
+        with WorkerPool("loky", min(resolve_jobs(self.jobs), max(1, len(todo)))) as pool:
             pool.map(_embed_task, todo, desc="embedding passages", quiet=quiet)
         entries, content = [], hashlib.sha256()
         for i, start, count in shards:
@@ -150,7 +158,7 @@ class PassageVectorJob:
                 path.unlink()
         data = {"format": FORMAT, "model": identity, "dim": identity["dim"], "dtype": DTYPE,
                 "index": {"plan_key": plan_key, "passages": n}, "passages": n,
-                "shard_size": self.shard_size, "shards": entries, "content_sha256": content.hexdigest()}
+                "shard_size": shard_size, "shards": entries, "content_sha256": content.hexdigest()}
         write_json_atomic(out / MANIFEST, {**data, "manifest_sha256": _digest(data)})
         shutil.rmtree(out / store.WORK_DIR, ignore_errors=True)
         return data
@@ -160,12 +168,10 @@ def _digest(data: dict) -> str:
     return sha256_bytes(dumps_json(data).encode("utf-8"))
 
 
-def _current(out: Path, index_manifest, identity: dict, shard_size: int) -> dict | None:
-    """The existing manifest if it is complete, verified and for these settings."""
+def _current(out: Path, index_manifest, identity: dict) -> dict | None:
+    """The existing manifest if it is complete, verified and for this index and model."""
     try:
         data = read_vectors_manifest(out.parent, index_manifest, identity)
-        if data["shard_size"] != shard_size:
-            return None
         _verify_files(out, data)
     except InputError:
         return None
@@ -221,7 +227,7 @@ def relocate_embedding_model(index_dir, directory):
     it is now), checking it is the same model: the retrievers and classifier that name it
     then use it (:func:`~factcheck.text.embedding.load_embedder` finds a model already
     loaded, whatever its path). Returns the embedder."""
-    from factcheck.text.embedding import load_embedder
+    from factcheck.text.embedding import relocate
     model = vectors_model(index_dir)
     if model is None:
         raise IntegrityError(Path(index_dir) / VECTORS_DIR / MANIFEST, None,
@@ -229,7 +235,7 @@ def relocate_embedding_model(index_dir, directory):
     if model.get("kind") != "onnx":
         raise InputError(directory, None, f"the index's vectors were built with the bundled model "
                          f"({describe_model(model)}), not a local one", param="embedding_model")
-    return load_embedder({**model, "path": str(directory)})
+    return relocate(model, directory)
 
 
 def verify_vectors(index_dir, index_manifest=None) -> dict | None:

@@ -37,7 +37,8 @@ import numpy as np
 
 from factcheck.errors import InputError
 
-__all__ = ["Embedder", "MODEL_CONFIG", "MODEL_DIM", "describe_model", "embed", "load_embedder", "same_model"]
+__all__ = ["Embedder", "MODEL_CONFIG", "MODEL_DIM", "describe_model", "embed", "load_embedder", "relocate",
+           "same_model"]
 
 MODEL_CONFIG = "l2_supercat"
 MODEL_DIM = 256
@@ -149,6 +150,21 @@ def load_embedder(model=None):
                          f"{describe_model(embedder.identity)}): give the directory of that model, or rebuild "
                          f"the passage vectors and retrain", param="embedding_model")
     _BY_MODEL.setdefault(_key(embedder.identity), embedder)
+    return embedder
+
+
+SETTINGS = ("max_length", "pooling", "query_prefix", "passage_prefix")
+
+
+def relocate(identity: dict, directory):
+    """The model a recorded ``identity`` names, loaded from ``directory`` (where it is now)
+    with the recorded settings, and from then on the one every consumer naming that
+    identity gets in this process. Refused in one line if the files there differ."""
+    embedder = _load_onnx({**{k: identity.get(k) for k in SETTINGS}, "path": directory})
+    if not same_model(identity, embedder.identity):
+        raise InputError(directory, None, f"is not the embedding model recorded ({describe_model(identity)}; "
+                         f"found {describe_model(embedder.identity)})", param="embedding_model")
+    _BY_MODEL[_key(embedder.identity)] = embedder
     return embedder
 
 

@@ -1,0 +1,273 @@
+"""A local ONNX sentence-embedding model: the embedder against a numpy reference, its
+identity, its one-line errors, and the passage vectors and dense retrieval built with it.
+
+The model is made at test time (``tests/tiny_onnx.py``: a hand-written ONNX file and a
+word-level ``tokenizer.json``); no weights are committed and nothing is downloaded."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+from helpers import DEMO, needs_onnx, run_python
+from tiny_onnx import make_model, model_bytes, reference_vectors, weights
+from factcheck.errors import InputError, IntegrityError
+
+pytestmark = needs_onnx
+
+TEXTS = list(json.loads((DEMO / "evidence.json").read_text("utf-8")).values())
+CLAIMS = ["Sea levels are rising because ice sheets melt.", "Carbon dioxide warms the planet.",
+          "", "Unknown wordz, and punctuation!!!"]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return make_model(tmp_path_factory.mktemp("onnx") / "tiny", TEXTS)
+
+
+def load(directory, **settings):
+    from factcheck.text.onnx_embedding import load_onnx_embedder
+    return load_onnx_embedder(directory, **settings)
+
+
+# ---------------------------------------------------------------- the embedder
+
+def test_vectors_are_the_masked_mean_of_the_token_vectors_normalised(model_dir):
+    texts = TEXTS + CLAIMS
+    got = load(model_dir).embed(texts)
+    assert got.dtype == np.float32 and got.shape == (len(texts), 8)
+    assert np.abs(got - reference_vectors(model_dir, texts)).max() < 1e-6
+    assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-6)
+
+
+def test_cls_pooling_truncation_and_prefixes(model_dir):
+    texts = TEXTS[:10] + CLAIMS
+    cls = load(model_dir, pooling="cls").embed(texts)
+    assert np.abs(cls - reference_vectors(model_dir, texts, pooling="cls")).max() < 1e-6
+    short = load(model_dir, max_length=6).embed(texts)  # [CLS] + 4 tokens + [SEP]
+    assert np.abs(short - reference_vectors(model_dir, texts, max_length=6)).max() < 1e-6
+    assert not np.allclose(short, load(model_dir).embed(texts))
+    prefixed = load(model_dir, query_prefix="query: ", passage_prefix="passage: ")
+    q, p = prefixed.embed(CLAIMS[:2], kind="query"), prefixed.embed(CLAIMS[:2], kind="passage")
+    assert np.abs(q - reference_vectors(model_dir, CLAIMS[:2], prefix="query: ")).max() < 1e-6
+    assert np.abs(p - reference_vectors(model_dir, CLAIMS[:2], prefix="passage: ")).max() < 1e-6
+    assert np.array_equal(load(model_dir).embed(CLAIMS, kind="query"), load(model_dir).embed(CLAIMS))
+
+
+def test_a_text_gets_the_same_bits_alone_together_in_any_order_and_thread_count(model_dir):
+    embedder = load(model_dir)
+    together = embedder.embed(TEXTS)
+    alone = np.vstack([embedder.embed([t]) for t in TEXTS])
+    reverse = embedder.embed(TEXTS[::-1])[::-1]
+    assert np.array_equal(together, alone) and np.array_equal(together, reverse)
+    for threads in (1, 2):
+        assert np.array_equal(load(model_dir, threads=threads).embed(TEXTS), together)
+    assert embedder.embed([]).shape == (0, 8)
+
+
+def test_the_runtime_batches_would_not_be_bit_stable(tmp_path):
+    # Why each text runs alone: the same row at two positions of one batch gets other bits.
+    from factcheck.text.onnx_embedding import load_onnx_embedder
+    directory = make_model(tmp_path / "wide", TEXTS, dim=64)
+    e = load_onnx_embedder(directory, threads=1)
+    ids = np.asarray([e.tokenizer.encode(TEXTS[0]).ids] * 16, dtype=np.int64)
+    hidden = e.session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                                  "token_type_ids": np.zeros_like(ids)})[0]
+    alone = e.session.run(None, {"input_ids": ids[:1], "attention_mask": np.ones_like(ids[:1]),
+                                 "token_type_ids": np.zeros_like(ids[:1])})[0]
+    differs = [not np.array_equal(hidden[i], alone[0]) for i in range(16)]
+    if not any(differs):
+        pytest.skip("this onnxruntime build computes batch rows bit-identically; nothing to show")
+    assert np.allclose(hidden, alone[0], atol=1e-5)  # the same values, other last bits
+
+
+def test_identity_names_both_files_and_every_setting(model_dir, tmp_path):
+    from factcheck.text.embedding import same_model
+    from factcheck.text.onnx_embedding import file_sha256
+    e = load(model_dir, max_length=64, query_prefix="q: ")
+    ident = e.identity
+    assert ident["model_sha256"] == file_sha256(model_dir / "model.onnx")
+    assert ident["tokenizer_sha256"] == file_sha256(model_dir / "tokenizer.json")
+    assert {k: ident[k] for k in ("kind", "dim", "pooling", "normalization", "max_length", "query_prefix",
+                                 "passage_prefix")} == {"kind": "onnx", "dim": 8, "pooling": "mean",
+                                                        "normalization": "l2", "max_length": 64,
+                                                        "query_prefix": "q: ", "passage_prefix": ""}
+    assert ident["path"] == str(model_dir.resolve()) and "onnxruntime" in ident["runtime"]
+    copy = shutil.copytree(model_dir, tmp_path / "elsewhere")
+    assert same_model(ident, load(copy, max_length=64, query_prefix="q: ").identity)  # a copy is the same model
+    assert not same_model(ident, load(model_dir, max_length=64).identity)             # another prefix is not
+    other = make_model(tmp_path / "other", TEXTS, seed=1)
+    assert not same_model(ident, load(other, max_length=64, query_prefix="q: ").identity)
+
+
+def test_defaults_come_from_the_sentence_transformers_files_then_the_tokenizer(tmp_path):
+    plain = make_model(tmp_path / "plain", TEXTS)
+    assert load(plain).max_length == 512 and load(plain).pooling == "mean"
+    truncating = make_model(tmp_path / "truncating", TEXTS, max_length=32)
+    assert load(truncating).max_length == 32
+    st = make_model(tmp_path / "st", TEXTS, max_length=32)
+    (st / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 128, "do_lower_case": False}))
+    (st / "1_Pooling").mkdir()
+    (st / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_cls_token": True,
+                                                              "pooling_mode_mean_tokens": False}))
+    e = load(st)
+    assert (e.max_length, e.pooling) == (128, "cls")
+    assert (load(st, max_length=16, pooling="mean").max_length, load(st, pooling="mean").pooling) == (16, "mean")
+
+
+def test_loading_opens_no_network_connection(model_dir):
+    proc = run_python(f"""
+        import socket
+        def refuse(*a, **k):
+            raise AssertionError("network access attempted")
+        socket.socket.connect = socket.socket.connect_ex = refuse
+        socket.create_connection = socket.getaddrinfo = refuse
+        from factcheck.text.embedding import load_embedder
+        v = load_embedder({str(model_dir)!r}).embed(["Sea levels are rising."], kind="query")
+        print(v.shape, round(float((v * v).sum()), 4))
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "(1, 8) 1.0"
+
+
+# ---------------------------------------------------------------- one-line errors
+
+def one_line(exc_info) -> str:
+    line = exc_info.value.one_line({"embedding_model": "--embedding-model"})
+    assert "\n" not in line
+    return line
+
+
+def test_missing_extra_is_one_line_naming_it(model_dir, monkeypatch):
+    from factcheck.text import onnx_embedding
+    monkeypatch.setattr(onnx_embedding, "_LOADED", {})
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(InputError) as err:
+        onnx_embedding.load_onnx_embedder(model_dir)
+    assert one_line(err) == "--embedding-model: a local ONNX embedding model needs the optional extra: pip install -e '.[onnx]'"
+
+
+def write_model(directory, data: bytes | None = None, tokenizer: str | None = None, like=None):
+    directory.mkdir(parents=True, exist_ok=True)
+    if like is not None:
+        shutil.copy(like / "tokenizer.json", directory / "tokenizer.json")
+        shutil.copy(like / "model.onnx", directory / "model.onnx")
+    if data is not None:
+        (directory / "model.onnx").write_bytes(data)
+    if tokenizer is not None:
+        (directory / "tokenizer.json").write_text(tokenizer)
+    return directory
+
+
+def test_bad_model_directories_are_one_line_errors_naming_the_file(model_dir, tmp_path):
+    E, T, W = weights(300)
+    cases = {
+        "missing": (write_model(tmp_path / "empty"), "no model.onnx here"),
+        "no tokenizer": (write_model(tmp_path / "no-tok", data=(model_dir / "model.onnx").read_bytes()),
+                         "no tokenizer.json here"),
+        "broken tokenizer": (write_model(tmp_path / "broken-tok", like=model_dir, tokenizer="{not json"),
+                             "tokenizer.json: invalid JSON"),
+        "bad tokenizer": (write_model(tmp_path / "bad-tok", like=model_dir, tokenizer='{"model": 1}'),
+                          "tokenizer.json: not a tokenizers file"),
+        "not onnx": (write_model(tmp_path / "not-onnx", like=model_dir, data=b"\x00garbage" * 10),
+                     "model.onnx: onnxruntime cannot load it"),
+        "other inputs": (write_model(tmp_path / "inputs", like=model_dir,
+                                     data=model_bytes(E, T, W).replace(b"input_ids", b"pixels___")),
+                         "model.onnx: takes inputs pixels___"),
+    }
+    for name, (directory, needle) in cases.items():
+        with pytest.raises(InputError) as err:
+            load(directory)
+        assert needle in one_line(err), (name, one_line(err))
+    for bad, param in (({"max_length": 1}, "embedding_max_length"), ({"pooling": "max"}, "embedding_pooling"),
+                       ({"query_prefix": 3}, "query_prefix")):
+        with pytest.raises(InputError) as err:
+            load(model_dir, **bad)
+        assert err.value.param == param
+
+
+def test_a_model_without_token_type_ids_still_runs(model_dir, tmp_path):
+    from tokenizers import Tokenizer
+    size = Tokenizer.from_file(str(model_dir / "tokenizer.json")).get_vocab_size()
+    E, T, W = weights(size)
+    directory = write_model(tmp_path / "two-inputs", like=model_dir,
+                            data=model_bytes(E, T, W, inputs=("input_ids", "attention_mask")))
+    v = load(directory).embed(CLAIMS[:2])
+    assert v.shape == (2, 8) and np.allclose(np.linalg.norm(v, axis=1), 1)
+
+
+# ---------------------------------------------------------------- passage vectors and retrieval
+
+@pytest.fixture()
+def index_copy(demo_index, tmp_path):
+    def make(name: str = "index"):
+        return shutil.copytree(demo_index, tmp_path / name)
+    return make
+
+
+def test_onnx_vectors_are_identical_whatever_jobs_and_shard_size(index_copy, model_dir):
+    from factcheck.tagging.vectors import PassageVectorJob, load_vectors
+    runs = {}
+    for jobs, size in ((1, 7), (2, 7), (1, 1000)):
+        root = index_copy(f"j{jobs}-s{size}")
+        runs[jobs, size] = (root, PassageVectorJob(size, jobs, False, embedding_model=model_dir).run(root))
+    (a, ma), (b, mb), (_, mc) = runs[1, 7], runs[2, 7], runs[1, 1000]
+    assert ma == mb and ma["content_sha256"] == mc["content_sha256"]
+    for s in ma["shards"]:
+        assert (a / "vectors" / s["file"]).read_bytes() == (b / "vectors" / s["file"]).read_bytes()
+    assert ma["model"]["model_sha256"] == load(model_dir).identity["model_sha256"] and ma["dim"] == 8
+    vectors = load_vectors(a)
+    assert vectors.shape == (40, 8) and vectors.dtype == np.float16
+    from factcheck.tagging.index import TagIndex
+    texts = TagIndex.load(a).texts_of(TagIndex.load(a).ids)
+    assert np.array_equal(vectors, load(model_dir).embed(texts).astype(np.float16))
+
+
+def test_vectors_of_another_model_are_rebuilt_or_refused(index_copy, model_dir, tmp_path):
+    from factcheck.tagging.vectors import PassageVectorJob, load_vectors, read_vectors_manifest
+    root = index_copy()
+    first = PassageVectorJob(progress=False, embedding_model=model_dir).run(root)
+    other = make_model(tmp_path / "other", TEXTS, seed=7)
+    with pytest.raises(IntegrityError) as err:
+        load_vectors(root, identity=load(other).identity)
+    assert "the vectors were built with another model (onnx/tiny" in err.value.one_line()
+    second = PassageVectorJob(progress=False, embedding_model=other).run(root)  # rebuilt for the other model
+    assert second["content_sha256"] != first["content_sha256"]
+    assert read_vectors_manifest(root)["model"]["model_sha256"] == load(other).identity["model_sha256"]
+    # the same model from another directory: the vectors stand, nothing is redone
+    moved = shutil.copytree(other, tmp_path / "moved")
+    assert PassageVectorJob(progress=False, embedding_model=moved).run(root)["content_sha256"] == second["content_sha256"]
+
+
+def test_dense_retrieval_embeds_claims_with_the_vectors_model_and_its_query_prefix(index_copy, model_dir):
+    from factcheck.retrieval.dense import DenseRetriever
+    from factcheck.tagging.index import TagIndex
+    from factcheck.tagging.vectors import PassageVectorJob
+    root = index_copy()
+    spec = {"path": str(model_dir), "query_prefix": "query: ", "passage_prefix": "passage: "}
+    PassageVectorJob(progress=False, embedding_model=spec).run(root)
+    dense = DenseRetriever(k=3).fit(TagIndex.load(root))
+    assert dense.embedder_.identity["query_prefix"] == "query: " and dense.vectors_.shape == (40, 8)
+    query = reference_vectors(model_dir, CLAIMS[:1], prefix="query: ")[0]
+    assert np.allclose(dense.scores(CLAIMS[0]), dense.vectors_ @ query, atol=1e-5)
+    assert len(dense.retrieve(CLAIMS[:1])[0].hits) == 3
+
+
+def test_relocation_finds_the_same_model_and_refuses_another(index_copy, model_dir, tmp_path):
+    from factcheck.tagging.vectors import PassageVectorJob, relocate_embedding_model
+    from factcheck.text.embedding import load_embedder
+    source = make_model(tmp_path / "source", TEXTS, seed=11)  # files no other test has loaded
+    root = index_copy()
+    recorded = PassageVectorJob(progress=False, embedding_model=source).run(root)["model"]
+    moved = shutil.copytree(source, tmp_path / "moved")
+    shutil.rmtree(source)
+    assert relocate_embedding_model(root, moved).identity["path"] == str(moved.resolve())
+    assert load_embedder(recorded).identity["path"] == str(moved.resolve())  # found by what it is
+    other = make_model(tmp_path / "other", TEXTS, seed=3)
+    with pytest.raises(InputError) as err:
+        relocate_embedding_model(root, other)
+    assert "is not the embedding model recorded" in one_line(err)
