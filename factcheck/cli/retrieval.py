@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from factcheck.cli.options import (add_embedding_args, add_retriever_args, check_outputs, plural, relocate_from_args,
-                                   retriever_from_args)
+from factcheck.cli.options import (add_embedding_args, add_retriever_args, check_outputs, plural, positive_int,
+                                   relocate_from_args, retriever_from_args)
 
 __all__ = ["add_retrieve", "add_evaluate"]
 
@@ -46,11 +46,30 @@ def add_evaluate(p):
     p.add_argument("--explanations", type=Path, default=None,
                    help="explanations sidecar (default: PREDICTIONS with .explain.json, if present)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--metric", choices=("course", "fever"), default="course",
+                   help="course: the 2024 course's evidence F, label accuracy and harmonic mean, with retrieval "
+                        "metrics (default); fever: the FEVER shared task's scorer (FEVER score, label accuracy, "
+                        "evidence precision/recall/F1 within the first --max-evidence predicted sentences)")
+    p.add_argument("--max-evidence", type=positive_int, default=None,
+                   help="with --metric fever: predicted sentences that count (default: 5, the shared task's)")
 
     def run(args):
         from factcheck.evaluation.evaluate import evaluate_files, format_report
+        if args.metric == "fever":
+            return _evaluate_fever(args)
+        if args.max_evidence is not None:
+            from factcheck.errors import InputError
+            raise InputError(None, None, "only with --metric fever", param="max_evidence")
         result = evaluate_files(args.predictions, args.groundtruth, args.explanations)
         for cid in result["missing"]:
             print(f"warning: claim {cid} has no prediction; left out of the averages", file=sys.stderr)
         print(json.dumps(result, indent=2) if args.json else format_report(result))
     return run
+
+
+def _evaluate_fever(args) -> None:
+    from factcheck.evaluation.fever import MAX_EVIDENCE, fever_score_files, format_fever_report
+    result = fever_score_files(args.predictions, args.groundtruth, args.max_evidence or MAX_EVIDENCE).to_json()
+    for cid in result["missing"]:
+        print(f"warning: claim {cid} has no prediction; left out of the averages", file=sys.stderr)
+    print(json.dumps(result, indent=2) if args.json else format_fever_report(result))

@@ -24,7 +24,9 @@ interval:
     divides by zero).
 
 With no verifiable claim the official scorer reports precision 1 and recall 0; so does
-this module, without an interval. Sentences are ``(page, line)`` pairs, ``line`` an int.
+this module, without an interval. Sentences are ``(page, line)`` pairs (``line`` an int),
+or passage id strings (``"page:line"``, or any id of a knowledge source without pages); the
+gold and the predictions must name them the same way.
 Labels are compared as the official scorer compares them (upper-cased); the course's
 ``NOT_ENOUGH_INFO`` is the same class as FEVER's ``NOT ENOUGH INFO`` (see :data:`NEI_LABELS`).
 
@@ -53,7 +55,7 @@ import numpy as np
 from factcheck.errors import InputError
 from factcheck.evaluation.intervals import Estimate, bootstrap_harmonic, bootstrap_mean, wilson
 
-__all__ = ["FeverScore", "MAX_EVIDENCE", "NEI_LABELS", "fever_score", "format_fever_report"]
+__all__ = ["FeverScore", "MAX_EVIDENCE", "NEI_LABELS", "fever_score", "fever_score_files", "format_fever_report"]
 
 MAX_EVIDENCE = 5  # the shared task's rule: only the first five predicted sentences count
 #: Gold labels whose claims need no evidence, upper-cased: FEVER's spelling and the course's.
@@ -203,8 +205,11 @@ def fever_score(predictions: dict, gold: dict, max_evidence: int = MAX_EVIDENCE,
                       np.array(precision), np.array(recall), missing, max_evidence)
 
 
-def _sentence(value) -> tuple | None:
-    """``(page, line)`` from a pair or a FEVER 4-entry evidence item; None if malformed."""
+def _sentence(value):
+    """``(page, line)`` from a pair or a FEVER 4-entry evidence item, or a passage id
+    string as it is; None if malformed."""
+    if isinstance(value, str) and value:
+        return value
     if isinstance(value, (list, tuple)) and len(value) in (2, 4):
         page, line = value[-2], value[-1]
         if isinstance(page, str) and isinstance(line, int) and not isinstance(line, bool):
@@ -217,6 +222,8 @@ def _sentence(value) -> tuple | None:
 def _gold(cid: str, g) -> tuple[str, list[list[tuple]]]:
     if not isinstance(g, dict) or not isinstance(g.get("label"), str):
         raise InputError(None, f"claim {cid!r}", "gold claim needs a 'label' string", param="gold")
+    if g.get("evidence") is not None and not isinstance(g["evidence"], list):
+        raise InputError(None, f"claim {cid!r}", "gold 'evidence' must be a list of evidence sets", param="gold")
     sets = g.get("evidence") or []
     out = []
     for s in sets if isinstance(sets, list) else [None]:
@@ -233,12 +240,38 @@ def _prediction(source, cid: str, p) -> tuple[str, list[tuple]]:
     if not isinstance(p, dict) or not isinstance(p.get("predicted_label"), str):
         raise InputError(source, where, "prediction needs a 'predicted_label' string", param=param)
     items = p.get("predicted_evidence")
-    pairs = [_sentence(e) if isinstance(e, (list, tuple)) and len(e) == 2 else None
+    pairs = [_sentence(e) if isinstance(e, str) or (isinstance(e, (list, tuple)) and len(e) == 2) else None
              for e in (items if isinstance(items, (list, tuple)) else [None])]
-    if any(x is None or x[1] is None for x in pairs):
+    if any(x is None or (isinstance(x, tuple) and x[1] is None) for x in pairs):
         raise InputError(source, where, "'predicted_evidence' must be a list of [page, line] pairs "
-                         "(page a string, line an integer)", param=param)
+                         "(page a string, line an integer) or of passage ids", param=param)
     return p["predicted_label"], pairs
+
+
+def fever_score_files(predictions_path, groundtruth_path, max_evidence: int = MAX_EVIDENCE) -> FeverScore:
+    """:func:`fever_score` on files: predictions (with labels) and labelled claims, each in any
+    format their readers take (:func:`~factcheck.formats.claims.read_predictions`,
+    :func:`~factcheck.formats.claims.read_claims`).
+
+    A claim's gold sets are its FEVER evidence sets when the file has them; otherwise (the
+    course's claims, Climate-FEVER's) each gold passage is a set of its own, as ``factcheck
+    convert`` writes them in FEVER's layout. Sentences are compared by passage id
+    (``page:line`` for FEVER's).
+    """
+    from factcheck.formats.claims import read_claims, read_predictions
+    groundtruth = read_claims(groundtruth_path, require_labels=True)
+    predictions = read_predictions(predictions_path)
+    gold = {}
+    for c in groundtruth:
+        sets = getattr(c, "evidence_sets", None)
+        gold[c.id] = {"label": c.label, "evidence": sets if sets is not None else [[e] for e in c.evidences]}
+    unlabelled = next((cid for cid, p in predictions.items() if p.get("claim_label") is None), None)
+    if unlabelled is not None:
+        raise InputError(predictions_path, f"claim {unlabelled!r}", "no predicted label: the FEVER score "
+                         "needs labelled predictions (from predict or run)")
+    pred = {cid: {"predicted_label": p["claim_label"], "predicted_evidence": p["evidences"]}
+            for cid, p in predictions.items()}
+    return fever_score(pred, gold, max_evidence, source=str(predictions_path))
 
 
 def format_fever_report(result: dict) -> str:

@@ -4,6 +4,8 @@ arithmetic instance by instance (lists, ``in`` on lists, running sums)."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -248,3 +250,42 @@ def test_agrees_with_the_official_arithmetic_on_random_cases(seed):
             for x in instances}
     ours = figures(fever_score(pred, gold, max_evidence=max_evidence))
     assert ours == pytest.approx(official_arithmetic(instances, max_evidence), abs=1e-12)
+
+
+def test_passage_id_strings_score_as_their_pairs():
+    gold = {"0": {"label": S, "evidence": [[("A_b", 1), ("C:d", 2)]]}, "1": {"label": R, "evidence": [[("E", 0)]]}}
+    pred = {"0": {"predicted_label": S, "predicted_evidence": [("C:d", 2), ("Z", 9), ("A_b", 1)]},
+            "1": {"predicted_label": S, "predicted_evidence": [("E", 0)]}}
+    as_ids = lambda pairs: [f"{p}:{l}" for p, l in pairs]  # noqa: E731
+    gold_ids = {k: {"label": v["label"], "evidence": [as_ids(s) for s in v["evidence"]]} for k, v in gold.items()}
+    pred_ids = {k: {**v, "predicted_evidence": as_ids(v["predicted_evidence"])} for k, v in pred.items()}
+    assert figures(fever_score(pred_ids, gold_ids)) == figures(fever_score(pred, gold))
+
+
+# ----------------------------------------------------------- evaluate --metric fever
+
+def test_evaluate_metric_fever_gives_the_course_metrics_label_accuracy(tmp_path):
+    from helpers import run_cli, shared_file
+    args = ["evaluate", "--predictions", shared_file("dev-claims-baseline.json"),
+            "--groundtruth", shared_file("dev-claims.json"), "--json"]
+    course = json.loads(run_cli(*args).stdout)
+    proc = run_cli(*args, "--metric", "fever")
+    assert proc.returncode == 0, proc.stderr
+    fever = json.loads(proc.stdout)
+    assert fever["label_accuracy"] == course["accuracy"] == pytest.approx(0.35064935064935066, abs=1e-15)
+    assert fever["claims"] == course["claims"] == 154 and fever["max_evidence"] == 5
+    assert set(fever["intervals"]) == {"fever_score", "label_accuracy", "evidence_precision", "evidence_recall",
+                                       "evidence_f1"}
+    text = run_cli(*args[:-1], "--metric", "fever", "--max-evidence", "3").stdout
+    assert "the first 3 predicted sentences" in text and "FEVER score:" in text
+
+
+def test_evaluate_metric_fever_refuses_unlabelled_predictions_and_stray_options(tmp_path):
+    from helpers import DEMO, assert_one_line_error, run_cli
+    unlabelled = tmp_path / "p.json"
+    unlabelled.write_text(json.dumps({"claim-d1": {"evidences": ["evidence-1"]}}))
+    proc = run_cli("evaluate", "--predictions", unlabelled, "--groundtruth", DEMO / "dev-claims.json", "--metric", "fever")
+    assert_one_line_error(proc, str(unlabelled), "no predicted label")
+    proc = run_cli("evaluate", "--predictions", unlabelled, "--groundtruth", DEMO / "dev-claims.json",
+                   "--max-evidence", "3")
+    assert_one_line_error(proc, "--max-evidence: only with --metric fever")
