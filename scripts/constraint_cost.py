@@ -59,6 +59,14 @@ def paired_harmonic(f_a, acc_a, f_b, acc_b) -> Estimate:
     return Estimate(point, float(lo), float(hi), "paired percentile bootstrap", len(f_a))
 
 
+def embedding_model(run_meta: dict) -> str:
+    """The open run's embedding model, as its passage vectors' manifest records it."""
+    from factcheck.tagging.vectors import vectors_model
+    from factcheck.text.embedding import describe_model
+    model = vectors_model(run_meta["index"])
+    return describe_model(model) if model else "unknown (no vectors manifest)"
+
+
 def single(name: str, v: np.ndarray) -> str:
     if name == "any gold passage selected":
         return format_interval(wilson(int(v.sum()), len(v)))
@@ -70,7 +78,7 @@ def section(label: str, course: Path, open_: Path, gold: list) -> list[str]:
     meta = {p: json.loads((p / "metrics.json").read_text())["run"] for p in (course, open_)}
     L = [f"## {label}: {meta[course]['evidence']} ({meta[course]['passages']:,} passages)", "",
          f"Course run `{course}` (retriever {meta[course]['retriever']['chosen']}), open run `{open_}` "
-         f"(retriever {meta[open_]['retriever']['chosen']}).", "",
+         f"(retriever {meta[open_]['retriever']['chosen']}; embedding model {embedding_model(meta[open_])}).", "",
          "| dev metric | course | open | open − course (paired) |", "|---|---|---|---|"]
     for name, key in (("evidence F", "f"), ("label accuracy", "correct"), ("recall@100", "recall@100"),
                       ("any gold passage selected", "any_gold")):
@@ -99,8 +107,9 @@ def main(argv=None) -> int:
          "python -m scripts.constraint_cost " + " ".join(f"--pair {a} {b} {c}" for a, b, c in args.pair)
          + (f" --costs {args.costs}" if args.costs else "") + (f" --notes {args.notes}" if args.notes else ""),
          "```", "",
-         "Course mode obeys the 2024 rule (nothing pretrained); open mode adds the bundled `wordllama` static "
-         "embeddings (256-dim `l2_supercat`, loaded from the installed wheel with downloads disabled). Both were "
+         "Course mode obeys the 2024 rule (nothing pretrained); open mode adds a pretrained sentence-embedding "
+         "model: the bundled `wordllama` static embeddings (256-dim `l2_supercat`, loaded from the installed wheel "
+         "with downloads disabled) or a local ONNX model (`--embedding-model DIR`), as each section says. Both were "
          "chosen and trained on the training claims only; dev (154 claims) is scored once. Intervals: 95% "
          "percentile bootstrap over claims (10,000 resamples), Wilson for proportions; differences are paired "
          "(the same resamples for both runs).", ""]

@@ -47,6 +47,18 @@ def run_python(code: str) -> subprocess.CompletedProcess:
                           text=True, timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 
+def cli_without(modules, *args) -> subprocess.CompletedProcess:
+    """``factcheck ARGS`` in a child process where importing any of ``modules`` fails
+    (``sys.modules[name] = None``): an optional extra as if not installed."""
+    code = ("import sys\n"
+            f"for name in {tuple(modules)!r}:\n"
+            "    sys.modules[name] = None\n"
+            "from factcheck.cli import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+
+
 def assert_one_line_error(proc, *must_contain):
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     lines = [l for l in proc.stderr.splitlines() if l.strip()]

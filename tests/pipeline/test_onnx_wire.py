@@ -9,26 +9,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 
 import pytest
 
-from helpers import DEMO, ROOT, assert_one_line_error, needs_onnx, run_cli
+from helpers import DEMO, assert_one_line_error, cli_without, needs_onnx, run_cli
 from tiny_onnx import make_model
 
 pytestmark = [needs_onnx, pytest.mark.slow]
 CLAIM = "Sea levels are rising because ice sheets melt."
-
-
-def cli_without(modules, *args) -> subprocess.CompletedProcess:
-    code = ("import sys\n"
-            f"for name in {tuple(modules)!r}:\n"
-            "    sys.modules[name] = None\n"
-            "from factcheck.cli import main\n"
-            "sys.exit(main(sys.argv[1:]))\n")
-    return subprocess.run([sys.executable, "-c", code, *map(str, args)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600)
 
 
 @pytest.fixture(scope="module")

@@ -6,24 +6,12 @@ import fail), so these tests run whatever is installed."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
 
-from helpers import DEMO, ROOT, assert_one_line_error
+from helpers import DEMO, assert_one_line_error, cli_without
 
 EXTRAS = ("dask", "distributed", "wordllama", "onnxruntime", "tokenizers")
-
-
-def cli_without(modules, *args) -> subprocess.CompletedProcess:
-    code = ("import sys\n"
-            f"for name in {tuple(modules)!r}:\n"
-            "    sys.modules[name] = None\n"
-            "from factcheck.cli import main\n"
-            "sys.exit(main(sys.argv[1:]))\n")
-    return subprocess.run([sys.executable, "-c", code, *map(str, args)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600)
 
 
 @pytest.mark.parametrize("command", ["tag", "run"])
