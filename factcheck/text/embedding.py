@@ -37,8 +37,8 @@ import numpy as np
 
 from factcheck.errors import InputError
 
-__all__ = ["Embedder", "MODEL_CONFIG", "MODEL_DIM", "describe_model", "embed", "load_embedder", "relocate",
-           "same_model"]
+__all__ = ["Embedder", "MODEL_CONFIG", "MODEL_DIM", "describe_model", "embed", "load_embedder", "model_signature",
+           "relocate", "same_model"]
 
 MODEL_CONFIG = "l2_supercat"
 MODEL_DIM = 256
@@ -188,6 +188,11 @@ def _is_identity(model: dict) -> bool:
 def _key(identity: dict) -> str:
     from factcheck.text.onnx_embedding import model_key
     return json.dumps(model_key(identity), sort_keys=True)
+
+
+def model_signature(identity: dict) -> str:
+    """What decides a model's vectors, as one string (equal for :func:`same_model` identities)."""
+    return _key(identity)
 
 
 def same_model(a: dict, b: dict) -> bool:

@@ -271,3 +271,20 @@ def test_relocation_finds_the_same_model_and_refuses_another(index_copy, model_d
     with pytest.raises(InputError) as err:
         relocate_embedding_model(root, other)
     assert "is not the embedding model recorded" in one_line(err)
+
+
+def test_the_classifiers_dense_features_embed_each_text_once(model_dir, monkeypatch):
+    from factcheck.classification import features
+    embedder = load(model_dir)
+    X = [(CLAIMS[0], TEXTS[:3]), (CLAIMS[1], TEXTS[2:4]), (CLAIMS[0], [])]
+    monkeypatch.setattr(features, "_MEMO", {})
+    seen = []
+    real = embedder.embed
+    monkeypatch.setattr(embedder, "embed", lambda texts, kind="passage": seen.extend(texts) or real(texts, kind))
+    first = features.dense_stats(X, embedder.identity)
+    assert sorted(seen) == sorted(set(CLAIMS[:2]) | set(TEXTS[:4]))
+    seen.clear()
+    assert np.array_equal(features.dense_stats(X, embedder.identity), first) and seen == []
+    q, p = real(CLAIMS[:1], "query")[0], real(TEXTS[:3], "passage").astype(np.float64)
+    cos = p @ q.astype(np.float64)
+    assert first[0, :3] == pytest.approx([cos.max(), cos.mean(), cos.min()]) and np.all(first[2] == 0)
