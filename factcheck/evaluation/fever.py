@@ -254,9 +254,8 @@ def fever_score_files(predictions_path, groundtruth_path, max_evidence: int = MA
     :func:`~factcheck.formats.claims.read_claims`).
 
     A claim's gold sets are its FEVER evidence sets when the file has them; otherwise (the
-    course's claims, Climate-FEVER's) each gold passage is a set of its own, as ``factcheck
-    convert`` writes them in FEVER's layout. Sentences are compared by passage id
-    (``page:line`` for FEVER's).
+    course's claims, Climate-FEVER's) each gold passage is a set of its own. Sentences are
+    compared by passage id (``page:line`` for FEVER's).
     """
     from factcheck.formats.claims import read_claims, read_predictions
     groundtruth = read_claims(groundtruth_path, require_labels=True)
