@@ -105,7 +105,9 @@ def main(argv=None) -> int:
     L = ["# What the course rule costs: course mode versus open mode (dev)", "",
          f"Machine: {machine()}. Regenerate with:", "", "```",
          "python -m scripts.constraint_cost " + " ".join(f"--pair {a} {b} {c}" for a, b, c in args.pair)
-         + (f" --costs {args.costs}" if args.costs else "") + (f" --notes {args.notes}" if args.notes else ""),
+         + (f" --costs {args.costs}" if args.costs else "") + (f" --notes {args.notes}" if args.notes else "")
+         + (f" --out {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}"
+            if args.out != ROOT / "reports" / "constraint-cost.md" else ""),
          "```", "",
          "Course mode obeys the 2024 rule (nothing pretrained); open mode adds a pretrained sentence-embedding "
          "model: the bundled `wordllama` static embeddings (256-dim `l2_supercat`, loaded from the installed wheel "
