@@ -116,8 +116,11 @@ class WordVectors:
             info["deterministic"] = info["sha256"] == info["second_run_sha256"]
         dump(cache / "w2v.json", info)
         log("w2v:", info)
-        np.savez(path, stems=np.array(stems, dtype=str), vectors=vectors,
-                 surface=np.array(json.dumps({s: surface[s] for s in stems if s in surface})))
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "wb") as fh:  # renamed when complete: another process may be waiting for it
+            np.savez(fh, stems=np.array(stems, dtype=str), vectors=vectors,
+                     surface=np.array(json.dumps({s: surface[s] for s in stems if s in surface})))
+        tmp.replace(path)
         return cls(stems, vectors, surface)
 
     def neighbour(self, stem: str) -> tuple[str, float] | None:
@@ -493,7 +496,10 @@ def label_cv(index, train, splits, name: str, mode: str, cache: Path, wv: WordVe
         release_workers()
     if "3" in bets and "stance_rule" not in done["correct"]:
         t0 = time.perf_counter()
-        correct, gold_correct, chosen = stance_rule_cv(train, y, splits, ev, texts_of, wv, mode)
+        correct, gold_correct, chosen = stance_rule_cv(train, y, splits, ev, texts_of, wv, mode,
+                                                       cache / f"stance-{mode}")
+        if correct is None:  # only some splits done (--max-splits): see the per-split files
+            return
         done["correct"]["stance_rule"] = correct.astype(int).tolist()
         done["gold_correct_stance_rule"] = gold_correct.astype(int).tolist()
         done["stance_rule_thresholds"] = chosen
@@ -563,7 +569,7 @@ def mutated_claims(train, wv) -> dict[int, tuple[str, str]]:
     return out
 
 
-def stance_rule_cv(train, y, splits, ev, texts_of, wv, mode):
+def stance_rule_cv(train, y, splits, ev, texts_of, wv, mode, cache: Path, max_splits: int = 15):
     from sklearn.model_selection import StratifiedKFold
     from factcheck.classification.stance import INNER_FOLDS, INNER_SEED
     groups = PAIR_GROUPS + (("dense",) if mode == "open" else ())
@@ -611,7 +617,16 @@ def stance_rule_cv(train, y, splits, ev, texts_of, wv, mode):
     correct = np.zeros((repeats, len(train)), dtype=bool)
     gold_correct = np.zeros_like(correct)
     chosen = []
-    for s in splits:
+    for s_no, s in enumerate(splits):
+        part = cache / f"split{s_no:02d}.json"
+        if part.is_file():
+            r = json.loads(part.read_text())
+            correct[s.repeat, s.test] = r["correct"]
+            gold_correct[s.repeat, s.test] = r["gold_correct"]
+            chosen.append(r["chosen"])
+            continue
+        if s_no >= max_splits:
+            return None, None, None
         T = s.train
         inner = np.zeros((len(T), 2))
         skf = StratifiedKFold(INNER_FOLDS, shuffle=True, random_state=INNER_SEED)
@@ -629,6 +644,8 @@ def stance_rule_cv(train, y, splits, ev, texts_of, wv, mode):
         gold_correct[s.repeat, s.test] = rule(maxima(stance, s.test, "gold"), best[1], best[2]) == y[s.test]
         chosen.append({"repeat": s.repeat, "fold": s.fold, "tau_s": best[1], "tau_r": best[2],
                        "inner_accuracy": best[0]})
+        dump(part, {"correct": correct[s.repeat, s.test].tolist(),
+                    "gold_correct": gold_correct[s.repeat, s.test].tolist(), "chosen": chosen[-1]})
         log(f"stance split r{s.repeat}f{s.fold}: tau {best[1]}/{best[2]} inner {best[0]:.3f} "
             f"test {np.mean(pred == y[s.test]):.3f}")
     return correct, gold_correct, chosen
@@ -665,9 +682,10 @@ def summarise(root: Path) -> str:
                 lines.append(f"\n### rerank {name} {mode} ({len(files)}/15 splits)")
                 base = vals["default"]
                 for arm, v in vals.items():
-                    ok = ~np.isnan(v).any(axis=0) & ~np.isnan(base).any(axis=0)
-                    pc, pb = v[:, ok].mean(axis=0), base[:, ok].mean(axis=0)
-                    reps = " / ".join(f"{np.nanmean(v[r]):.3f}" for r in range(3))
+                    ok = ~np.isnan(v).all(axis=0) & ~np.isnan(base).all(axis=0)
+                    pc, pb = np.nanmean(v[:, ok], axis=0), np.nanmean(base[:, ok], axis=0)
+                    reps = " / ".join(f"{np.nanmean(v[r]):.3f}" if (~np.isnan(v[r])).any() else "-"
+                                      for r in range(3))
                     line = f"- {arm}: {bootstrap_mean(pc).fmt()} (repeats {reps}; claims {ok.sum()})"
                     if arm != "default":
                         line += f"; minus default {paired_bootstrap_diff(pc, pb).fmt()}"
@@ -684,6 +702,23 @@ def summarise(root: Path) -> str:
                     if arm != "default":
                         line += f"; minus default {paired_bootstrap_diff(c.mean(axis=0), base).fmt()}"
                     lines.append(line)
+                sdir = root / name / f"stance-{mode}"
+                if "stance_rule" not in r["correct"] and sdir.is_dir():  # some splits done
+                    c = np.full((3, len(train)), np.nan)
+                    g = np.full((3, len(train)), np.nan)
+                    for f in sorted(sdir.glob("split*.json")):
+                        sp_ = splits[int(f.stem[5:])]
+                        part = json.loads(f.read_text())
+                        c[sp_.repeat, sp_.test] = part["correct"]
+                        g[sp_.repeat, sp_.test] = part["gold_correct"]
+                    full = np.array(r["correct"]["default"], dtype=float)
+                    full[np.isnan(c)] = np.nan
+                    ok = ~np.isnan(c).all(axis=0)
+                    pc, pb = np.nanmean(c[:, ok], axis=0), np.nanmean(full[:, ok], axis=0)
+                    lines.append(f"- stance_rule ({len(list(sdir.glob('split*.json')))}/15 splits): "
+                                 f"{bootstrap_mean(pc).fmt()}; default on the same splits {bootstrap_mean(pb).fmt()}; "
+                                 f"minus default {paired_bootstrap_diff(pc, pb).fmt()}; with gold evidence "
+                                 f"{bootstrap_mean(np.nanmean(g[:, ok], axis=0)).fmt()}")
                 if "gold_correct_stance_rule" in r:
                     g = np.array(r["gold_correct_stance_rule"], dtype=float).mean(axis=0)
                     lines.append(f"- stance_rule with gold evidence: {bootstrap_mean(g).fmt()}")
