@@ -67,6 +67,17 @@ STANDALONE_NUMBER = re.compile(r"(?<![^\W\d_])\d[\d,]*(?:\.\d+)?(?![^\W\d_]|\d)"
 NEGATIONS = re.compile(r"\s+(not|never)\b|n't\b", re.I)
 
 
+def claim_split(result_path: Path) -> bool:
+    """Whether this process may compute the split (several processes share the splits)."""
+    lock = result_path.with_suffix(".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        lock.open("x").close()
+        return True
+    except FileExistsError:
+        return False
+
+
 def log(*a):
     print(time.strftime("%H:%M:%S"), *a, file=sys.stderr, flush=True)
 
@@ -317,7 +328,7 @@ def ids_of(index, rows) -> list[str]:
     return [index.ids[int(r)] for r in rows]
 
 
-def rerank_cv(index, train, splits, name: str, mode: str, cache: Path, aligner, bets: set, max_splits: int = 15):
+def rerank_cv(index, train, splits, name: str, mode: str, cache: Path, aligner, bets: set, only=range(15)):
     from factcheck.training.rerank import (DEFAULT_CANDIDATES, DENSE_CANDIDATES, TrainingData, build_claim_set,
                                            train_reranker)
     dense = mode == "open"
@@ -330,9 +341,9 @@ def rerank_cv(index, train, splits, name: str, mode: str, cache: Path, aligner, 
         from factcheck.retrieval.rerank.semantic import load_scorer
         scorer = load_scorer(index)
     row_of = index.row_of
-    for s_no, split in enumerate(splits[:max_splits]):
+    for s_no, split in enumerate(splits):
         out_path = cache / f"rerank-{mode}" / f"split{s_no:02d}.json"
-        if out_path.is_file():
+        if s_no not in only or out_path.is_file() or not claim_split(out_path):
             continue
         t0 = time.perf_counter()
         held = set(split.test.tolist())
@@ -460,7 +471,8 @@ def correct_of(result, y) -> np.ndarray:
     return np.array([result.predictions(r) == y for r in range(result.proba.shape[0])])
 
 
-def label_cv(index, train, splits, name: str, mode: str, cache: Path, wv: WordVectors, aligner, bets: set):
+def label_cv(index, train, splits, name: str, mode: str, cache: Path, wv: WordVectors, aligner, bets: set,
+             only=range(15)):
     out_path = cache / f"labels-{mode}.json"
     done = json.loads(out_path.read_text()) if out_path.is_file() else {"correct": {}, "timings": {}}
     y = np.array([c.label for c in train])
@@ -497,7 +509,7 @@ def label_cv(index, train, splits, name: str, mode: str, cache: Path, wv: WordVe
     if "3" in bets and "stance_rule" not in done["correct"]:
         t0 = time.perf_counter()
         correct, gold_correct, chosen = stance_rule_cv(train, y, splits, ev, texts_of, wv, mode,
-                                                       cache / f"stance-{mode}")
+                                                       cache / f"stance-{mode}", only)
         if correct is None:  # only some splits done (--max-splits): see the per-split files
             return
         done["correct"]["stance_rule"] = correct.astype(int).tolist()
@@ -569,7 +581,7 @@ def mutated_claims(train, wv) -> dict[int, tuple[str, str]]:
     return out
 
 
-def stance_rule_cv(train, y, splits, ev, texts_of, wv, mode, cache: Path, max_splits: int = 15):
+def stance_rule_cv(train, y, splits, ev, texts_of, wv, mode, cache: Path, only=range(15)):
     from sklearn.model_selection import StratifiedKFold
     from factcheck.classification.stance import INNER_FOLDS, INNER_SEED
     groups = PAIR_GROUPS + (("dense",) if mode == "open" else ())
@@ -617,6 +629,7 @@ def stance_rule_cv(train, y, splits, ev, texts_of, wv, mode, cache: Path, max_sp
     correct = np.zeros((repeats, len(train)), dtype=bool)
     gold_correct = np.zeros_like(correct)
     chosen = []
+    incomplete = False
     for s_no, s in enumerate(splits):
         part = cache / f"split{s_no:02d}.json"
         if part.is_file():
@@ -625,8 +638,9 @@ def stance_rule_cv(train, y, splits, ev, texts_of, wv, mode, cache: Path, max_sp
             gold_correct[s.repeat, s.test] = r["gold_correct"]
             chosen.append(r["chosen"])
             continue
-        if s_no >= max_splits:
-            return None, None, None
+        if s_no not in only or not claim_split(part):
+            incomplete = True
+            continue
         T = s.train
         inner = np.zeros((len(T), 2))
         skf = StratifiedKFold(INNER_FOLDS, shuffle=True, random_state=INNER_SEED)
@@ -648,6 +662,8 @@ def stance_rule_cv(train, y, splits, ev, texts_of, wv, mode, cache: Path, max_sp
                     "gold_correct": gold_correct[s.repeat, s.test].tolist(), "chosen": chosen[-1]})
         log(f"stance split r{s.repeat}f{s.fold}: tau {best[1]}/{best[2]} inner {best[0]:.3f} "
             f"test {np.mean(pred == y[s.test]):.3f}")
+    if incomplete:
+        return None, None, None
     return correct, gold_correct, chosen
 
 
@@ -735,7 +751,9 @@ def main(argv=None):
     ap.add_argument("--bets", default="1,2r,2c,3")
     ap.add_argument("--check-determinism", action="store_true")
     ap.add_argument("--summarise", type=Path)
-    ap.add_argument("--max-splits", type=int, default=15, help="smoke tests only: the first N splits")
+    ap.add_argument("--splits", default=None, help="only these split numbers (comma-separated; "
+                    "processes sharing a cache take disjoint splits through lock files)")
+    ap.add_argument("--wait-w2v", action="store_true", help="wait for another process to write w2v.npz")
     a = ap.parse_args(argv)
     if a.summarise:
         print(summarise(a.summarise))
@@ -745,13 +763,16 @@ def main(argv=None):
     train = read_claims(DATA / "train-claims.json", require_labels=True)
     splits = cv_splits([c.label for c in train])
     bets = set(a.bets.split(","))
+    only = set(range(len(splits))) if a.splits is None else {int(x) for x in a.splits.split(",")}
+    while a.wait_w2v and not (a.cache / "w2v.npz").is_file():
+        time.sleep(15)
     wv = WordVectors.train_or_load(index, a.name, a.cache, a.check_determinism)
     aligner = SoftAligner(wv, TermIndex.for_index(index))
     parts = a.parts.split(",")
     if "labels" in parts:
-        label_cv(index, train, splits, a.name, a.mode, a.cache, wv, aligner, bets)
+        label_cv(index, train, splits, a.name, a.mode, a.cache, wv, aligner, bets, only)
     if "rerank" in parts:
-        rerank_cv(index, train, splits, a.name, a.mode, a.cache, aligner, bets, a.max_splits)
+        rerank_cv(index, train, splits, a.name, a.mode, a.cache, aligner, bets, only)
     return 0
 
 
