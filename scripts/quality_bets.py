@@ -177,29 +177,32 @@ class SoftAligner:
 
     def passages(self, qw: np.ndarray, qidf: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
         """(len(groups), 5): each group is one passage's distinct TermIndex term ids."""
-        out = np.zeros((len(groups), len(SOFT_FEATURES)))
-        if not len(qw) or not groups:
+        lens = np.array([len(g) for g in groups], dtype=np.int64)
+        flat = np.concatenate(groups).astype(np.int64) if len(groups) else np.zeros(0, np.int64)
+        return self.flat(qw, qidf, flat, np.repeat(np.arange(len(groups)), lens), len(groups))
+
+    def flat(self, qw, qidf, tids: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
+        """(n, 5) from the passages' term ids laid end to end (``owner``: passage of each)."""
+        out = np.zeros((n, len(SOFT_FEATURES)))
+        w = self.tid2w[tids] if len(tids) else np.zeros(0, np.int64)
+        keep = w >= 0
+        w, owner = w[keep], owner[keep]
+        if not len(qw) or not len(w):
             return out
-        rows = [self.tid2w[g] for g in groups]
-        rows = [r[r >= 0] for r in rows]
-        lens = np.array([len(r) for r in rows])
-        nz = lens > 0
-        if not nz.any():
-            return out
-        flat = np.concatenate([r for r in rows if len(r)])
-        starts = np.concatenate([[0], np.cumsum(lens[nz])[:-1]])
+        nz = np.unique(owner)                        # passages with a vector (owner is sorted)
+        starts = np.searchsorted(owner, nz)
         E = self.wv.unit
-        sims = E[qw] @ E[flat].T                                   # (q, total)
+        uw, inv = np.unique(w, return_inverse=True)                # passages share many terms
+        sims = np.einsum("qd,td->qt", E[qw], E[uw])[:, inv]        # (q, total)
         best = np.maximum.reduceat(sims, starts, axis=1)           # (q, passages with vectors)
-        present = np.maximum.reduceat((qw[:, None] == flat[None, :]).astype(np.float64), starts, axis=1)
+        present = np.maximum.reduceat((qw[:, None] == w[None, :]).astype(np.float64), starts, axis=1)
         best = np.where(present > 0, 1.0, np.minimum(best, 1.0))
         widf = qidf / qidf.sum()
         absent = 1.0 - present
         n_absent = absent.sum(axis=0)
         unmatched = np.divide((best * absent).sum(axis=0), n_absent, out=np.zeros(best.shape[1]),
                               where=n_absent > 0)
-        widx = np.concatenate([self.wv_idf(r) for r, l in zip(rows, lens) if l])
-        cent = np.add.reduceat(E[flat] * widx[:, None], starts, axis=0)
+        cent = np.add.reduceat(E[w] * self.wv_idf(w)[:, None], starts, axis=0)
         cent /= np.maximum(np.linalg.norm(cent, axis=1, keepdims=True), 1e-12)
         q = (E[qw] * qidf[:, None]).sum(axis=0)
         q /= max(float(np.linalg.norm(q)), 1e-12)
@@ -216,10 +219,23 @@ class SoftAligner:
         return self._w_idf[wrows]
 
     def pool(self, query, rows: np.ndarray) -> np.ndarray:
-        qw, qidf = self.claim(query.term_ids, query.idf)
-        fw = self.terms.forward
-        groups = [fw.indices[fw.indptr[r]:fw.indptr[r + 1]].astype(np.int64) for r in rows.tolist()]
-        return self.passages(qw, qidf, groups)
+        """The 5 columns for a claim's pool. A (claim, passage) pair's values depend on nothing
+        else, so they are memoised per claim: the pools of the two memory settings and of the
+        splits overlap almost entirely."""
+        from factcheck.retrieval.rerank.terms import multi_arange
+        memo = self.__dict__.setdefault("_memo", {})
+        known_rows, known = memo.get(query.text, (np.zeros(0, np.int64), np.zeros((0, len(SOFT_FEATURES)))))
+        new = np.setdiff1d(rows, known_rows)
+        if len(new):
+            qw, qidf = self.claim(query.term_ids, query.idf)
+            fw = self.terms.forward
+            pos, owner = multi_arange(fw.indptr[new], fw.indptr[new + 1])
+            vals = self.flat(qw, qidf, fw.indices[pos].astype(np.int64), owner, len(new))
+            all_rows = np.concatenate([known_rows, new])
+            order = np.argsort(all_rows, kind="stable")
+            known_rows, known = all_rows[order], np.vstack([known, vals])[order]
+            memo[query.text] = (known_rows, known)
+        return known[np.searchsorted(known_rows, rows)]
 
     def texts(self, claim: str, passages: list[str]) -> np.ndarray:
         """Bet 2's classifier columns for one (claim, passages read) pair."""
