@@ -780,10 +780,12 @@ def main(argv=None):
     splits = cv_splits([c.label for c in train])
     bets = set(a.bets.split(","))
     only = set(range(len(splits))) if a.splits is None else {int(x) for x in a.splits.split(",")}
-    while a.wait_w2v and not (a.cache / "w2v.npz").is_file():
+    while a.wait_w2v and bets & {"2r", "2c", "3"} and not (a.cache / "w2v.npz").is_file():
         time.sleep(15)
-    wv = WordVectors.train_or_load(index, a.name, a.cache, a.check_determinism)
-    aligner = SoftAligner(wv, TermIndex.for_index(index))
+    wv = aligner = None
+    if bets & {"2r", "2c", "3"}:  # the word vectors (bet 1 and the defaults do not need them)
+        wv = WordVectors.train_or_load(index, a.name, a.cache, a.check_determinism)
+        aligner = SoftAligner(wv, TermIndex.for_index(index))
     parts = a.parts.split(",")
     if "labels" in parts:
         label_cv(index, train, splits, a.name, a.mode, a.cache, wv, aligner, bets, only)
