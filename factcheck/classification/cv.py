@@ -35,7 +35,7 @@ from sklearn.metrics import f1_score
 from sklearn.model_selection import RepeatedStratifiedKFold
 
 from factcheck.classification.features import ALL_GROUPS, ClaimEvidenceFeatures, concat_views, take_views
-from factcheck.formats.claims import LABELS
+from factcheck.formats.claims import label_set
 from factcheck.tagging.backends import NATIVE_THREAD_VARS
 
 FOLDS, REPEATS, CV_SEED = 5, 3, 90042
@@ -124,6 +124,7 @@ class CVResult:
     decision: np.ndarray           # (repeats, claims, labels): out-of-fold decision values
     chosen: bool = False
     extra: dict = field(default_factory=dict)
+    labels: tuple = ()             # the columns of proba and decision (the training label set)
 
     @property
     def mean(self) -> float:
@@ -139,7 +140,7 @@ class CVResult:
 
     def predictions(self, repeat: int) -> np.ndarray:
         """Out-of-fold predicted labels of one repeat."""
-        return np.array(LABELS)[self.proba[repeat].argmax(axis=1)]
+        return np.array(self.labels)[self.proba[repeat].argmax(axis=1)]
 
     def row(self) -> dict:
         """The result as a row of ``tuning/classifier-cv.csv``."""
@@ -152,8 +153,10 @@ class CVResult:
                 "cv_gold_accuracy": round(float(self.gold_accuracy.mean()), 4), "chosen": self.chosen}
 
 
-def _fold_job(split: Split, y: np.ndarray, gold_views: dict, read_views: dict, cfgs: list[ClassifierConfig]):
-    """Every configuration on one split: {config index: (proba, decision, gold predictions)}."""
+def _fold_job(split: Split, y: np.ndarray, gold_views: dict, read_views: dict, cfgs: list[ClassifierConfig],
+              labels: tuple):
+    """Every configuration on one split: {config index: (proba, decision, gold predictions)},
+    proba and decision with one column per label of ``labels``."""
     tr, te = split.train, split.test
     out = {}
     test_read, test_gold = take_views(read_views, te), take_views(gold_views, te)
@@ -174,12 +177,12 @@ def _fold_job(split: Split, y: np.ndarray, gold_views: dict, read_views: dict, c
                 c = cfgs[i]
                 if c.stats_weight != sw:
                     continue
-                out[i] = fit_scored(M, y_train, c, M_read, M_gold)
+                out[i] = fit_scored(M, y_train, c, M_read, M_gold, labels)
     return out
 
 
 def _reorder(a: np.ndarray, order: list[int], missing: float) -> np.ndarray:
-    """Columns in ``LABELS`` order (a label absent from a fold's training part gets ``missing``)."""
+    """Columns in the label set's order (a label absent from a fold's training part gets ``missing``)."""
     out = np.full((a.shape[0], len(order)), missing)
     for j, k in enumerate(order):
         if k >= 0:
@@ -188,12 +191,14 @@ def _reorder(a: np.ndarray, order: list[int], missing: float) -> np.ndarray:
 
 
 def cross_validate(y, splits: list[Split], gold_views: dict, read_views: list[dict], grid: dict,
-                   reader: str, jobs: int = 1) -> list[CVResult]:
-    """Every configuration of ``grid``, reading ``read_views[split.repeat]``, on every split."""
+                   reader: str, jobs: int = 1, labels=None) -> list[CVResult]:
+    """Every configuration of ``grid``, reading ``read_views[split.repeat]``, on every split;
+    ``labels``: the classes (default: :func:`~factcheck.formats.claims.label_set` of ``y``)."""
     y = np.asarray(y)
+    labels = tuple(labels if labels is not None else label_set(y.tolist()))
     cfgs = configs(grid)
-    per_split = run_folds(_fold_job, [(s, y, gold_views, read_views[s.repeat], cfgs) for s in splits], jobs)
-    return collect(y, splits, per_split, cfgs, reader)
+    per_split = run_folds(_fold_job, [(s, y, gold_views, read_views[s.repeat], cfgs, labels) for s in splits], jobs)
+    return collect(y, splits, per_split, cfgs, reader, labels)
 
 
 _ONE_THREAD = {v: "1" for v in NATIVE_THREAD_VARS}
@@ -223,30 +228,32 @@ def release_workers() -> None:
         executor.shutdown(wait=True)
 
 
-def collect(y, splits: list[Split], per_split: list[dict], cfgs: list, reader: str) -> list[CVResult]:
+def collect(y, splits: list[Split], per_split: list[dict], cfgs: list, reader: str, labels) -> list[CVResult]:
     """Per-split job outputs ({config index: (proba, decision, gold predictions)}) -> results."""
     repeats = 1 + max(s.repeat for s in splits)
+    labels = tuple(labels)
     results = []
     for i, cfg in enumerate(cfgs):
-        proba = np.zeros((repeats, len(y), len(LABELS)))
+        proba = np.zeros((repeats, len(y), len(labels)))
         decision = np.zeros_like(proba)
         acc, f1, gold_acc = [], [], []
         for s, res in zip(splits, per_split):
             p, d, g = res[i]
             proba[s.repeat, s.test], decision[s.repeat, s.test] = p, d
-            pred = np.array(LABELS)[p.argmax(axis=1)]
+            pred = np.array(labels)[p.argmax(axis=1)]
             acc.append(float(np.mean(pred == y[s.test])))
-            f1.append(float(f1_score(y[s.test], pred, labels=list(LABELS), average="macro", zero_division=0)))
+            f1.append(float(f1_score(y[s.test], pred, labels=list(labels), average="macro", zero_division=0)))
             gold_acc.append(float(np.mean(g == y[s.test])))
-        results.append(CVResult(reader, cfg, np.array(acc), np.array(f1), np.array(gold_acc), proba, decision))
+        results.append(CVResult(reader, cfg, np.array(acc), np.array(f1), np.array(gold_acc), proba, decision,
+                                labels=labels))
     return results
 
 
-def fit_scored(M, y_train, c: ClassifierConfig, M_read, M_gold):
-    """Fit one configuration's model; (proba, decision) on ``M_read`` in ``LABELS`` order, and
-    its predictions on ``M_gold``."""
+def fit_scored(M, y_train, c: ClassifierConfig, M_read, M_gold, labels):
+    """Fit one configuration's model; (proba, decision) on ``M_read`` with one column per
+    label of ``labels``, in that order, and its predictions on ``M_gold``."""
     model = LogisticRegression(C=c.C, class_weight=c.class_weight, max_iter=5000).fit(M, y_train)
-    order = [list(model.classes_).index(lab) if lab in model.classes_ else -1 for lab in LABELS]
+    order = [list(model.classes_).index(lab) if lab in model.classes_ else -1 for lab in labels]
     return (_reorder(model.predict_proba(M_read), order, 0.0), _reorder(model.decision_function(M_read), order, -np.inf),
             model.predict(M_gold))
 

@@ -174,7 +174,7 @@ def _direct_and_aggregates(cfg, gold_views, read_views, pairs_gold, pairs_read, 
     return features, stance, features.combine(direct.transform_views(views), A), y_train
 
 
-def stance_fold_job(split, y, gold_views, read_views, pairs_gold, pairs_read, cfgs):
+def stance_fold_job(split, y, gold_views, read_views, pairs_gold, pairs_read, cfgs, labels):
     """Like ``cv._fold_job`` for configurations with ``stance=True``."""
     from factcheck.classification.cv import fit_scored
     out = {}
@@ -186,16 +186,19 @@ def stance_fold_job(split, y, gold_views, read_views, pairs_gold, pairs_read, cf
                                   _aggregates_for(stance, pairs_read, te))
         M_gold = features.combine(features.direct.transform_views(take_views(gold_views, te)),
                                   _aggregates_for(stance, pairs_gold, te))
-        out[i] = fit_scored(M, y_train, cfg, M_read, M_gold)
+        out[i] = fit_scored(M, y_train, cfg, M_read, M_gold, labels)
     return out
 
 
-def stance_cross_validate(y, splits, gold_views, read_views, pairs_gold, pairs_read, cfgs, reader, jobs=1):
+def stance_cross_validate(y, splits, gold_views, read_views, pairs_gold, pairs_read, cfgs, reader, jobs=1,
+                          labels=None):
     from factcheck.classification.cv import collect, run_folds
+    from factcheck.formats.claims import label_set
     y = np.asarray(y)
-    per_split = run_folds(stance_fold_job, [(s, y, gold_views, read_views, pairs_gold, pairs_read, cfgs)
+    labels = tuple(labels if labels is not None else label_set(y.tolist()))
+    per_split = run_folds(stance_fold_job, [(s, y, gold_views, read_views, pairs_gold, pairs_read, cfgs, labels)
                                             for s in splits], jobs)
-    return collect(y, splits, per_split, cfgs, reader)
+    return collect(y, splits, per_split, cfgs, reader, labels)
 
 
 def fit_stance_final(cfg, gold_views, read_views, pairs_gold, pairs_read, y, embedding=None):

@@ -24,7 +24,7 @@ import os
 import sys
 import warnings
 
-from factcheck.cli import pipeline, rerank, retrieval, serve, tagging
+from factcheck.cli import convert, pipeline, rerank, retrieval, serve, tagging
 from factcheck.errors import FactcheckWarning, InputError
 
 __all__ = ["COMMANDS", "build_parser", "main"]
@@ -46,6 +46,8 @@ COMMANDS = (
               "check page in a terminal)", serve.add_check),
     ("train-rerank", "train the learned reranker (fit on 4/5 of the claims, tune on the other 1/5)",
      rerank.add_train_rerank),
+    ("convert", "convert claims, knowledge sources or predictions between course JSON, JSONL, CSV, FEVER and "
+                "Climate-FEVER (what a format cannot hold is listed)", convert.add_convert),
 )
 
 
@@ -174,6 +176,11 @@ def flags_of(parser: argparse.ArgumentParser) -> dict[str, str]:
     (its first, non-deprecated spelling), ``CLAIM`` for a positional argument."""
     flags = {}
     for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):  # a command's own sub-commands (convert KIND)
+            for sub in action.choices.values():
+                for dest, flag in flags_of(sub).items():
+                    flags.setdefault(dest, flag)
+            continue
         if action.option_strings:
             long = [s for s in action.option_strings if s.startswith("--")] or action.option_strings
             flags.setdefault(action.dest, long[0])

@@ -17,9 +17,16 @@ from factcheck.errors import InputError
 from factcheck.retrieval.registry import ALL_METHODS, MODES
 
 __all__ = ["plural", "Deprecated", "add_renamed", "int_type", "positive_int", "non_negative_int", "jobs_type",
-           "bounded_float", "check_output_dir", "check_outputs", "add_source_args", "add_tag_args",
-           "add_mode_arg", "add_retriever_args", "source_from_args", "tag_job_from_args", "retriever_from_args",
-           "add_embedding_args", "embedding_model_from_args", "relocate_from_args"]
+           "bounded_float", "check_output_dir", "check_outputs", "add_source_args", "add_reader_args",
+           "add_claims_args", "add_index_args", "add_tag_args", "add_mode_arg", "add_retriever_args",
+           "source_from_args", "source_options", "claims_options", "read_claims_from_args", "index_from_args",
+           "tag_job_from_args", "retriever_from_args", "add_embedding_args", "embedding_model_from_args",
+           "relocate_from_args", "SOURCE_FORMATS", "CLAIM_FORMATS"]
+
+# The readers' formats (factcheck.formats.evidence.FORMATS and factcheck.formats.claims.CLAIM_FORMATS;
+# a test checks they agree): spelled out so building the parsers imports no library code.
+SOURCE_FORMATS = ("course", "jsonl", "csv", "fever", "climate-fever", "beir")
+CLAIM_FORMATS = ("course", "jsonl", "csv", "fever", "climate-fever")
 
 OPEN_HELP = "open: also pretrained embeddings (the optional extra: pip install -e '.[open]')"
 
@@ -122,12 +129,54 @@ def check_outputs(outputs, inputs) -> None:
 
 
 def add_source_args(p: argparse.ArgumentParser) -> None:
-    """The knowledge source: a positional file and how to read it."""
-    p.add_argument("evidence", type=Path, help="knowledge source: course .json/.json.gz, .jsonl or .csv")
-    p.add_argument("--format", choices=("course", "jsonl", "csv"), default=None,
-                   help="input format (default: from the file name)")
-    p.add_argument("--id-column", default="id", help="id field/column for JSONL and CSV (default: id)")
-    p.add_argument("--text-column", default="text", help="text field/column for JSONL and CSV (default: text)")
+    """The knowledge source as a positional file, and how to read it (``tag``)."""
+    p.add_argument("evidence", type=Path, help="knowledge source: course .json/.json.gz, .jsonl, .csv, FEVER "
+                   "wiki-pages (a file or the directory), Climate-FEVER's release file or a BEIR corpus.jsonl")
+    add_reader_args(p)
+
+
+def add_reader_args(p: argparse.ArgumentParser, indexing: bool = True) -> None:
+    """How to read a knowledge source: the same options on every command that reads one,
+    named as :func:`factcheck.formats.evidence.source_spec`'s parameters (``--index-titles``
+    only where the source is indexed: not for ``convert``)."""
+    g = p.add_argument_group("reading the knowledge source (docs/formats.md)")
+    g.add_argument("--format", choices=SOURCE_FORMATS, default=None,
+                   help="knowledge-source format (default: from the file name, and for JSON lines from the first "
+                        "record)")
+    g.add_argument("--id-column", default=None, help="id field/column for JSONL and CSV (default: id)")
+    g.add_argument("--text-column", default=None, help="text field/column for JSONL and CSV (default: text)")
+    g.add_argument("--title-column", default=None,
+                   help="title field/column for JSONL and CSV (default: none; FEVER, Climate-FEVER and BEIR "
+                        "have titles)")
+    if indexing:
+        g.add_argument("--index-titles", action=argparse.BooleanOptionalAction, default=None,
+                       help="index each title with its text (default: yes for BEIR, no otherwise; titles are "
+                            "always stored and shown)")
+
+
+def add_claims_args(p: argparse.ArgumentParser) -> None:
+    """How to read claims files: the same options on every command that reads one, named
+    as :func:`factcheck.formats.claims.read_claims`'s parameters with ``claims_`` in front."""
+    g = p.add_argument_group("reading claims files (docs/formats.md)")
+    g.add_argument("--claims-format", choices=CLAIM_FORMATS, default=None,
+                   help="claims format (default: detected from the name and the first record)")
+    g.add_argument("--claims-id-column", default=None, help="JSONL/CSV claims: id field (default: id)")
+    g.add_argument("--claims-text-column", default=None,
+                   help="JSONL/CSV claims: claim text field (default: claim or claim_text)")
+    g.add_argument("--claims-label-column", default=None,
+                   help="JSONL/CSV claims: label field (default: label or claim_label)")
+    g.add_argument("--claims-evidence-column", default=None,
+                   help="JSONL/CSV claims: gold evidence ids field (default: evidences)")
+
+
+def add_index_args(p: argparse.ArgumentParser, help_text: str = "tag index directory (from tag or run: OUT/index)"):
+    """``--index DIR``, and ``--evidence FILE`` to build it there first (or reuse the
+    complete index of the same file and settings already there), with the reader options."""
+    p.add_argument("--index", type=Path, required=True, help=help_text)
+    p.add_argument("--evidence", type=Path, default=None,
+                   help="knowledge source to tag into --index first (reused when that index is complete and of "
+                        "the same file)")
+    add_reader_args(p)
 
 
 def add_tag_args(p: argparse.ArgumentParser) -> None:
@@ -235,9 +284,46 @@ def add_retriever_args(p: argparse.ArgumentParser, default_method: str = "bm25")
                    help="words shared by consecutive windows (default: 20)")
 
 
+def source_options(args) -> dict:
+    """The reader options of ``args`` as :func:`~factcheck.formats.evidence.source_spec` keywords."""
+    options = {"format": args.format, "id_column": args.id_column, "text_column": args.text_column,
+               "title_column": args.title_column}
+    if hasattr(args, "index_titles"):
+        options["index_titles"] = args.index_titles
+    return options
+
+
+def claims_options(args) -> dict:
+    """The claims reader options of ``args`` as ``claims_*`` keywords (``run_pipeline``'s)."""
+    return {f"claims_{k}": getattr(args, f"claims_{k}") for k in
+            ("format", "id_column", "text_column", "label_column", "evidence_column")}
+
+
 def source_from_args(args, path=None):
     from factcheck.formats.evidence import source_spec
-    return source_spec(path or args.evidence, args.format, args.id_column, args.text_column)
+    return source_spec(path or args.evidence, **source_options(args))
+
+
+def read_claims_from_args(args, path, require_labels: bool = False):
+    """Read a claims file with this command's ``--claims-*`` options (errors name those)."""
+    from factcheck.formats.claims import prefixed_params, read_claims
+    with prefixed_params("claims_"):
+        return read_claims(path, require_labels=require_labels,
+                           **{k.removeprefix("claims_"): v for k, v in claims_options(args).items()})
+
+
+def index_from_args(args):
+    """The verified index of ``--index``, tagged there first from ``--evidence`` when given."""
+    from factcheck.tagging.index import TagIndex
+    if getattr(args, "evidence", None) is not None:
+        from factcheck.tagging.job import build_index
+        check_outputs([args.index], [args.evidence])
+        return build_index(args.evidence, args.index, jobs=-1, **source_options(args))
+    for name, value in source_options(args).items():
+        if value is not None:
+            raise InputError(None, None, "needs --evidence (the file to read); an index is read as it was "
+                             "built", param=name)
+    return TagIndex.load(args.index)
 
 
 def tag_job_from_args(args, progress=None):

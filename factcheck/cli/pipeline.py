@@ -5,26 +5,36 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from factcheck.cli.options import (add_embedding_args, add_mode_arg, add_renamed, add_tag_args, check_output_dir,
-                                   check_outputs, embedding_model_from_args, relocate_from_args)
+from factcheck.cli.options import (add_claims_args, add_embedding_args, add_index_args, add_mode_arg, add_reader_args,
+                                   add_renamed, add_tag_args, check_output_dir, check_outputs, claims_options,
+                                   embedding_model_from_args, index_from_args, read_claims_from_args,
+                                   relocate_from_args, source_options)
 from factcheck.retrieval.registry import ALL_METHODS
 
 AUTO_HELP = "retriever (default: auto = best evidence F on the training hold-out; dense and hybrid need --mode open)"
 
-__all__ = ["add_run", "add_train", "add_predict", "add_ablation", "describe"]
+__all__ = ["add_run", "add_train", "add_predict", "add_ablation", "add_predictions_format_arg", "describe"]
 
 
 def add_run(p):
-    p.add_argument("--data-dir", type=Path, required=True,
-                   help="directory with train-claims.json, dev-claims.json, test-claims-unlabelled.json, evidence.json")
+    p.add_argument("--data-dir", type=Path, default=None,
+                   help="directory with the course's train-claims.json, dev-claims.json, test-claims-unlabelled.json "
+                        "and evidence.json, or FEVER's train.jsonl, shared_task_dev.jsonl (or paper_dev.jsonl), "
+                        "shared_task_test.jsonl and wiki-pages/ (docs/formats.md)")
     p.add_argument("--out", type=Path, required=True, help="output directory")
-    p.add_argument("--evidence", type=Path, default=None, help="knowledge source (default: DATA_DIR/evidence.json[.gz])")
+    p.add_argument("--train", type=Path, default=None, help="training claims (default: found in DATA_DIR)")
+    p.add_argument("--dev", type=Path, default=None, help="dev claims, scored once (default: found in DATA_DIR)")
+    p.add_argument("--test", type=Path, default=None, help="test claims, predicted (default: found in DATA_DIR)")
+    p.add_argument("--evidence", type=Path, default=None,
+                   help="knowledge source (default: found in DATA_DIR: evidence.json[.gz], wiki-pages/, ...)")
     p.add_argument("--index", type=Path, default=None, help="reuse this verified tag index instead of tagging")
     p.add_argument("--method", default="auto", choices=("auto", *ALL_METHODS), help=AUTO_HELP)
     add_mode_arg(p)
     p.add_argument("--quiet", action="store_true", help="no progress output")
     add_tag_args(p)
     add_embedding_args(p, build=True)
+    add_reader_args(p)
+    add_claims_args(p)
 
     def run(args):
         from factcheck.evaluation.intervals import format_interval
@@ -33,36 +43,38 @@ def add_run(p):
                     "shard_size": args.shard_size, "backend": args.backend, "scheduler": args.scheduler}
         m = run_pipeline(args.data_dir, args.out, args.evidence, args.index, args.method, args.jobs,
                          args.force, False if args.quiet else None, tag_args, mode=args.mode,
-                         embedding_model=embedding_model_from_args(args))
+                         embedding_model=embedding_model_from_args(args), train=args.train, dev=args.dev,
+                         test=args.test, **source_options(args), **claims_options(args))
         iv = m["intervals"]
         ret = m["run"]["retriever"]
         how = {"default": ", the default", "user": ", named with --method"}.get(ret.get("chosen_by"), "")
         how += "; open mode" if args.mode == "open" else ""
         print(f"dev evidence F {format_interval(iv['evidence_f'])}, accuracy {format_interval(iv['accuracy'])}, "
               f"harmonic mean {format_interval(iv['harmonic_mean'])} (retriever: {ret['chosen']}{how})")
-        print(f"wrote {args.out}/dev-claims-predictions.json, test-claims-predictions.json, metrics.json, report.md")
+        fever = " (and .jsonl in FEVER's format)" if (args.out / "dev-claims-predictions.jsonl").is_file() else ""
+        print(f"wrote {args.out}/dev-claims-predictions.json, test-claims-predictions.json{fever}, metrics.json, "
+              "report.md")
     return run
 
 
 def add_train(p):
-    p.add_argument("--index", type=Path, required=True, help="tag index directory")
-    p.add_argument("--claims", type=Path, required=True, help="training claims (course format, labelled)")
+    add_index_args(p, "tag index directory")
+    p.add_argument("--claims", type=Path, required=True, help="training claims, labelled (any claims format)")
     add_renamed(p, "--model", "--model-out", required=True, type=Path, help="model directory to write")
     p.add_argument("--method", default="auto", choices=("auto", *ALL_METHODS), help=AUTO_HELP)
     add_mode_arg(p)
     add_embedding_args(p)
+    add_claims_args(p)
 
     def run(args):
-        from factcheck.formats.claims import read_claims
         from factcheck.training.classifier_cv import config_json
         from factcheck.pipeline.run import train_system
-        from factcheck.tagging.index import TagIndex
 
         check_outputs([args.model], [args.index, args.claims])
         check_output_dir(args.model)
+        train = read_claims_from_args(args, args.claims, require_labels=True)
+        index = index_from_args(args)
         relocate_from_args(args, args.index)
-        index = TagIndex.load(args.index)
-        train = read_claims(args.claims, require_labels=True)
         t = train_system(index, train, args.model, args.method, model_dir=args.model, mode=args.mode)
         print(f"{args.model}: trained on {len(train)} claims ({args.mode} mode)")
         print(describe("retriever " + t.candidates.best, t.system.retriever.params()))
@@ -71,43 +83,47 @@ def add_train(p):
 
 
 def add_predict(p):
-    p.add_argument("--claims", type=Path, required=True, help="claims to predict (course format; labels not needed)")
-    p.add_argument("--index", type=Path, required=True, help="tag index directory (from tag or run: OUT/index)")
+    p.add_argument("--claims", type=Path, required=True, help="claims to predict (any claims format; labels not "
+                   "needed)")
+    add_index_args(p)
     p.add_argument("--model", type=Path, required=True, help="model directory (from train or run: OUT/model)")
     p.add_argument("--out", type=Path, required=True,
-                   help="predictions file to write (leaderboard format, + .explain.json beside it)")
+                   help="predictions file to write (+ .explain.json beside it)")
+    add_predictions_format_arg(p)
     add_mode_arg(p, from_model=True)
     add_embedding_args(p)
+    add_claims_args(p)
 
     def run(args):
-        from factcheck.formats.claims import read_claims
         from factcheck.formats.explanations import explanations_path
         from factcheck.system.checker import FactChecker
         from factcheck.pipeline.run import write_verdicts
         check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.model])
+        claims = read_claims_from_args(args, args.claims)
+        index_from_args(args)
         relocate_from_args(args, args.index)
-        claims = read_claims(args.claims)
         system = FactChecker.load(args.index, args.model, mode=args.mode)
         verdicts = system.check(claims)
-        write_verdicts(args.out, claims, verdicts, system)
+        write_verdicts(args.out, claims, verdicts, system, args.predictions_format)
         print(f"{args.out}: {len(claims)} claim{'' if len(claims) == 1 else 's'} with labels and evidence")
     return run
 
 
 def add_ablation(p):
     p.add_argument("--claims", type=Path, required=True, help="labelled claims (e.g. dev-claims.json)")
-    p.add_argument("--index", type=Path, required=True, help="tag index directory (from tag or run: OUT/index)")
+    add_index_args(p)
     p.add_argument("--model", type=Path, required=True, help="model directory (from train or run: OUT/model)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_embedding_args(p)
+    add_claims_args(p)
 
     def run(args):
         from factcheck.evaluation.ablation import ablation
         from factcheck.evaluation.intervals import format_interval
-        from factcheck.formats.claims import read_claims
         from factcheck.system.checker import FactChecker
+        claims = read_claims_from_args(args, args.claims, require_labels=True)
+        index_from_args(args)
         relocate_from_args(args, args.index)
-        claims = read_claims(args.claims, require_labels=True)
         system = FactChecker.load(args.index, args.model)
         verdicts = system.check(claims)
         gold = [(c.text, system.texts(c.evidences)) for c in claims]
@@ -123,6 +139,12 @@ def add_ablation(p):
         print(f"gold - retrieved: {format_interval(g['accuracy_difference'])}  "
               f"McNemar exact p = {g['mcnemar']['p_value']:.4g}")
     return run
+
+
+def add_predictions_format_arg(p) -> None:
+    p.add_argument("--predictions-format", choices=("course", "fever"), default=None,
+                   help="course: the leaderboard JSON; fever: FEVER's predictions JSONL, evidence as [page, line] "
+                        "(default: fever for a .jsonl --out, else course)")
 
 
 def describe(title: str, config: dict) -> str:

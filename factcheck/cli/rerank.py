@@ -11,30 +11,30 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from factcheck.cli.options import add_renamed, check_outputs, plural
+from factcheck.cli.options import (add_claims_args, add_index_args, add_renamed, check_outputs, index_from_args, plural,
+                                   read_claims_from_args)
 
 __all__ = ["add_train_rerank"]
 
 
 def add_train_rerank(p):
-    p.add_argument("--index", type=Path, required=True, help="tag index directory (from factcheck tag)")
-    p.add_argument("--claims", type=Path, required=True, help="labelled training claims (course format)")
+    add_index_args(p, "tag index directory (from factcheck tag)")
+    p.add_argument("--claims", type=Path, required=True, help="labelled training claims (any claims format)")
     add_renamed(p, "--rerank-model", "--out", required=True, type=Path,
                 help="reranker file to write (skops; the file `retrieve --rerank-model` reads)")
     p.add_argument("--depth", type=int, default=None, help="BM25 candidates per claim (default: 300)")
     p.add_argument("--memory-k", type=int, default=None,
                    help="similar training claims whose gold passages join the candidates "
                         "(default: 20 or 50, whichever is better on the holdout part)")
+    add_claims_args(p)
 
     def run(args):
         from factcheck.errors import InputError
-        from factcheck.formats.claims import read_claims
         from factcheck.formats.splits import train_holdout_split
         from factcheck.training.rerank import DEFAULT_CANDIDATES, train_reranker
-        from factcheck.tagging.index import TagIndex
 
         check_outputs([args.rerank_model], [args.index, args.claims])
-        claims = read_claims(args.claims, require_labels=True)
+        claims = read_claims_from_args(args, args.claims, require_labels=True)
         if len(claims) < 5:
             raise InputError(args.claims, None, f"too few claims to train on ({len(claims)}; need at least 5)")
         for name in ("depth", "memory_k"):
@@ -48,7 +48,7 @@ def add_train_rerank(p):
                                                if v is not None}) for c in DEFAULT_CANDIDATES]
             kwargs["configs"] = list(dict.fromkeys(kwargs["configs"]))  # same settings once
         # Bars on a terminal only: piped output (logs, scripts) keeps its one-line messages.
-        retriever = train_reranker(TagIndex.load(args.index), fit, holdout, **kwargs,
+        retriever = train_reranker(index_from_args(args), fit, holdout, **kwargs,
                                    progress=None if sys.stderr.isatty() else False)
         retriever.save(args.rerank_model)
         r = retriever.report

@@ -6,32 +6,36 @@ import json
 import sys
 from pathlib import Path
 
-from factcheck.cli.options import (add_embedding_args, add_retriever_args, check_outputs, plural, positive_int,
-                                   relocate_from_args, retriever_from_args)
+from factcheck.cli.options import (add_claims_args, add_embedding_args, add_index_args, add_retriever_args,
+                                   check_outputs, claims_options, index_from_args, plural, positive_int,
+                                   read_claims_from_args, relocate_from_args, retriever_from_args)
 
 __all__ = ["add_retrieve", "add_evaluate"]
 
 
 def add_retrieve(p):
-    p.add_argument("--index", type=Path, required=True, help="tag index directory (from factcheck tag)")
-    p.add_argument("--claims", type=Path, required=True, help="claims file (course format)")
+    add_index_args(p, "tag index directory (from factcheck tag)")
+    p.add_argument("--claims", type=Path, required=True, help="claims file (any claims format)")
     p.add_argument("--out", type=Path, required=True, help="predictions file to write")
+    from factcheck.cli.pipeline import add_predictions_format_arg
+    add_predictions_format_arg(p)
     add_retriever_args(p)
     add_embedding_args(p)
+    add_claims_args(p)
 
     def run(args):
         from factcheck.formats.explanations import explanations_path
-        from factcheck.formats.claims import read_claims
         from factcheck.retrieval.registry import run_retrieval, write_retrieval
-        from factcheck.tagging.index import TagIndex
         from factcheck.tagging.vectors import vectors_model
         check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.rerank_model])
+        claims = read_claims_from_args(args, args.claims)
+        index = index_from_args(args)
         relocate_from_args(args, args.index)
-        claims = read_claims(args.claims)
         # The open mode's check loads the model the index's vectors were built with, if any.
-        retriever = retriever_from_args(args, vectors_model(args.index)).fit(TagIndex.load(args.index))
+        retriever = retriever_from_args(args, vectors_model(args.index)).fit(index)
         evidences, explain = run_retrieval(retriever, claims)
-        sidecar = write_retrieval(args.out, claims, evidences, explain, retriever)
+        sidecar = write_retrieval(args.out, claims, evidences, explain, retriever,
+                                  predictions_format=args.predictions_format)
         fallback = sum(e.get("path") == "fallback" for e in explain.values())
         print(f"{args.out}: evidence for {plural(len(claims), 'claim')} ({retriever.name}"
               + (f", {fallback} by fallback" if args.method == "tags" else "") + f"); explanations in {sidecar}")
@@ -40,9 +44,10 @@ def add_retrieve(p):
 
 def add_evaluate(p):
     p.add_argument("--predictions", type=Path, required=True,
-                   help="predictions file (leaderboard format, from retrieve, predict or run)")
+                   help="predictions file (leaderboard format or FEVER's predictions JSONL, from retrieve, "
+                        "predict or run)")
     p.add_argument("--groundtruth", type=Path, required=True,
-                   help="labelled claims with gold evidence (course format, e.g. dev-claims.json)")
+                   help="labelled claims with gold evidence (any claims format, e.g. dev-claims.json)")
     p.add_argument("--explanations", type=Path, default=None,
                    help="explanations sidecar (default: PREDICTIONS with .explain.json, if present)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -52,6 +57,7 @@ def add_evaluate(p):
                         "evidence precision/recall/F1 within the first --max-evidence predicted sentences)")
     p.add_argument("--max-evidence", type=positive_int, default=None,
                    help="with --metric fever: predicted sentences that count (default: 5, the shared task's)")
+    add_claims_args(p)
 
     def run(args):
         from factcheck.evaluation.evaluate import evaluate_files, format_report
@@ -60,7 +66,7 @@ def add_evaluate(p):
         if args.max_evidence is not None:
             from factcheck.errors import InputError
             raise InputError(None, None, "only with --metric fever", param="max_evidence")
-        result = evaluate_files(args.predictions, args.groundtruth, args.explanations)
+        result = evaluate_files(args.predictions, args.groundtruth, args.explanations, **claims_options(args))
         for cid in result["missing"]:
             print(f"warning: claim {cid} has no prediction; left out of the averages", file=sys.stderr)
         print(json.dumps(result, indent=2) if args.json else format_report(result))
@@ -69,7 +75,8 @@ def add_evaluate(p):
 
 def _evaluate_fever(args) -> None:
     from factcheck.evaluation.fever import MAX_EVIDENCE, fever_score_files, format_fever_report
-    result = fever_score_files(args.predictions, args.groundtruth, args.max_evidence or MAX_EVIDENCE).to_json()
+    result = fever_score_files(args.predictions, args.groundtruth, args.max_evidence or MAX_EVIDENCE,
+                               **claims_options(args)).to_json()
     for cid in result["missing"]:
         print(f"warning: claim {cid} has no prediction; left out of the averages", file=sys.stderr)
     print(json.dumps(result, indent=2) if args.json else format_fever_report(result))

@@ -13,10 +13,12 @@ from sklearn.metrics import confusion_matrix, f1_score
 
 from factcheck.evaluation.intervals import (Estimate, bootstrap_mean, mcnemar_exact, paired_bootstrap_diff,
                                             resample_indices, wilson)
-from factcheck.formats.claims import LABELS
+from factcheck.formats.claims import label_set
 
 
-def bootstrap_macro_f1(y_true, y_pred, labels=LABELS) -> Estimate:
+def bootstrap_macro_f1(y_true, y_pred, labels=None) -> Estimate:
+    """Macro-F1 over ``labels`` (default: the label set of the gold and predicted labels)."""
+    labels = list(labels if labels is not None else label_set([*y_true, *y_pred]))
     t = np.array([labels.index(v) for v in y_true])
     p = np.array([labels.index(v) for v in y_pred])
     idx = resample_indices(len(t))
@@ -34,10 +36,12 @@ def bootstrap_macro_f1(y_true, y_pred, labels=LABELS) -> Estimate:
     return Estimate(float(value), float(lo), float(hi), "bootstrap", len(t))
 
 
-def condition_summary(y_true, y_pred) -> dict:
+def condition_summary(y_true, y_pred, labels=None) -> dict:
+    """Accuracy, macro-F1, per-label recall and the confusion matrix over ``labels``."""
+    labels = list(labels if labels is not None else label_set([*y_true, *y_pred]))
     correct = np.array([a == b for a, b in zip(y_true, y_pred)], dtype=float)
     per_label = {}
-    for label in LABELS:
+    for label in labels:
         mask = [t == label for t in y_true]
         n = int(sum(mask))
         hits = int(sum(c for c, m in zip(correct, mask) if m))
@@ -45,10 +49,10 @@ def condition_summary(y_true, y_pred) -> dict:
                             "predicted": int(sum(p == label for p in y_pred))}
     return {
         "accuracy": bootstrap_mean(correct).to_json(),
-        "macro_f1": bootstrap_macro_f1(y_true, y_pred).to_json(),
+        "macro_f1": bootstrap_macro_f1(y_true, y_pred, labels).to_json(),
         "per_label": per_label,
-        "confusion": {"labels": list(LABELS),
-                      "matrix": confusion_matrix(y_true, y_pred, labels=list(LABELS)).tolist()},
+        "confusion": {"labels": labels,
+                      "matrix": confusion_matrix(y_true, y_pred, labels=labels).tolist()},
     }
 
 
@@ -62,16 +66,21 @@ def compare(y_true, pred_a, pred_b, name_a: str, name_b: str) -> dict:
     }
 
 
-def ablation(y_true, pred_gold, pred_retrieved, baselines: dict | None = None) -> dict:
+def ablation(y_true, pred_gold, pred_retrieved, baselines: dict | None = None, labels=None) -> dict:
+    """Gold versus retrieved evidence (and baselines) over ``labels`` (default: the label
+    set of every gold and predicted label, :func:`~factcheck.formats.claims.label_set`)."""
+    if labels is None:
+        every = [*y_true, *pred_gold, *pred_retrieved, *(p for ps in (baselines or {}).values() for p in ps)]
+        labels = label_set(every)
     out = {
         "claims": len(y_true),
-        "gold": condition_summary(y_true, pred_gold),
-        "retrieved": condition_summary(y_true, pred_retrieved),
+        "gold": condition_summary(y_true, pred_gold, labels),
+        "retrieved": condition_summary(y_true, pred_retrieved, labels),
         "gold_vs_retrieved": compare(y_true, pred_gold, pred_retrieved, "gold", "retrieved"),
     }
     for name, preds in (baselines or {}).items():
         out.setdefault("baselines", {})[name] = {
-            **condition_summary(y_true, preds),
+            **condition_summary(y_true, preds, labels),
             "retrieved_vs_baseline": compare(y_true, pred_retrieved, preds, "retrieved", name),
         }
     return out

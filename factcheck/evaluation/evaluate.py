@@ -13,12 +13,12 @@ from factcheck.errors import InputError
 from factcheck.evaluation.course_metric import course_score
 from factcheck.evaluation.intervals import Estimate, bootstrap_mean, wilson
 from factcheck.evaluation.retrieval_metrics import retrieval_metrics
-from factcheck.formats.claims import LABELS, read_claims, read_predictions
+from factcheck.formats.claims import label_set, prefixed_params, read_claims, read_predictions
 from factcheck.formats.explanations import explanations_path
 
 
 def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = None,
-             source: str | None = None) -> dict:
+             source: str | None = None, labels=None) -> dict:
     """The course metric (evidence F, label accuracy, their harmonic mean) and retrieval
     metrics, each with a 95% interval, per label too (what ``metrics.json`` holds).
 
@@ -35,12 +35,16 @@ def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = N
         recall@k and MRR.
     source : str or None
         The predictions' file, named in errors.
+    labels : sequence of str or None
+        The label set of ``per_label`` (default: the ground truth's,
+        :func:`~factcheck.formats.claims.label_set`).
 
     Returns
     -------
     dict
         ``claims``, ``missing``, ``evidence_f``, ``accuracy``, ``harmonic_mean``,
-        ``intervals`` (value, ci95, method, n), ``retrieval``, ``per_label``.
+        ``intervals`` (value, ci95, method, n), ``retrieval``, ``per_label``; and
+        ``without_gold`` when some claims have no gold evidence (FEVER's NOT ENOUGH INFO).
 
     Example
     -------
@@ -77,15 +81,22 @@ def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = N
         "harmonic_mean": score.harmonic_mean,
         "intervals": {k: v.to_json() for k, v in iv.items()},
         "retrieval": {k: (v.to_json() if isinstance(v, Estimate) else v) for k, v in retrieval.items()},
-        "per_label": per_label(score, groundtruth, predictions),
+        "per_label": per_label(score, groundtruth, predictions, labels),
     }
+    judged = [c.id for c in groundtruth if c.evidences and c.id in predictions]
+    if len(judged) < len(score.claim_ids):
+        # FEVER's NOT ENOUGH INFO claims have no gold sentence: the course metric counts their
+        # evidence F as 0 (as the course scorer would); FEVER scores evidence over the others.
+        f_of = dict(zip(score.claim_ids, score.f.tolist()))
+        out["without_gold"] = {"claims": len(score.claim_ids) - len(judged),
+                               "evidence_f_others": bootstrap_mean([f_of[cid] for cid in judged]).to_json()}
     return out
 
 
-def per_label(score, groundtruth, predictions) -> dict:
+def per_label(score, groundtruth, predictions, labels=None) -> dict:
     by_label = {}
     f_of = dict(zip(score.claim_ids, score.f.tolist()))
-    for label in LABELS:
+    for label in labels if labels is not None else label_set(c.label for c in groundtruth):
         claims = [c for c in groundtruth if c.label == label and c.id in f_of]
         entry = {"n": len(claims), "evidence_f": bootstrap_mean([f_of[c.id] for c in claims]).to_json()}
         if score.correct is not None:
@@ -103,6 +114,10 @@ def format_report(result: dict) -> str:
     iv = result["intervals"]
     lines = [f"claims scored: {result['claims']}"]
     lines.append(f"evidence F:     {est(iv['evidence_f'])}")
+    if "without_gold" in result:
+        w = result["without_gold"]
+        lines.append(f"  ({w['claims']} claims have no gold evidence and count 0; over the others: "
+                     f"{est(w['evidence_f_others'])})")
     if result["accuracy"] is not None:
         lines.append(f"label accuracy: {est(iv['accuracy'])}")
         lines.append(f"harmonic mean:  {est(iv['harmonic_mean'])}")
@@ -121,18 +136,24 @@ def format_report(result: dict) -> str:
     return "\n".join(lines)
 
 
-def evaluate_files(predictions_path: Path, groundtruth_path: Path, explanations: Path | None = None) -> dict:
+def evaluate_files(predictions_path: Path, groundtruth_path: Path, explanations: Path | None = None, *,
+                   claims_format: str | None = None, claims_id_column: str | None = None,
+                   claims_text_column: str | None = None, claims_label_column: str | None = None,
+                   claims_evidence_column: str | None = None) -> dict:
     """:func:`evaluate` on files (``factcheck evaluate``); :func:`format_report` renders the
     result as text.
 
     Parameters
     ----------
     predictions_path : str or Path
-        A predictions file (leaderboard format).
+        A predictions file: the leaderboard format or FEVER's predictions JSONL (detected).
+        A predicted label outside the ground truth's label set is an error.
     groundtruth_path : str or Path
-        The labelled claims.
+        The labelled claims (any claims format, :func:`~factcheck.formats.claims.read_claims`).
     explanations : Path or None
         The explanations sidecar; default: the one beside the predictions, if present.
+    claims_format, claims_id_column, claims_text_column, claims_label_column, claims_evidence_column
+        How to read the ground truth (``read_claims``'s options, ``claims_`` in front).
 
     Returns
     -------
@@ -144,8 +165,12 @@ def evaluate_files(predictions_path: Path, groundtruth_path: Path, explanations:
     >>> result = evaluate_files("out/demo/dev-claims-predictions.json", "data/demo/dev-claims.json")  # doctest: +SKIP
     >>> result["retrieval"]["recall@100"]["value"]                                                   # doctest: +SKIP
     """
-    predictions = read_predictions(predictions_path)
-    groundtruth = read_claims(groundtruth_path, require_labels=True)
+    with prefixed_params("claims_"):
+        groundtruth = read_claims(groundtruth_path, require_labels=True, format=claims_format,
+                                  id_column=claims_id_column, text_column=claims_text_column,
+                                  label_column=claims_label_column, evidence_column=claims_evidence_column)
+    labels = label_set(c.label for c in groundtruth)
+    predictions = read_predictions(predictions_path, labels=labels)
     sidecar = explanations or explanations_path(predictions_path)
     expl = None
     if sidecar.is_file():
@@ -155,4 +180,4 @@ def evaluate_files(predictions_path: Path, groundtruth_path: Path, explanations:
             raise InputError(sidecar, None, "not a factcheck explanations file") from None
     elif explanations:
         raise InputError(explanations, None, "no such file")
-    return evaluate(predictions, groundtruth, expl, source=str(predictions_path))
+    return evaluate(predictions, groundtruth, expl, source=str(predictions_path), labels=labels)

@@ -248,18 +248,26 @@ def _prediction(source, cid: str, p) -> tuple[str, list[tuple]]:
     return p["predicted_label"], pairs
 
 
-def fever_score_files(predictions_path, groundtruth_path, max_evidence: int = MAX_EVIDENCE) -> FeverScore:
+def fever_score_files(predictions_path, groundtruth_path, max_evidence: int = MAX_EVIDENCE, *,
+                      claims_format: str | None = None, claims_id_column: str | None = None,
+                      claims_text_column: str | None = None, claims_label_column: str | None = None,
+                      claims_evidence_column: str | None = None) -> FeverScore:
     """:func:`fever_score` on files: predictions (with labels) and labelled claims, each in any
     format their readers take (:func:`~factcheck.formats.claims.read_predictions`,
     :func:`~factcheck.formats.claims.read_claims`).
 
     A claim's gold sets are its FEVER evidence sets when the file has them; otherwise (the
     course's claims, Climate-FEVER's) each gold passage is a set of its own. Sentences are
-    compared by passage id (``page:line`` for FEVER's).
+    compared by passage id (``page:line`` for FEVER's). ``claims_*``: how to read the ground
+    truth (``read_claims``'s options, as ``evaluate_files`` takes them); a predicted label
+    outside its label set is an error.
     """
-    from factcheck.formats.claims import read_claims, read_predictions
-    groundtruth = read_claims(groundtruth_path, require_labels=True)
-    predictions = read_predictions(predictions_path)
+    from factcheck.formats.claims import label_set, prefixed_params, read_claims, read_predictions
+    with prefixed_params("claims_"):
+        groundtruth = read_claims(groundtruth_path, require_labels=True, format=claims_format,
+                                  id_column=claims_id_column, text_column=claims_text_column,
+                                  label_column=claims_label_column, evidence_column=claims_evidence_column)
+    predictions = read_predictions(predictions_path, labels=label_set(c.label for c in groundtruth))
     gold = {}
     for c in groundtruth:
         sets = getattr(c, "evidence_sets", None)

@@ -32,9 +32,14 @@ def reciprocal_rank(ranked: list[str], gold: list[str]) -> float:
 
 def retrieval_metrics(claims, ranked: dict[str, list[str]] | None, selected: dict[str, list[str]],
                       paths: dict[str, str] | None = None, ks=DEFAULT_KS) -> dict:
-    """Metrics with 95% intervals over the claims present in ``selected``."""
-    present = [c for c in claims if c.id in selected]
+    """Metrics with 95% intervals over the claims present in ``selected`` that have gold
+    evidence (as IR evaluation skips unjudged queries: a FEVER NOT ENOUGH INFO claim has no
+    gold sentence to find; ``without_gold`` counts the claims left out, when any are)."""
+    present = [c for c in claims if c.id in selected and c.evidences]
     out: dict = {"claims": len(present)}
+    skipped = sum(1 for c in claims if c.id in selected and not c.evidences)
+    if skipped:
+        out["without_gold"] = skipped
     if ranked is not None:
         depth = min((len(ranked[c.id]) for c in present), default=0)
         out["ranking_depth"] = depth

@@ -42,7 +42,7 @@ _STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
 _SPACE = r"[ \t\n\r]*+"
 _MEMBERS = re.compile(rf"(?:{_SPACE}{_STRING}{_SPACE}:{_SPACE}{_STRING}{_SPACE},)++")
 # An escape that may decode to a lone surrogate (the careful path checks each string).
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _PAIRS = json.JSONDecoder(object_pairs_hook=list)
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
@@ -178,7 +178,7 @@ def _decode_run(buf: str, pos: int, comma: int):
         return end
     # A lone surrogate can only come from an escape (the UTF-8 decoder refuses encoded
     # ones); an escaped pair decodes to one character, so only a lone one is found here.
-    if _SURROGATE_ESCAPE.search(body) and any(map(LONE_SURROGATE.search, ids + texts)):
+    if SURROGATE_ESCAPE.search(body) and any(map(LONE_SURROGATE.search, ids + texts)):
         return end
     return ids, texts, end
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from factcheck.errors import InputError
 from factcheck.formats.claims import Claim, write_predictions
+from factcheck.formats.fever import split_sentence_id
 from factcheck.formats.files import write_json_atomic
 
 __all__ = ["explanations_path", "write_explained_predictions"]
@@ -31,14 +32,14 @@ def explanations_path(predictions: Path) -> Path:
     'dev-claims-predictions.explain.json'
     """
     name = predictions.name
-    stem = name[:-5] if name.endswith(".json") else name
+    stem = name[:-5] if name.endswith(".json") else name[:-6] if name.endswith(".jsonl") else name
     return predictions.with_name(stem + ".explain.json")
 
 
 def write_explained_predictions(out: Path, claims: list[Claim], evidences: dict[str, list[str]],
                                 explanations: dict[str, dict], retriever_spec: dict,
-                                labels: dict[str, str] | None = None) -> Path:
-    """Predictions (course format) and their ``.explain.json`` sidecar; returns the sidecar's path.
+                                labels: dict[str, str] | None = None, predictions_format: str | None = None) -> Path:
+    """Predictions and their ``.explain.json`` sidecar; returns the sidecar's path.
 
     Parameters
     ----------
@@ -54,6 +55,9 @@ def write_explained_predictions(out: Path, claims: list[Claim], evidences: dict[
         ``{"method", "params"[, "chunk_window", "chunk_overlap"]}`` of the retriever.
     labels : dict or None
         Claim id -> label, when a classifier predicted them.
+    predictions_format : {"course", "fever"} or None
+        The predictions' format (:func:`~factcheck.formats.claims.write_predictions`);
+        None: FEVER's predictions JSONL for a ``.jsonl`` name, else the course format.
 
     Both destinations are checked before either is written, and the sidecar is written
     first, so a predictions file never exists without its explanations.
@@ -69,6 +73,16 @@ def write_explained_predictions(out: Path, claims: list[Claim], evidences: dict[
     for dest in (out, sidecar):
         if dest.is_dir():
             raise InputError(dest, None, "is a directory, expected a file name")
+    fmt = predictions_format or ("fever" if out.name.lower().endswith(".jsonl") else "course")
+    if fmt == "fever":  # every id must be page:line: refuse before writing anything
+        for c in claims:
+            for e in evidences[c.id]:
+                if split_sentence_id(e) is None:
+                    raise InputError(out, f"claim {c.id!r}", f"evidence id {e!r} is not a FEVER sentence id "
+                                     "(page:line): the knowledge source is not FEVER's; write the course format")
+    elif fmt != "course":
+        raise InputError(out, None, f"unknown predictions format {fmt!r}; expected course or fever",
+                         param="predictions_format")
     write_json_atomic(sidecar, {**retriever_spec, "claims": explanations})
-    write_predictions(out, claims, evidences, labels)
+    write_predictions(out, claims, evidences, labels, fmt)
     return sidecar

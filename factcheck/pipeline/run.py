@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from factcheck.errors import InputError
-from factcheck.formats.claims import read_claims
+from factcheck.formats.claims import (detect_claims_format, label_set, prefixed_params, read_claims,
+                                     write_predictions)
 from factcheck.formats.evidence import source_spec
 from factcheck.formats.files import sha256_file, write_json_atomic
 from factcheck.formats.splits import train_holdout_split
@@ -49,26 +50,44 @@ from factcheck.tagging.heap import return_freed_memory
 logger = logging.getLogger(__name__)
 
 
-def find_data(data_dir: Path, evidence: Path | None):
-    data_dir = Path(data_dir)
-    if not data_dir.is_dir():
-        raise InputError(data_dir, None, "no such data directory")
+# Where ``run`` looks in a data directory, per split: the course's names, then FEVER's
+# (its distribution's names and plain ones). Two matches for one split is an error: which
+# one was meant cannot be guessed.
+DATA_FILES = {
+    "train": ("train-claims.json", "train.jsonl"),
+    "dev": ("dev-claims.json", "dev.jsonl", "shared_task_dev.jsonl", "paper_dev.jsonl"),
+    "test": ("test-claims-unlabelled.json", "test.jsonl", "shared_task_test.jsonl", "paper_test.jsonl"),
+    "evidence": ("evidence.json", "evidence.json.gz", "evidence.jsonl", "evidence.csv", "wiki-pages",
+                 "corpus.jsonl"),
+}
+
+
+def find_data(data_dir: Path | None, evidence: Path | None = None, *, train: Path | None = None,
+              dev: Path | None = None, test: Path | None = None) -> dict[str, Path]:
+    """The four inputs of a run: each given explicitly, or found in ``data_dir`` under one
+    of :data:`DATA_FILES`' names (a course directory, or FEVER's layout: ``train.jsonl``,
+    ``shared_task_dev.jsonl`` or ``paper_dev.jsonl``, ... and ``wiki-pages/``)."""
+    given = {"train": train, "dev": dev, "test": test, "evidence": evidence}
+    if data_dir is not None:
+        data_dir = Path(data_dir)
+        if not data_dir.is_dir():
+            raise InputError(data_dir, None, "no such data directory", param="data_dir")
     files = {}
-    for key, name in (("train", "train-claims.json"), ("dev", "dev-claims.json"),
-                      ("test", "test-claims-unlabelled.json")):
-        path = data_dir / name
-        if not path.is_file():
-            raise InputError(path, None, "missing (a course data directory holds train-claims.json, "
-                             "dev-claims.json, test-claims-unlabelled.json and evidence.json)")
-        files[key] = path
-    if evidence is None:
-        for name in ("evidence.json", "evidence.json.gz", "evidence.jsonl", "evidence.csv"):
-            if (data_dir / name).is_file():
-                evidence = data_dir / name
-                break
-        else:
-            raise InputError(data_dir / "evidence.json", None, "missing (or pass --evidence FILE)")
-    files["evidence"] = Path(evidence)
+    for key, names in DATA_FILES.items():
+        if given[key] is not None:
+            files[key] = Path(given[key])
+            continue
+        if data_dir is None:
+            raise InputError(None, None, f"no {key} file: give it, or a data directory holding one of "
+                             f"{', '.join(names)}", param=key)
+        found = [data_dir / n for n in names if (data_dir / n).exists()]
+        if not found:
+            raise InputError(data_dir / names[0], None, f"missing (a data directory holds one of {', '.join(names)} "
+                             f"for {key}; or name the file)", param=key)
+        if len(found) > 1:
+            raise InputError(data_dir, None, f"holds {' and '.join(p.name for p in found)} for {key}: "
+                             "name the one to use", param=key)
+        files[key] = found[0]
     return files
 
 
@@ -93,9 +112,14 @@ class Clock:
         return _Step()
 
 
-def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_dir: Path | None = None,
+def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None, index_dir: Path | None = None,
                  method: str = "auto", jobs: int = -1, force: bool = False, progress: bool | None = None,
-                 tag_args: dict | None = None, mode: str = "course", embedding_model=None) -> dict:
+                 tag_args: dict | None = None, mode: str = "course", embedding_model=None, *,
+                 train: Path | None = None, dev: Path | None = None, test: Path | None = None,
+                 format: str | None = None, id_column: str | None = None, text_column: str | None = None,
+                 title_column: str | None = None, index_titles: bool | None = None, claims_format: str | None = None,
+                 claims_id_column: str | None = None, claims_text_column: str | None = None,
+                 claims_label_column: str | None = None, claims_evidence_column: str | None = None) -> dict:
     """``factcheck run``: everything end to end (see the module docstring).
 
     ``out`` is this run's alone while it runs (a second run into it fails at once, naming
@@ -104,12 +128,13 @@ def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_
 
     Parameters
     ----------
-    data_dir : str or Path
-        The course data: train/dev/test claims and the knowledge source.
+    data_dir : str, Path or None
+        Where the inputs are found (:func:`find_data`: the course's file names or FEVER's);
+        None when ``train``, ``dev``, ``test`` and ``evidence`` are all given.
     out : str or Path
         The run directory (index, model, predictions, metrics, report, plots).
     evidence : Path or None
-        Another knowledge source than the data directory's.
+        The knowledge source, when not the data directory's.
     index_dir : Path or None
         An existing tag index to use instead of building ``OUT/index``.
     method : str, default "auto"
@@ -128,6 +153,13 @@ def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_
     embedding_model : None, str, Path or dict
         Open mode: a local ONNX model's directory (or its settings, see
         :func:`~factcheck.text.embedding.load_embedder`); None, the bundled model.
+    train, dev, test : Path or None
+        A claims file named explicitly instead of found in ``data_dir``.
+    format, id_column, text_column, title_column, index_titles : optional
+        How to read the knowledge source (:func:`~factcheck.formats.evidence.source_spec`'s options).
+    claims_format, claims_id_column, claims_text_column, claims_label_column, claims_evidence_column : optional
+        How to read the three claims files (:func:`~factcheck.formats.claims.read_claims`'s
+        options, ``claims_`` in front).
 
     Returns
     -------
@@ -147,17 +179,26 @@ def run_pipeline(data_dir: Path, out: Path, evidence: Path | None = None, index_
     # before any work: an open mode without its extra (or a bad model directory) is one line, now
     check_method(method, mode, also=("auto",), embedding_model=embedding_model)
     require_backend((tag_args or {}).get("backend", "loky"))  # so is --backend dask without its extra
+    source = {"format": format, "id_column": id_column, "text_column": text_column, "title_column": title_column,
+              "index_titles": index_titles}
+    claims = {"format": claims_format, "id_column": claims_id_column, "text_column": claims_text_column,
+              "label_column": claims_label_column, "evidence_column": claims_evidence_column}
+    files = find_data(data_dir, evidence, train=train, dev=dev, test=test)
     with DirectoryLock(Path(out)):
-        return _run_pipeline(data_dir, out, evidence, index_dir, method, jobs, force, progress, tag_args, mode,
-                             embedding_model)
+        return _run_pipeline(data_dir, out, files, index_dir, method, jobs, force, progress, tag_args, mode,
+                             embedding_model, source, claims)
 
 
-def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None, index_dir: Path | None,
+def _read_claims(path, options: dict, require_labels: bool = False):
+    with prefixed_params("claims_"):
+        return read_claims(path, require_labels=require_labels, **options)
+
+
+def _run_pipeline(data_dir: Path | None, out: Path, files: dict, index_dir: Path | None,
                   method: str, jobs: int, force: bool, progress: bool | None, tag_args: dict | None,
-                  mode: str, embedding_model=None) -> dict:
+                  mode: str, embedding_model, source: dict, claim_options: dict) -> dict:
     from factcheck.classification.calibration import reliability
     from factcheck.evaluation.ablation import ablation
-    from factcheck.formats.claims import LABELS
     from factcheck.evaluation.evaluate import evaluate
     from factcheck.reporting import report
     from factcheck.training import selection
@@ -168,17 +209,24 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None, index_dir: P
     out = Path(out)
     quiet = progress is False
     clock = Clock(quiet)
-    files = find_data(data_dir, evidence)
     with clock.step("reading claims"):
-        train = read_claims(files["train"], require_labels=True)
-        dev = read_claims(files["dev"], require_labels=True)
-        test = read_claims(files["test"])
+        train = _read_claims(files["train"], claim_options, require_labels=True)
+        dev = _read_claims(files["dev"], claim_options, require_labels=True)
+        test = _read_claims(files["test"], claim_options)
+        labels = label_set(c.label for c in train)
+        _check_labels(dev, labels, files["dev"])
+        claims_format = claim_options["format"] or detect_claims_format(files["dev"])
 
     with clock.step("tagging the knowledge source"):
         if index_dir is None:
             index_dir = out / "index"
             TagJob(jobs=jobs, progress=progress, **(tag_args or {})).run(
-                source_spec(files["evidence"]), index_dir, force=force)
+                source_spec(files["evidence"], **source), index_dir, force=force)
+        else:
+            for name, value in source.items():
+                if value is not None:
+                    raise InputError(index_dir, None, "applies to the knowledge source read, and an index is "
+                                     "reused as built", param=name)
         index = TagIndex.load(index_dir)
     if mode == "open":
         from factcheck.tagging.vectors import PassageVectorJob
@@ -199,6 +247,8 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None, index_dir: P
         verdicts = system.check(dev)
         dev_path = out / "dev-claims-predictions.json"
         write_verdicts(dev_path, dev, verdicts, system)
+        if claims_format == "fever":  # also in FEVER's own predictions format, for its scorer
+            _write_fever_predictions(dev_path.with_suffix(".jsonl"), dev, verdicts)
     with clock.step("gold-versus-retrieved ablation on dev"):
         gold_X = [(c.text, texts_of(c.evidences)) for c in dev]
         retrieved_X = [(c.text, texts_of(v.explanation["classifier_read"]["ids"])) for c, v in zip(dev, verdicts)]
@@ -207,16 +257,20 @@ def _run_pipeline(data_dir: Path, out: Path, evidence: Path | None, index_dir: P
         abl = ablation(y, list(classifier.predict(gold_X)), verdicts.labels, base_preds)
     with clock.step("predicting test"):
         test_verdicts = system.check(test)
-        write_verdicts(out / "test-claims-predictions.json", test, test_verdicts, system)
+        test_path = out / "test-claims-predictions.json"
+        write_verdicts(test_path, test, test_verdicts, system)
+        if claims_format == "fever":
+            _write_fever_predictions(test_path.with_suffix(".jsonl"), test, test_verdicts)
 
     with clock.step("scoring dev (the system and every retriever)"):
         predictions = verdicts.predictions()
         metrics = evaluate(predictions, dev, {v.id: v.explanation for v in verdicts}, source=str(dev_path))
-        dev_proba = [[p[lab] for lab in LABELS] for p in verdicts.probabilities]
-        trained.selection.summary["calibration"]["dev"] = reliability([c.label for c in dev], dev_proba, LABELS)
+        dev_proba = [[p.get(lab, 0.0) for lab in labels] for p in verdicts.probabilities]
+        trained.selection.summary["calibration"]["dev"] = reliability([c.label for c in dev], dev_proba, labels)
         on_dev = selection.dev_scores(candidates, dev)
     metrics["run"] = {
-        "data_dir": str(Path(data_dir).resolve()), "evidence": files["evidence"].name, "mode": mode,
+        "data_dir": str(Path(data_dir).resolve()) if data_dir is not None else None,
+        "evidence": files["evidence"].name, "mode": mode,
         "dev_sha256": sha256_file(files["dev"]),
         "index": str(Path(index_dir).resolve()), "passages": len(index),
         "retriever": {"chosen": candidates.best, "params": system.retriever.params(),
@@ -299,12 +353,28 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     return Trained(system, candidates, chosen.config, chosen.evidence[chosen.reader], chosen)
 
 
-def write_verdicts(path: Path, claims, verdicts, system) -> None:
-    """A system's predictions and their explanations (the one sidecar schema)."""
+def write_verdicts(path: Path, claims, verdicts, system, predictions_format: str | None = None) -> None:
+    """A system's predictions and their explanations (the one sidecar schema); the
+    predictions in the course format or FEVER's (default: FEVER's for a ``.jsonl`` path)."""
     by_id = verdicts.by_id
     write_retrieval(path, claims, {cid: v.evidences for cid, v in by_id.items()},
                     {cid: v.explanation for cid, v in by_id.items()}, system.retriever,
-                    {cid: v.label for cid, v in by_id.items()})
+                    {cid: v.label for cid, v in by_id.items()}, predictions_format)
+
+
+def _write_fever_predictions(path: Path, claims, verdicts) -> None:
+    """The predictions alone in FEVER's format (beside the course-format file and its sidecar)."""
+    by_id = verdicts.by_id
+    write_predictions(path, claims, {cid: v.evidences for cid, v in by_id.items()},
+                      {cid: v.label for cid, v in by_id.items()}, "fever")
+
+
+def _check_labels(claims, labels, path) -> None:
+    """Every label of ``claims`` must be one the classifier can predict (the training set's)."""
+    for c in claims:
+        if c.label not in labels:
+            raise InputError(path, f"claim {c.id!r}", f"label {c.label!r} is not among the training claims' labels "
+                             f"({', '.join(labels)})")
 
 
 def _check_gold_ids(index, claims, path) -> None:

@@ -72,6 +72,11 @@ def write_report(path: Path, metrics: dict, plots: dict) -> None:
         L += ["| metric | this run |", "|---|---|",
               f"| evidence F | {_e(iv['evidence_f'])} |", f"| label accuracy | {_e(iv['accuracy'])} |",
               f"| harmonic mean | {_e(iv['harmonic_mean'])} |", ""]
+    if "without_gold" in metrics:  # FEVER's NOT ENOUGH INFO claims: no gold sentence
+        w = metrics["without_gold"]
+        L += [f"{w['claims']} dev claims have no gold evidence (FEVER's NOT ENOUGH INFO) and count 0 in the "
+              f"evidence F above; over the other claims it is {_e(w['evidence_f_others'])}. The retrieval "
+              "metrics below leave them out.", ""]
     ret = run["retriever"]
     holdout = ", ".join(f"{k} {v:.3f}" for k, v in ret["holdout"].items())
     n_holdout = ret.get("holdout_claims")

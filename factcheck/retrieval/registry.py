@@ -150,10 +150,15 @@ def run_retrieval(retriever: Retriever, claims: list[Claim], depth: int = DEPTH)
     texts = [c.text for c in claims]
     selections = retriever.retrieve(texts)
     rankings = retriever.rank(texts, depth) if depth > 0 else [None] * len(claims)
+    index = retriever.index_
+    titled = getattr(index, "has_titles", False)
     evidences, explain = {}, {}
     for claim, sel, ranking in zip(claims, selections, rankings):
         evidences[claim.id] = sel.ids
         explain[claim.id] = sel.to_json()
+        if titled:  # a FEVER page's or a BEIR document's title, for the reader of the explanation
+            for hit, record in zip(sel.hits, explain[claim.id]["hits"]):
+                record["title"] = index.title(hit.row)
         if ranking is not None:
             explain[claim.id]["ranking"] = ranking.ids
     return evidences, explain
@@ -175,8 +180,10 @@ def retriever_spec(retriever: Retriever) -> dict:
 
 
 def write_retrieval(out: Path, claims: list[Claim], evidences: dict, explain: dict, retriever: Retriever,
-                    labels: dict | None = None) -> Path:
-    """Predictions (course format) plus the ``.explain.json`` sidecar of ``retriever``'s
-    choices (see :mod:`factcheck.formats.explanations`); returns the sidecar's path."""
+                    labels: dict | None = None, predictions_format: str | None = None) -> Path:
+    """Predictions (course format, or FEVER's: ``predictions_format``) plus the
+    ``.explain.json`` sidecar of ``retriever``'s choices (see
+    :mod:`factcheck.formats.explanations`); returns the sidecar's path."""
     from factcheck.formats.explanations import write_explained_predictions
-    return write_explained_predictions(Path(out), claims, evidences, explain, retriever_spec(retriever), labels)
+    return write_explained_predictions(Path(out), claims, evidences, explain, retriever_spec(retriever), labels,
+                                       predictions_format)

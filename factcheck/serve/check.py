@@ -110,7 +110,7 @@ def format_check(view: dict, width: int = 100) -> str:
                  + (" (" + ", ".join(f"{k}={_fmt(v)}" for k, v in (view.get("thresholds") or {}).items()) + ")"
                     if view.get("thresholds") else ""), "  ")]
     for i, hit in enumerate(hits, 1):
-        out += ["", f"{i:2d}. {hit['id']}"]
+        out += ["", f"{i:2d}. {hit['id']}" + (f"  ({hit['title']})" if hit.get("title") else "")]
         out.append(wrap(hit.get("text") or "(empty passage)", "    "))
         out.append("    why picked:")
         out += [textwrap.fill(line, width, initial_indent="    - ", subsequent_indent="      ",

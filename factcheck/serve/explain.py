@@ -10,7 +10,7 @@ are also gathered under ``scores`` for generic display.
 
 from __future__ import annotations
 
-from factcheck.formats.claims import LABELS
+from factcheck.formats.claims import ordered_labels
 from factcheck.serve.highlight import highlight_spans
 from factcheck.text.analyzer import analyze, shared_stems
 
@@ -45,8 +45,8 @@ def hit_view(hit: dict, text: str, claim: str) -> dict:
 
 
 def ordered_probabilities(probabilities: dict) -> dict:
-    known = [label for label in LABELS if label in probabilities]
-    return {label: float(probabilities[label]) for label in known + sorted(set(probabilities) - set(known))}
+    """The labels in their label set's order (the course's, FEVER's, or sorted)."""
+    return {label: float(probabilities[label]) for label in ordered_labels(probabilities)}
 
 
 def check_view(claim: str, method: str, best: str, verdict, texts_of, seconds: float | None = None,

@@ -276,7 +276,7 @@ class FactChecker:
         evidences, explain = run_retrieval(self.retriever, claims)
         read = self.read(claims, evidences)
         X = [(c.text, self.texts(read[c.id])) for c in claims]
-        proba = self.classifier.predict_proba(X) if claims else np.zeros((0, 4))
+        proba = self.classifier.predict_proba(X) if claims else np.zeros((0, len(self.classifier.classes_)))
         classes = [str(c) for c in self.classifier.classes_]
         out = []
         for claim, p in zip(claims, proba):

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from factcheck.errors import IntegrityError
 from factcheck.formats.files import atomic_path
 from factcheck.tagging import store
 from factcheck.tagging.packing import unpack_one, unpack_strings
@@ -62,11 +63,13 @@ class TagIndex:
     """
 
     def __init__(self, root: Path, manifest: store.Manifest, id_packed, text_packed,
-                 tag_indptr, tag_terms, tag_weights):
+                 tag_indptr, tag_terms, tag_weights, title_packed=None, index_titles: bool = False):
         self.root = Path(root)
         self.manifest = manifest
         self._id_buf, self._id_off = id_packed
         self._text_buf, self._text_off = text_packed
+        self._title_buf, self._title_off = title_packed if title_packed is not None else (None, None)
+        self.index_titles = bool(index_titles and title_packed is not None)
         self.tag_indptr = tag_indptr
         self.tag_terms = tag_terms
         self.tag_weights = tag_weights
@@ -92,20 +95,27 @@ class TagIndex:
         if verify:  # every listed file through the restricted loader, the small models included
             for name in manifest.data["models"]:
                 store.load_shard(root / store.MODELS_DIR / name, "vectorizer", mmap=True)
-        ids, texts, indptrs, terms, weights = [], [], [np.zeros(1, np.int64)], [], []
+        ids, texts, titles, indptrs, terms, weights = [], [], [], [np.zeros(1, np.int64)], [], []
+        index_titles = False
         base = 0
         for s in manifest.shards:
             p = store.load_shard(root / s["passages_file"], "passages")
             t = store.load_shard(root / s["tags_file"], "tags")
             ids.append((p["id_bytes"], p["id_offsets"]))
             texts.append((p["text_bytes"], p["text_offsets"]))
+            if "title_bytes" in p:
+                titles.append((p["title_bytes"], p["title_offsets"]))
+                index_titles = bool(p.get("index_titles"))
             indptrs.append(t["indptr"][1:] + base)
             base += int(t["indptr"][-1])
             terms.append(t["terms"])
             weights.append(t["weights"])
+        if titles and len(titles) != len(ids):
+            raise IntegrityError(root, None, "some passage shards have titles and others not")
         return cls(root, manifest, _concat_packed(ids), _concat_packed(texts),
                    np.concatenate(indptrs), np.concatenate(terms) if terms else np.zeros(0, np.int32),
-                   np.concatenate(weights) if weights else np.zeros(0))
+                   np.concatenate(weights) if weights else np.zeros(0),
+                   _concat_packed(titles) if titles else None, index_titles)
 
     # ------------------------------------------------------------------ passages
     def __len__(self) -> int:
@@ -121,9 +131,26 @@ class TagIndex:
         """Passage id -> row."""
         return {pid: i for i, pid in enumerate(self.ids)}
 
-    def text(self, row: int) -> str:
-        """The text of the passage in ``row``."""
+    @property
+    def has_titles(self) -> bool:
+        """Whether the knowledge source gave its passages titles (FEVER pages, BEIR, ...)."""
+        return self._title_buf is not None
+
+    def title(self, row: int) -> str | None:
+        """The passage's title (a FEVER page's, a BEIR document's), None when it has none."""
+        if self._title_buf is None:
+            return None
+        return unpack_one(self._title_buf, self._title_off, row) or None
+
+    def body(self, row: int) -> str:
+        """The passage's own text, without its title: what a page shows under the title."""
         return unpack_one(self._text_buf, self._text_off, row)
+
+    def text(self, row: int) -> str:
+        """The passage as retrievers and the classifier read it: its body, after its title
+        when titles are indexed (``title + "\\n" + body``)."""
+        body = unpack_one(self._text_buf, self._text_off, row)
+        return store.indexed_text(self.title(row), body) if self.index_titles else body
 
     def texts_of(self, ids) -> list[str]:
         """Texts of the given passage ids, in order; ids not in this index are skipped
@@ -133,8 +160,12 @@ class TagIndex:
 
     @cached_property
     def texts(self) -> list[str]:
-        """Every passage text, in row order."""
-        return unpack_strings(self._text_buf, self._text_off)
+        """Every passage's :meth:`text`, in index order."""
+        texts = unpack_strings(self._text_buf, self._text_off)
+        if self.index_titles:
+            titles = unpack_strings(self._title_buf, self._title_off)
+            texts = [store.indexed_text(t, x) for t, x in zip(titles, texts)]
+        return texts
 
     @cached_property
     def passage_stems(self) -> list[list[str]]:

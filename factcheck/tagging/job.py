@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -40,8 +41,8 @@ from pathlib import Path
 import numpy as np
 
 from factcheck.errors import InputError
-from factcheck.formats.evidence import SourceSpec, iter_passage_batches
-from factcheck.formats.files import crashpoint, sha256_input, write_json_atomic
+from factcheck.formats.evidence import SourceSpec, iter_passage_records
+from factcheck.formats.files import crashpoint, write_json_atomic
 from factcheck.tagging import outdir, store
 from factcheck.tagging.backends import WorkerPool, require_backend
 from factcheck.tagging.packing import unpack_strings
@@ -119,13 +120,14 @@ class TagJob:
         self.report = report
 
     # ------------------------------------------------------------------ entry point
-    def run(self, source: SourceSpec, out: Path, force: bool = False) -> store.Manifest:
+    def run(self, source, out: Path, force: bool = False) -> store.Manifest:
         """Build the index of ``source`` in ``out``, resume a partial one, or verify a complete one.
 
         Parameters
         ----------
-        source : SourceSpec
-            The knowledge source (:func:`factcheck.source_spec`).
+        source : SourceSpec, str or Path
+            The knowledge source (:func:`factcheck.source_spec`); a path is read with the
+            default reader options.
         out : str or Path
             The index directory (this run's alone while it runs).
         force : bool, default False
@@ -136,6 +138,8 @@ class TagJob:
         Manifest
             The complete index's manifest (open the index with :meth:`factcheck.TagIndex.load`).
         """
+        source = as_source(source)
+        out = Path(out)
         # One pool for both map stages: a Dask run connects (or starts its LocalCluster)
         # once, and closes it however the run ends.
         # The output directory is ours alone for the whole run (see tagging/outdir.py).
@@ -151,8 +155,7 @@ class TagJob:
         plan = {
             "format": store.MANIFEST_FORMAT,
             "params": asdict(self._params),
-            "input": {**source.describe(), "sha256": sha256_input(source.path),
-                      "bytes": source.path.stat().st_size},
+            "input": {**source.describe(), "sha256": source.sha256(), "bytes": source.size()},
         }
         plan_key = store.content_key(plan)
         done = outdir.prepare(out, plan, plan_key, force, self._say)
@@ -222,26 +225,30 @@ class TagJob:
         size = self._params.shard_size
         ids: list[str] = []
         texts: list[str] = []
+        titles: list[str] | None = [] if source.has_titles else None
 
         def flush():
             shard, start = len(shards), sum(s["count"] for s in shards)
             name = store.passages_name(shard)
             if not store.is_done(out, name, plan_key):
-                digest = store.write_passages_shard(out / name, start, ids, texts)
+                digest = store.write_passages_shard(out / name, start, ids, texts, titles, source.index_titles)
                 store.mark_done(out, name, plan_key, digest)
             shards.append({"shard": shard, "start": start, "count": len(ids)})
             return shard
 
-        for batch_ids, batch_texts in iter_passage_batches(source):
+        for batch_ids, batch_texts, batch_titles in iter_passage_records(source):
             at = 0
             while at < len(batch_ids):
                 take = min(size - len(ids), len(batch_ids) - at)
                 ids += batch_ids[at:at + take]
                 texts += batch_texts[at:at + take]
+                if titles is not None:
+                    titles += batch_titles[at:at + take]
                 at += take
                 if len(ids) == size:
                     yield flush()
                     ids, texts = [], []
+                    titles = [] if titles is not None else None
         if ids:
             yield flush()
         # Only now is the input known to be whole (no duplicate id, no bad record at its
@@ -319,22 +326,30 @@ class TagJob:
             self.report(message)
 
 
-def build_index(evidence, out, *, jobs: int = 1, force: bool = False, progress: bool | None = None, **params):
+def build_index(evidence, out, *, format: str | None = None, id_column: str | None = None,
+                text_column: str | None = None, title_column: str | None = None, index_titles: bool | None = None,
+                top_k: int = 10, max_features: int = 20000, tag_features: int = 1000, shard_size: int = 100_000,
+                jobs: int = 1, backend: str = "loky", scheduler: str | None = None, force: bool = False,
+                progress: bool | None = None):
     """Tag a knowledge source into ``out`` (or reuse the index already there) and open it.
 
     Parameters
     ----------
-    evidence : str or Path
-        The knowledge source: course JSON (``{id: text}``, optionally gzipped), JSONL or CSV
-        (format detected from the name; see :func:`factcheck.formats.evidence.source_spec`).
+    evidence : str, Path or SourceSpec
+        The knowledge source: course JSON (``{id: text}``, optionally gzipped), JSONL, CSV,
+        FEVER wiki-pages (a file or the directory), Climate-FEVER's release file or a BEIR
+        corpus (see :func:`factcheck.formats.evidence.source_spec`); or a ``SourceSpec``
+        already made (then give no reader option).
     out : str or Path
         The index directory. A complete index built with the same input and parameters is
         verified and reused; a partial one is resumed.
-    jobs, force, progress
+    format, id_column, text_column, title_column, index_titles
+        How to read ``evidence``: :func:`~factcheck.formats.evidence.source_spec`'s reader
+        options (the CLI's ``--format``, ``--id-column``, ...).
+    top_k, max_features, tag_features, shard_size
+        The tagging knobs (:class:`TagParams`).
+    jobs, backend, scheduler, force, progress
         As for :class:`TagJob` (``force`` replaces an index built with other settings).
-    **params
-        :class:`TagJob` knobs: ``top_k``, ``max_features``, ``tag_features``, ``shard_size``,
-        ``backend``, ``scheduler``.
 
     Returns
     -------
@@ -344,8 +359,28 @@ def build_index(evidence, out, *, jobs: int = 1, force: bool = False, progress: 
     -------
     >>> index = build_index("data/demo/evidence.json", "out/demo-index", progress=False)  # doctest: +SKIP
     >>> len(index.ids)  # doctest: +SKIP
+    >>> arxiv = build_index("arxiv-abstracts.csv", "out/arxiv-index", id_column="index",
+    ...                     text_column="abstract", title_column="title")  # doctest: +SKIP
     """
-    from factcheck.formats.evidence import source_spec
     from factcheck.tagging.index import TagIndex
-    TagJob(jobs=jobs, progress=progress, **params).run(source_spec(evidence), Path(out), force=force)
+    source = as_source(evidence, format=format, id_column=id_column, text_column=text_column,
+                       title_column=title_column, index_titles=index_titles)
+    TagJob(top_k=top_k, max_features=max_features, tag_features=tag_features, shard_size=shard_size, jobs=jobs,
+           backend=backend, scheduler=scheduler, progress=progress).run(source, Path(out), force=force)
     return TagIndex.load(out)
+
+
+def as_source(evidence, **options) -> SourceSpec:
+    """``evidence`` as a :class:`SourceSpec`: a path read with the reader ``options``, or a
+    spec as it is (an option beside a spec would be ignored: an error)."""
+    from factcheck.formats.evidence import source_spec
+    if isinstance(evidence, SourceSpec):
+        given = [name for name, value in options.items() if value is not None]
+        if given:
+            raise InputError(evidence.path, None, "given with a SourceSpec, which already says how to read the "
+                             "file; pass the path instead", param=given[0])
+        return evidence
+    if not isinstance(evidence, (str, os.PathLike)):
+        raise InputError(None, None, f"expected a path or a SourceSpec, got {type(evidence).__name__}",
+                         param="evidence")
+    return source_spec(evidence, **options)

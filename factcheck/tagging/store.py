@@ -3,7 +3,7 @@
 Layout of an index directory::
 
     manifest.json              written last, atomically: its presence means "complete"
-    passages/passages-NNNNN.joblib   ids + texts of shard N (packed UTF-8)
+    passages/passages-NNNNN.joblib   ids + texts (+ titles, when the source has them) of shard N (packed UTF-8)
     tags/tags-NNNNN.joblib           top-k tags of shard N (CSR: indptr, terms, weights)
     models/passage_tfidf.joblib      the fitted 20K-term TF-IDF vectoriser
     models/tag_tfidf.joblib          the fitted 1K-term tag vectoriser
@@ -63,14 +63,36 @@ def counts_name(shard: int) -> str:
 
 # --------------------------------------------------------------------------- shard files
 
-def write_passages_shard(path: Path, start: int, ids: list[str], texts: list[str]) -> str:
+def write_passages_shard(path: Path, start: int, ids: list[str], texts: list[str],
+                         titles: list[str] | None = None, index_titles: bool = False) -> str:
+    """A passages shard; ``titles`` (``""`` for none) only for a source that has them, so a
+    source without titles gives the same bytes as before titles existed."""
     id_buf, id_off = pack_strings(ids)
     text_buf, text_off = pack_strings(texts)
-    return dump_joblib_atomic(path, {
+    shard = {
         "kind": "passages", "start": int(start), "count": len(ids),
         "id_bytes": id_buf, "id_offsets": id_off,
         "text_bytes": text_buf, "text_offsets": text_off,
-    })
+    }
+    if titles is not None:
+        title_buf, title_off = pack_strings(titles)
+        shard.update(title_bytes=title_buf, title_offsets=title_off, index_titles=bool(index_titles))
+    return dump_joblib_atomic(path, shard)
+
+
+def indexed_text(title: str | None, text: str) -> str:
+    """What is tagged and retrieved when titles are indexed: the title, a newline, the text."""
+    return f"{title}\n{text}" if title else text
+
+
+def shard_texts(p: dict, start: int = 0, stop: int | None = None) -> list[str]:
+    """The texts of a loaded passages shard as the index reads them: with the titles in
+    front when the source's titles are indexed (:func:`indexed_text`)."""
+    texts = unpack_strings(p["text_bytes"], p["text_offsets"], start, stop)
+    if p.get("index_titles"):
+        titles = unpack_strings(p["title_bytes"], p["title_offsets"], start, stop)
+        texts = [indexed_text(t, x) for t, x in zip(titles, texts)]
+    return texts
 
 
 def write_tags_shard(path: Path, start: int, indptr: np.ndarray, terms: np.ndarray,

@@ -35,7 +35,7 @@ def count_shard(root: str, shard: int, key: str) -> None:
     """Count the stems of passage shard ``shard`` into ``work/counts-NNNNN.joblib``."""
     root = Path(root)
     p = store.load_shard(root / store.passages_name(shard), "passages")
-    counts = count_terms(unpack_strings(p["text_bytes"], p["text_offsets"]))
+    counts = count_terms(store.shard_texts(p))
     m = counts.matrix
     term_bytes, term_offsets = pack_strings(counts.terms)
     name = store.counts_name(shard)

@@ -37,7 +37,6 @@ from factcheck.formats.files import (atomic_path, dumps_json, remove_stale_tempo
 from factcheck.tagging import store
 from factcheck.tagging.backends import WorkerPool, resolve_jobs
 from factcheck.tagging.outdir import DirectoryLock
-from factcheck.tagging.packing import unpack_strings
 from factcheck.text.embedding import describe_model, same_model
 from factcheck.text.onnx_embedding import model_key
 
@@ -295,5 +294,5 @@ def _texts(root: Path, start: int, stop: int) -> list[str]:
         a, b = max(start, s["start"]), min(stop, s["start"] + s["passages"])
         if a < b:
             p = store.load_shard(root / s["passages_file"], "passages", mmap=True)
-            texts.extend(unpack_strings(p["text_bytes"], p["text_offsets"], a - s["start"], b - s["start"]))
+            texts.extend(store.shard_texts(p, a - s["start"], b - s["start"]))
     return texts

@@ -24,7 +24,7 @@ from factcheck.classification.features import ALL_GROUPS, OPEN_GROUPS, views_of
 from factcheck.classification.stance import PairSet, fit_stance_final, stance_cross_validate
 from factcheck.errors import InputError
 from factcheck.evaluation.intervals import bootstrap_mean, mcnemar_exact, paired_bootstrap_diff
-from factcheck.formats.claims import LABELS
+from factcheck.formats.claims import label_set
 from factcheck.training.cv_evidence import fold_memory_reranker, out_of_fold_evidence
 
 
@@ -80,6 +80,7 @@ def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = G
         embedding = read_vectors_manifest(index.root, index.manifest)["model"]
     groups = OPEN_GROUPS if dense else ALL_GROUPS
     y = np.array([c.label for c in train])
+    labels = label_set(y.tolist())  # the classes: the course's four, FEVER's three, or the labels found
     try:
         splits = cv_splits(list(y))
     except ValueError as exc:
@@ -97,7 +98,7 @@ def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = G
         evidence[name] = ev
         X_read[name] = [(c.text, texts_of(ev[c.id])) for c in train]
         read_views[name] = views_of(X_read[name], groups, embedding)
-        results += cross_validate(y, splits, gold_views, [read_views[name]] * repeats, grid, name, jobs)
+        results += cross_validate(y, splits, gold_views, [read_views[name]] * repeats, grid, name, jobs, labels)
     direct = choose_one_se(results)
     # The stance/aggregation model on the direct winner's reader and configuration: kept
     # only if it is better by more than one standard error (it is the more complex model).
@@ -106,17 +107,17 @@ def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = G
     pairs_read = PairSet(X_read[reader], [evidence[reader][c.id] for c in train], [c.evidences for c in train])
     if stance:
         results += stance_cross_validate(y, splits, gold_views, read_views[reader], pairs_gold, pairs_read,
-                                         [replace(direct.config, stance=True)], reader, jobs)
+                                         [replace(direct.config, stance=True)], reader, jobs, labels)
     direct.chosen = False
     chosen = choose_one_se(results)
     claim_only_results = cross_validate(y, splits, gold_views, [gold_views] * repeats, CLAIM_ONLY_GRID,
-                                        "claim-only", jobs)
+                                        "claim-only", jobs, labels)
     claim_only_chosen = choose_one_se(claim_only_results)
     release_workers()
 
     # Temperature from every repeat's out-of-fold decision values.
-    y_index = np.array([LABELS.index(v) for v in y])
-    decision = chosen.decision.reshape(-1, len(LABELS))
+    y_index = np.array([labels.index(v) for v in y])
+    decision = chosen.decision.reshape(-1, len(labels))
     temperature = fit_temperature(decision, np.tile(y_index, repeats))
     calibrated = scale(decision, temperature)
     if chosen.config.stance:
@@ -137,9 +138,9 @@ def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = G
                        "accuracy_mean": claim_only_chosen.mean, "accuracy_sd": _sd(claim_only_chosen.accuracy)},
         "calibration": {"method": "temperature scaling on out-of-fold decision values",
                         "temperature": temperature,
-                        "cv_uncalibrated": reliability(np.tile(y, repeats), chosen.proba.reshape(-1, len(LABELS)),
-                                                       LABELS),
-                        "cv_calibrated": reliability(np.tile(y, repeats), calibrated, LABELS)},
+                        "cv_uncalibrated": reliability(np.tile(y, repeats), chosen.proba.reshape(-1, len(labels)),
+                                                       labels),
+                        "cv_calibrated": reliability(np.tile(y, repeats), calibrated, labels)},
         "variants": [r.row() for r in results + claim_only_results],
         "readers": {name: max((r for r in results if r.reader == name), key=lambda r: r.mean).mean
                     for name in readers},
@@ -178,7 +179,8 @@ def _cv_summary(chosen: CVResult, y, majority_oof, claim_only: CVResult) -> dict
                                         "mcnemar": mcnemar_exact(correct[r], co),
                                         "claim_only_accuracy": float(co.mean())}})
     recall = {}
-    for label in LABELS:
+    labels = list(chosen.labels)
+    for label in labels:
         mask = y == label
         recall[label] = float(correct[:, mask].mean()) if mask.any() else None
     preds = np.concatenate([chosen.predictions(r) for r in range(repeats)])
@@ -189,8 +191,8 @@ def _cv_summary(chosen: CVResult, y, majority_oof, claim_only: CVResult) -> dict
         "gold_accuracy_mean": float(chosen.gold_accuracy.mean()), "gold_accuracy_sd": _sd(chosen.gold_accuracy),
         "accuracy_oof": bootstrap_mean(per_claim).to_json(),
         "per_label_recall": recall,
-        "confusion": {"labels": list(LABELS),
-                      "matrix": confusion_matrix(np.tile(y, repeats), preds, labels=list(LABELS)).tolist(),
+        "confusion": {"labels": labels,
+                      "matrix": confusion_matrix(np.tile(y, repeats), preds, labels=labels).tolist(),
                       "note": f"summed over {repeats} repeats"},
         "paired_tests": tests,
     }

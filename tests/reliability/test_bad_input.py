@@ -73,9 +73,9 @@ MATRIX = {
         "tag", "e.jsonl", BAD_UTF8_JSONL, (f"byte {BAD_UTF8_JSONL.index(0xE9)}", "invalid UTF-8")),
     "CSV without the named columns": Case(
         "tag", "e.csv", b'pid,body\n1,Sea levels rise\n',
-        ("line 1 (header)", "needs columns 'id' and 'text'", "found 'pid', 'body'")),
+        ("--id-column: no column 'id' in the header", "line 1", "found 'pid', 'body'")),
     "CSV without the columns given by flags": Case(
-        "tag", "e.csv", b'id,text\n1,Sea levels rise\n', ("line 1 (header)", "needs columns 'pid' and 'body'"),
+        "tag", "e.csv", b'id,text\n1,Sea levels rise\n', ("--id-column: no column 'pid' in the header", "line 1"),
         argv=("--id-column", "pid", "--text-column", "body")),
     # found by the hardening review (more in tests/reliability/test_hardening.py)
     "CSV with an unclosed quote": Case(
@@ -128,10 +128,12 @@ MATRIX = {
     "retrieve output is a directory": Case(
         "retrieve", "pred.json", None, ("is a directory",), setup={"pred.json/keep": b""}),
     # ---------------------------------------------------------------- evaluate
-    "ground truth: unknown label": Case(
-        "evaluate", "gt.json", _with_label("MAYBE"),
+    # Any label set is read (labels come from the training file): a label outside the ground
+    # truth's label set is an error in the predictions.
+    "predictions: unknown label": Case(
+        "evaluate", "pred.json", _predictions({FIRST: {"evidences": ["evidence-1"], "claim_label": "MAYBE"}}),
         (f"claim '{FIRST}'", "unknown label 'MAYBE'", "SUPPORTS, REFUTES, NOT_ENOUGH_INFO, DISPUTED"),
-        setup={"pred.json": _predictions()}),
+        setup={"gt.json": CLAIMS}),
     "ground truth: unlabelled claims": Case(
         "evaluate", "gt.json", {FIRST: {"claim_text": "x"}}, (f"claim '{FIRST}'", "missing 'claim_label'"),
         setup={"pred.json": _predictions()}),
@@ -175,7 +177,7 @@ def test_bad_input(name, tmp_path, demo_index):
 
 
 @pytest.mark.parametrize("name", ["passage text is null", "claims: missing claim_text",
-                                  "ground truth: unknown label", "output path is under a file"])
+                                  "predictions: unknown label", "output path is under a file"])
 def test_bad_input_through_the_real_command(name, tmp_path, demo_index):
     """The same, through ``python -m factcheck`` in a subprocess (a sample of the matrix)."""
     check_case(name, tmp_path, demo_index, run_cli)

@@ -131,7 +131,18 @@ def subcommand_options() -> dict[str, set[str]]:
     parser = build_parser()
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
     assert set(subs) == {name for name, _, _ in COMMANDS}
-    return {name: {s for a in sp._actions for s in a.option_strings} for name, sp in subs.items()}
+    return {name: _options(sp) for name, sp in subs.items()}
+
+
+def _options(parser) -> set[str]:
+    """A command's option strings, with those of its own sub-commands (``convert claims``)."""
+    found = set()
+    for action in parser._actions:
+        found.update(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= _options(sub)
+    return found
 
 
 def commands_named(root: Path) -> list[tuple[str, int, str, str]]:

@@ -89,7 +89,7 @@ def test_jsonl_duplicate_and_csv_missing_columns(tmp_path):
     with pytest.raises(InputError, match=r"line 3: duplicate passage id 'a' \(first seen at line 1\)"):
         read_passages(source_spec(jl))
     csv = write(tmp_path, "e.csv", "key,body\n1,x\n")
-    with pytest.raises(InputError, match=r"needs columns 'id' and 'text'; found 'key', 'body'"):
+    with pytest.raises(InputError, match=r"id_column: no column 'id' in the header \(line 1; found 'key', 'body'\)"):
         read_passages(source_spec(csv))
 
 
@@ -103,8 +103,9 @@ def test_truncated_gzip_is_an_input_error(tmp_path):
 
 def test_unknown_extension_needs_format(tmp_path):
     p = write(tmp_path, "e.txt", "x")
-    with pytest.raises(InputError, match="--format"):
+    with pytest.raises(InputError, match="format: cannot tell the format") as err:  # the parameter, not a flag
         source_spec(p)
+    assert "--format" not in str(err.value)
 
 
 # ---------------------------------------------------------------- fast path == careful path

@@ -1,0 +1,74 @@
+"""``factcheck convert``: claims, knowledge sources and predictions between formats.
+
+``convert claims``, ``convert evidence`` and ``convert predictions``: each reads with the
+usual reader options, writes ``--to`` a format, and prints one ``note:`` line for each kind
+of thing the target cannot hold (nothing is dropped quietly). See
+:mod:`factcheck.formats.convert` and docs/formats.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from factcheck.cli.options import (CLAIM_FORMATS, add_claims_args, add_reader_args, check_outputs, claims_options,
+                                   source_options)
+
+__all__ = ["add_convert"]
+
+ONE_LINE_HELP = ("passage X is line 0 of its own FEVER page X (id X:0), and back: the layout for course ids, "
+                 "which have no page and line")
+
+
+def add_convert(p):
+    kinds = p.add_subparsers(dest="kind", required=True, metavar="KIND",
+                             help="what the file holds: claims, evidence (a knowledge source) or predictions")
+    c = kinds.add_parser("claims", help="a claims file (course JSON, JSONL, CSV, FEVER, Climate-FEVER)",
+                         description="Convert a claims file.")
+    c.add_argument("claims", type=Path, help="claims file to read")
+    c.add_argument("--to", required=True, choices=CLAIM_FORMATS, help="format to write")
+    c.add_argument("--out", type=Path, required=True, help="file to write")
+    c.add_argument("--one-line-pages", action="store_true", help=ONE_LINE_HELP)
+    c.add_argument("--evidence", type=Path, default=None,
+                   help="--to climate-fever: the knowledge source whose sentences and titles fill each evidence")
+    add_claims_args(c)
+    add_reader_args(c, indexing=False)
+
+    e = kinds.add_parser("evidence", help="a knowledge source (to course JSON, JSONL or FEVER wiki pages)",
+                         description="Convert a knowledge source.")
+    e.add_argument("evidence", type=Path, help="knowledge source to read")
+    e.add_argument("--to", required=True, choices=("course", "jsonl", "fever"), help="format to write")
+    e.add_argument("--out", type=Path, required=True, help="file to write")
+    e.add_argument("--one-line-pages", action="store_true", help=ONE_LINE_HELP)
+    add_reader_args(e, indexing=False)
+
+    r = kinds.add_parser("predictions", help="predictions (course JSON <-> FEVER predictions JSONL)",
+                         description="Convert a predictions file.")
+    r.add_argument("predictions", type=Path, help="predictions file to read")
+    r.add_argument("--to", required=True, choices=("course", "fever"), help="format to write")
+    r.add_argument("--out", type=Path, required=True, help="file to write")
+    r.add_argument("--one-line-pages", action="store_true", help=ONE_LINE_HELP)
+    r.add_argument("--claims", type=Path, default=None,
+                   help="the claims predicted (any claims format): their order and texts, which FEVER predictions "
+                        "lack")
+    add_claims_args(r)
+
+    def run(args):
+        from factcheck.formats import convert
+        if args.kind == "claims":
+            check_outputs([args.out], [args.claims, args.evidence])
+            notes = convert.convert_claims(args.claims, args.out, args.to, one_line_pages=args.one_line_pages,
+                                           evidence=args.evidence, **claims_options(args), **source_options(args))
+        elif args.kind == "evidence":
+            check_outputs([args.out], [args.evidence])
+            notes = convert.convert_evidence(args.evidence, args.out, args.to, one_line_pages=args.one_line_pages,
+                                             **source_options(args))
+        else:
+            check_outputs([args.out], [args.predictions, args.claims])
+            notes = convert.convert_predictions(args.predictions, args.out, args.to,
+                                                one_line_pages=args.one_line_pages, claims=args.claims,
+                                                **claims_options(args))
+        for note in notes:
+            print(f"factcheck convert: note: {note}", file=sys.stderr)
+        print(f"{args.out}: {args.kind} written as {args.to}")
+    return run

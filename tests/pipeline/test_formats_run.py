@@ -1,0 +1,159 @@
+"""``factcheck run`` on claims and knowledge sources in other formats: JSONL and CSV claims,
+a FEVER-format dataset end to end, and the course data written in FEVER's layout."""
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers import DEMO, ROOT, run_cli
+from factcheck.formats.claims import FEVER_LABELS, read_claims, write_claims
+from factcheck.formats.evidence import read_passages, source_spec
+from factcheck.tagging.index import TagIndex
+
+FEVER = ROOT / "tests" / "data" / "fever"
+SPLITS = {"train": "train-claims.json", "dev": "dev-claims.json", "test": "test-claims-unlabelled.json"}
+OUTPUTS = ("dev-claims-predictions.json", "dev-claims-predictions.explain.json", "test-claims-predictions.json",
+           "test-claims-predictions.explain.json")
+
+
+def run(*args):
+    proc = run_cli("run", *args, "--quiet", "--jobs", "1")
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.fixture(scope="module")
+def course_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("course") / "out"
+    run("--data-dir", DEMO, "--out", out)
+    return out
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_jsonl_and_csv_claims_give_the_course_predictions_byte_for_byte(course_run, tmp_path):
+    # One run reads all three kinds: training claims as JSONL, dev as CSV, test as JSONL.
+    files = {"train": tmp_path / "train.jsonl", "dev": tmp_path / "dev.csv", "test": tmp_path / "test.jsonl"}
+    for split, path in files.items():
+        write_claims(path, read_claims(DEMO / SPLITS[split]), "jsonl" if path.suffix == ".jsonl" else "csv")
+    assert "claim_text" not in files["dev"].read_text() + files["train"].read_text()  # really other formats
+    out = tmp_path / "out"
+    run("--train", files["train"], "--dev", files["dev"], "--test", files["test"],
+        "--evidence", DEMO / "evidence.json", "--out", out)
+    for name in OUTPUTS:
+        assert (out / name).read_bytes() == (course_run / name).read_bytes(), name
+
+
+def test_predict_reads_csv_and_jsonl_claims_like_course_json(course_run, tmp_path):
+    for name in ("test.csv", "test.jsonl"):
+        claims = tmp_path / name
+        write_claims(claims, read_claims(DEMO / SPLITS["test"]), name.rpartition(".")[2])
+        out = tmp_path / "pred.json"
+        proc = run_cli("predict", "--claims", claims, "--index", course_run / "index", "--model",
+                       course_run / "model", "--out", out)
+        assert proc.returncode == 0, proc.stderr
+        assert out.read_bytes() == (course_run / "test-claims-predictions.json").read_bytes(), name
+
+
+# ---------------------------------------------------------------- a FEVER-format dataset
+
+@pytest.fixture(scope="module")
+def fever_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fever") / "out"
+    run("--data-dir", FEVER, "--out", out)
+    return out
+
+
+def test_fever_run_end_to_end(fever_run):
+    wiki = set(read_passages(source_spec(FEVER / "wiki-pages"))[0])
+    for split, claims_file in (("dev", "shared_task_dev.jsonl"), ("test", "shared_task_test.jsonl")):
+        lines = (fever_run / f"{split}-claims-predictions.jsonl").read_text(encoding="utf-8").splitlines()
+        records = [json.loads(line) for line in lines]
+        claims = [json.loads(line) for line in (FEVER / claims_file).read_text(encoding="utf-8").splitlines()]
+        assert [r["id"] for r in records] == [c["id"] for c in claims]  # integers, in the claims' order
+        for r in records:
+            assert set(r) == {"id", "predicted_label", "predicted_evidence"}
+            assert r["predicted_label"] in FEVER_LABELS
+            assert r["predicted_evidence"] and all(f"{p}:{n}" in wiki for p, n in r["predicted_evidence"])
+        course = json.loads((fever_run / f"{split}-claims-predictions.json").read_text(encoding="utf-8"))
+        assert [c["claim_label"] for c in course.values()] == [r["predicted_label"] for r in records]
+    metrics = json.loads((fever_run / "metrics.json").read_text())
+    assert list(metrics["per_label"]) == list(FEVER_LABELS)
+    assert metrics["run"]["ablation"]["gold"]["confusion"]["labels"] == list(FEVER_LABELS)
+    assert metrics["run"]["classifier_cv"]["cv"]["confusion"]["labels"] == list(FEVER_LABELS)
+    assert metrics["without_gold"]["claims"] == 2  # the NOT ENOUGH INFO dev claims
+    assert metrics["retrieval"]["claims"] == 4 and metrics["retrieval"]["without_gold"] == 2
+    assert "NOT ENOUGH INFO" in (fever_run / "report.md").read_text(encoding="utf-8")
+
+
+def test_fever_run_keeps_page_titles_for_the_reader(fever_run):
+    index = TagIndex.load(fever_run / "index")
+    assert index.has_titles and index.title(index.row_of["Savages_-LRB-2012_film-RRB-:0"]) == "Savages (2012 film)"
+    explain = json.loads((fever_run / "dev-claims-predictions.explain.json").read_text(encoding="utf-8"))
+    hits = [h for c in explain["claims"].values() for h in c["hits"]]
+    assert hits and all(h["title"] == index.title(index.row_of[h["id"]]) for h in hits)
+    proc = run_cli("check", "--run", fever_run, "--json", "Strong El Niño years set temperature records.")
+    assert proc.returncode == 0, proc.stderr
+    view = json.loads(proc.stdout)
+    assert view["hits"][0]["title"] == "El Niño" and set(view["probabilities"]) == set(FEVER_LABELS)
+
+
+def test_fever_predictions_evaluate_and_convert_back(fever_run, tmp_path):
+    proc = run_cli("evaluate", "--predictions", fever_run / "dev-claims-predictions.jsonl",
+                   "--groundtruth", FEVER / "shared_task_dev.jsonl", "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    metrics = json.loads((fever_run / "metrics.json").read_text())
+    assert result["accuracy"] == metrics["accuracy"] and result["evidence_f"] == metrics["evidence_f"]
+    back = tmp_path / "dev.json"
+    proc = run_cli("convert", "predictions", fever_run / "dev-claims-predictions.jsonl", "--to", "course",
+                   "--claims", FEVER / "shared_task_dev.jsonl", "--out", back)
+    assert proc.returncode == 0, proc.stderr
+    assert back.read_bytes() == (fever_run / "dev-claims-predictions.json").read_bytes()
+
+
+def test_a_predicted_label_the_ground_truth_lacks_is_an_error(fever_run, tmp_path):
+    bad = tmp_path / "pred.jsonl"
+    bad.write_text('{"id": 201, "predicted_label": "DISPUTED", "predicted_evidence": [["El_Niño", 2]]}\n')
+    proc = run_cli("evaluate", "--predictions", bad, "--groundtruth", FEVER / "shared_task_dev.jsonl")
+    assert proc.returncode == 2 and "unknown label 'DISPUTED'; expected one of SUPPORTS, REFUTES, NOT ENOUGH INFO" \
+        in proc.stderr
+
+
+def test_run_names_what_it_cannot_find_or_choose(tmp_path):
+    (tmp_path / "train.jsonl").write_text((FEVER / "train.jsonl").read_text())
+    for name in ("shared_task_dev.jsonl", "paper_dev.jsonl"):
+        (tmp_path / name).write_text((FEVER / "shared_task_dev.jsonl").read_text())
+    proc = run_cli("run", "--data-dir", tmp_path, "--out", tmp_path / "out")
+    assert proc.returncode == 2
+    assert "--dev" in proc.stderr and "shared_task_dev.jsonl and paper_dev.jsonl" in proc.stderr
+    proc = run_cli("run", "--out", tmp_path / "out", "--train", FEVER / "train.jsonl")
+    assert proc.returncode == 2 and "--dev: no dev file" in proc.stderr
+
+
+# ---------------------------------------------------------------- the course data in FEVER's layout
+
+@pytest.mark.slow
+def test_course_data_in_fever_layout_gives_the_course_predictions(course_run, tmp_path):
+    layout = tmp_path / "fever-layout"
+    for split, name in (("train", "train"), ("dev", "shared_task_dev"), ("test", "shared_task_test")):
+        proc = run_cli("convert", "claims", DEMO / SPLITS[split], "--to", "fever", "--one-line-pages",
+                       "--out", layout / f"{name}.jsonl")
+        assert proc.returncode == 0, proc.stderr
+    proc = run_cli("convert", "evidence", DEMO / "evidence.json", "--to", "fever", "--one-line-pages",
+                   "--out", layout / "wiki-pages" / "wiki-001.jsonl")
+    assert proc.returncode == 0 and "1 passage with an empty text" in proc.stderr  # listed, not hidden
+    labels = {json.loads(line)["label"] for line in (layout / "train.jsonl").read_text().splitlines()}
+    assert labels == {"SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO", "DISPUTED"}  # the course's four, as they are
+    out = tmp_path / "out"
+    run("--data-dir", layout, "--out", out)
+    for split in ("dev", "test"):
+        back = tmp_path / f"{split}.json"
+        proc = run_cli("convert", "predictions", out / f"{split}-claims-predictions.jsonl", "--to", "course",
+                       "--one-line-pages", "--claims", DEMO / SPLITS[split], "--out", back)
+        assert proc.returncode == 0, proc.stderr
+        assert sha(back) == sha(course_run / f"{split}-claims-predictions.json")

@@ -1,0 +1,168 @@
+"""One set of reader options everywhere: the CLI's flags and the library's keyword arguments.
+
+Walks every command's parser: a command that reads a knowledge source has every source
+option, one that reads claims has every claims option, each with the library's default;
+and the library functions the commands call take the same names."""
+
+import argparse
+import inspect
+import json
+
+import pytest
+
+from helpers import DEMO, assert_one_line_error, in_process, shared_file
+import factcheck
+from factcheck.cli import build_parser
+from factcheck.cli import options
+from factcheck.errors import InputError
+from factcheck.formats import claims as claims_mod
+from factcheck.formats import convert
+from factcheck.formats import evidence as evidence_mod
+from factcheck.evaluation.evaluate import evaluate_files
+from factcheck.evaluation.fever import fever_score_files
+from factcheck.pipeline.run import run_pipeline
+
+SOURCE = set(evidence_mod.SOURCE_OPTIONS)
+CLAIMS = {f"claims_{o}" for o in claims_mod.CLAIM_OPTIONS}
+READS_CLAIMS = {"claims", "groundtruth", "train", "dev", "test"}
+# command -> the library function whose keyword arguments its reader flags are
+CALLS = {"tag": [evidence_mod.source_spec, factcheck.build_index], "run": [run_pipeline],
+         "train": [factcheck.build_index], "retrieve": [factcheck.build_index], "predict": [factcheck.build_index],
+         "ablation": [factcheck.build_index], "train-rerank": [factcheck.build_index],
+         "evaluate": [evaluate_files, fever_score_files], "convert claims": [convert.convert_claims],
+         "convert evidence": [convert.convert_evidence], "convert predictions": [convert.convert_predictions]}
+
+
+def commands():
+    """(name, parser) of every command and sub-command."""
+    out = []
+
+    def walk(prefix, parser):
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            out.append((prefix, parser))
+        for action in subs:
+            for name, sub in action.choices.items():
+                walk(f"{prefix} {name}".strip(), sub)
+    walk("", build_parser())
+    return out
+
+
+def dests(parser):
+    return {a.dest: a for a in parser._actions}
+
+
+def test_every_command_reading_a_source_or_claims_has_every_reader_option():
+    seen = set()
+    for name, parser in commands():
+        d = dests(parser)
+        if "evidence" in d:
+            indexing = not name.startswith("convert")
+            wanted = SOURCE if indexing else SOURCE - {"index_titles"}
+            assert wanted <= set(d), f"{name} reads a knowledge source but lacks {sorted(wanted - set(d))}"
+            seen.add(name)
+        if READS_CLAIMS & set(d) and name not in ("serve", "check"):
+            assert CLAIMS <= set(d), f"{name} reads claims but lacks {sorted(CLAIMS - set(d))}"
+            seen.add(name)
+        for opt in (SOURCE | CLAIMS) & set(d):
+            assert d[opt].default is None, f"{name} {opt}: default {d[opt].default!r}, the library's is None"
+    assert set(CALLS) <= seen | {"evaluate"}, set(CALLS) - seen
+
+
+def test_the_library_takes_the_cli_reader_options_as_keywords():
+    for name, parser in commands():
+        if name not in CALLS:
+            continue
+        flags = (SOURCE | CLAIMS) & set(dests(parser))
+        for fn in CALLS[name]:
+            params = inspect.signature(fn).parameters
+            used = flags & (SOURCE | CLAIMS if fn in (run_pipeline, convert.convert_claims) else
+                            CLAIMS if fn in (evaluate_files, fever_score_files, convert.convert_predictions)
+                            else SOURCE)
+            missing = used - set(params)
+            assert not missing, f"{name}: {fn.__name__} lacks {sorted(missing)}"
+            for p in used:
+                assert params[p].default is None, (fn.__name__, p)
+    for fn, names in ((claims_mod.read_claims, claims_mod.CLAIM_OPTIONS),
+                      (evidence_mod.source_spec, evidence_mod.SOURCE_OPTIONS)):
+        params = inspect.signature(fn).parameters
+        assert set(names) <= set(params) and all(params[n].default is None for n in names), fn.__name__
+
+
+def test_the_cli_format_choices_are_the_readers():
+    assert options.SOURCE_FORMATS == evidence_mod.FORMATS
+    assert options.CLAIM_FORMATS == claims_mod.CLAIM_FORMATS
+    d = dests(dict(commands())["run"])
+    assert tuple(d["format"].choices) == evidence_mod.FORMATS
+    assert tuple(d["claims_format"].choices) == claims_mod.CLAIM_FORMATS
+
+
+# ---------------------------------------------------------------- the frictions of a new user
+
+def arxiv_like(tmp_path):
+    p = tmp_path / "papers.csv"
+    p.write_text("index,title,abstract\n2501.1,Sea ice,Sea ice is melting fast.\n"
+                 "2501.2,Glaciers,Glaciers retreat in the Alps.\n", encoding="utf-8")
+    return p
+
+
+def test_build_index_takes_the_reader_options(tmp_path):
+    # Today's main: TypeError: TagJob.__init__() got an unexpected keyword argument 'id_column'.
+    index = factcheck.build_index(arxiv_like(tmp_path), tmp_path / "idx", id_column="index", text_column="abstract",
+                                  progress=False)
+    assert index.ids == ["2501.1", "2501.2"]
+
+
+def test_build_index_takes_a_source_spec(tmp_path):
+    # Today's main: a raw traceback (AttributeError inside source_spec).
+    spec = factcheck.source_spec(arxiv_like(tmp_path), id_column="index", text_column="abstract")
+    assert factcheck.build_index(spec, tmp_path / "idx", progress=False).ids == ["2501.1", "2501.2"]
+    with pytest.raises(InputError) as err:
+        factcheck.build_index(spec, tmp_path / "idx2", title_column="title")
+    assert err.value.param == "title_column"
+
+
+def test_library_errors_name_parameters_not_flags(tmp_path):
+    # Today's main: "... (set --id-column/--text-column)" from a Python call.
+    with pytest.raises(InputError) as err:
+        factcheck.build_index(arxiv_like(tmp_path), tmp_path / "idx", progress=False)
+    msg = err.value.one_line()
+    assert msg.startswith(f"{tmp_path / 'papers.csv'}: id_column: no column 'id'") and "--" not in msg
+    with pytest.raises(InputError) as err:
+        run_pipeline(DEMO, tmp_path / "out", evidence=arxiv_like(tmp_path), text_column="body", progress=False)
+    assert err.value.param in ("id_column", "text_column") and "--" not in err.value.one_line()
+    with pytest.raises(InputError) as err:
+        run_pipeline(DEMO, tmp_path / "out2", claims_format="xml", progress=False)
+    assert err.value.param == "claims_format"
+
+
+def test_run_has_the_options_its_errors_name(tmp_path):
+    # Today's main: `run --evidence arxiv.csv` said "set --id-column/--text-column", which run lacked.
+    proc = in_process("run", "--data-dir", DEMO, "--out", tmp_path / "out", "--evidence", arxiv_like(tmp_path),
+                      "--id-column", "index", "--text-column", "body", "--quiet")
+    line = assert_one_line_error(proc, "--text-column: no column 'body' in the header")
+    run_flags = {s for a in dict(commands())["run"]._actions for s in a.option_strings}
+    for flag in ("--id-column", "--text-column", "--format", "--title-column", "--claims-format"):
+        assert flag in run_flags
+    assert "text_column" not in line
+
+
+def test_every_command_accepts_a_csv_knowledge_source_and_jsonl_claims(tmp_path):
+    claims = tmp_path / "q.jsonl"
+    claims.write_text('{"id": "q1", "claim": "Sea ice is melting."}\n', encoding="utf-8")
+    out = tmp_path / "pred.json"
+    proc = in_process("retrieve", "--evidence", arxiv_like(tmp_path), "--id-column", "index", "--text-column",
+                      "abstract", "--index", tmp_path / "idx", "--claims", claims, "--out", out, "--k", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.read_text())["q1"]["evidences"] == ["2501.1"]
+    # the index is reused, and reader options without --evidence are refused, naming the flag
+    proc = in_process("retrieve", "--index", tmp_path / "idx", "--claims", claims, "--out", out,
+                      "--text-column", "abstract")
+    assert_one_line_error(proc, "--text-column", "needs --evidence")
+
+
+def test_the_shared_csv_through_run_options(tmp_path):
+    csv = shared_file("arxiv-abstracts.csv")
+    index = factcheck.build_index(csv, tmp_path / "ax", id_column="index", text_column="abstract",
+                                  title_column="title", progress=False)
+    assert len(index) == 3397 and index.title(0) and index.body(0) == index.text(0)
