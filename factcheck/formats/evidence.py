@@ -169,7 +169,9 @@ def source_spec(path, format: str | None = None, id_column: str | None = None, t
     -------
     >>> source_spec("data/demo/evidence.json").format
     'course'
-    >>> spec = source_spec("tests/data/fever/wiki-pages")
+    >>> from pathlib import Path
+    >>> _ = Path("wiki-001.jsonl").write_text('{"id": "Ice", "text": "", "lines": "0\\\\tIce is cold."}\\n')
+    >>> spec = source_spec("wiki-001.jsonl")
     >>> spec.format, spec.has_titles, spec.index_titles
     ('fever', True, False)
     """

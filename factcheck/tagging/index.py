@@ -49,6 +49,11 @@ class TagIndex:
     tag_indptr, tag_terms, tag_weights : ndarray
         The tags in CSR form: passage ``i``'s tags are ``tag_terms[tag_indptr[i]:tag_indptr[i + 1]]``
         (vocabulary columns), with their TF-IDF weights.
+    title_packed : (ndarray, ndarray) or None
+        The passages' titles, packed, when the knowledge source has them (FEVER pages,
+        BEIR documents, a ``title_column``); None otherwise.
+    index_titles : bool, default False
+        Whether the titles were indexed with the texts (then :meth:`text` puts them in front).
 
     Example
     -------
@@ -60,6 +65,12 @@ class TagIndex:
     (40, 7, 'evidence-8')
     >>> index.tags(row)[:3], index.text(row)[:30]
     (['acceler', 'altimetri', 'rate'], 'The rate of sea level rise has')
+    >>> page = '{"id": "Savages_-LRB-2012_film-RRB-", "text": "", "lines": "0\\\\tSavages is a film.\\\\n1\\\\tIt is long."}'
+    >>> from pathlib import Path
+    >>> _ = Path("wiki-001.jsonl").write_text(page + "\\n")
+    >>> fever = factcheck.build_index("wiki-001.jsonl", "out/fever-index", progress=False)
+    >>> fever.ids, fever.title(0), fever.body(1), index.title(row)
+    (['Savages_-LRB-2012_film-RRB-:0', 'Savages_-LRB-2012_film-RRB-:1'], 'Savages (2012 film)', 'It is long.', None)
     """
 
     def __init__(self, root: Path, manifest: store.Manifest, id_packed, text_packed,
