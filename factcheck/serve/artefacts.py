@@ -15,6 +15,7 @@ from pathlib import Path
 
 from factcheck.errors import InputError
 from factcheck.formats.claims import read_claims, read_predictions
+from factcheck.pipeline.run import DATA_FILES
 
 logger = logging.getLogger(__name__)  # notes for whoever serves the app (the CLI shows them)
 
@@ -56,17 +57,19 @@ def list_plots(plot_dir: Path) -> dict[str, bytes]:
 
 
 def _gold_file(run_dir: Path, metrics: dict) -> Path | None:
-    """The run's ``data_dir/dev-claims.json``; a relative data_dir is tried against the
-    current directory and then the run directory's parents (it was relative to the cwd
-    of ``factcheck run``)."""
+    """The run's dev claims in ``data_dir`` under the names ``run`` looks for
+    (``dev-claims.json``, FEVER's ``shared_task_dev.jsonl``, ...); a relative data_dir is tried
+    against the current directory and then the run directory's parents (it was relative to
+    the cwd of ``factcheck run``)."""
     data_dir = Path((metrics.get("run") or {}).get("data_dir") or "")
     if not str(data_dir):
         return None
     bases = [Path()] if data_dir.is_absolute() else [Path.cwd(), *run_dir.resolve().parents]
     for base in bases:
-        path = base / data_dir / "dev-claims.json"
-        if path.is_file():
-            return path
+        for name in DATA_FILES["dev"]:
+            path = base / data_dir / name
+            if path.is_file():
+                return path
     return None
 
 

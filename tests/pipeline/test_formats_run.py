@@ -3,6 +3,7 @@ a FEVER-format dataset end to end, and the course data written in FEVER's layout
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,32 @@ def test_fever_run_keeps_page_titles_for_the_reader(fever_run):
     assert proc.returncode == 0, proc.stderr
     view = json.loads(proc.stdout)
     assert view["hits"][0]["title"] == "El Niño" and set(view["probabilities"]) == set(FEVER_LABELS)
+
+
+def test_the_app_shows_the_fever_page_titles_of_the_real_index(fever_run):
+    # The app's titles come from the index itself (not a stand-in): each passage shown, the
+    # ones the verdict read included, carries its FEVER page's title beside its id and text.
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+    from html import escape
+    from factcheck.serve.app import create_app
+    index = TagIndex.load(fever_run / "index")
+    client = TestClient(create_app(fever_run, warm_up=False))
+    claim = "Strong El Niño years set temperature records."
+    data = client.get("/api/check", params={"claim": claim}).json()
+    html = client.get("/", params={"claim": claim}).text
+    ids = [h["id"] for h in data["hits"]] + data["classifier_read"]["ids"]
+    assert ids
+    for pid in ids:
+        row = index.row_of[pid]
+        card = html.split(f'data-id="{pid}"', 1)[1]
+        assert f'<span class="title">{escape(index.title(row))}</span>' in card
+        assert escape(index.text(row), quote=False) in re.sub(r"<[^>]+>", "", card)  # highlights marked inside
+    # the dev page finds the run's FEVER dev claims (shared_task_dev.jsonl) and shows titles too
+    dev = client.get("/dev").text
+    assert "gold dev file not found" not in dev and '<span class="title">' in dev
 
 
 def test_fever_predictions_evaluate_and_convert_back(fever_run, tmp_path):

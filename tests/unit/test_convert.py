@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from helpers import DEMO, ROOT, in_process
+from helpers import DEMO, ROOT, in_process, run_cli, shared_file
 from factcheck.errors import InputError
 from factcheck.formats.claims import read_claims, read_predictions
 from factcheck.formats.convert import convert_claims, convert_evidence, convert_predictions
@@ -94,3 +94,27 @@ def test_convert_command_prints_one_note_line_per_loss(tmp_path):
     proc = in_process("convert", "claims", DEMO / "dev-claims.json", "--to", "fever", "--out", tmp_path / "f.jsonl")
     assert proc.returncode == 2 and "--one-line-pages: passage id 'evidence-3'" in proc.stderr
     assert not (tmp_path / "f.jsonl").exists()
+
+
+def test_evaluate_metric_fever_on_course_predictions_converted_to_fever(tmp_path):
+    # The course's example predictions and the dev claims, both written in FEVER's formats: the
+    # FEVER scorer's label accuracy is the course metric's, and every FEVER figure is the one it
+    # gives on the course files themselves (the conversion moves no claim, label or sentence).
+    predictions, claims = shared_file("dev-claims-baseline.json"), shared_file("dev-claims.json")
+    fever_predictions, fever_claims = tmp_path / "pred.jsonl", tmp_path / "dev.jsonl"
+    for args in (("predictions", predictions, "--to", "fever", "--one-line-pages", "--out", fever_predictions),
+                 ("claims", claims, "--to", "fever", "--one-line-pages", "--out", fever_claims)):
+        proc = run_cli("convert", *args)
+        assert proc.returncode == 0, proc.stderr
+    assert fever_claims.read_text(encoding="utf-8").startswith('{"id": ')  # really FEVER's claims format
+
+    def evaluate(*args):
+        proc = run_cli("evaluate", "--json", *args)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+    course = evaluate("--predictions", predictions, "--groundtruth", claims)
+    fever = evaluate("--metric", "fever", "--predictions", fever_predictions, "--groundtruth", fever_claims)
+    assert fever["claims"] == course["claims"] == 154
+    assert fever["label_accuracy"] == course["accuracy"] == pytest.approx(54 / 154, abs=1e-15)
+    direct = evaluate("--metric", "fever", "--predictions", predictions, "--groundtruth", claims)
+    assert fever == direct
