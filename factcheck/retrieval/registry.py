@@ -150,7 +150,7 @@ def run_retrieval(retriever: Retriever, claims: list[Claim], depth: int = DEPTH)
     texts = [c.text for c in claims]
     selections = retriever.retrieve(texts)
     rankings = retriever.rank(texts, depth) if depth > 0 else [None] * len(claims)
-    index = retriever.index_
+    index = getattr(retriever, "index_", None)  # a duck-typed reader may have no index
     titled = getattr(index, "has_titles", False)
     evidences, explain = {}, {}
     for claim, sel, ranking in zip(claims, selections, rankings):
