@@ -16,6 +16,13 @@ of this run (nothing to do), an unfinished one (resume), another run's (refused 
 
 Why a pattern list for ``--force``: the directory may hold the user's own files next to
 (or instead of) an index. ``--force`` deletes only file names this tool writes.
+
+Why no symbolic link is followed: a symlinked ``passages/`` or ``tags/`` inside ``--out``
+made the job overwrite, and ``--force`` delete, the user's files elsewhere; a symlinked
+``work/`` collected the plan and count files. :func:`check_no_symlinks` refuses any link
+among the names we write (or below our folders) before anything is touched, and
+:func:`wipe` checks that every path it deletes resolves inside the directory it was given.
+(``--out`` itself may be a link: it is the directory the user named.)
 """
 
 from __future__ import annotations
@@ -30,10 +37,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from factcheck.errors import InputError
-from factcheck.formats.files import TMP_PREFIX, remove_stale_temporaries, write_json_atomic
+from factcheck.formats.files import TMP_PREFIX, write_json_atomic
 from factcheck.tagging import store
+from factcheck.tagging.derived import CACHE_FOLDERS
 
 LOCK_FILE = ".factcheck-lock"
+#: What a tag index directory holds that this tool writes or deletes (the derived caches too).
+INDEX_ENTRIES = (store.MANIFEST, LOCK_FILE, store.PASSAGES_DIR, store.TAGS_DIR, store.MODELS_DIR,
+                 store.WORK_DIR, store.VECTORS_DIR, *CACHE_FOLDERS)
+SYMLINK_REFUSED = ("is a symbolic link; refusing to write or delete through it (remove the link, "
+                   "or choose another output directory)")
 
 # Every file name the tagging job and the open mode's vector job write (relative to the
 # output directory). The vectors belong to the index: ``--force`` replaces them with it.
@@ -85,8 +98,10 @@ class DirectoryLock:
     def _open(self, path: Path) -> int:
         try:
             self.out.mkdir(parents=True, exist_ok=True)
-            return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
         except OSError as exc:
+            if exc.errno == errno.ELOOP:  # O_NOFOLLOW: the lock file is a link
+                raise InputError(path, None, SYMLINK_REFUSED) from None
             why = ("a parent path is not a directory" if isinstance(exc, (FileExistsError, NotADirectoryError))
                    else exc.strerror or str(exc))
             raise InputError(self.out, None, f"cannot write here: {why}") from None
@@ -108,13 +123,39 @@ def is_ours(rel: str) -> bool:
     return bool(_OURS.match(rel))
 
 
+def check_no_symlinks(out: Path, names=INDEX_ENTRIES) -> None:
+    """Refuse (one line, naming the link) when any of ``names`` directly under ``out``, or
+    anything below those of them that are folders, is a symbolic link."""
+    out = Path(out)
+    for name in names:
+        top = out / name
+        if top.is_symlink():
+            raise InputError(top, None, SYMLINK_REFUSED)
+        if not top.is_dir():
+            continue
+        for dirpath, dirnames, filenames in os.walk(top):  # never descends into a link
+            for entry in sorted(dirnames + filenames):
+                path = Path(dirpath) / entry
+                if path.is_symlink():
+                    raise InputError(path, None, SYMLINK_REFUSED)
+
+
+def _inside(out_real: Path, out: Path, path: Path) -> bool:
+    """``path`` (under ``out``) resolves to the same place under ``out``'s real path: no
+    component of it is a link to elsewhere."""
+    return Path(os.path.realpath(path)) == out_real / path.relative_to(out)
+
+
 def wipe(out: Path) -> int:
-    """``--force``: delete the files a previous run of this tool wrote, nothing else.
+    """``--force``: delete the files a previous run of this tool wrote, nothing else, and
+    nothing outside ``out`` (a symbolic link is refused, never followed).
 
     A ``manifest.json`` that is not a factcheck index is the user's: refuse to touch the
     directory at all rather than guess. Returns the number of files deleted.
     """
     out = Path(out)
+    check_no_symlinks(out)
+    out_real = Path(os.path.realpath(out))
     manifest = out / store.MANIFEST
     if manifest.is_file():
         try:
@@ -130,19 +171,53 @@ def wipe(out: Path) -> int:
         base = out / sub
         if not base.is_dir():
             continue
-        for path in sorted(base.rglob("*"), reverse=True):
-            rel = path.relative_to(out).as_posix()
-            if path.is_file() and not path.is_symlink() and is_ours(rel):
-                path.unlink()
+        files, folders = _walk(base)
+        for path in files:
+            if is_ours(path.relative_to(out).as_posix()):
+                _delete(out_real, out, path, Path.unlink)
                 removed += 1
-        for d in sorted((p for p in base.rglob("*") if p.is_dir()), reverse=True) + [base]:
+        for d in folders + [base]:
             try:
-                d.rmdir()  # only if empty: a folder holding the user's files stays
+                _delete(out_real, out, d, Path.rmdir)  # only if empty: a folder holding the user's files stays
             except OSError:
                 pass
     if manifest.is_file():
-        manifest.unlink()
+        _delete(out_real, out, manifest, Path.unlink)
         removed += 1
+    return removed
+
+
+def _walk(base: Path) -> tuple[list[Path], list[Path]]:
+    """Every file and folder below ``base``, deepest first, links never followed."""
+    files, folders = [], []
+    for dirpath, dirnames, filenames in os.walk(base):
+        here = Path(dirpath)
+        files += [here / n for n in filenames]
+        folders += [here / n for n in dirnames]
+    return sorted(files, reverse=True), sorted(folders, reverse=True)
+
+
+def _delete(out_real: Path, out: Path, path: Path, how) -> None:
+    # Checked path by path, just before deleting: whatever changed since the walk, a
+    # path leading outside ``out`` is refused rather than deleted.
+    if path.is_symlink() or not _inside(out_real, out, path):
+        raise InputError(path, None, SYMLINK_REFUSED)
+    how(path)
+
+
+def remove_temporaries(out: Path) -> int:
+    """Delete the ``.tmp-*`` files a killed run of ours left in ``out``'s own folders
+    (never a user's file elsewhere in ``out``)."""
+    removed = 0
+    for sub in ("", store.PASSAGES_DIR, store.TAGS_DIR, store.MODELS_DIR, store.WORK_DIR,
+                f"{store.WORK_DIR}/done"):
+        base = out / sub
+        if not base.is_dir():
+            continue
+        for path in base.glob(TMP_PREFIX + "*"):
+            if path.is_file() and not path.is_symlink() and is_ours(path.relative_to(out).as_posix()):
+                path.unlink()
+                removed += 1
     return removed
 
 
@@ -150,6 +225,7 @@ def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[
     """Decide between 'already complete' (returns its manifest), 'resume', 'fresh' and
     'refuse' (an InputError) for a run of ``plan`` into ``out``; ``report`` receives the
     one-line messages about what was found."""
+    check_no_symlinks(out)
     manifest_path = out / store.MANIFEST
     plan_path = out / store.WORK_DIR / "plan.json"
     if manifest_path.is_file():
@@ -193,7 +269,7 @@ def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[
         if not force:
             raise InputError(out, None, "exists, is not empty and is not a tag index; "
                              "choose a new directory or use --force")
-    remove_stale_temporaries(out)
+    remove_temporaries(out)
     write_json_atomic(plan_path, {"plan_key": plan_key, "plan": plan})
     return None
 

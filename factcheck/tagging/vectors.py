@@ -36,7 +36,7 @@ from factcheck.formats.files import (atomic_path, dumps_json, remove_stale_tempo
                                      sha256_file, write_json_atomic)
 from factcheck.tagging import store
 from factcheck.tagging.backends import WorkerPool, resolve_jobs
-from factcheck.tagging.outdir import DirectoryLock
+from factcheck.tagging.outdir import DirectoryLock, check_no_symlinks
 from factcheck.text.embedding import describe_model, same_model
 from factcheck.text.onnx_embedding import model_key
 
@@ -121,6 +121,7 @@ class PassageVectorJob:
             index_manifest = store.verify_index(root)
         identity = load_embedder(self.embedding_model).identity  # fails here, in one line, without the extra
         out = root / VECTORS_DIR
+        check_no_symlinks(root, (VECTORS_DIR,))  # never write through a link (see tagging/outdir.py)
         with DirectoryLock(out):
             existing = _current(out, index_manifest, identity)
             if existing is not None:

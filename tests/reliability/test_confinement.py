@@ -1,0 +1,121 @@
+"""Nothing is written or deleted outside the output directory it was given.
+
+A symbolic link inside ``--out`` (``passages/``, ``tags/``, ``models/``, ``work/``,
+``vectors/``, the lock file, a run's ``model/`` or ``plots/``) is refused in one line,
+with or without ``--force``, before anything is touched; ``wipe`` checks every path it
+deletes. Each test fails on the code before the check (it wrote or deleted through the link).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helpers import DEMO, assert_one_line_error, in_process
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture()
+def elsewhere(tmp_path) -> Path:
+    """A folder of the user's, outside every output directory, holding files with our names."""
+    folder = tmp_path / "users-own"
+    folder.mkdir()
+    for name in ("passages-00000.joblib", "tags-00000.joblib", "tags-00001.joblib", "tags-00002.joblib",
+                 "tags-00003.joblib", "plan.json", "passage_tfidf.joblib", "classifier.skops", "x.png"):
+        (folder / name).write_text(f"the user's {name}")
+    return folder
+
+
+@pytest.mark.parametrize("name", ["passages", "tags", "models", "work", "vectors"])
+def test_a_symlinked_folder_under_out_is_refused_and_never_written(tmp_path, elsewhere, name):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / name).symlink_to(elsewhere, target_is_directory=True)
+    before = _snapshot(elsewhere)
+    proc = in_process("tag", DEMO / "evidence.json", "--out", out, "--jobs", "1")
+    assert_one_line_error(proc, str(out / name), "symbolic link")
+    assert _snapshot(elsewhere) == before  # before the fix: passages-00000.joblib overwritten, plan.json written
+
+
+def test_force_never_deletes_through_a_symlinked_tags_folder(tmp_path, elsewhere):
+    """An index of ours (so ``--force`` may replace it) whose ``tags/`` was made a link."""
+    out = tmp_path / "out"
+    assert in_process("tag", DEMO / "evidence.json", "--out", out, "--jobs", "1").returncode == 0
+    shutil.rmtree(out / "tags")
+    (out / "tags").symlink_to(elsewhere, target_is_directory=True)
+    before = _snapshot(elsewhere)
+    proc = in_process("tag", DEMO / "evidence.json", "--out", out, "--jobs", "1", "--top-k", "5", "--force")
+    assert_one_line_error(proc, str(out / "tags"), "symbolic link")
+    assert _snapshot(elsewhere) == before  # before the fix: tags-00000..3.joblib deleted
+    assert (out / "manifest.json").is_file()  # nothing of ours was deleted either
+
+
+def test_a_symlinked_shard_inside_our_folder_is_refused(tmp_path, elsewhere):
+    out = tmp_path / "out"
+    (out / "passages").mkdir(parents=True)
+    (out / "passages" / "passages-00000.joblib").symlink_to(elsewhere / "passages-00000.joblib")
+    before = _snapshot(elsewhere)
+    proc = in_process("tag", DEMO / "evidence.json", "--out", out, "--jobs", "1", "--force")
+    assert_one_line_error(proc, "passages-00000.joblib", "symbolic link")
+    assert _snapshot(elsewhere) == before
+
+
+def test_a_symlinked_lock_file_is_never_truncated(tmp_path, elsewhere):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".factcheck-lock").symlink_to(elsewhere / "plan.json")
+    before = _snapshot(elsewhere)
+    proc = in_process("tag", DEMO / "evidence.json", "--out", out, "--jobs", "1")
+    assert_one_line_error(proc, ".factcheck-lock", "symbolic link")
+    assert _snapshot(elsewhere) == before  # before the fix: truncated and given our pid
+
+
+def test_wipe_refuses_a_link_and_deletes_nothing(tmp_path, elsewhere):
+    from factcheck.errors import InputError
+    from factcheck.tagging import outdir
+    out = tmp_path / "out"
+    assert in_process("tag", DEMO / "evidence.json", "--out", out, "--jobs", "1").returncode == 0
+    ours = _snapshot(out)
+    (out / "work").symlink_to(elsewhere, target_is_directory=True)
+    before = _snapshot(elsewhere)
+    with pytest.raises(InputError, match="symbolic link"):
+        outdir.wipe(out)
+    assert _snapshot(elsewhere) == before and _snapshot(out) == ours
+
+
+def test_out_itself_may_be_a_link(tmp_path):
+    """The directory the user named is theirs to place anywhere."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    assert in_process("tag", DEMO / "evidence.json", "--out", tmp_path / "link", "--jobs", "1").returncode == 0
+    assert (real / "manifest.json").is_file()
+
+
+@pytest.mark.parametrize("name", ["model", "plots", "tuning", "index"])
+def test_run_refuses_a_symlinked_folder_under_out(tmp_path, elsewhere, name):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / name).symlink_to(elsewhere, target_is_directory=True)
+    before = _snapshot(elsewhere)
+    proc = in_process("run", "--data-dir", DEMO, "--out", out, "--quiet", "--jobs", "1")
+    assert_one_line_error(proc, str(out / name), "symbolic link")
+    assert _snapshot(elsewhere) == before
+
+
+def test_train_refuses_a_symlinked_file_in_the_model_directory(tmp_path, elsewhere, demo_index):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "classifier.skops").symlink_to(elsewhere / "classifier.skops")
+    before = _snapshot(elsewhere)
+    proc = in_process("train", "--index", demo_index, "--claims", DEMO / "train-claims.json", "--model", model,
+                      "--method", "bm25")
+    assert_one_line_error(proc, "classifier.skops", "symbolic link")
+    assert _snapshot(elsewhere) == before
+    assert os.listdir(model) == ["classifier.skops"] and (model / "classifier.skops").is_symlink()
