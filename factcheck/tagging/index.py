@@ -103,15 +103,14 @@ class TagIndex:
         """
         root = Path(root)
         manifest = store.verify_index(root) if verify else store.read_manifest(root)
-        if verify:  # every listed file through the restricted loader, the small models included
-            for name in manifest.data["models"]:
-                store.load_shard(root / store.MODELS_DIR / name, "vectorizer", mmap=True)
+        store.check_vocabularies(root, manifest)  # the small models through the restricted loader too
+        expect = store.expected(manifest)  # shards are structure-checked as they load
         ids, texts, titles, indptrs, terms, weights = [], [], [], [np.zeros(1, np.int64)], [], []
         index_titles = False
         base = 0
         for s in manifest.shards:
-            p = store.load_shard(root / s["passages_file"], "passages")
-            t = store.load_shard(root / s["tags_file"], "tags")
+            p = store.load_shard(root / s["passages_file"], "passages", expect=expect[s["passages_file"]][1])
+            t = store.load_shard(root / s["tags_file"], "tags", expect=expect[s["tags_file"]][1])
             ids.append((p["id_bytes"], p["id_offsets"]))
             texts.append((p["text_bytes"], p["text_offsets"]))
             if "title_bytes" in p:
@@ -199,12 +198,14 @@ class TagIndex:
     @cached_property
     def passage_vectorizer(self):
         """The fitted 20,000-term TF-IDF vectoriser the tags were chosen with."""
-        return store.load_vectorizer(self.root / store.MODELS_DIR / "passage_tfidf.joblib")
+        name = f"{store.MODELS_DIR}/passage_tfidf.joblib"
+        return store.load_vectorizer(self.root / name, store.expected(self.manifest)[name][1])
 
     @cached_property
     def tag_vectorizer(self):
         """The fitted TF-IDF vectoriser over tag strings (the tag rule's cosine space)."""
-        return store.load_vectorizer(self.root / store.MODELS_DIR / "tag_tfidf.joblib")
+        name = f"{store.MODELS_DIR}/tag_tfidf.joblib"
+        return store.load_vectorizer(self.root / name, store.expected(self.manifest)[name][1])
 
     @cached_property
     def vocabulary(self) -> list[str]:

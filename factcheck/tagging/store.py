@@ -16,15 +16,24 @@ Layout of an index directory::
 
 Every file of the index proper is listed in the manifest with its sha256, so loading an
 index can prove it is whole: a truncated, bit-flipped, missing or extra shard is named
-in a one-line error.
+in a one-line error. Checksums cannot prove a file was written *by us* (whoever can write
+the directory can recompute them), so every array is also checked for the structure the
+code after it relies on before anything uses it (:func:`load_shard`): dtypes and lengths
+as the manifest's counts say, CSR ``indptr`` from 0, monotone, ending at the number of
+terms, term ids inside the vocabulary, string offsets monotone, inside their buffer and
+on UTF-8 character starts, finite weights. Why: scipy's sparse code trusts those
+invariants; a crafted shard that broke them passed ``verify`` and then aborted the
+process (``double free``, exit 134) or crashed it (SIGSEGV in ``tocsc``).
 Nothing in the manifest depends on the number of jobs, the backend, time or paths, so
 the same input and parameters give the same bytes.
 """
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,12 +113,15 @@ def write_tags_shard(path: Path, start: int, indptr: np.ndarray, terms: np.ndarr
     })
 
 
-def load_shard(path: Path, kind: str, mmap: bool = False) -> dict:
+def load_shard(path: Path, kind: str, mmap: bool = False, expect: dict | None = None) -> dict:
     """Load a shard file we wrote; anything unreadable is an IntegrityError naming it.
 
     Read with the restricted unpickler: a shard naming anything but numpy arrays and
     plain containers is refused before any of it is imported (a crafted index cannot
-    run code, even one whose manifest checksums were recomputed to match).
+    run code, even one whose manifest checksums were recomputed to match). Its arrays are
+    then checked for the structure the readers rely on (:func:`check_structure`);
+    ``expect`` holds what the manifest says of it (``start``, ``count``, ``columns``: the
+    vocabulary size term ids must stay below, ``top_k``).
     """
     try:
         obj = load_joblib_arrays(path, mmap=mmap)
@@ -123,7 +135,122 @@ def load_shard(path: Path, kind: str, mmap: bool = False) -> dict:
         raise IntegrityError(path, None, f"unreadable shard ({type(exc).__name__})") from None
     if not isinstance(obj, dict) or obj.get("kind") != kind:
         raise IntegrityError(path, None, f"not a {kind} shard")
+    check_structure(path, obj, expect or {})
     return obj
+
+
+# --------------------------------------------------------------------------- structure
+
+class _Bad(Exception):
+    """A structural violation (the message says which array and how)."""
+
+
+def _int(obj: dict, key: str) -> int:
+    value = obj.get(key)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise _Bad(f"{key!r} is not a count")
+    return int(value)
+
+
+def _array(obj: dict, key: str, kinds: str, length: int | None = None) -> np.ndarray:
+    """``obj[key]``: a 1-D numpy array whose dtype kind is one of ``kinds`` (and, if given,
+    of ``length`` items)."""
+    a = obj.get(key)
+    if not isinstance(a, np.ndarray) or a.ndim != 1 or a.dtype.kind not in kinds or a.dtype.hasobject:
+        found = f"{a.dtype} array of {a.ndim} dimensions" if isinstance(a, np.ndarray) else type(a).__name__
+        raise _Bad(f"{key!r} is not a 1-D array of the expected type (found {found})")
+    if length is not None and len(a) != length:
+        raise _Bad(f"{key!r} has {len(a)} items, expected {length}")
+    return a
+
+
+def _bounds(key: str, offsets: np.ndarray, end: int) -> None:
+    """Offsets (CSR ``indptr`` or string offsets): from 0, never decreasing, ending at ``end``."""
+    if len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != end:
+        raise _Bad(f"{key!r} must start at 0 and end at {end}")
+    if len(offsets) > 1 and np.any(offsets[1:] < offsets[:-1]):
+        raise _Bad(f"{key!r} decreases")
+
+
+def _packed(obj: dict, prefix: str, count: int) -> None:
+    """``<prefix>_bytes`` (UTF-8) and ``<prefix>_offsets`` (``count + 1`` boundaries)."""
+    buf = _array(obj, f"{prefix}_bytes", "u")
+    if buf.dtype != np.uint8:
+        raise _Bad(f"'{prefix}_bytes' is not a byte array")
+    offsets = _array(obj, f"{prefix}_offsets", "i", count + 1)
+    _bounds(f"{prefix}_offsets", offsets, len(buf))
+    inner = np.asarray(offsets[:-1])
+    inner = inner[inner < len(buf)]
+    # Every string starts on a character (not on a UTF-8 continuation byte), and the whole
+    # buffer decodes: then every string between two offsets decodes too.
+    if np.any((np.asarray(buf)[inner] & 0xC0) == 0x80):
+        raise _Bad(f"'{prefix}_offsets' cut a UTF-8 character")
+    if len(buf) and np.asarray(buf).max() >= 0x80:
+        try:
+            codecs.utf_8_decode(memoryview(np.ascontiguousarray(buf)), "strict", True)
+        except UnicodeDecodeError as exc:
+            raise _Bad(f"'{prefix}_bytes' is not UTF-8 (byte {exc.start})") from None
+
+
+def _csr(obj: dict, rows: int, columns: int | None, indptr_key: str, index_key: str,
+         value_key: str, value_kinds: str) -> np.ndarray:
+    indptr = _array(obj, indptr_key, "i", rows + 1)
+    indices = _array(obj, index_key, "i")
+    _array(obj, value_key, value_kinds, len(indices))
+    _bounds(indptr_key, indptr, len(indices))
+    if len(indices) and indices.min() < 0:
+        raise _Bad(f"{index_key!r} holds negative ids")
+    if len(indices) and columns is not None and indices.max() >= columns:
+        raise _Bad(f"{index_key!r} holds ids of {columns} or more (the vocabulary has {columns} terms)")
+    return indptr
+
+
+def check_structure(path: Path, obj: dict, expect: dict) -> None:
+    """Raise an IntegrityError naming ``path`` unless the shard ``obj`` has the structure
+    the readers of its kind rely on (see the module docstring) and what ``expect`` says."""
+    try:
+        _check(obj, expect)
+    except _Bad as exc:
+        raise IntegrityError(path, None, f"damaged or crafted {obj.get('kind')} file: {exc}; rebuild the "
+                             "index with `factcheck tag ... --force`") from None
+
+
+def _check(obj: dict, expect: dict) -> None:
+    kind = obj["kind"]
+    if kind == "vectorizer":
+        n = len(_array(obj, "term_offsets", "i")) - 1
+        _packed(obj, "term", n)
+        idf = _array(obj, "idf", "f", n)
+        if not np.all(np.isfinite(idf)) or np.any(idf <= 0):
+            raise _Bad("'idf' holds values that are not positive finite numbers")
+        if "columns" in expect and n != expect["columns"]:
+            raise _Bad(f"{n} terms, the manifest says {expect['columns']}")
+        return
+    count = _int(obj, "count")
+    for key in ("start", "count"):
+        if key in expect and _int(obj, key) != expect[key]:
+            raise _Bad(f"{key} {obj[key]}, the manifest says {expect[key]}")
+    if kind == "passages":
+        _int(obj, "start")
+        _packed(obj, "id", count)
+        _packed(obj, "text", count)
+        if "title_bytes" in obj or "title_offsets" in obj:  # a source with titles
+            _packed(obj, "title", count)
+            if not isinstance(obj.get("index_titles"), (bool, np.bool_)):
+                raise _Bad("'index_titles' is not true or false")
+    elif kind == "tags":
+        _int(obj, "start")
+        indptr = _csr(obj, count, expect.get("columns"), "indptr", "terms", "weights", "f")
+        if not np.all(np.isfinite(obj["weights"])):
+            raise _Bad("'weights' holds values that are not finite")
+        if "top_k" in expect and count and int(np.diff(indptr).max()) > expect["top_k"]:
+            raise _Bad(f"a passage has more than top_k = {expect['top_k']} tags")
+    elif kind == "counts":
+        n_terms = len(_array(obj, "term_offsets", "i")) - 1
+        _packed(obj, "term", n_terms)
+        _array(obj, "totals", "iu", n_terms)
+        _array(obj, "doc_freq", "iu", n_terms)
+        _csr(obj, count, n_terms, "indptr", "indices", "data", "iu")
 
 
 VECTORIZER_ANALYZERS = ("text", "tags")
@@ -136,16 +263,23 @@ def write_vectorizer(path: Path, terms: list[str], idf: np.ndarray, analyzer: st
                                      "term_offsets": term_off, "idf": np.asarray(idf, dtype=np.float64)})
 
 
-def load_vectorizer(path: Path):
+def load_vectorizer(path: Path, expect: dict | None = None):
     """The scikit-learn vectoriser stored by :func:`write_vectorizer`."""
     from factcheck.tagging.tag_model import make_vectorizer
     from factcheck.text.analyzer import TextAnalyzer, split_tags
-    obj = load_shard(path, "vectorizer")
-    terms = unpack_strings(obj["term_bytes"], obj["term_offsets"])
-    if obj.get("analyzer") not in VECTORIZER_ANALYZERS or len(terms) != len(obj["idf"]):
-        raise IntegrityError(path, None, "not a vectoriser file")
+    obj = load_shard(path, "vectorizer", expect=expect)
+    terms = _vectorizer_terms(path, obj)
     return make_vectorizer(terms, np.asarray(obj["idf"], dtype=np.float64),
                            TextAnalyzer() if obj["analyzer"] == "text" else split_tags)
+
+
+def _vectorizer_terms(path: Path, obj: dict) -> list[str]:
+    terms = unpack_strings(obj["term_bytes"], obj["term_offsets"])
+    if obj.get("analyzer") not in VECTORIZER_ANALYZERS:
+        raise IntegrityError(path, None, "not a vectoriser file")
+    if len(set(terms)) != len(terms):  # a vocabulary maps each term to one column
+        raise IntegrityError(path, None, "damaged or crafted vectorizer file: a term is listed twice")
+    return terms
 
 
 # --------------------------------------------------------------------------- done records
@@ -236,7 +370,78 @@ def read_manifest(root: Path) -> Manifest:
     if data.pop(MANIFEST_CHECKSUM, None) != _manifest_digest(data):
         raise IntegrityError(path, None, "manifest checksum mismatch (corrupted or edited); "
                              "rebuild the index with `factcheck tag ... --force`")
+    try:
+        _check_manifest(data)
+    except _Bad as exc:
+        raise IntegrityError(path, None, f"not a well-formed manifest ({exc}); rebuild the index with "
+                             "`factcheck tag ... --force`") from None
     return Manifest(data)
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _check_manifest(data: dict) -> None:
+    """The fields readers use, with the types and relations the tagging job writes: shards
+    numbered from 0, contiguous, their files named as this module names them (never a
+    path outside the index), counts that add up, sizes that are counts."""
+    def count(value, what):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise _Bad(f"{what} is not a count")
+        return value
+
+    shards = data.get("shards")
+    if not isinstance(shards, list) or not all(isinstance(s, dict) for s in shards):
+        raise _Bad("'shards' is not a list of shards")
+    start = 0
+    for i, s in enumerate(shards):
+        if s.get("shard") != i or count(s.get("start"), "a shard's start") != start:
+            raise _Bad(f"shard {i} is out of order or not contiguous")
+        start += count(s.get("passages"), "a shard's passages")
+        if s.get("passages_file") != passages_name(i) or s.get("tags_file") != tags_name(i):
+            raise _Bad(f"shard {i} names unexpected files")
+        if not all(isinstance(s.get(k), str) and _SHA256.fullmatch(s[k]) for k in ("passages_sha256", "tags_sha256")):
+            raise _Bad(f"shard {i} has no valid sha256")
+    if count(data.get("passages"), "'passages'") != start:
+        raise _Bad(f"'passages' is {data.get('passages')}, the shards hold {start}")
+    models = data.get("models")
+    if not isinstance(models, dict) or sorted(models) != sorted(MODEL_FILES) or \
+            not all(isinstance(v, str) and _SHA256.fullmatch(v) for v in models.values()):
+        raise _Bad("'models' does not list the two vectorisers with their sha256")
+    for key in ("vocabulary", "tag_vocabulary"):
+        if not isinstance(data.get(key), dict) or count(data[key].get("size"), f"the {key} size") < 1:
+            raise _Bad(f"{key!r} has no size")
+    params = data.get("params")
+    if not isinstance(params, dict) or count(params.get("top_k"), "top_k") < 1:
+        raise _Bad("'params' has no top_k")
+
+
+def expected(manifest: "Manifest") -> dict[str, tuple[str, dict]]:
+    """Each file the manifest lists -> (its kind, what the manifest says of it: the
+    ``expect`` of :func:`load_shard`)."""
+    vocab = manifest.data["vocabulary"]["size"]
+    out = {}
+    for s in manifest.shards:
+        out[s["passages_file"]] = ("passages", {"start": s["start"], "count": s["passages"]})
+        out[s["tags_file"]] = ("tags", {"start": s["start"], "count": s["passages"], "columns": vocab,
+                                        "top_k": manifest.params["top_k"]})
+    out[f"{MODELS_DIR}/passage_tfidf.joblib"] = ("vectorizer", {"columns": vocab})
+    out[f"{MODELS_DIR}/tag_tfidf.joblib"] = ("vectorizer", {"columns": manifest.data["tag_vocabulary"]["size"]})
+    return out
+
+
+def check_vocabularies(root: Path, manifest: "Manifest") -> None:
+    """The tag vectoriser's terms are passage-vocabulary terms (the tag space maps one onto
+    the other); each vectoriser's size is checked by :func:`load_shard`."""
+    root = Path(root)
+    exp = expected(manifest)
+    terms = {}
+    for name in MODEL_FILES:
+        rel = f"{MODELS_DIR}/{name}"
+        terms[name] = _vectorizer_terms(root / rel, load_shard(root / rel, "vectorizer", mmap=True, expect=exp[rel][1]))
+    if not set(terms["tag_tfidf.joblib"]) <= set(terms["passage_tfidf.joblib"]):
+        raise IntegrityError(root / MODELS_DIR / "tag_tfidf.joblib", None, "damaged or crafted vectorizer "
+                             "file: it holds terms the passage vocabulary does not")
 
 
 def _manifest_digest(data: dict) -> str:
@@ -277,11 +482,9 @@ def check_loadable(root: Path, manifest: Manifest) -> None:
     :func:`check_derived_caches`).
     """
     root = Path(root)
-    for s in manifest.shards:
-        load_shard(root / s["passages_file"], "passages", mmap=True)
-        load_shard(root / s["tags_file"], "tags", mmap=True)
-    for name in manifest.data["models"]:
-        load_shard(root / MODELS_DIR / name, "vectorizer", mmap=True)
+    for name, (kind, expect) in expected(manifest).items():
+        load_shard(root / name, kind, mmap=True, expect=expect)
+    check_vocabularies(root, manifest)
     check_derived_caches(root)
 
 

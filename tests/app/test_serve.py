@@ -13,7 +13,7 @@ import warnings
 
 import pytest
 
-from helpers import DEMO, run_cli
+from helpers import DEMO, demo_run_dir
 from factcheck.formats.claims import LABELS, Claim, read_claims
 from factcheck.text.analyzer import TextAnalyzer, stem_token, word_tokens
 
@@ -29,15 +29,6 @@ PASSAGES = json.loads((DEMO / "evidence.json").read_text(encoding="utf-8"))
 CLAIM = "Burning fossil fuels is the biggest source of human carbon dioxide emissions."
 SCRIPT = '<script>alert("pwned")</script>'
 SCRIPT_CLAIM = "Burning coal, oil and natural gas is the largest source of human emissions."
-
-
-def demo_run_dir(tmp_path_factory, name="serve-demo-run", data=DEMO, *extra):
-    """A ``factcheck run`` output, built once per test session (the browser test reuses it)."""
-    out = tmp_path_factory.getbasetemp() / name
-    if not (out / "metrics.json").is_file():
-        proc = run_cli("run", "--data-dir", data, "--out", out, "--quiet", "--jobs", "1", *extra)
-        assert proc.returncode == 0, proc.stderr
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from helpers import DEMO, ROOT, assert_one_line_error, run_cli
+from helpers import DEMO, ROOT, assert_one_line_error, demo_run_dir, reseal_index, run_cli
 from harness.crashpoints import crash_env
 from helpers import in_process
 
@@ -56,17 +56,6 @@ def index(demo_index, tmp_path):
     dest = tmp_path / "index"
     shutil.copytree(demo_index, dest, ignore=shutil.ignore_patterns("bm25", "rerank"))
     return dest
-
-
-def _reseal(root: Path) -> None:
-    """Recompute every checksum in the manifest, as whoever crafted the directory could."""
-    data = json.loads((root / "manifest.json").read_text("utf-8"))
-    data.pop(store.MANIFEST_CHECKSUM)
-    for s in data["shards"]:
-        s["passages_sha256"] = store.sha256_file(root / s["passages_file"])
-        s["tags_sha256"] = store.sha256_file(root / s["tags_file"])
-    data["models"] = {n: store.sha256_file(root / "models" / n) for n in data["models"]}
-    store.write_manifest(root, data)
 
 
 # ---------------------------------------------------------------------- 1. concurrent runs
@@ -162,7 +151,7 @@ def test_payload_index_is_refused_in_one_line_and_runs_nothing(index, tmp_path, 
     marker = tmp_path / "pwned"
     kind = {"tags": "tags", "passages": "passages", "models": "vectorizer"}[target.split("/")[0]]
     _payload_shard(index / target, marker, kind)
-    _reseal(index)  # checksums alone cannot tell: the manifest matches the crafted files
+    reseal_index(index)  # checksums alone cannot tell: the manifest matches the crafted files
     for argv in (("verify", index), ("export-tags", index, "--out", tmp_path / "t.jsonl"),
                  ("retrieve", "--index", index, "--claims", DEMO / "dev-claims.json", "--out", tmp_path / "p.json",
                   "--method", "tags")):
@@ -427,7 +416,6 @@ def test_every_loopback_address_gets_the_host_check_and_a_correct_url(host, url)
 @pytest.fixture(scope="module")
 def demo_run_app_state(tmp_path_factory):
     from factcheck.serve.app import create_app
-    from test_serve import demo_run_dir
     return create_app(demo_run_dir(tmp_path_factory)).state.explain  # the session's shared demo run
 
 
