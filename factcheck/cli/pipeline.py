@@ -75,6 +75,7 @@ def add_train(p):
         train = read_claims_from_args(args, args.claims, require_labels=True)
         index = index_from_args(args)
         relocate_from_args(args, args.index)
+        index.require_gold(train, args.claims)
         t = train_system(index, train, args.model, args.method, model_dir=args.model, mode=args.mode)
         print(f"{args.model}: trained on {len(train)} claims ({args.mode} mode)")
         print(describe("retriever " + t.candidates.best, t.system.retriever.params()))
@@ -125,6 +126,7 @@ def add_ablation(p):
         index_from_args(args)
         relocate_from_args(args, args.index)
         system = FactChecker.load(args.index, args.model)
+        system.index.require_gold(claims, args.claims)
         verdicts = system.check(claims)
         gold = [(c.text, system.texts(c.evidences)) for c in claims]
         y = [c.label for c in claims]

@@ -41,6 +41,8 @@ def add_train_rerank(p):
             value = getattr(args, name)
             if value is not None and value < (1 if name == "depth" else 0):
                 raise InputError(None, None, f"must be positive, got {value}", param=name)
+        index = index_from_args(args)
+        index.require_gold(claims, args.claims)
         fit, holdout = train_holdout_split(claims)
         kwargs = {}
         if args.depth is not None or args.memory_k is not None:
@@ -48,7 +50,7 @@ def add_train_rerank(p):
                                                if v is not None}) for c in DEFAULT_CANDIDATES]
             kwargs["configs"] = list(dict.fromkeys(kwargs["configs"]))  # same settings once
         # Bars on a terminal only: piped output (logs, scripts) keeps its one-line messages.
-        retriever = train_reranker(index_from_args(args), fit, holdout, **kwargs,
+        retriever = train_reranker(index, fit, holdout, **kwargs,
                                    progress=None if sys.stderr.isatty() else False)
         retriever.save(args.rerank_model)
         r = retriever.report

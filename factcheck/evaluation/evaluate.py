@@ -14,6 +14,7 @@ from factcheck.evaluation.course_metric import course_score
 from factcheck.evaluation.intervals import Estimate, bootstrap_mean, wilson
 from factcheck.evaluation.retrieval_metrics import retrieval_metrics
 from factcheck.formats.claims import label_set, prefixed_params, read_claims, read_predictions
+from factcheck.formats.rundir import refuse_unfinished
 from factcheck.formats.explanations import explanations_path
 
 
@@ -165,6 +166,7 @@ def evaluate_files(predictions_path: Path, groundtruth_path: Path, explanations:
     >>> result = evaluate_files("out/demo/dev-claims-predictions.json", "data/demo/dev-claims.json")  # doctest: +SKIP
     >>> result["retrieval"]["recall@100"]["value"]                                                   # doctest: +SKIP
     """
+    refuse_unfinished(predictions_path)  # predictions of a run that did not finish (formats/rundir.py)
     with prefixed_params("claims_"):
         groundtruth = read_claims(groundtruth_path, require_labels=True, format=claims_format,
                                   id_column=claims_id_column, text_column=claims_text_column,

@@ -24,6 +24,12 @@ Outputs (all written atomically; ``metrics.json`` and ``report.md`` last)::
     OUT/test-claims-predictions.json    leaderboard format (+ .explain.json)
     OUT/tuning/*.csv, OUT/plots/*.png   sweeps, confusion matrices, interval chart
     OUT/metrics.json, OUT/report.md
+    OUT/run-in-progress.json            only while the run writes: its readers refuse the
+                                        directory until it is gone (formats/rundir.py)
+
+The output directory is one unit: the marker is written before the run's first write
+and removed after its last, so a run stopped part-way never leaves a directory that
+mixes two runs and looks complete. No symbolic link among the names above is followed.
 """
 
 from __future__ import annotations
@@ -37,7 +43,8 @@ from factcheck.errors import InputError
 from factcheck.formats.claims import (detect_claims_format, label_set, prefixed_params, read_claims,
                                      write_predictions)
 from factcheck.formats.evidence import source_spec
-from factcheck.formats.files import sha256_file, write_json_atomic
+from factcheck.formats.files import check_regular_file, sha256_file, write_json_atomic
+from factcheck.formats.rundir import MARKER, begin_run, end_run
 from factcheck.formats.splits import train_holdout_split
 from factcheck.training.classifier_cv import config_json
 from factcheck.system.checker import FactChecker
@@ -48,6 +55,13 @@ from factcheck.tagging.heap import return_freed_memory
 # Stage lines ("[  12.3s] predicting dev ...") go to this logger at INFO; the CLI shows
 # them on stderr as they are, a Python caller sees them only if it configures logging.
 logger = logging.getLogger(__name__)
+
+
+#: What a run writes directly under its output directory (none may be a symbolic link).
+RUN_ENTRIES = (MARKER, "index", "model", "tuning", "plots", "metrics.json", "report.md",
+               *(f"{split}-claims-predictions{ext}" for split in ("dev", "test") for ext in (".json", ".explain.json")))
+#: What ``train`` writes into a model directory.
+MODEL_ENTRIES = ("classifier.skops", "rerank.skops", "tuning")
 
 
 # Where ``run`` looks in a data directory, per split: the course's names, then FEVER's
@@ -172,7 +186,7 @@ def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None,
     >>> metrics["evidence_f"], metrics["accuracy"]                        # doctest: +SKIP
     """
     from factcheck.tagging.backends import require_backend
-    from factcheck.tagging.outdir import DirectoryLock
+    from factcheck.tagging.outdir import DirectoryLock, check_no_symlinks
     if embedding_model is not None and mode != "open":
         raise InputError(None, None, "a local embedding model is for the open mode (mode open)",
                          param="embedding_model")
@@ -185,6 +199,7 @@ def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None,
               "label_column": claims_label_column, "evidence_column": claims_evidence_column}
     files = find_data(data_dir, evidence, train=train, dev=dev, test=test)
     with DirectoryLock(Path(out)):
+        check_no_symlinks(Path(out), RUN_ENTRIES)
         return _run_pipeline(data_dir, out, files, index_dir, method, jobs, force, progress, tag_args, mode,
                              embedding_model, source, claims)
 
@@ -217,16 +232,20 @@ def _run_pipeline(data_dir: Path | None, out: Path, files: dict, index_dir: Path
         _check_labels(dev, labels, files["dev"])
         claims_format = claim_options["format"] or detect_claims_format(files["dev"])
 
+    if index_dir is None:
+        if not Path(files["evidence"]).is_dir():  # FEVER's wiki-pages/ is a directory
+            check_regular_file(files["evidence"])  # before detection reads it: a FIFO would block
+        spec = source_spec(files["evidence"], **source)
+    else:
+        for name, value in source.items():
+            if value is not None:
+                raise InputError(index_dir, None, "applies to the knowledge source read, and an index is "
+                                 "reused as built", param=name)
+    begin_run(out)  # the inputs are read: from here to end_run the directory is refused by its readers
     with clock.step("tagging the knowledge source"):
         if index_dir is None:
             index_dir = out / "index"
-            TagJob(jobs=jobs, progress=progress, **(tag_args or {})).run(
-                source_spec(files["evidence"], **source), index_dir, force=force)
-        else:
-            for name, value in source.items():
-                if value is not None:
-                    raise InputError(index_dir, None, "applies to the knowledge source read, and an index is "
-                                     "reused as built", param=name)
+            TagJob(jobs=jobs, progress=progress, **(tag_args or {})).run(spec, index_dir, force=force)
         index = TagIndex.load(index_dir)
     if mode == "open":
         from factcheck.tagging.vectors import PassageVectorJob
@@ -234,8 +253,8 @@ def _run_pipeline(data_dir: Path | None, out: Path, files: dict, index_dir: Path
             PassageVectorJob(jobs=jobs, progress=progress, embedding_model=embedding_model).run(
                 index_dir, index.manifest)  # verified by load
     with clock.step("checking the claims' gold ids against the knowledge source"):
-        _check_gold_ids(index, train, files["train"])
-        _check_gold_ids(index, dev, files["dev"])
+        index.require_gold(train, files["train"])
+        index.require_gold(dev, files["dev"])
 
     trained = train_system(index, train, out, method, progress, clock, jobs=jobs, mode=mode)
     system, candidates, config = trained.system, trained.candidates, trained.config
@@ -290,6 +309,7 @@ def _run_pipeline(data_dir: Path | None, out: Path, files: dict, index_dir: Path
     write_json_atomic(out / "metrics.json", metrics)
     (out / "report.md").parent.mkdir(parents=True, exist_ok=True)
     report.write_report(out / "report.md", metrics, plots)
+    end_run(out)
     if not quiet:
         logger.info("[%6.1fs] done: %s/report.md", time.perf_counter() - clock.start, out)
     return metrics
@@ -310,6 +330,7 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     (recording ``mode``). In the open mode the index must have its passage vectors; their
     embedding model is recorded as ``embedding_model``."""
     from factcheck.reporting import report
+    from factcheck.tagging.outdir import check_no_symlinks
     from factcheck.training import selection
     from factcheck.training.classifier_cv import select_classifier
 
@@ -322,6 +343,8 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
         embedding = read_vectors_manifest(index.root, index.manifest)["model"]
     else:
         check_method(method, mode, also=("auto",))
+    check_no_symlinks(Path(out), ("tuning",))
+    check_no_symlinks(Path(model_dir or Path(out) / "model"), MODEL_ENTRIES)
     clock = clock or Clock(progress is False)
     fit, holdout = train_holdout_split(train)
     with clock.step("tuning and training retrievers on the training split"):
@@ -342,6 +365,7 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     reader = candidates.retrievers[chosen.reader]
     meta = {"index_plan_key": index.manifest.data.get("plan_key"), "mode": mode,
             **({"embedding_model": embedding} if embedding else {}),
+            "labels": [str(c) for c in chosen.model.classes_],  # what loading checks its classes against
             "classifier": config_json(chosen.config),
             "calibration": {"temperature": chosen.summary["calibration"]["temperature"]}}
     # Its own step: skops-writing the reranker and classifier takes ~1 s on the demo, a
@@ -375,12 +399,3 @@ def _check_labels(claims, labels, path) -> None:
         if c.label not in labels:
             raise InputError(path, f"claim {c.id!r}", f"label {c.label!r} is not among the training claims' labels "
                              f"({', '.join(labels)})")
-
-
-def _check_gold_ids(index, claims, path) -> None:
-    row_of = index.row_of
-    missing = [(c.id, e) for c in claims for e in c.evidences if e not in row_of]
-    if missing:
-        cid, eid = missing[0]
-        raise InputError(path, f"claim {cid!r}", f"gold evidence {eid!r} is not in the knowledge source "
-                         f"({len(missing)} such ids); is --evidence the right file?")

@@ -23,6 +23,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from factcheck.errors import InputError
+from factcheck.formats.rundir import refuse_unfinished
 from factcheck.serve import dev as devview
 from factcheck.serve import present
 from factcheck.serve.artefacts import Artefacts, load_artefacts
@@ -99,6 +100,7 @@ def resolve_paths(run_dir: Path | None, index_dir: Path | None, model_dir: Path 
         run_dir = Path(run_dir)
         if not run_dir.is_dir():
             raise InputError(run_dir, None, "no such run directory (an output directory of `factcheck run`)")
+        refuse_unfinished(run_dir)
         index_dir = index_dir or _run_index(run_dir)
         model_dir = model_dir or run_dir / "model"
     if index_dir is None or model_dir is None:

@@ -339,7 +339,7 @@ def titles_of(index):
 
 
 def texts_of(index):
-    """``ids -> [text or None, ...]``, aligned with ``ids`` (``TagIndex.texts_of`` skips
-    ids it does not have, which would shift every later text onto the wrong id)."""
+    """``ids -> [text or None, ...]``, aligned with ``ids``: a page shows an id it does not
+    have as missing (``TagIndex.texts_of`` refuses such ids in one line)."""
     row_of = index.row_of
     return lambda ids: [index.text(row_of[pid]) if pid in row_of else None for pid in ids]

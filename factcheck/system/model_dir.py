@@ -7,6 +7,12 @@ in) and, for the learned retriever, ``rerank.skops``. An open-mode model's dense
 hybrid retrievers record the ``content_sha256`` of the passage vectors they were tuned on.
 ``factcheck predict``/``ablation``/``serve`` rebuild the exact system from it
 (:meth:`factcheck.FactChecker.load`).
+
+The two files are one unit: the classifier's meta records the sha256 of the
+``rerank.skops`` it was trained with (``rerank_sha256``; ``None`` when it was trained
+without one), and the reranker is loaded only when its bytes match. Why: a training
+stopped between writing the two (``rerank.skops`` is written first) left a new reranker
+beside the old classifier, and both loaded.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from pathlib import Path
 
 from factcheck.classification.model import save_classifier
 from factcheck.errors import FactcheckWarning, InputError
+from factcheck.formats.files import sha256_file
 from factcheck.retrieval.registry import check_mode, make_retriever, retriever_spec
 
 __all__ = ["RERANK_FILE", "save_system", "available_methods", "model_mode", "require_mode", "load_retriever"]
@@ -32,9 +39,25 @@ def save_system(model_dir: Path, classifier, retriever, meta: dict, alternatives
     meta = {**meta, "reader": retriever_spec(reader or retriever)}
     everyone = {**(alternatives or {}), spec["method"]: retriever}
     specs = {name: retriever_spec(r) for name, r in everyone.items()}
+    rerank_sha256 = None
     if "rerank" in everyone:
         getattr(everyone["rerank"], "inner", everyone["rerank"]).save(model_dir / RERANK_FILE)
-    save_classifier(classifier, model_dir, {**meta, "retriever": spec, "retrievers": specs})
+        rerank_sha256 = sha256_file(model_dir / RERANK_FILE)
+    else:  # an earlier training's reranker is not this model's
+        (model_dir / RERANK_FILE).unlink(missing_ok=True)
+    save_classifier(classifier, model_dir, {**meta, "retriever": spec, "retrievers": specs,
+                                            "rerank_sha256": rerank_sha256})
+
+
+def check_rerank_file(path: Path, meta: dict) -> None:
+    """``rerank.skops`` must be the file the classifier was trained with (models saved
+    before the sha256 was recorded are not checked)."""
+    if "rerank_sha256" not in meta:
+        return
+    recorded = meta["rerank_sha256"]
+    if recorded is None or sha256_file(path) != recorded:
+        raise InputError(path, None, "is not the reranker classifier.skops was trained with (its sha256 "
+                         "differs): the model directory mixes two trainings; train it again")
 
 
 def available_methods(meta: dict) -> list[str]:
@@ -74,6 +97,7 @@ def load_retriever(model_dir: Path, meta: dict, method: str | None = None, index
         path = Path(model_dir) / RERANK_FILE
         if not path.is_file():
             raise InputError(path, None, "no trained reranker in this model directory")
+        check_rerank_file(path, meta)
         params = {"model": path}
     retriever = make_retriever(method, params, spec.get("chunk_window"), spec.get("chunk_overlap", 20),
                                mode=model_mode(meta), embedding_model=meta.get("embedding_model"))

@@ -1,0 +1,62 @@
+"""A ``factcheck run`` output directory as one unit: the run-in-progress marker.
+
+Why: a run writes many files (the index, ``model/``, predictions, ``metrics.json``,
+``report.md``, plots), each atomically, but not all at once. Rerunning into an existing
+directory and dying part-way (a kill during the plots, a full disk) used to leave the new
+predictions beside the old ``metrics.json`` and ``report.md``, or a new ``rerank.skops``
+beside the old ``classifier.skops``, and every reader accepted the mix. So a run writes
+:data:`MARKER` before it changes anything and removes it only after its last file: a
+directory holding the marker is one whose files may come from two runs, and every reader
+of a run's files (``check``, ``serve``, ``predict``, ``ablation``, ``evaluate``; the model
+directory and the prediction files inside it) refuses it in one line
+(:func:`refuse_unfinished`) until a run into it completes. A directory without the
+marker was written by one complete run. The tag index inside is a unit of its own (its
+manifest is written last) and is not refused.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from factcheck.errors import InputError
+from factcheck.formats.files import write_json_atomic
+
+__all__ = ["MARKER", "begin_run", "end_run", "unfinished_marker", "refuse_unfinished"]
+
+MARKER = "run-in-progress.json"
+
+
+def begin_run(out: Path) -> None:
+    """Mark ``out`` as being written, before the run's first write into it."""
+    write_json_atomic(Path(out) / MARKER, {"format": "factcheck-run-in-progress/1", "pid": os.getpid(),
+                                           "meaning": "a `factcheck run` into this directory started and has "
+                                                      "not finished: its files may mix two runs"})
+
+
+def end_run(out: Path) -> None:
+    """After the run's last write: ``out`` holds one complete run. (A run that fails or is
+    killed never gets here, and its directory stays refused.)"""
+    (Path(out) / MARKER).unlink()
+
+
+def unfinished_marker(path: Path) -> Path | None:
+    """The marker that makes ``path`` part of an unfinished run, or ``None``: for a
+    directory, in it (a run directory) or its parent (a run's ``model/``); for a file, in
+    its folder (a run's predictions) or that folder's parent (``model/rerank.skops``)."""
+    path = Path(path)
+    near = path if path.is_dir() else path.parent
+    for folder in (near, near.parent):
+        marker = folder / MARKER
+        if marker.exists():
+            return marker
+    return None
+
+
+def refuse_unfinished(path: Path) -> None:
+    """One-line InputError when ``path`` belongs to a run directory whose run did not finish."""
+    marker = unfinished_marker(path)
+    if marker is not None:
+        raise InputError(marker, None, "a `factcheck run` into this directory did not finish (it was "
+                         "stopped or failed), so its files may mix two runs; rerun it to completion "
+                         "(every reader refuses the directory until then)")
