@@ -10,13 +10,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 
 from factcheck.classification.features import ALL_GROUPS, OPEN_GROUPS, ClaimEvidenceFeatures
 from factcheck.errors import InputError, check_number
+from factcheck.formats.claims import LABELS
 from factcheck.formats.files import dump_model_atomic
-from factcheck.formats.safe_load import load_model
+from factcheck.formats.rundir import refuse_unfinished
+from factcheck.formats.safe_load import BadModel, load_model
 
 __all__ = ["MODEL_FILE", "load_classifier", "make_classifier", "save_classifier"]
 
@@ -121,6 +125,7 @@ def load_classifier(directory: Path):
     >>> meta["retriever"]["method"]                       # doctest: +SKIP
     'bm25'
     """
+    refuse_unfinished(directory)  # a run's model/ while that run did not finish (formats/rundir.py)
     path = Path(directory) / MODEL_FILE
     if not path.is_file():
         old = path.with_suffix(".joblib")
@@ -128,8 +133,25 @@ def load_classifier(directory: Path):
             raise InputError(old, None, "an old pickle-format classifier, refused (loading a pickle can run "
                              "code); retrain with `factcheck train` or `factcheck run`")
         raise InputError(path, None, "no trained classifier here (run `factcheck train` or `factcheck run`)")
-    obj = load_model(path, "classifier")
+    obj = load_model(path, "classifier", probe=_probe)
+    return obj["model"], obj["meta"]
+
+
+def _probe(obj) -> None:
+    """The loaded classifier file works: a model and a meta record, classes that are the
+    labels it was trained on (recorded in its meta; the course's four for models saved
+    before they were recorded), and one prediction with one finite probability per class."""
     if not isinstance(obj, dict) or "model" not in obj or not isinstance(obj.get("meta"), dict) \
             or not callable(getattr(obj["model"], "predict_proba", None)):
-        raise InputError(path, None, "not a classifier file")
-    return obj["model"], obj["meta"]
+        raise BadModel("not a classifier file")
+    model, meta = obj["model"], obj["meta"]
+    classes = [str(c) for c in getattr(model, "classes_", [])]
+    recorded = meta.get("labels")
+    if (classes != list(recorded)) if isinstance(recorded, list) else not (classes and set(classes) <= set(LABELS)):
+        raise BadModel(f"its classes {classes[:5]} are not the labels it was trained on")
+    try:
+        proba = np.asarray(model.predict_proba([("Sea levels are rising.", ["The sea level rose."])]))
+    except ImportError:  # an open-mode model without the open extra: FactChecker.load says so in one line
+        return
+    if proba.shape != (1, len(classes)) or not np.all(np.isfinite(proba)) or abs(float(proba.sum()) - 1) > 1e-6:
+        raise BadModel("its probabilities are not one finite distribution over its classes")

@@ -23,6 +23,7 @@ import numpy as np
 
 from factcheck.errors import InputError, check_number
 from factcheck.formats.files import dump_model_atomic
+from factcheck.formats.rundir import refuse_unfinished
 from factcheck.formats.safe_load import load_model
 from factcheck.retrieval.base import Hit, Retriever, Selection, TopK
 from factcheck.retrieval.rerank import features as F
@@ -228,7 +229,8 @@ class RerankRetriever(Retriever):
         mem = self.memory
         dump_model_atomic(Path(path), {
             "format": FORMAT, "candidates": self._candidate_config().to_json(), "cutoff": self._cutoff_rule().to_json(),
-            "model": self.model, "report": self.report or {},
+            # Without its wall-clock timings: the same training gives the same bytes.
+            "model": self.model, "report": {k: v for k, v in (self.report or {}).items() if k != "timings"},
             "memory": None if mem is None else {"claim_ids": mem.claim_ids, "texts": mem.texts,
                                                  "evidences": mem.evidences}})
 
@@ -249,9 +251,10 @@ class RerankRetriever(Retriever):
         RerankRetriever
         """
         path = Path(path)
+        refuse_unfinished(path)
         if not path.is_file():
             raise InputError(path, None, "no such reranker model (train one with `factcheck train-rerank`)")
-        obj = load_model(path, "reranker model")  # skops with trusted types only: no code runs
+        obj = load_model(path, "reranker model", probe=_probe)  # skops with trusted types only: no code runs
         if not isinstance(obj, dict) or obj.get("format") != FORMAT:
             raise InputError(path, None, f"not a reranker model (expected format {FORMAT})")
         try:  # trusted types, but the contents may still be wrong: one line, never a traceback
@@ -280,3 +283,37 @@ def _as_settings(kind, value, param: str):
             raise InputError(None, None, f"unknown {kind.__name__} field(s) {', '.join(map(repr, unknown))}",
                              param=param) from None
     raise InputError(None, None, f"expected a {kind.__name__} or a dict, got {type(value).__name__}", param=param)
+
+
+def _probe(obj) -> None:
+    """The loaded reranker file works: its settings are in range, its memory's lists
+    line up, and its model scores a pool (every feature column once) with finite
+    probabilities. Anything else in a file of trusted types is refused by ``load``."""
+    from factcheck.formats.safe_load import BadModel
+    from factcheck.retrieval.rerank.semantic import ALL_FEATURES
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        return  # ``load`` names the format it expected
+    try:
+        config, cutoff = CandidateConfig(**obj["candidates"]), Cutoff(**obj["cutoff"])
+    except (KeyError, TypeError) as exc:
+        raise BadModel(f"its settings do not fit ({type(exc).__name__})") from None
+    counts = (config.depth, config.memory_k, config.dense_depth, cutoff.min_k, cutoff.max_k)
+    rates = (config.k1, config.b, cutoff.threshold, cutoff.relative)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 1_000_000 for v in counts) \
+            or config.depth < 1 or not all(isinstance(v, (int, float)) and 0 <= v < 1e6 for v in rates):
+        raise BadModel("its settings are out of range")
+    memory = obj.get("memory")
+    if memory is not None:
+        parts = [memory.get(k) for k in ("claim_ids", "texts", "evidences")] if isinstance(memory, dict) else [None]
+        if not all(isinstance(p, list) for p in parts) or len({len(p) for p in parts}) != 1 \
+                or not all(isinstance(t, str) for p in parts[:2] for t in p) \
+                or not all(isinstance(e, list) and all(isinstance(i, str) for i in e) for e in parts[2]):
+            raise BadModel("its claim memory's lists do not line up")
+    model = obj.get("model")
+    cols = getattr(model, "_cols", None)
+    if not isinstance(model, RelevanceModel) or not isinstance(cols, np.ndarray) or cols.ndim != 1 \
+            or len(cols) < 1 or cols.min() < 0 or cols.max() >= len(ALL_FEATURES):
+        raise BadModel("its model does not read the reranker's feature columns")
+    p = np.asarray(model.predict(np.zeros((2, len(ALL_FEATURES)))))
+    if p.shape != (2,) or not np.all(np.isfinite(p)) or np.any(p < 0) or np.any(p > 1):
+        raise BadModel("its model's probabilities are not finite numbers in [0, 1]")
