@@ -16,6 +16,10 @@ same as a power cut as far as the files on disk are concerned. A point reached i
 worker kills that worker (joblib then raises in the parent); use ``--jobs 1`` to crash
 the main process at an exact point.
 
+``FACTCHECK_ENOSPC_AT=POINT`` (same syntax; :func:`fault_env`) raises
+``OSError(ENOSPC)`` there instead -- what a write on a full disk raises, with no file
+name -- so a test sees what a user with a full disk sees, in any process, worker or not.
+
 Points announced:
 
 * ``mid-write:FILE`` -- the temporary file of FILE is complete; it is cut to half its size
@@ -31,12 +35,14 @@ FILE is the destination's base name (``passages-00001.joblib``, ``manifest.json`
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
 from pathlib import Path
 
 ENV = "FACTCHECK_CRASH_AT"
+ENOSPC_ENV = "FACTCHECK_ENOSPC_AT"
 EVENT = "factcheck.crashpoint"
 ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(__file__).resolve().parent / "site"
@@ -52,26 +58,32 @@ def parse(spec: str | None) -> tuple[str, int] | None:
     return spec, 1
 
 
-def install(spec: str | None = None) -> bool:
-    """Kill this process at the point ``spec`` names (default: ``$FACTCHECK_CRASH_AT``);
-    ``False`` (nothing installed) when there is none. Audit hooks cannot be removed:
-    call this in a process that is meant to die."""
-    target = parse(spec if spec is not None else os.environ.get(ENV))
-    if target is None:
+def install(spec: str | None = None, enospc: str | None = None) -> bool:
+    """Kill this process at the point ``spec`` names (default: ``$FACTCHECK_CRASH_AT``), or
+    raise ``OSError(ENOSPC)`` at the point ``enospc`` names (default:
+    ``$FACTCHECK_ENOSPC_AT``); ``False`` (nothing installed) when there is neither. Audit
+    hooks cannot be removed: call this in a process that is meant to die or fail."""
+    kill = parse(spec if spec is not None else os.environ.get(ENV))
+    full = parse(enospc if enospc is not None else os.environ.get(ENOSPC_ENV))
+    if kill is None and full is None:
         return False
-    seen = 0
+    seen: dict[str, int] = {}
 
     def hook(event: str, args: tuple) -> None:
-        nonlocal seen
-        if event != EVENT or args[0] != target[0]:
+        if event != EVENT:
             return
-        seen += 1
-        if seen != target[1]:
-            return
-        partial = args[1]
-        if partial is not None:
-            os.truncate(partial, os.path.getsize(partial) // 2)
-        os.kill(os.getpid(), signal.SIGKILL)
+        for what, target in (("kill", kill), ("full", full)):
+            if target is None or args[0] != target[0]:
+                continue
+            seen[what] = seen.get(what, 0) + 1
+            if seen[what] != target[1]:
+                continue
+            if what == "full":
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            partial = args[1]
+            if partial is not None:
+                os.truncate(partial, os.path.getsize(partial) // 2)
+            os.kill(os.getpid(), signal.SIGKILL)
 
     sys.addaudithook(hook)
     return True
@@ -80,9 +92,20 @@ def install(spec: str | None = None) -> bool:
 def crash_env(crash_at: str | None, base: dict | None = None) -> dict:
     """An environment for a child process that dies at ``crash_at`` (``None``: one that
     does not: the variable is removed)."""
+    return _env(ENV, crash_at, base)
+
+
+def fault_env(enospc_at: str | None, base: dict | None = None) -> dict:
+    """An environment for a child process whose write at ``enospc_at`` fails as on a full
+    disk (``None``: one where none does)."""
+    return _env(ENOSPC_ENV, enospc_at, base)
+
+
+def _env(var: str, point: str | None, base: dict | None) -> dict:
     env = dict(os.environ if base is None else base)
     env.pop(ENV, None)
-    if crash_at:
-        env[ENV] = crash_at
+    env.pop(ENOSPC_ENV, None)
+    if point:
+        env[var] = point
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SITE), str(ROOT), env.get("PYTHONPATH")) if p)
     return env

@@ -5,8 +5,9 @@ does can be done from Python too. :data:`COMMANDS` lists them, in ``--help`` ord
 module adds its options to a parser and returns the function that runs the command,
 importing library code only then (``factcheck --help`` builds every parser and stays
 fast). An :class:`~factcheck.errors.InputError` becomes one line on stderr and exit
-status 2, its parameter named by this command's flag; anything else is a bug and keeps
-its traceback.
+status 2, its parameter named by this command's flag; so does an :class:`OSError` (a
+full disk while writing: the path and the system's message) and a :class:`MemoryError`.
+Anything else is a bug and keeps its traceback.
 
 Example
 -------
@@ -220,7 +221,24 @@ def main(argv=None) -> int:
         return 130
     except BrokenPipeError:
         return 1
+    except OSError as exc:  # the machine's refusal (a full disk, a quota, an I/O error), not a bug of ours
+        print(f"factcheck {args.command}: error: {os_error_line(exc)}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(f"factcheck {args.command}: error: out of memory (MemoryError)", file=sys.stderr)
+        return 2
     return 0
+
+
+def os_error_line(exc: OSError) -> str:
+    """``PATH: No space left on device (ENOSPC)``: the path (or both, for a rename) and the
+    system's own message and error name."""
+    import errno
+    paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
+    name = errno.errorcode.get(exc.errno) if exc.errno is not None else None
+    message = exc.strerror or str(exc) or type(exc).__name__
+    text = f"{' -> '.join(paths)}: {message}" if paths else message
+    return " ".join((f"{text} ({name})" if name else text).split())
 
 
 class _StderrLines(logging.Handler):

@@ -60,7 +60,9 @@ def write_explained_predictions(out: Path, claims: list[Claim], evidences: dict[
         None: FEVER's predictions JSONL for a ``.jsonl`` name, else the course format.
 
     Both destinations are checked before either is written, and the sidecar is written
-    first, so a predictions file never exists without its explanations.
+    first, so a predictions file never exists without its explanations; when the
+    predictions cannot be written, the new sidecar is removed again (it must not sit
+    beside an older predictions file).
 
     Example
     -------
@@ -84,5 +86,9 @@ def write_explained_predictions(out: Path, claims: list[Claim], evidences: dict[
         raise InputError(out, None, f"unknown predictions format {fmt!r}; expected course or fever",
                          param="predictions_format")
     write_json_atomic(sidecar, {**retriever_spec, "claims": explanations})
-    write_predictions(out, claims, evidences, labels, fmt)
+    try:
+        write_predictions(out, claims, evidences, labels, fmt)
+    except BaseException:  # e.g. a full disk: never the new explanations beside older predictions
+        sidecar.unlink(missing_ok=True)
+        raise
     return sidecar

@@ -7,8 +7,10 @@ that no reader ever opens -- never a half-written file under the real name.
 
 from __future__ import annotations
 
+import csv
 import gzip
 import hashlib
+import io
 import json
 import os
 import re
@@ -95,7 +97,12 @@ def open_binary(path: Path):
 
 @contextmanager
 def atomic_path(dest: Path):
-    """Yield a temporary path next to ``dest``; rename it onto ``dest`` on success."""
+    """Yield a temporary path next to ``dest``; rename it onto ``dest`` on success.
+
+    An OS error while writing (a full disk, a quota, an I/O error) leaves no file behind
+    and propagates as an :class:`OSError` naming ``dest`` (the temporary name means nothing
+    to a user), which the CLI reports in one line.
+    """
     dest = Path(dest)
     if dest.is_dir():
         raise InputError(dest, None, "is a directory, expected a file name")
@@ -118,11 +125,13 @@ def atomic_path(dest: Path):
         crashpoint(f"before-rename:{dest.name}")
         os.replace(tmp, dest)
         crashpoint(f"after-rename:{dest.name}")
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.errno is not None and exc.filename in (None, tmp, str(tmp)):
+            raise OSError(exc.errno, exc.strerror or os.strerror(exc.errno), str(dest)) from None
         raise
 
 
@@ -139,6 +148,15 @@ def write_bytes_atomic(dest: Path, data: bytes) -> None:
 
 def write_text_atomic(dest: Path, text: str) -> None:
     write_bytes_atomic(dest, text.encode("utf-8"))
+
+
+def write_csv_atomic(dest: Path, fieldnames: list[str], rows) -> None:
+    """Rows (dicts) as a CSV file with a header, written atomically like every output."""
+    buf = io.StringIO(newline="")
+    writer = csv.DictWriter(buf, fieldnames=fieldnames)
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text_atomic(dest, buf.getvalue())
 
 
 def dumps_json(obj, *, indent: int | None = 2) -> str:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from factcheck.formats.files import atomic_path
+
 
 __all__ = ["PLOT_CAPTIONS", "draw_plots", "plot_bm25", "plot_tags"]
 
@@ -76,10 +78,12 @@ def pyplot():
 
 
 def save_figure(fig, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None}, bbox_inches="tight")  # keeps outside legends
-    pyplot().close(fig)
+    try:
+        with atomic_path(path) as tmp:  # as every output: never a half-written PNG under the real name
+            fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None}, bbox_inches="tight")  # keeps outside legends
+    finally:
+        pyplot().close(fig)
 
 
 def plot_confusions(abl: dict, path: Path) -> None:

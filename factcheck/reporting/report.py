@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 from factcheck.evaluation.intervals import format_interval as _e
-from factcheck.formats.files import write_text_atomic
+from factcheck.formats.files import write_csv_atomic, write_text_atomic
 from factcheck.reporting.plots import PLOT_CAPTIONS
 
 FIGURES_2024 = {"evidence_f": 0.043, "accuracy_retrieved": 0.383, "accuracy_gold": 0.578,
@@ -41,11 +40,7 @@ def config_table(config: dict) -> list[str]:
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv_atomic(path, list(rows[0]), rows)
 
 
 def _claims(n: int) -> str:

@@ -9,7 +9,6 @@ the plots, so the choice can be audited.
 
 from __future__ import annotations
 
-import csv
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from factcheck.evaluation.course_metric import evidence_f
+from factcheck.formats.files import write_csv_atomic
 
 SHORTLIST = 5
 TAG_GRID = {
@@ -51,13 +51,8 @@ class Sweep:
 
     def write_csv(self, path: Path) -> None:
         """Every grid point and whether it was chosen."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        cols = list(self.rows[0])
-        with open(path, "w", newline="", encoding="utf-8") as fh:
-            w = csv.DictWriter(fh, fieldnames=cols + ["chosen"])
-            w.writeheader()
-            for r in self.rows:
-                w.writerow({**r, "chosen": all(r[k] == self.chosen[k] for k in self.param_names)})
+        write_csv_atomic(path, list(self.rows[0]) + ["chosen"],
+                         ({**r, "chosen": all(r[k] == self.chosen[k] for k in self.param_names)} for r in self.rows))
 
 
 def _param_key(row, names):
