@@ -152,6 +152,10 @@ def add_reader_args(p: argparse.ArgumentParser, indexing: bool = True) -> None:
         g.add_argument("--index-titles", action=argparse.BooleanOptionalAction, default=None,
                        help="index each title with its text (default: yes for BEIR, no otherwise; titles are "
                             "always stored and shown)")
+    from factcheck.formats.utf8_stream import MAX_PASSAGE_CHARS  # a constant: the module stays light
+    g.add_argument("--max-passage-chars", type=positive_int, default=None, metavar="N",
+                   help=f"refuse a passage whose id, text or title is longer than N characters, while reading "
+                        f"(default: {MAX_PASSAGE_CHARS:,})")
 
 
 def add_claims_args(p: argparse.ArgumentParser) -> None:
@@ -287,7 +291,7 @@ def add_retriever_args(p: argparse.ArgumentParser, default_method: str = "bm25")
 def source_options(args) -> dict:
     """The reader options of ``args`` as :func:`~factcheck.formats.evidence.source_spec` keywords."""
     options = {"format": args.format, "id_column": args.id_column, "text_column": args.text_column,
-               "title_column": args.title_column}
+               "title_column": args.title_column, "max_passage_chars": args.max_passage_chars}
     if hasattr(args, "index_titles"):
         options["index_titles"] = args.index_titles
     return options

@@ -81,13 +81,13 @@ def iter_claim_records(path: Path) -> Iterator[tuple[str, str, str, str | None, 
 Batch = tuple[list[str], list[str], list[str], Callable[[int], str]]
 
 
-def iter_evidence_batches(path: Path) -> Iterator[Batch]:
+def iter_evidence_batches(path: Path, max_passage_chars: int | None = None) -> Iterator[Batch]:
     """``(ids, texts, titles, place)`` batches: every distinct evidence sentence once, in
-    order of first appearance."""
+    order of first appearance (``max_passage_chars``: see :func:`~factcheck.formats.jsonlines.iter_records`)."""
     path = Path(path)
     seen: dict[str, tuple[str, str]] = {}   # id -> (text, where first seen)
     ids, texts, titles, places = [], [], [], []
-    for place, rec in iter_records(path, what="a Climate-FEVER claim object"):
+    for place, rec in iter_records(path, what="a Climate-FEVER claim object", max_passage_chars=max_passage_chars):
         cid = _string(path, place, rec, "claim_id")
         where = f"{place} (claim {cid!r})"
         for ev in _evidences(path, where, rec):

@@ -61,7 +61,8 @@ def convert_claims(src, dest, to: str, *, claims_format: str | None = None, clai
                    claims_text_column: str | None = None, claims_label_column: str | None = None,
                    claims_evidence_column: str | None = None, one_line_pages: bool = False,
                    evidence=None, format: str | None = None, id_column: str | None = None,
-                   text_column: str | None = None, title_column: str | None = None) -> list[str]:
+                   text_column: str | None = None, title_column: str | None = None,
+                   max_passage_chars: int | None = None) -> list[str]:
     """Write the claims of ``src`` to ``dest`` in format ``to``; returns what ``to`` cannot hold.
 
     Parameters
@@ -75,7 +76,7 @@ def convert_claims(src, dest, to: str, *, claims_format: str | None = None, clai
     evidence : str, Path or None
         Climate-FEVER target: the knowledge source whose texts and titles fill each
         evidence's ``evidence`` and ``article``.
-    format, id_column, text_column, title_column
+    format, id_column, text_column, title_column, max_passage_chars
         How to read ``evidence`` (:func:`~factcheck.formats.evidence.source_spec`).
     """
     src, dest = Path(src), Path(dest)
@@ -116,7 +117,8 @@ def convert_claims(src, dest, to: str, *, claims_format: str | None = None, clai
         if evidence is not None:
             wanted = {e for c in claims for e in c.evidences}
             texts, titles = _passages_of(source_spec(evidence, format=format, id_column=id_column,
-                                                     text_column=text_column, title_column=title_column), wanted)
+                                                     text_column=text_column, title_column=title_column,
+                                                     max_passage_chars=max_passage_chars), wanted)
             missing = sorted(wanted - set(texts))
             if missing:
                 notes.append(f"{_plural(len(missing), 'evidence id')} not in {Path(evidence).name} (first: "
@@ -157,7 +159,7 @@ def _passages_of(spec, wanted: set[str]) -> tuple[dict, dict]:
 
 def convert_evidence(src, dest, to: str, *, format: str | None = None, id_column: str | None = None,
                      text_column: str | None = None, title_column: str | None = None,
-                     one_line_pages: bool = False) -> list[str]:
+                     one_line_pages: bool = False, max_passage_chars: int | None = None) -> list[str]:
     """Write the knowledge source ``src`` to ``dest`` as ``to`` (course JSON, JSONL
     ``{id, text[, title]}``, or FEVER wiki pages); returns what ``to`` cannot hold.
 
@@ -165,12 +167,14 @@ def convert_evidence(src, dest, to: str, *, format: str | None = None, id_column
     ``one_line_pages``, each is line 0 of its own page); a tab or newline inside a text
     (FEVER's field separators) becomes a space, and an empty text cannot be a FEVER line:
     both are listed. From FEVER: the ids are ``page:line`` (``page`` with ``one_line_pages``).
+    ``max_passage_chars``: the readers' passage cap (:func:`~factcheck.formats.evidence.source_spec`).
     """
     src, dest = Path(src), Path(dest)
     if to not in EVIDENCE_TARGETS:
         raise InputError(None, None, f"unknown target {to!r}; expected one of {', '.join(EVIDENCE_TARGETS)}",
                          param="to")
-    spec = source_spec(src, format=format, id_column=id_column, text_column=text_column, title_column=title_column)
+    spec = source_spec(src, format=format, id_column=id_column, text_column=text_column, title_column=title_column,
+                       max_passage_chars=max_passage_chars)
     notes: list[str] = []
     if spec.format == "fever":
         notes.append("FEVER's hyperlinks after each sentence are not read, nor the pages' 'text' (the lines "

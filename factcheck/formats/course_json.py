@@ -33,14 +33,19 @@ from typing import Callable, Iterator
 
 from factcheck.errors import InputError
 from factcheck.formats.files import LONE_SURROGATE, check_unicode
-from factcheck.formats.utf8_stream import Utf8Stream
+from factcheck.formats.utf8_stream import MAX_PASSAGE_CHARS, Utf8Stream, over_limit, raw_limit
 
 _WS = re.compile(r"[ \t\n\r]*")
-# JSON whitespace and strings only (not \s: the decoder accepts these four characters);
-# possessive quantifiers: a member that does not match fails in linear time.
-_STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
-_SPACE = r"[ \t\n\r]*+"
-_MEMBERS = re.compile(rf"(?:{_SPACE}{_STRING}{_SPACE}:{_SPACE}{_STRING}{_SPACE},)++")
+# JSON whitespace and strings only (not \s: the decoder accepts these four characters).
+# A member that does not match fails in linear time without possessive quantifiers too:
+# a string's characters are either a quote, a backslash starting a two-character escape
+# or neither, so each backtracking step fails at once. Why not possessive (``*+``, 3.11's
+# new syntax): Debian 12's Python 3.11.2 over-matches ``(?:...)++`` past the last member
+# to the buffer's end (a CPython bug fixed in a later 3.11 release), and the fast path
+# never engaged there.
+_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+_SPACE = r"[ \t\n\r]*"
+_MEMBERS = re.compile(rf"(?:{_SPACE}{_STRING}{_SPACE}:{_SPACE}{_STRING}{_SPACE},)+")
 # An escape that may decode to a lone surrogate (the careful path checks each string).
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _PAIRS = json.JSONDecoder(object_pairs_hook=list)
@@ -59,10 +64,14 @@ class _NeedMore(Exception):
     pass
 
 
-def iter_course(path: Path) -> Iterator[Batch]:
+def iter_course(path: Path, max_chars: int = MAX_PASSAGE_CHARS) -> Iterator[Batch]:
     """Yield batches ``(ids, texts, place)`` in file order; ``place(i)`` names the i-th
-    passage of a batch ("passage N"). Raise InputError at the first bad byte or member."""
+    passage of a batch ("passage N"). Raise InputError at the first bad byte or member, or
+    at a passage whose id or text is longer than ``max_chars`` characters -- checked while
+    reading: a member still unfinished after :func:`~factcheck.formats.utf8_stream.raw_limit`
+    characters is refused before more of it is held."""
     stream = Utf8Stream(path)
+    longest = raw_limit(max_chars)
     buf = stream.read()
     while not stream.eof and not buf.strip():
         buf += stream.read()
@@ -93,6 +102,8 @@ def iter_course(path: Path) -> Iterator[Batch]:
             run = _fast_run(buf, pos)
             if isinstance(run, int):  # matched, but must go member by member
                 careful_until = run
+            elif run is not None and (max(map(len, run[0])) > max_chars or max(map(len, run[1])) > max_chars):
+                careful_until = run[2]  # a passage over the cap: the careful path names it
             elif run is not None:
                 ids, texts, pos = run
                 yield ids, texts, numbered(record + 1)
@@ -105,6 +116,11 @@ def iter_course(path: Path) -> Iterator[Batch]:
         except _NeedMore:
             if stream.eof:
                 fail(len(buf), "truncated JSON (the file ends inside the object)")
+            if len(buf) - start > longest:
+                stream.close()
+                raise over_limit(path, max_chars, f"passage {record + 1} (from {where(start)}) is still unfinished "
+                                 f"after {longest:,} characters of JSON, longer than a passage within this "
+                                 "limit can be") from None
             dropped_nl = buf.count("\n", 0, start)
             if dropped_nl:
                 lines_before += dropped_nl
@@ -112,7 +128,10 @@ def iter_course(path: Path) -> Iterator[Batch]:
             else:
                 col_before += start
             buf = buf[start:] + stream.read()
-            careful_until -= start
+            # The member at 0 was cut by the buffer's end: the careful path finishes it
+            # (matching the pattern again over a member longer than a chunk, at every
+            # chunk, cost seconds per megabyte); the fast path resumes after it.
+            careful_until = max(careful_until - start, 1)
             pos = 0
             continue
         if pid is None:  # closing brace
@@ -121,6 +140,11 @@ def iter_course(path: Path) -> Iterator[Batch]:
             break
         record += 1
         place = f"passage {record}"
+        if len(pid) > max_chars or len(text) > max_chars:
+            stream.close()
+            what, n = ("id", len(pid)) if len(pid) > max_chars else ("text", len(text))
+            raise over_limit(path, max_chars, f"{place} (id {pid[:40]!r}) has a {what} of {n:,} characters, "
+                             "more than this limit")
         check_unicode(path, place, pid, "the id")
         check_unicode(path, place, text, "the text")
         yield [pid], [text], numbered(record)

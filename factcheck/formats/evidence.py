@@ -29,6 +29,12 @@ integer ids are accepted and written as text), texts are strings (an empty text 
 and later gets empty tags), and an id seen twice is an error naming the second place.
 Errors are :class:`~factcheck.errors.InputError` with the file and the place (line/column,
 record number, byte offset for bad UTF-8); an error about an option names its parameter.
+
+No passage id, text or title may be longer than ``max_passage_chars`` characters (default
+:data:`~factcheck.formats.utf8_stream.MAX_PASSAGE_CHARS`), and the readers stop before
+holding a record that could not fit (one line of JSON lines or CSV, one member of the
+course object): a huge string, or a small ``.gz`` inflating to one, is refused while it
+streams. A CSV header naming a column twice is refused (which of the two is the text?).
 """
 
 from __future__ import annotations
@@ -46,13 +52,14 @@ from factcheck.formats.course_json import iter_course, kind_of
 from factcheck.formats.csv_rows import iter_csv
 from factcheck.formats.files import check_regular_file, check_unicode, read_error, sha256_input
 from factcheck.formats.jsonlines import first_record, iter_records
+from factcheck.formats.utf8_stream import MAX_PASSAGE_CHARS, over_limit
 
 __all__ = ["FORMATS", "SOURCE_OPTIONS", "SourceSpec", "detect_format", "source_spec", "iter_passage_records",
            "iter_passage_batches", "iter_passages", "read_passages"]
 
 FORMATS = ("course", "jsonl", "csv", "fever", "climate-fever", "beir")
 # The reader options of a knowledge source: source_spec's parameters, every command's flags.
-SOURCE_OPTIONS = ("format", "id_column", "text_column", "title_column", "index_titles")
+SOURCE_OPTIONS = ("format", "id_column", "text_column", "title_column", "index_titles", "max_passage_chars")
 TITLED_FORMATS = ("fever", "climate-fever", "beir")
 BATCH = 4096  # JSONL/CSV records per batch (the course reader batches by buffer)
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -68,6 +75,8 @@ class SourceSpec:
     text_column: str = "text"
     title_column: str | None = None
     index_titles: bool = False
+    # Refuses input, never changes the output's bytes: not in describe() (nor the plan key).
+    max_passage_chars: int = MAX_PASSAGE_CHARS
 
     @property
     def has_titles(self) -> bool:
@@ -145,7 +154,8 @@ def _detect_records(path: Path, default: str) -> str:
 
 
 def source_spec(path, format: str | None = None, id_column: str | None = None, text_column: str | None = None,
-                title_column: str | None = None, index_titles: bool | None = None) -> SourceSpec:
+                title_column: str | None = None, index_titles: bool | None = None,
+                max_passage_chars: int | None = None) -> SourceSpec:
     """How to read a knowledge source: the one place reader options are checked.
 
     Parameters
@@ -160,6 +170,9 @@ def source_spec(path, format: str | None = None, id_column: str | None = None, t
         JSONL/CSV: the field holding each passage's title (default: none).
     index_titles : bool or None
         Index the title with the text; None: the format's convention (BEIR yes, others no).
+    max_passage_chars : int or None
+        Refuse a passage whose id, text or title is longer than this many characters,
+        checked while the input streams; None: :data:`~factcheck.formats.utf8_stream.MAX_PASSAGE_CHARS`.
 
     Returns
     -------
@@ -199,8 +212,13 @@ def source_spec(path, format: str | None = None, id_column: str | None = None, t
                          param="index_titles")
     if path.is_dir() and format != "fever" and format != "jsonl" and format != "beir":
         raise InputError(path, None, "is a directory; only JSON-lines formats (fever, beir, jsonl) read one")
+    if max_passage_chars is None:
+        max_passage_chars = MAX_PASSAGE_CHARS
+    elif isinstance(max_passage_chars, bool) or not isinstance(max_passage_chars, int) or max_passage_chars < 1:
+        raise InputError(None, None, f"must be a positive integer, got {max_passage_chars!r}",
+                         param="max_passage_chars")
     return SourceSpec(path, format, id_column or "id", text_column or "text", title_column,
-                      bool(index_titles if index_titles is not None else format == "beir"))
+                      bool(index_titles if index_titles is not None else format == "beir"), max_passage_chars)
 
 
 def iter_passage_records(spec: SourceSpec) -> Iterator[tuple[list[str], list[str], list[str] | None]]:
@@ -214,7 +232,8 @@ def iter_passage_records(spec: SourceSpec) -> Iterator[tuple[list[str], list[str
     """
     seen = _DuplicateIds(spec)
     count = 0
-    for ids, texts, titles, _place in _records(spec):
+    for ids, texts, titles, place in _records(spec):
+        _check_lengths(spec, ids, texts, titles, place)
         seen.add(ids)
         count += len(ids)
         yield ids, texts, titles
@@ -275,14 +294,15 @@ def read_passages(spec: SourceSpec, *, titles: bool = False):
 
 def _records(spec: SourceSpec):
     """The format's reader: batches ``(ids, texts, titles, place)``, ``place(i)`` naming record i."""
+    cap = spec.max_passage_chars  # each reader also stops before holding a record that could not fit
     if spec.format == "course":
-        return ((ids, texts, None, place) for ids, texts, place in iter_course(spec.path))
+        return ((ids, texts, None, place) for ids, texts, place in iter_course(spec.path, cap))
     if spec.format == "fever":
-        return _each_file(spec, fever.iter_wiki_batches)
+        return _each_file(spec, lambda path: fever.iter_wiki_batches(path, max_passage_chars=cap))
     if spec.format == "climate-fever":
-        return climate_fever.iter_evidence_batches(spec.path)
+        return climate_fever.iter_evidence_batches(spec.path, max_passage_chars=cap)
     if spec.format == "beir":
-        return _each_file(spec, lambda path: _batched(_iter_beir(path), titled=True))
+        return _each_file(spec, lambda path: _batched(_iter_beir(path, cap), titled=True))
     if spec.format == "jsonl":
         return _each_file(spec, lambda path: _batched(_iter_jsonl(spec, path), spec.title_column is not None))
     return _batched(_iter_csv(spec), spec.title_column is not None)
@@ -367,7 +387,7 @@ class _DuplicateIds:
 def _iter_jsonl(spec: SourceSpec, path: Path):
     id_col, text_col, title_col = spec.id_column, spec.text_column, spec.title_column
     what = f"a JSON object with {id_col!r} and {text_col!r}"
-    for place, obj in iter_records(path, what=what):
+    for place, obj in iter_records(path, what=what, max_passage_chars=spec.max_passage_chars):
         pid = check_id(path, place, obj.get(id_col, MISSING), id_col)
         text = _check_text(path, place, obj.get(text_col, MISSING), text_col)
         title = None if title_col is None else _check_text(path, place, obj.get(title_col, MISSING), title_col)
@@ -378,9 +398,10 @@ def _iter_jsonl(spec: SourceSpec, path: Path):
         yield pid, text, title, place
 
 
-def _iter_beir(path: Path):
+def _iter_beir(path: Path, max_passage_chars: int | None = None):
     """BEIR's ``corpus.jsonl``: ``_id``, ``text`` and ``title`` (absent or empty: no title)."""
-    for place, obj in iter_records(path, what='a BEIR corpus object {"_id", "title", "text"}'):
+    for place, obj in iter_records(path, what='a BEIR corpus object {"_id", "title", "text"}',
+                                   max_passage_chars=max_passage_chars):
         pid = check_id(path, place, obj.get("_id", MISSING), "_id")
         text = _check_text(path, place, obj.get("text", MISSING), "text")
         title = obj.get("title")
@@ -395,7 +416,7 @@ def _iter_beir(path: Path):
 
 def _iter_csv(spec: SourceSpec):
     path = spec.path
-    rows = iter_csv(path)
+    rows = iter_csv(path, max_field_chars=spec.max_passage_chars)  # no field over the cap: the parser's limit
     _, header = next(rows)
     at = {}
     for param in ("id_column", "text_column", "title_column"):
@@ -413,6 +434,15 @@ def _iter_csv(spec: SourceSpec):
 
 
 # --------------------------------------------------------------------------- validation
+
+def _check_lengths(spec: SourceSpec, ids: list[str], texts: list[str], titles, place) -> None:
+    """Every format's batches against the passage cap (``len`` of each string: cheap)."""
+    cap = spec.max_passage_chars
+    for what, values in (("id", ids), ("text", texts), ("title", titles or ())):
+        if values and max(map(len, values)) > cap:
+            i = next(i for i, v in enumerate(values) if len(v) > cap)
+            raise over_limit(spec.path, cap, f"{place(i)} (id {ids[i][:40]!r}) has a {what} of {len(values[i]):,} "
+                             "characters, more than this limit")
 
 MISSING = object()  # a field absent from a record
 

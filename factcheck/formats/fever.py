@@ -237,14 +237,16 @@ def write_predictions(path: Path, claims, evidences: dict, labels: dict | None =
 PassageBatch = tuple[list[str], list[str], list[str], Callable[[int], str]]
 
 
-def iter_wiki_batches(path: Path, max_chars: int | None = None) -> Iterator[PassageBatch]:
+def iter_wiki_batches(path: Path, max_chars: int | None = None,
+                      max_passage_chars: int | None = None) -> Iterator[PassageBatch]:
     """``(ids, texts, titles, place)`` batches of a wiki-pages file, in file order;
-    ``place(i)`` names the file line of passage i."""
+    ``place(i)`` names the file line of passage i. ``max_passage_chars``: a page line
+    longer than a page of such passages can be is refused while it streams."""
     path = Path(path)
     ids, texts, titles, linenos = [], [], [], []
     stream = Utf8Stream(path)
     try:
-        for lineno, raw in enumerate(stream.lines(), start=1):
+        for lineno, raw in enumerate(stream.lines(max_passage_chars), start=1):
             if not raw or raw.isspace():
                 continue
             place = f"line {lineno}"

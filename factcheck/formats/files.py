@@ -20,8 +20,6 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-import joblib
-
 from factcheck.errors import InputError
 
 TMP_PREFIX = ".tmp-"
@@ -170,6 +168,7 @@ def write_json_atomic(dest: Path, obj, *, indent: int | None = 2) -> None:
 
 def dump_joblib_atomic(dest: Path, obj) -> str:
     """joblib.dump to ``dest`` atomically; returns the sha256 of the bytes written."""
+    import joblib  # here: the command-line parser imports this module and stays light
     with atomic_path(dest) as tmp:
         joblib.dump(obj, tmp)
         digest = sha256_file(tmp)

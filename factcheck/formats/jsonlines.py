@@ -68,8 +68,8 @@ def decode_object(path, place: str, line: str, *, max_chars: int | None = None, 
     return obj
 
 
-def iter_records(path: Path, *, max_chars: int | None = None,
-                 what: str = "a JSON object") -> Iterator[tuple[str, dict]]:
+def iter_records(path: Path, *, max_chars: int | None = None, what: str = "a JSON object",
+                 max_passage_chars: int | None = None) -> Iterator[tuple[str, dict]]:
     """``(place, object)`` for every non-blank line of ``path``, in file order.
 
     Parameters
@@ -80,13 +80,17 @@ def iter_records(path: Path, *, max_chars: int | None = None,
         Refuse a line longer than this many characters before decoding it.
     what : str
         How an error names the expected record (``'a JSON object with "id" and "text"'``).
+    max_passage_chars : int or None
+        A knowledge source's passage cap: a line longer than a record within it can be is
+        refused while it streams, before it is held whole
+        (:meth:`~factcheck.formats.utf8_stream.Utf8Stream.lines`).
 
     ``place`` is ``"line N"`` (1-based, blank lines counted), the form every error uses.
     """
     path = Path(path)
     stream = Utf8Stream(path)
     try:
-        for lineno, line in enumerate(stream.lines(), start=1):
+        for lineno, line in enumerate(stream.lines(max_passage_chars), start=1):
             if not line or line.isspace():
                 continue
             yield f"line {lineno}", decode_object(path, f"line {lineno}", line, max_chars=max_chars, what=what)

@@ -131,7 +131,8 @@ def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None,
                  tag_args: dict | None = None, mode: str = "course", embedding_model=None, *,
                  train: Path | None = None, dev: Path | None = None, test: Path | None = None,
                  format: str | None = None, id_column: str | None = None, text_column: str | None = None,
-                 title_column: str | None = None, index_titles: bool | None = None, claims_format: str | None = None,
+                 title_column: str | None = None, index_titles: bool | None = None,
+                 max_passage_chars: int | None = None, claims_format: str | None = None,
                  claims_id_column: str | None = None, claims_text_column: str | None = None,
                  claims_label_column: str | None = None, claims_evidence_column: str | None = None) -> dict:
     """``factcheck run``: everything end to end (see the module docstring).
@@ -169,7 +170,7 @@ def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None,
         :func:`~factcheck.text.embedding.load_embedder`); None, the bundled model.
     train, dev, test : Path or None
         A claims file named explicitly instead of found in ``data_dir``.
-    format, id_column, text_column, title_column, index_titles : optional
+    format, id_column, text_column, title_column, index_titles, max_passage_chars : optional
         How to read the knowledge source (:func:`~factcheck.formats.evidence.source_spec`'s options).
     claims_format, claims_id_column, claims_text_column, claims_label_column, claims_evidence_column : optional
         How to read the three claims files (:func:`~factcheck.formats.claims.read_claims`'s
@@ -194,7 +195,7 @@ def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None,
     check_method(method, mode, also=("auto",), embedding_model=embedding_model)
     require_backend((tag_args or {}).get("backend", "loky"))  # so is --backend dask without its extra
     source = {"format": format, "id_column": id_column, "text_column": text_column, "title_column": title_column,
-              "index_titles": index_titles}
+              "index_titles": index_titles, "max_passage_chars": max_passage_chars}
     claims = {"format": claims_format, "id_column": claims_id_column, "text_column": claims_text_column,
               "label_column": claims_label_column, "evidence_column": claims_evidence_column}
     files = find_data(data_dir, evidence, train=train, dev=dev, test=test)

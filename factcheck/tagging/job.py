@@ -328,7 +328,7 @@ class TagJob:
 
 def build_index(evidence, out, *, format: str | None = None, id_column: str | None = None,
                 text_column: str | None = None, title_column: str | None = None, index_titles: bool | None = None,
-                top_k: int = 10, max_features: int = 20000, tag_features: int = 1000, shard_size: int = 100_000,
+                max_passage_chars: int | None = None, top_k: int = 10, max_features: int = 20000, tag_features: int = 1000, shard_size: int = 100_000,
                 jobs: int = 1, backend: str = "loky", scheduler: str | None = None, force: bool = False,
                 progress: bool | None = None):
     """Tag a knowledge source into ``out`` (or reuse the index already there) and open it.
@@ -343,7 +343,7 @@ def build_index(evidence, out, *, format: str | None = None, id_column: str | No
     out : str or Path
         The index directory. A complete index built with the same input and parameters is
         verified and reused; a partial one is resumed.
-    format, id_column, text_column, title_column, index_titles
+    format, id_column, text_column, title_column, index_titles, max_passage_chars
         How to read ``evidence``: :func:`~factcheck.formats.evidence.source_spec`'s reader
         options (the CLI's ``--format``, ``--id-column``, ...).
     top_k, max_features, tag_features, shard_size
@@ -364,7 +364,7 @@ def build_index(evidence, out, *, format: str | None = None, id_column: str | No
     """
     from factcheck.tagging.index import TagIndex
     source = as_source(evidence, format=format, id_column=id_column, text_column=text_column,
-                       title_column=title_column, index_titles=index_titles)
+                       title_column=title_column, index_titles=index_titles, max_passage_chars=max_passage_chars)
     TagJob(top_k=top_k, max_features=max_features, tag_features=tag_features, shard_size=shard_size, jobs=jobs,
            backend=backend, scheduler=scheduler, progress=progress).run(source, Path(out), force=force)
     return TagIndex.load(out)

@@ -1,0 +1,110 @@
+"""Readers: a passage length cap checked while streaming, duplicate CSV header names, and
+the course reader's fast path on every Python we claim.
+
+Before: one 64/128/256 MB passage took 8.5/24/71 s and 0.5-1.9 GB (the course reader
+re-joined its growing buffer at every chunk, the line reader re-split its growing line);
+a .json.gz inflating to one huge string ran past 300 s; a CSV header ``id,text,text``
+kept the first ``text`` silently.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from factcheck.formats.utf8_stream import MAX_PASSAGE_CHARS
+from helpers import assert_one_line_error, in_process, run_cli
+
+
+def _tag(path: Path, tmp_path: Path, *extra, out="out"):
+    return in_process("tag", path, "--out", tmp_path / out, "--jobs", "1", *extra)
+
+
+@pytest.mark.parametrize("name", ["e.json", "e.jsonl", "e.csv"])
+def test_a_passage_over_the_cap_is_refused_naming_the_option(tmp_path, name):
+    path = tmp_path / name
+    long, ok = "glacier " * 30, "ice melts"  # 240 characters
+    if name == "e.json":
+        path.write_text(json.dumps({"a": ok, "b": long, "c": ok}), "utf-8")
+    elif name == "e.jsonl":
+        path.write_text("".join(json.dumps({"id": k, "text": v}) + "\n" for k, v in (("a", ok), ("b", long))), "utf-8")
+    else:
+        path.write_text(f"id,text\na,{ok}\nb,{long}\n", "utf-8")
+    line = assert_one_line_error(_tag(path, tmp_path, "--max-passage-chars", "200"), str(path),
+                                 "--max-passage-chars 200")
+    assert "passage 2" in line or "line 3" in line or "line 2" in line, line
+    assert not (tmp_path / "out" / "manifest.json").exists()
+    assert _tag(path, tmp_path, "--max-passage-chars", "240").returncode == 0  # at the cap: accepted
+
+
+def test_the_cap_counts_characters_not_json_escapes(tmp_path):
+    """200 characters written as \\uXXXX escapes (1,200 characters of JSON) are 200 characters."""
+    path = tmp_path / "e.json"
+    path.write_text('{"a": "' + "\\u00e9" * 200 + '", "b": "ice"}', "utf-8")
+    assert _tag(path, tmp_path, "--max-passage-chars", "200").returncode == 0
+    assert_one_line_error(_tag(path, tmp_path, "--max-passage-chars", "199", out="other"), "--max-passage-chars 199")
+
+
+def test_a_huge_course_passage_is_refused_while_reading(tmp_path):
+    """64 MB in one string: refused after ~13 MB of it (12 characters of JSON a character of
+    the default cap, plus a chunk)."""
+    path = tmp_path / "e.json"
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write('{"a": "ice", "b": "')
+        for _ in range(64):
+            fh.write("x" * (1 << 20))
+        fh.write('"}')
+    proc = run_cli("tag", path, "--out", tmp_path / "out", "--jobs", "1", timeout=120)
+    assert_one_line_error(proc, str(path), f"--max-passage-chars {MAX_PASSAGE_CHARS}", "passage 2", "still unfinished")
+
+
+@pytest.mark.parametrize("suffix", [".json.gz", ".jsonl.gz", ".csv.gz"])
+def test_a_small_gzip_file_inflating_to_one_huge_passage_is_refused_in_seconds(tmp_path, suffix):
+    """512 MB of one string in ~0.5 MB of gzip. Before, the reading alone ran for minutes
+    (a timeout of 60 s here fails the old code)."""
+    path = tmp_path / f"e{suffix}"
+    head, tail = {".json.gz": ('{"a": "', '"}'), ".jsonl.gz": ('{"id": "a", "text": "', '"}\n'),
+                  ".csv.gz": ('id,text\na,"', '"\n')}[suffix]
+    block = "x" * (1 << 24)
+    with gzip.open(path, "wt", encoding="utf-8", compresslevel=1) as fh:
+        fh.write(head)
+        for _ in range(32):
+            fh.write(block)
+        fh.write(tail)
+    assert path.stat().st_size < 4 << 20
+    proc = run_cli("tag", path, "--out", tmp_path / "out", "--jobs", "1", timeout=60)
+    assert_one_line_error(proc, str(path), f"--max-passage-chars {MAX_PASSAGE_CHARS}")
+
+
+def test_a_csv_header_naming_a_column_twice_is_refused(tmp_path):
+    path = tmp_path / "e.csv"
+    path.write_text("id,text,text\na,first,second\n", "utf-8")
+    assert_one_line_error(_tag(path, tmp_path), str(path), "line 1 (header)", "names the column 'text' twice")
+    path.write_text("id,id,text\na,b,ice\n", "utf-8")
+    assert_one_line_error(_tag(path, tmp_path), str(path), "names the column 'id' twice")
+
+
+def test_the_cap_is_a_library_keyword_too(tmp_path):
+    from factcheck.errors import InputError
+    from factcheck.formats.evidence import read_passages, source_spec
+    path = tmp_path / "e.jsonl"
+    path.write_text(json.dumps({"id": "a", "text": "x" * 50}) + "\n", "utf-8")
+    assert read_passages(source_spec(path, max_passage_chars=50)) == (["a"], ["x" * 50])
+    with pytest.raises(InputError, match="max_passage_chars 49: line 1"):
+        read_passages(source_spec(path, max_passage_chars=49))
+    with pytest.raises(InputError, match="max_passage_chars"):
+        source_spec(path, max_passage_chars=0)
+
+
+def test_the_members_pattern_uses_no_construct_python_3_11_2_mis_runs():
+    """Debian 12's Python 3.11.2 over-matches possessive quantifiers, so the fast path never
+    engaged there (three reader tests failed from a fresh clone); atomic groups are as new."""
+    from factcheck.formats import course_json
+    for pattern in (course_json._MEMBERS.pattern, course_json._STRING, course_json._SPACE):
+        assert not re.search(r"[*+?}]\+|\(\?>", pattern), pattern
+    buf = '"a": "x", "b": "y\\"z", "c": "w'
+    assert course_json._MEMBERS.match(buf).end() == buf.index(' "c"')
