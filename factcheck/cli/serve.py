@@ -98,8 +98,9 @@ def add_serve(p):
         print(f"factcheck serve: {len(s.index)} passages, {s.by_method[s.best].mode} mode, retrievers "
               f"{', '.join(s.methods)} (best: {s.best}); "
               f"{url_of(args.host, args.port)}", file=sys.stderr, flush=True)
+        from factcheck.serve.limits import uvicorn_settings
         uvicorn.run(app, host=args.host.strip("[]"), port=args.port, log_level="info" if args.access_log else "warning",
-                    access_log=args.access_log)
+                    access_log=args.access_log, **uvicorn_settings())  # idle and half-sent connections time out
     return run
 
 

@@ -29,6 +29,7 @@ from factcheck.serve import present
 from factcheck.serve.artefacts import Artefacts, load_artefacts
 from factcheck.serve.explain import RANKING_SHOWN, check_view
 from factcheck.serve.highlight import segments
+from factcheck.serve.limits import StrictQueryString
 from factcheck.serve.results import format_interval, tables
 from factcheck.serve.retriever_set import BEST, RetrieverSet, UnknownMethod, load_retriever_set
 
@@ -256,6 +257,7 @@ def build_app(state: AppState, allowed_hosts: list[str] | None = None, debug: bo
             raise HTTPException(404, "no such plot")
         return Response(data, media_type="image/png", headers={"cache-control": "max-age=300"})
 
+    app.add_middleware(StrictQueryString)  # innermost: a bad host is refused first (factcheck.serve.limits)
     if allowed_hosts:
         app.add_middleware(_HostCheck, allowed=allowed_hosts)
     app.add_middleware(_SecurityHeaders)  # added last = outermost: on every response, errors too
