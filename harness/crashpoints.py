@@ -19,6 +19,8 @@ the main process at an exact point.
 ``FACTCHECK_ENOSPC_AT=POINT`` (same syntax; :func:`fault_env`) raises
 ``OSError(ENOSPC)`` there instead -- what a write on a full disk raises, with no file
 name -- so a test sees what a user with a full disk sees, in any process, worker or not.
+``FACTCHECK_SIGINT_AT=POINT`` (:func:`fault_env` with ``sigint=True``) sends SIGINT to
+the whole process group there, as a terminal's Ctrl-C does, and carries on.
 
 Points announced:
 
@@ -43,6 +45,7 @@ from pathlib import Path
 
 ENV = "FACTCHECK_CRASH_AT"
 ENOSPC_ENV = "FACTCHECK_ENOSPC_AT"
+SIGINT_ENV = "FACTCHECK_SIGINT_AT"
 EVENT = "factcheck.crashpoint"
 ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(__file__).resolve().parent / "site"
@@ -58,21 +61,22 @@ def parse(spec: str | None) -> tuple[str, int] | None:
     return spec, 1
 
 
-def install(spec: str | None = None, enospc: str | None = None) -> bool:
+def install(spec: str | None = None, enospc: str | None = None, sigint: str | None = None) -> bool:
     """Kill this process at the point ``spec`` names (default: ``$FACTCHECK_CRASH_AT``), or
     raise ``OSError(ENOSPC)`` at the point ``enospc`` names (default:
     ``$FACTCHECK_ENOSPC_AT``); ``False`` (nothing installed) when there is neither. Audit
     hooks cannot be removed: call this in a process that is meant to die or fail."""
     kill = parse(spec if spec is not None else os.environ.get(ENV))
     full = parse(enospc if enospc is not None else os.environ.get(ENOSPC_ENV))
-    if kill is None and full is None:
+    ctrl_c = parse(sigint if sigint is not None else os.environ.get(SIGINT_ENV))
+    if kill is None and full is None and ctrl_c is None:
         return False
     seen: dict[str, int] = {}
 
     def hook(event: str, args: tuple) -> None:
         if event != EVENT:
             return
-        for what, target in (("kill", kill), ("full", full)):
+        for what, target in (("kill", kill), ("full", full), ("ctrl-c", ctrl_c)):
             if target is None or args[0] != target[0]:
                 continue
             seen[what] = seen.get(what, 0) + 1
@@ -80,6 +84,9 @@ def install(spec: str | None = None, enospc: str | None = None) -> bool:
                 continue
             if what == "full":
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            if what == "ctrl-c":
+                os.killpg(os.getpgid(0), signal.SIGINT)
+                return
             partial = args[1]
             if partial is not None:
                 os.truncate(partial, os.path.getsize(partial) // 2)
@@ -95,16 +102,17 @@ def crash_env(crash_at: str | None, base: dict | None = None) -> dict:
     return _env(ENV, crash_at, base)
 
 
-def fault_env(enospc_at: str | None, base: dict | None = None) -> dict:
+def fault_env(enospc_at: str | None, base: dict | None = None, sigint: bool = False) -> dict:
     """An environment for a child process whose write at ``enospc_at`` fails as on a full
-    disk (``None``: one where none does)."""
-    return _env(ENOSPC_ENV, enospc_at, base)
+    disk (``None``: one where none does); with ``sigint``, its process group gets a Ctrl-C
+    there instead (start the child in a session of its own)."""
+    return _env(SIGINT_ENV if sigint else ENOSPC_ENV, enospc_at, base)
 
 
 def _env(var: str, point: str | None, base: dict | None) -> dict:
     env = dict(os.environ if base is None else base)
-    env.pop(ENV, None)
-    env.pop(ENOSPC_ENV, None)
+    for name in (ENV, ENOSPC_ENV, SIGINT_ENV):
+        env.pop(name, None)
     if point:
         env[var] = point
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SITE), str(ROOT), env.get("PYTHONPATH")) if p)

@@ -36,7 +36,7 @@ from sklearn.model_selection import RepeatedStratifiedKFold
 
 from factcheck.classification.features import ALL_GROUPS, ClaimEvidenceFeatures, concat_views, take_views
 from factcheck.formats.claims import label_set
-from factcheck.tagging.backends import NATIVE_THREAD_VARS
+from factcheck.tagging.backends import NATIVE_THREAD_VARS, sigint_for_this_process_only
 
 FOLDS, REPEATS, CV_SEED = 5, 3, 90042
 # Feature sets compared: everything, and without the claim-stem bags (shared/unshared),
@@ -214,8 +214,10 @@ def run_folds(fn, arg_tuples: list[tuple], jobs: int) -> list:
     # joblib's own factory for its process pool (not loky's directly): joblib's loky backend
     # reuses the same process-wide executor and expects its memmapping variant.
     n = max(1, min(effective_n_jobs(jobs), len(arg_tuples)))
-    executor = _workers = get_memmapping_executor(n, env=_ONE_THREAD, timeout=60)
-    return list(executor.map(fn, *zip(*arg_tuples)))
+    with sigint_for_this_process_only():  # Ctrl-C interrupts this process, never the workers (see there)
+        executor = _workers = get_memmapping_executor(n, env=_ONE_THREAD, timeout=60)
+        results = executor.map(fn, *zip(*arg_tuples))  # submits every task: the workers start here
+    return list(results)
 
 
 def release_workers() -> None:

@@ -29,7 +29,9 @@ import importlib
 import itertools
 import logging
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -43,6 +45,33 @@ CLUSTER_HINT = "needs the optional extra dask[distributed]: pip install -e '.[cl
 # worker process; set per worker so N workers do not each start one thread per core.
 NATIVE_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                       "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+@contextlib.contextmanager
+def sigint_for_this_process_only():
+    """Block SIGINT in this thread while worker processes (and the threads that start more
+    of them) are created: a process started meanwhile inherits the blocked signal (fork and
+    exec keep the mask), so a terminal's Ctrl-C -- SIGINT to the whole foreground process
+    group -- interrupts this process alone, which then stops its workers. Why: workers
+    interrupted while importing printed their KeyboardInterrupt tracebacks after
+    "interrupted". A Ctrl-C that arrives inside the block is delivered as it ends.
+
+    The resource trackers (multiprocessing's and loky's helper processes) are started
+    first: starting multiprocessing's unblocks SIGINT in the calling thread when it is done
+    (Python 3.11), which re-opened the window for every worker started after it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    from multiprocessing import resource_tracker
+
+    from joblib.externals.loky.backend import resource_tracker as loky_resource_tracker
+    resource_tracker.ensure_running()
+    loky_resource_tracker.ensure_running()
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def available_cores() -> int:
@@ -86,9 +115,10 @@ def dask_client(scheduler: str | None, workers: int):
         # silence_logs takes a logging level (worker processes reject level names). The
         # scheduler serves HTTP even without a dashboard, by default on port 8787; a free
         # loopback port instead avoids a "port in use" warning when two runs overlap.
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                               silence_logs=logging.CRITICAL)
+        with sigint_for_this_process_only():  # its event loop thread starts the worker processes
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                                   silence_logs=logging.CRITICAL)
         client = None
         try:
             client = Client(cluster, set_as_default=False)
@@ -190,13 +220,22 @@ class WorkerPool:
             # loky backend sets them): the open mode's embedding tasks multiply matrices.
             threads = str(max(1, available_cores() // self.jobs))
             env = {var: threads for var in NATIVE_THREAD_VARS}
-            self._loky = get_reusable_executor(max_workers=self.jobs, env=env,
-                                               initializer=keep_freed_memory if self.keep_heap else None)
+            with sigint_for_this_process_only():
+                self._loky = get_reusable_executor(max_workers=self.jobs, env=env,
+                                                   initializer=keep_freed_memory if self.keep_heap else None)
             self._stack.callback(self._shutdown_loky)
         return self._loky
 
+    def _submit(self, func, *args):
+        with sigint_for_this_process_only():  # submit starts (or restarts) the worker processes
+            return self._executor().submit(func, *args)
+
     def _shutdown_loky(self) -> None:
         executor, self._loky = self._loky, None
+        # Not kill_workers=True, even after Ctrl-C (which the workers never see): joblib
+        # 1.6's loky then raised KeyError/InvalidStateError in its manager thread, printed
+        # after "interrupted". The tasks not started are cancelled; a running one finishes
+        # its shard (kept for the rerun).
         executor.shutdown(wait=True)
 
     def start(self) -> "WorkerPool":
@@ -211,9 +250,8 @@ class WorkerPool:
         when there will be several tasks). Dask workers are long-lived and in-process
         runs have none: nothing to do."""
         if self.backend == "loky" and self.jobs > 1:
-            executor = self._executor()
             for _ in range(self.jobs):
-                executor.submit(func)
+                self._submit(func)
 
     def check_shared(self, path: Path) -> None:
         """Dask: every worker must see ``path`` (a file the driver just wrote in the output
@@ -271,11 +309,10 @@ class WorkerPool:
             bar.close()
 
     def _loky_map(self, func, args_iter, extra, done: "_InOrder") -> list:
-        executor = self._executor()
         futures = []
         try:
             for args in args_iter:
-                futures.append(executor.submit(func, *args, *extra))
+                futures.append(self._submit(func, *args, *extra))
                 done.add(args)
                 done.settle(futures)
             while not done.all_reported(futures):

@@ -146,9 +146,19 @@ class TagJob:
         self._params = TagParams(self.top_k, self.max_features, self.tag_features, self.shard_size)
         self._params.validate()
         require_backend(self.backend)  # before the output directory exists
+        self._input_refused = False
         with outdir.DirectoryLock(out):
-            with WorkerPool(self.backend, self.jobs, self.scheduler, keep_heap=True) as self._pool:
-                return self._run(source, out, force)
+            try:
+                with WorkerPool(self.backend, self.jobs, self.scheduler, keep_heap=True) as self._pool:
+                    return self._run(source, out, force)
+            except InputError:
+                # The input itself was refused (a bad record, or a duplicate id found only at
+                # its end, after every shard was written: 278 MB at 1.2M passages). Nothing
+                # written from it can serve a rerun -- fixing the input changes its checksum,
+                # hence the plan -- so it goes, once the workers are done (the pool's exit).
+                if self._input_refused:
+                    outdir.wipe(out)
+                raise
 
     def _run(self, source: SourceSpec, out: Path, force: bool) -> store.Manifest:
         out = Path(out)
@@ -236,7 +246,15 @@ class TagJob:
             shards.append({"shard": shard, "start": start, "count": len(ids)})
             return shard
 
-        for batch_ids, batch_texts, batch_titles in iter_passage_records(source):
+        batches = iter_passage_records(source)
+        while True:
+            try:
+                batch_ids, batch_texts, batch_titles = next(batches)
+            except StopIteration:
+                break
+            except InputError:
+                self._input_refused = True
+                raise
             at = 0
             while at < len(batch_ids):
                 take = min(size - len(ids), len(batch_ids) - at)

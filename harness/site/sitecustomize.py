@@ -4,7 +4,7 @@ the crash (or full-disk) hook there."""
 
 import os
 
-if os.environ.get("FACTCHECK_CRASH_AT") or os.environ.get("FACTCHECK_ENOSPC_AT"):
+if any(os.environ.get(f"FACTCHECK_{what}_AT") for what in ("CRASH", "ENOSPC", "SIGINT")):
     from harness.crashpoints import install
 
     install()
