@@ -28,8 +28,8 @@ def test_every_stage_announces_itself_and_the_timings_cover_the_wall_time(tmp_pa
     assert len(stages) >= 9
     covered = sum(timings[s] for s in stages)
     # The steps cover everything but writing metrics.json/report.md (milliseconds) and
-    # rounding (0.005 s per stage).
-    assert covered >= timings["total"] - 0.15 - 0.005 * len(stages), (covered, timings)
+    # rounding: a share of the wall time, not seconds (a busy machine stretches both).
+    assert covered >= 0.8 * timings["total"] - 0.005 * len(stages), (covered, timings)
     assert re.search(r"\] done: .*report\.md$", proc.stderr.splitlines()[-1] if proc.stderr else "")
 
 

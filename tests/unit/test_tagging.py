@@ -350,8 +350,10 @@ def test_vocabulary_does_not_depend_on_the_order_shards_are_merged():
     assert len(digests) == 1
 
 
-def _record(seen, args):
-    seen.append((args[0], time.monotonic()))
+def _record(seen, args, then=None):
+    seen.append(args[0])
+    if then is not None:
+        then.touch()
 
 
 def _nap(i, seconds):
@@ -359,6 +361,21 @@ def _nap(i, seconds):
         raise ValueError(f"task {i} failed")
     time.sleep(seconds)
     return i
+
+
+def _wait_for(i, flag: str, outcome: str | None = None) -> bool:
+    """Return once ``flag`` exists (True), or after a safety bound that only a broken
+    stream runs into (False); ``outcome`` records which. The bound keeps a failure from
+    hanging the suite; no assertion compares times."""
+    from pathlib import Path
+    for _ in range(2400):
+        if Path(flag).exists():
+            break
+        time.sleep(0.05)
+    found = Path(flag).exists()
+    if outcome:
+        Path(outcome).write_text("released" if found else "waited out")
+    return found
 
 
 def test_stream_reports_each_finished_task_in_input_order():
@@ -369,29 +386,39 @@ def test_stream_reports_each_finished_task_in_input_order():
             # the first task finishes last: its successors wait for it to be reported
             got = pool.stream(_nap, iter([(0, 0.4), (1, 0.0), (2, 0.0), (3, 0.1)]),
                               on_done=functools.partial(_record, seen))
-        assert got == [0, 1, 2, 3] and [i for i, _ in seen] == [0, 1, 2, 3], jobs
+        assert got == [0, 1, 2, 3] and seen == [0, 1, 2, 3], jobs
 
 
-def test_stream_reports_a_finished_task_while_later_ones_run():
+def test_stream_reports_a_finished_task_while_later_ones_run(tmp_path):
+    """Task 1 can only finish once task 0 has been reported (its report creates the flag)."""
     from factcheck.tagging.backends import WorkerPool
-    seen = []
+    seen, flag = [], tmp_path / "task-0-reported"
+    (tmp_path / "exists").touch()
     with WorkerPool("loky", 2) as pool:
-        pool.stream(_nap, iter([(0, 0.0), (1, 1.5)]), on_done=functools.partial(_record, seen))
-        end = time.monotonic()
-    assert [i for i, _ in seen] == [0, 1]
-    assert end - seen[0][1] > 0.8  # task 0 was reported long before task 1 ended
+        got = pool.stream(_wait_for, iter([(0, str(tmp_path / "exists")), (1, str(flag))]),
+                          on_done=functools.partial(_record, seen, then=flag))
+    assert seen == [0, 1] and got == [True, True]
 
 
-def test_a_failing_task_stops_the_stream_at_once_and_reports_nothing_after_it():
+def test_a_failing_task_stops_the_stream_at_once_and_reports_nothing_after_it(tmp_path):
+    """Task 0 runs until the test releases it, after the stream has raised for task 1."""
     from factcheck.tagging.backends import WorkerPool
-    seen = []
+    seen, release, outcome = [], tmp_path / "release", tmp_path / "outcome"
     with WorkerPool("loky", 2) as pool:
-        pool.stream(_nap, iter([(0, 0.0), (1, 0.0)]))  # workers started: time only the failure
-        start = time.monotonic()
         with pytest.raises(ValueError, match="task 1 failed"):
-            pool.stream(_nap, iter([(0, 3.0), (1, -1), (2, 0.0)]), on_done=functools.partial(_record, seen))
-        assert time.monotonic() - start < 2.5  # not after task 0's 3 s
+            pool.stream(_wait_for_or_fail, iter([(0, str(release), str(outcome)), (1, None, None), (2, None, None)]),
+                        on_done=functools.partial(_record, seen))
+        release.touch()
+    assert outcome.read_text() == "released"  # the error came while task 0 still ran
     assert seen == []  # task 0 had not finished; nothing after the failed task is reported
+
+
+def _wait_for_or_fail(i, flag, outcome):
+    if flag is None:
+        if i == 1:
+            raise ValueError(f"task {i} failed")
+        return i
+    return _wait_for(i, flag, outcome)
 
 
 def test_a_run_stopped_while_counting_resumes_to_identical_bytes(tmp_path, monkeypatch):
