@@ -1,4 +1,12 @@
-"""Crash-resume test of ``factcheck tag``: SIGKILL it many times, resume, compare bytes.
+"""Crash-resume test of ``factcheck tag`` and ``factcheck run``: SIGKILL them many times,
+rerun, compare bytes.
+
+``--run`` (see :func:`run_main`): a ``factcheck run`` output directory rerun into, killed at
+exact points and at random moments; every surviving directory must be refused in one line
+by every reader of a run (check, predict, ablation, evaluate, serve, the reranker loader)
+or be byte-identical to an uninterrupted run (its wall-clock timings aside).
+
+The tag test:
 
 1. Build a course-format sample (the first N passages of the proxy corpus, or of --source).
 2. Reference: one uninterrupted ``factcheck tag --jobs 1`` run.
@@ -16,6 +24,7 @@
 
     python -m scripts.crash_test --passages 200000 --kills 30
     python -m scripts.crash_test --passages 5000 --shard-size 500 --kills 12 --random-kills 2
+    python -m scripts.crash_test --run --kills 30          # factcheck run, on data/demo
 
 Exit status 0 when every chain matched, 1 otherwise. The in-suite version is
 tests/reliability/test_crash_resume.py, which reuses the functions below.
@@ -73,12 +82,18 @@ def run_tag(src: Path, out: Path, shard_size: int, jobs: int, crash_at: str | No
     power cut -- this many seconds after the run starts writing (its first new file in
     ``out``; the seconds before that are interpreter start-up and reading the input).
     """
+    return run_command(tag_command(src, out, shard_size, jobs), out, crash_at, kill_after, timeout)
+
+
+def run_command(cmd: list[str], out: Path, crash_at: str | None = None, kill_after: float | None = None,
+                timeout: float = 3600) -> Run:
+    """Run ``cmd`` (writing into ``out``) in its own process group; see :func:`run_tag`."""
     env = crash_env(crash_at)
     launched_ns = time.time_ns()
     t0 = time.monotonic()
     started = None
     with tempfile.TemporaryFile("w+", encoding="utf-8") as err:
-        proc = subprocess.Popen(tag_command(src, out, shard_size, jobs), env=env, stdout=subprocess.DEVNULL,
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
                                 stderr=err, text=True, start_new_session=True)
         while proc.poll() is None:
             now = time.monotonic()
@@ -329,7 +344,16 @@ def make_sample(source: Path, n: int, dest: Path) -> list[str]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="SIGKILL `factcheck tag` many times, resume, compare bytes.")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--readers"]:
+        return _readers_main(*map(Path, argv[1:4]))
+    ap = argparse.ArgumentParser(description="SIGKILL `factcheck tag` (or, with --run, `factcheck run`) many "
+                                             "times, rerun, compare bytes.")
+    ap.add_argument("--run", action="store_true",
+                    help="kill reruns of `factcheck run` into an existing run directory instead")
+    ap.add_argument("--data-dir", type=Path, default=ROOT / "data" / "demo",
+                    help="with --run: the course data directory (default: data/demo)")
+    ap.add_argument("--jobs", type=int, default=2, help="with --run: worker processes of the random kills (default: 2)")
     ap.add_argument("--passages", type=int, default=20000, help="sample size (default: 20000)")
     ap.add_argument("--kills", type=int, default=15,
                     help="SIGKILLs in all: exact points (--jobs 1) plus random moments (--jobs 2); "
@@ -344,6 +368,8 @@ def main(argv=None) -> int:
     ap.add_argument("--workdir", type=Path, default=None, help="where to work (default: a temporary dir)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     args = ap.parse_args(argv)
+    if args.run:
+        return run_main(args)
     if not args.source.is_file():
         print(f"crash_test: {args.source}: not found (needs ../shared/data or --source)", file=sys.stderr)
         return 2
@@ -420,6 +446,214 @@ def main(argv=None) -> int:
                 chain += 1
         verdict = "every chain identical to the reference" if not failures else f"{len(failures)} problems"
         print(f"{n_killed} kills in {time.monotonic() - t0:.0f}s; {verdict}")
+        return 0 if not failures else 1
+    finally:
+        if not args.keep and args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- factcheck run
+
+RUN_POINTS = (  # in the order a rerun into a complete directory reaches them
+    "after-rename:run-in-progress.json",        # the marker in place, nothing else changed yet
+    "mid-write:bm25-sweep.csv",                 # tuning
+    "after-rename:rerank.skops",                # the new reranker beside the old classifier
+    "mid-write:classifier.skops",
+    "after-rename:classifier.skops",
+    "after-rename:dev-claims-predictions.explain.json",
+    "after-rename:dev-claims-predictions.json",  # new predictions, old metrics.json and report.md
+    "after-rename:test-claims-predictions.json",
+    "mid-write:confusion.png",                  # during the plots
+    "after-rename:metrics.json",
+    "mid-write:report.md",
+    "after-rename:report.md",                   # everything written, the marker not yet removed
+)
+# Folders a reader may add to (the derived caches): not run outputs.
+CACHES = ("index/bm25/", "index/rerank/", "index/chunks/")
+TIMED = ("metrics.json", "report.md")
+
+
+def run_cmd(data: Path, out: Path, jobs: int) -> list[str]:
+    return [sys.executable, "-m", "factcheck", "run", "--data-dir", str(data), "--out", str(out),
+            "--quiet", "--jobs", str(jobs)]
+
+
+def run_outputs(root: Path) -> dict[str, bytes]:
+    """A run directory's files, without reader-made caches, wall-clock timings removed
+    (``metrics.json``'s ``timings``, the timing table of ``report.md``) and the directory's
+    own path (``metrics.json`` records its index's): what two runs of the same command
+    must share byte for byte."""
+    out = {}
+    for name, data in tree(root).items():
+        if name.startswith(CACHES) or "/.tmp-" in f"/{name}":
+            continue
+        if name == "metrics.json":
+            metrics = json.loads(data)
+            run = metrics.get("run", {})
+            run.pop("timings", None)
+            if isinstance(run.get("index"), str) and Path(run["index"]).name == "index":
+                run["index"] = "<run>/index"
+            data = json.dumps(metrics, sort_keys=True).encode()
+        elif name == "report.md":
+            data = b"\n".join(line for line in data.split(b"\n") if not _timing_row(line))
+        out[name] = data
+    return out
+
+
+def _timing_row(line: bytes) -> bool:
+    """A row of report.md's timings table: ``| step | 1.23 |`` (or the bold total)."""
+    cells = [c.strip(b" *") for c in line.strip().strip(b"|").split(b"|")]
+    if len(cells) != 2 or not line.startswith(b"|"):
+        return False
+    try:
+        float(cells[1])
+    except ValueError:
+        return False
+    return not cells[0].replace(b" ", b"").isdigit()
+
+
+def readers_of(run: Path, data: Path, scratch: Path) -> dict[str, list[str]]:
+    """Every reader of a run directory (a child process: one interpreter for all of them)."""
+    proc = subprocess.run([sys.executable, "-m", "scripts.crash_test", "--readers", str(run), str(data),
+                           str(scratch)], cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        return {"readers": [f"the readers' process failed (exit {proc.returncode}): {_last_line(proc.stderr)}"]}
+    return json.loads(proc.stdout)
+
+
+def _readers_main(run: Path, data: Path, scratch: Path) -> int:
+    """``--readers``: run each reader in this process; print {name: [exit status, stderr lines...]}."""
+    import contextlib
+    import io
+
+    from factcheck.cli import main as cli
+    from factcheck.errors import InputError
+    claim = "Sea levels are rising."
+    argv = {
+        "check": ["check", "--run", run, claim],
+        "predict": ["predict", "--claims", data / "dev-claims.json", "--index", run / "index",
+                    "--model", run / "model", "--out", scratch / "p.json"],
+        "ablation": ["ablation", "--claims", data / "dev-claims.json", "--index", run / "index",
+                     "--model", run / "model"],
+        "evaluate": ["evaluate", "--predictions", run / "dev-claims-predictions.json",
+                     "--groundtruth", data / "dev-claims.json"],
+        "retrieve --method rerank": ["retrieve", "--index", run / "index", "--claims", data / "dev-claims.json",
+                                     "--out", scratch / "r.json", "--method", "rerank",
+                                     "--rerank-model", run / "model" / "rerank.skops"],
+    }
+    results = {}
+    for name, args in argv.items():
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            code = cli([str(a) for a in args])
+        results[name] = [code, *[line for line in err.getvalue().splitlines() if line.strip()]]
+    from factcheck.serve.app import create_app
+    try:
+        create_app(run, warm_up=False)
+        results["serve"] = [0]
+    except InputError as exc:
+        results["serve"] = [2, exc.one_line()]
+    print(json.dumps(results))
+    return 0
+
+
+def verdict(run: Path, data: Path, scratch: Path, references: list[dict[str, bytes]]) -> tuple[str, list[str]]:
+    """("refused" | "identical" | "neither", problems) for a surviving run directory:
+    refused in one line by every reader, or accepted by every one and byte-identical to one
+    of the ``references`` (uninterrupted runs: of the rerun's command, or of whatever the
+    directory held before a rerun killed before its first write)."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    readers = readers_of(run, data, scratch)
+    ours = [line for lines in readers.values() for line in lines[1:] if not line.startswith("factcheck run:")]
+    refused = [n for n, r in readers.items() if r[0] == 2 and len(r) == 2 and "Traceback" not in r[1]]
+    if len(refused) == len(readers):
+        return "refused", []
+    outputs = run_outputs(run)
+    if any(outputs == ref for ref in references) and all(r[0] == 0 for r in readers.values()):
+        return "identical", []
+    reference = references[0]
+    differ = sorted(n for n in set(outputs) | set(reference) if outputs.get(n) != reference.get(n))
+    accepted = sorted(n for n, r in readers.items() if r[0] == 0)
+    return "neither", [f"readers that accepted it: {', '.join(accepted) or 'none'}; "
+                       f"refused: {', '.join(refused) or 'none'}; files that differ from the uninterrupted "
+                       f"run: {', '.join(differ[:6]) or 'none'}; first reader line: {ours[:1]}"]
+
+
+def run_main(args) -> int:
+    """Kill ``factcheck run`` reruns into an existing directory; check every survivor."""
+    data = args.data_dir
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="crash-run-"))
+    work.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(args.seed)
+    t0 = time.monotonic()
+    failures: list[str] = []
+    counts: Counter = Counter()
+    try:
+        other = work / "other-data"  # the same data, 4 training claims fewer: another run's directory
+        shutil.rmtree(other, ignore_errors=True)
+        shutil.copytree(data, other)
+        claims = json.loads((other / "train-claims.json").read_text("utf-8"))
+        (other / "train-claims.json").write_text(json.dumps(dict(list(claims.items())[:-4])), "utf-8")
+
+        ref = work / "reference"
+        shutil.rmtree(ref, ignore_errors=True)
+        first = run_command(run_cmd(data, ref, args.jobs), ref)
+        if first.returncode != 0:
+            print(f"reference run failed: {first.stderr}", file=sys.stderr)
+            return 1
+        rerun = run_command(run_cmd(data, ref, args.jobs), ref, kill_after=1e9)
+        window = rerun.seconds - (rerun.started or 0.0)
+        reference = run_outputs(ref)
+        previous = {"same": ref, "other": work / "other-run"}
+        shutil.rmtree(previous["other"], ignore_errors=True)
+        if run_command(run_cmd(other, previous["other"], args.jobs), previous["other"]).returncode != 0:
+            print("the other data's run failed", file=sys.stderr)
+            return 1
+        print(f"reference run: {first.seconds:.0f}s; a rerun into it: {rerun.seconds:.0f}s "
+              f"({window:.1f}s after its first write); {args.kills} kills")
+        # Two chains of reruns (the main data) into a directory holding: the same run, another
+        # run. Each alternates an exact crash point (--jobs 1, in order, the second chain
+        # starting half-way through the list) and a random moment inside the writing window
+        # (the whole process group, --jobs N).
+        chains = {"same": [], "other": []}
+        for c, start in enumerate(chains):
+            for j in range(args.kills // 2 + (args.kills % 2 if c == 0 else 0)):
+                chains[start].append(("point", RUN_POINTS[(j // 2 + c * len(RUN_POINTS) // 2) % len(RUN_POINTS)])
+                                     if j % 2 == 0 else ("delay", rng.uniform(0.0, 1.0) * window))
+        references = {"same": [reference], "other": [reference, run_outputs(previous["other"])]}
+        n = 0
+        for start, kills in chains.items():
+            out = work / f"chain-{start}"
+            shutil.rmtree(out, ignore_errors=True)
+            shutil.copytree(previous[start], out)
+            print(f"chain: reruns into a directory holding {'the same' if start == 'same' else 'another'} run")
+            for how, what in kills:
+                run = (run_command(run_cmd(data, out, 1), out, crash_at=what) if how == "point"
+                       else run_command(run_cmd(data, out, args.jobs), out, kill_after=what))
+                label = what if how == "point" else f"{what:.2f}s after the first write"
+                if run.returncode == 0:
+                    state, problems = verdict(out, data, work / "scratch", [reference])
+                    state = f"finished before the kill; {state}"
+                elif not run.killed:
+                    state, problems = "neither", [f"exit {run.returncode}: {_last_line(run.stderr)}"]
+                else:
+                    n += 1
+                    state, problems = verdict(out, data, work / "scratch", references[start])
+                counts[state.split("; ")[-1]] += 1
+                print(f"  kill {label:48s} rc={run.returncode:4d} -> {state}")
+                failures += [f"{start}/{label}: {p}" for p in problems]
+            final = run_command(run_cmd(data, out, args.jobs), out)
+            state, problems = verdict(out, data, work / "scratch", [reference])
+            print(f"  final rerun rc={final.returncode} -> {state}")
+            if final.returncode != 0 or state != "identical":
+                failures.append(f"{start}: the final rerun is {state} (exit {final.returncode}) {problems}")
+            shutil.rmtree(out, ignore_errors=True)
+        summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+        verdict_line = "every survivor refused by every reader or identical" if not failures else \
+            f"{len(failures)} problems: " + "; ".join(failures[:5])
+        print(f"{n} kills in {time.monotonic() - t0:.0f}s ({summary}); {verdict_line}")
         return 0 if not failures else 1
     finally:
         if not args.keep and args.workdir is None:
