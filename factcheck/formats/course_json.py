@@ -33,7 +33,7 @@ from typing import Callable, Iterator
 
 from factcheck.errors import InputError
 from factcheck.formats.files import LONE_SURROGATE, check_unicode
-from factcheck.formats.utf8_stream import MAX_PASSAGE_CHARS, Utf8Stream, over_limit, raw_limit
+from factcheck.formats.utf8_stream import MAX_PASSAGE_CHARS, Utf8Stream, over_limit
 
 _WS = re.compile(r"[ \t\n\r]*")
 # JSON whitespace and strings only (not \s: the decoder accepts these four characters).
@@ -71,7 +71,10 @@ def iter_course(path: Path, max_chars: int = MAX_PASSAGE_CHARS) -> Iterator[Batc
     reading: a member still unfinished after :func:`~factcheck.formats.utf8_stream.raw_limit`
     characters is refused before more of it is held."""
     stream = Utf8Stream(path)
-    longest = raw_limit(max_chars)
+    # No member within the cap spans more than this many characters of JSON once each
+    # backslash is counted as the 6 characters an escape may take (a character of text is
+    # one character of JSON otherwise): an id and a text, plus room for quotes and spaces.
+    longest = 2 * max_chars + (1 << 16)
     buf = stream.read()
     while not stream.eof and not buf.strip():
         buf += stream.read()
@@ -116,10 +119,11 @@ def iter_course(path: Path, max_chars: int = MAX_PASSAGE_CHARS) -> Iterator[Batc
         except _NeedMore:
             if stream.eof:
                 fail(len(buf), "truncated JSON (the file ends inside the object)")
-            if len(buf) - start > longest:
+            pending = len(buf) - start
+            if pending > longest and pending - 6 * buf.count("\\", start) > longest:
                 stream.close()
                 raise over_limit(path, max_chars, f"passage {record + 1} (from {where(start)}) is still unfinished "
-                                 f"after {longest:,} characters of JSON, longer than a passage within this "
+                                 f"after {pending:,} characters of JSON, longer than a passage within this "
                                  "limit can be") from None
             dropped_nl = buf.count("\n", 0, start)
             if dropped_nl:

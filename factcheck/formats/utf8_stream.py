@@ -19,17 +19,18 @@ CHUNK_BYTES = 1 << 22
 
 #: The longest passage text (and id) a knowledge source may hold, in characters, unless
 #: the caller says otherwise (``max_passage_chars``; ``--max-passage-chars``). Generous:
-#: the course's longest passage has ~3,000 characters, a whole Wikipedia article ~100K.
-#: Why a cap at all: one 256 MB string took 71 s and 1.9 GB, and a 14 MB .json.gz that
-#: inflated to one 3 GB string ran past 300 s (and, under a memory limit, died).
-MAX_PASSAGE_CHARS = 1 << 20
+#: the course's longest passage has ~3,000 characters, a whole Wikipedia article ~100K,
+#: and tagging a 1 MB passage is tested. Why a cap at all: one 256 MB string took 71 s
+#: and 1.9 GB, and a 14 MB .json.gz that inflated to one 3 GB string ran past 300 s (and,
+#: under a memory limit, died).
+MAX_PASSAGE_CHARS = 1 << 22
 
 
 def raw_limit(max_chars: int) -> int:
-    """How many characters of input one record may span while it is read: JSON spends at
-    most 6 characters on one character of text (``\\uXXXX``), for the id and the text,
-    plus room for the rest of a record. Past this, no record within the cap can still be
-    unfinished, so the reader stops before holding more."""
+    """How many characters one line (a JSONL or CSV record) may have while it is read:
+    JSON spends at most 6 characters on one character of text (``\\uXXXX``), for the id
+    and the text, plus room for other fields. Past this, no record within the cap can
+    still be unfinished, so the reader stops before holding more."""
     return 12 * max_chars + (1 << 16)
 
 

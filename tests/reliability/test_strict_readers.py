@@ -49,9 +49,19 @@ def test_the_cap_counts_characters_not_json_escapes(tmp_path):
     assert_one_line_error(_tag(path, tmp_path, "--max-passage-chars", "199", out="other"), "--max-passage-chars 199")
 
 
+def test_escaped_text_across_many_chunks_is_measured_in_characters(tmp_path, monkeypatch):
+    """100,000 characters as 600,000 characters of \\u escapes, read 4 KiB at a time: within a
+    cap of 100,000 (the streaming bound counts each escape's worth), over one of 99,999."""
+    from factcheck.formats import utf8_stream
+    monkeypatch.setattr(utf8_stream, "CHUNK_BYTES", 4096)
+    path = tmp_path / "e.json"
+    path.write_text('{"a": "ice", "b": "' + "\\u00e9" * 100_000 + '", "c": "sea"}', "utf-8")
+    assert _tag(path, tmp_path, "--max-passage-chars", "100000").returncode == 0
+    assert_one_line_error(_tag(path, tmp_path, "--max-passage-chars", "99999", out="other"), "passage 2")
+
+
 def test_a_huge_course_passage_is_refused_while_reading(tmp_path):
-    """64 MB in one string: refused after ~13 MB of it (12 characters of JSON a character of
-    the default cap, plus a chunk)."""
+    """64 MB in one string: refused after ~8 MB of it (twice the default cap, plus a chunk)."""
     path = tmp_path / "e.json"
     with open(path, "w", encoding="utf-8") as fh:
         fh.write('{"a": "ice", "b": "')
