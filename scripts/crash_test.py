@@ -616,20 +616,28 @@ def run_main(args) -> int:
         # Two chains of reruns (the main data) into a directory holding: the same run, another
         # run. Each alternates an exact crash point (--jobs 1, in order, the second chain
         # starting half-way through the list) and a random moment inside the writing window
-        # (the whole process group, --jobs N).
-        chains = {"same": [], "other": []}
-        for c, start in enumerate(chains):
-            for j in range(args.kills // 2 + (args.kills % 2 if c == 0 else 0)):
-                chains[start].append(("point", RUN_POINTS[(j // 2 + c * len(RUN_POINTS) // 2) % len(RUN_POINTS)])
-                                     if j % 2 == 0 else ("delay", rng.uniform(0.0, 1.0) * window))
+        # (the whole process group, --jobs N), until it has its share of kills: a rerun that
+        # finishes before its moment is checked too, but does not count.
+        def kills_of(c: int):
+            j = 0
+            while True:
+                yield (("point", RUN_POINTS[(j // 2 + c * len(RUN_POINTS) // 2) % len(RUN_POINTS)]) if j % 2 == 0
+                       else ("delay", rng.uniform(0.0, 0.9) * window))
+                j += 1
+
+        targets = {"same": args.kills - args.kills // 2, "other": args.kills // 2}
         references = {"same": [reference], "other": [reference, run_outputs(previous["other"])]}
         n = 0
-        for start, kills in chains.items():
+        for c, (start, target) in enumerate(targets.items()):
             out = work / f"chain-{start}"
             shutil.rmtree(out, ignore_errors=True)
             shutil.copytree(previous[start], out)
             print(f"chain: reruns into a directory holding {'the same' if start == 'same' else 'another'} run")
-            for how, what in kills:
+            killed_here, attempts = 0, 0
+            for how, what in kills_of(c):
+                if killed_here >= target or attempts >= 3 * target:
+                    break
+                attempts += 1
                 run = (run_command(run_cmd(data, out, 1), out, crash_at=what) if how == "point"
                        else run_command(run_cmd(data, out, args.jobs), out, kill_after=what))
                 label = what if how == "point" else f"{what:.2f}s after the first write"
@@ -640,6 +648,7 @@ def run_main(args) -> int:
                     state, problems = "neither", [f"exit {run.returncode}: {_last_line(run.stderr)}"]
                 else:
                     n += 1
+                    killed_here += 1
                     state, problems = verdict(out, data, work / "scratch", references[start])
                 counts[state.split("; ")[-1]] += 1
                 print(f"  kill {label:48s} rc={run.returncode:4d} -> {state}")
@@ -650,6 +659,8 @@ def run_main(args) -> int:
             if final.returncode != 0 or state != "identical":
                 failures.append(f"{start}: the final rerun is {state} (exit {final.returncode}) {problems}")
             shutil.rmtree(out, ignore_errors=True)
+        if n < args.kills:
+            failures.append(f"only {n} of the {args.kills} kills asked for landed (the runs finished first)")
         summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
         verdict_line = "every survivor refused by every reader or identical" if not failures else \
             f"{len(failures)} problems: " + "; ".join(failures[:5])
