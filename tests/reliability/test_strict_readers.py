@@ -118,3 +118,65 @@ def test_the_members_pattern_uses_no_construct_python_3_11_2_mis_runs():
         assert not re.search(r"[*+?}]\+|\(\?>", pattern), pattern
     buf = '"a": "x", "b": "y\\"z", "c": "w'
     assert course_json._MEMBERS.match(buf).end() == buf.index(' "c"')
+
+
+def _wiki_page(page: str, sentences: list[str]) -> str:
+    lines = "\n".join(f"{i}\t{s}" for i, s in enumerate(sentences))
+    return json.dumps({"id": page, "text": " ".join(sentences), "lines": lines}) + "\n"
+
+
+@pytest.mark.parametrize("fmt", ["fever", "beir", "climate-fever", "jsonl-title", "csv-title"])
+def test_every_format_and_the_titles_are_under_the_cap(tmp_path, fmt):
+    """The cap is one reader option for every format: a FEVER sentence, a BEIR text, a
+    Climate-FEVER evidence sentence, a JSONL/CSV title over it is refused, naming it."""
+    from factcheck.errors import InputError
+    from factcheck.formats.evidence import read_passages, source_spec
+    long = "x" * 60
+    options = {}
+    if fmt == "fever":
+        path = tmp_path / "wiki-001.jsonl"
+        path.write_text(_wiki_page("Ice", ["Ice is cold.", long]), "utf-8")
+    elif fmt == "beir":
+        path = tmp_path / "corpus.jsonl"
+        path.write_text(json.dumps({"_id": "d1", "title": "Ice", "text": long}) + "\n", "utf-8")
+    elif fmt == "climate-fever":
+        path = tmp_path / "climate-fever.jsonl"
+        ev = {"evidence_id": "Ice:1", "evidence": long, "article": "Ice"}
+        path.write_text(json.dumps({"claim_id": "1", "claim": "c", "claim_label": "SUPPORTS",
+                                    "evidences": [ev]}) + "\n", "utf-8")
+    elif fmt == "jsonl-title":
+        path = tmp_path / "e.jsonl"
+        path.write_text(json.dumps({"id": "a", "text": "ice", "title": long}) + "\n", "utf-8")
+        options = {"title_column": "title"}
+    else:
+        path = tmp_path / "e.csv"
+        path.write_text(f"id,text,title\na,ice,{long}\n", "utf-8")
+        options = {"title_column": "title"}
+    assert len(read_passages(source_spec(path, max_passage_chars=60, **options))[0]) >= 1
+    with pytest.raises(InputError, match="max_passage_chars 59: ") as err:
+        read_passages(source_spec(path, max_passage_chars=59, **options))
+    line = err.value.one_line()
+    assert str(path) in line and ("60 characters" in line or "a field longer than this limit" in line), line
+
+
+def test_a_huge_fever_page_is_refused_while_it_streams(tmp_path, monkeypatch):
+    """A wiki-pages line is read in pieces and refused past the streaming bound, before it is
+    held whole or decoded (the bound: 12 times the cap plus 64K characters)."""
+    from factcheck.errors import InputError
+    from factcheck.formats import utf8_stream
+    from factcheck.formats.evidence import read_passages, source_spec
+    monkeypatch.setattr(utf8_stream, "CHUNK_BYTES", 1 << 16)
+    path = tmp_path / "wiki-001.jsonl"
+    path.write_text(_wiki_page("Ice", ["Ice is cold.", "x" * 400_000]), "utf-8")
+    with pytest.raises(InputError, match="line 1 is longer than 77,536 characters"):
+        read_passages(source_spec(path, max_passage_chars=1000))
+
+
+def test_a_claims_csv_naming_a_column_twice_is_refused(tmp_path):
+    """The duplicate-header rule lives in the one CSV primitive: claims files have it too."""
+    from factcheck.errors import InputError
+    from factcheck.formats.claims import read_claims
+    path = tmp_path / "claims.csv"
+    path.write_text("id,claim,claim\nc1,Ice melts.,Ice grows.\n", "utf-8")
+    with pytest.raises(InputError, match=r"line 1 \(header\): names the column 'claim' twice"):
+        read_claims(path)
