@@ -149,6 +149,11 @@ def _probe(obj) -> None:
     recorded = meta.get("labels")
     if (classes != list(recorded)) if isinstance(recorded, list) else not (classes and set(classes) <= set(LABELS)):
         raise BadModel(f"its classes {classes[:5]} are not the labels it was trained on")
+    if meta.get("mode") == "open":
+        # Its dense features embed text with a model that may sit elsewhere until the caller
+        # relocates it (--embedding-model): running it here would load that model, or fail for
+        # the wrong reason. Its values were checked; FactChecker.load finds the model or says so.
+        return
     try:
         proba = np.asarray(model.predict_proba([("Sea levels are rising.", ["The sea level rose."])]))
     except ImportError:  # an open-mode model without the open extra: FactChecker.load says so in one line
