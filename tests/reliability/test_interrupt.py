@@ -44,13 +44,21 @@ def test_cross_validation_workers_never_see_a_terminals_ctrl_c():
     assert not _sigint_blocked()
 
 
+def _as_from_a_terminal():
+    """In the child, before exec: SIGINT at its default and unblocked, as a shell starts a
+    command (an ignored or blocked SIGINT would be inherited from whatever ran the tests)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 @pytest.mark.parametrize("point", ["mid-write:passages-00000.joblib", "after-split"])
 def test_ctrl_c_while_workers_start_is_one_line(tmp_path, point):
     out = tmp_path / "index"
     proc = subprocess.run([sys.executable, "-m", "factcheck", "tag", str(DEMO / "evidence.json"), "--out", str(out),
                            "--jobs", "2", "--shard-size", "5"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env=fault_env(point, sigint=True), start_new_session=True)
-    assert proc.returncode == 130, proc.stderr
+                          timeout=300, env=fault_env(point, sigint=True), start_new_session=True,
+                          preexec_fn=_as_from_a_terminal)
+    assert proc.returncode == 130, (proc.stderr, "SIGINT in the test process:", signal.getsignal(signal.SIGINT))
     assert proc.stderr.splitlines() == ["factcheck tag: interrupted"], proc.stderr
     assert not (out / "manifest.json").exists()
 
