@@ -1,9 +1,16 @@
-"""Helpers every test folder shares: paths, the course data (skip or fail), running the CLI
-and Python in a child process, the one-line error check. Fixtures are in ``conftest.py``."""
+"""Helpers every test folder shares: paths and the demo data, the course data (skip or
+fail), the CLI in this process or a child process, Python in a child process, a run made in
+this process, the one-line error check. Fixtures are in ``conftest.py``.
+
+A test runs the CLI in this process (``in_process``, ``usage_error``) unless the process
+is what it tests (exit status on a signal, interpreter warnings, a fresh interpreter's
+imports, a crash point, a timeout); ``run_cli`` and ``run_python`` start one, and a test
+that uses them is marked ``slow`` (conftest.py enforces it)."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +22,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent  # the repository
 DEMO = ROOT / "data" / "demo"
 SHARED = Path(os.environ.get("FACTCHECK_SHARED_DATA", ROOT.parent / "shared" / "data"))
+DEMO_PASSAGES = json.loads((DEMO / "evidence.json").read_text(encoding="utf-8"))  # id -> text
+DEMO_CLAIM = "Burning fossil fuels is the biggest source of human carbon dioxide emissions."
 
 
 def require_or_skip(reason: str):
@@ -92,6 +101,53 @@ def assert_one_line_error(proc, *must_contain):
     for needle in must_contain:
         assert needle in lines[0], (needle, lines[0])
     return lines[0]
+
+
+def usage_error(*args):
+    """``factcheck ARGS`` in this process when argparse refuses them (it raises SystemExit):
+    a CompletedProcess-like result for ``assert_one_line_error``."""
+    import contextlib
+    import io
+    from types import SimpleNamespace
+
+    from factcheck.cli import main
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exc:
+        main([str(a) for a in args])
+    return SimpleNamespace(returncode=exc.value.code, stderr=err.getvalue(), stdout="")
+
+
+def make_run(out: Path, *extra, data: Path = DEMO):
+    """``factcheck run --data-dir DATA --out OUT --quiet --jobs 1 EXTRA`` in this process,
+    starting no process: cross-validation's folds, which the command runs in a worker
+    process even with ``--jobs 1``, run here one after another (the results are the same:
+    each fold is an independent job on one native thread; tests/pipeline/test_demo_runs.py
+    compares such a run with the command's, byte for byte). Fails unless the run
+    succeeds; returns its CompletedProcess-like result (``in_process``)."""
+    from factcheck.classification import cv
+
+    def in_this_process(fn, arg_tuples, jobs):
+        return [fn(*args) for args in arg_tuples]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cv, "run_folds", in_this_process)
+        proc = in_process("run", "--data-dir", data, "--out", out, "--quiet", "--jobs", "1", *extra)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def written_files(run: Path) -> dict[str, str]:
+    """sha256 of every file a run directory holds, by relative path, leaving out the caches
+    its readers add to its index (BM25 weights, reranker terms, chunks)."""
+    import hashlib
+
+    from factcheck.tagging.derived import CACHE_FOLDERS
+    digests = {}
+    for path in sorted(p for p in Path(run).rglob("*") if p.is_file()):
+        parts = path.relative_to(run).parts
+        if not (parts[0] == "index" and len(parts) > 2 and parts[1] in CACHE_FOLDERS):
+            digests["/".join(parts)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return digests
 
 
 def in_process(*args):

@@ -14,8 +14,7 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
-from helpers import DEMO, ROOT, require_or_skip, run_cli
-from test_serve import PASSAGES
+from helpers import DEMO, DEMO_CLAIM as CLAIM, DEMO_PASSAGES as PASSAGES, ROOT, require_or_skip
 from harness.serving import ServerFailed, serving
 from factcheck.formats.claims import LABELS, read_claims
 from factcheck.serve.present import LABEL_NAMES
@@ -26,7 +25,6 @@ pytestmark = pytest.mark.slow  # a server process and a browser
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-CLAIM = "Burning fossil fuels is the biggest source of human carbon dioxide emissions."
 
 
 @pytest.fixture(scope="module")
@@ -35,16 +33,6 @@ def chromium() -> Path:
         require_or_skip(f"needs Debian's chromium at {CHROMIUM} (apt-get install chromium); "
                         "not present on this machine")
     return CHROMIUM
-
-
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
-    """The demo run test_serve.py builds (shared through the session's base temp dir)."""
-    out = tmp_path_factory.getbasetemp() / "serve-demo-run"
-    if not (out / "metrics.json").is_file():
-        proc = run_cli("run", "--data-dir", DEMO, "--out", out, "--quiet", "--jobs", "1")
-        assert proc.returncode == 0, proc.stderr
-    return out
 
 
 def served(run, tmp_path_factory):
@@ -107,14 +95,13 @@ def test_type_a_claim_and_see_the_shared_tags_highlighted(server, chromium, tmp_
 
 # ------------------------------------------------------------------ the app for a person
 # On a demo run made with --method rerank: the evidence is the reranker's, the classifier
-# reads another retriever's passages (test_pages.reader_run_dir).
+# reads another retriever's passages (conftest.py's reranked_demo_run).
 READ_CLAIMS = [CLAIM] + [c.text for c in read_claims(DEMO / "dev-claims.json", require_labels=True)]
 
 
 @pytest.fixture(scope="module")
-def reader_server(chromium, tmp_path_factory):
-    from test_pages import reader_run_dir
-    yield from served(reader_run_dir(tmp_path_factory), tmp_path_factory)
+def reader_server(chromium, reranked_demo_run, tmp_path_factory):
+    yield from served(reranked_demo_run, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from helpers import DEMO
+from helpers import DEMO, DEMO_CLAIM as CLAIM, DEMO_PASSAGES as PASSAGES
 from factcheck.formats.claims import LABELS, read_claims
 from factcheck.serve.present import EXAMPLES_PER_LABEL, LABEL_NAMES, RETRIEVER_NAMES, num
 from factcheck.text.analyzer import analyze
@@ -27,34 +27,18 @@ with warnings.catch_warnings():
     from fastapi.testclient import TestClient
 
 from factcheck.serve.app import build_app, create_app  # noqa: E402
-from test_serve import CLAIM, PASSAGES, demo_run_dir  # noqa: E402
 
 DEV = read_claims(DEMO / "dev-claims.json", require_labels=True)
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory):
-    return TestClient(create_app(demo_run_dir(tmp_path_factory), warm_up=False))
+def client(demo_run):
+    return TestClient(create_app(demo_run, warm_up=False))
 
 
 @pytest.fixture(scope="module")
-def reader_run(tmp_path_factory):
-    return reader_run_dir(tmp_path_factory)
-
-
-def reader_run_dir(tmp_path_factory):
-    """A demo run whose evidence comes from the reranker and whose classifier reads another
-    retriever's passages (chosen with it by cross-validation); the browser test shares it."""
-    out = demo_run_dir(tmp_path_factory, "serve-reader-run", DEMO, "--method", "rerank")
-    run = json.loads((out / "metrics.json").read_text("utf-8"))["run"]
-    assert run["retriever"]["chosen"] == "rerank"
-    assert run["classifier"]["reader"] != "rerank", "this run no longer reads another retriever's passages"
-    return out
-
-
-@pytest.fixture(scope="module")
-def reader_client(reader_run):
-    return TestClient(create_app(reader_run, warm_up=False))
+def reader_client(reranked_demo_run):
+    return TestClient(create_app(reranked_demo_run, warm_up=False))
 
 
 class _Text(HTMLParser):
@@ -171,8 +155,8 @@ def test_when_the_reader_is_the_retriever_the_page_says_so(client):
     assert "switch-reader" not in html
 
 
-def test_the_dev_explorer_says_what_each_verdict_read(reader_client, reader_run):
-    sidecar = json.loads((reader_run / "dev-claims-predictions.explain.json").read_text("utf-8"))["claims"]
+def test_the_dev_explorer_says_what_each_verdict_read(reader_client, reranked_demo_run):
+    sidecar = json.loads((reranked_demo_run / "dev-claims-predictions.explain.json").read_text("utf-8"))["claims"]
     html = reader_client.get("/dev").text
     checked = 0
     for claim in DEV:
@@ -210,8 +194,8 @@ def test_the_landing_page_offers_dev_claims_per_label(client):
         assert f"Gold: {LABEL_NAMES[label]}" in shown
 
 
-def test_without_dev_claims_the_landing_page_says_how_to_get_examples(tmp_path_factory):
-    run = demo_run_dir(tmp_path_factory)
+def test_without_dev_claims_the_landing_page_says_how_to_get_examples(demo_run):
+    run = demo_run
     bare = TestClient(create_app(index_dir=run / "index", model_dir=run / "model", warm_up=False))
     card = section(bare.get("/").text, "examples")
     assert "--dev-claims FILE" in card and 'class="example"' not in card
@@ -345,8 +329,8 @@ class _Titled:
         return f"Page of {self._index.ids[row]}"
 
 
-def test_passage_titles_are_shown_when_the_index_has_them(reader_run):
-    state = create_app(reader_run, warm_up=False).state.explain
+def test_passage_titles_are_shown_when_the_index_has_them(reranked_demo_run):
+    state = create_app(reranked_demo_run, warm_up=False).state.explain
     best = state.systems.by_method[state.systems.best]
     best.index = _Titled(best.index)
     c = TestClient(build_app(state))

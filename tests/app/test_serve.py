@@ -1,8 +1,8 @@
 """The explain app (``factcheck serve``) through FastAPI's TestClient, on a demo run.
 
-The app is built once per module on a real ``factcheck run`` of data/demo; a second
-tiny run, on a copy of the demo data with a ``<script>`` in one passage, checks that
-passage text is always escaped.
+The app is built once per module on the session's demo run (conftest.py); a second tiny
+run, on a copy of the demo data with a ``<script>`` in one passage, checks that passage
+text is always escaped.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import warnings
 
 import pytest
 
-from helpers import DEMO, demo_run_dir
+from helpers import DEMO, DEMO_CLAIM, DEMO_PASSAGES, make_run
 from factcheck.formats.claims import LABELS, Claim, read_claims
 from factcheck.text.analyzer import TextAnalyzer, stem_token, word_tokens
 
@@ -25,15 +25,10 @@ from factcheck.serve.app import build_app, create_app  # noqa: E402
 from factcheck.serve.highlight import highlight_spans, segments  # noqa: E402
 
 DEV = read_claims(DEMO / "dev-claims.json", require_labels=True)
-PASSAGES = json.loads((DEMO / "evidence.json").read_text(encoding="utf-8"))
-CLAIM = "Burning fossil fuels is the biggest source of human carbon dioxide emissions."
+PASSAGES = DEMO_PASSAGES
+CLAIM = DEMO_CLAIM
 SCRIPT = '<script>alert("pwned")</script>'
 SCRIPT_CLAIM = "Burning coal, oil and natural gas is the largest source of human emissions."
-
-
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
-    return demo_run_dir(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -249,7 +244,9 @@ def script_run(tmp_path_factory):
     (data / "evidence.json").write_text(json.dumps(passages), encoding="utf-8")
     # --method tags: this run only needs passages in an index and a model; it skips the
     # reranker's training (most of a demo run's time).
-    return demo_run_dir(tmp_path_factory, "serve-script-run", data, "--method", "tags")
+    out = tmp_path_factory.mktemp("script-run") / "run"
+    make_run(out, "--method", "tags", data=data)
+    return out
 
 
 def test_passage_with_script_is_escaped(script_run):

@@ -15,13 +15,13 @@ import re
 
 import pytest
 
-from helpers import DEMO, assert_one_line_error, run_cli, shared_file
+from helpers import DEMO, DEMO_CLAIM, assert_one_line_error, run_cli, shared_file
 from factcheck.cli import build_parser
 from factcheck.cli.options import Deprecated
 from factcheck.formats.claims import LABELS
 from factcheck.serve.check import check_claim, format_check
 
-CLAIM = "Burning fossil fuels is the biggest source of human carbon dioxide emissions."
+CLAIM = DEMO_CLAIM
 # One option name per concept; these spellings may only appear as deprecated aliases.
 OLD_SPELLINGS = {"--model-out", "--model-dir", "--index-dir", "--output", "--output-dir"}
 
@@ -64,23 +64,16 @@ def test_one_name_per_concept():
     assert all("tag index" in h for _, h in uses["--index"]), uses["--index"]
 
 
+@pytest.mark.slow
 def test_help_renders_percent_signs_once():
     proc = run_cli("evaluate", "--help")
     assert proc.returncode == 0
     assert "95% intervals" in proc.stdout and "%%" not in proc.stdout
 
 
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
-    """The demo run exactly as the README's Quick start runs it (progress output on)."""
-    out = tmp_path_factory.mktemp("surface") / "demo"
-    proc = run_cli("run", "--data-dir", DEMO, "--out", out, "--jobs", "1")
-    assert proc.returncode == 0, proc.stderr
-    return out, proc
-
-
-def test_demo_run_prints_no_python_warning(demo_run):
-    _, proc = demo_run
+@pytest.mark.slow
+def test_demo_run_prints_no_python_warning(demo_command):
+    _, proc = demo_command  # the demo run exactly as the README's Quick start runs it (progress on)
     text = proc.stdout + proc.stderr
     assert not re.search(r"\w+Warning\b", text), text
     assert "site-packages" not in text
@@ -90,7 +83,7 @@ def test_demo_run_prints_no_python_warning(demo_run):
 
 
 def test_demo_retriever_is_the_stated_default_and_not_the_worst_on_dev(demo_run):
-    out, _ = demo_run
+    out = demo_run
     run = json.loads((out / "metrics.json").read_text())["run"]
     assert run["retriever"]["chosen"] == "bm25" and run["retriever"]["chosen_by"] == "default"
     on_dev = {name: r["evidence_f"]["value"] for name, r in run["retrievers_on_dev"].items()}
@@ -104,15 +97,16 @@ def test_demo_retriever_is_the_stated_default_and_not_the_worst_on_dev(demo_run)
     assert "| **total (wall time)** |" in report
 
 
-def test_quiet_demo_run_is_quiet(tmp_path):
-    proc = run_cli("run", "--data-dir", DEMO, "--out", tmp_path / "q", "--quiet", "--jobs", "1")
-    assert proc.returncode == 0, proc.stderr
+@pytest.mark.slow
+def test_quiet_demo_run_is_quiet(quiet_demo_command):
+    _, proc = quiet_demo_command
     assert proc.stderr.splitlines() == ["factcheck run: warning: the training hold-out has 3 claims, too few to "
                                         "choose a retriever (need 30); using the default, bm25"]
 
 
+@pytest.mark.slow
 def test_deprecated_spellings_still_work_with_one_warning(demo_run, tmp_path):
-    out, _ = demo_run
+    out = demo_run
     proc = run_cli("train-rerank", "--index", out / "index", "--claims", DEMO / "train-claims.json",
                    "--out", tmp_path / "r.joblib")
     assert proc.returncode == 0, proc.stderr
@@ -149,8 +143,9 @@ def check_text_and_json(run_dir, claim, *extra):
     return view, out
 
 
+@pytest.mark.slow
 def test_check_on_the_demo_run(demo_run):
-    out, _ = demo_run
+    out = demo_run
     view, text = check_text_and_json(out, CLAIM)
     assert view["method"] == view["best_method"] == "bm25"
     assert "BM25 score" in text and "shared tags: " in text
@@ -161,8 +156,9 @@ def test_check_on_the_demo_run(demo_run):
         assert text.count("why picked:") == len(view["hits"]) and max(map(len, text.splitlines())) <= 80
 
 
+@pytest.mark.slow
 def test_check_bad_input_is_one_line(demo_run, tmp_path):
-    out, _ = demo_run
+    out = demo_run
     assert_one_line_error(run_cli("check", "--run", out, "   "), "claim is empty")
     assert_one_line_error(run_cli("check", "--run", tmp_path / "nope", CLAIM), "no such run directory")
 
@@ -199,8 +195,9 @@ def test_check_on_a_real_data_run(real_run):
     assert view["method"] == run["retriever"]["chosen"]
 
 
+@pytest.mark.slow
 def test_fallback_share_only_for_retrievers_that_can_fall_back(demo_run, tmp_path):
-    out, _ = demo_run
+    out = demo_run
     shown = {}
     for method in ("bm25", "tags"):
         pred = tmp_path / f"{method}.json"

@@ -36,15 +36,6 @@ def cli_without_extra(*args) -> subprocess.CompletedProcess:
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 
-@pytest.fixture(scope="module")
-def open_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("open") / "run"
-    proc = run_cli("run", "--data-dir", DEMO, "--out", out, "--mode", "open", "--jobs", "1", "--quiet")
-    assert proc.returncode == 0, proc.stderr
-    assert "open mode" in proc.stdout
-    return out
-
-
 # ---------------------------------------------------------------- without the extra
 
 @pytest.mark.parametrize("command", ["run", "tag", "train", "retrieve"])
@@ -70,63 +61,63 @@ def test_course_mode_does_not_offer_the_open_retrievers(tmp_path, demo_index):
 
 
 @needs_open
-def test_open_model_where_the_extra_is_missing_is_one_line_naming_the_model(open_run, tmp_path):
-    proc = cli_without_extra("predict", "--claims", DEMO / "dev-claims.json", "--index", open_run / "index",
-                             "--model", open_run / "model", "--out", tmp_path / "p.json")
-    assert_one_line_error(proc, str(open_run / "model"), "was trained in the open mode", INSTALL)
+def test_open_model_where_the_extra_is_missing_is_one_line_naming_the_model(open_demo_run, tmp_path):
+    proc = cli_without_extra("predict", "--claims", DEMO / "dev-claims.json", "--index", open_demo_run / "index",
+                             "--model", open_demo_run / "model", "--out", tmp_path / "p.json")
+    assert_one_line_error(proc, str(open_demo_run / "model"), "was trained in the open mode", INSTALL)
 
 
 # ---------------------------------------------------------------- an open run end to end
 
 @needs_open
-def test_open_run_records_the_mode_vectors_and_the_hybrid_retriever(open_run):
+def test_open_run_records_the_mode_vectors_and_the_hybrid_retriever(open_demo_run):
     from factcheck.classification.model import load_classifier
-    metrics = json.loads((open_run / "metrics.json").read_text("utf-8"))
+    metrics = json.loads((open_demo_run / "metrics.json").read_text("utf-8"))
     assert metrics["run"]["mode"] == "open"
     assert "passage vectors (open mode)" in metrics["run"]["timings"]
     assert {"tags", "bm25", "hybrid", "rerank"} <= set(metrics["run"]["retrievers_on_dev"])
-    _, meta = load_classifier(open_run / "model")
+    _, meta = load_classifier(open_demo_run / "model")
     assert meta["mode"] == "open"
-    vectors = json.loads((open_run / "index" / "vectors" / "manifest.json").read_text("utf-8"))
+    vectors = json.loads((open_demo_run / "index" / "vectors" / "manifest.json").read_text("utf-8"))
     hybrid = meta["retrievers"]["hybrid"]
     assert hybrid["vectors_sha256"] == vectors["content_sha256"]
     assert hybrid["params"]["fusion"] == "max" and 0 < hybrid["params"]["alpha"] < 1
-    assert (open_run / "tuning" / "hybrid-sweep.csv").is_file()
-    proc = run_cli("verify", open_run / "index")
+    assert (open_demo_run / "tuning" / "hybrid-sweep.csv").is_file()
+    proc = run_cli("verify", open_demo_run / "index")
     assert proc.returncode == 0, proc.stderr
     assert f"content sha256 {vectors['content_sha256']}" in proc.stdout.splitlines()[-1]
 
 
 @needs_open
-def test_predict_reproduces_the_open_run_and_refuses_another_mode(open_run, tmp_path):
-    args = ["--claims", DEMO / "dev-claims.json", "--index", open_run / "index", "--model", open_run / "model"]
+def test_predict_reproduces_the_open_run_and_refuses_another_mode(open_demo_run, tmp_path):
+    args = ["--claims", DEMO / "dev-claims.json", "--index", open_demo_run / "index", "--model", open_demo_run / "model"]
     proc = run_cli("predict", *args, "--out", tmp_path / "p.json")
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "p.json").read_bytes() == (open_run / "dev-claims-predictions.json").read_bytes()
+    assert (tmp_path / "p.json").read_bytes() == (open_demo_run / "dev-claims-predictions.json").read_bytes()
     proc = run_cli("predict", *args, "--out", tmp_path / "q.json", "--mode", "course")
     assert_one_line_error(proc, "--mode", "was trained in the open mode, not the course mode")
 
 
 @needs_open
-def test_check_shows_the_dense_score_beside_bm25(open_run):
-    proc = run_cli("check", CLAIM, "--run", open_run, "--method", "hybrid", "--json")
+def test_check_shows_the_dense_score_beside_bm25(open_demo_run):
+    proc = run_cli("check", CLAIM, "--run", open_demo_run, "--method", "hybrid", "--json")
     assert proc.returncode == 0, proc.stderr
     view = json.loads(proc.stdout)
     assert view["hits"] and view["path"] == "ranked"
     for hit in view["hits"]:
         assert list(hit["scores"])[:3] == ["fused", "bm25", "dense"]
-    proc = run_cli("check", CLAIM, "--run", open_run, "--method", "hybrid", "--width", "100")
+    proc = run_cli("check", CLAIM, "--run", open_demo_run, "--method", "hybrid", "--width", "100")
     assert proc.returncode == 0, proc.stderr
     assert "dense (embedding cosine)" in proc.stdout and "fused ranking" in proc.stdout
 
 
 @needs_open
-def test_app_serves_the_open_retrievers(open_run):
+def test_app_serves_the_open_retrievers(open_demo_run):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from fastapi.testclient import TestClient
     from factcheck.serve.app import create_app
-    client = TestClient(create_app(open_run, mode="open"))
+    client = TestClient(create_app(open_demo_run, mode="open"))
     methods = client.get("/api/methods").json()
     assert "hybrid" in methods["methods"] and not methods["unavailable"]
     r = client.get("/api/check", params={"claim": CLAIM, "method": "hybrid"})

@@ -1,4 +1,5 @@
-"""The main job and the classification commands, end to end on the demo data."""
+"""The main job and the classification commands, end to end on the demo data (the session's
+demo run, conftest.py)."""
 
 import json
 
@@ -8,14 +9,6 @@ import pytest
 from helpers import DEMO, assert_one_line_error, run_cli
 from factcheck.classification.features import ClaimEvidenceFeatures
 from factcheck.formats.claims import LABELS
-
-
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("run") / "out"
-    proc = run_cli("run", "--data-dir", DEMO, "--out", out, "--quiet", "--jobs", "1")
-    assert proc.returncode == 0, proc.stderr
-    return out
 
 
 def check_leaderboard(path, claims_path):
@@ -38,6 +31,7 @@ def test_run_writes_leaderboard_predictions_for_dev_and_test(demo_run):
             assert set(entry["evidences"]) <= set(passages)
 
 
+@pytest.mark.slow
 def test_evaluate_reproduces_metrics_json(demo_run):
     proc = run_cli("evaluate", "--predictions", demo_run / "dev-claims-predictions.json",
                    "--groundtruth", DEMO / "dev-claims.json", "--json")
@@ -65,6 +59,7 @@ def test_run_report_plots_and_ablation(demo_run):
         assert lo <= abl[cond]["accuracy"]["value"] <= hi
 
 
+@pytest.mark.slow
 def test_predict_and_ablation_commands_from_the_model_dir(demo_run, tmp_path):
     out = tmp_path / "pred.json"
     proc = run_cli("predict", "--claims", DEMO / "test-claims-unlabelled.json", "--index", demo_run / "index",
@@ -90,6 +85,7 @@ def test_classifier_reads_the_evidence():
     assert np.array_equal(a, b)
 
 
+@pytest.mark.slow
 def test_run_rejects_a_data_dir_without_course_files(tmp_path):
     (tmp_path / "train-claims.json").write_text("{}")
     proc = run_cli("run", "--data-dir", tmp_path, "--out", tmp_path / "out")

@@ -12,15 +12,14 @@ from __future__ import annotations
 import json
 import re
 
-from helpers import DEMO, run_cli
+import pytest
 
 STAGE_LINE = re.compile(r"^\[\s*(\d+\.\d)s\] (.+) \.\.\.$")
 
 
-def test_every_stage_announces_itself_and_the_timings_cover_the_wall_time(tmp_path):
-    out = tmp_path / "run"
-    proc = run_cli("run", "--data-dir", DEMO, "--out", out)
-    assert proc.returncode == 0, proc.stderr
+@pytest.mark.slow
+def test_every_stage_announces_itself_and_the_timings_cover_the_wall_time(demo_command):
+    out, proc = demo_command  # the README's demo command, in a child process
     announced = [m.group(2) for line in proc.stderr.splitlines() if (m := STAGE_LINE.match(line))]
     timings = json.loads((out / "metrics.json").read_text())["run"]["timings"]
     stages = [name for name in timings if name != "total"]
@@ -33,7 +32,7 @@ def test_every_stage_announces_itself_and_the_timings_cover_the_wall_time(tmp_pa
     assert re.search(r"\] done: .*report\.md$", proc.stderr.splitlines()[-1] if proc.stderr else "")
 
 
-def test_quiet_run_announces_nothing(tmp_path):
-    proc = run_cli("run", "--data-dir", DEMO, "--out", tmp_path / "run", "--quiet")
-    assert proc.returncode == 0, proc.stderr
+@pytest.mark.slow
+def test_quiet_run_announces_nothing(quiet_demo_command):
+    _, proc = quiet_demo_command
     assert not [line for line in proc.stderr.splitlines() if STAGE_LINE.match(line)]

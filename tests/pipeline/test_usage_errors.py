@@ -8,21 +8,10 @@ one test runs the real ``python -m factcheck`` for the exit status and stream.
 
 from __future__ import annotations
 
-import contextlib
-import io
-from types import SimpleNamespace
-
 import pytest
 
-from helpers import DEMO, assert_one_line_error, run_cli
-from factcheck.cli import build_parser, main
-
-
-def usage_error(*args):
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exc:
-        main([str(a) for a in args])
-    return SimpleNamespace(returncode=exc.value.code, stderr=err.getvalue(), stdout="")
+from helpers import DEMO, assert_one_line_error, run_cli, usage_error
+from factcheck.cli import build_parser
 
 
 def line(*args) -> str:

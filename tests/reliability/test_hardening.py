@@ -18,26 +18,14 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from helpers import DEMO, ROOT, assert_one_line_error, demo_run_dir, reseal_index, run_cli
+from helpers import DEMO, ROOT, assert_one_line_error, in_process, reseal_index, run_cli, usage_error
 from harness.crashpoints import crash_env
-from helpers import in_process
 
 from factcheck.formats.evidence import read_passages, source_spec
 from factcheck.tagging import store
 
 class Untrusted:
     """An ordinary class no allow-list names."""
-
-
-def parse_error(*args):
-    """``factcheck ARGS`` in this process when argparse refuses them (it raises SystemExit)."""
-    import contextlib
-    err = io.StringIO()
-    from factcheck.cli import main
-    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exc:
-        main([str(a) for a in args])
-    from types import SimpleNamespace
-    return SimpleNamespace(returncode=exc.value.code, stderr=err.getvalue(), stdout="")
 
 
 class Payload:
@@ -393,14 +381,14 @@ def test_empty_claim_id_is_refused_at_the_door(tmp_path, demo_index):
 @pytest.mark.parametrize("argv", [("--k1", "nan"), ("--b", "-3"), ("--t-sim", "nan"), ("--k1", "inf"),
                                   ("--t-overlap", "1.5"), ("--chunk-overlap", "-1")])
 def test_meaningless_numbers_are_refused(argv, tmp_path, demo_index):
-    proc = parse_error("retrieve", "--index", demo_index, "--claims", DEMO / "dev-claims.json",
+    proc = usage_error("retrieve", "--index", demo_index, "--claims", DEMO / "dev-claims.json",
                        "--out", tmp_path / "p.json", *argv)
     assert_one_line_error(proc, argv[0])
     assert not (tmp_path / "p.json").exists()
 
 
 def test_max_claim_chars_must_be_positive():
-    assert_one_line_error(parse_error("serve", "--max-claim-chars", "-5"), "--max-claim-chars")
+    assert_one_line_error(usage_error("serve", "--max-claim-chars", "-5"), "--max-claim-chars")
 
 
 # ---------------------------------------------------------------------- 8. the app, and file modes
@@ -414,9 +402,9 @@ def test_every_loopback_address_gets_the_host_check_and_a_correct_url(host, url)
 
 
 @pytest.fixture(scope="module")
-def demo_run_app_state(tmp_path_factory):
+def demo_run_app_state(demo_run):
     from factcheck.serve.app import create_app
-    return create_app(demo_run_dir(tmp_path_factory)).state.explain  # the session's shared demo run
+    return create_app(demo_run).state.explain  # the session's shared demo run
 
 
 def test_app_host_check_headers_head_and_no_openapi(demo_run_app_state):
