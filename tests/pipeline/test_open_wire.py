@@ -38,6 +38,7 @@ def cli_without_extra(*args) -> subprocess.CompletedProcess:
 
 # ---------------------------------------------------------------- without the extra
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["run", "tag", "train", "retrieve"])
 def test_open_mode_without_the_extra_is_one_line_saying_what_to_install(command, tmp_path, demo_index):
     args = {"run": ["--data-dir", DEMO, "--out", tmp_path / "run"],
@@ -51,6 +52,7 @@ def test_open_mode_without_the_extra_is_one_line_saying_what_to_install(command,
     assert not (tmp_path / "run").exists() and not (tmp_path / "index").exists()  # refused before any work
 
 
+@pytest.mark.slow
 def test_course_mode_does_not_offer_the_open_retrievers(tmp_path, demo_index):
     proc = run_cli("retrieve", "--index", demo_index, "--claims", DEMO / "dev-claims.json",
                    "--out", tmp_path / "p.json", "--method", "dense")
@@ -60,6 +62,7 @@ def test_course_mode_does_not_offer_the_open_retrievers(tmp_path, demo_index):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 @needs_open
 def test_open_model_where_the_extra_is_missing_is_one_line_naming_the_model(open_demo_run, tmp_path):
     proc = cli_without_extra("predict", "--claims", DEMO / "dev-claims.json", "--index", open_demo_run / "index",
@@ -69,6 +72,7 @@ def test_open_model_where_the_extra_is_missing_is_one_line_naming_the_model(open
 
 # ---------------------------------------------------------------- an open run end to end
 
+@pytest.mark.slow
 @needs_open
 def test_open_run_records_the_mode_vectors_and_the_hybrid_retriever(open_demo_run):
     from factcheck.classification.model import load_classifier
@@ -88,6 +92,7 @@ def test_open_run_records_the_mode_vectors_and_the_hybrid_retriever(open_demo_ru
     assert f"content sha256 {vectors['content_sha256']}" in proc.stdout.splitlines()[-1]
 
 
+@pytest.mark.slow
 @needs_open
 def test_predict_reproduces_the_open_run_and_refuses_another_mode(open_demo_run, tmp_path):
     args = ["--claims", DEMO / "dev-claims.json", "--index", open_demo_run / "index", "--model", open_demo_run / "model"]
@@ -98,6 +103,7 @@ def test_predict_reproduces_the_open_run_and_refuses_another_mode(open_demo_run,
     assert_one_line_error(proc, "--mode", "was trained in the open mode, not the course mode")
 
 
+@pytest.mark.slow
 @needs_open
 def test_check_shows_the_dense_score_beside_bm25(open_demo_run):
     proc = run_cli("check", CLAIM, "--run", open_demo_run, "--method", "hybrid", "--json")
@@ -129,6 +135,7 @@ def test_app_serves_the_open_retrievers(open_demo_run):
 
 # ---------------------------------------------------------------- --force and the vectors
 
+@pytest.mark.slow
 @needs_open
 def test_tag_force_replaces_the_vectors_with_the_index(tmp_path):
     out = tmp_path / "index"
@@ -148,6 +155,7 @@ def test_tag_force_replaces_the_vectors_with_the_index(tmp_path):
     shutil.rmtree(out)
 
 
+@pytest.mark.slow
 @needs_open
 def test_open_training_on_an_index_without_vectors_says_how_to_build_them(demo_index, tmp_path):
     proc = run_cli("train", "--index", demo_index, "--claims", DEMO / "train-claims.json", "--model", tmp_path / "m",

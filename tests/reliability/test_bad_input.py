@@ -176,6 +176,7 @@ def test_bad_input(name, tmp_path, demo_index):
     check_case(name, tmp_path, demo_index, in_process)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["passage text is null", "claims: missing claim_text",
                                   "predictions: unknown label", "output path is under a file"])
 def test_bad_input_through_the_real_command(name, tmp_path, demo_index):

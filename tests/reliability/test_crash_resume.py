@@ -131,6 +131,7 @@ def test_crashpoint_spec_parsing_and_no_op_without_the_variable(monkeypatch):
     crashpoint("after-split")  # does nothing (we are still alive)
 
 
+@pytest.mark.slow
 def test_crashpoint_fires_on_the_nth_occurrence_only(tmp_path):
     code = ("import sys; from factcheck.formats.files import crashpoint\n"
             "for i in range(1, 4):\n"

@@ -48,6 +48,7 @@ def index(demo_index, tmp_path):
 
 # ---------------------------------------------------------------------- 1. concurrent runs
 
+@pytest.mark.slow
 def test_second_run_into_a_locked_directory_fails_at_once_naming_the_holder(tmp_path):
     from factcheck.tagging.outdir import DirectoryLock
     out = tmp_path / "out"
@@ -59,6 +60,7 @@ def test_second_run_into_a_locked_directory_fails_at_once_naming_the_holder(tmp_
     assert not (out / ".factcheck-lock").exists()  # a finished index holds no trace of the lock
 
 
+@pytest.mark.slow
 def test_unfinished_run_with_other_settings_is_never_replaced_without_force(tmp_path):
     out = tmp_path / "out"
     src = DEMO / "evidence.json"
@@ -70,6 +72,7 @@ def test_unfinished_run_with_other_settings_is_never_replaced_without_force(tmp_
     assert run_cli("tag", src, "--out", out, "--jobs", "1", "--top-k", "5", "--force").returncode == 0
 
 
+@pytest.mark.slow
 def test_two_concurrent_runs_never_leave_a_verified_wrong_index(tmp_path, real_sample_20k):
     """2 races (the 50-trial version: python -m scripts.concurrent_runs)."""
     import random
@@ -321,6 +324,7 @@ def test_unreadable_input_is_one_line(tmp_path, monkeypatch):
                           "permission denied")
 
 
+@pytest.mark.slow
 def test_fifo_input_is_refused_not_waited_on(tmp_path, demo_index):
     fifo = tmp_path / "e.json"
     os.mkfifo(fifo)
@@ -445,6 +449,7 @@ def test_bm25_cache_directory_honours_the_umask(index, tmp_path):
     assert all(p.stat().st_mode & 0o777 == 0o644 for p in cache.rglob("*") if p.is_file())
 
 
+@pytest.mark.slow
 def test_serve_on_a_port_in_use_is_one_line_before_loading_anything(tmp_path):
     """Found in review: uvicorn's own error and exit status 3, after a "ready" line."""
     import socket

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from helpers import DEMO, assert_one_line_error, run_cli
+from helpers import DEMO, assert_one_line_error, in_process, run_cli
 from factcheck.errors import IntegrityError
 from factcheck.formats.evidence import source_spec
 from factcheck.tagging import store
@@ -75,7 +75,7 @@ def damaged_copy(pristine, tmp_path, damage):
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_verify_names_the_damaged_file(pristine, tmp_path, damage):
     index = damaged_copy(pristine, tmp_path, damage)
-    proc = run_cli("verify", index)
+    proc = in_process("verify", index)
     _, name, words = DAMAGE[damage]
     line = assert_one_line_error(proc, str(index / name), words)
     assert line.startswith("factcheck verify: error: ")
@@ -86,7 +86,7 @@ def test_verify_names_the_damaged_file(pristine, tmp_path, damage):
 def test_export_tags_refuses_a_damaged_index(pristine, tmp_path, damage):
     index = damaged_copy(pristine, tmp_path, damage)
     dest = tmp_path / "tags.jsonl"
-    proc = run_cli("export-tags", index, "--out", dest)
+    proc = in_process("export-tags", index, "--out", dest)
     _, name, words = DAMAGE[damage]
     assert_one_line_error(proc, str(index / name), words)
     assert not dest.exists()
@@ -96,15 +96,15 @@ def test_export_tags_refuses_a_damaged_index(pristine, tmp_path, damage):
 def test_retrieve_refuses_a_damaged_index(pristine, tmp_path, damage):
     index = damaged_copy(pristine, tmp_path, damage)
     out = tmp_path / "pred.json"
-    proc = run_cli("retrieve", "--index", index, "--claims", DEMO / "dev-claims.json", "--out", out,
-                   "--method", "tags")
+    proc = in_process("retrieve", "--index", index, "--claims", DEMO / "dev-claims.json", "--out", out,
+                      "--method", "tags")
     _, name, words = DAMAGE[damage]
     assert_one_line_error(proc, str(index / name), words)
     assert not out.exists() and not (tmp_path / "pred.explain.json").exists()
 
 
 def test_pristine_index_verifies(pristine):
-    proc = run_cli("verify", pristine)
+    proc = in_process("verify", pristine)
     assert proc.returncode == 0, proc.stderr
     assert "OK (40 passages, 4 shards, 10 files verified)" in proc.stdout
 
@@ -148,6 +148,7 @@ def test_rerunning_tag_repairs_a_damaged_shard_to_the_original_bytes(pristine, t
         assert (index / name).read_bytes() == (pristine / name).read_bytes(), name
 
 
+@pytest.mark.slow
 def test_a_damaged_manifest_is_refused_by_tag_without_force_and_rebuilt_with_it(pristine, tmp_path):
     index = damaged_copy(pristine, tmp_path, "bit-flipped manifest count")
     proc = run_cli("tag", DEMO / "evidence.json", "--out", index, "--shard-size", SHARD, "--jobs", 1)

@@ -69,6 +69,7 @@ def test_cluster_run_is_byte_identical_to_local_run(tmp_path, real_sample_20k, c
     assert {"count_shard", "tag_shard"} <= set(cluster.scheduler.task_prefixes)
 
 
+@pytest.mark.slow
 def test_own_local_cluster_is_started_once_per_run(tmp_path, monkeypatch):
     import dask.distributed
     started = []
@@ -86,6 +87,7 @@ def test_own_local_cluster_is_started_once_per_run(tmp_path, monkeypatch):
     _same_files(tmp_path / "local", tmp_path / "dask")
 
 
+@pytest.mark.slow
 def test_output_directory_workers_cannot_see_is_one_line(tmp_path, cluster):
     from factcheck.errors import InputError
     from factcheck.tagging.backends import WorkerPool
@@ -95,6 +97,7 @@ def test_output_directory_workers_cannot_see_is_one_line(tmp_path, cluster):
             pool.check_shared(tmp_path / "only-on-the-driver")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("address, message", [
     ("tcp://127.0.0.1:{port}", "cannot connect"),
     ("127.0.0.1", "not a scheduler address"),
@@ -109,6 +112,7 @@ def test_bad_or_unreachable_scheduler_is_one_line_exit_2(tmp_path, address, mess
     assert not (out / "manifest.json").exists()
 
 
+@pytest.mark.slow
 def test_scheduler_without_workers_is_one_line_exit_2(tmp_path):
     with distributed.LocalCluster(n_workers=0, processes=True, dashboard_address=None,
                                   **NO_FIXED_PORT) as empty:

@@ -14,6 +14,7 @@ from helpers import DEMO, assert_one_line_error, cli_without
 EXTRAS = ("dask", "distributed", "wordllama", "onnxruntime", "tokenizers")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["tag", "run"])
 def test_dask_backend_without_the_extra_is_one_line_saying_what_to_install(command, tmp_path):
     out = tmp_path / "out"

@@ -179,6 +179,7 @@ def test_stance_model_trains_out_of_fold_and_predicts_from_pairs():
     assert proba.shape == (6, 4) and np.allclose(proba.sum(axis=1), 1)
 
 
+@pytest.mark.slow
 def test_cross_validation_gives_the_same_numbers_for_any_jobs():
     from factcheck.classification.cv import GRID, cross_validate
     from factcheck.classification.features import views_of

@@ -124,6 +124,7 @@ def test_recall_and_mrr():
     assert reciprocal_rank(["x"], ["a"]) == 0.0
 
 
+@pytest.mark.slow
 def test_evaluate_cli_json_and_warnings(tmp_path):
     gt = tmp_path / "gt.json"
     gt.write_text(json.dumps({

@@ -264,6 +264,7 @@ def test_passage_id_strings_score_as_their_pairs():
 
 # ----------------------------------------------------------- evaluate --metric fever
 
+@pytest.mark.slow
 def test_evaluate_metric_fever_gives_the_course_metrics_label_accuracy(tmp_path):
     from helpers import run_cli, shared_file
     args = ["evaluate", "--predictions", shared_file("dev-claims-baseline.json"),
@@ -280,6 +281,7 @@ def test_evaluate_metric_fever_gives_the_course_metrics_label_accuracy(tmp_path)
     assert "the first 3 predicted sentences" in text and "FEVER score:" in text
 
 
+@pytest.mark.slow
 def test_evaluate_metric_fever_refuses_unlabelled_predictions_and_stray_options(tmp_path):
     from helpers import DEMO, assert_one_line_error, run_cli
     unlabelled = tmp_path / "p.json"

@@ -119,6 +119,7 @@ def test_defaults_come_from_the_sentence_transformers_files_then_the_tokenizer(t
     assert (load(st, max_length=16, pooling="mean").max_length, load(st, pooling="mean").pooling) == (16, "mean")
 
 
+@pytest.mark.slow
 def test_loading_opens_no_network_connection(model_dir):
     proc = run_python(f"""
         import socket
@@ -209,6 +210,7 @@ def index_copy(demo_index, tmp_path):
     return make
 
 
+@pytest.mark.slow
 def test_onnx_vectors_are_identical_whatever_jobs_and_shard_size(index_copy, model_dir):
     from factcheck.tagging.vectors import PassageVectorJob, load_vectors
     runs = {}

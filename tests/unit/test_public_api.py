@@ -40,6 +40,7 @@ def test_all_lists_the_api_and_every_name_resolves_to_its_one_definition():
         factcheck.no_such_name  # noqa: B018
 
 
+@pytest.mark.slow
 def test_import_is_lazy():
     """``import factcheck`` must not pull in numpy, scikit-learn or the app (``--help`` speed)."""
     code = "import sys, factcheck; print(sorted(m for m in ('numpy', 'sklearn', 'fastapi') if m in sys.modules))"

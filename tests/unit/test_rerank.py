@@ -101,6 +101,7 @@ def test_self_retrieval(trained, index):
     assert firsts == rows
 
 
+@pytest.mark.slow
 def test_untrained_rerank_is_a_one_line_error(demo_index, tmp_path):
     proc = run_cli("retrieve", "--index", demo_index, "--claims", DEMO / "dev-claims.json",
                    "--method", "rerank", "--out", tmp_path / "x.json")
@@ -108,6 +109,7 @@ def test_untrained_rerank_is_a_one_line_error(demo_index, tmp_path):
     assert not (tmp_path / "x.json").exists()
 
 
+@pytest.mark.slow
 def test_cli_train_then_retrieve(demo_index, tmp_path):
     model = tmp_path / "m.joblib"
     proc = run_cli("train-rerank", "--index", demo_index, "--claims", DEMO / "train-claims.json", "--out", model)

@@ -186,6 +186,7 @@ def test_chunked_retriever_collapses_to_best_chunk(tmp_path, inner):
     assert "retreat" in " ".join(index.text(0).split()[start:end])
 
 
+@pytest.mark.slow
 def test_retrieve_cli_writes_predictions_and_explanations(tmp_path, demo_index):
     from helpers import run_cli
     out = tmp_path / "pred.json"

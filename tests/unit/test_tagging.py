@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from helpers import DEMO, assert_one_line_error, run_cli, run_python
+from helpers import DEMO, assert_one_line_error, in_process, run_cli, run_python
 from factcheck.formats.evidence import source_spec
 from factcheck.tagging import job as job_module
 from factcheck.tagging import store
@@ -167,6 +167,7 @@ def test_interrupted_run_resumes_to_identical_bytes(tmp_path, monkeypatch):
     assert not (out / "work").exists()
 
 
+@pytest.mark.slow
 def test_rerun_is_a_verified_noop_and_other_params_are_refused(tmp_path):
     src = DEMO / "evidence.json"
     out = tmp_path / "idx"
@@ -193,14 +194,14 @@ def test_bad_input_one_line_error_exit_2_and_no_manifest(tmp_path, name, content
     src = tmp_path / name
     src.write_bytes(content)
     out = tmp_path / "out"
-    proc = run_cli("tag", src, "--out", out, "--jobs", "1")
+    proc = in_process("tag", src, "--out", out, "--jobs", "1")
     assert_one_line_error(proc, str(src), place)
     assert not (out / "manifest.json").exists()
 
 
 def test_export_tags_cli_writes_one_line_per_passage(tmp_path, demo_index):
     dest = tmp_path / "tags.jsonl"
-    proc = run_cli("export-tags", demo_index, "--out", dest)
+    proc = in_process("export-tags", demo_index, "--out", dest)
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(l) for l in dest.read_text().splitlines()]
     passages = json.loads((DEMO / "evidence.json").read_text())
@@ -210,6 +211,7 @@ def test_export_tags_cli_writes_one_line_per_passage(tmp_path, demo_index):
     assert all(len(l["tags"]) == len(l["weights"]) <= 10 for l in lines)
 
 
+@pytest.mark.slow
 def test_fixed_input_reruns_after_a_bad_input_error_without_force(tmp_path):
     src = tmp_path / "e.json"
     src.write_text('{"a": "glaciers retreat", "b": 7}')
@@ -253,6 +255,7 @@ def test_count_terms_equals_the_analyzer_passage_by_passage(texts):
         assert {counts.terms[j]: int(v) for j, v in zip(got.indices, got.data)} == Counter(analyzer(text))
 
 
+@pytest.mark.slow
 def test_a_bad_record_late_in_the_input_stops_a_two_worker_run_without_a_manifest(tmp_path):
     # Workers count the first shards while the driver still reads: the error at the end
     # of the input must still stop the run, one line, nothing that looks complete.
@@ -278,6 +281,7 @@ def test_tag_space_is_bit_identical_to_the_tag_vectoriser(tmp_path, real_sample_
         assert (np.diff(got.indptr) == 0).any()  # some passages keep no tag in this space
 
 
+@pytest.mark.slow
 def test_one_task_starts_no_worker_processes():
     from factcheck.tagging.backends import WorkerPool
     with WorkerPool("loky", 2) as pool:
@@ -378,6 +382,7 @@ def _wait_for(i, flag: str, outcome: str | None = None) -> bool:
     return found
 
 
+@pytest.mark.slow
 def test_stream_reports_each_finished_task_in_input_order():
     from factcheck.tagging.backends import WorkerPool
     for jobs in (1, 2):
@@ -389,6 +394,7 @@ def test_stream_reports_each_finished_task_in_input_order():
         assert got == [0, 1, 2, 3] and seen == [0, 1, 2, 3], jobs
 
 
+@pytest.mark.slow
 def test_stream_reports_a_finished_task_while_later_ones_run(tmp_path):
     """Task 1 can only finish once task 0 has been reported (its report creates the flag)."""
     from factcheck.tagging.backends import WorkerPool
@@ -400,6 +406,7 @@ def test_stream_reports_a_finished_task_while_later_ones_run(tmp_path):
     assert seen == [0, 1] and got == [True, True]
 
 
+@pytest.mark.slow
 def test_a_failing_task_stops_the_stream_at_once_and_reports_nothing_after_it(tmp_path):
     """Task 0 runs until the test releases it, after the stream has raised for task 1."""
     from factcheck.tagging.backends import WorkerPool
@@ -464,6 +471,7 @@ def test_tfidf_rows_is_bit_identical_to_sklearns_transform(n_rows, n_cols, seed,
     assert got.data.tobytes() == want.data.tobytes()
 
 
+@pytest.mark.slow
 def test_tagging_workers_import_neither_sklearn_nor_nltks_package():
     # Why it matters: those imports cost each worker ~1.3 CPU-s at start (docs/decisions.md).
     proc = run_python("import sys; from factcheck.tagging import tasks; tasks.warm_up(); "

@@ -67,6 +67,7 @@ _WORDS = ["warming", "oceans", "generalizations", "niño", "dying", "skies", "ho
           "conditional", "relational", "happiness", "electrical", "adjustable", "irritant", "fizzed", "feed", "y"]
 
 
+@pytest.mark.slow
 def test_the_stemmer_loaded_without_nltks_package_is_nltks_and_leaves_no_trace():
     from helpers import DEMO
     words = sorted(set(_WORDS) | set(word_tokens((DEMO / "evidence.json").read_text(encoding="utf-8"))))
@@ -90,6 +91,7 @@ porter.importlib = types.SimpleNamespace(import_module=import_module, util=impor
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("patch", [_FAIL_HALFWAY, "import sys, types; sys.modules['nltk.x'] = types.ModuleType('nltk.x')"],
                          ids=["bare-load-fails-halfway", "part-of-nltk-already-imported"])
 def test_the_stemmer_falls_back_to_nltks_normal_import(patch):

@@ -1,0 +1,45 @@
+"""The session's demo runs (conftest.py) are what the command writes.
+
+Most tests read a demo run made once per session in the test process (``make_run``:
+``--jobs 1``, cross-validation's folds run one after another in this process instead of
+in a worker). This checks that such a run holds the same files, byte for byte, as the
+README's command run by a user (``factcheck run --quiet`` in a child process, every
+core) -- apart from the stage timings and the run's own path -- so a test reading the
+shared run tests what users get."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from helpers import written_files
+
+pytestmark = pytest.mark.slow  # the command, in a child process
+
+
+def comparable(run, name: str, digest: str):
+    """What must be equal between two runs of the same input: the file's sha256, or for
+    the two files that carry the run's clock and path, their text without them."""
+    if name == "metrics.json":
+        metrics = json.loads((run / name).read_text("utf-8"))
+        del metrics["run"]["timings"], metrics["run"]["index"]  # the clock; this run's own path
+        return metrics
+    if name == "report.md":
+        text = (run / name).read_text("utf-8").replace(str(run), "RUN")
+        head, timings, tail = re.split(r"^(## Timings \(seconds\)\n(?:\n|\|.*\n)*)", text, maxsplit=1,
+                                       flags=re.M)
+        steps = [row.split(" | ")[0] for row in timings.splitlines() if row.startswith("| ")]
+        return head, steps, tail  # the timings table keeps its rows, not its seconds
+    return digest
+
+
+def test_the_shared_demo_run_is_byte_for_byte_the_commands(demo_run, quiet_demo_command):
+    command_run, _ = quiet_demo_command
+    ours, theirs = written_files(demo_run), written_files(command_run)
+    assert sorted(ours) == sorted(theirs)
+    assert len(ours) >= 20 and "dev-claims-predictions.json" in ours and "model/classifier.skops" in ours
+    differ = [name for name in ours
+              if comparable(demo_run, name, ours[name]) != comparable(command_run, name, theirs[name])]
+    assert not differ, differ
