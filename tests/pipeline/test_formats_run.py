@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import DEMO, ROOT, run_cli
+from helpers import DEMO, ROOT, in_process, make_run, run_cli
 from factcheck.formats.claims import FEVER_LABELS, read_claims, write_claims
 from factcheck.formats.evidence import read_passages, source_spec
 from factcheck.tagging.index import TagIndex
@@ -20,23 +20,18 @@ OUTPUTS = ("dev-claims-predictions.json", "dev-claims-predictions.explain.json",
 
 
 def run(*args):
+    """``factcheck run ARGS --quiet --jobs 1`` in a child process."""
     proc = run_cli("run", *args, "--quiet", "--jobs", "1")
     assert proc.returncode == 0, proc.stderr
     return proc
-
-
-@pytest.fixture(scope="module")
-def course_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("course") / "out"
-    run("--data-dir", DEMO, "--out", out)
-    return out
 
 
 def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_jsonl_and_csv_claims_give_the_course_predictions_byte_for_byte(course_run, tmp_path):
+@pytest.mark.slow
+def test_jsonl_and_csv_claims_give_the_course_predictions_byte_for_byte(demo_run, tmp_path):
     # One run reads all three kinds: training claims as JSONL, dev as CSV, test as JSONL.
     files = {"train": tmp_path / "train.jsonl", "dev": tmp_path / "dev.csv", "test": tmp_path / "test.jsonl"}
     for split, path in files.items():
@@ -46,18 +41,18 @@ def test_jsonl_and_csv_claims_give_the_course_predictions_byte_for_byte(course_r
     run("--train", files["train"], "--dev", files["dev"], "--test", files["test"],
         "--evidence", DEMO / "evidence.json", "--out", out)
     for name in OUTPUTS:
-        assert (out / name).read_bytes() == (course_run / name).read_bytes(), name
+        assert (out / name).read_bytes() == (demo_run / name).read_bytes(), name
 
 
-def test_predict_reads_csv_and_jsonl_claims_like_course_json(course_run, tmp_path):
+def test_predict_reads_csv_and_jsonl_claims_like_course_json(demo_run, tmp_path):
     for name in ("test.csv", "test.jsonl"):
         claims = tmp_path / name
         write_claims(claims, read_claims(DEMO / SPLITS["test"]), name.rpartition(".")[2])
         out = tmp_path / "pred.json"
-        proc = run_cli("predict", "--claims", claims, "--index", course_run / "index", "--model",
-                       course_run / "model", "--out", out)
+        proc = in_process("predict", "--claims", claims, "--index", demo_run / "index", "--model",
+                          demo_run / "model", "--out", out)
         assert proc.returncode == 0, proc.stderr
-        assert out.read_bytes() == (course_run / "test-claims-predictions.json").read_bytes(), name
+        assert out.read_bytes() == (demo_run / "test-claims-predictions.json").read_bytes(), name
 
 
 # ---------------------------------------------------------------- a FEVER-format dataset
@@ -65,7 +60,7 @@ def test_predict_reads_csv_and_jsonl_claims_like_course_json(course_run, tmp_pat
 @pytest.fixture(scope="module")
 def fever_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("fever") / "out"
-    run("--data-dir", FEVER, "--out", out)
+    make_run(out, data=FEVER)
     return out
 
 
@@ -97,7 +92,7 @@ def test_fever_run_keeps_page_titles_for_the_reader(fever_run):
     explain = json.loads((fever_run / "dev-claims-predictions.explain.json").read_text(encoding="utf-8"))
     hits = [h for c in explain["claims"].values() for h in c["hits"]]
     assert hits and all(h["title"] == index.title(index.row_of[h["id"]]) for h in hits)
-    proc = run_cli("check", "--run", fever_run, "--json", "Strong El Niño years set temperature records.")
+    proc = in_process("check", "--run", fever_run, "--json", "Strong El Niño years set temperature records.")
     assert proc.returncode == 0, proc.stderr
     view = json.loads(proc.stdout)
     assert view["hits"][0]["title"] == "El Niño" and set(view["probabilities"]) == set(FEVER_LABELS)
@@ -130,15 +125,15 @@ def test_the_app_shows_the_fever_page_titles_of_the_real_index(fever_run):
 
 
 def test_fever_predictions_evaluate_and_convert_back(fever_run, tmp_path):
-    proc = run_cli("evaluate", "--predictions", fever_run / "dev-claims-predictions.jsonl",
-                   "--groundtruth", FEVER / "shared_task_dev.jsonl", "--json")
+    proc = in_process("evaluate", "--predictions", fever_run / "dev-claims-predictions.jsonl",
+                      "--groundtruth", FEVER / "shared_task_dev.jsonl", "--json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     metrics = json.loads((fever_run / "metrics.json").read_text())
     assert result["accuracy"] == metrics["accuracy"] and result["evidence_f"] == metrics["evidence_f"]
     back = tmp_path / "dev.json"
-    proc = run_cli("convert", "predictions", fever_run / "dev-claims-predictions.jsonl", "--to", "course",
-                   "--claims", FEVER / "shared_task_dev.jsonl", "--out", back)
+    proc = in_process("convert", "predictions", fever_run / "dev-claims-predictions.jsonl", "--to", "course",
+                      "--claims", FEVER / "shared_task_dev.jsonl", "--out", back)
     assert proc.returncode == 0, proc.stderr
     assert back.read_bytes() == (fever_run / "dev-claims-predictions.json").read_bytes()
 
@@ -146,7 +141,7 @@ def test_fever_predictions_evaluate_and_convert_back(fever_run, tmp_path):
 def test_a_predicted_label_the_ground_truth_lacks_is_an_error(fever_run, tmp_path):
     bad = tmp_path / "pred.jsonl"
     bad.write_text('{"id": 201, "predicted_label": "DISPUTED", "predicted_evidence": [["El_Niño", 2]]}\n')
-    proc = run_cli("evaluate", "--predictions", bad, "--groundtruth", FEVER / "shared_task_dev.jsonl")
+    proc = in_process("evaluate", "--predictions", bad, "--groundtruth", FEVER / "shared_task_dev.jsonl")
     assert proc.returncode == 2 and "unknown label 'DISPUTED'; expected one of SUPPORTS, REFUTES, NOT ENOUGH INFO" \
         in proc.stderr
 
@@ -155,17 +150,17 @@ def test_run_names_what_it_cannot_find_or_choose(tmp_path):
     (tmp_path / "train.jsonl").write_text((FEVER / "train.jsonl").read_text())
     for name in ("shared_task_dev.jsonl", "paper_dev.jsonl"):
         (tmp_path / name).write_text((FEVER / "shared_task_dev.jsonl").read_text())
-    proc = run_cli("run", "--data-dir", tmp_path, "--out", tmp_path / "out")
+    proc = in_process("run", "--data-dir", tmp_path, "--out", tmp_path / "out")
     assert proc.returncode == 2
     assert "--dev" in proc.stderr and "shared_task_dev.jsonl and paper_dev.jsonl" in proc.stderr
-    proc = run_cli("run", "--out", tmp_path / "out", "--train", FEVER / "train.jsonl")
+    proc = in_process("run", "--out", tmp_path / "out", "--train", FEVER / "train.jsonl")
     assert proc.returncode == 2 and "--dev: no dev file" in proc.stderr
 
 
 # ---------------------------------------------------------------- the course data in FEVER's layout
 
 @pytest.mark.slow
-def test_course_data_in_fever_layout_gives_the_course_predictions(course_run, tmp_path):
+def test_course_data_in_fever_layout_gives_the_course_predictions(demo_run, tmp_path):
     layout = tmp_path / "fever-layout"
     for split, name in (("train", "train"), ("dev", "shared_task_dev"), ("test", "shared_task_test")):
         proc = run_cli("convert", "claims", DEMO / SPLITS[split], "--to", "fever", "--one-line-pages",
@@ -183,4 +178,4 @@ def test_course_data_in_fever_layout_gives_the_course_predictions(course_run, tm
         proc = run_cli("convert", "predictions", out / f"{split}-claims-predictions.jsonl", "--to", "course",
                        "--one-line-pages", "--claims", DEMO / SPLITS[split], "--out", back)
         assert proc.returncode == 0, proc.stderr
-        assert sha(back) == sha(course_run / f"{split}-claims-predictions.json")
+        assert sha(back) == sha(demo_run / f"{split}-claims-predictions.json")

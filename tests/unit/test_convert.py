@@ -96,6 +96,7 @@ def test_convert_command_prints_one_note_line_per_loss(tmp_path):
     assert not (tmp_path / "f.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_evaluate_metric_fever_on_course_predictions_converted_to_fever(tmp_path):
     # The course's example predictions and the dev claims, both written in FEVER's formats: the
     # FEVER scorer's label accuracy is the course metric's, and every FEVER figure is the one it
