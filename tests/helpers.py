@@ -68,21 +68,9 @@ def cli_without(modules, *args) -> subprocess.CompletedProcess:
                           text=True, timeout=600)
 
 
-def demo_run_dir(tmp_path_factory, name="serve-demo-run", data=DEMO, *extra):
-    """A ``factcheck run`` output, built once per test session and shared by every test folder
-    (the app's tests, the browser test, the reliability tests)."""
-    out = tmp_path_factory.getbasetemp() / name
-    if not (out / "metrics.json").is_file():
-        proc = run_cli("run", "--data-dir", data, "--out", out, "--quiet", "--jobs", "1", *extra)
-        assert proc.returncode == 0, proc.stderr
-    return out
-
-
 def reseal_index(root: Path) -> None:
     """Recompute every checksum in an index's manifest, as whoever crafted the directory
     could: checksums alone then cannot tell the crafted files from ours."""
-    import json
-
     from factcheck.tagging import store
     data = json.loads((root / "manifest.json").read_text("utf-8"))
     data.pop(store.MANIFEST_CHECKSUM)

@@ -14,13 +14,13 @@ import threading
 import pytest
 from fastapi.testclient import TestClient
 
-from helpers import demo_run_dir, in_process
+from helpers import in_process
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory):
+def client(demo_run):
     from factcheck.serve.app import create_app
-    return TestClient(create_app(demo_run_dir(tmp_path_factory)))
+    return TestClient(create_app(demo_run))
 
 
 @pytest.mark.parametrize("query", ["claim=%ff%fe", "claim=sea%C3%28level", "claim=ok&method=%e9"])
@@ -37,7 +37,7 @@ def test_valid_utf8_and_plus_signs_are_answered(client):
     assert r.status_code == 200 and r.json()["claim"] == "Sea levels are rising in São Paulo"
 
 
-def _serve_settings(tmp_path_factory, monkeypatch) -> dict:
+def _serve_settings(demo_run, monkeypatch) -> dict:
     """What ``factcheck serve`` passes to uvicorn.run (captured, nothing served)."""
     import uvicorn
     seen = {}
@@ -45,22 +45,22 @@ def _serve_settings(tmp_path_factory, monkeypatch) -> dict:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = in_process("serve", "--run", demo_run_dir(tmp_path_factory), "--port", port)
+    proc = in_process("serve", "--run", demo_run, "--port", port)
     assert proc.returncode == 0, proc.stderr
     return seen
 
 
-def test_serve_sets_its_timeouts_explicitly(tmp_path_factory, monkeypatch):
+def test_serve_sets_its_timeouts_explicitly(demo_run, monkeypatch):
     from factcheck.serve.limits import HEADER_TIMEOUT, KEEP_ALIVE_TIMEOUT
-    seen = _serve_settings(tmp_path_factory, monkeypatch)
+    seen = _serve_settings(demo_run, monkeypatch)
     assert seen["timeout_keep_alive"] == KEEP_ALIVE_TIMEOUT
     assert seen["http"].header_timeout == HEADER_TIMEOUT > 0
 
 
-def test_a_half_sent_request_is_closed_by_the_server(tmp_path_factory, monkeypatch):
+def test_a_half_sent_request_is_closed_by_the_server(demo_run, monkeypatch):
     """uvicorn with serve's own settings (the head deadline shortened), a tiny ASGI app."""
     import uvicorn
-    seen = _serve_settings(tmp_path_factory, monkeypatch)
+    seen = _serve_settings(demo_run, monkeypatch)
     fast = type("FastDeadline", (seen["http"],), {"header_timeout": 0.5})
 
     async def app(scope, receive, send):

@@ -18,7 +18,7 @@ import joblib
 import numpy as np
 import pytest
 
-from helpers import assert_one_line_error, demo_run_dir, in_process, reseal_index, run_cli
+from helpers import assert_one_line_error, in_process, reseal_index, run_cli
 
 
 def _load(path: Path) -> dict:
@@ -87,11 +87,12 @@ def index(demo_index, tmp_path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory) -> Path:
-    return demo_run_dir(tmp_path_factory) / "model"  # the session's shared demo run
+def model(demo_run) -> Path:
+    return demo_run / "model"  # the session's shared demo run
 
 
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c in CRASHED else c  # in a child
+                                  for c in CASES])
 def test_crafted_shard_is_refused_by_verify_and_by_every_reader(index, model, case):
     rel, change, named = CASES[case]
     _edit(index, rel, change)

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import ROOT, assert_one_line_error, demo_run_dir, in_process, run_cli
+from helpers import ROOT, assert_one_line_error, in_process, run_cli
 
 CLAIM = "Sea levels are rising."
 
@@ -39,9 +39,9 @@ def _dump(obj, path: Path) -> None:
 
 
 @pytest.fixture()
-def run(tmp_path_factory, tmp_path) -> Path:
+def run(demo_run, tmp_path) -> Path:
     dest = tmp_path / "run"
-    source = demo_run_dir(tmp_path_factory)
+    source = demo_run
     dest.mkdir()
     for name in ("model", "index"):
         shutil.copytree(source / name, dest / name, symlinks=True)
@@ -123,7 +123,8 @@ RERANK_CASES = {  # (edit, run check in a child process: the compiled predictor 
 }
 
 
-@pytest.mark.parametrize("case", list(RERANK_CASES))
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if RERANK_CASES[c][1] else c  # in a child
+                                  for c in RERANK_CASES])
 def test_crafted_reranker_is_refused_in_one_line(run, case):
     edit, child = RERANK_CASES[case]
     path = run / "model" / "rerank.skops"
@@ -216,6 +217,7 @@ FIT_AND_SAVE = """
 """
 
 
+@pytest.mark.slow
 def test_the_same_training_gives_the_same_model_bytes_in_two_processes(tmp_path):
     """Before: skops wrote id() values and the current time (the files always differed)."""
     for name in ("a", "b"):

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
-from helpers import demo_run_dir, reseal_index
+from helpers import reseal_index
 
 CLAIM = "Sea levels are rising because of melting glaciers."
 
@@ -124,10 +124,10 @@ RERANK_TARGETS = {
 
 
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory) -> Path:
+def pristine(tmp_path_factory, demo_run) -> Path:
     """A copy of the session's demo run: the index (with its derived caches, so each
     example does not rebuild them) and the model."""
-    source = demo_run_dir(tmp_path_factory)
+    source = demo_run
     dest = tmp_path_factory.mktemp("fuzz") / "run"
     dest.mkdir()
     for name in ("index", "model"):

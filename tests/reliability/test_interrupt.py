@@ -28,6 +28,7 @@ def _sigint_blocked(_=None) -> bool:
     raise AssertionError("no SigBlk line")
 
 
+@pytest.mark.slow
 def test_tagging_workers_never_see_a_terminals_ctrl_c():
     from factcheck.tagging.backends import WorkerPool
     with WorkerPool("loky", 2) as pool:
@@ -35,6 +36,7 @@ def test_tagging_workers_never_see_a_terminals_ctrl_c():
     assert not _sigint_blocked()  # and this process still gets it
 
 
+@pytest.mark.slow
 def test_cross_validation_workers_never_see_a_terminals_ctrl_c():
     from factcheck.classification import cv
     try:
@@ -51,6 +53,7 @@ def _as_from_a_terminal():
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", ["mid-write:passages-00000.joblib", "after-split"])
 def test_ctrl_c_while_workers_start_is_one_line(tmp_path, point):
     out = tmp_path / "index"

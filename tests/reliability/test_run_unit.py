@@ -19,16 +19,16 @@ from pathlib import Path
 import pytest
 
 from harness.crashpoints import crash_env
-from helpers import DEMO, assert_one_line_error, demo_run_dir, in_process, run_cli
+from helpers import DEMO, assert_one_line_error, in_process, run_cli
 
 CLAIM = "Sea levels are rising."
 
 
 @pytest.fixture()
-def run_copy(tmp_path_factory, tmp_path) -> Path:
+def run_copy(demo_run, tmp_path) -> Path:
     """A private copy of the session's demo run (default retriever)."""
     dest = tmp_path / "run"
-    shutil.copytree(demo_run_dir(tmp_path_factory), dest)
+    shutil.copytree(demo_run, dest)
     return dest
 
 

@@ -60,6 +60,7 @@ def test_escaped_text_across_many_chunks_is_measured_in_characters(tmp_path, mon
     assert_one_line_error(_tag(path, tmp_path, "--max-passage-chars", "99999", out="other"), "passage 2")
 
 
+@pytest.mark.slow
 def test_a_huge_course_passage_is_refused_while_reading(tmp_path):
     """64 MB in one string: refused after ~8 MB of it (twice the default cap, plus a chunk)."""
     path = tmp_path / "e.json"
@@ -72,6 +73,7 @@ def test_a_huge_course_passage_is_refused_while_reading(tmp_path):
     assert_one_line_error(proc, str(path), f"--max-passage-chars {MAX_PASSAGE_CHARS}", "passage 2", "still unfinished")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".json.gz", ".jsonl.gz", ".csv.gz"])
 def test_a_small_gzip_file_inflating_to_one_huge_passage_is_refused_in_seconds(tmp_path, suffix):
     """512 MB of one string in ~0.5 MB of gzip. Before, the reading alone ran for minutes

@@ -21,6 +21,7 @@ import pytest
 from harness.crashpoints import fault_env
 from helpers import DEMO, ROOT, assert_one_line_error, run_cli
 
+pytestmark = pytest.mark.slow  # every test runs a command in a child process (faults are injected there)
 FULL = "No space left on device (ENOSPC)"
 
 
@@ -57,7 +58,6 @@ def test_tag_on_a_full_disk_is_one_line_and_the_rerun_is_identical(tmp_path, ref
     assert _files(out) == _files(reference_index)
 
 
-@pytest.mark.slow
 def test_tag_on_a_full_disk_with_the_dask_backend_is_one_line(tmp_path, reference_index):
     out = tmp_path / "index"
     proc = run_cli("tag", DEMO / "evidence.json", "--out", out, "--jobs", "2", "--shard-size", "10",
@@ -67,7 +67,6 @@ def test_tag_on_a_full_disk_with_the_dask_backend_is_one_line(tmp_path, referenc
     assert not (out / "manifest.json").exists()
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("point", ["mid-write:classifier.skops", "mid-write:confusion.png"])
 def test_run_on_a_full_disk_is_one_line(tmp_path, point):
     """skops's dump and matplotlib's savefig (the demo's one warning line aside)."""
