@@ -25,7 +25,7 @@ import os
 import sys
 import warnings
 
-from factcheck.cli import convert, pipeline, rerank, retrieval, serve, tagging
+from factcheck.cli import convert, pipeline, rerank, retrieval, serve, tagging, workbench
 from factcheck.errors import FactcheckWarning, InputError
 
 __all__ = ["COMMANDS", "build_parser", "main"]
@@ -38,6 +38,11 @@ COMMANDS = (
     ("retrieve", "retrieve evidence for claims (course-format predictions + explanations)", retrieval.add_retrieve),
     ("evaluate", "score predictions with the course metric, recall@k and MRR, with 95% intervals",
      retrieval.add_evaluate),
+    ("selftest", "self-retrieval test of any id + text collection: each row's query column (e.g. a title) "
+                 "must find its own row; recall@k and MRR per retriever, whole and chunked", workbench.add_selftest),
+    ("search", "rank an index's passages for free text and show the scores", workbench.add_search),
+    ("evaluate-retrieval", "score judged queries (BEIR queries + TREC/BEIR qrels): recall@k, MRR, nDCG@10, MAP "
+                           "with 95% intervals; write a TREC run", workbench.add_evaluate_retrieval),
     ("run", "the whole pipeline end to end on a course data directory", pipeline.add_run),
     ("train", "tune the retriever and train the claim classifier on training claims", pipeline.add_train),
     ("predict", "leaderboard-format predictions (label + evidence) for a claims file", pipeline.add_predict),

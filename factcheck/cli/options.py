@@ -15,10 +15,12 @@ from pathlib import Path
 
 from factcheck.errors import InputError
 from factcheck.retrieval.registry import ALL_METHODS, MODES
+from factcheck.text.analyzer import ANALYZERS
 
 __all__ = ["plural", "Deprecated", "add_renamed", "int_type", "positive_int", "non_negative_int", "jobs_type",
            "bounded_float", "check_output_dir", "check_outputs", "add_source_args", "add_reader_args",
            "add_claims_args", "add_index_args", "add_tag_args", "add_mode_arg", "add_retriever_args",
+           "add_analyzer_arg",
            "source_from_args", "source_options", "claims_options", "read_claims_from_args", "index_from_args",
            "tag_job_from_args", "retriever_from_args", "add_embedding_args", "embedding_model_from_args",
            "relocate_from_args", "SOURCE_FORMATS", "CLAIM_FORMATS"]
@@ -275,6 +277,8 @@ def add_retriever_args(p: argparse.ArgumentParser, default_method: str = "bm25")
     g.add_argument("--k1", type=bounded_float(0.0), default=None, help="term-frequency saturation (default: 1.2)")
     g.add_argument("--b", type=bounded_float(0.0, 1.0), default=None, help="length normalisation (default: 0.75)")
     g.add_argument("--k", type=positive_int, default=None, help="passages returned per claim (default: 5)")
+    g = p.add_argument_group("TF-IDF (--method tfidf; --k as for BM25)")
+    add_analyzer_arg(g)
     g = p.add_argument_group("reranking (--method rerank)")
     g.add_argument("--rerank-model", type=Path, default=None, help="trained reranker (from factcheck train-rerank)")
     g = p.add_argument_group("open mode (--method dense or hybrid, with --mode open; --k as for BM25)")
@@ -301,6 +305,13 @@ def claims_options(args) -> dict:
     """The claims reader options of ``args`` as ``claims_*`` keywords (``run_pipeline``'s)."""
     return {f"claims_{k}": getattr(args, f"claims_{k}") for k in
             ("format", "id_column", "text_column", "label_column", "evidence_column")}
+
+
+def add_analyzer_arg(p) -> None:
+    """``--analyzer``: the TF-IDF retriever's text analysis."""
+    p.add_argument("--analyzer", choices=ANALYZERS, default=None,
+                   help="plain: lower-cased letter/digit tokens, no stemming (the default); "
+                        "stems: the project's Porter stems, as BM25 reads")
 
 
 def source_from_args(args, path=None):
@@ -342,6 +353,7 @@ def retriever_from_args(args, embedding_model=None):
     params = {"tags": {"t_sim": args.t_sim, "t_overlap": args.t_overlap, "top_n": args.top_n},
               "bm25": {"k1": args.k1, "b": args.b, "k": args.k},
               "rerank": {"model": args.rerank_model},
+              "tfidf": {"k": args.k, "analyzer": args.analyzer},
               "dense": {"k": args.k},
               "hybrid": {"k": args.k, "alpha": args.alpha, "fusion": args.fusion, "k1": args.k1, "b": args.b},
               }[args.method]

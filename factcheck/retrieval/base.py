@@ -326,3 +326,27 @@ def stable_top(scores: np.ndarray, depth: int) -> TopK:
         order = np.concatenate([order, rest[: depth - len(order)]])
     order = order.astype(np.int64)
     return TopK(order, scores[order])
+
+
+def stable_top_sparse(rows: np.ndarray, scores: np.ndarray, n: int, depth: int) -> TopK:
+    """:func:`stable_top` of the ``n``-long score vector that is ``scores`` at ``rows``
+    (distinct, any order) and 0 elsewhere, without building it: what a sparse product's
+    row gives. Scores must not be negative.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    scores = np.asarray(scores)
+    depth = min(depth, n)
+    positive = scores > 0
+    rows, vals = rows[positive], scores[positive]
+    if len(rows) > depth:
+        cut = np.partition(vals, len(vals) - depth)[len(vals) - depth]
+        keep = vals >= cut
+        rows, vals = rows[keep], vals[keep]
+    order = np.lexsort((rows, -vals))[:depth]
+    rows, vals = rows[order], vals[order]
+    if len(rows) < depth:  # zero-score rows follow in corpus order
+        first = np.arange(min(n, depth + len(rows)), dtype=np.int64)
+        zeros = first[~np.isin(first, rows)][: depth - len(rows)]
+        rows = np.concatenate([rows, zeros])
+        vals = np.concatenate([vals, np.zeros(len(zeros), dtype=vals.dtype)])
+    return TopK(rows, vals)

@@ -32,12 +32,17 @@ class Chunks:
     spans: list[tuple[int, int]]  # word range [start, end) within the passage
 
 
-def chunk_passages(texts: list[str], window: int, overlap: int) -> Chunks:
-    """Windows of ``window`` words, consecutive ones sharing ``overlap``; a passage of at
-    most ``window`` words is one chunk, unchanged."""
+def check_window(window: int, overlap: int) -> None:
+    """A chunk window of at least one word, and an overlap smaller than it."""
     if window < 1 or not 0 <= overlap < window:
         raise InputError(None, None, f"need window >= 1 and 0 <= overlap < window, got {window}/{overlap}",
                          param="chunk_window" if window < 1 else "chunk_overlap")
+
+
+def chunk_passages(texts: list[str], window: int, overlap: int) -> Chunks:
+    """Windows of ``window`` words, consecutive ones sharing ``overlap``; a passage of at
+    most ``window`` words is one chunk, unchanged."""
+    check_window(window, overlap)
     step = window - overlap
     out_texts, owner, spans = [], [], []
     for row, text in enumerate(texts):
@@ -158,16 +163,21 @@ class ChunkedRetriever(Retriever):
         self.inner_ = clone(self.inner).fit(self.chunk_index_)
 
     def _rank(self, texts: list[str], depth: int) -> list[TopK]:
-        out = []
-        for claim in texts:
-            want = depth
-            while True:
-                r = self.inner_._rank([claim], want)[0]
+        # Each claim's chunk ranking is deepened (doubling) until it covers ``depth``
+        # passages; the claims still short of them are ranked again together, so a
+        # retriever that scores a batch at once (TF-IDF's sparse product) is asked once
+        # per depth, not once per claim.
+        out: list[TopK | None] = [None] * len(texts)
+        todo, want = list(range(len(texts))), depth
+        while todo:
+            short = []
+            for i, r in zip(todo, self.inner_._rank([texts[i] for i in todo], want)):
                 pos, passages = first_per_owner(r.rows, self.chunks_.owner, depth)
                 if len(passages) >= depth or want >= len(self.chunks_.owner):
-                    break
-                want *= 2
-            out.append(TopK(passages, r.scores[pos]))
+                    out[i] = TopK(passages, r.scores[pos])
+                else:
+                    short.append(i)
+            todo, want = short, want * 2
         return out
 
     def _retrieve(self, texts: list[str]) -> list[Selection]:

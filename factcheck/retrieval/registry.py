@@ -14,7 +14,9 @@ if TYPE_CHECKING:
 # Every retriever by name: the one list the library and the CLI's choices draw from. The
 # CLI imports this module to build its parser, so it imports nothing heavy at the top
 # (numpy, joblib and the retrievers load when a retriever is made or written).
-METHODS = ("tags", "bm25", "rerank")
+# ``tfidf`` (the minimal pipeline's TF-IDF cosine) is offered everywhere but is not one of
+# the main job's automatic candidates (training.selection): the course system is unchanged.
+METHODS = ("tags", "bm25", "rerank", "tfidf")
 # The open mode's retrievers (pretrained embeddings, :mod:`factcheck.retrieval.dense`):
 # offered only with ``mode="open"``, never in the course mode (the default).
 OPEN_METHODS = ("dense", "hybrid")
@@ -106,6 +108,9 @@ def make_retriever(method: str, params: dict | None = None, chunk_window: int | 
     elif method == "rerank":
         from factcheck.retrieval.rerank.retriever import RerankRetriever
         r = RerankRetriever.load(params.pop("model")) if "model" in params else RerankRetriever(**params)
+    elif method == "tfidf":
+        from factcheck.retrieval.tfidf import TfidfRetriever
+        r = TfidfRetriever(**params)
     elif method == "dense":
         from factcheck.retrieval.dense import DenseRetriever
         r = DenseRetriever(**params)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from factcheck.text.analyzer import TextAnalyzer, stem_token, word_tokens_of_texts
+from factcheck.text.analyzer import TextAnalyzer, check_analyzer, term_of_token, word_tokens_of_texts
 
 _UNSEEN, _DROPPED, _BREAK = -3, -1, -2
 
@@ -31,9 +31,10 @@ class _TokenIds:
     only stems (and looks up) the tokens no earlier shard had -- why: building the
     token table anew for every shard is a quarter of the shard's counting. It is the memo of
     :func:`~factcheck.text.analyzer.stem_token` here (a TextAnalyzer's would hold every
-    token a second time)."""
+    token a second time); one table per analyzer (``term_of``: its per-token rule)."""
 
-    def __init__(self):
+    def __init__(self, term_of=None):
+        self.term_of = term_of or term_of_token("stems")
         self.of: dict[str, int] = {}
         self.stems: list[str] = []       # stem of each id
         self._stem_id: dict[str, int] = {}
@@ -53,7 +54,7 @@ class _TokenIds:
         if unseen.size:
             stem_id = self._stem_id
             for token in {tokens[i] for i in unseen.tolist()}:
-                s = stem_token(token)
+                s = self.term_of(token)
                 if not s:
                     self.of[token] = _DROPPED
                     continue
@@ -65,7 +66,7 @@ class _TokenIds:
         return ids
 
 
-_TOKEN_IDS = _TokenIds()  # one per worker process, reused across shards
+_TOKEN_IDS = {"stems": _TokenIds()}  # per analyzer, one per worker process, reused across shards
 
 
 @dataclass
@@ -84,15 +85,20 @@ class ShardCounts:
         return np.bincount(self.matrix.indices, minlength=len(self.terms)).astype(np.int64)
 
 
-def count_terms(texts: list[str]) -> ShardCounts:
-    """The stem counts of ``texts`` (one row each); local terms sorted (deterministic).
+def count_terms(texts: list[str], analyzer: str = "stems") -> ShardCounts:
+    """The term counts of ``texts`` under ``analyzer`` (one row each; the stems by default,
+    ``"plain"`` for letter/digit tokens, see :data:`~factcheck.text.analyzer.ANALYZERS`);
+    local terms sorted (deterministic).
 
     Texts are tokenised ``BATCH`` at a time: the token list and its arrays cost ~100 bytes
     a token, so a whole shard of long passages at once would not be bounded by much.
     """
-    token_ids = _TOKEN_IDS
+    token_ids = _TOKEN_IDS.get(check_analyzer(analyzer))
+    if token_ids is None:
+        token_ids = _TOKEN_IDS[analyzer] = _TokenIds(term_of_token(analyzer))
     token_ids.limit_memory()
-    pieces = [_count_ids(texts[at:at + BATCH], token_ids) for at in range(0, max(len(texts), 1), BATCH)]
+    underscore = analyzer == "stems"
+    pieces = [_count_ids(texts[at:at + BATCH], token_ids, underscore) for at in range(0, max(len(texts), 1), BATCH)]
     lengths, ids, counts = (np.concatenate(part) for part in zip(*pieces))
     # Stem ids are the process's; the shard's own columns are its terms, sorted.
     present = np.flatnonzero(np.bincount(ids, minlength=len(token_ids.stems)))  # np.unique(ids), 10x faster
@@ -111,9 +117,9 @@ def count_terms(texts: list[str]) -> ShardCounts:
 BATCH = 10_000
 
 
-def _count_ids(texts: list[str], token_ids: _TokenIds):
+def _count_ids(texts: list[str], token_ids: _TokenIds, underscore: bool = True):
     """(stems per row, stem ids, counts) of ``texts``, row by row, ids ascending in a row."""
-    tokens, marker = word_tokens_of_texts(texts)
+    tokens, marker = word_tokens_of_texts(texts, underscore)
     ids = token_ids.ids(tokens, marker)
     del tokens
     ends = ids == _BREAK

@@ -2,8 +2,9 @@
 
 Retrievers derive expensive structures from an index -- bm25s weights (``bm25/``), the
 reranker's term statistics (``rerank/``), the chunk index of a chunked retriever
-(``chunks/``). Building them again on every load would cost minutes at 1.2M passages,
-so each is saved next to the tags, as one folder per entry::
+(``chunks/``), the TF-IDF retriever's postings (``tfidf/``). Building them again on every
+load would cost minutes at 1.2M passages, so each is saved next to the tags, as one folder
+per entry::
 
     <kind>/<entry>/             e.g. bm25/lucene-k1_1.2-b_0.75, rerank/terms-<key>
         ...                     the cache's own files (arrays, JSON)
@@ -65,7 +66,7 @@ log = logging.getLogger(__name__)
 
 RECORD = "factcheck-key.json"
 #: The folders of an index directory that hold derived caches (one entry per subfolder).
-CACHE_FOLDERS = ("bm25", "rerank", "chunks")
+CACHE_FOLDERS = ("bm25", "rerank", "chunks", "tfidf")
 
 T = TypeVar("T")
 

@@ -5,6 +5,12 @@ drop it (a token is a maximal run of word characters); keep alphabetic tokens on
 (``co2`` and ``1998`` are dropped, ``niño`` is kept); drop NLTK English stop words;
 Porter-stem what is left with nltk's ``PorterStemmer`` (default NLTK_EXTENSIONS mode).
 
+A second analyzer, ``"plain"``, is the minimal retrieval pipeline's own (the TF-IDF
+retriever's default): lower-case; a token is a maximal run of letters and digits (the
+underscore separates, unlike in the stems' word runs); drop NLTK English stop words and
+single-character tokens; no stemming (``co2`` and ``1998`` are kept, ``models`` is not
+``model``). :data:`ANALYZERS` names both; :func:`analyzer_of` gives one as a callable.
+
 Stemming costs ~15 µs a word, and a 1.2M-passage dump has ~20M tokens but only
 ~200K distinct ones, so every analyzer memoises token -> stem. The memo is private to a
 process and is never pickled (pickles stay small and byte-stable).
@@ -15,10 +21,16 @@ from __future__ import annotations
 import itertools
 import re
 
+from factcheck.errors import InputError
 from factcheck.text.porter import porter_stemmer
 from factcheck.text.stopwords import ENGLISH_STOP_WORDS
 
 _WORD_RUNS = re.compile(r"\w+")
+_LETTER_DIGIT_RUNS = re.compile(r"[^\W_]+")  # \w without the underscore
+
+#: The analyzers by name: ``"stems"`` (the project's Porter stems, what tagging and BM25
+#: read) and ``"plain"`` (lower-cased letter/digit tokens, no stemming).
+ANALYZERS = ("stems", "plain")
 
 
 def stem_token(token: str) -> str:
@@ -26,6 +38,24 @@ def stem_token(token: str) -> str:
     if not token.isalpha() or token in ENGLISH_STOP_WORDS:
         return ""
     return porter_stemmer().stem(token)
+
+
+def plain_term(token: str) -> str:
+    """The ``"plain"`` analyzer's term for one lower-cased letter/digit token: the token
+    itself, or '' for a stop word or a single character."""
+    return token if len(token) > 1 and token not in ENGLISH_STOP_WORDS else ""
+
+
+def plain_terms(text: str) -> list[str]:
+    """The ``"plain"`` analyzer: lower-cased letter/digit runs minus stop words and single
+    characters, in text order (duplicates kept).
+
+    Example
+    -------
+    >>> plain_terms("CO2 levels rose in 1998; the El Niño year (a_b).")
+    ['co2', 'levels', 'rose', '1998', 'el', 'niño', 'year']
+    """
+    return [t for t in _LETTER_DIGIT_RUNS.findall(text.lower()) if plain_term(t)]
 
 
 def word_tokens(text: str) -> list[str]:
@@ -42,6 +72,7 @@ _TEXT_BREAK = " Q "
 # non-ASCII character take the regex path.
 _ASCII_WORDS = {i: (chr(i).lower() if chr(i).isalnum() or chr(i) == "_" else " ") for i in range(128)}
 _ASCII_WORDS[0] = _TEXT_BREAK.strip()
+_ASCII_LETTERS_DIGITS = {**_ASCII_WORDS, ord("_"): " "}  # the "plain" analyzer's runs
 _ASCII_JOIN = " \0 "
 
 
@@ -49,9 +80,10 @@ def _ascii_fast(text: str) -> bool:
     return text.isascii() and "\0" not in text
 
 
-def word_tokens_of_texts(texts: list[str]) -> tuple[list[str], str]:
+def word_tokens_of_texts(texts: list[str], underscore: bool = True) -> tuple[list[str], str]:
     """``word_tokens`` of many texts in a few C calls: (the tokens of every text in order,
-    with the marker ``"Q"`` after each text; the marker).
+    with the marker ``"Q"`` after each text; the marker). ``underscore=False`` splits at
+    underscores too: the letter/digit runs of the ``"plain"`` analyzer.
 
     Why: one ``findall`` per passage is 100K Python calls per shard. Runs of ASCII texts
     are joined, translated and split (a third of the time of one regex pass over the
@@ -60,12 +92,13 @@ def word_tokens_of_texts(texts: list[str]) -> tuple[list[str], str]:
     crosses the marker's spaces). The tokens are ``word_tokens``'s either way.
     """
     marker = _TEXT_BREAK.strip()
+    table, runs = (_ASCII_WORDS, _WORD_RUNS) if underscore else (_ASCII_LETTERS_DIGITS, _LETTER_DIGIT_RUNS)
     tokens: list[str] = []
     for fast, run in itertools.groupby(texts, key=_ascii_fast):
         if fast:
-            tokens += (_ASCII_JOIN.join(run) + _ASCII_JOIN.rstrip()).translate(_ASCII_WORDS).split()
+            tokens += (_ASCII_JOIN.join(run) + _ASCII_JOIN.rstrip()).translate(table).split()
         else:
-            tokens += _WORD_RUNS.findall("".join(text.lower() + _TEXT_BREAK for text in run))
+            tokens += runs.findall("".join(text.lower() + _TEXT_BREAK for text in run))
     return tokens, marker
 
 
@@ -130,6 +163,24 @@ _DEFAULT = TextAnalyzer()
 def analyze(text: str) -> list[str]:
     """Stems of ``text`` with the process-wide memo."""
     return _DEFAULT(text)
+
+
+def analyzer_of(name: str):
+    """The analyzer called ``name`` (one of :data:`ANALYZERS`) as a text -> terms callable."""
+    return {"stems": analyze, "plain": plain_terms}[check_analyzer(name)]
+
+
+def term_of_token(name: str):
+    """The analyzer's per-token rule (token -> term, '' when dropped), for tokens from
+    ``word_tokens_of_texts(texts, underscore=(name == "stems"))``."""
+    return {"stems": stem_token, "plain": plain_term}[check_analyzer(name)]
+
+
+def check_analyzer(name: str) -> str:
+    if name not in ANALYZERS:
+        raise InputError(None, None, f"unknown analyzer {name!r}; expected one of {', '.join(ANALYZERS)}",
+                         param="analyzer")
+    return name
 
 
 def shared_stems(claim_stems: set[str], passage: str) -> list[str]:

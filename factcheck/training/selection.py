@@ -73,6 +73,11 @@ def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progre
             c.sweeps["dense"] = dense
             c.retrievers["dense"] = DenseRetriever(**dense.chosen).fit(index)
 
+    if method == "tfidf":  # no automatic candidate (the course system stays as it was); tuned when named
+        from factcheck.retrieval.tfidf import TfidfRetriever
+        c.sweeps["tfidf"] = tuning.sweep_tfidf(index, fit, holdout, progress=progress)
+        c.retrievers["tfidf"] = TfidfRetriever(**c.sweeps["tfidf"].chosen).fit(index)
+
     if method in ("auto", "rerank"):  # training it takes minutes: not when another method is named
         from factcheck.training.rerank import train_reranker
         c.retrievers["rerank"] = train_reranker(index, fit, holdout, progress=progress, dense=(mode == "open"))

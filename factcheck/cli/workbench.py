@@ -1,0 +1,163 @@
+"""``factcheck selftest``, ``search`` and ``evaluate-retrieval``: the retrieval workbench
+for any id + text collection (:mod:`factcheck.pipeline.workbench`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from factcheck.cli.options import (add_analyzer_arg, add_mode_arg, add_retriever_args, add_source_args, check_outputs,
+                                   jobs_type, non_negative_int, plural, positive_int, retriever_from_args,
+                                   source_from_args)
+from factcheck.retrieval.registry import ALL_METHODS
+
+__all__ = ["add_selftest", "add_search", "add_evaluate_retrieval"]
+
+TEXT_SHOWN = 160  # characters of a passage that search shows
+
+
+def int_list(text: str) -> tuple[int, ...]:
+    """``1,5,10`` -> (1, 5, 10): positive integers, comma separated."""
+    try:
+        values = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"every cut-off must be at least 1, got {text!r}")
+    return values
+
+
+def method_list(text: str) -> tuple[str, ...]:
+    """``tfidf,bm25`` -> ('tfidf', 'bm25'): known method names, comma separated."""
+    methods = tuple(m.strip() for m in text.split(",") if m.strip())
+    unknown = [m for m in methods if m not in ALL_METHODS]
+    if not methods or unknown:
+        raise argparse.ArgumentTypeError(f"unknown method {(unknown or [text])[0]!r}; expected a comma-separated "
+                                         f"list of {', '.join(ALL_METHODS)}")
+    return methods
+
+
+def add_selftest(p):
+    add_source_args(p)
+    p.add_argument("--query-column", required=True,
+                   help="the column (field) holding each row's query, e.g. title: not part of the indexed text")
+    p.add_argument("--method", type=method_list, default=None,
+                   help="retrievers to compare, comma separated (default: tfidf,bm25; with --mode open also "
+                        "dense,hybrid)")
+    add_analyzer_arg(p)
+    p.add_argument("--chunk-window", type=non_negative_int, default=60,
+                   help="also search word windows of this size, each document scored by its best one "
+                        "(default: 60; 0: whole documents only)")
+    p.add_argument("--chunk-overlap", type=non_negative_int, default=20,
+                   help="words shared by consecutive windows (default: 20)")
+    p.add_argument("--k", type=int_list, default=(1, 5, 10), help="recall cut-offs (default: 1,5,10)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="write selftest.json and selftest.md here (and keep the index in OUT/index)")
+    p.add_argument("--index", type=Path, default=None,
+                   help="tag index directory to build or reuse (default: OUT/index, or a temporary one)")
+    p.add_argument("--jobs", type=jobs_type, default=-1, help="worker processes for tagging (default: -1 = all cores)")
+    add_mode_arg(p)
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+    def run(args):
+        from factcheck.pipeline.workbench import OPEN_SELFTEST_METHODS, SELFTEST_METHODS, self_retrieval
+        from factcheck.pipeline.workbench import write_self_retrieval
+        from factcheck.reporting.workbench import self_retrieval_markdown
+        from factcheck.retrieval.chunking import check_window
+        if args.chunk_window:
+            check_window(args.chunk_window, args.chunk_overlap)
+        methods = args.method or (SELFTEST_METHODS + (OPEN_SELFTEST_METHODS if args.mode == "open" else ()))
+        index_dir = args.index or (args.out / "index" if args.out else None)
+        if args.out:
+            check_outputs([args.out / "selftest.json", args.out / "selftest.md"], [args.evidence])
+        check_outputs([p for p in (index_dir,) if p], [args.evidence])
+        result = self_retrieval(source_from_args(args), args.query_column, methods, args.k, args.chunk_window or None,
+                                args.chunk_overlap, index_dir, args.mode, args.analyzer or "plain", args.jobs)
+        if args.out:
+            json_path, md_path = write_self_retrieval(result, args.out)
+            print(f"{json_path}, {md_path}: {plural(len(result['results']), 'result')}", file=sys.stderr)
+        print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else self_retrieval_markdown(result), end="")
+    return run
+
+
+def add_search(p):
+    p.add_argument("query", nargs="+", help="free text to rank the index's passages for (several: one each)")
+    p.add_argument("--index", type=Path, required=True, help="tag index directory (from factcheck tag)")
+    add_retriever_args(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object per query, one a line")
+    p.add_argument("--show", type=non_negative_int, default=TEXT_SHOWN,
+                   help=f"characters of each passage shown (default: {TEXT_SHOWN}; 0: the whole text)")
+
+    def run(args):
+        from factcheck.pipeline.workbench import search
+        from factcheck.tagging.index import TagIndex
+        retriever = retriever_from_args(args).fit(TagIndex.load(args.index))
+        k = args.k or 10
+        for query, hits in zip(args.query, search(retriever, args.query, k)):
+            if args.json:
+                print(json.dumps({"query": query, "method": retriever.name, "hits": hits}, ensure_ascii=False))
+                continue
+            print(f"{query}  ({retriever.name}, top {k})")
+            if not hits:
+                print("  no passage shares a term with this query")
+            for h in hits:
+                text = " ".join(h["text"].split())
+                if args.show and len(text) > args.show:
+                    text = text[:args.show].rstrip() + "…"
+                title = f"{h['title']} — " if h.get("title") else ""
+                print(f"{h['rank']:3d}. {h['score']:.4f}  {h['id']}  {title}{text}")
+    return run
+
+
+def add_evaluate_retrieval(p):
+    p.add_argument("--queries", type=Path, required=True,
+                   help="queries: BEIR queries.jsonl ({\"_id\", \"text\"} a line) or qid<TAB>text .tsv")
+    p.add_argument("--qrels", type=Path, required=True,
+                   help="judgments: TREC qrels (qid iter docid grade) or BEIR qrels TSV (header optional)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--index", type=Path, help="tag index directory to rank (from factcheck tag)")
+    src.add_argument("--run", type=Path, help="score this TREC run file instead of ranking (e.g. a Pyserini run)")
+    add_retriever_args(p)
+    p.add_argument("--depth", type=positive_int, default=1000,
+                   help="documents ranked per query (default: 1000, as TREC and BEIR runs)")
+    p.add_argument("--cutoffs", type=int_list, default=(1, 5, 10, 100), help="recall cut-offs (default: 1,5,10,100)")
+    p.add_argument("--run-out", type=Path, default=None,
+                   help="write the run as a TREC run file (qid Q0 docid rank score tag)")
+    p.add_argument("--run-tag", default=None, help="the run file's tag (default: the method name)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+    def run(args):
+        from factcheck.formats.qrels import read_qrels, read_queries
+        from factcheck.reporting.workbench import judged_markdown
+        qrels = read_qrels(args.qrels)
+        if args.run is not None:
+            result = _score_run_file(args, qrels)
+        else:
+            from factcheck.pipeline.workbench import judged_retrieval
+            from factcheck.tagging.index import TagIndex
+            if args.run_out:
+                check_outputs([args.run_out], [args.index, args.queries, args.qrels, args.rerank_model])
+            queries = read_queries(args.queries)
+            retriever = retriever_from_args(args).fit(TagIndex.load(args.index))
+            result = judged_retrieval(retriever, queries, qrels, args.depth, args.cutoffs, args.run_out,
+                                      args.run_tag, queries_path=args.queries, qrels_path=args.qrels)
+            if args.run_out:
+                print(f"{args.run_out}: {plural(result['queries'], 'query', 'queries')}", file=sys.stderr)
+        print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else judged_markdown(result), end="")
+    return run
+
+
+def _score_run_file(args, qrels) -> dict:
+    """``--run FILE``: a TREC run scored as trec_eval reads it (no index, no retriever)."""
+    from factcheck.errors import InputError
+    from factcheck.evaluation.ir_metrics import judged_metrics
+    from factcheck.formats.qrels import read_trec_run
+    if args.run_out:
+        raise InputError(None, None, "only with --index (a run file is scored, not rewritten)", param="run_out")
+    run = read_trec_run(args.run)
+    scored = judged_metrics(run, qrels, args.cutoffs)
+    return {"queries": scored["queries"], "skipped_unjudged": scored["unjudged"], "judged_not_in_index": 0,
+            "depth": scored["depth"], "retriever": {"method": f"run file {args.run.name}"},
+            "no_match": len(scored["missing"]), "metrics": {k: v.to_json() for k, v in scored["metrics"].items()}}

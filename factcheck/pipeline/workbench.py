@@ -1,0 +1,318 @@
+"""The retrieval workbench: any id + text collection, its self-retrieval test, free-text
+search and judged queries -- without claims, labels or a trained system.
+
+* :func:`self_retrieval` -- each row's query column (a title, say; not part of the
+  indexed text) as a query whose one relevant document is its own row: recall@k and MRR
+  per retriever, whole documents and word-window chunks, each with a 95% interval;
+* :func:`search` -- the top passages for free text, with their scores;
+* :func:`judged_retrieval` -- BEIR-style queries and qrels scored with trec_eval's
+  metrics (:mod:`factcheck.evaluation.ir_metrics`), optionally writing a TREC run;
+* :func:`rank_queries` -- any retriever over ``{qid: text}``: the plain run dict the
+  metrics and the TREC writer read.
+
+What counts as retrieved: a document whose score is exactly 0 shares nothing with the
+query (every lexical scorer gives 0 then, and a zero vector gives 0 cosine), so it is left
+out of a run. A retriever's ranking fills its depth with such documents in corpus order;
+counting them would reward a query that matches nothing for its row's position in the
+file (the first rows' own documents would be "found").
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+import warnings
+from dataclasses import replace
+from pathlib import Path
+
+from factcheck.errors import FactcheckWarning, InputError
+from factcheck.evaluation.ir_metrics import DEFAULT_KS, judged_metrics
+from factcheck.formats.evidence import SourceSpec, iter_passage_batches
+from factcheck.formats.files import write_json_atomic, write_text_atomic
+from factcheck.formats.qrels import check_trec_id, write_trec_run
+from factcheck.retrieval.registry import DEPTH, check_method, make_retriever, retriever_spec
+
+__all__ = ["SELFTEST_METHODS", "SELF_KS", "judged_retrieval", "rank_queries", "read_query_column", "search",
+           "self_retrieval", "write_self_retrieval"]
+
+logger = logging.getLogger(__name__)
+
+#: What a self-retrieval test runs by default: the minimal pipeline's TF-IDF and the
+#: project's BM25, side by side (the open mode adds dense and hybrid).
+SELFTEST_METHODS = ("tfidf", "bm25")
+OPEN_SELFTEST_METHODS = ("dense", "hybrid")
+SELF_KS = (1, 5, 10)
+# Queries ranked at a time (progress steps; a retriever may batch inside one).
+QUERY_BATCH = 1000
+
+
+def rank_queries(retriever, queries: dict[str, str], depth: int = DEPTH, progress: bool | None = None) -> dict:
+    """``{qid: [(docid, score), ...]}``: each query's top ``depth`` documents in rank
+    order (ties by corpus order), documents scoring exactly 0 left out (see the module
+    docstring). ``retriever`` is fitted; a chunked one answers with documents.
+
+    Example
+    -------
+    >>> run = rank_queries(TfidfRetriever().fit(index), {"q1": "sea level rise"}, depth=10)  # doctest: +SKIP
+    >>> run["q1"][:2]                                                                       # doctest: +SKIP
+    [('doc-17', 0.41), ('doc-3', 0.38)]
+    """
+    from tqdm.auto import tqdm
+
+    ids = retriever.index.ids
+    qids, texts = list(queries), list(queries.values())
+    run: dict[str, list[tuple[str, float]]] = {}
+    # progress None: bars on a terminal only (tqdm's disable=None), as the tagging job's
+    with tqdm(total=len(qids), desc=f"ranking ({retriever.name})", unit="query",
+              disable=None if progress is None else not progress, leave=False) as bar:
+        for at in range(0, len(qids), QUERY_BATCH):
+            batch = texts[at:at + QUERY_BATCH]
+            for qid, ranking in zip(qids[at:at + QUERY_BATCH], retriever.rank(batch, depth)):
+                run[qid] = [(ids[r], s) for r, s in zip(ranking.rows.tolist(), ranking.scores.tolist()) if s != 0]
+            bar.update(len(batch))
+    return run
+
+
+# --------------------------------------------------------------------------- self-retrieval
+
+def read_query_column(source: SourceSpec, query_column: str) -> tuple[list[str], list[str]]:
+    """(ids, query texts) of every row of a CSV or JSONL source, in file order, read with
+    the source's own reader (same rows, same ids, same errors) from ``query_column``."""
+    if source.format == "course":
+        raise InputError(source.path, None, "a self-retrieval test reads its queries from a column: "
+                         "give a CSV or JSONL collection (with --query-column)", param="query_column")
+    if query_column in (source.id_column, source.text_column):
+        raise InputError(None, query_column, "the query column must differ from the id and text columns "
+                         "(a query that is the indexed text finds itself trivially)", param="query_column")
+    ids, queries = [], []
+    for batch_ids, batch_queries in iter_passage_batches(replace(source, text_column=query_column)):
+        ids += batch_ids
+        queries += batch_queries
+    return ids, queries
+
+
+def self_retrieval(source: SourceSpec, query_column: str, methods=SELFTEST_METHODS, ks=SELF_KS,
+                   chunk_window: int | None = 60, chunk_overlap: int = 20, index_dir=None, mode: str = "course",
+                   analyzer: str = "plain", jobs: int = 1, progress: bool | None = None) -> dict:
+    """The self-retrieval test of a collection: each row's ``query_column`` as a query
+    whose one relevant document is the row itself.
+
+    Parameters
+    ----------
+    source : SourceSpec
+        The collection (CSV or JSONL, :func:`~factcheck.formats.evidence.source_spec`).
+    query_column : str
+        The column (field) holding each row's query, e.g. ``"title"``.
+    methods : sequence of str
+        Retrievers to compare (``tfidf``, ``bm25``, ``tags``; ``dense``, ``hybrid`` with
+        ``mode="open"``).
+    ks : sequence of int
+        Recall cut-offs.
+    chunk_window, chunk_overlap : int
+        Also search word windows of this size (sharing ``chunk_overlap`` words), each
+        document scored by its best window; ``None`` or 0: whole documents only.
+    index_dir : str or Path or None
+        Where the tag index is built or reused; ``None``: a temporary directory.
+    mode : {"course", "open"}
+        ``"open"`` also builds the passage vectors the dense retrievers read.
+    analyzer : {"plain", "stems"}
+        The TF-IDF retriever's analysis (BM25 and the tags always read stems).
+    jobs : int
+        Worker processes for tagging.
+    progress : bool or None
+        Progress bars (``None``: on a terminal).
+
+    Returns
+    -------
+    dict
+        ``corpus`` (file, rows, chunks), ``queries`` (scored), ``skipped_empty`` (rows with
+        an empty query, not scored), ``results``: one record per (method, units) with each
+        metric's :class:`~factcheck.evaluation.intervals.Estimate` (JSON form), the queries
+        that matched nothing and the seconds spent.
+
+    Example
+    -------
+    >>> from factcheck.formats.evidence import source_spec
+    >>> spec = source_spec("arxiv-abstracts.csv", id_column="index", text_column="abstract")   # doctest: +SKIP
+    >>> result = self_retrieval(spec, "title")                                                 # doctest: +SKIP
+    >>> result["results"][0]["metrics"]["recall@1"]["value"]                                    # doctest: +SKIP
+    0.858
+    """
+    from factcheck.retrieval.registry import check_mode
+    from factcheck.tagging.index import TagIndex
+    from factcheck.tagging.job import TagJob
+
+    methods = list(methods)
+    for method in methods:
+        _check_selftest_method(method, mode)
+    check_mode(mode)
+    ks = tuple(sorted(set(ks)))
+    ids, texts = read_query_column(source, query_column)
+    queries = {pid: q for pid, q in zip(ids, texts) if q.strip()}
+    skipped = len(ids) - len(queries)
+    if not queries:
+        raise InputError(source.path, None, f"every row's {query_column!r} is empty: nothing to query",
+                         param="query_column")
+    depth = max(DEPTH, max(ks))
+    with tempfile.TemporaryDirectory(prefix="factcheck-selftest-") as scratch:
+        root = Path(index_dir) if index_dir is not None else Path(scratch) / "index"
+        manifest = TagJob(jobs=jobs, progress=progress).run(source, root)
+        index = TagIndex.load(root)
+        if index.ids != ids:  # the index of another file (or of this one, edited since)
+            raise InputError(root, None, f"this index does not hold the rows of {source.path} in order; "
+                             "build it from the same file", param="index_dir")
+        if mode == "open" and any(m in OPEN_SELFTEST_METHODS for m in methods):
+            from factcheck.tagging.vectors import PassageVectorJob
+            PassageVectorJob(jobs=jobs, progress=progress).run(root, manifest)
+        qrels = {qid: {qid: 1} for qid in queries}
+        results, chunks = [], None
+        for method in methods:
+            for window in ([None, chunk_window] if chunk_window else [None]):
+                params = {"analyzer": analyzer} if method == "tfidf" else {}
+                retriever = make_retriever(method, params, window, chunk_overlap, mode=mode)
+                started = time.perf_counter()
+                retriever.fit(index)
+                fitted = time.perf_counter()
+                run = rank_queries(retriever, queries, depth, progress)
+                ranked = time.perf_counter()
+                scored = judged_metrics(run, qrels, ks)
+                units = len(index)
+                if window:
+                    chunks = units = len(retriever.chunks.owner)
+                results.append({
+                    "method": method, "units": "chunks" if window else "whole",
+                    "chunk_window": window, "chunk_overlap": chunk_overlap if window else None,
+                    "indexed_units": units, "spec": retriever_spec(retriever),
+                    "metrics": {k: v.to_json() for k, v in scored["metrics"].items()},
+                    "no_match": sum(not r for r in run.values()),
+                    "seconds": {"fit": round(fitted - started, 3), "rank": round(ranked - fitted, 3)},
+                })
+                logger.info("%s, %s: recall@1 %.3f (%d queries, %.1f s)", method,
+                            f"chunks {window}/{chunk_overlap}" if window else "whole",
+                            scored["metrics"]["recall@1"].value, len(queries), ranked - started)
+    return {
+        "corpus": {**source.describe(), "path": str(source.path), "id_column": source.id_column,
+                   "text_column": source.text_column, "query_column": query_column,
+                   "rows": len(ids), "chunks": chunks, "chunk_window": chunk_window or None,
+                   "chunk_overlap": chunk_overlap if chunk_window else None},
+        "queries": len(queries), "skipped_empty": skipped, "ks": list(ks), "depth": depth, "mode": mode,
+        "analyzer": analyzer,
+        "results": results,
+    }
+
+
+def _check_selftest_method(method: str, mode: str) -> str:
+    check_method(method, mode)
+    if method == "rerank":
+        raise InputError(None, method, "the reranker is trained on claims with gold evidence; a "
+                         "self-retrieval test compares untrained scorers (tfidf, bm25, tags; dense, hybrid "
+                         "with mode open)", param="method")
+    return method
+
+
+def write_self_retrieval(result: dict, out) -> tuple[Path, Path]:
+    """``OUT/selftest.json`` and ``OUT/selftest.md`` (each written atomically)."""
+    from factcheck.reporting.workbench import self_retrieval_markdown
+    out = Path(out)
+    json_path, md_path = out / "selftest.json", out / "selftest.md"
+    write_json_atomic(json_path, result)
+    write_text_atomic(md_path, self_retrieval_markdown(result))
+    return json_path, md_path
+
+
+# --------------------------------------------------------------------------- search
+
+def search(retriever, texts: list[str], k: int = 10) -> list[list[dict]]:
+    """The top ``k`` documents for each free-text query: ``rank``, ``id``, ``score``,
+    ``text`` (and ``title`` when the index has titles); documents scoring 0 are left out.
+
+    Example
+    -------
+    >>> search(TfidfRetriever().fit(index), ["long context versus retrieval"], k=3)[0][0]["id"]  # doctest: +SKIP
+    """
+    index = retriever.index
+    title_of = getattr(index, "title", None)  # passage titles, when the index keeps them
+    out = []
+    for ranking in retriever.rank(list(texts), k):
+        hits = []
+        for rank, (row, score) in enumerate(zip(ranking.rows.tolist(), ranking.scores.tolist()), 1):
+            if score == 0:
+                continue
+            hit = {"rank": rank, "id": index.ids[row], "score": score, "text": index.text(row)}
+            title = title_of(row) if callable(title_of) else None
+            if title:
+                hit["title"] = title
+            hits.append(hit)
+        out.append(hits)
+    return out
+
+
+# --------------------------------------------------------------------------- judged queries
+
+def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[str, int]], depth: int = 1000,
+                     ks=DEFAULT_KS, run_out=None, tag: str | None = None, progress: bool | None = None,
+                     queries_path=None, qrels_path=None) -> dict:
+    """Rank every judged query with a fitted retriever and score the run (trec_eval's
+    metrics with 95% intervals); optionally write it as a TREC run file.
+
+    Parameters
+    ----------
+    retriever : Retriever
+        Fitted to the collection the qrels judge.
+    queries : dict
+        ``{qid: text}`` (e.g. :func:`~factcheck.formats.qrels.read_queries`); queries
+        without judgments are skipped (a BEIR ``queries.jsonl`` holds every split).
+    qrels : dict
+        ``{qid: {docid: grade}}``; every judged query must have a text.
+    depth : int
+        Documents ranked per query (the run's depth: MAP and MRR read all of it).
+    ks : sequence of int
+        Recall cut-offs.
+    run_out : str or Path or None
+        Write the run here (TREC format, scores strictly decreasing).
+    tag : str or None
+        The run's tag (default: the method's name).
+    queries_path, qrels_path : str or Path or None
+        The files the dicts came from, for error messages.
+
+    Returns
+    -------
+    dict
+        ``queries`` (scored), ``skipped_unjudged``, ``judged_not_in_index`` (judged
+        documents the index lacks: they count as relevant and can never be found),
+        ``depth``, ``retriever`` (its spec), ``metrics`` (JSON form of each estimate).
+
+    Example
+    -------
+    >>> from factcheck.formats.qrels import read_queries, read_qrels
+    >>> result = judged_retrieval(TfidfRetriever().fit(index), read_queries("queries.jsonl"),   # doctest: +SKIP
+    ...                           read_qrels("qrels/test.tsv"))
+    """
+    missing = [qid for qid in qrels if qid not in queries]
+    if missing:
+        raise InputError(qrels_path, f"query {missing[0]!r}", f"judged but not in the queries file {queries_path or ''} "
+                         f"({len(missing)} of {len(qrels)} judged queries have no text)")
+    judged = {qid: queries[qid] for qid in queries if qid in qrels}
+    if run_out is not None:  # before any ranking: an id a TREC file cannot hold
+        check_trec_id(tag or retriever.name, "the run tag", run_out)
+        for qid in judged:
+            check_trec_id(qid, "query id", run_out)
+        for docid in retriever.index.ids:
+            check_trec_id(docid, "document id", run_out)
+    row_of = retriever.index.row_of
+    absent = sum(docid not in row_of for docs in qrels.values() for docid, grade in docs.items() if grade >= 1)
+    if absent:
+        warnings.warn(FactcheckWarning(
+            f"{absent} relevant judged documents are not in the index {retriever.index.root}: they count as "
+            "relevant and can never be retrieved"), stacklevel=2)
+    run = rank_queries(retriever, judged, depth, progress)
+    scored = judged_metrics(run, qrels, ks)
+    if run_out is not None:
+        write_trec_run(run_out, run, tag or retriever.name)
+    return {
+        "queries": scored["queries"], "skipped_unjudged": len(queries) - len(judged),
+        "judged_not_in_index": absent, "depth": depth, "retriever": retriever_spec(retriever),
+        "no_match": sum(not r for r in run.values()),
+        "metrics": {k: v.to_json() for k, v in scored["metrics"].items()},
+    }

@@ -1,0 +1,233 @@
+"""TF-IDF cosine over the full text: the minimal retrieval pipeline's scorer.
+
+The weighting, for a unit (a passage, or a chunk when chunked) of a corpus of ``N`` units:
+each term's weight is ``(1 + ln tf) * idf`` with ``idf = ln((1 + N) / (1 + df)) + 1``
+(scikit-learn's ``TfidfVectorizer(sublinear_tf=True)``, smoothed IDF), and the vector is
+L2-normalised. A query is embedded the same way with the corpus's IDF (terms the corpus
+never saw are dropped, as scikit-learn drops them), so the score -- the dot product -- is
+the cosine. No ``max_features`` cut: every term of the corpus counts.
+
+Analysis (:data:`~factcheck.text.analyzer.ANALYZERS`): ``"plain"`` by default --
+lower-cased letter/digit runs minus stop words and single characters, no stemming: the
+minimal pipeline as described, whose self-retrieval figures on the arXiv collection
+this reproduces (``docs/workbench.md``); ``"stems"`` are the project's Porter stems
+(what the tag index and BM25 read).
+
+How it scores: the unit vectors are kept term-major (a term's postings: units and
+weights, a CSR matrix of terms x units), so a batch of queries is one sparse product
+``Q @ postings`` touching only the postings of the query terms (scipy). A row of the
+product depends only on its own query -- each entry is the sum over that query's terms
+in ascending term order -- so a query's scores are the same bits whatever it is batched
+with. Batches are sized so the product stays within :data:`PRODUCT_BUDGET` entries.
+Ranking is by score, ties by corpus order (:func:`~factcheck.retrieval.base.stable_top`'s
+rule, applied to the product's non-zeros); units sharing no term with the query score 0
+and follow in corpus order, as for every retriever.
+
+The matrices are derived once per tag index and cached next to it
+(``DIR/tfidf/<analyzer>/``, a :class:`~factcheck.tagging.derived.DerivedCache` entry:
+arrays only, sha256-checked before every load).
+
+Example
+-------
+>>> from factcheck.tagging.index import TagIndex
+>>> tfidf = TfidfRetriever(k=3).fit(TagIndex.load("out/index"))          # doctest: +SKIP
+>>> tfidf.rank("how much does long context cost", depth=5)[0].rows       # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from factcheck.retrieval.base import Hit, Ranking, Retriever, Selection, stable_top_sparse
+from factcheck.tagging.counting import count_terms
+from factcheck.tagging.derived import DerivedCache
+from factcheck.tagging.packing import pack_strings, unpack_strings
+from factcheck.tagging.vocabulary import smoothed_idf, tfidf_rows
+from factcheck.text.analyzer import analyzer_of, check_analyzer
+
+__all__ = ["TfidfModel", "TfidfRetriever", "PRODUCT_BUDGET"]
+
+#: Entries of one batch's query x unit product (an upper bound from the postings' lengths):
+#: ~8M entries are ~100 MB of scipy's output arrays and temporaries.
+PRODUCT_BUDGET = 8_000_000
+CACHE_VERSION = "tfidf-sublinear-smooth-l2/1"
+_FILES = ("terms_utf8", "terms_offsets", "idf", "indptr", "indices", "data")
+
+
+class TfidfModel:
+    """A fitted TF-IDF space: the terms (sorted), their IDF, the units' vectors term-major.
+
+    Parameters
+    ----------
+    terms : list of str
+        The corpus's terms, sorted (column ``j`` is ``terms[j]``).
+    idf : ndarray of float64
+        ``ln((1 + N) / (1 + df)) + 1`` per term.
+    postings : scipy.sparse.csr_matrix of shape (terms, units)
+        Row ``j``: the units holding term ``j`` (ascending) and their weight in the unit's
+        L2-normalised vector.
+    analyzer : str
+        The analyzer the terms come from (``"plain"`` or ``"stems"``).
+
+    Example
+    -------
+    >>> model = TfidfModel.build(["sea level rise", "sea ice", "ice sheets melt"], "plain")
+    >>> model.terms
+    ['ice', 'level', 'melt', 'rise', 'sea', 'sheets']
+    >>> (model.transform(["sea ice"]) @ model.postings).toarray().round(3).tolist()
+    [[0.335, 1.0, 0.335]]
+    """
+
+    def __init__(self, terms: list[str], idf: np.ndarray, postings: sp.csr_matrix, analyzer: str):
+        self.terms = terms
+        self.idf = idf
+        self.postings = postings
+        self.analyzer = analyzer
+        self.column = {t: j for j, t in enumerate(terms)}
+        self.df = np.diff(postings.indptr)
+
+    @property
+    def n_units(self) -> int:
+        return self.postings.shape[1]
+
+    @classmethod
+    def build(cls, texts: list[str], analyzer: str = "plain") -> "TfidfModel":
+        counts = count_terms(texts, analyzer)
+        n = len(texts)
+        idf = smoothed_idf(np.bincount(counts.matrix.indices, minlength=len(counts.terms)), n)
+        units = tfidf_rows(_sublinear(counts.matrix), idf)
+        postings = units.T.tocsr()  # terms x units, units ascending within a term
+        postings.sort_indices()
+        return cls(counts.terms, idf, postings, analyzer)
+
+    def transform(self, texts: list[str]) -> sp.csr_matrix:
+        """The L2-normalised TF-IDF vectors of ``texts`` (rows) in this space; terms the
+        corpus never saw are dropped before normalising (as scikit-learn's transform)."""
+        counts = count_terms(list(texts), self.analyzer)
+        column = np.array([self.column.get(t, -1) for t in counts.terms], dtype=np.int64)
+        m = counts.matrix.tocoo()
+        known = column[m.col] >= 0
+        q = sp.csr_matrix((m.data[known], (m.row[known], column[m.col[known]])),
+                          shape=(len(texts), len(self.terms)))
+        q.sort_indices()
+        return tfidf_rows(_sublinear(q), self.idf)
+
+    def save(self, folder: Path) -> None:
+        buf, offsets = pack_strings(self.terms)
+        arrays = {"terms_utf8": buf, "terms_offsets": offsets, "idf": self.idf,
+                  "indptr": self.postings.indptr.astype(np.int64), "indices": self.postings.indices.astype(np.int32),
+                  "data": self.postings.data}
+        for name in _FILES:
+            with open(Path(folder) / f"{name}.npy", "wb") as fh:
+                np.save(fh, arrays[name], allow_pickle=False)
+        (Path(folder) / "shape.txt").write_text(f"{self.postings.shape[0]} {self.postings.shape[1]} {self.analyzer}\n")
+
+    @classmethod
+    def load(cls, folder: Path) -> "TfidfModel":
+        a = {name: np.load(Path(folder) / f"{name}.npy", allow_pickle=False) for name in _FILES}
+        n_terms, n_units, analyzer = (Path(folder) / "shape.txt").read_text().split()
+        postings = sp.csr_matrix((a["data"], a["indices"], a["indptr"]), shape=(int(n_terms), int(n_units)))
+        terms = unpack_strings(a["terms_utf8"], a["terms_offsets"])
+        if len(terms) != int(n_terms) or len(a["idf"]) != int(n_terms):
+            raise ValueError("inconsistent TF-IDF cache")
+        return cls(terms, a["idf"], postings, check_analyzer(analyzer))
+
+
+def _sublinear(counts: sp.csr_matrix) -> sp.csr_matrix:
+    """``1 + ln(tf)`` in place of each count (scikit-learn's ``sublinear_tf``)."""
+    out = sp.csr_matrix(counts, dtype=np.float64, copy=True)
+    np.log(out.data, out=out.data)
+    out.data += 1.0
+    return out
+
+
+class TfidfRetriever(Retriever):
+    """Passages ranked by the TF-IDF cosine of their full text with the claim's.
+
+    Parameters
+    ----------
+    analyzer : {"plain", "stems"}, default "plain"
+        ``"plain"``: lower-cased letter/digit tokens, stop words and single characters
+        dropped, no stemming (the minimal pipeline's analysis); ``"stems"``: the
+        project's Porter stems (as BM25 and the tags read).
+    k : int, default 5
+        Passages returned per claim by :meth:`retrieve`.
+    cache : bool, default True
+        Keep the derived matrices in the index directory (``tfidf/<analyzer>/``) and
+        reuse them on the next fit.
+
+    Attributes
+    ----------
+    model_ : TfidfModel
+        The fitted space (terms, IDF, postings), after ``fit``.
+
+    Example
+    -------
+    >>> from factcheck.tagging.index import TagIndex
+    >>> tfidf = TfidfRetriever(k=3).fit(TagIndex.load("out/index"))          # doctest: +SKIP
+    >>> [(h.id, round(h.score, 3)) for h in tfidf.retrieve(["sea level rise"])[0].hits]  # doctest: +SKIP
+    """
+
+    name = "tfidf"
+
+    def __init__(self, analyzer: str = "plain", k: int = 5, cache: bool = True):
+        self.analyzer = analyzer
+        self.k = k
+        self.cache = cache
+
+    def params(self) -> dict:
+        return {"analyzer": self.analyzer, "k": self.k}
+
+    def fit(self, index) -> "TfidfRetriever":
+        analyzer = check_analyzer(self.analyzer)
+        self.index = index
+        if not self.cache:
+            self.model_ = TfidfModel.build(index.texts, analyzer)
+            return self
+        key = {"plan_key": index.manifest.data.get("plan_key"), "passages": len(index), "analyzer": analyzer,
+               "version": CACHE_VERSION}
+        self.model_ = DerivedCache(index.root).load_or_build(
+            f"tfidf/{analyzer}", key, lambda folder: TfidfModel.build(index.texts, analyzer).save(folder),
+            TfidfModel.load)
+        return self
+
+    def scores(self, claim: str) -> np.ndarray:
+        """The cosine of every passage with ``claim`` (float64; zeros for no shared term)."""
+        return (self.model_.transform([claim]) @ self.model_.postings).toarray()[0]
+
+    def rank(self, claims: list[str], depth: int = 100) -> list[Ranking]:
+        model = self.model_
+        queries = model.transform(claims)
+        # Upper bound of each query's product entries: the postings it touches.
+        query_of_entry = np.repeat(np.arange(len(claims)), np.diff(queries.indptr))
+        sizes = np.bincount(query_of_entry, weights=model.df[queries.indices], minlength=len(claims))
+        out: list[Ranking] = []
+        start = 0
+        while start < len(claims):
+            stop, total = start + 1, sizes[start]
+            while stop < len(claims) and total + sizes[stop] <= PRODUCT_BUDGET:
+                total += sizes[stop]
+                stop += 1
+            product = queries[start:stop] @ model.postings
+            for r in range(stop - start):
+                a, b = product.indptr[r], product.indptr[r + 1]
+                out.append(stable_top_sparse(product.indices[a:b], product.data[a:b], model.n_units, depth))
+            start = stop
+        return out
+
+    def retrieve(self, claims: list[str]) -> list[Selection]:
+        terms_of = analyzer_of(self.analyzer)
+        out = []
+        for claim, ranking in zip(claims, self.rank(claims, self.k)):
+            query = set(terms_of(claim))
+            hits = []
+            for rank, (row, score) in enumerate(zip(ranking.rows.tolist(), ranking.scores.tolist()), 1):
+                hits.append(Hit(row, self.index.ids[row], float(score), {
+                    "tfidf": float(score), "rank": rank,
+                    "shared_terms": sorted(query.intersection(terms_of(self.index.text(row)))),
+                }))
+            out.append(Selection(hits, "ranked", {"params": self.params()}))
+        return out
