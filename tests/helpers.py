@@ -21,6 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository
 DEMO = ROOT / "data" / "demo"
+TEST_DATA = ROOT / "tests" / "data"  # small files written for the tests (see each folder's README)
 SHARED = Path(os.environ.get("FACTCHECK_SHARED_DATA", ROOT.parent / "shared" / "data"))
 DEMO_PASSAGES = json.loads((DEMO / "evidence.json").read_text(encoding="utf-8"))  # id -> text
 DEMO_CLAIM = "Burning fossil fuels is the biggest source of human carbon dioxide emissions."
@@ -141,7 +142,8 @@ def written_files(run: Path) -> dict[str, str]:
 def in_process(*args):
     """``factcheck ARGS`` in this process (the same code as ``python -m factcheck`` minus
     interpreter start-up): a CompletedProcess-like result for ``assert_one_line_error``.
-    An exception escaping ``main`` -- a traceback -- fails the test by itself."""
+    An exception escaping ``main`` -- a traceback -- fails the test by itself; argparse's
+    refusal (``SystemExit``) is the exit status it carries."""
     import contextlib
     import io
     from types import SimpleNamespace
@@ -149,7 +151,10 @@ def in_process(*args):
     from factcheck.cli import main
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in args])
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:  # a usage error: argparse printed one line and exits
+            code = exc.code
     return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 

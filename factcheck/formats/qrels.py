@@ -194,7 +194,7 @@ def read_qrels(path) -> dict[str, dict[str, int]]:
             if width not in (3, 4):
                 raise InputError(path, place, f"expected TREC qrels (qid iter docid grade) or BEIR qrels "
                                  f"(query-id corpus-id score), found {len(fields)} fields")
-            if width == 3 and not _is_int(fields[2]):  # the BEIR header (any names)
+            if width == 3 and not _is_number(fields[2]):  # the BEIR header (any names)
                 continue
         if len(fields) != width:
             raise InputError(path, place, f"expected {width} fields like the first line, found {len(fields)}")
@@ -211,6 +211,14 @@ def read_qrels(path) -> dict[str, dict[str, int]]:
     if not out:
         raise InputError(path, None, "no judgments")
     return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_int(text: str) -> bool:

@@ -9,6 +9,8 @@ The chunked corpus is itself tagged by the offline job (as a JSONL source with i
 ``<passage id>#<chunk>``) so the tag rule works on chunks exactly as on passages. The
 chunk index is a derived cache of the passage index (``DIR/chunks/w<window>-o<overlap>/``,
 see :class:`~factcheck.tagging.derived.DerivedCache`): built once, checked before reuse.
+A retriever that reads passage vectors (the open mode's) gets the chunks' own, embedded
+into the chunk index on first use (``.../index/vectors/``, verified by its own manifest).
 """
 
 from __future__ import annotations
@@ -160,6 +162,12 @@ class ChunkedRetriever(Retriever):
             f"chunks/w{self.window}-o{self.overlap}", key,
             lambda folder: _tag_chunks(chunks, index.ids, tag_params, folder),
             lambda folder: TagIndex.load(folder / "index"))
+        if getattr(self.inner, "needs_vectors", False):
+            # The open mode's retrievers embed the chunks too, with the passages' own model.
+            from factcheck.tagging.vectors import PassageVectorJob, read_vectors_manifest
+            model = read_vectors_manifest(index.root, index.manifest)["model"]
+            PassageVectorJob(progress=False, embedding_model=model).run(self.chunk_index_.root,
+                                                                       self.chunk_index_.manifest)
         self.inner_ = clone(self.inner).fit(self.chunk_index_)
 
     def _rank(self, texts: list[str], depth: int) -> list[TopK]:
@@ -168,7 +176,9 @@ class ChunkedRetriever(Retriever):
         # retriever that scores a batch at once (TF-IDF's sparse product) is asked once
         # per depth, not once per claim.
         out: list[TopK | None] = [None] * len(texts)
-        todo, want = list(range(len(texts))), depth
+        # Start as deep as depth passages' worth of chunks on average: fewer rounds.
+        per_passage = -(-len(self.chunks_.owner) // max(len(self.index_), 1))
+        todo, want = list(range(len(texts))), depth * per_passage
         while todo:
             short = []
             for i, r in zip(todo, self.inner_._rank([texts[i] for i in todo], want)):

@@ -76,6 +76,7 @@ class DenseRetriever(Retriever):
 
     name = "dense"
     _unrecorded = ("block_rows",)
+    needs_vectors = True  # fit reads the index's passage vectors (a chunk index gets its own)
 
     def __init__(self, k: int = 4, block_rows: int = 65536):
         self.k = k
@@ -198,6 +199,7 @@ class HybridRetriever(Retriever):
     """
 
     name = "hybrid"
+    needs_vectors = True
 
     def __init__(self, k: int = 4, alpha: float = 0.5, fusion: str = "max", k1: float = 0.9, b: float = 0.4,
                  rrf_depth: int = 1000):

@@ -28,7 +28,8 @@ evidence of 6 of the demo's 8 dev claims without a word; reports/reliability.md)
   and a warm run serve the same object.
 
 A folder that holds a record of its own (a nested cache: the chunk index's ``bm25/``)
-vouches for itself and is left out of its parent's file list.
+vouches for itself and is left out of its parent's file list; so does a chunk index's
+``vectors/`` folder (:mod:`factcheck.tagging.vectors` verifies it against its manifest).
 
 Example
 -------
@@ -65,6 +66,8 @@ __all__ = ["CACHE_FOLDERS", "RECORD", "CacheStatus", "DerivedCache"]
 log = logging.getLogger(__name__)
 
 RECORD = "factcheck-key.json"
+# The passage vectors' layout (store.VECTORS_DIR; named here: store imports this module).
+VECTORS_DIR, VECTORS_MANIFEST = "vectors", "manifest.json"
 #: The folders of an index directory that hold derived caches (one entry per subfolder).
 CACHE_FOLDERS = ("bm25", "rerank", "chunks", "tfidf")
 
@@ -206,10 +209,12 @@ def _files(folder: Path) -> dict[str, str]:
     out = {}
     for dirpath, dirnames, filenames in os.walk(folder):
         here = Path(dirpath)
-        # A nested cache (holding its own record) vouches for itself; a temporary is
-        # an unfinished build. Neither belongs to this entry's list.
+        # A nested cache (holding its own record) vouches for itself, and so do passage
+        # vectors (their manifest checks every shard and the index they belong to); a
+        # temporary is an unfinished build. None belongs to this entry's list.
         dirnames[:] = sorted(d for d in dirnames
-                             if not d.startswith(TMP_PREFIX) and not (here / d / RECORD).is_file())
+                             if not d.startswith(TMP_PREFIX) and not (here / d / RECORD).is_file()
+                             and not (d == VECTORS_DIR and (here / d / VECTORS_MANIFEST).is_file()))
         for name in sorted(filenames):
             if here == folder and name == RECORD:
                 continue
