@@ -41,6 +41,9 @@ def method_list(text: str) -> tuple[str, ...]:
 
 def add_selftest(p):
     add_source_args(p)
+    for action in p._actions:  # the shared source argument, named for this command
+        if action.dest == "evidence":
+            action.metavar, action.help = "CORPUS", "the collection: .csv (or .tsv) or .jsonl, one row a document"
     p.add_argument("--query-column", required=True,
                    help="the column (field) holding each row's query, e.g. title: not part of the indexed text")
     p.add_argument("--method", type=method_list, default=None,

@@ -50,7 +50,23 @@ QUERY_BATCH = 1000
 def rank_queries(retriever, queries: dict[str, str], depth: int = DEPTH, progress: bool | None = None) -> dict:
     """``{qid: [(docid, score), ...]}``: each query's top ``depth`` documents in rank
     order (ties by corpus order), documents scoring exactly 0 left out (see the module
-    docstring). ``retriever`` is fitted; a chunked one answers with documents.
+    docstring).
+
+    Parameters
+    ----------
+    retriever : Retriever
+        Fitted; a chunked one answers with documents.
+    queries : dict
+        ``{qid: text}``.
+    depth : int
+        Documents ranked per query.
+    progress : bool or None
+        A progress bar (``None``: on a terminal).
+
+    Returns
+    -------
+    dict
+        The run, in the queries' order.
 
     Example
     -------
@@ -226,6 +242,20 @@ def write_self_retrieval(result: dict, out) -> tuple[Path, Path]:
 def search(retriever, texts: list[str], k: int = 10) -> list[list[dict]]:
     """The top ``k`` documents for each free-text query: ``rank``, ``id``, ``score``,
     ``text`` (and ``title`` when the index has titles); documents scoring 0 are left out.
+
+    Parameters
+    ----------
+    retriever : Retriever
+        Fitted to the index to search.
+    texts : list of str
+        The queries.
+    k : int
+        Documents per query.
+
+    Returns
+    -------
+    list of list of dict
+        One list of hits per query, best first.
 
     Example
     -------

@@ -333,17 +333,18 @@ def stable_top_sparse(rows: np.ndarray, scores: np.ndarray, n: int, depth: int) 
     (distinct, any order) and 0 elsewhere, without building it: what a sparse product's
     row gives. Scores must not be negative.
     """
-    rows = np.asarray(rows, dtype=np.int64)
-    scores = np.asarray(scores)
+    # Called once per query on a product's row: few numpy calls, most on <= depth entries.
+    rows, vals = np.asarray(rows), np.asarray(scores)
     depth = min(depth, n)
-    positive = scores > 0
-    rows, vals = rows[positive], scores[positive]
+    if len(vals) and vals.min() <= 0:
+        positive = vals > 0
+        rows, vals = rows[positive], vals[positive]
     if len(rows) > depth:
         cut = np.partition(vals, len(vals) - depth)[len(vals) - depth]
         keep = vals >= cut
         rows, vals = rows[keep], vals[keep]
     order = np.lexsort((rows, -vals))[:depth]
-    rows, vals = rows[order], vals[order]
+    rows, vals = rows[order].astype(np.int64), vals[order]
     if len(rows) < depth:  # zero-score rows follow in corpus order
         first = np.arange(min(n, depth + len(rows)), dtype=np.int64)
         zeros = first[~np.isin(first, rows)][: depth - len(rows)]

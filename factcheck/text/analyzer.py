@@ -28,9 +28,10 @@ from factcheck.text.stopwords import ENGLISH_STOP_WORDS
 _WORD_RUNS = re.compile(r"\w+")
 _LETTER_DIGIT_RUNS = re.compile(r"[^\W_]+")  # \w without the underscore
 
-#: The analyzers by name: ``"stems"`` (the project's Porter stems, what tagging and BM25
-#: read) and ``"plain"`` (lower-cased letter/digit tokens, no stemming).
-ANALYZERS = ("stems", "plain")
+#: The analyzers by name: ``"plain"`` (lower-cased letter/digit tokens, no stemming: the
+#: TF-IDF retriever's default) and ``"stems"`` (the project's Porter stems, what tagging
+#: and BM25 read).
+ANALYZERS = ("plain", "stems")
 
 
 def stem_token(token: str) -> str:
