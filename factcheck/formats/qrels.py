@@ -194,12 +194,12 @@ def read_qrels(path) -> dict[str, dict[str, int]]:
             if width not in (3, 4):
                 raise InputError(path, place, f"expected TREC qrels (qid iter docid grade) or BEIR qrels "
                                  f"(query-id corpus-id score), found {len(fields)} fields")
-            if width == 3 and not _is_number(fields[2]):  # the BEIR header (any names)
+            if width == 3 and not _parses(float, fields[2]):  # the BEIR header (any names)
                 continue
         if len(fields) != width:
             raise InputError(path, place, f"expected {width} fields like the first line, found {len(fields)}")
         qid, docid, grade = (fields[0], fields[1], fields[2]) if width == 3 else (fields[0], fields[2], fields[3])
-        if not _is_int(grade):
+        if not _parses(int, grade):
             raise InputError(path, place, f"the relevance grade must be an integer, got {grade!r}")
         check_unicode(path, place, qid + docid, "the line")
         key = (qid, docid)
@@ -213,17 +213,10 @@ def read_qrels(path) -> dict[str, dict[str, int]]:
     return out
 
 
-def _is_number(text: str) -> bool:
+def _parses(kind, text: str) -> bool:
+    """Whether ``kind(text)`` (``int``, ``float``) accepts ``text``."""
     try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _is_int(text: str) -> bool:
-    try:
-        int(text)
+        kind(text)
     except ValueError:
         return False
     return True

@@ -95,11 +95,16 @@ def rank_queries(retriever, queries: dict[str, str], depth: int = DEPTH, progres
 def read_query_column(source: SourceSpec, query_column: str) -> tuple[list[str], list[str]]:
     """(ids, query texts) of every row of a CSV or JSONL source, in file order, read with
     the source's own reader (same rows, same ids, same errors) from ``query_column``."""
-    if source.format == "course":
-        raise InputError(source.path, None, "a self-retrieval test reads its queries from a column: "
-                         "give a CSV or JSONL collection (with --query-column)", param="query_column")
-    if query_column in (source.id_column, source.text_column):
-        raise InputError(None, query_column, "the query column must differ from the id and text columns "
+    # Only the formats with named columns: a fixed-field format would read its text field
+    # whatever the column asked for, and every query would find itself trivially.
+    if source.format not in ("csv", "jsonl"):
+        raise InputError(source.path, None, f"a self-retrieval test reads its queries from a column: give a "
+                         f"CSV or JSONL collection, not {source.format} (with --query-column)", param="query_column")
+    indexed = {source.id_column, source.text_column}
+    if getattr(source, "index_titles", False):  # a title indexed with the text is no query either
+        indexed.add(getattr(source, "title_column", None))
+    if query_column in indexed:
+        raise InputError(None, query_column, "the query column must not be the id or an indexed column "
                          "(a query that is the indexed text finds itself trivially)", param="query_column")
     ids, queries = [], []
     for batch_ids, batch_queries in iter_passage_batches(replace(source, text_column=query_column)):
@@ -228,12 +233,13 @@ def _check_selftest_method(method: str, mode: str) -> str:
 
 
 def write_self_retrieval(result: dict, out) -> tuple[Path, Path]:
-    """``OUT/selftest.json`` and ``OUT/selftest.md`` (each written atomically)."""
+    """``OUT/selftest.md`` and ``OUT/selftest.json`` (each written atomically; the JSON,
+    what programs read, last)."""
     from factcheck.reporting.workbench import self_retrieval_markdown
     out = Path(out)
     json_path, md_path = out / "selftest.json", out / "selftest.md"
-    write_json_atomic(json_path, result)
     write_text_atomic(md_path, self_retrieval_markdown(result))
+    write_json_atomic(json_path, result)
     return json_path, md_path
 
 
@@ -262,14 +268,16 @@ def search(retriever, texts: list[str], k: int = 10) -> list[list[dict]]:
     >>> search(TfidfRetriever().fit(index), ["long context versus retrieval"], k=3)[0][0]["id"]  # doctest: +SKIP
     """
     index = retriever.index
-    title_of = getattr(index, "title", None)  # passage titles, when the index keeps them
+    # Passage titles, when the index keeps them (BEIR, FEVER): shown beside the body.
+    title_of = getattr(index, "title", None)
+    body_of = getattr(index, "body", index.text)
     out = []
     for ranking in retriever.rank(list(texts), k):
         hits = []
         for rank, (row, score) in enumerate(zip(ranking.rows.tolist(), ranking.scores.tolist()), 1):
             if score == 0:
                 continue
-            hit = {"rank": rank, "id": index.ids[row], "score": score, "text": index.text(row)}
+            hit = {"rank": rank, "id": index.ids[row], "score": score, "text": body_of(row)}
             title = title_of(row) if callable(title_of) else None
             if title:
                 hit["title"] = title
