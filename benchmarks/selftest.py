@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gc
+import heapq
 import math
 import re
 import shutil
@@ -103,19 +105,15 @@ def reference_rankings(texts: list[str], queries: list[str], window: int | None 
             q = weights[t] / norm
             for unit, w in postings[t]:
                 scores[unit] += q * w
+        # a document's best chunk (the first such chunk on ties); whole documents: itself
         best = {}
         for unit, s in scores.items():
             doc = owner[unit]
-            if s > best.get(doc, 0.0):
-                best[doc] = s
-        # ties: the document whose first best chunk comes first (corpus order of chunks)
-        first_chunk = {}
-        for unit, s in scores.items():
-            doc = owner[unit]
-            if s == best[doc] and (doc not in first_chunk or unit < first_chunk[doc]):
-                first_chunk[doc] = unit
-        ranked = sorted(best.items(), key=lambda ds: (-ds[1], first_chunk[ds[0]]))
-        out.append([(doc, s) for doc, s in ranked[:depth] if s > 0])
+            held = best.get(doc)
+            if held is None or s > held[0] or (s == held[0] and unit < held[1]):
+                best[doc] = (s, unit)
+        top = heapq.nsmallest(depth, best.items(), key=lambda item: (-item[1][0], item[1][1]))
+        out.append([(doc, s) for doc, (s, _) in top if s > 0])
     return out
 
 
@@ -138,8 +136,11 @@ def ours_rankings(index, queries: list[str], window: int | None) -> list[list[tu
     if window:
         retriever = ChunkedRetriever(retriever, window, OVERLAP)
     retriever.fit(index)
-    return [[(r, s) for r, s in zip(rk.rows.tolist(), rk.scores.tolist()) if s != 0]
-            for rk in retriever.rank(queries, DEPTH)]
+    out = []
+    for rk in retriever.rank(queries, DEPTH):
+        matched = rk.scores != 0
+        out.append(list(zip(rk.rows[matched].tolist(), rk.scores[matched].tolist())))
+    return out
 
 
 def same_rankings(ours, reference) -> tuple[bool, float]:
@@ -153,9 +154,17 @@ def same_rankings(ours, reference) -> tuple[bool, float]:
 
 
 def timed(fn, *args):
-    wall, cpu = time.perf_counter(), time.process_time()
-    out = fn(*args)
-    return out, time.perf_counter() - wall, time.process_time() - cpu
+    """(result, wall s, CPU s) of ``fn(*args)``, with Python's cyclic garbage collector
+    paused (as ``timeit`` pauses it): its passes over whatever the previous call left
+    alive would be charged to whichever side happens to allocate next."""
+    gc.collect()
+    gc.disable()
+    try:
+        wall, cpu = time.perf_counter(), time.process_time()
+        out = fn(*args)
+        return out, time.perf_counter() - wall, time.process_time() - cpu
+    finally:
+        gc.enable()
 
 
 def read_rows(path: Path, id_column: str, text_column: str, query_column: str):

@@ -85,7 +85,9 @@ def rank_queries(retriever, queries: dict[str, str], depth: int = DEPTH, progres
         for at in range(0, len(qids), QUERY_BATCH):
             batch = texts[at:at + QUERY_BATCH]
             for qid, ranking in zip(qids[at:at + QUERY_BATCH], retriever.rank(batch, depth)):
-                run[qid] = [(ids[r], s) for r, s in zip(ranking.rows.tolist(), ranking.scores.tolist()) if s != 0]
+                matched = ranking.scores != 0
+                run[qid] = list(zip(map(ids.__getitem__, ranking.rows[matched].tolist()),
+                                    ranking.scores[matched].tolist()))
             bar.update(len(batch))
     return run
 

@@ -8,13 +8,14 @@ from collections import Counter
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings, strategies as st
 
 from helpers import DEMO
 from factcheck.errors import InputError
 from factcheck.formats.evidence import source_spec
 from factcheck.retrieval import tfidf as tfidf_module
-from factcheck.retrieval.base import stable_top, stable_top_sparse
+from factcheck.retrieval.base import stable_top, stable_top_rows, stable_top_sparse
 from factcheck.retrieval.chunking import ChunkedRetriever, chunk_passages
 from factcheck.retrieval.tfidf import TfidfModel, TfidfRetriever
 from factcheck.tagging.counting import count_terms
@@ -224,6 +225,25 @@ def test_stable_top_sparse_is_stable_top_of_the_dense_vector(n, depth, data):
     got = stable_top_sparse(np.array(rows, dtype=np.int64)[::-1], np.array(values)[::-1], n, depth)
     want = stable_top(dense, depth)
     assert got.rows.tolist() == want.rows.tolist() and got.scores.tolist() == want.scores.tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(n_rows=st.integers(1, 6), n=st.integers(1, 300), depth=st.integers(1, 60), seed=st.integers(0, 2**32 - 1))
+def test_stable_top_rows_is_stable_top_of_every_dense_row(n_rows, n, depth, seed):
+    # Rows of very different lengths, heavy ties, stored zeros, entries in any order.
+    rng = np.random.default_rng(seed)
+    dense = np.where(rng.random((n_rows, n)) < rng.random((n_rows, 1)), rng.choice([0.0, 0.5, 1.0, 1.5, 3.0], (n_rows, n)),
+                     0.0)
+    m = sp.csr_matrix(dense)
+    m.data[rng.random(m.nnz) < 0.1] = 0.0  # stored zeros, as a product can hold
+    dense = m.toarray()
+    for r in range(n_rows):  # columns out of order within each row
+        a, b = m.indptr[r], m.indptr[r + 1]
+        perm = rng.permutation(b - a) + a
+        m.indices[a:b], m.data[a:b] = m.indices[perm], m.data[perm]
+    for got, row in zip(stable_top_rows(m, depth), dense):
+        want = stable_top(row, depth)
+        assert got.rows.tolist() == want.rows.tolist() and got.scores.tolist() == want.scores.tolist()
 
 
 def test_the_plain_analyzer():
