@@ -115,8 +115,9 @@ def add_search(p):
 
 
 def add_evaluate_retrieval(p):
-    p.add_argument("--queries", type=Path, required=True,
-                   help="queries: BEIR queries.jsonl ({\"_id\", \"text\"} a line) or qid<TAB>text .tsv")
+    p.add_argument("--queries", type=Path, default=None,
+                   help="queries: BEIR queries.jsonl ({\"_id\", \"text\"} a line) or qid<TAB>text .tsv "
+                        "(needed with --index)")
     p.add_argument("--qrels", type=Path, required=True,
                    help="judgments: TREC qrels (qid iter docid grade) or BEIR qrels TSV (header optional)")
     src = p.add_mutually_exclusive_group(required=True)
@@ -138,8 +139,11 @@ def add_evaluate_retrieval(p):
         if args.run is not None:
             result = _score_run_file(args, qrels)
         else:
+            from factcheck.errors import InputError
             from factcheck.pipeline.workbench import judged_retrieval
             from factcheck.tagging.index import TagIndex
+            if args.queries is None:
+                raise InputError(None, None, "needed with --index (the texts of the judged queries)", param="queries")
             if args.run_out:
                 check_outputs([args.run_out], [args.index, args.queries, args.qrels, args.rerank_model])
             queries = read_queries(args.queries)

@@ -189,8 +189,7 @@ def test_judged_queries_on_a_beir_folder_equal_ir_measures(tmp_path, beir_index,
     back = read_trec_run(run_out)
     assert {q: [d for d, _ in r] for q, r in ours.items() if r} == {q: [d for d, _ in r] for q, r in back.items()}
     # Scoring the written run file gives the same numbers.
-    again = in_process("evaluate-retrieval", "--run", run_out, "--queries", BEIR / "queries.jsonl",
-                       "--qrels", BEIR / "qrels" / "test.tsv", "--json")
+    again = in_process("evaluate-retrieval", "--run", run_out, "--qrels", BEIR / "qrels" / "test.tsv", "--json")
     assert json.loads(again.stdout)["metrics"] == result["metrics"]
 
 
@@ -203,6 +202,8 @@ def test_judged_queries_print_a_table(beir_index):
 
 
 def test_judged_queries_bad_input_is_one_line(tmp_path, beir_index):
+    no_queries = in_process("evaluate-retrieval", "--index", beir_index, "--qrels", BEIR / "qrels" / "test.tsv")
+    assert_one_line_error(no_queries, "--queries", "needed with --index")
     qrels = tmp_path / "qrels.tsv"
     qrels.write_text("q1\td1\t1\nq99\td2\t1\n")
     proc = in_process("evaluate-retrieval", "--index", beir_index, "--queries", BEIR / "queries.jsonl",
