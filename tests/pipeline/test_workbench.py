@@ -267,3 +267,24 @@ def test_arxiv_self_retrieval_reproduces_the_independent_figures(tmp_path):
         assert np.allclose(values, expected, rtol=0, atol=0.01), (units, values)
     # BM25 with the project's stems, beside it: better than the TF-IDF cosine here.
     assert got[("bm25", "whole")]["recall@1"]["value"] > got[("tfidf", "whole")]["recall@1"]["value"] + 0.03
+
+
+def test_the_python_example_of_the_workbench_page_runs(tmp_path):
+    import contextlib
+    import io
+    import os
+    import re
+
+    from helpers import ROOT
+    page = (ROOT / "docs" / "workbench.md").read_text("utf-8")
+    (block,) = re.findall(r"```python\n(.*?)```", page, flags=re.S)
+    code = block.replace('"out/papers-index"', repr(str(tmp_path / "papers-index")))
+    out, cwd = io.StringIO(), os.getcwd()
+    os.chdir(ROOT)  # the page says: from the repository root
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, "docs/workbench.md", "exec"), {})
+    finally:
+        os.chdir(cwd)
+    first, second = out.getvalue().splitlines()
+    assert first.startswith("[('tfidf', 'whole', ") and second.startswith("('p08', ") and second.endswith(" 1.0")
