@@ -250,9 +250,13 @@ def synthetic_csv(rows: int, queries: int, path: Path, seed: int = 24) -> Path:
     _, texts, _ = read_rows(ARXIV, "index", "abstract", "title")
     words = [w for t in texts for w in t.split()]
     vocab, counts = np.unique(np.array(words, dtype=object), return_counts=True)
-    p = counts / counts.sum()
+    cdf = np.cumsum(counts) / counts.sum()
     lengths = np.array([len(t.split()) for t in texts])
     rng = np.random.default_rng(seed)
+
+    def draw(size):  # the unigram distribution, by inverting its CDF (choice(p=) recomputes it per call)
+        return vocab[np.minimum(np.searchsorted(cdf, rng.random(size), side="right"), len(vocab) - 1)].tolist()
+
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     with open(tmp, "w", newline="", encoding="utf-8") as fh:
@@ -260,9 +264,8 @@ def synthetic_csv(rows: int, queries: int, path: Path, seed: int = 24) -> Path:
         w.writerow(["id", "title", "abstract"])
         step = max(rows // queries, 1)
         for i in range(rows):
-            abstract = vocab[rng.choice(len(vocab), size=int(rng.choice(lengths)), p=p)].tolist()
-            title = [abstract[j] for j in rng.choice(len(abstract), size=5)] + \
-                vocab[rng.choice(len(vocab), size=3, p=p)].tolist()
+            abstract = draw(int(rng.choice(lengths)))
+            title = [abstract[j] for j in rng.choice(len(abstract), size=5)] + draw(3)
             w.writerow([f"s{i}", " ".join(title) if i % step == 0 else "", " ".join(abstract)])
     tmp.rename(path)
     return path
