@@ -122,7 +122,8 @@ def add_evaluate_retrieval(p):
                    help="judgments: TREC qrels (qid iter docid grade) or BEIR qrels TSV (header optional)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--index", type=Path, help="tag index directory to rank (from factcheck tag)")
-    src.add_argument("--run", type=Path, help="score this TREC run file instead of ranking (e.g. a Pyserini run)")
+    src.add_argument("--trec-run", type=Path,
+                     help="score this TREC run file instead of ranking (e.g. a Pyserini run)")
     add_retriever_args(p)
     p.add_argument("--depth", type=positive_int, default=1000,
                    help="documents ranked per query (default: 1000, as TREC and BEIR runs)")
@@ -136,7 +137,7 @@ def add_evaluate_retrieval(p):
         from factcheck.formats.qrels import read_qrels, read_queries
         from factcheck.reporting.workbench import judged_markdown
         qrels = read_qrels(args.qrels)
-        if args.run is not None:
+        if args.trec_run is not None:
             result = _score_run_file(args, qrels)
         else:
             from factcheck.errors import InputError
@@ -157,14 +158,14 @@ def add_evaluate_retrieval(p):
 
 
 def _score_run_file(args, qrels) -> dict:
-    """``--run FILE``: a TREC run scored as trec_eval reads it (no index, no retriever)."""
+    """``--trec-run FILE``: a TREC run scored as trec_eval reads it (no index, no retriever)."""
     from factcheck.errors import InputError
     from factcheck.evaluation.ir_metrics import judged_metrics
     from factcheck.formats.qrels import read_trec_run
     if args.run_out:
         raise InputError(None, None, "only with --index (a run file is scored, not rewritten)", param="run_out")
-    run = read_trec_run(args.run)
+    run = read_trec_run(args.trec_run)
     scored = judged_metrics(run, qrels, args.cutoffs)
     return {"queries": scored["queries"], "skipped_unjudged": scored["unjudged"], "judged_not_in_index": 0,
-            "depth": scored["depth"], "retriever": {"method": f"run file {args.run.name}"},
+            "depth": scored["depth"], "retriever": {"method": f"run file {args.trec_run.name}"},
             "no_match": len(scored["missing"]), "metrics": {k: v.to_json() for k, v in scored["metrics"].items()}}

@@ -189,7 +189,7 @@ def test_judged_queries_on_a_beir_folder_equal_ir_measures(tmp_path, beir_index,
     back = read_trec_run(run_out)
     assert {q: [d for d, _ in r] for q, r in ours.items() if r} == {q: [d for d, _ in r] for q, r in back.items()}
     # Scoring the written run file gives the same numbers.
-    again = in_process("evaluate-retrieval", "--run", run_out, "--qrels", BEIR / "qrels" / "test.tsv", "--json")
+    again = in_process("evaluate-retrieval", "--trec-run", run_out, "--qrels", BEIR / "qrels" / "test.tsv", "--json")
     assert json.loads(again.stdout)["metrics"] == result["metrics"]
 
 
