@@ -139,7 +139,13 @@ def judged_metrics(run: dict, qrels: dict, ks=DEFAULT_KS, ndcg_cutoff: int = NDC
 
     Example
     -------
-    See the module docstring.
+    >>> run = {"q1": [("d1", 3.0), ("d2", 2.0), ("d3", 1.0)], "q2": [("d9", 1.0)]}
+    >>> qrels = {"q1": {"d2": 1, "d3": 2}, "q2": {"d4": 1}, "q3": {"d1": 1}}
+    >>> scored = judged_metrics(run, qrels, ks=(1, 5))
+    >>> scored["queries"], scored["missing"], scored["metrics"]["recall@5"].value
+    (3, ['q3'], 0.3333333333333333)
+    >>> scored["per_query"]["mrr"]
+    {'q1': 0.5, 'q2': 0.0, 'q3': 0.0}
     """
     values = per_query(run, qrels, ks, ndcg_cutoff, mrr_cutoff)
     estimates = bootstrap_means({name: list(v.values()) for name, v in values.items()})

@@ -261,7 +261,15 @@ def write_trec_run(path, run: dict, tag: str = "factcheck") -> int:
 
     Example
     -------
-    See the module docstring.
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> path = Path(tempfile.mkdtemp()) / "run.trec"
+    >>> write_trec_run(path, {"q1": [("d2", 1.5), ("d9", 1.5), ("d1", 0.25)]}, tag="demo")
+    3
+    >>> print(path.read_text(), end="")  # the tie: d9 just below d2, so trec_eval keeps our order
+    q1 Q0 d2 1 1.5 demo
+    q1 Q0 d9 2 1.4999998807907104 demo
+    q1 Q0 d1 3 0.25 demo
     """
     path = Path(path)
     check_trec_id(tag, "the run tag", path)
@@ -303,7 +311,12 @@ def read_trec_run(path) -> dict[str, list[tuple[str, float]]]:
 
     Example
     -------
-    See the module docstring.
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> path = Path(tempfile.mkdtemp()) / "run.trec"
+    >>> _ = path.write_text("q1 Q0 d1 1 0.5 x\\nq1 Q0 d7 2 0.9 x\\nq1 Q0 d3 3 0.5 x\\n")
+    >>> read_trec_run(path)  # score descending, ties by docid descending; ranks ignored
+    {'q1': [('d7', 0.9), ('d3', 0.5), ('d1', 0.5)]}
     """
     path = Path(path)
     run: dict[str, list[tuple[str, float]]] = {}

@@ -70,13 +70,16 @@ def rank_queries(retriever, queries: dict[str, str], depth: int = DEPTH, progres
 
     Example
     -------
-    >>> run = rank_queries(TfidfRetriever().fit(index), {"q1": "sea level rise"}, depth=10)  # doctest: +SKIP
-    >>> run["q1"][:2]                                                                       # doctest: +SKIP
-    [('doc-17', 0.41), ('doc-3', 0.38)]
+    >>> import factcheck
+    >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
+    >>> tfidf = factcheck.TfidfRetriever().fit(index)
+    >>> run = rank_queries(tfidf, {"q1": "Sea levels are rising.", "q2": "Arctic ice is melting."}, depth=3)
+    >>> [(docid, round(score, 3)) for docid, score in run["q1"]]
+    [('evidence-39', 0.428), ('evidence-27', 0.166), ('evidence-8', 0.15)]
     """
     from tqdm.auto import tqdm
 
-    ids = retriever.index.ids
+    ids = retriever.index_.ids
     qids, texts = list(queries), list(queries.values())
     run: dict[str, list[tuple[str, float]]] = {}
     # progress None: bars on a terminal only (tqdm's disable=None), as the tagging job's
@@ -156,11 +159,20 @@ def self_retrieval(source: SourceSpec, query_column: str, methods=SELFTEST_METHO
 
     Example
     -------
-    >>> from factcheck.formats.evidence import source_spec
-    >>> spec = source_spec("arxiv-abstracts.csv", id_column="index", text_column="abstract")   # doctest: +SKIP
-    >>> result = self_retrieval(spec, "title")                                                 # doctest: +SKIP
-    >>> result["results"][0]["metrics"]["recall@1"]["value"]                                    # doctest: +SKIP
-    0.858
+    >>> from pathlib import Path
+    >>> import factcheck
+    >>> csv = Path("out/papers.csv")
+    >>> csv.parent.mkdir(exist_ok=True)
+    >>> _ = csv.write_text("id,title,abstract\\n"
+    ...     'p1,Sea level rise,"Global mean sea level rose about 20 cm over the last century."\\n'
+    ...     'p2,Arctic sea ice decline,"Satellites show Arctic sea ice in September shrinking each decade."\\n'
+    ...     'p3,Carbon dioxide and crop growth,"More carbon dioxide can increase photosynthesis in crops."\\n')
+    >>> spec = factcheck.source_spec(csv, id_column="id", text_column="abstract")
+    >>> result = self_retrieval(spec, "title", chunk_window=6, chunk_overlap=2, progress=False)
+    >>> result["corpus"]["rows"], result["corpus"]["chunks"], result["queries"]
+    (3, 7, 3)
+    >>> [(r["method"], r["units"], r["metrics"]["recall@1"]["value"]) for r in result["results"]]
+    [('tfidf', 'whole', 1.0), ('tfidf', 'chunks', 1.0), ('bm25', 'whole', 1.0), ('bm25', 'chunks', 1.0)]
     """
     from factcheck.retrieval.registry import check_mode
     from factcheck.tagging.index import TagIndex
@@ -202,7 +214,7 @@ def self_retrieval(source: SourceSpec, query_column: str, methods=SELFTEST_METHO
                 scored = judged_metrics(run, qrels, ks)
                 units = len(index)
                 if window:
-                    chunks = units = len(retriever.chunks.owner)
+                    chunks = units = len(retriever.chunks_.owner)
                 results.append({
                     "method": method, "units": "chunks" if window else "whole",
                     "chunk_window": window, "chunk_overlap": chunk_overlap if window else None,
@@ -267,9 +279,13 @@ def search(retriever, texts: list[str], k: int = 10) -> list[list[dict]]:
 
     Example
     -------
-    >>> search(TfidfRetriever().fit(index), ["long context versus retrieval"], k=3)[0][0]["id"]  # doctest: +SKIP
+    >>> import factcheck
+    >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
+    >>> hit = search(factcheck.TfidfRetriever().fit(index), ["Arctic ice is melting."], k=2)[0][1]
+    >>> hit["rank"], hit["id"], round(hit["score"], 3), hit["text"][:40]
+    (2, 'evidence-5', 0.26, 'Arctic sea ice extent in September has d')
     """
-    index = retriever.index
+    index = retriever.index_
     # Passage titles, when the index keeps them (BEIR, FEVER): shown beside the body.
     title_of = getattr(index, "title", None)
     body_of = getattr(index, "body", index.text)
@@ -313,6 +329,8 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
         Write the run here (TREC format, scores strictly decreasing).
     tag : str or None
         The run's tag (default: the method's name).
+    progress : bool or None
+        A progress bar (``None``: on a terminal).
     queries_path, qrels_path : str or Path or None
         The files the dicts came from, for error messages.
 
@@ -325,9 +343,16 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
 
     Example
     -------
-    >>> from factcheck.formats.qrels import read_queries, read_qrels
-    >>> result = judged_retrieval(TfidfRetriever().fit(index), read_queries("queries.jsonl"),   # doctest: +SKIP
-    ...                           read_qrels("qrels/test.tsv"))
+    >>> import factcheck
+    >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
+    >>> queries = {"q1": "Sea levels are rising.", "q2": "Arctic ice is melting.", "q3": "not judged"}
+    >>> qrels = {"q1": {"evidence-8": 1, "evidence-39": 0}, "q2": {"evidence-5": 2, "evidence-7": 1}}
+    >>> result = judged_retrieval(factcheck.TfidfRetriever().fit(index), queries, qrels, depth=10,
+    ...                           run_out="out/demo.trec", progress=False)
+    >>> result["queries"], result["skipped_unjudged"], round(result["metrics"]["ndcg@10"]["value"], 3)
+    (2, 1, 0.68)
+    >>> open("out/demo.trec").readline()
+    'q1 Q0 evidence-39 1 0.42814268653648513 tfidf\\n'
     """
     missing = [qid for qid in qrels if qid not in queries]
     if missing:
@@ -338,13 +363,13 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
         check_trec_id(tag or retriever.name, "the run tag", run_out)
         for qid in judged:
             check_trec_id(qid, "query id", run_out)
-        for docid in retriever.index.ids:
+        for docid in retriever.index_.ids:
             check_trec_id(docid, "document id", run_out)
-    row_of = retriever.index.row_of
+    row_of = retriever.index_.row_of
     absent = sum(docid not in row_of for docs in qrels.values() for docid, grade in docs.items() if grade >= 1)
     if absent:
         warnings.warn(FactcheckWarning(
-            f"{absent} relevant judged documents are not in the index {retriever.index.root}: they count as "
+            f"{absent} relevant judged documents are not in the index {retriever.index_.root}: they count as "
             "relevant and can never be retrieved"), stacklevel=2)
     run = rank_queries(retriever, judged, depth, progress)
     scored = judged_metrics(run, qrels, ks)

@@ -95,7 +95,7 @@ def make_retriever(method: str, params: dict | None = None, chunk_window: int | 
     >>> make_retriever("dense")
     Traceback (most recent call last):
     ...
-    factcheck.errors.InputError: method: 'dense' is an open-mode retriever (pretrained embeddings); the course mode offers tags, bm25, rerank (or use mode open)
+    factcheck.errors.InputError: method: 'dense' is an open-mode retriever (pretrained embeddings); the course mode offers tags, bm25, rerank, tfidf (or use mode open)
     """
     params = {k: v for k, v in (params or {}).items() if v is not None}
     check_method(method, mode, embedding_model=embedding_model)

@@ -27,11 +27,7 @@ The matrices are derived once per tag index and cached next to it
 (``DIR/tfidf/<analyzer>/``, a :class:`~factcheck.tagging.derived.DerivedCache` entry:
 arrays only, sha256-checked before every load).
 
-Example
--------
->>> from factcheck.tagging.index import TagIndex
->>> tfidf = TfidfRetriever(k=3).fit(TagIndex.load("out/index"))          # doctest: +SKIP
->>> tfidf.rank("how much does long context cost", depth=5)[0].rows       # doctest: +SKIP
+:class:`TfidfRetriever` has a running example.
 """
 
 from __future__ import annotations
@@ -41,7 +37,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from factcheck.retrieval.base import Hit, Ranking, Retriever, Selection, stable_top_rows
+from factcheck.errors import check_number
+from factcheck.retrieval.base import Hit, Retriever, Selection, TopK, stable_top_rows
 from factcheck.tagging.counting import count_terms
 from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.packing import pack_strings, unpack_strings
@@ -158,74 +155,101 @@ class TfidfRetriever(Retriever):
         Passages returned per claim by :meth:`retrieve`.
     cache : bool, default True
         Keep the derived matrices in the index directory (``tfidf/<analyzer>/``) and
-        reuse them on the next fit.
+        reuse them on the next fit; never changes a result.
 
     Attributes
     ----------
+    index_ : TagIndex
+        The index fitted to.
     model_ : TfidfModel
-        The fitted space (terms, IDF, postings), after ``fit``.
+        The fitted space (terms, IDF, postings).
+
+    See Also
+    --------
+    BM25Retriever : BM25 over the project's stems.
+    ChunkedRetriever : the same retriever over word windows.
 
     Example
     -------
-    >>> from factcheck.tagging.index import TagIndex
-    >>> tfidf = TfidfRetriever(k=3).fit(TagIndex.load("out/index"))          # doctest: +SKIP
-    >>> [(h.id, round(h.score, 3)) for h in tfidf.retrieve(["sea level rise"])[0].hits]  # doctest: +SKIP
+    >>> import factcheck
+    >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
+    >>> tfidf = factcheck.TfidfRetriever(k=3).fit(index)
+    >>> tfidf
+    TfidfRetriever(k=3)
+    >>> tfidf.get_params()
+    {'analyzer': 'plain', 'cache': True, 'k': 3}
+    >>> selection = tfidf.retrieve("Sea levels are rising.")
+    >>> selection.ids
+    ['evidence-39', 'evidence-27', 'evidence-8']
+    >>> selection.hits[0].explanation
+    {'tfidf': 0.42814268653648513, 'rank': 1, 'shared_terms': ['rising', 'sea']}
+    >>> tfidf.rank("Sea levels are rising.", depth=2).ids
+    ['evidence-39', 'evidence-27']
+    >>> len(tfidf.model_.terms), round(float(tfidf.model_.idf.max()), 3)  # the fitted space
+    (291, 4.02)
+
+    The project's stems match "levels"/"level" and "rising"/"rise", as BM25 does:
+
+    >>> stems = factcheck.TfidfRetriever(analyzer="stems", k=3).fit(index).retrieve("Sea levels are rising.")
+    >>> stems.ids, stems.hits[0].explanation["shared_terms"]
+    (['evidence-8', 'evidence-39', 'evidence-7'], ['level', 'rise', 'sea'])
     """
 
     name = "tfidf"
+    _unrecorded = ("cache",)
 
     def __init__(self, analyzer: str = "plain", k: int = 5, cache: bool = True):
         self.analyzer = analyzer
         self.k = k
         self.cache = cache
 
-    def params(self) -> dict:
-        return {"analyzer": self.analyzer, "k": self.k}
+    def _check_params(self) -> None:
+        check_analyzer(self.analyzer)
+        check_number(self.k, "k", integer=True, low=1)
 
-    def fit(self, index) -> "TfidfRetriever":
-        analyzer = check_analyzer(self.analyzer)
-        self.index = index
+    def _fit(self, index) -> None:
+        analyzer = self.analyzer
         if not self.cache:
             self.model_ = TfidfModel.build(index.texts, analyzer)
-            return self
+            return
         key = {"plan_key": index.manifest.data.get("plan_key"), "passages": len(index), "analyzer": analyzer,
                "version": CACHE_VERSION}
         self.model_ = DerivedCache(index.root).load_or_build(
             f"tfidf/{analyzer}", key, lambda folder: TfidfModel.build(index.texts, analyzer).save(folder),
             TfidfModel.load)
-        return self
 
     def scores(self, claim: str) -> np.ndarray:
         """The cosine of every passage with ``claim`` (float64; zeros for no shared term)."""
+        self._check_fitted()
         return (self.model_.transform([claim]) @ self.model_.postings).toarray()[0]
 
-    def rank(self, claims: list[str], depth: int = 100) -> list[Ranking]:
+    def _rank(self, texts: list[str], depth: int) -> list[TopK]:
         model = self.model_
-        queries = model.transform(claims)
+        queries = model.transform(texts)
         # Upper bound of each query's product entries: the postings it touches.
-        query_of_entry = np.repeat(np.arange(len(claims)), np.diff(queries.indptr))
-        sizes = np.bincount(query_of_entry, weights=model.df[queries.indices], minlength=len(claims))
-        out: list[Ranking] = []
+        query_of_entry = np.repeat(np.arange(len(texts)), np.diff(queries.indptr))
+        sizes = np.bincount(query_of_entry, weights=model.df[queries.indices], minlength=len(texts))
+        out: list[TopK] = []
         start = 0
-        while start < len(claims):
+        while start < len(texts):
             stop, total = start + 1, sizes[start]
-            while stop < len(claims) and total + sizes[stop] <= PRODUCT_BUDGET:
+            while stop < len(texts) and total + sizes[stop] <= PRODUCT_BUDGET:
                 total += sizes[stop]
                 stop += 1
             out += stable_top_rows(queries[start:stop] @ model.postings, depth)
             start = stop
         return out
 
-    def retrieve(self, claims: list[str]) -> list[Selection]:
+    def _retrieve(self, texts: list[str]) -> list[Selection]:
         terms_of = analyzer_of(self.analyzer)
         out = []
-        for claim, ranking in zip(claims, self.rank(claims, self.k)):
+        for claim, ranking in zip(texts, self._rank(texts, self.k)):
             query = set(terms_of(claim))
             hits = []
             for rank, (row, score) in enumerate(zip(ranking.rows.tolist(), ranking.scores.tolist()), 1):
-                hits.append(Hit(row, self.index.ids[row], float(score), {
+                hits.append(Hit(row, self.index_.ids[row], float(score), {
                     "tfidf": float(score), "rank": rank,
-                    "shared_terms": sorted(query.intersection(terms_of(self.index.text(row)))),
+                    "shared_terms": sorted(query.intersection(terms_of(self.index_.text(row)))),
                 }))
             out.append(Selection(hits, "ranked", {"params": self.params()}))
         return out

@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from factcheck.errors import InputError
+from factcheck.errors import check_choice
 from factcheck.text.porter import porter_stemmer
 from factcheck.text.stopwords import ENGLISH_STOP_WORDS
 
@@ -178,10 +178,8 @@ def term_of_token(name: str):
 
 
 def check_analyzer(name: str) -> str:
-    if name not in ANALYZERS:
-        raise InputError(None, None, f"unknown analyzer {name!r}; expected one of {', '.join(ANALYZERS)}",
-                         param="analyzer")
-    return name
+    """``name`` if it is one of :data:`ANALYZERS`, else an InputError naming ``analyzer``."""
+    return check_choice(name, "analyzer", ANALYZERS)
 
 
 def shared_stems(claim_stems: set[str], passage: str) -> list[str]:

@@ -32,7 +32,8 @@ from factcheck.training.rerank import train_reranker
 from helpers import DEMO, needs_open
 
 RETRIEVERS = [factcheck.TagRuleRetriever, factcheck.BM25Retriever, factcheck.RerankRetriever,
-              factcheck.ChunkedRetriever, factcheck.DenseRetriever, factcheck.HybridRetriever]
+              factcheck.ChunkedRetriever, factcheck.DenseRetriever, factcheck.HybridRetriever,
+              factcheck.TfidfRetriever]
 CLAIMS = ["Sea levels are rising.", "The Arctic is cooling.", "", "CO2 is a greenhouse gas."]
 
 
@@ -59,6 +60,7 @@ def non_default(cls):
         factcheck.ChunkedRetriever: dict(inner=factcheck.BM25Retriever(k=2), window=12, overlap=4),
         factcheck.DenseRetriever: dict(k=2, block_rows=7),
         factcheck.HybridRetriever: dict(k=2, alpha=0.25, fusion="rrf", k1=1.5, b=0.5, rrf_depth=50),
+        factcheck.TfidfRetriever: dict(analyzer="stems", k=3, cache=False),
     }[cls]
 
 
@@ -78,6 +80,8 @@ def fitted(index):
         "rerank": train_reranker(index, fit, holdout, configs=(CandidateConfig(memory_k=5),), grid=grid,
                                  progress=False),
         "chunked": factcheck.ChunkedRetriever(factcheck.BM25Retriever(k=2), window=10, overlap=3).fit(index),
+        "tfidf": factcheck.TfidfRetriever(k=3).fit(index),
+        "tfidf+chunks": factcheck.ChunkedRetriever(factcheck.TfidfRetriever(k=2), window=10, overlap=3).fit(index),
     }
 
 
@@ -134,6 +138,7 @@ def test_params_record_is_derived_from_get_params_in_signature_order():
     assert factcheck.BM25Retriever(k=3, cache=False).params() == {"k1": 1.2, "b": 0.75, "k": 3, "method": "lucene"}
     assert list(factcheck.BM25Retriever().params()) == ["k1", "b", "k", "method"]
     assert factcheck.DenseRetriever(k=2, block_rows=9).params() == {"k": 2}
+    assert factcheck.TfidfRetriever(k=3, cache=False).params() == {"analyzer": "plain", "k": 3}
     assert list(factcheck.HybridRetriever().params()) == ["k", "alpha", "fusion", "k1", "b"]
     assert list(factcheck.HybridRetriever(fusion="rrf").params()) == ["k", "alpha", "fusion", "k1", "b", "rrf_depth"]
     chunked = factcheck.ChunkedRetriever(factcheck.BM25Retriever(), window=50, overlap=5)
@@ -179,6 +184,9 @@ BAD = [
     (factcheck.HybridRetriever, dict(fusion="sum"), "fusion", "unknown fusion 'sum'; expected one of max, rrf"),
     (factcheck.HybridRetriever, dict(alpha=2), "alpha", "must be in [0, 1], got 2"),
     (factcheck.HybridRetriever, dict(rrf_depth=0), "rrf_depth", "must be at least 1, got 0"),
+    (factcheck.TfidfRetriever, dict(analyzer="porter"), "analyzer",
+     "unknown analyzer 'porter'; expected one of plain, stems"),
+    (factcheck.TfidfRetriever, dict(k=0), "k", "must be at least 1, got 0"),
 ]
 
 
@@ -261,7 +269,7 @@ def _check_one_or_many(r, index):
     assert r.rank(CLAIMS[0]).ids == r.rank([CLAIMS[0]], 100)[0].ids and len(r.rank(CLAIMS[0])) == len(index)
 
 
-@pytest.mark.parametrize("name", ["tags", "bm25", "rerank", "chunked"])
+@pytest.mark.parametrize("name", ["tags", "bm25", "rerank", "chunked", "tfidf", "tfidf+chunks"])
 def test_rank_and_retrieve_take_one_string_or_a_list(fitted, index, name):
     _check_one_or_many(fitted[name], index)
 

@@ -200,10 +200,10 @@ def test_chunked_tfidf_scores_a_document_by_its_best_chunk(tmp_path):
 def test_chunked_ranking_is_the_best_chunk_per_document_at_any_depth(tmp_path_factory, texts, query):
     index = make_index(tmp_path_factory.mktemp("c"), texts)
     chunked = ChunkedRetriever(TfidfRetriever(cache=False), 3, 1).fit(index)
-    inner = chunked.inner.rank([query], len(chunked.chunks.owner))[0]
+    inner = chunked.inner_.rank([query], len(chunked.chunks_.owner))[0]
     order, seen = [], set()
     for row, score in zip(inner.rows.tolist(), inner.scores.tolist()):
-        owner = int(chunked.chunks.owner[row])
+        owner = int(chunked.chunks_.owner[row])
         if owner not in seen:
             seen.add(owner)
             order.append((owner, score))
