@@ -140,19 +140,35 @@ def test_qrels_in_trec_and_beir_layouts_read_the_same(tmp_path):
     assert read_qrels(trec) == read_qrels(beir) == read_qrels(headless) == expected
 
 
-@pytest.mark.parametrize("body, message", [
-    ("q1 0 d1 1\nq1 0 d2\n", "line 2: expected 4 fields like the first line, found 3"),
-    ("q1 0 d1 1\nq1 0 d1 2\n", "line 2: query 'q1' judges document 'd1' twice (first at line 1)"),
-    ("q1\td1\t0.5\nq2\td1\t1\n", "line 1: the relevance grade must be an integer, got '0.5'"),
-    ("query-id\tcorpus-id\tscore\nq1\td1\tyes\n", "line 2: the relevance grade must be an integer, got 'yes'"),
-    ("q1 d1\n", "line 1: expected TREC qrels"),
-    ("\n\n", "no judgments"),
-])
-def test_bad_qrels_are_one_line_naming_the_place(tmp_path, body, message):
-    path = tmp_path / "bad.qrels"
+BAD_FILES = [
+    (read_qrels, "bad.qrels", "q1 0 d1 1\nq1 0 d2\n", "line 2: expected 4 fields like the first line, found 3"),
+    (read_qrels, "bad.qrels", "q1 0 d1 1\nq1 0 d1 2\n",
+     "line 2: query 'q1' judges document 'd1' twice (first at line 1)"),
+    (read_qrels, "bad.qrels", "q1\td1\t0.5\nq2\td1\t1\n", "line 1: the relevance grade must be an integer, got '0.5'"),
+    (read_qrels, "bad.qrels", "query-id\tcorpus-id\tscore\nq1\td1\tyes\n",
+     "line 2: the relevance grade must be an integer, got 'yes'"),
+    (read_qrels, "bad.qrels", "q1 d1\n", "line 1: expected TREC qrels"),
+    (read_qrels, "bad.qrels", "\n\n", "no judgments"),
+    (read_queries, "queries.jsonl", '{"_id": "q1", "text": "a"}\n{"_id": "q1", "text": "b"}\n',
+     "line 2: duplicate query id 'q1' (first seen at line 1)"),
+    (read_queries, "queries.jsonl", '{"text": "a"}\n', 'line 1: missing "_id"'),
+    (read_queries, "queries.jsonl", '{"_id": "q1", "text": 3}\n', 'line 1: "text" must be a string'),
+    (read_queries, "queries.jsonl", '{"_id": "q1", "text": "a"\n', "line 1, column"),
+    (read_queries, "queries.jsonl", '["q1", "a"]\n', "line 1: expected a JSON object"),
+    (read_trec_run, "run.trec", "q1 Q0 d1 1 2.5\n", "line 1: expected 6 fields"),
+    (read_trec_run, "run.trec", "q1 Q0 d1 1 high run\n", "line 1: the score must be a finite number, got 'high'"),
+    (read_trec_run, "run.trec", "q1 Q0 d1 1 nan run\n", "the score must be a finite number"),
+    (read_trec_run, "run.trec", "q1 Q0 d1 1 2 run\nq1 Q0 d1 2 1 run\n", "line 2: query 'q1' lists document 'd1' twice"),
+]
+
+
+@pytest.mark.parametrize("reader, name, body, message", BAD_FILES,
+                         ids=[f"{r.__name__}-{i}" for i, (r, *_) in enumerate(BAD_FILES)])
+def test_bad_qrels_queries_and_run_files_are_one_line_naming_the_place(tmp_path, reader, name, body, message):
+    path = tmp_path / name
     path.write_text(body)
     with pytest.raises(InputError) as exc:
-        read_qrels(path)
+        reader(path)
     assert message in str(exc.value) and str(path) in str(exc.value) and "\n" not in str(exc.value)
 
 
@@ -164,32 +180,6 @@ def test_queries_from_beir_jsonl_and_tsv(tmp_path):
     assert read_queries(jsonl) == read_queries(tsv) == {"q1": "sea level", "7": "ice"}
 
 
-@pytest.mark.parametrize("body, message", [
-    ('{"_id": "q1", "text": "a"}\n{"_id": "q1", "text": "b"}\n', "line 2: duplicate query id 'q1' (first seen at line 1)"),
-    ('{"text": "a"}\n', 'line 1: missing "_id"'),
-    ('{"_id": "q1", "text": 3}\n', 'line 1: "text" must be a string'),
-    ('{"_id": "q1", "text": "a"\n', "line 1, column"),
-    ('["q1", "a"]\n', "line 1: expected a JSON object"),
-])
-def test_bad_queries_are_one_line_naming_the_place(tmp_path, body, message):
-    path = tmp_path / "queries.jsonl"
-    path.write_text(body)
-    with pytest.raises(InputError) as exc:
-        read_queries(path)
-    assert message in str(exc.value) and "\n" not in str(exc.value)
-
-
-@pytest.mark.parametrize("body, message", [
-    ("q1 Q0 d1 1 2.5\n", "line 1: expected 6 fields"),
-    ("q1 Q0 d1 1 high run\n", "line 1: the score must be a finite number, got 'high'"),
-    ("q1 Q0 d1 1 nan run\n", "the score must be a finite number"),
-    ("q1 Q0 d1 1 2 run\nq1 Q0 d1 2 1 run\n", "line 2: query 'q1' lists document 'd1' twice"),
-])
-def test_bad_run_files_are_one_line_naming_the_place(tmp_path, body, message):
-    path = tmp_path / "run.trec"
-    path.write_text(body)
-    with pytest.raises(InputError, match=message):
-        read_trec_run(path)
 
 
 def test_a_ranking_listing_a_document_twice_is_refused():
