@@ -152,6 +152,28 @@ def test_search_ranks_free_text_and_shows_the_scores(papers_index):
     assert "no passage shares a term with this query" in nothing.stdout
 
 
+def test_a_titled_index_shows_titles_and_an_indexed_title_is_no_query(tmp_path):
+    titled = tmp_path / "titled"
+    proc = in_process("tag", PAPERS, *PAPER_ARGS, "--title-column", "title", "--out", titled, "--jobs", "1")
+    assert proc.returncode == 0, proc.stderr
+    shown = in_process("search", "--index", titled, "--method", "tfidf", "--k", "1", "--json", "sparse matrix retrieval")
+    hit = json.loads(shown.stdout)["hits"][0]
+    assert hit["id"] == "p08" and hit["title"] == "Sparse matrices for fast retrieval"
+    assert hit["text"].startswith("Inverted indexes")  # the body, without its title
+    table = in_process("search", "--index", titled, "--method", "tfidf", "--k", "1", "sparse matrix retrieval")
+    assert "p08  Sparse matrices for fast retrieval — Inverted indexes" in table.stdout
+    # The title stored beside the text (not indexed) may be the query; indexed, it may not.
+    ok = in_process("selftest", PAPERS, *PAPER_ARGS, "--title-column", "title", "--query-column", "title",
+                    "--method", "tfidf", "--chunk-window", "0", "--jobs", "1")
+    assert ok.returncode == 0, ok.stderr
+    plain = in_process("selftest", PAPERS, *PAPER_ARGS, "--query-column", "title", "--method", "tfidf",
+                       "--chunk-window", "0", "--jobs", "1")
+    assert ok.stdout.splitlines()[-1] == plain.stdout.splitlines()[-1]  # the same figures
+    indexed = in_process("selftest", PAPERS, *PAPER_ARGS, "--title-column", "title", "--index-titles",
+                         "--query-column", "title", "--jobs", "1")
+    assert_one_line_error(indexed, "--query-column title", "must not be the id or an indexed column")
+
+
 @pytest.fixture(scope="module")
 def beir_index(tmp_path_factory):
     out = tmp_path_factory.mktemp("beir") / "index"
