@@ -9,7 +9,7 @@ import ir_measures
 import numpy as np
 import pytest
 
-from helpers import DEMO, TEST_DATA, assert_one_line_error, in_process, run_cli, shared_file
+from helpers import DEMO, TEST_DATA, assert_one_line_error, in_process, needs_open, run_cli, shared_file
 from factcheck.formats.qrels import read_qrels, read_trec_run
 from factcheck.text.analyzer import plain_terms
 
@@ -172,6 +172,38 @@ def test_a_titled_index_shows_titles_and_an_indexed_title_is_no_query(tmp_path):
     indexed = in_process("selftest", PAPERS, *PAPER_ARGS, "--title-column", "title", "--index-titles",
                          "--query-column", "title", "--jobs", "1")
     assert_one_line_error(indexed, "--query-column title", "must not be the id or an indexed column")
+
+
+@needs_open
+def test_selftest_open_mode_adds_the_dense_retrievers_whole_and_chunked(tmp_path):
+    from factcheck.retrieval.chunking import ChunkedRetriever
+    from factcheck.retrieval.dense import DenseRetriever
+    from factcheck.tagging.index import TagIndex
+    from factcheck.tagging.vectors import load_vectors
+    out = tmp_path / "o"
+    proc = in_process("selftest", PAPERS, *PAPER_ARGS, "--query-column", "title", "--mode", "open",
+                      "--chunk-window", "20", "--chunk-overlap", "5", "--out", out, "--jobs", "1")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads((out / "selftest.json").read_text("utf-8"))
+    assert [(r["method"], r["units"]) for r in result["results"]] == [
+        (m, u) for m in ("tfidf", "bm25", "dense", "hybrid") for u in ("whole", "chunks")]
+    assert all(0 <= r["metrics"]["recall@1"]["value"] <= 1 for r in result["results"])
+    # The chunked dense retriever reads the chunks' own vectors (embedded into the chunk
+    # index with the passages' model), and a document scores as its best chunk.
+    chunked = ChunkedRetriever(DenseRetriever(), window=20, overlap=5).fit(TagIndex.load(out / "index"))
+    chunk_vectors = load_vectors(chunked.chunk_index_.root).astype(np.float32)
+    embedded = chunked.inner_.embedder_.embed(chunked.chunks_.texts, kind="passage")
+    assert chunk_vectors.shape[0] == len(chunked.chunks_.owner) > len(chunked.index_)
+    assert np.allclose(chunk_vectors, embedded, atol=2e-3)
+    query = "sparse matrix retrieval"
+    chunk_scores = chunked.inner_.scores(query)
+    best = {}
+    for chunk, owner in enumerate(chunked.chunks_.owner.tolist()):
+        best[owner] = max(best.get(owner, -np.inf), float(chunk_scores[chunk]))
+    expected = sorted(best, key=lambda row: (-best[row], row))
+    ranking = chunked.rank(query, depth=len(chunked.index_))
+    assert ranking.rows.tolist() == expected
+    assert np.allclose(ranking.scores, [best[row] for row in expected], rtol=0, atol=0)
 
 
 @pytest.fixture(scope="module")
