@@ -112,9 +112,15 @@ def read_query_column(source: SourceSpec, query_column: str) -> tuple[list[str],
         raise InputError(None, query_column, "the query column must not be the id or an indexed column "
                          "(a query that is the indexed text finds itself trivially)", param="query_column")
     ids, queries = [], []
-    for batch_ids, batch_queries in iter_passage_batches(replace(source, text_column=query_column)):
-        ids += batch_ids
-        queries += batch_queries
+    try:
+        for batch_ids, batch_queries in iter_passage_batches(replace(source, text_column=query_column)):
+            ids += batch_ids
+            queries += batch_queries
+    except InputError as exc:
+        if exc.param != "text_column":
+            raise
+        # The reader was asked for the query column in the text column's place: name it.
+        raise InputError(exc.path, exc.place, exc.message, param="query_column") from None
     return ids, queries
 
 

@@ -104,7 +104,7 @@ def test_selftest_prints_a_table_and_reuses_its_index(tmp_path):
 
 
 @pytest.mark.parametrize("args, needles", [
-    (("--query-column", "subtitle"), ("papers.csv", "line 1 (header)", "'subtitle'")),
+    (("--query-column", "subtitle"), ("papers.csv: --query-column: no column 'subtitle'", "line 1")),
     (("--query-column", "abstract"), ("--query-column abstract", "must not be the id or an indexed column")),
     (("--query-column", "title", "--method", "rerank"), ("--method rerank", "self-retrieval")),
     (("--query-column", "title", "--method", "dense"), ("--method", "open-mode")),
