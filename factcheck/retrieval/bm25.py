@@ -25,6 +25,7 @@ import numpy as np
 from factcheck.errors import check_choice, check_number
 from factcheck.retrieval.base import Hit, Retriever, Selection, TopK, stable_top
 from factcheck.retrieval.bm25_weights import TermCounts
+from factcheck.retrieval.sparse_scores import accumulate, postings, stable_top_sparse
 from factcheck.tagging.derived import DerivedCache
 from factcheck.text.analyzer import analyze, shared_stems
 
@@ -104,6 +105,9 @@ class BM25Retriever(Retriever):
         if self.cache:
             self._bm25 = DerivedCache(index.root).load_or_build(
                 name, key, lambda folder: self._build(index).save(folder), _load)
+            # The counts serve a tuning sweep's many settings; once the chosen setting is
+            # on disk they are ~12 bytes a non-zero that nothing reads any more.
+            _TERM_COUNTS.pop(index, None)
         else:
             self._bm25 = self._build(index)
 
@@ -123,8 +127,22 @@ class BM25Retriever(Retriever):
             return np.zeros(len(self.index_), dtype=np.float32)
         return self._bm25.get_scores_from_ids(ids)
 
+    def touched(self, claim: str) -> tuple[np.ndarray, np.ndarray]:
+        """The claim's non-zero scores only: (rows ascending, float32 scores), the same
+        bits as :meth:`scores` there -- bm25s's additions, term by term in query order,
+        over the postings of the claim's terms instead of a corpus-sized vector."""
+        self._check_fitted()
+        ids = self._bm25.get_tokens_ids(analyze(claim))
+        weights = self._bm25.scores
+        pos, owner = postings(weights["indptr"], ids)
+        return accumulate(np.asarray(weights["indices"][pos]), np.asarray(weights["data"][pos]), owner,
+                          np.dtype(self._bm25.dtype))
+
     def _rank(self, texts: list[str], depth: int) -> list[TopK]:
-        return [stable_top(self.scores(c), depth) for c in texts]
+        if self._bm25.nonoccurrence_array is not None:  # variants that score absent terms too
+            return [stable_top(self.scores(c), depth) for c in texts]
+        n = len(self.index_)
+        return [stable_top_sparse(*self.touched(c), n, depth) for c in texts]
 
     def _retrieve(self, texts: list[str]) -> list[Selection]:
         out = []
@@ -152,4 +170,6 @@ def term_counts(index) -> TermCounts:
 
 
 def _load(folder: Path) -> bm25s.BM25:
-    return bm25s.BM25.load(folder, mmap=False, allow_pickle=False)  # arrays and JSON only
+    # Arrays and JSON only; memory-mapped, so a query reads the postings of its terms and a
+    # served index does not hold every weight in its own memory (~8 bytes a non-zero).
+    return bm25s.BM25.load(folder, mmap=True, allow_pickle=False)

@@ -30,6 +30,7 @@ import scipy.sparse as sp
 
 from factcheck.errors import check_number
 from factcheck.retrieval.base import Hit, Retriever, Selection, TopK, stable_top
+from factcheck.retrieval.sparse_scores import first_rows_not_in
 from factcheck.text.analyzer import analyze
 
 
@@ -89,14 +90,20 @@ class TagRuleRetriever(Retriever):
         tags = sp.csr_matrix((np.ones(len(index.tag_terms), dtype=np.int8), index.tag_terms, index.tag_indptr),
                              shape=(n, len(vocab)))
         postings = tags.tocsc()
+        del tags
         postings.sort_indices()
-        self._post_ptr, self._post_rows = postings.indptr, postings.indices.astype(np.int64)
+        # Rows as int32 (half of int64's 8 bytes a tag; candidates are widened after
+        # np.unique), and the tag space's CSR is not kept: the column-major copy is what
+        # a claim reads (the reranker computes the few CSR rows it needs).
+        row_type = np.int32 if n < 2 ** 31 else np.int64
+        self._post_ptr, self._post_rows = postings.indptr, postings.indices.astype(row_type)
+        del postings
         self._n_tags = np.diff(index.tag_indptr)
         self._tag_vec = index.tag_vectorizer
-        passage_space = index.tag_space.tocsc()
+        passage_space = index.tag_space_rows().tocsc()
         passage_space.sort_indices()
         self._space_ptr = passage_space.indptr
-        self._space_rows = passage_space.indices.astype(np.int64)
+        self._space_rows = passage_space.indices.astype(row_type)
         self._space_vals = passage_space.data
 
     # ------------------------------------------------------------------ scoring
@@ -112,6 +119,7 @@ class TagRuleRetriever(Retriever):
         if cols:
             rows = np.concatenate([self._post_rows[self._post_ptr[c]:self._post_ptr[c + 1]] for c in cols])
             cand, shared = np.unique(rows, return_counts=True)
+            cand = cand.astype(np.int64)
         else:
             cand, shared = np.zeros(0, np.int64), np.zeros(0, np.int64)
         cosine = np.zeros(len(cand))
@@ -129,7 +137,7 @@ class TagRuleRetriever(Retriever):
         top = stable_top(combined, depth)
         rows, scores = cand[top.rows], top.scores
         if len(rows) < depth:
-            fill = _first_rows_not_in(cand, depth - len(rows), len(self.index_))
+            fill = first_rows_not_in(cand, depth - len(rows), len(self.index_))
             rows = np.concatenate([rows, fill])
             scores = np.concatenate([scores, np.zeros(len(fill))])
         return rows, scores
@@ -207,15 +215,3 @@ class TagRuleRetriever(Retriever):
             }))
         return Selection(hits, path, {"claim_tags": self.claim_tags(claim), "thresholds": self.params(),
                                       "passed_filter": int(n_passed)})
-
-
-def _first_rows_not_in(sorted_rows: np.ndarray, count: int, n: int) -> np.ndarray:
-    """The ``count`` smallest row numbers in [0, n) absent from ``sorted_rows``."""
-    limit = count
-    while True:
-        limit = min(limit, n)
-        present = sorted_rows[: np.searchsorted(sorted_rows, limit)]
-        missing = np.setdiff1d(np.arange(limit, dtype=np.int64), present, assume_unique=True)
-        if len(missing) >= count or limit == n:
-            return missing[:count]
-        limit *= 2

@@ -1,13 +1,20 @@
 """Load a verified tag index: the API the retrievers, the classifier and the app use.
 
 Loading checks the manifest and every file's sha256 first (``verify=True``), so code
-downstream never works on a truncated or corrupted shard. Passages stay packed (UTF-8
-buffer + offsets); ids, texts and tag strings are materialised only when asked for.
+downstream never works on a truncated or corrupted shard. Passages stay where the shards
+keep them, memory-mapped (UTF-8 buffer + offsets per shard): ids and texts are decoded
+one at a time when asked for, and the id -> row lookup is a sorted array of 64-bit
+hashes (12 bytes a passage) instead of a dict of Python strings (~170 bytes a passage,
+plus the ~110-byte list of ids it needs). Why: at 10M passages the lists and the dict
+alone held ~3 GB, and every process that opened the index paid for them before
+answering anything (docs/decisions.md, "Processes and memory").
 """
 
 from __future__ import annotations
 
+import bisect
 import json
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 
@@ -17,26 +24,230 @@ import scipy.sparse as sp
 from factcheck.errors import InputError, IntegrityError
 from factcheck.formats.files import atomic_path
 from factcheck.tagging import store
-from factcheck.tagging.packing import unpack_one, unpack_strings
+from factcheck.tagging.packing import unpack_strings
 from factcheck.tagging.vocabulary import tfidf_rows
 
+__all__ = ["IdRows", "PackedStrings", "TagIndex", "TitledTexts", "export_tags", "multi_arange"]
 
-def _concat_packed(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    bufs = [np.asarray(b) for b, _ in parts]
-    offsets = [np.zeros(1, dtype=np.int64)]
-    base = 0
-    for buf, off in parts:
-        off = np.asarray(off)
-        offsets.append(off[1:] + base)
-        base += int(off[-1])
-    return np.concatenate(bufs) if bufs else np.zeros(0, np.uint8), np.concatenate(offsets)
+
+class PackedStrings(Sequence):
+    """Strings kept as per-shard (UTF-8 buffer, offsets) pairs, decoded when read.
+
+    Indexing by row decodes one string (rows read again are served from a bounded memo:
+    the tuning sweeps read the same few thousand candidate ids many times); iteration and
+    :meth:`batches` decode a shard at a time. Compares equal to any sequence of the same
+    strings.
+    """
+
+    MEMO = 1 << 20  # strings remembered at most (cleared when full)
+
+    def __init__(self, parts: list[tuple[np.ndarray, np.ndarray]]):
+        self._parts = parts
+        counts = [len(off) - 1 for _, off in parts]
+        self._starts = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).tolist()
+        self._memo: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return self._starts[-1]
+
+    def _locate(self, row: int) -> tuple[int, int]:
+        n = self._starts[-1]
+        if row < 0:
+            row += n
+        if not 0 <= row < n:
+            raise IndexError(f"row {row} out of range for {n} strings")
+        part = bisect.bisect_right(self._starts, row) - 1
+        return part, row - self._starts[part]
+
+    def __getitem__(self, row):
+        if isinstance(row, slice):
+            return [self[i] for i in range(*row.indices(len(self)))]
+        row = int(row)
+        s = self._memo.get(row)
+        if s is None:
+            part, local = self._locate(row)
+            buf, off = self._parts[part]
+            a, b = int(off[local]), int(off[local + 1])
+            s = bytes(buf[a:b]).decode("utf-8")
+            if len(self._memo) >= self.MEMO:
+                self._memo.clear()
+            self._memo[row] = s
+        return s
+
+    def take(self, rows) -> list[str]:
+        return [self[r] for r in np.asarray(rows).tolist()]
+
+    def batches(self):
+        """``(first row, strings of one shard)`` for every shard, in order."""
+        for start, (buf, off) in zip(self._starts, self._parts):
+            yield start, unpack_strings(buf, off)
+
+    def __iter__(self):
+        for _, strings in self.batches():
+            yield from strings
+
+    def __eq__(self, other):
+        if isinstance(other, (Sequence, PackedStrings)) and not isinstance(other, (str, bytes)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"PackedStrings({len(self)} strings)"
+
+
+class TitledTexts(Sequence):
+    """Passage texts as an index with indexed titles reads them (title, newline, body:
+    :func:`~factcheck.tagging.store.indexed_text`), decoded on access like
+    :class:`PackedStrings`, whose interface it has."""
+
+    def __init__(self, titles: PackedStrings, bodies: PackedStrings):
+        self._titles, self._bodies = titles, bodies
+
+    def __len__(self) -> int:
+        return len(self._bodies)
+
+    def __getitem__(self, row):
+        if isinstance(row, slice):
+            return [self[i] for i in range(*row.indices(len(self)))]
+        return store.indexed_text(self._titles[row], self._bodies[row])
+
+    def take(self, rows) -> list[str]:
+        return [self[r] for r in np.asarray(rows).tolist()]
+
+    def batches(self):
+        """``(first row, texts of one shard)`` for every shard, in order."""
+        for (start, titles), (_, bodies) in zip(self._titles.batches(), self._bodies.batches()):
+            yield start, [store.indexed_text(t, b) for t, b in zip(titles, bodies)]
+
+    def __iter__(self):
+        for _, texts in self.batches():
+            yield from texts
+
+    __eq__ = PackedStrings.__eq__
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"TitledTexts({len(self)} strings)"
+
+
+# 64-bit polynomial hash of UTF-8 bytes, vectorised (wrapping uint64 arithmetic) and
+# then mixed (splitmix64's finaliser): equal strings give equal hashes, and a lookup
+# compares the strings themselves, so a collision costs a comparison, never a wrong row.
+_BASE = np.uint64(0x100000001B3)
+_MAX_POWERS = 1 << 16
+
+
+def _powers(n: int) -> np.ndarray:
+    out = np.ones(n, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for i in range(1, n):
+            out[i] = out[i - 1] * _BASE
+    return out
+
+
+_POWERS = None
+
+
+def hash_packed(buf: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """One uint64 per string of a packed (buffer, offsets) pair."""
+    global _POWERS
+    off = np.asarray(off, dtype=np.int64)
+    n = len(off) - 1
+    lengths = np.diff(off)
+    longest = int(lengths.max(initial=0))
+    if _POWERS is None or len(_POWERS) < longest + 1:
+        _POWERS = _powers(max(longest + 1, 64, 0 if _POWERS is None else 2 * len(_POWERS)))
+    data = np.asarray(buf[off[0]:off[-1]], dtype=np.uint64)
+    out = np.zeros(n, dtype=np.uint64)
+    if len(data):
+        pos = np.arange(len(data), dtype=np.int64) - np.repeat(off[:-1] - off[0], lengths)
+        with np.errstate(over="ignore"):
+            terms = (data + np.uint64(1)) * _POWERS[pos]
+            present = lengths > 0  # reduceat of an empty segment would read the next one
+            out[present] = np.add.reduceat(terms, (off[:-1] - off[0])[present])
+    with np.errstate(over="ignore"):
+        h = out ^ (lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+        h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return h ^ (h >> np.uint64(31))
+
+
+class IdRows(Mapping):
+    """Passage id -> row, as a read-only mapping over an index's packed ids.
+
+    Holds the sorted hashes of every id and their rows (12 bytes a passage); ``[id]``,
+    ``in`` and :meth:`rows` hash the asked ids and compare candidates with the stored
+    id, so the answer is exact.
+    """
+
+    def __init__(self, ids: PackedStrings):
+        self._ids = ids
+        hashes = [hash_packed(buf, off) for buf, off in ids._parts]
+        h = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
+        order = np.argsort(h, kind="stable")
+        self._hashes = h[order]
+        self._rows = order.astype(np.int32 if len(h) < 2 ** 31 else np.int64)
+
+    def rows(self, ids) -> np.ndarray:
+        """Row of each id (-1 where the index has no such id), vectorised."""
+        ids = list(ids)
+        if not ids:
+            return np.zeros(0, dtype=np.int64)
+        encoded = [i.encode("utf-8") for i in ids]
+        off = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=off[1:])
+        h = hash_packed(np.frombuffer(b"".join(encoded), dtype=np.uint8), off)
+        lo = np.searchsorted(self._hashes, h, side="left")
+        hi = np.searchsorted(self._hashes, h, side="right")
+        out = np.full(len(ids), -1, dtype=np.int64)
+        for i, (a, b) in enumerate(zip(lo.tolist(), hi.tolist())):
+            for j in range(a, b):
+                row = int(self._rows[j])
+                if self._ids[row] == ids[i]:
+                    out[i] = row
+                    break
+        return out
+
+    def __getitem__(self, pid):
+        if not isinstance(pid, str):
+            raise KeyError(pid)
+        row = int(self.rows([pid])[0])
+        if row < 0:
+            raise KeyError(pid)
+        return row
+
+    def __contains__(self, pid) -> bool:
+        return isinstance(pid, str) and int(self.rows([pid])[0]) >= 0
+
+    def __iter__(self):
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
+def multi_arange(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenated ``arange(s, e)`` for each pair, and which pair each element came from
+    (the positions of some rows' entries in a CSR-like layout)."""
+    lens = (np.asarray(ends) - np.asarray(starts)).astype(np.int64)
+    owner = np.repeat(np.arange(len(lens)), lens)
+    if not len(owner):
+        return owner, owner
+    offsets = np.cumsum(lens) - lens
+    return np.asarray(starts)[owner] + (np.arange(len(owner)) - offsets[owner]), owner
+
+
+def _concat(arrays: list[np.ndarray], dtype) -> np.ndarray:
+    return np.concatenate([np.asarray(a, dtype=dtype) for a in arrays]) if arrays else np.zeros(0, dtype)
 
 
 class TagIndex:
     """All passages of an index with their tags, in input order: what retrievers ``fit`` to.
 
     Open one with :meth:`load` (or :func:`factcheck.build_index`); the constructor takes
-    the arrays :meth:`load` reads.
+    the shard contents :meth:`load` reads.
 
     Parameters
     ----------
@@ -44,14 +255,16 @@ class TagIndex:
         The index directory.
     manifest : Manifest
         Its verified manifest.
-    id_packed, text_packed : (ndarray, ndarray)
-        Passage ids and texts, packed (UTF-8 buffer, offsets).
-    tag_indptr, tag_terms, tag_weights : ndarray
+    passage_shards : list of dict
+        Each passage shard's arrays (packed ids and texts, memory-mapped).
+    tag_indptr, tag_terms : ndarray
         The tags in CSR form: passage ``i``'s tags are ``tag_terms[tag_indptr[i]:tag_indptr[i + 1]]``
-        (vocabulary columns), with their TF-IDF weights.
-    title_packed : (ndarray, ndarray) or None
-        The passages' titles, packed, when the knowledge source has them (FEVER pages,
-        BEIR documents, a ``title_column``); None otherwise.
+        (vocabulary columns); their TF-IDF weights are :attr:`tag_weights`.
+    tag_shards : list of dict
+        Each tag shard's arrays (the weights are read from them on first use).
+    titles : bool, default False
+        Whether the passage shards hold titles (FEVER pages, BEIR documents, a
+        ``title_column``); every shard must then have them.
     index_titles : bool, default False
         Whether the titles were indexed with the texts (then :meth:`text` puts them in front).
 
@@ -69,21 +282,26 @@ class TagIndex:
     >>> from pathlib import Path
     >>> _ = Path("wiki-001.jsonl").write_text(page + "\\n")
     >>> fever = factcheck.build_index("wiki-001.jsonl", "out/fever-index", progress=False)
-    >>> fever.ids, fever.title(0), fever.body(1), index.title(row)
+    >>> list(fever.ids), fever.title(0), fever.body(1), index.title(row)
     (['Savages_-LRB-2012_film-RRB-:0', 'Savages_-LRB-2012_film-RRB-:1'], 'Savages (2012 film)', 'It is long.', None)
     """
 
-    def __init__(self, root: Path, manifest: store.Manifest, id_packed, text_packed,
-                 tag_indptr, tag_terms, tag_weights, title_packed=None, index_titles: bool = False):
+    def __init__(self, root: Path, manifest: store.Manifest, passage_shards: list[dict],
+                 tag_indptr: np.ndarray, tag_terms: np.ndarray, tag_shards: list[dict],
+                 titles: bool = False, index_titles: bool = False):
         self.root = Path(root)
         self.manifest = manifest
-        self._id_buf, self._id_off = id_packed
-        self._text_buf, self._text_off = text_packed
-        self._title_buf, self._title_off = title_packed if title_packed is not None else (None, None)
-        self.index_titles = bool(index_titles and title_packed is not None)
+        #: Every passage id, in row order (a sequence decoded on access).
+        self.ids = PackedStrings([(p["id_bytes"], p["id_offsets"]) for p in passage_shards])
+        self._bodies = PackedStrings([(p["text_bytes"], p["text_offsets"]) for p in passage_shards])
+        self._titles = PackedStrings([(p["title_bytes"], p["title_offsets"]) for p in passage_shards]) \
+            if titles else None
+        self.index_titles = bool(index_titles and titles)
+        #: Every passage's :meth:`text`, in row order (a sequence decoded on access).
+        self.texts = TitledTexts(self._titles, self._bodies) if self.index_titles else self._bodies
         self.tag_indptr = tag_indptr
         self.tag_terms = tag_terms
-        self.tag_weights = tag_weights
+        self._tag_shards = tag_shards
 
     @classmethod
     def load(cls, root, verify: bool = True) -> "TagIndex":
@@ -105,73 +323,67 @@ class TagIndex:
         manifest = store.verify_index(root) if verify else store.read_manifest(root)
         store.check_vocabularies(root, manifest)  # the small models through the restricted loader too
         expect = store.expected(manifest)  # shards are structure-checked as they load
-        ids, texts, titles, indptrs, terms, weights = [], [], [], [np.zeros(1, np.int64)], [], []
-        index_titles = False
+        passages, tags, indptrs = [], [], [np.zeros(1, np.int64)]
         base = 0
         for s in manifest.shards:
-            p = store.load_shard(root / s["passages_file"], "passages", expect=expect[s["passages_file"]][1])
-            t = store.load_shard(root / s["tags_file"], "tags", expect=expect[s["tags_file"]][1])
-            ids.append((p["id_bytes"], p["id_offsets"]))
-            texts.append((p["text_bytes"], p["text_offsets"]))
-            if "title_bytes" in p:
-                titles.append((p["title_bytes"], p["title_offsets"]))
-                index_titles = bool(p.get("index_titles"))
-            indptrs.append(t["indptr"][1:] + base)
+            # Memory-mapped: pages are read when a passage is, and belong to the page cache.
+            passages.append(store.load_shard(root / s["passages_file"], "passages", mmap=True,
+                                             expect=expect[s["passages_file"]][1]))
+            t = store.load_shard(root / s["tags_file"], "tags", mmap=True, expect=expect[s["tags_file"]][1])
+            indptrs.append(np.asarray(t["indptr"][1:]) + base)
             base += int(t["indptr"][-1])
-            terms.append(t["terms"])
-            weights.append(t["weights"])
-        if titles and len(titles) != len(ids):
+            tags.append(t)
+        titled = ["title_bytes" in p for p in passages]
+        if any(titled) and not all(titled):
             raise IntegrityError(root, None, "some passage shards have titles and others not")
-        return cls(root, manifest, _concat_packed(ids), _concat_packed(texts),
-                   np.concatenate(indptrs), np.concatenate(terms) if terms else np.zeros(0, np.int32),
-                   np.concatenate(weights) if weights else np.zeros(0),
-                   _concat_packed(titles) if titles else None, index_titles)
+        index_titles = any(bool(p.get("index_titles")) for p in passages if "title_bytes" in p)
+        return cls(root, manifest, passages, np.concatenate(indptrs),
+                   _concat([t["terms"] for t in tags], np.int32), tags, titles=bool(titled) and all(titled),
+                   index_titles=index_titles)
 
     # ------------------------------------------------------------------ passages
     def __len__(self) -> int:
-        return len(self._id_off) - 1
+        return len(self.ids)
 
     @cached_property
-    def ids(self) -> list[str]:
-        """Every passage id, in row order."""
-        return unpack_strings(self._id_buf, self._id_off)
+    def row_of(self) -> IdRows:
+        """Passage id -> row (a read-only mapping)."""
+        return IdRows(self.ids)
 
-    @cached_property
-    def row_of(self) -> dict[str, int]:
-        """Passage id -> row."""
-        return {pid: i for i, pid in enumerate(self.ids)}
+    def rows_of(self, ids) -> np.ndarray:
+        """Row of each id, -1 where this index has none (vectorised :attr:`row_of`)."""
+        return self.row_of.rows(ids)
 
     @property
     def has_titles(self) -> bool:
         """Whether the knowledge source gave its passages titles (FEVER pages, BEIR, ...)."""
-        return self._title_buf is not None
+        return self._titles is not None
 
     def title(self, row: int) -> str | None:
         """The passage's title (a FEVER page's, a BEIR document's), None when it has none."""
-        if self._title_buf is None:
+        if self._titles is None:
             return None
-        return unpack_one(self._title_buf, self._title_off, row) or None
+        return self._titles[row] or None
 
     def body(self, row: int) -> str:
         """The passage's own text, without its title: what a page shows under the title."""
-        return unpack_one(self._text_buf, self._text_off, row)
+        return self._bodies[row]
 
     def text(self, row: int) -> str:
         """The passage as retrievers and the classifier read it: its body, after its title
         when titles are indexed (``title + "\\n" + body``)."""
-        body = unpack_one(self._text_buf, self._text_off, row)
-        return store.indexed_text(self.title(row), body) if self.index_titles else body
+        return self.texts[row]
 
     def texts_of(self, ids) -> list[str]:
         """Texts of the given passage ids, in order. An id not in this index is an
         InputError naming how many and the first few: numbers computed on passages that
         silently went missing (gold ids of another knowledge source) are not numbers."""
-        row_of = self.row_of
-        try:
-            return [self.text(row_of[i]) for i in ids]
-        except KeyError:
-            missing = [i for i in ids if i not in row_of]
-            raise InputError(self.root, None, f"{_ids_line(missing)} not in this index") from None
+        ids = list(ids)
+        rows = self.rows_of(ids).tolist()
+        missing = [i for i, r in zip(ids, rows) if r < 0]
+        if missing:
+            raise InputError(self.root, None, f"{_ids_line(missing)} not in this index")
+        return [self.text(r) for r in rows]
 
     def require_gold(self, claims, path) -> None:
         """The one rule for gold evidence ids (every command that reads them): each must be a
@@ -179,25 +391,23 @@ class TagIndex:
         fault, how many ids are missing and the first few. Why refuse rather than skip: with
         every gold passage missing, the gold-evidence accuracy of the dev claims on the demo
         index read 0.273, and one missing id moved the demo's 0.750 to 0.625, without a word."""
-        row_of = self.row_of
-        missing = [(c.id, e) for c in claims for e in c.evidences if e not in row_of]
+        pairs = [(c.id, e) for c in claims for e in c.evidences]
+        rows = self.rows_of([e for _, e in pairs]).tolist()
+        missing = [pair for pair, r in zip(pairs, rows) if r < 0]
         if missing:
             raise InputError(path, f"claim {missing[0][0]!r}", f"gold evidence {_ids_line([e for _, e in missing])} "
                              f"not in the knowledge source {self.root} (of {len({c for c, _ in missing})} "
                              "claims); is it the knowledge source these claims were written for?")
 
-    @cached_property
-    def texts(self) -> list[str]:
-        """Every passage's :meth:`text`, in index order."""
-        texts = unpack_strings(self._text_buf, self._text_off)
-        if self.index_titles:
-            titles = unpack_strings(self._title_buf, self._title_off)
-            texts = [store.indexed_text(t, x) for t, x in zip(titles, texts)]
-        return texts
+    def text_batches(self):
+        """``(first row, texts)`` one shard at a time: whole-corpus passes without holding
+        every text as a Python string."""
+        return self.texts.batches()
 
     @cached_property
     def passage_stems(self) -> list[list[str]]:
-        """Every passage's stems (full text, duplicates kept): what BM25 and features read."""
+        """Every passage's stems (full text, duplicates kept): what BM25 reads. A list per
+        passage: only bm25s's own (non-Lucene) builds need it."""
         from factcheck.text.analyzer import analyze
         return [analyze(t) for t in self.texts]
 
@@ -213,6 +423,11 @@ class TagIndex:
         return ids, vocab
 
     # ------------------------------------------------------------------ tags
+    @cached_property
+    def tag_weights(self) -> np.ndarray:
+        """Every tag's TF-IDF weight (float64, aligned with ``tag_terms``); loaded on first use."""
+        return _concat([t["weights"] for t in self._tag_shards], np.float64)
+
     @cached_property
     def passage_vectorizer(self):
         """The fitted 20,000-term TF-IDF vectoriser the tags were chosen with."""
@@ -246,32 +461,53 @@ class TagIndex:
         return self.tag_weights[a:b].tolist()
 
     @cached_property
-    def tag_space(self):
-        """Every passage's tags in the tag vectoriser's TF-IDF space (CSR, one row a
-        passage): what the tag rule's cosine and the reranker's tag features both read.
-
-        Equal, bit for bit, to ``tag_vectorizer.transform(tag_strings)`` (a test checks
-        it), built from the tag arrays instead: the term counts a CountVectorizer would
-        make (each tag once: 1.0, columns sorted), then the vectoriser's TF-IDF transform
-        with its IDF (:func:`~factcheck.tagging.vocabulary.tfidf_rows`). Why: the string
-        round trip through the vectoriser's analyzer costs ~3 s at 1.2M passages, a third
-        of the app's start-up.
-        """
+    def _tag_columns(self) -> np.ndarray:
+        """Passage-vocabulary column -> tag-vocabulary column (-1: not a tag-model term)."""
         vec = self.tag_vectorizer
         tag_column = np.full(len(self.vocabulary), -1, dtype=np.int64)
         passage_column = self.passage_vectorizer.vocabulary_
         for term, j in vec.vocabulary_.items():
             tag_column[passage_column[term]] = j
-        cols = tag_column[self.tag_terms]
+        if (vec.norm, vec.use_idf, vec.sublinear_tf, np.dtype(vec.dtype)) != ("l2", True, False, np.float64):
+            raise RuntimeError("tag_space computes tag_model.make_vectorizer's TF-IDF settings; they changed")
+        return tag_column
+
+    def tag_space_rows(self, rows=None) -> sp.csr_matrix:
+        """The given passages' tags in the tag vectoriser's TF-IDF space (CSR, one row a
+        passage; all passages when ``rows`` is None): what the tag rule's cosine and the
+        reranker's tag features both read.
+
+        Equal, bit for bit, to ``tag_vectorizer.transform(tag_strings)`` (a test checks
+        it), built from the tag arrays instead: the term counts a CountVectorizer would
+        make (each tag once: 1.0, columns sorted), then the vectoriser's TF-IDF transform
+        with its IDF (:func:`~factcheck.tagging.vocabulary.tfidf_rows`). A row depends on
+        that passage's tags only (its norm is its own), so a few rows cost a few rows.
+        Why from the arrays: the string round trip through the vectoriser's analyzer costs
+        ~3 s at 1.2M passages, a third of the app's start-up.
+        """
+        vec = self.tag_vectorizer
+        if rows is None:
+            indptr, terms = self.tag_indptr, self.tag_terms
+        else:
+            rows = np.asarray(rows, dtype=np.int64)
+            at, _ = multi_arange(self.tag_indptr[rows], self.tag_indptr[rows + 1])
+            indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+            np.cumsum(self.tag_indptr[rows + 1] - self.tag_indptr[rows], out=indptr[1:])
+            terms = self.tag_terms[at]
+        cols = self._tag_columns[terms]
         kept = cols >= 0
         kept_before = np.zeros(len(kept) + 1, dtype=np.int64)
         np.cumsum(kept, out=kept_before[1:])
+        n_rows = len(indptr) - 1
         counts = sp.csr_matrix((np.ones(int(kept_before[-1]), dtype=vec.dtype), cols[kept].astype(np.int32),
-                                kept_before[self.tag_indptr]), shape=(len(self), len(vec.vocabulary_)))
+                                kept_before[indptr]), shape=(n_rows, len(vec.vocabulary_)))
         counts.sort_indices()  # as CountVectorizer leaves them (a passage's tags are distinct)
-        if (vec.norm, vec.use_idf, vec.sublinear_tf, np.dtype(vec.dtype)) != ("l2", True, False, np.float64):
-            raise RuntimeError("tag_space computes tag_model.make_vectorizer's TF-IDF settings; they changed")
         return tfidf_rows(counts, vec.idf_)
+
+    @cached_property
+    def tag_space(self) -> sp.csr_matrix:
+        """:meth:`tag_space_rows` of every passage, computed once per index."""
+        return self.tag_space_rows()
 
     @cached_property
     def tag_strings(self) -> list[str]:
@@ -292,14 +528,16 @@ def export_tags(root, dest, verify: bool = True) -> int:
     """One JSON line per passage, in input order: ``{"id", "tags", "weights"}``."""
     index = TagIndex.load(root, verify=verify)
     vocab = index.vocabulary
-    ids = index.ids
     bounds = index.tag_indptr.tolist()
     terms = index.tag_terms.tolist()
     weights = index.tag_weights.tolist()
+    i = 0
     with atomic_path(Path(dest)) as tmp, open(tmp, "w", encoding="utf-8") as fh:
-        for i, pid in enumerate(ids):
-            a, b = bounds[i], bounds[i + 1]
-            fh.write(json.dumps({"id": pid, "tags": [vocab[j] for j in terms[a:b]],
-                                 "weights": weights[a:b]}, ensure_ascii=False))
-            fh.write("\n")
-    return len(ids)
+        for _, ids in index.ids.batches():
+            for pid in ids:
+                a, b = bounds[i], bounds[i + 1]
+                fh.write(json.dumps({"id": pid, "tags": [vocab[j] for j in terms[a:b]],
+                                     "weights": weights[a:b]}, ensure_ascii=False))
+                fh.write("\n")
+                i += 1
+    return i

@@ -12,9 +12,11 @@ The candidate stage's own ranking (what its recall@k measures) is a fixed, unlea
 score fusion: BM25 relative to the claim's best BM25 score (in [0, 1]) plus the summed
 similarity of the memory neighbours citing the passage (ties by row). On the training
 holdout it ranks better than either list alone or reciprocal-rank fusion (recall@100
-0.64-0.66 against 0.61-0.62). BM25 scores are computed over the whole corpus with one
-``bincount`` and selected with :func:`~factcheck.retrieval.base.stable_top`, so the
-result never depends on sort stability or thread timing.
+0.64-0.66 against 0.61-0.62). BM25 scores are computed over the postings of the claim's
+terms only (:meth:`~.terms.TermIndex.bm25_touched`, the same bits as scoring the whole
+corpus) and selected with :func:`~factcheck.retrieval.sparse_scores.stable_top_sparse`,
+so the result never depends on sort stability or thread timing, and a claim's cost
+grows with its terms' postings, not with the corpus.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from factcheck.retrieval.base import stable_top
+from factcheck.retrieval.sparse_scores import scores_at, stable_top_sparse
 from factcheck.retrieval.rerank.memory import ClaimMemory, Neighbours
 from factcheck.retrieval.rerank.terms import TermIndex
 from factcheck.text.tokens import split_stems as stems
@@ -104,8 +107,8 @@ class CandidateGenerator:
         """The pool for one claim; ``exclude_memory`` hides that training claim from memory."""
         cfg = self.config
         q = self.query(text)
-        scores = self.terms.bm25(q.term_ids, q.counts, cfg.k1, cfg.b)
-        top = stable_top(scores, cfg.depth)
+        touched, touched_scores = self.terms.bm25_touched(q.term_ids, q.counts, cfg.k1, cfg.b)
+        top = stable_top_sparse(touched, touched_scores, self.terms.n_docs, cfg.depth)
         keep = top.scores > 0
         bm_rows, bm_scores = top.rows[keep], top.scores[keep].astype(np.float64)
         nb = None
@@ -127,7 +130,8 @@ class CandidateGenerator:
         if dense_rows is not None:
             pool = np.union1d(pool, dense_rows).astype(np.int64)
         top_score = float(bm_scores[0]) if len(bm_scores) else 0.0
-        fused = scores[pool].astype(np.float64) / top_score if top_score > 0 else np.zeros(len(pool))
+        pool_bm25 = scores_at(touched, touched_scores, pool).astype(np.float64)
+        fused = pool_bm25 / top_score if top_score > 0 else np.zeros(len(pool))
         dense_top = float(dense_list.scores[0]) if cos is not None and len(dense_list.scores) else 0.0
         if dense_top > 0:  # the hybrid's weighting of the two sides (its CV choice)
             fused = fused + FUSION_ALPHA / (1 - FUSION_ALPHA) * cos[pool].astype(np.float64) / dense_top
@@ -137,8 +141,8 @@ class CandidateGenerator:
         if len(mem_rows):
             fused[np.searchsorted(pool, nb.rows)] += nb.sum_sim
         order = np.lexsort((pool, -fused))
-        pool, fused, rank = pool[order], fused[order], rank[order]
-        out = Candidates(q, pool, fused, scores[pool].astype(np.float64), rank, top_score, bm_rows, bm_scores, nb)
+        pool, fused, rank, pool_bm25 = pool[order], fused[order], rank[order], pool_bm25[order]
+        out = Candidates(q, pool, fused, pool_bm25, rank, top_score, bm_rows, bm_scores, nb)
         if cos is not None:
             out.dense, out.dense_top, out.dense_list_scores = cos[pool], dense_top, dense_list.scores
             out.dense_memory = dense_nb

@@ -42,6 +42,7 @@ import scipy.sparse as sp
 from factcheck.retrieval.rerank.candidates import Candidates
 from factcheck.retrieval.rerank.memory import pool_similarities
 from factcheck.retrieval.rerank.vectors import tfidf_row, unit_rows
+from factcheck.tagging.index import multi_arange
 from factcheck.text.analyzer import analyze
 from factcheck.text.stopwords import ENGLISH_STOP_WORDS
 from factcheck.text.tokens import letter_runs, split_stems, standalone_numbers
@@ -80,20 +81,63 @@ def claim_names(text: str) -> list[str]:
     return sorted(out)
 
 
+class UnitRows:
+    """``unit_rows(terms.forward, terms.idf)[rows]`` for any rows, computed when asked.
+
+    A row's unit vector depends on that row alone (its entries scaled, then divided by
+    its own norm), so a pool's few hundred rows are the same bits whether the whole
+    corpus was normalised or only they were (``tests/unit/test_rerank.py`` checks it).
+    Why: the whole matrix was 12 bytes a non-zero kept for the index's life (~1.1 GB at
+    10M passages) to serve a few hundred rows a claim."""
+
+    def __init__(self, forward: sp.csr_matrix, idf: np.ndarray):
+        self.forward = forward
+        self.idf = idf
+
+    def __getitem__(self, rows) -> sp.csr_matrix:
+        return unit_rows(self.forward[np.asarray(rows, dtype=np.int64)], self.idf)
+
+
 class FeatureContext:
-    """Corpus-wide structures the features read, built once per index (~2 s at 316K)."""
+    """Corpus-wide structures the features read, built once per index: the term index,
+    the tag arrays and vectoriser; per-pool rows (unit vectors, tag-space rows, shared
+    tags) are computed from them when a pool asks."""
 
     def __init__(self, index, terms):
         self.terms = terms
-        n = len(index)
-        vocab = index.vocabulary
-        self.tag_col = {t: j for j, t in enumerate(vocab)}
-        self.tags = sp.csr_matrix((np.ones(len(index.tag_terms)), index.tag_terms, index.tag_indptr),
-                                  shape=(n, len(vocab)))
+        self.index = index
+        self.tag_col = {t: j for j, t in enumerate(index.vocabulary)}
         self.n_tags = np.diff(index.tag_indptr).astype(np.float64)
         self.tag_vectorizer = index.tag_vectorizer
-        self.tag_space = index.tag_space
-        self.unit = unit_rows(terms.forward, terms.idf)  # idf-weighted, L2-normalised passages
+        self.unit = UnitRows(terms.forward, terms.idf)  # idf-weighted, L2-normalised passages
+
+    def shared_tags(self, rows: np.ndarray, cols: list[int]) -> np.ndarray:
+        """How many of the tag columns ``cols`` each passage of ``rows`` has (float64: the
+        row sums of a 0/1 tag matrix, exact integers)."""
+        indptr = self.index.tag_indptr
+        at, owner = multi_arange(indptr[rows], indptr[rows + 1])
+        hit = np.isin(self.index.tag_terms[at], np.asarray(cols, dtype=np.int64))
+        return np.bincount(owner[hit], minlength=len(rows)).astype(np.float64)
+
+    def tag_space(self, rows: np.ndarray) -> sp.csr_matrix:
+        return self.index.tag_space_rows(rows)
+
+
+class _PoolRows:
+    """Unit rows of a pool's passages, taken from the pool's own matrix when they are in
+    it (the feedback and memory passages always are): one normalisation per claim."""
+
+    def __init__(self, unit: UnitRows, rows: np.ndarray, vecs: sp.csr_matrix):
+        self.unit, self.vecs = unit, vecs
+        self.order = np.argsort(rows, kind="stable")
+        self.sorted = rows[self.order]
+
+    def __getitem__(self, wanted) -> sp.csr_matrix:
+        wanted = np.asarray(wanted, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.sorted, wanted), max(len(self.sorted) - 1, 0))
+        if len(self.sorted) and np.array_equal(self.sorted[at], wanted):
+            return self.vecs[self.order[at]]
+        return self.unit[wanted]
 
 
 def _centroid(vecs: sp.csr_matrix, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -168,17 +212,18 @@ def compute(ctx: FeatureContext, cands: Candidates, k1: float, b: float) -> np.n
     distinct = sorted(set(claim_tags))
     cols = [ctx.tag_col[t] for t in distinct if t in ctx.tag_col]
     if cols:
-        shared = np.asarray(ctx.tags[rows][:, cols].sum(axis=1)).ravel()
+        shared = ctx.shared_tags(rows, cols)
         denom = np.minimum(len(distinct), ctx.n_tags[rows])
         out[:, col["tag_overlap"]] = np.divide(shared, denom, out=np.zeros(n), where=denom > 0)
     qv = tfidf_row(ctx.tag_vectorizer, claim_tags)
-    out[:, col["tag_cosine"]] = np.asarray((ctx.tag_space[rows] @ qv.T).todense()).ravel()
+    out[:, col["tag_cosine"]] = np.asarray((ctx.tag_space(rows) @ qv.T).todense()).ravel()
 
     # pseudo-relevance feedback from the top of the BM25 list
     pool_vecs = ctx.unit[rows]
+    unit_of = _PoolRows(ctx.unit, rows, pool_vecs)
     fb = cands.bm25_list[:PRF_DOCS]
     if len(fb):
-        nz, weight = _centroid(ctx.unit[fb], np.ones(len(fb)))
+        nz, weight = _centroid(unit_of[fb], np.ones(len(fb)))
         if len(nz):
             out[:, col["prf_cosine"]] = _cosines(pool_vecs, nz, weight)
             exp_at = np.lexsort((nz, -weight))[:RM3_TERMS]
@@ -195,8 +240,8 @@ def compute(ctx: FeatureContext, cands: Candidates, k1: float, b: float) -> np.n
             out[:, col["mem_max_sim"]] = max_sim
             out[:, col["mem_sum_sim"]] = sum_sim
             best = nb.rows[np.lexsort((nb.rows, -nb.sum_sim))][:MEMORY_PASSAGES]
-            out[:, col["mem_passage_cos"]] = (pool_vecs @ ctx.unit[best].T).toarray().max(axis=1)
-            nz, weight = _centroid(ctx.unit[nb.rows], nb.sum_sim)
+            out[:, col["mem_passage_cos"]] = (pool_vecs @ unit_of[best].T).toarray().max(axis=1)
+            nz, weight = _centroid(unit_of[nb.rows], nb.sum_sim)
             if len(nz):
                 out[:, col["mem_centroid_cos"]] = _cosines(pool_vecs, nz, weight)
 
