@@ -7,8 +7,8 @@ from pathlib import Path
 
 from factcheck.cli.options import (add_claims_args, add_embedding_args, add_index_args, add_mode_arg, add_reader_args,
                                    add_renamed, add_tag_args, check_output_dir, check_outputs, claims_options,
-                                   embedding_model_from_args, index_from_args, read_claims_from_args,
-                                   relocate_from_args, source_options)
+                                   embedding_model_from_args, index_from_args, jobs_type, positive_int,
+                                   read_claims_from_args, relocate_from_args, source_options)
 from factcheck.retrieval.registry import ALL_METHODS
 
 AUTO_HELP = "retriever (default: auto = best evidence F on the training hold-out; dense and hybrid need --mode open)"
@@ -91,21 +91,36 @@ def add_predict(p):
     p.add_argument("--out", type=Path, required=True,
                    help="predictions file to write (+ .explain.json beside it)")
     add_predictions_format_arg(p)
+    p.add_argument("--method", default=None, choices=ALL_METHODS,
+                   help="retriever for the evidence (default: the model's choice; any retriever the model tuned)")
     add_mode_arg(p, from_model=True)
     add_embedding_args(p)
     add_claims_args(p)
+    g = p.add_argument_group("many claims (the same bytes for any --jobs or --backend)")
+    g.add_argument("--batch-size", type=positive_int, default=1000, help="claims per task (default: 1000)")
+    g.add_argument("--jobs", type=jobs_type, default=1,
+                   help="worker processes, each loading the index and model once (default: 1 = this process)")
+    g.add_argument("--backend", choices=("loky", "dask"), default="loky",
+                   help="loky: local processes; dask: a Dask cluster (default: loky)")
+    g.add_argument("--scheduler", default=None,
+                   help="Dask scheduler address (with --backend dask; default: start a LocalCluster)")
 
     def run(args):
-        from factcheck.formats.explanations import explanations_path
-        from factcheck.system.checker import FactChecker
-        from factcheck.pipeline.run import write_verdicts
+        from factcheck.formats.explanations import explanations_path, write_explained_predictions
+        from factcheck.pipeline.claim_batches import check_in_batches
         check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.model])
         claims = read_claims_from_args(args, args.claims)
         index_from_args(args)
         relocate_from_args(args, args.index)
-        system = FactChecker.load(args.index, args.model, mode=args.mode)
-        verdicts = system.check(claims)
-        write_verdicts(args.out, claims, verdicts, system, args.predictions_format)
+        verdicts, spec = check_in_batches(
+            args.index, args.model, args.claims, claims, mode=args.mode, method=args.method, jobs=args.jobs,
+            backend=args.backend, scheduler=args.scheduler, batch_size=args.batch_size, work_dir=args.out.parent,
+            embedding_model=args.embedding_model,
+            claims_options={k.removeprefix("claims_"): v for k, v in claims_options(args).items()})
+        by_id = verdicts.by_id
+        write_explained_predictions(args.out, claims, {cid: v.evidences for cid, v in by_id.items()},
+                                    {cid: v.explanation for cid, v in by_id.items()}, spec,
+                                    {cid: v.label for cid, v in by_id.items()}, args.predictions_format)
         print(f"{args.out}: {len(claims)} claim{'' if len(claims) == 1 else 's'} with labels and evidence")
     return run
 

@@ -1,0 +1,114 @@
+"""Checking many claims (FEVER's ~145K, say): fixed-size claim batches, in this process or
+spread over workers -- local processes (loky) or the Dask cluster the tagging job uses.
+
+The claims are cut into batches of ``batch_size`` by position; each batch is one task.
+A task gets only paths and two positions (the index and model directories, the claims
+file, ``start``/``stop``, where to write), never claims or passages: a worker opens the
+index and model from shared storage once per process (memory-mapped, see
+:class:`~factcheck.tagging.index.TagIndex`), checks its batch with
+:meth:`~factcheck.system.checker.FactChecker.check` and writes the batch's verdicts to a
+part file. This process then reads the parts in claim order and writes the predictions
+and their sidecar with the same writer as a single-process run.
+
+Why the batches are fixed whatever the backend or number of jobs: the bytes must not
+depend on them. A claim's evidence never depends on its batch-mates (every retriever
+scores one claim at a time), and the classifier is given the same batches everywhere, so
+one worker, two, or a Dask cluster write the same files (``tests/scaleout`` checks it).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from factcheck.errors import InputError
+from factcheck.formats.claims import read_claims
+from factcheck.formats.files import write_json_atomic
+from factcheck.retrieval.registry import retriever_spec
+from factcheck.system.checker import FactChecker, Verdict, Verdicts
+
+__all__ = ["BATCH_SIZE", "check_in_batches"]
+
+BATCH_SIZE = 1000  # claims per task: ~1-5 s of work at 1.2M passages, a few MB of results
+
+
+def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims: list | None = None, *,
+                     claims_options: dict | None = None, mode: str | None = None, method: str | None = None,
+                     jobs: int = 1, backend: str = "loky", scheduler: str | None = None,
+                     batch_size: int = BATCH_SIZE, progress: bool | None = None, work_dir: Path | None = None,
+                     embedding_model: Path | None = None) -> tuple[Verdicts, dict]:
+    """Verdicts for every claim of ``claims_path``, checked ``batch_size`` claims at a time.
+
+    ``claims``: the claims of ``claims_path`` read with ``claims_options`` (the keywords of
+    :func:`~factcheck.formats.claims.read_claims`; read here when None): workers read the
+    file with the same options, so a batch is the same claims wherever it runs.
+    ``jobs``/``backend``/``scheduler``: where the batches run (as for the tagging job;
+    ``jobs=1`` with loky runs them here). ``work_dir``: where the workers write their
+    part files (storage every worker sees; default: beside the claims file), removed
+    afterwards. ``embedding_model``: where the local embedding model the index's vectors
+    were built with is now, for the workers (the caller relocates it in this process:
+    :func:`~factcheck.tagging.vectors.relocate_embedding_model`). Returns ``(verdicts,
+    spec)``: ``spec`` is the retriever's record for the sidecar
+    (:func:`~factcheck.retrieval.registry.retriever_spec`).
+    """
+    from factcheck.tagging.backends import WorkerPool, resolve_jobs
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise InputError(None, None, f"must be a positive integer, got {batch_size!r}", param="batch_size")
+    options = dict(claims_options or {})
+    claims = read_claims(claims_path, **options) if claims is None else claims
+    bounds = [(a, min(a + batch_size, len(claims))) for a in range(0, len(claims), batch_size)] or [(0, 0)]
+    local = backend == "loky" and resolve_jobs(jobs) == 1
+    if local:
+        system = FactChecker.load(index_dir, model_dir, method=method, mode=mode)
+        verdicts = [v for a, b in _progress(bounds, progress) for v in system.check(claims[a:b])]
+        return Verdicts(verdicts), retriever_spec(system.retriever)
+    out = Path(tempfile.mkdtemp(prefix=".factcheck-batches-", dir=Path(work_dir or Path(claims_path).parent).resolve()))
+    try:
+        args = [(str(Path(index_dir).resolve()), str(Path(model_dir).resolve()), str(Path(claims_path).resolve()),
+                 options, mode, method, None if embedding_model is None else str(Path(embedding_model).resolve()),
+                 a, b, str(out / f"batch-{i:06d}.json")) for i, (a, b) in enumerate(bounds)]
+        with WorkerPool(backend, jobs, scheduler) as pool:
+            marker = out / "visible"
+            marker.write_text("", "utf-8")
+            pool.check_shared(marker)  # Dask: every worker must see the part files' folder
+            pool.map(_check_batch, args, desc="checking claims", quiet=None if progress is None else not progress)
+        parts = [json.loads(Path(a[-1]).read_text("utf-8")) for a in args]
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    # in claim order; JSON keeps dict order, and floats round-trip exactly through repr
+    verdicts = Verdicts([Verdict(*v) for p in parts for v in p["verdicts"]])
+    if [v.id for v in verdicts] != [c.id for c in claims]:  # the workers read another file than this process
+        raise InputError(claims_path, None, "changed while its claims were being checked")
+    return verdicts, parts[0]["spec"]
+
+
+def _progress(bounds, progress):
+    from tqdm.auto import tqdm
+    return tqdm(bounds, desc="checking claims", unit=" batches", disable=progress is False or len(bounds) < 2)
+
+
+_SYSTEMS: dict = {}
+_CLAIMS: dict = {}
+
+
+def _check_batch(index_dir: str, model_dir: str, claims_path: str, claims_options: dict, mode, method,
+                 embedding_model, start: int, stop: int, dest: str) -> None:
+    """One task, on a worker: check claims [start, stop) and write them to ``dest``."""
+    key = (index_dir, model_dir, mode, method, embedding_model)
+    system = _SYSTEMS.get(key)
+    if system is None:  # once per worker process: the index and model from shared storage
+        _SYSTEMS.clear()
+        if embedding_model is not None:  # a moved local model: found before anything names it
+            from factcheck.tagging.vectors import relocate_embedding_model
+            relocate_embedding_model(Path(index_dir), Path(embedding_model))
+        system = _SYSTEMS[key] = FactChecker.load(Path(index_dir), Path(model_dir), method=method, mode=mode)
+    stamp = (claims_path, Path(claims_path).stat().st_mtime_ns, json.dumps(claims_options, sort_keys=True))
+    claims = _CLAIMS.get(stamp)
+    if claims is None:
+        _CLAIMS.clear()
+        claims = _CLAIMS[stamp] = read_claims(Path(claims_path), **claims_options)
+    verdicts = system.check(claims[start:stop])
+    write_json_atomic(Path(dest), {"verdicts": [[v.id, v.text, v.label, v.evidences, v.probabilities, v.explanation]
+                                                for v in verdicts], "spec": retriever_spec(system.retriever)})
