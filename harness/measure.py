@@ -68,6 +68,77 @@ def _memory(pid: int) -> tuple[int, int] | None:
     return rss, hwm
 
 
+def _cpu_seconds(pid: int, children: bool = False) -> float:
+    """utime + stime of ``pid`` (and of its reaped children with ``children``), in seconds."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if children else 0)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu(root: int) -> float:
+    """CPU seconds used so far by the tree: every live process, plus what the root's
+    reaped children used (loky and Dask workers that have exited)."""
+    return sum(_cpu_seconds(pid, children=(pid == root)) for pid in _tree(root))
+
+
+def traced(cmd: list[str], stage_line, interval: float = 0.2, cwd=ROOT, env: dict | None = None) -> dict:
+    """Run ``cmd``, sampling its process tree (summed RSS, CPU so far) every ``interval``
+    seconds and noting when each stage starts: a stage is a stderr line for which
+    ``stage_line(line)`` returns a name. Returns ``{"wall_s", "samples": [(t, rss, cpu)],
+    "stages": [(t, name)]}``; t is seconds since the launch."""
+    import threading
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd,
+                            env={**os.environ, **(env or {})}, start_new_session=True)
+    stages: list[tuple[float, str]] = []
+    tail: list[str] = []
+
+    def read_stderr():
+        for line in proc.stderr:
+            name = stage_line(line.split("\r")[-1])
+            if name:
+                stages.append((time.perf_counter() - t0, name))
+            tail[:] = (tail + [line])[-20:]
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    samples = []
+    try:
+        while proc.poll() is None:
+            tree = tree_memory(proc.pid)
+            samples.append((time.perf_counter() - t0, sum(rss for _, rss, _ in tree), tree_cpu(proc.pid)))
+            time.sleep(interval)
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait()
+        raise
+    wall = time.perf_counter() - t0
+    reader.join(timeout=10)
+    reap_group(proc.pid)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(map(str, cmd))} failed with status {proc.returncode}:\n{''.join(tail)}")
+    return {"wall_s": wall, "samples": samples, "stages": stages}
+
+
+def per_stage(trace: dict, first: str = "start-up (imports, before the first stage)") -> list[dict]:
+    """Wall, CPU and tree peak RSS of each stage of a :func:`traced` run."""
+    bounds = [(0.0, first)] + trace["stages"] + [(trace["wall_s"], None)]
+    samples = trace["samples"]
+    rows = []
+    for (start, name), (end, _) in zip(bounds[:-1], bounds[1:]):
+        inside = [s for s in samples if start <= s[0] < end]
+        before = [s for s in samples if s[0] < start]
+        after = [s for s in samples if s[0] >= end]
+        cpu0 = before[-1][2] if before else 0.0
+        cpu1 = after[0][2] if after else (samples[-1][2] if samples else 0.0)
+        rows.append({"stage": name, "wall_s": end - start, "cpu_s": max(cpu1 - cpu0, 0.0),
+                     "peak_rss": max((s[1] for s in inside), default=None)})
+    return rows
+
+
 def tree_memory(root: int) -> list[tuple[int, int, int]]:
     """(pid, VmRSS, VmHWM) of ``root`` and every live descendant, ``root`` first."""
     out = []

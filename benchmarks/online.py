@@ -1,0 +1,319 @@
+"""The online half's cost curve: ``run``, ``retrieve``, ``predict`` and ``serve`` at 1.2M -> 10M passages.
+
+Writes reports/bench-online.md (and the raw figures as .json beside it). For each
+knowledge source (``proxy`` = the course's 316,312 passages; N = the bench corpus of
+``benchmarks/make_corpus.py``, every gold id kept, N >= 1,208,827):
+
+* ``factcheck run`` (tagging included), traced: per stage of the run's own timing list
+  the wall time, the process tree's CPU and its peak RSS (sampled every 0.2 s);
+* with that run's index and model: ``factcheck retrieve --method bm25|tags|rerank`` over
+  the dev claims (BM25 k1 0.9, b 0.4 with its cache removed first, so the index build is
+  included; the reranker after one unmeasured warm-up, which builds its term statistics
+  if the index has none),
+  ``factcheck predict`` over the dev claims and -- with ``--claims N`` -- over N claims
+  drawn from the corpus's own sentences (for cost only: they have no labels), each as
+  wall, CPU and tree peak RSS;
+* ``factcheck serve --run``: start-up until ``/healthz`` answers, RSS, and ``/api/check``
+  p50/p99 with the model's chosen retriever (repeats sent as whitespace variants so no
+  per-claim cache answers them, as ``benchmarks/serve.py`` does).
+
+Every figure is a median of ``--repeats`` runs and is also given as a ratio to the same
+run's figure at the first size (1.2M by default): machine speed varies from run to run
+on a shared machine, ratios within one invocation do not. The report checks the scaling
+targets (each stage's wall and peak at most 1.2x linear from the first to the last size)
+and the absolute ones it has data for.
+
+    python -m benchmarks.online --sizes 1208827,5000000,10000000          # needs a quiet machine
+    python -m benchmarks.online --sizes proxy,1208827 --repeats 1 --claims 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.run import corpus_of, data_dir
+from harness.measure import ROOT, SHARED, machine, measure, per_stage, traced, write_report
+
+STAGE = re.compile(r"^\[\s*[\d.]+s\] (.+?) \.\.\.\s*$")
+START = "start-up (imports, before the first stage)"
+MIB = 2 ** 20
+
+
+def stage_of(line: str):
+    m = STAGE.match(line)
+    return m.group(1) if m else None
+
+
+def cli(*args) -> list[str]:
+    return [sys.executable, "-m", "factcheck", *map(str, args)]
+
+
+def sample_claims(corpus: Path, count: int, seed: int = 90042) -> Path:
+    """``count`` passages of ``corpus`` as unlabelled course-format claims (cost only)."""
+    path = ROOT / "bench" / f"claims-{corpus.stem}-{count}.json"
+    if path.is_file():
+        return path
+    import numpy as np
+    with open(corpus, encoding="utf-8") as fh:
+        texts = [t for t in json.load(fh).values() if t.strip()]  # a claim must say something
+    rows = np.sort(np.random.default_rng(seed).choice(len(texts), size=min(count, len(texts)), replace=False))
+    claims = {f"sample-{i}": {"claim_text": texts[r][:500]} for i, r in enumerate(rows.tolist())}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(claims), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def bench_run(size: str, repeats: int, keep: Path) -> dict:
+    corpus, n = corpus_of(size)
+    data = data_dir(corpus)
+    runs = []
+    for i in range(repeats):
+        out = Path(tempfile.mkdtemp(prefix="bench-online-", dir=ROOT / "bench")) / "run"
+        try:
+            trace = traced(cli("run", "--data-dir", data, "--out", out), stage_of)
+            rows = per_stage(trace, START)
+            timings = json.loads((out / "metrics.json").read_text())["run"]["timings"]
+            runs.append({"wall_s": trace["wall_s"], "cpu_s": trace["samples"][-1][2] if trace["samples"] else 0.0,
+                         "peak_rss": max(s[1] for s in trace["samples"]), "stages": rows, "timings": timings})
+            if i == repeats - 1:
+                shutil.rmtree(keep, ignore_errors=True)
+                shutil.move(str(out), keep)
+        finally:
+            shutil.rmtree(out.parent, ignore_errors=True)
+    names = [r["stage"] for r in runs[0]["stages"]]
+    stages = {}
+    for name in names:
+        got = [next(s for s in r["stages"] if s["stage"] == name) for r in runs]
+        stages[name] = {k: statistics.median((g[k] or 0) for g in got) for k in ("wall_s", "cpu_s", "peak_rss")}
+    return {"n": n, "wall_s": statistics.median(r["wall_s"] for r in runs),
+            "cpu_s": statistics.median(r["cpu_s"] for r in runs),
+            "peak_rss": statistics.median(r["peak_rss"] for r in runs), "stages": stages,
+            "timings_complete": all(set(r["timings"]) >= set(names[1:]) for r in runs),
+            "runs": [{k: r[k] for k in ("wall_s", "cpu_s", "peak_rss")} for r in runs]}
+
+
+def bench_commands(run: Path, repeats: int, claims_file: Path | None, tree: Path = ROOT) -> dict:
+    index, model = run / "index", run / "model"
+    dev = SHARED / "dev-claims.json"
+    out = {}
+    work = Path(tempfile.mkdtemp(prefix="bench-online-cmd-", dir=ROOT / "bench"))
+    commands = {
+        "retrieve bm25": cli("retrieve", "--index", index, "--claims", dev, "--out", work / "p.json",
+                             "--method", "bm25", "--k1", "0.9", "--b", "0.4"),
+        "retrieve tags": cli("retrieve", "--index", index, "--claims", dev, "--out", work / "p.json", "--method", "tags"),
+        "retrieve rerank": cli("retrieve", "--index", index, "--claims", dev, "--out", work / "p.json",
+                               "--method", "rerank", "--rerank-model", model / "rerank.skops"),
+        "predict dev": cli("predict", "--index", index, "--model", model, "--claims", dev, "--out", work / "p.json"),
+    }
+    if claims_file is not None:
+        commands["predict sample"] = cli("predict", "--index", index, "--model", model, "--claims", claims_file,
+                                         "--out", work / "p.json", "--method", "bm25")
+        commands["predict sample, 2 jobs"] = commands["predict sample"] + ["--jobs", "2"]
+    try:
+        # Warm-up, not measured: the reranker's term statistics are a cache of the index
+        # (built once per index, by the run that trained it); the figures are of a warm index.
+        measure(commands["retrieve rerank"], cwd=tree)
+        for name, cmd in commands.items():
+            runs = []
+            for _ in range(repeats):
+                if name == "retrieve bm25":  # the index build included: no cached weights for (0.9, 0.4)
+                    shutil.rmtree(index / "bm25" / "lucene-k1_0.9-b_0.4", ignore_errors=True)
+                for p in work.glob("p.*"):
+                    p.unlink()
+                runs.append(measure(cmd, cwd=tree))
+            out[name] = {k: statistics.median(r[k] for r in runs) for k in ("wall_s", "cpu_s", "tree_peak_rss")}
+            out[name]["runs"] = [r["wall_s"] for r in runs]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def bench_serve(run: Path, requests: int, repeats: int, tree: Path = ROOT) -> dict:
+    import httpx
+
+    from benchmarks import serve as bench_serve
+    from harness.serving import serving
+
+    _, claims = bench_serve.dev_claims(run, None)
+    results = []
+    for _ in range(repeats):
+        log = Path(tempfile.mkstemp(prefix="bench-online-serve-", suffix=".log")[1])
+        t0 = time.perf_counter()
+        try:
+            with serving(["--run", str(run)], log, cwd=tree, timeout=1800) as (url, proc):
+                startup = time.perf_counter() - t0
+                rss_start = bench_serve.rss_mib(proc.pid)
+                with httpx.Client(timeout=120) as client:
+                    bench_serve.load_test(client, url, claims, "best", 20, first_repeat=20)  # warm-up
+                    result = bench_serve.load_test(client, url, claims, "best", requests, first_repeat=1)
+                    best = client.get(url + "/api/methods").json().get("best")
+                rss_end = bench_serve.rss_mib(proc.pid)
+        finally:
+            log.unlink(missing_ok=True)
+        lat = result["latency"]
+        results.append({"startup_s": startup, "rss_start_mib": rss_start, "rss_end_mib": rss_end, "best": best,
+                        "p50": statistics.median(lat), "p99": bench_serve.pct(lat, 99),
+                        "errors": len(result["errors"])})
+    out = {k: statistics.median(r[k] for r in results) for k in ("startup_s", "rss_start_mib", "rss_end_mib",
+                                                                  "p50", "p99", "errors")}
+    out["best"] = results[-1]["best"]
+    return out
+
+
+def ratio(value, base) -> str:
+    return f"{value / base:.2f}" if base else "–"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1208827,5000000,10000000",
+                    help="knowledge sources, comma-separated: 'proxy' and/or bench corpus sizes >= 1208827; "
+                         "ratios are to the first")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=300, help="/api/check requests per serve run")
+    ap.add_argument("--claims", type=int, default=0,
+                    help="also predict this many corpus sentences as claims at the first size >= 1.2M (0: no)")
+    ap.add_argument("--out", type=Path, default=ROOT / "reports" / "bench-online.md")
+    ap.add_argument("--use-run", type=Path, default=None,
+                    help="skip `factcheck run`: measure the commands and serve on this run directory (one size)")
+    ap.add_argument("--tree", type=Path, default=ROOT,
+                    help="source tree whose factcheck the commands run (a before/after comparison; default: this one)")
+    args = ap.parse_args(argv)
+    (ROOT / "bench").mkdir(exist_ok=True)
+    sizes = args.sizes.split(",")
+    load_before = os.getloadavg()
+    results = {}
+    for size in sizes:
+        keep = ROOT / "bench" / f"online-run-{size}"
+        corpus, n = corpus_of(size)
+        if args.use_run:
+            keep, r = args.use_run, {"n": n, "wall_s": 0.0, "cpu_s": 0.0, "peak_rss": 0, "stages": {},
+                                     "timings_complete": True, "runs": []}
+        else:
+            r = bench_run(size, args.repeats, keep)
+        sample = (sample_claims(corpus, args.claims) if args.claims and n >= 1_200_000
+                  and not any("predict sample" in x.get("commands", {}) for x in results.values()) else None)
+        r["commands"] = bench_commands(keep, args.repeats, sample, args.tree)
+        if sample is not None:
+            r["sample_claims"] = args.claims
+        r["serve"] = bench_serve(keep, args.requests, args.repeats, args.tree)
+        results[size] = r
+        args.out.with_suffix(".json").write_text(json.dumps(results, indent=1))
+    load_after = os.getloadavg()
+    write_report(args.out, report(args, results, load_before, load_after))
+    return 0
+
+
+def report(args, results: dict, load_before, load_after) -> list[str]:
+    sizes = list(results)
+    base = results[sizes[0]]
+    lines = [
+        "# The online half at scale: `run`, `retrieve`, `predict`, `serve`", "",
+        f"Machine: {machine()}; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after.", "",
+        f"Command: `python -m benchmarks.online --sizes {args.sizes} --repeats {args.repeats} --requests "
+        f"{args.requests} --claims {args.claims}"
+        + (f" --use-run {args.use_run}" if args.use_run else "") + (f" --tree {args.tree}" if args.tree != ROOT else "")
+        + "`. Knowledge sources: `proxy` = the course's 316,312 passages; N = "
+        "`benchmarks/make_corpus.py` corpora (the proxy plus synthetic filler, every gold id kept); claims: the "
+        f"course files. Each figure is the median of {args.repeats} fresh runs; peak RSS is the whole process "
+        "tree's (sampled; 1 GiB = 2^30 bytes); `x first` is the ratio to the same invocation's figure at "
+        f"{base['n']:,} passages, `linear` the ratio of the sizes.", "",
+        "## `factcheck run`, per stage", "",
+    ]
+    stage_names = list(dict.fromkeys(k for s in sizes for k in results[s]["stages"]))
+    lines += ["| stage | " + " | ".join(f"{results[s]['n']:,}: wall s / CPU s / peak MiB" for s in sizes) +
+              " | wall x first | peak x first |", "|---|" + "---|" * (len(sizes) + 2)]
+    for name in stage_names:
+        cells, last, first = [], None, base["stages"].get(name)
+        for s in sizes:
+            st = results[s]["stages"].get(name)
+            cells.append("–" if st is None else f"{st['wall_s']:.1f} / {st['cpu_s']:.1f} / {st['peak_rss'] / MIB:,.0f}")
+            last = st or last
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {ratio(last['wall_s'], first['wall_s']) if first else '–'} | "
+                     f"{ratio(last['peak_rss'], first['peak_rss']) if first and first['peak_rss'] else '–'} |")
+    lines += ["| **whole run** | " + " | ".join(
+        f"**{results[s]['wall_s']:.0f} / {results[s]['cpu_s']:.0f} / {results[s]['peak_rss'] / MIB:,.0f}**" for s in sizes)
+        + f" | {ratio(results[sizes[-1]]['wall_s'], base['wall_s'])} | "
+          f"{ratio(results[sizes[-1]]['peak_rss'], base['peak_rss'])} |", "",
+        "Every run's timing list named every stage: " + ("yes" if all(results[s]["timings_complete"] for s in sizes)
+                                                          else "NO"), ""]
+    lines += ["## Commands on the run's index and model", "",
+              "| command | " + " | ".join(f"{results[s]['n']:,}: wall s / CPU s / peak MiB" for s in sizes) +
+              " | wall x first | peak x first |", "|---|" + "---|" * (len(sizes) + 2)]
+    for name in base["commands"]:
+        cells = []
+        for s in sizes:
+            c = results[s]["commands"].get(name)
+            cells.append("–" if c is None else f"{c['wall_s']:.1f} / {c['cpu_s']:.1f} / {c['tree_peak_rss'] / MIB:,.0f}")
+        last = results[sizes[-1]]["commands"].get(name)
+        first = base["commands"][name]
+        lines.append(f"| `{name}` | " + " | ".join(cells) + f" | {ratio(last['wall_s'], first['wall_s']) if last else '–'} | "
+                     f"{ratio(last['tree_peak_rss'], first['tree_peak_rss']) if last else '–'} |")
+    lines += ["", "## `factcheck serve --run`", "",
+              "| passages | start-up s | RSS after start-up MiB | RSS after requests MiB | retriever | /api/check p50 ms "
+              "| p99 ms | errors |", "|---|---|---|---|---|---|---|---|"]
+    for s in sizes:
+        v = results[s]["serve"]
+        lines.append(f"| {results[s]['n']:,} | {v['startup_s']:.1f} | {v['rss_start_mib']:,.0f} | {v['rss_end_mib']:,.0f} | "
+                     f"{v['best']} | {v['p50']:.1f} | {v['p99']:.1f} | {v['errors']:.0f} |")
+    lines += ["", "## Targets", ""] + targets(results)
+    return lines
+
+
+def targets(results: dict) -> list[str]:
+    sizes = list(results)
+    first, last = results[sizes[0]], results[sizes[-1]]
+    linear = last["n"] / first["n"]
+    out = []
+
+    def line(ok: bool, text: str):
+        out.append(f"- {text}: **{'met' if ok else 'missed'}**")
+
+    if len(sizes) > 1:
+        for name, st in last["stages"].items():
+            f = first["stages"].get(name)
+            if not f or name == START:
+                continue
+            w = st["wall_s"] / f["wall_s"] if f["wall_s"] > 0.5 else None
+            p = st["peak_rss"] / f["peak_rss"] if f["peak_rss"] else None
+            if w is not None:
+                line(w <= 1.2 * linear, f"run stage '{name}' wall {first['n']:,} -> {last['n']:,}: x{w:.2f} "
+                                        f"(limit 1.2 x {linear:.2f} = {1.2 * linear:.2f})")
+            if p is not None:
+                line(p <= 1.2 * linear, f"run stage '{name}' peak RSS: x{p:.2f} (limit {1.2 * linear:.2f})")
+    for s in sizes:
+        r = results[s]
+        if r["n"] >= 10_000_000:
+            line(r["wall_s"] <= 25 * 60, f"`factcheck run` at {r['n']:,}: {r['wall_s'] / 60:.1f} min (<= 25)")
+            line(r["peak_rss"] <= 12e9, f"`factcheck run` at {r['n']:,}: {r['peak_rss'] / 1e9:.2f} GB tree peak (<= 12)")
+            v = r["serve"]
+            line(v["startup_s"] <= 30, f"`serve` at {r['n']:,} starts in {v['startup_s']:.1f} s (<= 30)")
+            line(max(v["rss_start_mib"], v["rss_end_mib"]) * MIB <= 6e9,
+                 f"`serve` at {r['n']:,} RSS {max(v['rss_start_mib'], v['rss_end_mib']) * MIB / 1e9:.2f} GB (<= 6)")
+            line(v["p50"] <= 50, f"`/api/check` at {r['n']:,} ({v['best']}) p50 {v['p50']:.1f} ms (<= 50)")
+        if 4_900_000 <= r["n"] <= 5_100_000:
+            c = r["commands"]["retrieve bm25"]
+            line(c["tree_peak_rss"] <= 3e9, f"`retrieve --method bm25` at {r['n']:,}: {c['tree_peak_rss'] / 1e9:.2f} GB "
+                                            "peak, index build included (<= 3)")
+        for name in ("predict sample", "predict sample, 2 jobs"):
+            if name in r["commands"]:
+                c = r["commands"][name]
+                rate = r["sample_claims"] / c["wall_s"]
+                line(rate >= 200, f"`{name}` (BM25 retriever and reader) over {r['sample_claims']:,} claims at "
+                                  f"{r['n']:,} passages: {rate:.0f} claims/s including start-up ({c['wall_s']:.0f} s, "
+                                  f"{c['tree_peak_rss'] / 1e9:.2f} GB tree peak) (>= 200)")
+    return out
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
