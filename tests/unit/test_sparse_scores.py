@@ -266,15 +266,15 @@ def test_reranker_on_the_lean_structures_is_the_demo_reranker(demo_index):
     fit, holdout = train_holdout_split(read_claims(DEMO / "train-claims.json"))
     grid = (ModelConfig(learning_rate=0.1, max_iter=20, max_leaf_nodes=7, min_samples_leaf=5, negative_rate=1.0),)
     r = train_reranker(index, fit, holdout, configs=(CandidateConfig(memory_k=5),), grid=grid)
-    unit = unit_rows(r.terms.forward, r.terms.idf)
+    unit = unit_rows(r.terms_.forward, r.terms_.idf)
     for claim in [c.text for c in read_claims(DEMO / "dev-claims.json")]:
-        q = r.generator.query(claim)
-        full = r.terms.bm25(q.term_ids, q.counts, 0.9, 0.4)
-        cands = r.generator.generate(claim)
-        want = stable_top(full, r.config.depth)
+        q = r.generator_.query(claim)
+        full = r.terms_.bm25(q.term_ids, q.counts, 0.9, 0.4)
+        cands = r.generator_.generate(claim)
+        want = stable_top(full, r.candidates_.depth)
         keep = want.scores > 0
         assert np.array_equal(cands.bm25_list, want.rows[keep])
         assert np.array_equal(cands.bm25, full[cands.rows].astype(np.float64))
-        vecs = ctx_rows = r.context.unit[cands.rows]
+        vecs = r.context_.unit[cands.rows]
         ctx_rows = unit[cands.rows]
         assert np.array_equal(vecs.data, ctx_rows.data) and np.array_equal(vecs.indices, ctx_rows.indices)
