@@ -103,6 +103,7 @@ def bench_run(size: str, repeats: int, keep: Path) -> dict:
 
 
 def bench_commands(run: Path, repeats: int, claims_file: Path | None, tree: Path = ROOT) -> dict:
+    run = run.resolve()  # the commands may run in another tree's directory
     index, model = run / "index", run / "model"
     dev = SHARED / "dev-claims.json"
     out = {}
@@ -155,6 +156,7 @@ def bench_serve(run: Path, requests: int, repeats: int, tree: Path = ROOT) -> di
     from benchmarks import serve as bench_serve
     from harness.serving import serving
 
+    run = run.resolve()
     _, claims = bench_serve.dev_claims(run, None)
     results = []
     for _ in range(repeats):

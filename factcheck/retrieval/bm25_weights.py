@@ -116,7 +116,7 @@ class TermCounts:
         a score: bm25s adds a query's term weights in the query's order, whatever the ids."""
         from factcheck.tagging.counting import count_terms
         shards, lengths, column = [], [], {}
-        for _, texts in index.text_batches():
+        for _, texts in index.text_batches(desc="BM25 term counts"):
             counts = count_terms(texts)
             m = counts.matrix
             lengths.append(np.asarray(m.sum(axis=1), dtype=np.int64).ravel())  # stems per passage

@@ -399,10 +399,14 @@ class TagIndex:
                              f"not in the knowledge source {self.root} (of {len({c for c, _ in missing})} "
                              "claims); is it the knowledge source these claims were written for?")
 
-    def text_batches(self):
+    def text_batches(self, desc: str | None = None):
         """``(first row, texts)`` one shard at a time: whole-corpus passes without holding
-        every text as a Python string."""
-        return self.texts.batches()
+        every text as a Python string. ``desc``: show a progress bar (on a terminal) of the
+        shards, so a pass over millions of passages is never silent."""
+        if desc is None:
+            return self.texts.batches()
+        from tqdm.auto import tqdm
+        return tqdm(self.texts.batches(), desc=desc, total=len(self.manifest.shards), unit=" shards", disable=None)
 
     @cached_property
     def passage_stems(self) -> list[list[str]]:

@@ -116,13 +116,13 @@ class TermIndex:
     def for_index(cls, index, cache: bool = True) -> "TermIndex":
         """Build (or load from the index directory's cache) the term index of a tag index."""
         if not cache:
-            return cls.build_batches(index.text_batches())
+            return cls.build_batches(index.text_batches(desc="reranker term statistics"))
         key = {"plan_key": index.manifest.data.get("plan_key"), "n": len(index), "analysis": ANALYSIS_VERSION,
                "layout": CACHE_LAYOUT}
         digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
-        return DerivedCache(index.root).load_or_build(
-            f"rerank/terms-{digest}", key, lambda folder: cls.build_batches(index.text_batches())._save(folder),
-            cls._load)
+        def build(folder):
+            cls.build_batches(index.text_batches(desc="reranker term statistics"))._save(folder)
+        return DerivedCache(index.root).load_or_build(f"rerank/terms-{digest}", key, build, cls._load)
 
     def _save(self, folder: Path) -> None:
         """One ``.npy`` file per array (see :meth:`_load` for why)."""
