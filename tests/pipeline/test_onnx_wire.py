@@ -70,6 +70,11 @@ def test_predict_and_check_reproduce_the_run_and_find_a_moved_model(onnx_run, tm
         proc = run_cli(*args, "--out", tmp_path / "q.json", "--embedding-model", moved)
         assert proc.returncode == 0, proc.stderr
         assert (tmp_path / "q.json").read_bytes() == (out / "dev-claims-predictions.json").read_bytes()
+        # worker processes find the moved model too (each relocates it before loading the system)
+        proc = run_cli(*args, "--out", tmp_path / "w.json", "--embedding-model", moved, "--jobs", "2",
+                       "--batch-size", "2")
+        assert proc.returncode == 0, proc.stderr
+        assert (tmp_path / "w.json").read_bytes() == (out / "dev-claims-predictions.json").read_bytes()
         proc = run_cli("check", CLAIM, "--run", out, "--method", "hybrid", "--json", "--embedding-model", moved)
         assert proc.returncode == 0 and json.loads(proc.stdout) == view
         other = make_model(tmp_path / "other", ["another vocabulary entirely"], seed=5)
