@@ -37,7 +37,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from benchmarks.run import corpus_of, data_dir
@@ -102,7 +101,8 @@ def bench_run(size: str, repeats: int, keep: Path) -> dict:
             "runs": [{k: r[k] for k in ("wall_s", "cpu_s", "peak_rss")} for r in runs]}
 
 
-def bench_commands(run: Path, repeats: int, claims_file: Path | None, tree: Path = ROOT) -> dict:
+def bench_commands(run: Path, repeats: int, claims_file: Path | None, tree: Path = ROOT,
+                   only: list[str] | None = None) -> dict:
     run = run.resolve()  # the commands may run in another tree's directory
     index, model = run / "index", run / "model"
     dev = SHARED / "dev-claims.json"
@@ -120,10 +120,16 @@ def bench_commands(run: Path, repeats: int, claims_file: Path | None, tree: Path
         commands["predict sample"] = cli("predict", "--index", index, "--model", model, "--claims", claims_file,
                                          "--out", work / "p.json", "--method", "bm25")
         commands["predict sample, 2 jobs"] = commands["predict sample"] + ["--jobs", "2"]
+    if only:
+        unknown = sorted(set(only) - set(commands))
+        if unknown:
+            sys.exit(f"bench_online: --only names no command: {', '.join(unknown)} (choose from {', '.join(commands)})")
+        commands = {k: v for k, v in commands.items() if k in only}
     try:
         # Warm-up, not measured: the reranker's term statistics are a cache of the index
         # (built once per index, by the run that trained it); the figures are of a warm index.
-        measure(commands["retrieve rerank"], cwd=tree)
+        if "retrieve rerank" in commands:
+            measure(commands["retrieve rerank"], cwd=tree)
         for name, cmd in commands.items():
             runs = []
             for _ in range(repeats):
@@ -139,46 +145,9 @@ def bench_commands(run: Path, repeats: int, claims_file: Path | None, tree: Path
     return out
 
 
-def rss_parts_mib(pid: int) -> tuple[float, float]:
-    """(anonymous, file-backed) resident MiB of ``pid``: memory-mapped index files count in
-    RSS once read, but belong to the page cache and are shared between processes."""
-    parts = {}
-    with open(f"/proc/{pid}/status") as fh:
-        for line in fh:
-            if line.startswith(("RssAnon:", "RssFile:")):
-                parts[line.split(":")[0]] = int(line.split()[1]) / 1024
-    return parts.get("RssAnon", 0.0), parts.get("RssFile", 0.0)
-
-
 def bench_serve(run: Path, requests: int, repeats: int, tree: Path = ROOT) -> dict:
-    import httpx
-
-    from benchmarks import serve as bench_serve
-    from harness.serving import serving
-
-    run = run.resolve()
-    _, claims = bench_serve.dev_claims(run, None)
-    results = []
-    for _ in range(repeats):
-        log = Path(tempfile.mkstemp(prefix="bench-online-serve-", suffix=".log")[1])
-        t0 = time.perf_counter()
-        try:
-            with serving(["--run", str(run)], log, cwd=tree, timeout=1800) as (url, proc):
-                startup = time.perf_counter() - t0
-                rss_start = bench_serve.rss_mib(proc.pid)
-                with httpx.Client(timeout=120) as client:
-                    bench_serve.load_test(client, url, claims, "best", 20, first_repeat=20)  # warm-up
-                    result = bench_serve.load_test(client, url, claims, "best", requests, first_repeat=1)
-                    best = client.get(url + "/api/methods").json().get("best")
-                rss_end = bench_serve.rss_mib(proc.pid)
-                anon_end, file_end = rss_parts_mib(proc.pid)
-        finally:
-            log.unlink(missing_ok=True)
-        lat = result["latency"]
-        results.append({"startup_s": startup, "rss_start_mib": rss_start, "rss_end_mib": rss_end, "best": best,
-                        "anon_end_mib": anon_end, "file_end_mib": file_end,
-                        "p50": statistics.median(lat), "p99": bench_serve.pct(lat, 99),
-                        "errors": len(result["errors"])})
+    from benchmarks.serve import serve_once
+    results = [serve_once(run.resolve(), requests, cwd=tree, timeout=1800) for _ in range(repeats)]
     out = {k: statistics.median(r[k] for r in results) for k in ("startup_s", "rss_start_mib", "rss_end_mib",
                                                                   "anon_end_mib", "file_end_mib", "p50", "p99",
                                                                   "errors")}
@@ -202,6 +171,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "reports" / "bench-online.md")
     ap.add_argument("--use-run", type=Path, default=None,
                     help="skip `factcheck run`: measure the commands and serve on this run directory (one size)")
+    ap.add_argument("--only", default=None,
+                    help="measure only these commands, comma-separated (e.g. 'predict sample'; default: all)")
+    ap.add_argument("--no-serve", action="store_true", help="skip `factcheck serve`")
     ap.add_argument("--tree", type=Path, default=ROOT,
                     help="source tree whose factcheck the commands run (a before/after comparison; default: this one)")
     args = ap.parse_args(argv)
@@ -219,10 +191,11 @@ def main(argv=None) -> int:
             r = bench_run(size, args.repeats, keep)
         sample = (sample_claims(corpus, args.claims) if args.claims and n >= 1_200_000
                   and not any("predict sample" in x.get("commands", {}) for x in results.values()) else None)
-        r["commands"] = bench_commands(keep, args.repeats, sample, args.tree)
+        r["commands"] = bench_commands(keep, args.repeats, sample, args.tree,
+                                       args.only.split(",") if args.only else None)
         if sample is not None:
             r["sample_claims"] = args.claims
-        r["serve"] = bench_serve(keep, args.requests, args.repeats, args.tree)
+        r["serve"] = None if args.no_serve else bench_serve(keep, args.requests, args.repeats, args.tree)
         results[size] = r
         args.out.with_suffix(".json").write_text(json.dumps(results, indent=1))
     load_after = os.getloadavg()
@@ -239,6 +212,7 @@ def report(args, results: dict, load_before, load_after) -> list[str]:
         f"Command: `python -m benchmarks.online --sizes {args.sizes} --repeats {args.repeats} --requests "
         f"{args.requests} --claims {args.claims}"
         + (f" --use-run {args.use_run}" if args.use_run else "") + (f" --tree {args.tree}" if args.tree != ROOT else "")
+        + (f" --only '{args.only}'" if args.only else "") + (" --no-serve" if args.no_serve else "")
         + "`. Knowledge sources: `proxy` = the course's 316,312 passages; N = "
         "`benchmarks/make_corpus.py` corpora (the proxy plus synthetic filler, every gold id kept); claims: the "
         f"course files. Each figure is the median of {args.repeats} fresh runs; peak RSS is the whole process "
@@ -246,6 +220,19 @@ def report(args, results: dict, load_before, load_after) -> list[str]:
         f"{base['n']:,} passages, `linear` the ratio of the sizes.", "",
         "## `factcheck run`, per stage", "",
     ]
+    if args.use_run:
+        lines += [f"Not measured: `--use-run` measured the commands on the run directory `{args.use_run}`.", ""]
+    else:
+        lines += run_table(results)
+    lines += command_and_serve_tables(results)
+    lines += ["", "## Targets", ""] + targets(results)
+    return lines
+
+
+def run_table(results: dict) -> list[str]:
+    sizes = list(results)
+    base = results[sizes[0]]
+    lines = []
     stage_names = list(dict.fromkeys(k for s in sizes for k in results[s]["stages"]))
     lines += ["| stage | " + " | ".join(f"{results[s]['n']:,}: wall s / CPU s / peak MiB" for s in sizes) +
               " | wall x first | peak x first |", "|---|" + "---|" * (len(sizes) + 2)]
@@ -263,7 +250,13 @@ def report(args, results: dict, load_before, load_after) -> list[str]:
           f"{ratio(results[sizes[-1]]['peak_rss'], base['peak_rss'])} |", "",
         "Every run's timing list named every stage: " + ("yes" if all(results[s]["timings_complete"] for s in sizes)
                                                           else "NO"), ""]
-    lines += ["## Commands on the run's index and model", "",
+    return lines
+
+
+def command_and_serve_tables(results: dict) -> list[str]:
+    sizes = list(results)
+    base = results[sizes[0]]
+    lines = ["## Commands on the run's index and model", "",
               "| command | " + " | ".join(f"{results[s]['n']:,}: wall s / CPU s / peak MiB" for s in sizes) +
               " | wall x first | peak x first |", "|---|" + "---|" * (len(sizes) + 2)]
     for name in base["commands"]:
@@ -280,10 +273,12 @@ def report(args, results: dict, load_before, load_after) -> list[str]:
               "| /api/check p50 ms | p99 ms | errors |", "|---|---|---|---|---|---|---|---|"]
     for s in sizes:
         v = results[s]["serve"]
+        if v is None:
+            lines.append(f"| {results[s]['n']:,} | not measured (--no-serve) | | | | | | |")
+            continue
         lines.append(f"| {results[s]['n']:,} | {v['startup_s']:.1f} | {v['rss_start_mib']:,.0f} | {v['rss_end_mib']:,.0f} "
                      f"({v['anon_end_mib']:,.0f} + {v['file_end_mib']:,.0f}) | "
                      f"{v['best']} | {v['p50']:.1f} | {v['p99']:.1f} | {v['errors']:.0f} |")
-    lines += ["", "## Targets", ""] + targets(results)
     return lines
 
 
@@ -314,11 +309,12 @@ def targets(results: dict) -> list[str]:
             line(r["wall_s"] <= 25 * 60, f"`factcheck run` at {r['n']:,}: {r['wall_s'] / 60:.1f} min (<= 25)")
             line(r["peak_rss"] <= 12e9, f"`factcheck run` at {r['n']:,}: {r['peak_rss'] / 1e9:.2f} GB tree peak (<= 12)")
             v = r["serve"]
-            line(v["startup_s"] <= 30, f"`serve` at {r['n']:,} starts in {v['startup_s']:.1f} s (<= 30)")
-            line(max(v["rss_start_mib"], v["rss_end_mib"]) * MIB <= 6e9,
-                 f"`serve` at {r['n']:,} RSS {max(v['rss_start_mib'], v['rss_end_mib']) * MIB / 1e9:.2f} GB (<= 6)")
-            line(v["p50"] <= 50, f"`/api/check` at {r['n']:,} ({v['best']}) p50 {v['p50']:.1f} ms (<= 50)")
-        if 4_900_000 <= r["n"] <= 5_100_000:
+            if v is not None:
+                line(v["startup_s"] <= 30, f"`serve` at {r['n']:,} starts in {v['startup_s']:.1f} s (<= 30)")
+                line(max(v["rss_start_mib"], v["rss_end_mib"]) * MIB <= 6e9,
+                     f"`serve` at {r['n']:,} RSS {max(v['rss_start_mib'], v['rss_end_mib']) * MIB / 1e9:.2f} GB (<= 6)")
+                line(v["p50"] <= 50, f"`/api/check` at {r['n']:,} ({v['best']}) p50 {v['p50']:.1f} ms (<= 50)")
+        if 4_900_000 <= r["n"] <= 5_100_000 and "retrieve bm25" in r["commands"]:
             c = r["commands"]["retrieve bm25"]
             line(c["tree_peak_rss"] <= 3e9, f"`retrieve --method bm25` at {r['n']:,}: {c['tree_peak_rss'] / 1e9:.2f} GB "
                                             "peak, index build included (<= 3)")

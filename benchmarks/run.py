@@ -24,7 +24,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from harness.measure import (FLOOR_DOC, ROOT, SHARED, ensure_corpus, gib, machine, measure,
@@ -83,29 +82,8 @@ def bench_size(size: str, repeats: int, keep: Path | None) -> dict:
 
 
 def bench_serve(run: Path, requests: int) -> dict:
-    import httpx
-
-    import bench_serve
-    from harness.serving import serving
-
-    _, claims = bench_serve.dev_claims(run, None)
-    log = Path(tempfile.mkstemp(prefix="bench-run-serve-", suffix=".log")[1])
-    t0 = time.perf_counter()
-    try:
-        with serving(["--run", str(run)], log, cwd=ROOT, timeout=600) as (url, proc):
-            startup = time.perf_counter() - t0
-            rss_start = bench_serve.rss_mib(proc.pid)
-            with httpx.Client(timeout=60) as client:
-                bench_serve.load_test(client, url, claims, "best", 20, first_repeat=20)  # warm-up
-                result = bench_serve.load_test(client, url, claims, "best", requests, first_repeat=1)
-                best = client.get(url + "/api/methods").json().get("best")
-            rss_end = bench_serve.rss_mib(proc.pid)
-    finally:
-        log.unlink(missing_ok=True)
-    lat = result["latency"]
-    return {"startup_s": startup, "rss_start_mib": rss_start, "rss_end_mib": rss_end, "best": best,
-            "p50": statistics.median(lat), "p99": bench_serve.pct(lat, 99), "n": len(lat),
-            "errors": len(result["errors"])}
+    from benchmarks.serve import serve_once
+    return serve_once(run, requests)
 
 
 def main(argv=None) -> int:

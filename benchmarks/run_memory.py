@@ -16,15 +16,12 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 from benchmarks.run import corpus_of, data_dir
-from harness.measure import ROOT, machine, reap_group, tree_memory, write_report
+from harness.measure import ROOT, machine, traced, write_report
 
 STAGE = re.compile(r"^\[\s*[\d.]+s\] (.+?) \.\.\.\s*$")
 
@@ -32,34 +29,12 @@ STAGE = re.compile(r"^\[\s*[\d.]+s\] (.+?) \.\.\.\s*$")
 def traced_run(data: Path, out: Path, interval: float = 0.2) -> tuple[list, list, float]:
     """Run ``factcheck run``; return (samples, stage starts, wall). A sample is
     (t, driver RSS, [other RSS...]); a stage start is (t, name); t from the launch."""
+    def driver_and_others(pid, tree):
+        return sum(rss for p, rss, _ in tree if p == pid), [rss for p, rss, _ in tree if p != pid]
     cmd = [sys.executable, "-m", "factcheck", "run", "--data-dir", str(data), "--out", str(out)]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            cwd=ROOT, start_new_session=True)
-    stages: list[tuple[float, str]] = []
-    tail: list[str] = []
-
-    def read_stderr():
-        for line in proc.stderr:
-            m = STAGE.match(line.split("\r")[-1])
-            if m:
-                stages.append((time.perf_counter() - t0, m.group(1)))
-            tail[:] = (tail + [line])[-20:]
-    reader = threading.Thread(target=read_stderr, daemon=True)
-    reader.start()
-    samples = []
-    while proc.poll() is None:
-        tree = tree_memory(proc.pid)
-        driver = sum(rss for pid, rss, _ in tree if pid == proc.pid)
-        others = [rss for pid, rss, _ in tree if pid != proc.pid]
-        samples.append((time.perf_counter() - t0, driver, others))
-        time.sleep(interval)
-    wall = time.perf_counter() - t0
-    reader.join(timeout=10)
-    reap_group(proc.pid)
-    if proc.returncode != 0:
-        raise SystemExit(f"factcheck run failed ({proc.returncode}):\n{''.join(tail)}")
-    return samples, stages, wall
+    trace = traced(cmd, lambda line: (m.group(1) if (m := STAGE.match(line)) else None), interval,
+                   sample=driver_and_others)
+    return trace["samples"], trace["stages"], trace["wall_s"]
 
 
 def per_stage(samples, stages, wall) -> list[dict]:

@@ -62,6 +62,43 @@ def rss_mib(pid: int) -> float:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def rss_parts_mib(pid: int) -> tuple[float, float]:
+    """(anonymous, file-backed) resident MiB of ``pid``: memory-mapped index files count in
+    RSS once read, but belong to the page cache and are shared between processes."""
+    parts = {}
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith(("RssAnon:", "RssFile:")):
+                parts[line.split(":")[0]] = int(line.split()[1]) / 1024
+    return parts.get("RssAnon", 0.0), parts.get("RssFile", 0.0)
+
+
+def serve_once(run: Path, requests: int, cwd: Path = ROOT, timeout: float = 600) -> dict:
+    """Start ``factcheck serve --run RUN`` (from the source tree ``cwd``), time its start-up
+    until ``/healthz`` answers, warm it with 20 requests, then send ``requests`` dev claims
+    to ``/api/check`` with the run's chosen retriever. Returns start-up seconds, RSS (MiB)
+    after start-up and after the requests (anonymous and file-backed parts too), p50/p99 ms."""
+    _, claims = dev_claims(run, None)
+    log = Path(tempfile.mkstemp(prefix="bench-serve-", suffix=".log")[1])
+    t0 = time.perf_counter()
+    try:
+        with serving(["--run", str(run)], log, cwd=cwd, timeout=timeout) as (url, proc):
+            startup = time.perf_counter() - t0
+            rss_start = rss_mib(proc.pid)
+            with httpx.Client(timeout=120) as client:
+                load_test(client, url, claims, "best", 20, first_repeat=20)  # warm-up
+                result = load_test(client, url, claims, "best", requests, first_repeat=1)
+                best = client.get(url + "/api/methods").json().get("best")
+            rss_end = rss_mib(proc.pid)
+            anon_end, file_end = rss_parts_mib(proc.pid)
+    finally:
+        log.unlink(missing_ok=True)
+    lat = result["latency"]
+    return {"startup_s": startup, "rss_start_mib": rss_start, "rss_end_mib": rss_end, "anon_end_mib": anon_end,
+            "file_end_mib": file_end, "best": best, "p50": statistics.median(lat), "p99": pct(lat, 99),
+            "n": len(lat), "errors": len(result["errors"])}
+
+
 def variant(claim: str, r: int) -> str:
     """Repeat ``r`` of a claim: the first space widened to ``r + 1`` spaces (analysis unchanged)."""
     return claim if r == 0 else claim.replace(" ", " " * (r + 1), 1)

@@ -8,6 +8,7 @@ largest worker's kernel high-water marks, and the peak of the tree's summed RSS.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import resource
@@ -85,11 +86,28 @@ def tree_cpu(root: int) -> float:
     return sum(_cpu_seconds(pid, children=(pid == root)) for pid in _tree(root))
 
 
-def traced(cmd: list[str], stage_line, interval: float = 0.2, cwd=ROOT, env: dict | None = None) -> dict:
-    """Run ``cmd``, sampling its process tree (summed RSS, CPU so far) every ``interval``
-    seconds and noting when each stage starts: a stage is a stderr line for which
-    ``stage_line(line)`` returns a name. Returns ``{"wall_s", "samples": [(t, rss, cpu)],
-    "stages": [(t, name)]}``; t is seconds since the launch."""
+@contextlib.contextmanager
+def _group_killed_on_error(proc: subprocess.Popen):
+    """Sampling a command: on any exception (Ctrl-C too) its process group goes with it."""
+    try:
+        yield
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait()
+        raise
+
+
+def _rss_and_cpu(pid: int, tree: list[tuple[int, int, int]]) -> tuple[int, float]:
+    return sum(rss for _, rss, _ in tree), tree_cpu(pid)
+
+
+def traced(cmd: list[str], stage_line, interval: float = 0.2, cwd=ROOT, env: dict | None = None,
+           sample=_rss_and_cpu) -> dict:
+    """Run ``cmd``, sampling its process tree every ``interval`` seconds and noting when
+    each stage starts: a stage is a stderr line for which ``stage_line(line)`` returns a
+    name. Returns ``{"wall_s", "samples": [(t, *sample)], "stages": [(t, name)]}``; t is
+    seconds since the launch; ``sample(pid, tree_memory(pid))`` is by default (summed RSS,
+    CPU so far)."""
     import threading
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd,
@@ -106,15 +124,10 @@ def traced(cmd: list[str], stage_line, interval: float = 0.2, cwd=ROOT, env: dic
     reader = threading.Thread(target=read_stderr, daemon=True)
     reader.start()
     samples = []
-    try:
+    with _group_killed_on_error(proc):
         while proc.poll() is None:
-            tree = tree_memory(proc.pid)
-            samples.append((time.perf_counter() - t0, sum(rss for _, rss, _ in tree), tree_cpu(proc.pid)))
+            samples.append((time.perf_counter() - t0, *sample(proc.pid, tree_memory(proc.pid))))
             time.sleep(interval)
-    except BaseException:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait()
-        raise
     wall = time.perf_counter() - t0
     reader.join(timeout=10)
     reap_group(proc.pid)
@@ -164,7 +177,7 @@ def measure(cmd: list[str], log: Path | None = None, interval: float = 0.05, env
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=cwd,
                                 env={**os.environ, **(env or {})}, start_new_session=True)
         driver_hwm, worker_hwm, tree_peak = 0, {}, 0
-        try:
+        with _group_killed_on_error(proc):
             while proc.poll() is None:
                 total = 0
                 for pid, rss, hwm in tree_memory(proc.pid):
@@ -175,10 +188,6 @@ def measure(cmd: list[str], log: Path | None = None, interval: float = 0.05, env
                         worker_hwm[pid] = max(worker_hwm.get(pid, 0), hwm)
                 tree_peak = max(tree_peak, total)
                 time.sleep(interval)
-        except BaseException:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait()
-            raise
         wall = time.perf_counter() - t0
     finally:
         if log:

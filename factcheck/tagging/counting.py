@@ -23,11 +23,12 @@ import scipy.sparse as sp
 
 from factcheck.text.analyzer import TextAnalyzer, check_analyzer, term_of_token, word_tokens_of_texts
 
-_UNSEEN, _DROPPED, _BREAK = -3, -1, -2
+# token ids of a batch's stream below 0: not looked up yet, no stem, the end of a text
+UNSEEN, DROPPED, BREAK = -3, -1, -2
 
 
 class _TokenIds:
-    """Per process: token -> id of its stem (or _DROPPED), kept across shards, so a shard
+    """Per process: token -> id of its stem (or DROPPED), kept across shards, so a shard
     only stems (and looks up) the tokens no earlier shard had -- why: building the
     token table anew for every shard is a quarter of the shard's counting. It is the memo of
     :func:`~factcheck.text.analyzer.stem_token` here (a TextAnalyzer's would hold every
@@ -48,15 +49,15 @@ class _TokenIds:
             self.of, self.stems, self._stem_id = {}, [], {}
 
     def ids(self, tokens: list[str], marker: str) -> np.ndarray:
-        self.of.setdefault(marker, _BREAK)
-        ids = np.fromiter(map(self.of.get, tokens, itertools.repeat(_UNSEEN)), dtype=np.int64, count=len(tokens))
-        unseen = np.flatnonzero(ids == _UNSEEN)
+        self.of.setdefault(marker, BREAK)
+        ids = np.fromiter(map(self.of.get, tokens, itertools.repeat(UNSEEN)), dtype=np.int64, count=len(tokens))
+        unseen = np.flatnonzero(ids == UNSEEN)
         if unseen.size:
             stem_id = self._stem_id
             for token in {tokens[i] for i in unseen.tolist()}:
                 s = self.term_of(token)
                 if not s:
-                    self.of[token] = _DROPPED
+                    self.of[token] = DROPPED
                     continue
                 if s not in stem_id:
                     stem_id[s] = len(self.stems)
@@ -117,15 +118,25 @@ def count_terms(texts: list[str], analyzer: str = "stems") -> ShardCounts:
 BATCH = 10_000
 
 
+def token_cells(ids: np.ndarray, n_ids: int):
+    """A batch's stream of token ids -- one per token of
+    :func:`~factcheck.text.analyzer.word_tokens_of_texts`, ``BREAK`` for the marker closing
+    each text, other negatives for tokens without a stem -- as ``(rows, ids, cell_rows,
+    cell_ids, counts)``: the row and id of every kept token in order, and the distinct
+    (row, id) cells with their counts, sorted by row, then id (``n_ids`` bounds the ids)."""
+    ends = ids == BREAK
+    rows = np.cumsum(ends) - ends  # the marker after text r closes row r
+    kept = ids >= 0
+    rows, ids = rows[kept], ids[kept]
+    n_ids = max(n_ids, 1)
+    cells, counts = np.unique(rows * n_ids + ids, return_counts=True)
+    return rows, ids, cells // n_ids, cells % n_ids, counts
+
+
 def _count_ids(texts: list[str], token_ids: _TokenIds, underscore: bool = True):
     """(stems per row, stem ids, counts) of ``texts``, row by row, ids ascending in a row."""
     tokens, marker = word_tokens_of_texts(texts, underscore)
     ids = token_ids.ids(tokens, marker)
     del tokens
-    ends = ids == _BREAK
-    rows = np.cumsum(ends) - ends  # the marker after text r closes row r
-    kept = ids >= 0
-    rows, ids = rows[kept], ids[kept]
-    n_ids = max(len(token_ids.stems), 1)
-    cells, counts = np.unique(rows * n_ids + ids, return_counts=True)  # sorted: row, then id
-    return np.bincount(cells // n_ids, minlength=len(texts)), cells % n_ids, counts
+    _, _, cell_rows, cell_ids, counts = token_cells(ids, len(token_ids.stems))
+    return np.bincount(cell_rows, minlength=len(texts)), cell_ids, counts

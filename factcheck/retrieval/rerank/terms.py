@@ -37,6 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from factcheck.retrieval.sparse_scores import accumulate, postings
+from factcheck.tagging.counting import BREAK, DROPPED, UNSEEN, token_cells
 from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.index import multi_arange
 from factcheck.text.analyzer import stem_token, word_tokens_of_texts
@@ -256,7 +257,6 @@ class TermIndex:
         return self.forward[rows][:, term_ids].toarray().astype(np.float64)
 
 
-_DROPPED, _BREAK, _UNSEEN = -1, -2, -3
 _HAS_DIGIT = re.compile(r"\d").search
 
 
@@ -273,19 +273,19 @@ class _BatchAnalysis:
     def __init__(self):
         self.vocab: dict[str, int] = {}
         self.number_vocab: dict[str, int] = {}
-        self._token: dict[str, int] = {}  # token -> stem id, _DROPPED, or _BREAK for the marker
+        self._token: dict[str, int] = {}  # token -> stem id, DROPPED, or BREAK for the marker
 
     def _stem_ids(self, tokens: list[str], marker: str) -> np.ndarray:
         table = self._token
-        table.setdefault(marker, _BREAK)
-        ids = np.fromiter(map(table.get, tokens, itertools.repeat(_UNSEEN)), dtype=np.int64, count=len(tokens))
-        unseen = np.flatnonzero(ids == _UNSEEN)
+        table.setdefault(marker, BREAK)
+        ids = np.fromiter(map(table.get, tokens, itertools.repeat(UNSEEN)), dtype=np.int64, count=len(tokens))
+        unseen = np.flatnonzero(ids == UNSEEN)
         if unseen.size:
             vocab = self.vocab
             # in order of first occurrence: a new stem gets the next id where it first appears
             for token in dict.fromkeys(tokens[i] for i in unseen.tolist()):
                 stem = stem_token(token)
-                table[token] = vocab.setdefault(stem, len(vocab)) if stem else _DROPPED
+                table[token] = vocab.setdefault(stem, len(vocab)) if stem else DROPPED
             ids[unseen] = [table[tokens[i]] for i in unseen.tolist()]
         return ids
 
@@ -309,15 +309,8 @@ class _BatchAnalysis:
         tokens, marker = word_tokens_of_texts(split)
         ids = self._stem_ids(tokens, marker)
         del tokens
-        ends = ids == _BREAK
-        rows = np.cumsum(ends) - ends  # the marker after text r closes row r
-        kept = ids >= 0
-        rows, seq = rows[kept], ids[kept]
-        lengths = np.bincount(rows, minlength=n).astype(np.int64)
         # forward: per passage, distinct stem ids ascending with their counts
-        v = max(len(self.vocab), 1)
-        cells, counts = np.unique(rows * v + seq, return_counts=True)
-        f_rows, f_cols = cells // v, cells % v
+        rows, seq, f_rows, f_cols, counts = token_cells(ids, len(self.vocab))
         per_row = np.bincount(f_rows, minlength=n).astype(np.int64)
         # bigrams: consecutive kept stems of one passage, distinct, in (first, second) order
         same = rows[:-1] == rows[1:] if len(rows) > 1 else np.zeros(0, bool)
@@ -336,6 +329,5 @@ class _BatchAnalysis:
             if values:
                 num_cols.extend(number_vocab.setdefault(x, len(number_vocab)) for x in values)
                 per_row_nums[i] = len(values)
-        del lengths
         return (n, per_row, f_cols.astype(np.int32), counts.astype(np.float32), per_row_bigrams, first, second,
                 per_row_nums, np.asarray(num_cols, dtype=np.int32))
