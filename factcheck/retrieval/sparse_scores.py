@@ -32,7 +32,7 @@ def accumulate(rows: np.ndarray, values: np.ndarray, owner: np.ndarray, dtype) -
     one ``np.bincount`` in float64, as the reranker's BM25)."""
     if not len(rows):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=dtype)
-    touched, inv = np.unique(np.asarray(rows), return_inverse=True)
+    touched, inv = _unique_inverse(np.asarray(rows))
     if np.dtype(dtype) == np.float64:
         out = np.bincount(inv, weights=np.asarray(values, dtype=np.float64), minlength=len(touched))
     else:
@@ -41,6 +41,21 @@ def accumulate(rows: np.ndarray, values: np.ndarray, owner: np.ndarray, dtype) -
         for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(rows)]):
             out[inv[a:b]] += values[a:b]  # a row once per term: this += is np.add.at's addition
     return touched.astype(np.int64), out
+
+
+def _unique_inverse(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(rows, return_inverse=True)``, sorting stably: the postings are one
+    ascending run per term, which a stable (merge) sort joins in O(n log terms) where
+    ``np.unique``'s quicksort took most of a claim's BM25 time (a permutation cannot change
+    the values, so the result is the same arrays)."""
+    order = np.argsort(rows, kind="stable")
+    ordered = rows[order]
+    new = np.empty(len(rows), dtype=bool)
+    new[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    inv = np.empty(len(rows), dtype=np.intp)
+    inv[order] = np.cumsum(new) - 1
+    return ordered[new], inv
 
 
 def postings(indptr: np.ndarray, terms) -> tuple[np.ndarray, np.ndarray]:
