@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import DEMO
+from factcheck.errors import InputError
 from factcheck.formats.claims import read_claims
 from factcheck.retrieval.base import stable_top
 from factcheck.retrieval.bm25 import BM25Retriever
@@ -88,7 +89,9 @@ def test_index_ids_texts_and_lookups_match_the_shards(sample_index, real_sample_
     assert sample_index.ids == ids and sample_index.texts == texts
     probe = ids[::997] + ["nope"]
     assert sample_index.rows_of(probe).tolist() == [ids.index(i) if i in corpus else -1 for i in probe]
-    assert sample_index.texts_of(probe) == [corpus[i] for i in probe if i in corpus]
+    assert sample_index.texts_of(probe[:-1]) == [corpus[i] for i in probe[:-1]]
+    with pytest.raises(InputError, match="1 id \\('nope'\\) is not in this index"):
+        sample_index.texts_of(probe)
     assert [t for _, batch in sample_index.text_batches() for t in batch] == texts
 
 
