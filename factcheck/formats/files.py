@@ -14,6 +14,7 @@ import io
 import json
 import os
 import re
+import shutil
 import stat
 import sys
 import tempfile
@@ -133,6 +134,37 @@ def atomic_path(dest: Path):
         raise
 
 
+@contextmanager
+def atomic_dir(dest: Path):
+    """Yield an empty temporary folder next to ``dest``; on success rename it onto ``dest``
+    (replacing an older folder there), so ``dest`` is never seen half-written. The crash
+    points are :func:`atomic_path`'s, named after the folder."""
+    dest = Path(dest)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX + dest.name + ".", dir=dest.parent))
+    except OSError as exc:
+        raise InputError(dest, None, f"cannot write here: {exc.strerror or exc}") from None
+    try:
+        os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700: honour the umask
+        yield tmp
+        files = sorted(tmp.iterdir())
+        crashpoint(f"mid-write:{dest.name}", partial=files[-1] if files else None)
+        for path in files:
+            with open(path, "rb+") as fh:
+                os.fsync(fh.fileno())
+        crashpoint(f"before-rename:{dest.name}")
+        if dest.is_dir() and not dest.is_symlink():
+            shutil.rmtree(dest)  # an earlier run's copy that no done record vouches for
+        os.replace(tmp, dest)
+        crashpoint(f"after-rename:{dest.name}")
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and exc.errno is not None and not str(exc.filename or "").startswith(str(dest)):
+            raise OSError(exc.errno, exc.strerror or os.strerror(exc.errno), str(dest)) from None
+        raise
+
+
 def current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -164,15 +196,6 @@ def dumps_json(obj, *, indent: int | None = 2) -> str:
 
 def write_json_atomic(dest: Path, obj, *, indent: int | None = 2) -> None:
     write_text_atomic(dest, dumps_json(obj, indent=indent))
-
-
-def dump_joblib_atomic(dest: Path, obj) -> str:
-    """joblib.dump to ``dest`` atomically; returns the sha256 of the bytes written."""
-    import joblib  # here: the command-line parser imports this module and stays light
-    with atomic_path(dest) as tmp:
-        joblib.dump(obj, tmp)
-        digest = sha256_file(tmp)
-    return digest
 
 
 def dump_model_atomic(dest: Path, obj) -> str:

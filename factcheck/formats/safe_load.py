@@ -1,14 +1,10 @@
-"""Loading files that someone else may have written, without running their code.
+"""Loading trained models that someone else may have written, without running their code.
 
-Trust model: an index, a model directory or a run directory is *data*. Whoever can
-write one must not be able to run code in the process that opens it -- a plain
-``joblib.load``/``pickle.load`` would run any callable the file names. So:
+Trust model: a model directory is *data*. Whoever can write one must not be able to run
+code in the process that opens it -- ``pickle.load`` would run any callable the file
+names. (A tag index holds only ``.npy`` arrays, read with ``allow_pickle=False``:
+:mod:`factcheck.tagging.store`.) So:
 
-* **Shards** (``passages/``, ``tags/``, ``work/``) and the index's vectorisers stay
-  joblib files but are read by :func:`load_joblib_arrays`, a restricted unpickler that
-  admits only numpy arrays, numpy scalars/dtypes and plain containers (dict, list,
-  tuple, str, bytes, numbers). Any other global in the stream is refused before it is
-  imported, let alone called.
 * **Trained models** (the classifier, the reranker) are written with skops and read by
   :func:`load_model`, which lists the file's types *before* loading and refuses the file
   unless every type is one skops trusts by default (numpy, scipy, builtins, scikit-learn
@@ -40,63 +36,6 @@ from pathlib import Path
 import numpy as np
 
 from factcheck.errors import InputError
-
-# --------------------------------------------------------------------------- joblib shards
-
-_SAFE_GLOBALS = frozenset({
-    ("joblib.numpy_pickle", "NumpyArrayWrapper"),
-    ("numpy", "ndarray"),
-    ("numpy", "dtype"),
-    ("numpy.core.multiarray", "_reconstruct"),
-    ("numpy._core.multiarray", "_reconstruct"),
-    ("numpy.core.multiarray", "scalar"),
-    ("numpy._core.multiarray", "scalar"),
-})
-
-
-class UnsafeFile(Exception):
-    """The file names a global outside the allow-list (it would run code if loaded)."""
-
-
-def _restricted_unpickler():
-    from joblib.numpy_pickle import NumpyArrayWrapper, NumpyUnpickler
-
-    class PlainArrayWrapper(NumpyArrayWrapper):
-        # An object array's items are a nested pickle that older joblib versions read
-        # with an unrestricted unpickler: refuse them (our shards never hold any).
-        def read_array(self, unpickler, *args, **kwargs):
-            if self.dtype.hasobject:
-                raise UnsafeFile("an array of Python objects")
-            return super().read_array(unpickler, *args, **kwargs)
-
-    class RestrictedUnpickler(NumpyUnpickler):
-        def find_class(self, module, name):
-            if (module, name) not in _SAFE_GLOBALS:
-                raise UnsafeFile(f"{module}.{name}")
-            if (module, name) == ("joblib.numpy_pickle", "NumpyArrayWrapper"):
-                return PlainArrayWrapper
-            return super().find_class(module, name)
-
-    return RestrictedUnpickler
-
-
-def load_joblib_arrays(path: Path, mmap: bool = False):
-    """``joblib.load`` restricted to numpy arrays and plain containers.
-
-    Raises :class:`UnsafeFile` for any other type, ``FileNotFoundError`` when missing,
-    and other exceptions for unreadable bytes (callers name the file in one line).
-    """
-    from joblib.numpy_pickle import _validate_fileobject_and_memmap
-
-    path = Path(path)
-    mmap_mode = "r" if mmap else None
-    with open(path, "rb") as fh:
-        with _validate_fileobject_and_memmap(fh, str(path), mmap_mode) as (fobj, mode):
-            if isinstance(fobj, str):  # joblib < 0.10 layout (companion files): never ours
-                raise UnsafeFile("legacy joblib format")
-            unpickler = _restricted_unpickler()(str(path), fobj, mmap_mode is None, mmap_mode=mode)
-            return unpickler.load()
-
 
 # --------------------------------------------------------------------------- models (skops)
 
@@ -389,5 +328,5 @@ def _check_boosting(x, attrs: dict) -> None:
                 raise BadModel("a tree node splitting on a feature the model does not have")
 
 
-__all__ = ["BadModel", "MODEL_SIZE_LIMIT", "TRUSTED_MODEL_TYPES", "UnsafeFile", "canonical_skops", "check_model_values",
-           "dump_model", "load_joblib_arrays", "load_model"]
+__all__ = ["BadModel", "MODEL_SIZE_LIMIT", "TRUSTED_MODEL_TYPES", "canonical_skops", "check_model_values",
+           "dump_model", "load_model"]

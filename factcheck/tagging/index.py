@@ -12,7 +12,6 @@ answering anything (docs/decisions.md, "Processes and memory").
 
 from __future__ import annotations
 
-import bisect
 import json
 from collections.abc import Mapping, Sequence
 from functools import cached_property
@@ -33,10 +32,10 @@ __all__ = ["IdRows", "PackedStrings", "TagIndex", "TitledTexts", "export_tags", 
 class PackedStrings(Sequence):
     """Strings kept as per-shard (UTF-8 buffer, offsets) pairs, decoded when read.
 
-    Indexing by row decodes one string (rows read again are served from a bounded memo:
-    the tuning sweeps read the same few thousand candidate ids many times); iteration and
-    :meth:`batches` decode a shard at a time. Compares equal to any sequence of the same
-    strings.
+    :meth:`take` decodes many rows at once (one gather and one decode per shard): the way
+    to map rows to ids or texts. Indexing by row decodes one string (rows read again are
+    served from a bounded memo); iteration and :meth:`batches` decode a shard at a time.
+    Compares equal to any sequence of the same strings.
     """
 
     MEMO = 1 << 20  # strings remembered at most (cleared when full)
@@ -44,42 +43,56 @@ class PackedStrings(Sequence):
     def __init__(self, parts: list[tuple[np.ndarray, np.ndarray]]):
         self._parts = parts
         counts = [len(off) - 1 for _, off in parts]
-        self._starts = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).tolist()
+        self._starts = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)
         self._memo: dict[int, str] = {}
 
     def __len__(self) -> int:
-        return self._starts[-1]
-
-    def _locate(self, row: int) -> tuple[int, int]:
-        n = self._starts[-1]
-        if row < 0:
-            row += n
-        if not 0 <= row < n:
-            raise IndexError(f"row {row} out of range for {n} strings")
-        part = bisect.bisect_right(self._starts, row) - 1
-        return part, row - self._starts[part]
+        return int(self._starts[-1])
 
     def __getitem__(self, row):
         if isinstance(row, slice):
-            return [self[i] for i in range(*row.indices(len(self)))]
+            return self.take(np.arange(*row.indices(len(self))))
         row = int(row)
         s = self._memo.get(row)
         if s is None:
-            part, local = self._locate(row)
-            buf, off = self._parts[part]
-            a, b = int(off[local]), int(off[local + 1])
-            s = bytes(buf[a:b]).decode("utf-8")
+            s = self.take([row])[0]
             if len(self._memo) >= self.MEMO:
                 self._memo.clear()
             self._memo[row] = s
         return s
 
     def take(self, rows) -> list[str]:
-        return [self[r] for r in np.asarray(rows).tolist()]
+        """The strings of ``rows`` (any integer array-like, negative counting from the end),
+        in order: vectorised, the fast path for many rows."""
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        n = len(self)
+        if len(rows) and (rows.min() < -n or rows.max() >= n):
+            raise IndexError(f"row out of range for {n} strings")
+        rows = np.where(rows < 0, rows + n, rows)
+        part_of = np.searchsorted(self._starts, rows, side="right") - 1
+        out = [""] * len(rows)
+        for part in np.unique(part_of).tolist():
+            at = np.flatnonzero(part_of == part)
+            buf, off = self._parts[part]
+            local = rows[at] - self._starts[part]
+            begin, end = off[local], off[local + 1]
+            positions, _ = multi_arange(begin, end)
+            raw = buf[positions].tobytes()
+            bounds = np.zeros(len(at) + 1, dtype=np.int64)
+            np.cumsum(end - begin, out=bounds[1:])
+            cuts = bounds.tolist()
+            if raw.isascii():  # one decode; byte offsets are character offsets
+                text = raw.decode("ascii")
+                strings = [text[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+            else:
+                strings = [raw[a:b].decode("utf-8") for a, b in zip(cuts[:-1], cuts[1:])]
+            for i, s in zip(at.tolist(), strings):
+                out[i] = s
+        return out
 
     def batches(self):
         """``(first row, strings of one shard)`` for every shard, in order."""
-        for start, (buf, off) in zip(self._starts, self._parts):
+        for start, (buf, off) in zip(self._starts.tolist(), self._parts):
             yield start, unpack_strings(buf, off)
 
     def __iter__(self):
@@ -110,11 +123,11 @@ class TitledTexts(Sequence):
 
     def __getitem__(self, row):
         if isinstance(row, slice):
-            return [self[i] for i in range(*row.indices(len(self)))]
+            return self.take(np.arange(*row.indices(len(self))))
         return store.indexed_text(self._titles[row], self._bodies[row])
 
     def take(self, rows) -> list[str]:
-        return [self[r] for r in np.asarray(rows).tolist()]
+        return [store.indexed_text(t, b) for t, b in zip(self._titles.take(rows), self._bodies.take(rows))]
 
     def batches(self):
         """``(first row, texts of one shard)`` for every shard, in order."""
@@ -202,12 +215,17 @@ class IdRows(Mapping):
         lo = np.searchsorted(self._hashes, h, side="left")
         hi = np.searchsorted(self._hashes, h, side="right")
         out = np.full(len(ids), -1, dtype=np.int64)
-        for i, (a, b) in enumerate(zip(lo.tolist(), hi.tolist())):
-            for j in range(a, b):
-                row = int(self._rows[j])
-                if self._ids[row] == ids[i]:
-                    out[i] = row
-                    break
+        found = np.flatnonzero(hi > lo)
+        if len(found):  # the first candidate of each, compared in bulk
+            rows = self._rows[lo[found]].astype(np.int64)
+            same = np.fromiter(map(str.__eq__, self._ids.take(rows), (ids[i] for i in found.tolist())),
+                               dtype=bool, count=len(found))
+            out[found[same]] = rows[same]
+            for i in found[~same & (hi[found] - lo[found] > 1)].tolist():  # a hash collision: the others
+                for j in range(int(lo[i]) + 1, int(hi[i])):
+                    if self._ids[int(self._rows[j])] == ids[i]:
+                        out[i] = int(self._rows[j])
+                        break
         return out
 
     def __getitem__(self, pid):
@@ -246,8 +264,8 @@ def _concat(arrays: list[np.ndarray], dtype) -> np.ndarray:
 class TagIndex:
     """All passages of an index with their tags, in input order: what retrievers ``fit`` to.
 
-    Open one with :meth:`load` (or :func:`factcheck.build_index`); the constructor takes
-    the shard contents :meth:`load` reads.
+    Open one with :meth:`load` (or :func:`factcheck.build_index`); every array stays
+    memory-mapped where the index keeps it.
 
     Parameters
     ----------
@@ -255,18 +273,8 @@ class TagIndex:
         The index directory.
     manifest : Manifest
         Its verified manifest.
-    passage_shards : list of dict
-        Each passage shard's arrays (packed ids and texts, memory-mapped).
-    tag_indptr, tag_terms : ndarray
-        The tags in CSR form: passage ``i``'s tags are ``tag_terms[tag_indptr[i]:tag_indptr[i + 1]]``
-        (vocabulary columns); their TF-IDF weights are :attr:`tag_weights`.
-    tag_shards : list of dict
-        Each tag shard's arrays (the weights are read from them on first use).
-    titles : bool, default False
-        Whether the passage shards hold titles (FEVER pages, BEIR documents, a
-        ``title_column``); every shard must then have them.
-    index_titles : bool, default False
-        Whether the titles were indexed with the texts (then :meth:`text` puts them in front).
+    arrays : IndexArrays
+        Its arrays, opened and checked (:func:`~factcheck.tagging.store.open_index`).
 
     Example
     -------
@@ -286,22 +294,28 @@ class TagIndex:
     (['Savages_-LRB-2012_film-RRB-:0', 'Savages_-LRB-2012_film-RRB-:1'], 'Savages (2012 film)', 'It is long.', None)
     """
 
-    def __init__(self, root: Path, manifest: store.Manifest, passage_shards: list[dict],
-                 tag_indptr: np.ndarray, tag_terms: np.ndarray, tag_shards: list[dict],
-                 titles: bool = False, index_titles: bool = False):
+    def __init__(self, root: Path, manifest: store.Manifest, arrays: store.IndexArrays):
         self.root = Path(root)
         self.manifest = manifest
-        #: Every passage id, in row order (a sequence decoded on access).
-        self.ids = PackedStrings([(p["id_bytes"], p["id_offsets"]) for p in passage_shards])
-        self._bodies = PackedStrings([(p["text_bytes"], p["text_offsets"]) for p in passage_shards])
-        self._titles = PackedStrings([(p["title_bytes"], p["title_offsets"]) for p in passage_shards]) \
-            if titles else None
-        self.index_titles = bool(index_titles and titles)
+        p = arrays.passages
+        #: Every passage id, in row order (a sequence decoded on access; ``ids.take(rows)``
+        #: decodes many at once).
+        self.ids = PackedStrings([(s["ids"], s["id_offsets"]) for s in p])
+        self._bodies = PackedStrings([(s["texts"], s["text_offsets"]) for s in p])
+        titled = manifest.data["titles"]
+        self._titles = PackedStrings([(s["titles"], s["title_offsets"]) for s in p]) if titled else None
+        self.index_titles = bool(manifest.data["index_titles"] and titled)
         #: Every passage's :meth:`text`, in row order (a sequence decoded on access).
         self.texts = TitledTexts(self._titles, self._bodies) if self.index_titles else self._bodies
-        self.tag_indptr = tag_indptr
-        self.tag_terms = tag_terms
-        self._tag_shards = tag_shards
+        indptrs, base = [np.zeros(1, np.int64)], 0
+        for t in arrays.tags:
+            indptrs.append(t["indptr"][1:] + base)
+            base += int(t["indptr"][-1])
+        #: The tags in CSR form: passage ``i``'s are ``tag_terms[tag_indptr[i]:tag_indptr[i + 1]]``
+        #: (columns of :attr:`vocabulary`), their weights :attr:`tag_weights`.
+        self.tag_indptr = np.concatenate(indptrs)
+        self.tag_terms = _concat([t["terms"] for t in arrays.tags], np.int32)
+        self._arrays = arrays
 
     @classmethod
     def load(cls, root, verify: bool = True) -> "TagIndex":
@@ -321,25 +335,7 @@ class TagIndex:
         """
         root = Path(root)
         manifest = store.verify_index(root) if verify else store.read_manifest(root)
-        store.check_vocabularies(root, manifest)  # the small models through the restricted loader too
-        expect = store.expected(manifest)  # shards are structure-checked as they load
-        passages, tags, indptrs = [], [], [np.zeros(1, np.int64)]
-        base = 0
-        for s in manifest.shards:
-            # Memory-mapped: pages are read when a passage is, and belong to the page cache.
-            passages.append(store.load_shard(root / s["passages_file"], "passages", mmap=True,
-                                             expect=expect[s["passages_file"]][1]))
-            t = store.load_shard(root / s["tags_file"], "tags", mmap=True, expect=expect[s["tags_file"]][1])
-            indptrs.append(np.asarray(t["indptr"][1:]) + base)
-            base += int(t["indptr"][-1])
-            tags.append(t)
-        titled = ["title_bytes" in p for p in passages]
-        if any(titled) and not all(titled):
-            raise IntegrityError(root, None, "some passage shards have titles and others not")
-        index_titles = any(bool(p.get("index_titles")) for p in passages if "title_bytes" in p)
-        return cls(root, manifest, passages, np.concatenate(indptrs),
-                   _concat([t["terms"] for t in tags], np.int32), tags, titles=bool(titled) and all(titled),
-                   index_titles=index_titles)
+        return cls(root, manifest, store.open_index(root, manifest))
 
     # ------------------------------------------------------------------ passages
     def __len__(self) -> int:
@@ -359,20 +355,34 @@ class TagIndex:
         """Whether the knowledge source gave its passages titles (FEVER pages, BEIR, ...)."""
         return self._titles is not None
 
-    def title(self, row: int) -> str | None:
-        """The passage's title (a FEVER page's, a BEIR document's), None when it has none."""
+    def _row(self, passage) -> int:
+        """The row of ``passage``: a passage id (str) or a row (int)."""
+        if isinstance(passage, str):
+            row = int(self.rows_of([passage])[0])
+            if row < 0:
+                raise KeyError(f"no passage {passage!r} in the index {self.root}")
+            return row
+        if isinstance(passage, (int, np.integer)) and not isinstance(passage, bool):
+            return int(passage)
+        raise TypeError(f"passage must be a passage id (str) or a row (int), got {type(passage).__name__}")
+
+    def title(self, passage) -> str | None:
+        """The title of ``passage`` (an id or a row): a FEVER page's, a BEIR document's;
+        None when it has none."""
+        row = self._row(passage)
         if self._titles is None:
             return None
         return self._titles[row] or None
 
-    def body(self, row: int) -> str:
-        """The passage's own text, without its title: what a page shows under the title."""
-        return self._bodies[row]
+    def body(self, passage) -> str:
+        """The own text of ``passage`` (an id or a row), without its title: what a page
+        shows under the title."""
+        return self._bodies[self._row(passage)]
 
-    def text(self, row: int) -> str:
-        """The passage as retrievers and the classifier read it: its body, after its title
-        when titles are indexed (``title + "\\n" + body``)."""
-        return self.texts[row]
+    def text(self, passage) -> str:
+        """``passage`` (an id or a row) as retrievers and the classifier read it: its body,
+        after its title when titles are indexed (``title + "\\n" + body``)."""
+        return self.texts[self._row(passage)]
 
     def texts_of(self, ids) -> list[str]:
         """Texts of the given passage ids, in order. An id not in this index is an
@@ -383,7 +393,7 @@ class TagIndex:
         missing = [i for i, r in zip(ids, rows) if r < 0]
         if missing:
             raise InputError(self.root, None, f"{_ids_line(missing)} not in this index")
-        return [self.text(r) for r in rows]
+        return self.texts.take(rows)
 
     def require_gold(self, claims, path) -> None:
         """The one rule for gold evidence ids (every command that reads them): each must be a
@@ -429,29 +439,42 @@ class TagIndex:
     # ------------------------------------------------------------------ tags
     @cached_property
     def tag_weights(self) -> np.ndarray:
-        """Every tag's TF-IDF weight (float64, aligned with ``tag_terms``); loaded on first use."""
-        return _concat([t["weights"] for t in self._tag_shards], np.float64)
+        """Every tag's TF-IDF weight (float64, aligned with ``tag_terms``); joined on first use."""
+        return _concat([t["weights"] for t in self._arrays.tags], np.float64)
+
+    @property
+    def vocabulary(self) -> list[str]:
+        """The passage model's terms, by column (what ``tag_terms`` index)."""
+        return self._arrays.terms
+
+    @property
+    def passage_idf(self) -> np.ndarray:
+        """The passage model's IDF (float64, by column of :attr:`vocabulary`)."""
+        return self._arrays.vocabulary["idf"]
+
+    @property
+    def tag_vocabulary(self) -> list[str]:
+        """The tag model's terms, by column (every one a :attr:`vocabulary` term)."""
+        return self._arrays.tag_terms
+
+    @property
+    def tag_idf(self) -> np.ndarray:
+        """The tag model's IDF (float64, by column of :attr:`tag_vocabulary`)."""
+        return self._arrays.vocabulary["tag_idf"]
 
     @cached_property
     def passage_vectorizer(self):
-        """The fitted 20,000-term TF-IDF vectoriser the tags were chosen with."""
-        name = f"{store.MODELS_DIR}/passage_tfidf.joblib"
-        return store.load_vectorizer(self.root / name, store.expected(self.manifest)[name][1])
+        """The fitted scikit-learn TF-IDF vectoriser of :attr:`vocabulary` (stems of texts)."""
+        from factcheck.tagging.tag_model import make_vectorizer
+        from factcheck.text.analyzer import TextAnalyzer
+        return make_vectorizer(self.vocabulary, np.array(self.passage_idf), TextAnalyzer())
 
     @cached_property
     def tag_vectorizer(self):
         """The fitted TF-IDF vectoriser over tag strings (the tag rule's cosine space)."""
-        name = f"{store.MODELS_DIR}/tag_tfidf.joblib"
-        return store.load_vectorizer(self.root / name, store.expected(self.manifest)[name][1])
-
-    @cached_property
-    def vocabulary(self) -> list[str]:
-        """The passage vectoriser's terms, by column (what ``tag_terms`` index)."""
-        vocab = self.passage_vectorizer.vocabulary_
-        terms = [""] * len(vocab)
-        for term, j in vocab.items():
-            terms[j] = term
-        return terms
+        from factcheck.tagging.tag_model import make_vectorizer
+        from factcheck.text.analyzer import split_tags
+        return make_vectorizer(self.tag_vocabulary, np.array(self.tag_idf), split_tags)
 
     def tags(self, row: int) -> list[str]:
         """The tags of the passage in ``row``, best first."""
@@ -467,13 +490,9 @@ class TagIndex:
     @cached_property
     def _tag_columns(self) -> np.ndarray:
         """Passage-vocabulary column -> tag-vocabulary column (-1: not a tag-model term)."""
-        vec = self.tag_vectorizer
         tag_column = np.full(len(self.vocabulary), -1, dtype=np.int64)
-        passage_column = self.passage_vectorizer.vocabulary_
-        for term, j in vec.vocabulary_.items():
-            tag_column[passage_column[term]] = j
-        if (vec.norm, vec.use_idf, vec.sublinear_tf, np.dtype(vec.dtype)) != ("l2", True, False, np.float64):
-            raise RuntimeError("tag_space computes tag_model.make_vectorizer's TF-IDF settings; they changed")
+        passage_column = {t: j for j, t in enumerate(self.vocabulary)}
+        tag_column[[passage_column[t] for t in self.tag_vocabulary]] = np.arange(len(self.tag_vocabulary))
         return tag_column
 
     def tag_space_rows(self, rows=None) -> sp.csr_matrix:

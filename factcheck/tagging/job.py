@@ -45,8 +45,8 @@ from factcheck.formats.evidence import SourceSpec, iter_passage_records
 from factcheck.formats.files import crashpoint, write_json_atomic
 from factcheck.tagging import outdir, store
 from factcheck.tagging.backends import WorkerPool, require_backend
-from factcheck.tagging.packing import unpack_strings
-from factcheck.tagging.tasks import count_shard, tag_shard, warm_up
+from factcheck.tagging.packing import pack_strings
+from factcheck.tagging.tasks import count_shard, read_counts, tag_shard, warm_up
 from factcheck.tagging.vocabulary import TermStats, Vocabulary, tag_vocabulary
 
 __all__ = ["TagJob", "TagParams"]
@@ -183,7 +183,7 @@ class TagJob:
         tags_key = store.content_key(plan_key, vocab.digest())
         self._tag(out, shards, vocab, tags_key)
         crashpoint("after-tag")
-        return self._finish(out, plan, plan_key, shards, vocab)
+        return self._finish(out, plan, plan_key, shards, vocab, source)
 
     # ------------------------------------------------------------------ stages
     def _split_and_count(self, source: SourceSpec, out: Path, plan_key: str) -> tuple[list[dict], TermStats]:
@@ -201,17 +201,16 @@ class TagJob:
         def merge(shard: int) -> None:
             if shard in merged:
                 raise AssertionError(f"shard {shard} merged twice")  # the totals would count it twice
-            c = store.load_shard(out / store.counts_name(shard), "counts", mmap=True)
-            terms = unpack_strings(c["term_bytes"], c["term_offsets"])
-            stats.add(terms, np.asarray(c["totals"]), np.asarray(c["doc_freq"]), int(c["count"]))
+            terms, c = read_counts(out, shard)
+            stats.add(terms, c["totals"], c["doc_freq"], len(c["indptr"]) - 1)
             merged.add(shard)
 
         def count_tasks():
             for shard in self._split(source, out, plan_key, shards):
                 if not store.is_done(out, store.counts_name(shard), plan_key):
-                    yield root, shard, plan_key
+                    yield root, shard, plan_key, source.index_titles
         self._pool.stream(count_shard, count_tasks(), desc="reading and counting terms", quiet=self._quiet(),
-                          on_done=lambda args: merge(args[1]))  # args: count_tasks' (root, shard, key)
+                          on_done=lambda args: merge(args[1]))  # args: count_tasks' (root, shard, key, titles)
         for s in shards:  # counted by an earlier run
             if s["shard"] not in merged:
                 merge(s["shard"])
@@ -241,8 +240,7 @@ class TagJob:
             shard, start = len(shards), sum(s["count"] for s in shards)
             name = store.passages_name(shard)
             if not store.is_done(out, name, plan_key):
-                digest = store.write_passages_shard(out / name, start, ids, texts, titles, source.index_titles)
-                store.mark_done(out, name, plan_key, digest)
+                store.mark_done(out, name, plan_key, store.write_passages(out / name, ids, texts, titles))
             shards.append({"shard": shard, "start": start, "count": len(ids)})
             return shard
 
@@ -272,8 +270,8 @@ class TagJob:
         # Only now is the input known to be whole (no duplicate id, no bad record at its
         # end): the shards counted meanwhile are kept for a rerun, nothing is complete yet.
         # Shards beyond the new end belong to nobody: remove them.
-        for path in sorted((out / store.PASSAGES_DIR).glob("passages-*.joblib"))[len(shards):]:
-            path.unlink()
+        for path in sorted((out / store.PASSAGES_DIR).glob("passages-*"))[len(shards):]:
+            shutil.rmtree(path)
         write_json_atomic(split_path, {"key": plan_key, "shards": shards})
         crashpoint("after-split")
 
@@ -284,47 +282,48 @@ class TagJob:
         self._pool.map(tag_shard, [(root, shard, tags_key) for shard in todo],
                        common=payload, desc="tagging", quiet=self._quiet())  # tag_shard(..., payload)
 
-    def _finish(self, out: Path, plan: dict, plan_key: str, shards: list[dict], vocab: Vocabulary):
+    def _finish(self, out: Path, plan: dict, plan_key: str, shards: list[dict], vocab: Vocabulary,
+                source: SourceSpec):
         n = sum(s["count"] for s in shards)
         tag_counts = np.zeros(len(vocab.terms), dtype=np.int64)
-        entries = []
+        entries, files = [], {}
         for s in shards:
             tname, pname = store.tags_name(s["shard"]), store.passages_name(s["shard"])
-            t = store.load_shard(out / tname, "tags", mmap=True)
-            tag_counts += np.bincount(np.asarray(t["terms"]), minlength=len(vocab.terms))
-            lengths = np.diff(np.asarray(t["indptr"]))
-            entries.append({
-                "shard": s["shard"], "start": s["start"], "passages": s["count"],
-                "empty_tags": int(np.count_nonzero(lengths == 0)),
-                # Written by this run or verified by is_done() earlier in it (the lock
-                # keeps everyone else out): the recorded digests are the files'.
-                "passages_file": pname, "passages_sha256": store.recorded_sha256(out, pname),
-                "tags_file": tname, "tags_sha256": store.recorded_sha256(out, tname),
-            })
+            # Written by this run or verified by is_done() earlier in it (the lock keeps
+            # everyone else out): the recorded digests are the files'.
+            for name in (pname, tname):
+                files.update({f"{name}/{f}": entry for f, entry in store.recorded_files(out, name).items()})
+            t = store.read_checked(out, tname, "tags", store.recorded_files(out, tname),
+                                   columns=len(vocab.terms), top_k=self._params.top_k)
+            tag_counts += np.bincount(t["terms"], minlength=len(vocab.terms))
+            entries.append({"shard": s["shard"], "start": s["start"], "passages": s["count"],
+                            "empty_tags": int(np.count_nonzero(np.diff(t["indptr"]) == 0))})
         tag_vocab = tag_vocabulary(vocab.terms, tag_counts, n, self._params.tag_features)
         tag_terms = tag_vocab.terms  # in column order
-        models = {
-            "passage_tfidf.joblib": store.write_vectorizer(out / store.MODELS_DIR / "passage_tfidf.joblib",
-                                                           vocab.terms, vocab.idf, "text"),
-            "tag_tfidf.joblib": store.write_vectorizer(out / store.MODELS_DIR / "tag_tfidf.joblib",
-                                                       tag_terms, tag_vocab.idf, "tags"),
-        }
+        arrays = {}
+        for prefix, v in (("", vocab), ("tag_", tag_vocab)):
+            arrays[f"{prefix}terms"], arrays[f"{prefix}term_offsets"] = pack_strings(v.terms)
+            arrays[f"{prefix}idf"] = v.idf
+        vocab_files = store.write_arrays(out / store.VOCABULARY_DIR, "vocabulary", arrays)
+        files.update({f"{store.VOCABULARY_DIR}/{f}": entry for f, entry in vocab_files.items()})
         manifest = {
             **plan,
             "plan_key": plan_key,
             "passages": n,
             "empty_tags": sum(e["empty_tags"] for e in entries),
-            "vocabulary": {"size": len(vocab.terms), "sha256": vocab.digest()},
-            "tag_vocabulary": {"size": len(tag_terms),
+            "titles": source.has_titles,
+            "index_titles": source.has_titles and source.index_titles,
+            "vocabulary": {"size": len(vocab.terms), "sha256": vocab.digest(), "analyzer": "text"},
+            "tag_vocabulary": {"size": len(tag_terms), "analyzer": "tags",
                                "sha256": hashlib.sha256("\n".join(tag_terms).encode()).hexdigest()},
             "shards": entries,
-            "models": models,
+            "files": dict(sorted(files.items())),
         }
-        listed = store.Manifest(manifest).files()  # a stray shard would fail verification: drop it
-        for sub in (store.PASSAGES_DIR, store.TAGS_DIR, store.MODELS_DIR):
-            for path in (out / sub).glob("*.joblib"):
+        for sub in (store.PASSAGES_DIR, store.TAGS_DIR):  # a stray shard would fail verification: drop it
+            listed = {name.rpartition("/")[0] for name in files}
+            for path in (out / sub).glob("*"):
                 if f"{sub}/{path.name}" not in listed:
-                    path.unlink()
+                    shutil.rmtree(path) if path.is_dir() else path.unlink()
         crashpoint("before-manifest")
         store.write_manifest(out, manifest)
         crashpoint("after-manifest")

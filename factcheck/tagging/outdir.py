@@ -42,20 +42,31 @@ from factcheck.tagging import store
 from factcheck.tagging.derived import CACHE_FOLDERS
 
 LOCK_FILE = ".factcheck-lock"
+LEGACY_MODELS_DIR = "models"  # the vectorisers of the joblib format (wiped by --force)
 #: What a tag index directory holds that this tool writes or deletes (the derived caches too).
-INDEX_ENTRIES = (store.MANIFEST, LOCK_FILE, store.PASSAGES_DIR, store.TAGS_DIR, store.MODELS_DIR,
-                 store.WORK_DIR, store.VECTORS_DIR, *CACHE_FOLDERS)
+INDEX_ENTRIES = (store.MANIFEST, LOCK_FILE, store.PASSAGES_DIR, store.TAGS_DIR, store.VOCABULARY_DIR,
+                 store.WORK_DIR, store.VECTORS_DIR, LEGACY_MODELS_DIR, *CACHE_FOLDERS)
+#: The folders the tagging job writes into (the legacy one too: --force empties it).
+WRITTEN = (store.PASSAGES_DIR, store.TAGS_DIR, store.VOCABULARY_DIR, store.WORK_DIR, LEGACY_MODELS_DIR)
 SYMLINK_REFUSED = ("is a symbolic link; refusing to write or delete through it (remove the link, "
                    "or choose another output directory)")
 
 # Every file name the tagging job and the open mode's vector job write (relative to the
-# output directory). The vectors belong to the index: ``--force`` replaces them with it.
-_OURS = re.compile(r"^(?:passages/passages-\d{5,}\.joblib|tags/tags-\d{5,}\.joblib"
-                   r"|vectors/(?:manifest\.json|vectors-\d{5,}\.npy|work/done/[\w.-]+\.json|\.factcheck-lock"
-                   r"|(?:work/|work/done/)?\.tmp-[^/]+)"
-                   r"|models/(?:passage_tfidf|tag_tfidf)\.joblib"
-                   r"|work/(?:plan|split)\.json|work/counts-\d{5,}\.joblib|work/done/[\w.-]+\.json"
-                   r"|(?:passages|tags|models|work|work/done)/\.tmp-[^/]+|\.tmp-manifest\.json\.[^/]+)$")
+# output directory), with the temporary folders they are built in, and the names of the
+# joblib format before (so that --force replaces an old index). The vectors belong to the
+# index: ``--force`` replaces them with it.
+_TMP = r"\.tmp-[^/]+"
+_OURS = re.compile(
+    r"^(?:passages/(?:passages-\d{5,}|" + _TMP + r")/(?:ids|id_offsets|texts|text_offsets|titles|title_offsets)\.npy"
+    r"|tags/(?:tags-\d{5,}|" + _TMP + r")/(?:indptr|terms|weights)\.npy"
+    r"|(?:vocabulary|\.tmp-vocabulary\.[^/]+)/(?:tag_)?(?:terms|term_offsets|idf)\.npy"
+    r"|work/(?:counts-\d{5,}|" + _TMP + r")/(?:terms|term_offsets|totals|doc_freq|indptr|indices|data)\.npy"
+    r"|vectors/(?:manifest\.json|vectors-\d{5,}\.npy|work/done/[\w.-]+\.json|\.factcheck-lock"
+    r"|(?:work/|work/done/)?" + _TMP + r")"
+    r"|work/(?:plan|split)\.json|work/done/[\w.-]+\.json"
+    r"|(?:passages|tags|work|work/done)/" + _TMP + r"|\.tmp-manifest\.json\.[^/]+"
+    r"|passages/passages-\d{5,}\.joblib|tags/tags-\d{5,}\.joblib|work/counts-\d{5,}\.joblib"
+    r"|models/(?:passage_tfidf|tag_tfidf)\.joblib|models/" + _TMP + r")$")
 
 
 class DirectoryLock:
@@ -167,7 +178,7 @@ def wipe(out: Path) -> int:
             raise InputError(manifest, None, "is not a factcheck tag index manifest; refusing to delete "
                              "anything here even with --force (choose another --out)")
     removed = 0
-    for sub in (store.PASSAGES_DIR, store.TAGS_DIR, store.MODELS_DIR, store.WORK_DIR, store.VECTORS_DIR):
+    for sub in (*WRITTEN, store.VECTORS_DIR):
         base = out / sub
         if not base.is_dir():
             continue
@@ -206,17 +217,21 @@ def _delete(out_real: Path, out: Path, path: Path, how) -> None:
 
 
 def remove_temporaries(out: Path) -> int:
-    """Delete the ``.tmp-*`` files a killed run of ours left in ``out``'s own folders
-    (never a user's file elsewhere in ``out``)."""
+    """Delete the ``.tmp-*`` files and folders a killed run of ours left in ``out``'s own
+    folders (never a user's file elsewhere in ``out``)."""
     removed = 0
-    for sub in ("", store.PASSAGES_DIR, store.TAGS_DIR, store.MODELS_DIR, store.WORK_DIR,
-                f"{store.WORK_DIR}/done"):
+    for sub in ("", *WRITTEN, f"{store.WORK_DIR}/done"):
         base = out / sub
         if not base.is_dir():
             continue
         for path in base.glob(TMP_PREFIX + "*"):
-            if path.is_file() and not path.is_symlink() and is_ours(path.relative_to(out).as_posix()):
+            if path.is_symlink():
+                continue
+            if path.is_file() and is_ours(path.relative_to(out).as_posix()):
                 path.unlink()
+                removed += 1
+            elif path.is_dir() and all(is_ours(f.relative_to(out).as_posix()) for f in path.iterdir()):
+                shutil.rmtree(path)  # a folder of arrays being built (store.write_arrays)
                 removed += 1
     return removed
 
@@ -229,11 +244,12 @@ def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[
     manifest_path = out / store.MANIFEST
     plan_path = out / store.WORK_DIR / "plan.json"
     if manifest_path.is_file():
+        problem = None
         try:
             existing = store.read_manifest(out)
             same = existing.data.get("plan_key") == plan_key
-        except InputError:
-            existing, same = None, False
+        except InputError as exc:
+            existing, same, problem = None, False, exc
         if same:
             try:
                 store.verify_index(out, existing)
@@ -244,6 +260,8 @@ def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[
                 report(f"{exc.one_line()}; repairing")
                 manifest_path.unlink()
         elif not force:
+            if problem is not None and "older format" in problem.message:
+                raise problem  # names the command that rebuilds it
             raise InputError(manifest_path, None, "the directory holds a different run's index "
                              "(other input or parameters); use --force to replace it")
         else:

@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from factcheck.formats.files import dump_joblib_atomic
 from factcheck.tagging import store
 from factcheck.tagging.counting import count_terms
 from factcheck.tagging.packing import pack_strings, unpack_strings
@@ -31,22 +30,26 @@ def warm_up() -> None:
     porter_stemmer()  # count_shard's stemmer
 
 
-def count_shard(root: str, shard: int, key: str) -> None:
-    """Count the stems of passage shard ``shard`` into ``work/counts-NNNNN.joblib``."""
+def count_shard(root: str, shard: int, key: str, index_titles: bool) -> None:
+    """Count the stems of passage shard ``shard`` into the arrays of ``work/counts-NNNNN/``."""
     root = Path(root)
-    p = store.load_shard(root / store.passages_name(shard), "passages")
-    counts = count_terms(store.shard_texts(p))
+    name = store.passages_name(shard)
+    p = store.read_checked(root, name, "passages", store.recorded_files(root, name))
+    counts = count_terms(store.shard_texts(p, index_titles))
     m = counts.matrix
     term_bytes, term_offsets = pack_strings(counts.terms)
     name = store.counts_name(shard)
-    digest = dump_joblib_atomic(root / name, {
-        "kind": "counts", "count": int(p["count"]),
-        "term_bytes": term_bytes, "term_offsets": term_offsets,
-        "totals": counts.totals, "doc_freq": counts.doc_freq,
-        "indptr": m.indptr.astype(np.int64), "indices": m.indices.astype(np.int32),
-        "data": m.data.astype(np.int32),
-    })
-    store.mark_done(root, name, key, digest)
+    files = store.write_arrays(root / name, "counts", {
+        "terms": term_bytes, "term_offsets": term_offsets, "totals": counts.totals, "doc_freq": counts.doc_freq,
+        "indptr": m.indptr, "indices": m.indices, "data": m.data})
+    store.mark_done(root, name, key, files)
+
+
+def read_counts(root: Path, shard: int) -> tuple[list[str], dict]:
+    """The terms and arrays of ``work/counts-NNNNN/``, as its done record lists them."""
+    name = store.counts_name(shard)
+    c = store.read_checked(root, name, "counts", store.recorded_files(root, name))
+    return unpack_strings(c["terms"], c["term_offsets"]), c
 
 
 def tag_shard(root: str, shard: int, key: str, payload) -> None:
@@ -54,11 +57,10 @@ def tag_shard(root: str, shard: int, key: str, payload) -> None:
     its IDF and k, shared by every task."""
     vocab_terms, idf, top_k = payload
     root = Path(root)
-    c = store.load_shard(root / store.counts_name(shard), "counts")
-    local_terms = unpack_strings(c["term_bytes"], c["term_offsets"])
+    local_terms, c = read_counts(root, shard)
     column = {t: i for i, t in enumerate(vocab_terms)}
     to_global = np.fromiter((column.get(t, -1) for t in local_terms), dtype=np.int64, count=len(local_terms))
-    n = int(c["count"])
+    n = len(c["indptr"]) - 1
     local = sp.csr_matrix((c["data"], c["indices"], c["indptr"]), shape=(n, len(local_terms)))
     mapped = to_global[local.indices]
     keep = mapped >= 0
@@ -70,6 +72,5 @@ def tag_shard(root: str, shard: int, key: str, payload) -> None:
     weights = tfidf_rows(counts, idf)
     indptr, terms, values = top_k_rows(weights, top_k)
     name = store.tags_name(shard)
-    p_start = store.load_shard(root / store.passages_name(shard), "passages", mmap=True)["start"]
-    digest = store.write_tags_shard(root / name, p_start, indptr, terms, values)
-    store.mark_done(root, name, key, digest)
+    files = store.write_arrays(root / name, "tags", {"indptr": indptr, "terms": terms, "weights": values})
+    store.mark_done(root, name, key, files)

@@ -291,9 +291,12 @@ def _embed_task(root: str, shard: int, start: int, count: int, key: str, model: 
 def _texts(root: Path, start: int, stop: int) -> list[str]:
     """Texts of index rows [start, stop), read from the passage shards that hold them."""
     texts: list[str] = []
-    for s in store.read_manifest(root).shards:
+    manifest = store.read_manifest(root)
+    files = manifest.folders()
+    for s in manifest.shards:
         a, b = max(start, s["start"]), min(stop, s["start"] + s["passages"])
         if a < b:
-            p = store.load_shard(root / s["passages_file"], "passages", mmap=True)
-            texts.extend(store.shard_texts(p, a - s["start"], b - s["start"]))
+            name = store.passages_name(s["shard"])
+            p = store.read_checked(root, name, "passages", files[name])
+            texts.extend(store.shard_texts(p, manifest.data["index_titles"], a - s["start"], b - s["start"]))
     return texts
