@@ -69,16 +69,23 @@ def cli_without(modules, *args) -> subprocess.CompletedProcess:
                           text=True, timeout=600)
 
 
-def reseal_index(root: Path) -> None:
-    """Recompute every checksum in an index's manifest, as whoever crafted the directory
-    could: checksums alone then cannot tell the crafted files from ours."""
+def reseal_index(root: Path, shapes: bool = False) -> None:
+    """Recompute every checksum in an index's manifest (and, with ``shapes``, the shape of
+    every array), as whoever crafted the directory could: checksums alone then cannot
+    tell the crafted files from ours."""
+    import numpy as np
     from factcheck.tagging import store
     data = json.loads((root / "manifest.json").read_text("utf-8"))
     data.pop(store.MANIFEST_CHECKSUM)
-    for s in data["shards"]:
-        s["passages_sha256"] = store.sha256_file(root / s["passages_file"])
-        s["tags_sha256"] = store.sha256_file(root / s["tags_file"])
-    data["models"] = {n: store.sha256_file(root / "models" / n) for n in data["models"]}
+    for name, entry in data["files"].items():
+        path = root / name
+        if path.is_file():
+            entry["sha256"] = store.sha256_file(path)
+        if shapes and path.is_file():
+            try:
+                entry["shape"] = list(np.load(path, mmap_mode="r", allow_pickle=False).shape)
+            except Exception:  # an unreadable header: the readers must say so
+                pass
     store.write_manifest(root, data)
 
 

@@ -135,10 +135,11 @@ def atomic_path(dest: Path):
 
 
 @contextmanager
-def atomic_dir(dest: Path):
-    """Yield an empty temporary folder next to ``dest``; on success rename it onto ``dest``
-    (replacing an older folder there), so ``dest`` is never seen half-written. The crash
-    points are :func:`atomic_path`'s, named after the folder."""
+def atomic_dir(dest: Path, suffix: str = ""):
+    """Yield an empty temporary folder next to ``dest``; on success rename it onto ``dest``,
+    so ``dest`` is never seen half-written. An older ``dest`` is replaced if it holds only
+    files whose names end with ``suffix`` (a user's other file in it is an InputError). The
+    crash points are :func:`atomic_path`'s, named after the folder."""
     dest = Path(dest)
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -154,8 +155,14 @@ def atomic_dir(dest: Path):
             with open(path, "rb+") as fh:
                 os.fsync(fh.fileno())
         crashpoint(f"before-rename:{dest.name}")
-        if dest.is_dir() and not dest.is_symlink():
-            shutil.rmtree(dest)  # an earlier run's copy that no done record vouches for
+        if dest.is_dir() and not dest.is_symlink():  # an earlier run's copy no done record vouches for
+            for path in dest.iterdir():
+                if suffix and path.name.endswith(suffix) and path.is_file() and not path.is_symlink():
+                    path.unlink()
+            try:
+                dest.rmdir()
+            except OSError:
+                raise InputError(dest, None, "holds files factcheck did not write; move them elsewhere") from None
         os.replace(tmp, dest)
         crashpoint(f"after-rename:{dest.name}")
     except BaseException as exc:

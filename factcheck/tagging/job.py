@@ -271,7 +271,8 @@ class TagJob:
         # end): the shards counted meanwhile are kept for a rerun, nothing is complete yet.
         # Shards beyond the new end belong to nobody: remove them.
         for path in sorted((out / store.PASSAGES_DIR).glob("passages-*"))[len(shards):]:
-            shutil.rmtree(path)
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
         write_json_atomic(split_path, {"key": plan_key, "shards": shards})
         crashpoint("after-split")
 
@@ -319,11 +320,11 @@ class TagJob:
             "shards": entries,
             "files": dict(sorted(files.items())),
         }
+        listed = {name.rpartition("/")[0] for name in files}
         for sub in (store.PASSAGES_DIR, store.TAGS_DIR):  # a stray shard would fail verification: drop it
-            listed = {name.rpartition("/")[0] for name in files}
-            for path in (out / sub).glob("*"):
-                if f"{sub}/{path.name}" not in listed:
-                    shutil.rmtree(path) if path.is_dir() else path.unlink()
+            for path in (out / sub).glob(f"{sub}-*"):
+                if f"{sub}/{path.name}" not in listed and path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
         crashpoint("before-manifest")
         store.write_manifest(out, manifest)
         crashpoint("after-manifest")

@@ -87,7 +87,7 @@ def write_arrays(dest: Path, kind: str, arrays: dict) -> dict[str, dict]:
     returns each file's ``{"sha256", "shape"}`` by file name (what the manifest lists)."""
     spec = ARRAYS[kind]
     files = {}
-    with atomic_dir(dest) as tmp:
+    with atomic_dir(dest, suffix=".npy") as tmp:
         for name in sorted(arrays):
             a = np.ascontiguousarray(arrays[name], dtype=spec[name])
             np.save(tmp / f"{name}.npy", a, allow_pickle=False)
@@ -449,17 +449,11 @@ def write_manifest(root: Path, data: dict) -> None:
     write_json_atomic(Path(root) / MANIFEST, {**data, MANIFEST_CHECKSUM: _manifest_digest(data)})
 
 
-def index_folders() -> tuple[str, ...]:
-    """The folders of an index proper (the manifest's files live there)."""
-    return (PASSAGES_DIR, TAGS_DIR, VOCABULARY_DIR)
-
-
 def verify_index(root: Path, manifest: Manifest | None = None) -> Manifest:
     """Check every file against the manifest; raise IntegrityError naming the first bad one."""
     root = Path(root)
     manifest = manifest or read_manifest(root)
     expected = manifest.files()
-    folders = set(manifest.folders())
     for name, digest in expected.items():
         path = root / name
         if not path.is_file():
@@ -467,11 +461,10 @@ def verify_index(root: Path, manifest: Manifest | None = None) -> Manifest:
         if sha256_file(path) != digest:
             raise IntegrityError(path, None, "checksum mismatch (truncated or corrupted); "
                                  "rerun `factcheck tag` with the same arguments to repair it")
-    for sub in index_folders():
-        for path in sorted((root / sub).rglob("*")):
-            rel = path.relative_to(root).as_posix()
-            if rel not in expected and not (path.is_dir() and rel in folders):
-                raise IntegrityError(path, None, "extra file not listed in the manifest")
+    for sub in (PASSAGES_DIR, TAGS_DIR, VOCABULARY_DIR):
+        for path in sorted((root / sub).rglob("*.npy")):
+            if path.relative_to(root).as_posix() not in expected:
+                raise IntegrityError(path, None, "extra array not listed in the manifest")
     return manifest
 
 

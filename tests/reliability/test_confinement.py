@@ -26,13 +26,14 @@ def elsewhere(tmp_path) -> Path:
     """A folder of the user's, outside every output directory, holding files with our names."""
     folder = tmp_path / "users-own"
     folder.mkdir()
-    for name in ("passages-00000.joblib", "tags-00000.joblib", "tags-00001.joblib", "tags-00002.joblib",
-                 "tags-00003.joblib", "plan.json", "passage_tfidf.joblib", "classifier.skops", "x.png"):
+    for name in ("passages-00000/ids.npy", "tags-00000/terms.npy", "tags-00001/indptr.npy", "tags-00002.joblib",
+                 "tags-00003/weights.npy", "plan.json", "terms.npy", "idf.npy", "classifier.skops", "x.png"):
+        (folder / name).parent.mkdir(exist_ok=True)
         (folder / name).write_text(f"the user's {name}")
     return folder
 
 
-@pytest.mark.parametrize("name", ["passages", "tags", "models", "work", "vectors"])
+@pytest.mark.parametrize("name", ["passages", "tags", "vocabulary", "models", "work", "vectors"])
 def test_a_symlinked_folder_under_out_is_refused_and_never_written(tmp_path, elsewhere, name):
     out = tmp_path / "out"
     out.mkdir()
@@ -40,7 +41,7 @@ def test_a_symlinked_folder_under_out_is_refused_and_never_written(tmp_path, els
     before = _snapshot(elsewhere)
     proc = in_process("tag", DEMO / "evidence.json", "--out", out, "--jobs", "1")
     assert_one_line_error(proc, str(out / name), "symbolic link")
-    assert _snapshot(elsewhere) == before  # before the fix: passages-00000.joblib overwritten, plan.json written
+    assert _snapshot(elsewhere) == before  # before the fix: the passages shard overwritten, plan.json written
 
 
 def test_force_never_deletes_through_a_symlinked_tags_folder(tmp_path, elsewhere):
@@ -52,17 +53,17 @@ def test_force_never_deletes_through_a_symlinked_tags_folder(tmp_path, elsewhere
     before = _snapshot(elsewhere)
     proc = in_process("tag", DEMO / "evidence.json", "--out", out, "--jobs", "1", "--top-k", "5", "--force")
     assert_one_line_error(proc, str(out / "tags"), "symbolic link")
-    assert _snapshot(elsewhere) == before  # before the fix: tags-00000..3.joblib deleted
+    assert _snapshot(elsewhere) == before  # before the fix: the tags shards deleted
     assert (out / "manifest.json").is_file()  # nothing of ours was deleted either
 
 
 def test_a_symlinked_shard_inside_our_folder_is_refused(tmp_path, elsewhere):
     out = tmp_path / "out"
     (out / "passages").mkdir(parents=True)
-    (out / "passages" / "passages-00000.joblib").symlink_to(elsewhere / "passages-00000.joblib")
+    (out / "passages" / "passages-00000").symlink_to(elsewhere / "passages-00000", target_is_directory=True)
     before = _snapshot(elsewhere)
     proc = in_process("tag", DEMO / "evidence.json", "--out", out, "--jobs", "1", "--force")
-    assert_one_line_error(proc, "passages-00000.joblib", "symbolic link")
+    assert_one_line_error(proc, "passages-00000", "symbolic link")
     assert _snapshot(elsewhere) == before
 
 

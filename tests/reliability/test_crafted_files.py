@@ -14,22 +14,18 @@ import json
 import shutil
 from pathlib import Path
 
-import joblib
 import numpy as np
 import pytest
 
 from helpers import assert_one_line_error, in_process, reseal_index, run_cli
 
 
-def _load(path: Path) -> dict:
-    from factcheck.formats.safe_load import load_joblib_arrays
-    return dict(load_joblib_arrays(path))
-
-
-def _edit(index: Path, rel: str, change) -> None:
-    obj = _load(index / rel)
-    change(obj)
-    joblib.dump(obj, index / rel)
+def _edit(index: Path, folder: str, change) -> None:
+    """``change(arrays)`` on the arrays of ``folder`` (name -> a writable copy), saved back."""
+    arrays = {p.stem: np.load(p, allow_pickle=False) for p in (index / folder).glob("*.npy")}
+    change(arrays)
+    for name, a in arrays.items():
+        np.save(index / folder / f"{name}.npy", a, allow_pickle=False)
 
 
 def _shuffle_inner_offsets(o):
@@ -39,43 +35,62 @@ def _shuffle_inner_offsets(o):
 
 
 def _invalid_utf8(o):
-    o["text_bytes"][o["text_offsets"][:-1]] = 0xFF  # every text starts with a byte UTF-8 never has
+    o["texts"][o["text_offsets"][:-1]] = 0xFF  # every text starts with a byte UTF-8 never has
 
 
-def _duplicate_term(o):
+def _cut_a_character(o):
+    o["texts"][:2] = [0xC3, 0xA9]  # "é" starts the first text...
+    o["text_offsets"][1] = 1  # ...and the second starts inside it
+
+
+def _replace_terms(o, change, prefix=""):
     from factcheck.tagging.packing import pack_strings, unpack_strings
-    terms = unpack_strings(o["term_bytes"], o["term_offsets"])
-    terms[1] = terms[0]
-    o["term_bytes"], o["term_offsets"] = pack_strings(terms)
+    terms = unpack_strings(o[f"{prefix}terms"], o[f"{prefix}term_offsets"])
+    change(terms)
+    o[f"{prefix}terms"], o[f"{prefix}term_offsets"] = pack_strings(terms)
 
 
-def _foreign_tag_term(o):
-    from factcheck.tagging.packing import pack_strings, unpack_strings
-    terms = unpack_strings(o["term_bytes"], o["term_offsets"])
-    terms[0] = "zzzznotinthevocabulary"
-    o["term_bytes"], o["term_offsets"] = pack_strings(terms)
+class Payload:
+    """Unpickling it creates ``marker``: proof that code ran."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
 
 
-TAGS, PASSAGES = "tags/tags-00000.joblib", "passages/passages-00000.joblib"
+TAGS, PASSAGES, VOCABULARY = "tags/tags-00000", "passages/passages-00000", "vocabulary"
+# Resealed with the manifest's shapes as they were: the header check names the array.
+HEADER_CASES = ("short indptr", "weights of another length", "2-D indptr", "0-d terms")
 CRASHED = ("negative terms (double free before)", "indptr jumps (SIGSEGV in tocsc before)")
 CASES = {
-    # (file, change, what the one line names)
-    "negative terms (double free before)": (TAGS, lambda o: o["terms"].__setitem__(slice(0, 5), -1), "negative"),
-    "indptr jumps (SIGSEGV in tocsc before)": (TAGS, lambda o: o["indptr"].__setitem__(5, 999), "'indptr'"),
-    "terms past the vocabulary": (TAGS, lambda o: o["terms"].__setitem__(0, 10**6), "'terms'"),
-    "short indptr": (TAGS, lambda o: o.__setitem__("indptr", o["indptr"][:-1]), "'indptr'"),
-    "float weights of another length": (TAGS, lambda o: o.__setitem__("weights", o["weights"][:3]), "'weights'"),
-    "NaN weights": (TAGS, lambda o: o["weights"].__setitem__(0, np.nan), "'weights'"),
+    # (folder, change, file the one line names, what it says)
+    "negative terms (double free before)": (TAGS, lambda o: o["terms"].__setitem__(slice(0, 5), -1), "terms.npy",
+                                            "negative"),
+    "indptr jumps (SIGSEGV in tocsc before)": (TAGS, lambda o: o["indptr"].__setitem__(5, 999), "indptr.npy",
+                                               "indptr"),
+    "terms past the vocabulary": (TAGS, lambda o: o["terms"].__setitem__(0, 10**6), "terms.npy", "vocabulary"),
+    "short indptr": (TAGS, lambda o: o.__setitem__("indptr", o["indptr"][:-1]), "indptr.npy", "shape"),
+    "weights of another length": (TAGS, lambda o: o.__setitem__("weights", o["weights"][:3]), "weights.npy", "shape"),
+    "NaN weights": (TAGS, lambda o: o["weights"].__setitem__(0, np.nan), "weights.npy", "finite"),
     "too many tags for top_k": (TAGS, lambda o: o.update(indptr=np.concatenate([[0], o["indptr"][2:], [o["indptr"][-1]]])),
-                                "top_k"),
-    "shuffled text offsets (wrong texts before)": (PASSAGES, _shuffle_inner_offsets, "'text_offsets'"),
-    "float text bytes": (PASSAGES, lambda o: o.__setitem__("text_bytes", o["text_bytes"].astype(np.float64)),
-                         "'text_bytes'"),
-    "invalid UTF-8 text": (PASSAGES, _invalid_utf8, "UTF-8"),
-    "a count the manifest does not say": (PASSAGES, lambda o: o.__setitem__("count", o["count"] - 1), "count"),
-    "a term listed twice": ("models/passage_tfidf.joblib", _duplicate_term, "listed twice"),
-    "a tag term outside the passage vocabulary": ("models/tag_tfidf.joblib", _foreign_tag_term, "passage vocabulary"),
-    "a negative idf": ("models/tag_tfidf.joblib", lambda o: o["idf"].__setitem__(0, -1.0), "'idf'"),
+                                "indptr.npy", "top_k"),
+    "big-endian weights": (TAGS, lambda o: o.__setitem__("weights", o["weights"].astype(">f8")), "weights.npy", ">f8"),
+    "int64 terms": (TAGS, lambda o: o.__setitem__("terms", o["terms"].astype(np.int64)), "terms.npy", "<i8"),
+    "2-D indptr": (TAGS, lambda o: o.__setitem__("indptr", o["indptr"].reshape(1, -1)), "indptr.npy", "shape"),
+    "0-d terms": (TAGS, lambda o: o.__setitem__("terms", np.int32(3)), "terms.npy", "shape"),
+    "shuffled text offsets (wrong texts before)": (PASSAGES, _shuffle_inner_offsets, "text_offsets.npy", "decreases"),
+    "float text bytes": (PASSAGES, lambda o: o.__setitem__("texts", o["texts"].astype(np.float64)), "texts.npy",
+                         "<f8"),
+    "invalid UTF-8 text": (PASSAGES, _invalid_utf8, "texts.npy", "UTF-8"),
+    "an offset inside a character": (PASSAGES, _cut_a_character, "text_offsets.npy", "UTF-8 character"),
+    "a term listed twice": (VOCABULARY, lambda o: _replace_terms(o, lambda t: t.__setitem__(1, t[0])), "terms.npy",
+                            "listed twice"),
+    "a tag term outside the passage vocabulary": (
+        VOCABULARY, lambda o: _replace_terms(o, lambda t: t.__setitem__(0, "zzzznotinthevocabulary"), "tag_"),
+        "tag_terms.npy", "passage vocabulary"),
+    "a negative idf": (VOCABULARY, lambda o: o["tag_idf"].__setitem__(0, -1.0), "tag_idf.npy", "positive"),
 }
 
 
@@ -93,26 +108,52 @@ def model(demo_run) -> Path:
 
 @pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c in CRASHED else c  # in a child
                                   for c in CASES])
-def test_crafted_shard_is_refused_by_verify_and_by_every_reader(index, model, case):
-    rel, change, named = CASES[case]
-    _edit(index, rel, change)
-    reseal_index(index)
-    assert_one_line_error(in_process("verify", index), rel, named)
+def test_crafted_array_is_refused_by_verify_and_by_every_reader(index, model, case):
+    folder, change, name, named = CASES[case]
+    _edit(index, folder, change)
+    reseal_index(index, shapes=case not in HEADER_CASES)
+    assert_one_line_error(in_process("verify", index), f"{folder}/{name}", named)
     run = run_cli if case in CRASHED else in_process
     proc = run("check", "--index", index, "--model", model, "--method", "tags", "Sea levels are rising.")
-    assert_one_line_error(proc, rel, named)
+    assert_one_line_error(proc, f"{folder}/{name}", named)
 
 
-@pytest.mark.parametrize("field, value", [("passages_file", "../outside.joblib"),
-                                          ("tags_file", "/etc/passwd"), ("start", 1), ("passages", 10**9)])
+@pytest.mark.parametrize("case", ["short indptr", "weights of another length"])
+def test_crafted_shapes_in_the_manifest_too_are_refused(index, case):
+    """The manifest resealed with the crafted shapes: its own relations refuse them."""
+    folder, change, name, _ = CASES[case]
+    _edit(index, folder, change)
+    reseal_index(index, shapes=True)
+    assert_one_line_error(in_process("verify", index), "manifest.json", f"{folder}")
+
+
+def test_an_object_array_is_refused_without_unpickling_it(index, tmp_path):
+    """``allow_pickle=False`` refuses it: the payload's ``__reduce__`` never runs."""
+    marker = tmp_path / "pwned"
+    np.save(index / TAGS / "terms.npy", np.array([Payload(marker)], dtype=object), allow_pickle=True)
+    reseal_index(index)
+    for command in (("verify", index), ("export-tags", index, "--out", tmp_path / "t.jsonl")):
+        assert_one_line_error(in_process(*command), f"{TAGS}/terms.npy", "unreadable array")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("field, value", [("files", {"../outside.npy": {"sha256": "0" * 64, "shape": [1]}}),
+                                          ("start", 1), ("passages", 10**9), ("shape", [-1]), ("shape", [1, 2]),
+                                          ("titles", "yes")])
 def test_crafted_manifest_is_refused_before_any_file_it_names_is_read(index, tmp_path, field, value):
     """A manifest naming a file outside the index (sealed as an attacker could) used to be
     followed: ``verify`` hashed, and the readers loaded, whatever it named."""
-    shutil.copy(index / PASSAGES, tmp_path / "outside.joblib")
     data = json.loads((index / "manifest.json").read_text("utf-8"))
-    data["shards"][0][field] = value
+    if field == "files":
+        data["files"].update(value)
+    elif field == "shape":
+        data["files"][f"{TAGS}/terms.npy"]["shape"] = value
+    elif field == "titles":
+        data["titles"] = value
+    else:
+        data["shards"][0][field] = value
     (index / "manifest.json").write_text(json.dumps(data), "utf-8")
-    reseal_index(index)  # the sha256s of whatever the edited names point to
+    reseal_index(index)
     assert_one_line_error(in_process("verify", index), "manifest.json", "not a well-formed manifest")
 
 

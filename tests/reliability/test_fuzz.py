@@ -1,6 +1,8 @@
 """Fuzz: random damage to the arrays of a small real index and model, as anyone who can write
 the directories could do it (checksums and the reranker's sha256 resealed), then
-``factcheck check --json``. The answer must be one line and exit 2, or exit 0 with a
+``factcheck check --json``. The index's ``.npy`` files are also crafted whole (object,
+big-endian, 2-D Fortran-order and 0-d arrays, headers claiming huge shapes, files cut
+short under the memory map), and so is its manifest. The answer must be one line and exit 2, or exit 0 with a
 well-formed verdict (a label of the model's, evidence ids of the index, one finite
 probability per label summing to 1) -- never a signal, never a traceback.
 
@@ -19,7 +21,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import joblib
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
@@ -74,11 +75,48 @@ MUTATIONS = st.tuples(st.sampled_from(["set", "set", "set", "truncate", "grow", 
 
 # ---------------------------------------------------------------------- what can be damaged
 
-INDEX_TARGETS = [("tags/tags-00000.joblib", key) for key in ("indptr", "terms", "weights")] + \
-                [("passages/passages-00000.joblib", key) for key in ("id_offsets", "text_offsets", "text_bytes",
-                                                                     "id_bytes")] + \
-                [(f"models/{name}", key) for name in ("passage_tfidf.joblib", "tag_tfidf.joblib")
-                 for key in ("idf", "term_offsets")]
+INDEX_ARRAYS = [("tags/tags-00000", key) for key in ("indptr", "terms", "weights")] + \
+               [("passages/passages-00000", key) for key in ("id_offsets", "text_offsets", "texts", "ids")] + \
+               [("vocabulary", key) for key in ("idf", "term_offsets", "tag_idf", "tag_terms")]
+INDEX_TARGETS = [(folder, key, how) for folder, key in INDEX_ARRAYS for how in ("values", "file")]
+FILE_CRAFTS = ["object", "big-endian", "fortran 2-D", "0-d", "huge shape", "cut short", "header byte"]
+
+
+def _craft_file(path: Path, how: str, at: int) -> None:
+    """Replace the ``.npy`` file at ``path`` by one crafted ``how``."""
+    a = np.load(path, allow_pickle=False)
+    if how == "object":
+        np.save(path, np.array([a[:1].tolist(), None], dtype=object), allow_pickle=True)
+    elif how == "big-endian":
+        np.save(path, a.astype(a.dtype.newbyteorder(">")), allow_pickle=False)
+    elif how == "fortran 2-D":
+        np.save(path, np.asfortranarray(np.stack([a, a])), allow_pickle=False)
+    elif how == "0-d":
+        np.save(path, a[0] if len(a) else a.dtype.type(0), allow_pickle=False)
+    elif how == "huge shape":  # the header claims far more than the file holds
+        with open(path, "wb") as fh:
+            np.lib.format.write_array_header_1_0(fh, {"descr": np.lib.format.dtype_to_descr(a.dtype),
+                                                      "fortran_order": False, "shape": (2 ** 40 + at,)})
+            fh.write(a.tobytes())
+    else:
+        data = bytearray(path.read_bytes())
+        if how == "cut short":
+            data = data[: at % len(data)]
+        else:  # one byte of the header's text changed
+            data[10 + at % 60] = b"( ),:'0123456789<>|fiuObFalseTrue"[at % 33]
+        path.write_bytes(bytes(data))
+
+
+MANIFEST_VALUES = st.one_of(st.integers(-2**63, 2**63), st.sampled_from([None, True, "", "x", [], {}, [2**40], 1.5]),
+                            st.text(max_size=20))
+
+
+def _leaves(node, path=()):
+    """Every (path, value) of a JSON tree, containers included."""
+    yield path, node
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        yield from _leaves(value, path + (key,))
 
 
 def _lr(o):
@@ -158,13 +196,26 @@ def _damage(run: Path, target, mutation) -> str | None:
     kind, what = target
     how, at, value = mutation
     if kind == "index":
-        rel, key = what
-        from factcheck.formats.safe_load import load_joblib_arrays
-        obj = dict(load_joblib_arrays(run / "index" / rel))
-        obj[key] = _mutate(obj[key], how, at, value)
-        joblib.dump(obj, run / "index" / rel)
-        reseal_index(run / "index")
-        return "tags" if rel.startswith("tags") else "bm25"
+        folder, key, craft = what
+        path = run / "index" / folder / f"{key}.npy"
+        if craft == "values":
+            np.save(path, _mutate(np.load(path, allow_pickle=False), how, at, value), allow_pickle=False)
+        else:
+            _craft_file(path, FILE_CRAFTS[at % len(FILE_CRAFTS)], at)
+        reseal_index(run / "index", shapes=bool(at % 2))
+        return "tags" if folder.startswith("tags") or at % 3 == 0 else "bm25"
+    if kind == "manifest":
+        from factcheck.tagging import store
+        data = json.loads((run / "index" / "manifest.json").read_text("utf-8"))
+        data.pop(store.MANIFEST_CHECKSUM)
+        leaves = [p for p, _ in _leaves(data) if p]
+        *parent, last = leaves[at % len(leaves)]
+        node = data
+        for key in parent:
+            node = node[key]
+        node[last] = value if how != "truncate" else None
+        store.write_manifest(run / "index", data)
+        return "tags" if at % 2 else "bm25"
     targets = CLASSIFIER_TARGETS if kind == "classifier" else RERANK_TARGETS
     path = run / "model" / ("classifier.skops" if kind == "classifier" else "rerank.skops")
     obj = _skops(path)
@@ -219,16 +270,13 @@ def _assert_well_formed(run: Path, stdout: str) -> None:
     assert all(hit["id"] in ids for hit in view["hits"]), view["hits"]
 
 
-TARGETS = st.one_of(st.tuples(st.just("index"), st.sampled_from(INDEX_TARGETS)),
-                    st.tuples(st.just("classifier"), st.sampled_from(sorted(CLASSIFIER_TARGETS))),
-                    st.tuples(st.just("rerank"), st.sampled_from(sorted(RERANK_TARGETS))))
+MODEL_TARGETS = st.one_of(st.tuples(st.just("classifier"), st.sampled_from(sorted(CLASSIFIER_TARGETS))),
+                          st.tuples(st.just("rerank"), st.sampled_from(sorted(RERANK_TARGETS))))
+INDEX_DAMAGE = st.one_of(st.tuples(st.just("index"), st.sampled_from(INDEX_TARGETS)),
+                         st.tuples(st.just("manifest"), st.just(None)))
 
 
-@pytest.mark.slow
-@settings(max_examples=40, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(target=TARGETS, mutation=MUTATIONS)
-def test_damaged_arrays_give_one_line_or_a_well_formed_answer(pristine, target, mutation):
+def _check_damage(pristine, target, mutation) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         run = Path(scratch) / "run"
         shutil.copytree(pristine, run)
@@ -245,3 +293,20 @@ def test_damaged_arrays_give_one_line_or_a_well_formed_answer(pristine, target, 
         else:
             assert code == 0, f"{what}: exit {code}\n{stderr[-2000:]}"
             _assert_well_formed(run, stdout)
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(target=MODEL_TARGETS, mutation=MUTATIONS)
+def test_damaged_model_arrays_give_one_line_or_a_well_formed_answer(pristine, target, mutation):
+    _check_damage(pristine, target, mutation)
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(target=INDEX_DAMAGE, mutation=st.tuples(MUTATIONS, MANIFEST_VALUES))
+def test_crafted_index_files_and_manifests_give_one_line_or_a_well_formed_answer(pristine, target, mutation):
+    (how, at, value), manifest_value = mutation
+    _check_damage(pristine, target, (how, at, manifest_value if target[0] == "manifest" else value))

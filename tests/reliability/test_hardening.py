@@ -22,7 +22,6 @@ from helpers import DEMO, ROOT, assert_one_line_error, in_process, reseal_index,
 from harness.crashpoints import crash_env
 
 from factcheck.formats.evidence import read_passages, source_spec
-from factcheck.tagging import store
 
 class Untrusted:
     """An ordinary class no allow-list names."""
@@ -130,35 +129,34 @@ def test_csv_passage_over_128_kib_is_accepted_like_json(tmp_path):
 
 # ---------------------------------------------------------------------- 3. crafted directories
 
-def _payload_shard(path: Path, marker: Path, kind: str) -> None:
-    obj = store.load_shard(path, kind)
-    joblib.dump({**{k: np.asarray(v) if isinstance(v, np.ndarray) else v for k, v in obj.items()},
-                 "extra": Payload(marker)}, path)
-
-
-@pytest.mark.parametrize("target", ["tags/tags-00000.joblib", "passages/passages-00000.joblib",
-                                    "models/tag_tfidf.joblib"])
+@pytest.mark.parametrize("target", ["tags/tags-00000/terms.npy", "passages/passages-00000/texts.npy",
+                                    "vocabulary/tag_idf.npy"])
 def test_payload_index_is_refused_in_one_line_and_runs_nothing(index, tmp_path, target):
     marker = tmp_path / "pwned"
-    kind = {"tags": "tags", "passages": "passages", "models": "vectorizer"}[target.split("/")[0]]
-    _payload_shard(index / target, marker, kind)
+    np.save(index / target, np.array([Payload(marker)], dtype=object), allow_pickle=True)  # a pickle inside
     reseal_index(index)  # checksums alone cannot tell: the manifest matches the crafted files
     for argv in (("verify", index), ("export-tags", index, "--out", tmp_path / "t.jsonl"),
                  ("retrieve", "--index", index, "--claims", DEMO / "dev-claims.json", "--out", tmp_path / "p.json",
                   "--method", "tags")):
         proc = in_process(*argv)
-        assert_one_line_error(proc, target, "refusing to load", "could run code")
+        assert_one_line_error(proc, target, "unreadable array")
         assert not marker.exists(), argv
     assert not (tmp_path / "t.jsonl").exists() and not (tmp_path / "p.json").exists()
 
 
-def test_object_arrays_in_a_shard_are_refused(index, tmp_path):
-    path = index / "tags" / "tags-00000.joblib"
-    obj = store.load_shard(path, "tags")
-    joblib.dump({**obj, "terms": np.array([Payload(tmp_path / "pwned")], dtype=object)}, path)
-    with pytest.raises(store.IntegrityError, match="could run code"):
-        store.load_shard(path, "tags")
-    assert not (tmp_path / "pwned").exists()
+def test_an_index_of_the_pickle_format_is_never_unpickled(index, tmp_path):
+    """An index of the joblib format (before /3), even one whose shards carry a payload, is
+    refused by its manifest's format alone, with the command that rebuilds it."""
+    marker = tmp_path / "pwned"
+    data = json.loads((index / "manifest.json").read_text("utf-8"))
+    data["format"] = "factcheck-tag-index/2"
+    (index / "manifest.json").write_text(json.dumps(data), "utf-8")
+    joblib.dump({"kind": "passages", "x": Payload(marker)}, index / "passages" / "passages-00000.joblib")
+    for argv in (("verify", index), ("export-tags", index, "--out", tmp_path / "t.jsonl")):
+        assert_one_line_error(in_process(*argv), "older format", f"factcheck tag evidence.json --out {index} --force")
+    (index / "manifest.json").unlink()  # an unfinished index of that format: the same line
+    assert_one_line_error(in_process("verify", index), "older format", "--force")
+    assert not marker.exists()
 
 
 @pytest.fixture(scope="module")
@@ -351,10 +349,10 @@ def test_force_never_deletes_the_users_files(tmp_path):
 
 
 def test_force_replaces_our_index_but_keeps_a_users_file_inside_it(index):
-    (index / "models" / "notes.txt").write_text("mine")
+    (index / "passages" / "notes.txt").write_text("mine")
     proc = in_process("tag", DEMO / "evidence.json", "--out", index, "--jobs", "1", "--top-k", "5", "--force")
     assert proc.returncode == 0, proc.stderr
-    assert (index / "models" / "notes.txt").read_text() == "mine"
+    assert (index / "passages" / "notes.txt").read_text() == "mine"
     assert json.loads((index / "manifest.json").read_text())["params"]["top_k"] == 5
     assert in_process("verify", index).returncode == 0
 

@@ -41,28 +41,30 @@ def truncate(path):
 
 
 def add_extra(index, name):
-    shutil.copyfile(index / "tags" / "tags-00000.joblib", index / name)
+    shutil.copytree(index / "tags" / "tags-00000", index / name)
 
 
 # damage -> (file it must name, words the message must contain)
 DAMAGE = {
-    "truncated shard": (lambda ix: truncate(ix / "passages/passages-00001.joblib"),
-                        "passages/passages-00001.joblib", "checksum mismatch"),
-    "bit-flipped shard": (lambda ix: flip_bit(ix / "tags/tags-00002.joblib"),
-                          "tags/tags-00002.joblib", "checksum mismatch"),
-    "missing shard": (lambda ix: (ix / "tags/tags-00003.joblib").unlink(),
-                      "tags/tags-00003.joblib", "missing"),
-    "extra shard": (lambda ix: add_extra(ix, "tags/tags-00004.joblib"),
-                    "tags/tags-00004.joblib", "extra shard"),
-    "bit-flipped model": (lambda ix: flip_bit(ix / "models/tag_tfidf.joblib"),
-                          "models/tag_tfidf.joblib", "checksum mismatch"),
+    "truncated shard": (lambda ix: truncate(ix / "passages/passages-00001/texts.npy"),
+                        "passages/passages-00001/texts.npy", "checksum mismatch"),
+    "bit-flipped shard": (lambda ix: flip_bit(ix / "tags/tags-00002/weights.npy"),
+                          "tags/tags-00002/weights.npy", "checksum mismatch"),
+    "missing shard": (lambda ix: shutil.rmtree(ix / "tags/tags-00003"),
+                      "tags/tags-00003/indptr.npy", "missing"),
+    "extra shard": (lambda ix: add_extra(ix, "tags/tags-00004"),
+                    "tags/tags-00004/indptr.npy", "extra"),
+    "extra array": (lambda ix: shutil.copyfile(ix / "tags/tags-00000/terms.npy", ix / "tags/tags-00000/more.npy"),
+                    "tags/tags-00000/more.npy", "extra"),
+    "bit-flipped vocabulary": (lambda ix: flip_bit(ix / "vocabulary/tag_idf.npy"),
+                               "vocabulary/tag_idf.npy", "checksum mismatch"),
     "truncated manifest": (lambda ix: truncate(ix / "manifest.json"), "manifest.json", "corrupt manifest"),
     "bit-flipped manifest count": (
         lambda ix: (ix / "manifest.json").write_text(
             (ix / "manifest.json").read_text().replace('"passages": 40', '"passages": 41'), "utf-8"),
         "manifest.json", "manifest checksum mismatch"),
 }
-SHARD_DAMAGE = ["truncated shard", "bit-flipped shard", "missing shard", "extra shard"]
+SHARD_DAMAGE = ["truncated shard", "bit-flipped shard", "missing shard", "extra shard", "extra array"]
 
 
 def damaged_copy(pristine, tmp_path, damage):
@@ -106,7 +108,7 @@ def test_retrieve_refuses_a_damaged_index(pristine, tmp_path, damage):
 def test_pristine_index_verifies(pristine):
     proc = in_process("verify", pristine)
     assert proc.returncode == 0, proc.stderr
-    assert "OK (40 passages, 4 shards, 10 files verified)" in proc.stdout
+    assert "OK (40 passages, 4 shards, 34 files verified)" in proc.stdout
 
 
 def test_single_bit_flips_of_the_manifest_are_caught(pristine, tmp_path):
