@@ -84,8 +84,8 @@ def tag(path: Path, jobs: int, keep: Path | None = None) -> dict:
 
 
 def same_tags(a: Path, b: Path) -> bool:
-    """Both indexes' tag shards and models byte-identical (tags depend on the texts alone)."""
-    files = sorted(p.relative_to(a) for p in a.rglob("*.joblib") if p.parts[-2] in ("tags", "models"))
+    """Both indexes' tag shards and vocabularies byte-identical (tags depend on the texts alone)."""
+    files = sorted(p.relative_to(a) for p in a.rglob("*.npy") if p.relative_to(a).parts[0] in ("tags", "vocabulary"))
     return bool(files) and all((a / f).read_bytes() == (b / f).read_bytes() for f in files)
 
 

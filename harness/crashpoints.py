@@ -9,7 +9,7 @@ variable ``FACTCHECK_CRASH_AT`` and a ``PYTHONPATH`` whose ``sitecustomize``
 the environment, get the hook too.
 
 * ``FACTCHECK_CRASH_AT=after-split``            -- the first time ``after-split`` is reached;
-* ``FACTCHECK_CRASH_AT=before-rename:tags-00003.joblib@2`` -- the 2nd time (in this process).
+* ``FACTCHECK_CRASH_AT=before-rename:tags-00003@2`` -- the 2nd time (in this process).
 
 The process then kills itself with SIGKILL: no ``finally``, no atexit, no flushing, the
 same as a power cut as far as the files on disk are concerned. A point reached in a
@@ -25,14 +25,15 @@ the whole process group there, as a terminal's Ctrl-C does, and carries on.
 Points announced:
 
 * ``mid-write:FILE`` -- the temporary file of FILE is complete; it is cut to half its size
-  and the process dies (a kill half-way through writing FILE);
+  and the process dies (a kill half-way through writing FILE; for a folder of arrays, its
+  last file is cut);
 * ``before-rename:FILE`` -- FILE is fully written under its temporary name, not renamed;
 * ``after-rename:FILE`` -- FILE is in place (its "done" record is not written yet);
 * ``after-split``, ``after-count``, ``after-tag``, ``before-manifest``, ``after-manifest``
   -- stage boundaries of the tagging job.
 
-FILE is the destination's base name (``passages-00001.joblib``, ``manifest.json``,
-``passages__passages-00001.joblib.json`` for a done record, ``plan.json``, ...).
+FILE is the destination's base name (``passages-00001``, ``manifest.json``,
+``passages__passages-00001.json`` for a done record, ``plan.json``, ...).
 """
 
 from __future__ import annotations

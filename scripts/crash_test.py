@@ -220,7 +220,7 @@ def all_points(n_shards: int) -> list[str]:
         return [f"mid-write:{name}", f"before-rename:{name}", f"after-rename:{name}"]
 
     def shard_points(kind: str, shard: int) -> list[str]:
-        base = f"{kind}-{shard:05d}.joblib"
+        base = f"{kind}-{shard:05d}"  # a folder of arrays
         folder = {"passages": "passages", "counts": "work", "tags": "tags"}[kind]
         return file_points(base) + file_points(f"{folder}__{base}.json")  # the shard, its done record
 
@@ -233,7 +233,7 @@ def all_points(n_shards: int) -> list[str]:
     points += ["after-count"]
     for s in range(n_shards):
         points += shard_points("tags", s)
-    points += ["after-tag"] + file_points("passage_tfidf.joblib") + file_points("tag_tfidf.joblib")
+    points += ["after-tag"] + file_points("vocabulary")
     points += ["before-manifest"] + file_points("manifest.json") + ["after-manifest"]
     return points
 
@@ -242,8 +242,8 @@ def pick_points(n_shards: int, kills: int, rng: random.Random) -> list[str]:
     """``kills`` points in pipeline order, always including a shard write half-way, the
     manifest write half-way and the stage boundaries (as many as fit)."""
     points = all_points(n_shards)
-    must = [f"mid-write:passages-{min(1, n_shards - 1):05d}.joblib", "mid-write:manifest.json",
-            *STAGE_POINTS, f"mid-write:tags-{n_shards // 2:05d}.joblib", "before-rename:plan.json"]
+    must = [f"mid-write:passages-{min(1, n_shards - 1):05d}", "mid-write:manifest.json",
+            *STAGE_POINTS, f"mid-write:tags-{n_shards // 2:05d}", "before-rename:plan.json"]
     chosen = set(must[:kills])
     rest = [p for p in points if p not in chosen]
     chosen |= set(rng.sample(rest, max(0, min(len(rest), kills - len(chosen)))))
@@ -428,7 +428,7 @@ def main(argv=None) -> int:
                    else check_against(ref, out, ids, ref_export, scratch))
             shutil.rmtree(out, ignore_errors=True)
             print("worker crash, --jobs 2:")
-            point = f"mid-write:counts-{n_shards // 2:05d}.joblib"
+            point = f"mid-write:counts-{n_shards // 2:05d}"
             problems = worker_crash(src, out, shard_size, point)
             report("worker crash", 1, problems or check_against(ref, out, ids, ref_export, scratch))
             left, chain = random_kills, 0

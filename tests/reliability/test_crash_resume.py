@@ -29,14 +29,15 @@ N_PASSAGES, SHARD = 4000, 500  # 8 shards
 # In the order a fresh run reaches them; each rerun resumes and dies at the next one.
 EXACT_POINTS = [
     "before-rename:plan.json",                          # the very first file of a fresh run
-    "mid-write:passages-00001.joblib",                  # half-way through a shard write
-    "after-rename:passages-00002.joblib",               # shard in place, no done record yet
-    "mid-write:passages__passages-00003.joblib.json",   # done record half-written
+    "mid-write:passages-00001",                         # half-way through a shard folder's write
+    "after-rename:passages-00002",                      # shard in place, no done record yet
+    "mid-write:passages__passages-00003.json",          # done record half-written
     "after-split",
-    "before-rename:counts-00004.joblib",
+    "before-rename:counts-00004",
     "after-count",
-    "mid-write:tags-00002.joblib",
+    "mid-write:tags-00002",
     "after-tag",
+    "mid-write:vocabulary",
     "before-manifest",
     "mid-write:manifest.json",                          # half-way through the manifest write
     "after-manifest",                                   # manifest in place, work/ not yet removed
@@ -93,7 +94,7 @@ def test_sigkill_at_exact_points_then_resume_is_byte_identical(sample, tmp_path)
 def test_worker_crash_and_random_group_kills_with_two_jobs(sample, tmp_path):
     out = tmp_path / "index"
     # 1. A crash point inside a loky worker: the worker dies, joblib raises in the driver.
-    run = crash_test.run_tag(sample["src"], out, SHARD, jobs=2, crash_at="mid-write:counts-00003.joblib")
+    run = crash_test.run_tag(sample["src"], out, SHARD, jobs=2, crash_at="mid-write:counts-00003")
     assert run.returncode not in (0, 2, -signal.SIGKILL), run.stderr[-500:]
     assert not (out / "manifest.json").exists()
     # 2. Time-based SIGKILLs of the whole process group (driver + workers) while writing,
@@ -124,7 +125,7 @@ def test_crashpoint_spec_parsing_and_no_op_without_the_variable(monkeypatch):
     from factcheck.formats.files import crashpoint
     assert crashpoints.parse(None) is None and crashpoints.parse("") is None
     assert crashpoints.parse("after-split") == ("after-split", 1)
-    assert crashpoints.parse("before-rename:tags-00003.joblib@2") == ("before-rename:tags-00003.joblib", 2)
+    assert crashpoints.parse("before-rename:tags-00003@2") == ("before-rename:tags-00003", 2)
     assert crashpoints.parse("odd@name") == ("odd@name", 1)
     monkeypatch.delenv(crashpoints.ENV, raising=False)
     assert crashpoints.install() is False

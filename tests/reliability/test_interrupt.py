@@ -54,7 +54,7 @@ def _as_from_a_terminal():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("point", ["mid-write:passages-00000.joblib", "after-split"])
+@pytest.mark.parametrize("point", ["mid-write:passages-00000", "after-split"])
 def test_ctrl_c_while_workers_start_is_one_line(tmp_path, point):
     out = tmp_path / "index"
     proc = subprocess.run([sys.executable, "-m", "factcheck", "tag", str(DEMO / "evidence.json"), "--out", str(out),

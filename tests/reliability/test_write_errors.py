@@ -42,9 +42,9 @@ def reference_index(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.mark.parametrize("point, jobs", [("mid-write:passages-00001.joblib", "1"),
-                                         ("mid-write:counts-00002.joblib", "2"),   # in a loky worker
-                                         ("mid-write:tags-00003.joblib", "2"),
+@pytest.mark.parametrize("point, jobs", [("mid-write:passages-00001", "1"),
+                                         ("mid-write:counts-00002", "2"),   # in a loky worker
+                                         ("mid-write:tags-00003", "2"),
                                          ("mid-write:manifest.json", "1")])
 def test_tag_on_a_full_disk_is_one_line_and_the_rerun_is_identical(tmp_path, reference_index, point, jobs):
     out = tmp_path / "index"
@@ -61,8 +61,8 @@ def test_tag_on_a_full_disk_is_one_line_and_the_rerun_is_identical(tmp_path, ref
 def test_tag_on_a_full_disk_with_the_dask_backend_is_one_line(tmp_path, reference_index):
     out = tmp_path / "index"
     proc = run_cli("tag", DEMO / "evidence.json", "--out", out, "--jobs", "2", "--shard-size", "10",
-                   "--backend", "dask", env=fault_env("mid-write:counts-00001.joblib"), timeout=300)
-    assert_one_line_error(proc, "work/counts-00001.joblib", FULL)
+                   "--backend", "dask", env=fault_env("mid-write:counts-00001"), timeout=300)
+    assert_one_line_error(proc, "work/counts-00001", FULL)
     _no_temporaries(out)
     assert not (out / "manifest.json").exists()
 

@@ -1,0 +1,113 @@
+"""The tag index format: arrays only, read memory-mapped; rows to strings in bulk; passages
+by id or row; an index of another format version refused in one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from helpers import DEMO, assert_one_line_error, in_process
+from factcheck.errors import IntegrityError
+from factcheck.tagging import store
+from factcheck.tagging.index import PackedStrings, TagIndex, TitledTexts
+from factcheck.tagging.packing import pack_strings
+
+
+@given(st.lists(st.text(max_size=12), max_size=40), st.integers(1, 5), st.lists(st.integers(-60, 60), max_size=30))
+@settings(max_examples=80, deadline=None)
+def test_take_equals_reading_row_by_row(strings, parts, asked):
+    cuts = np.linspace(0, len(strings), parts + 1).astype(int)
+    packed = PackedStrings([pack_strings(strings[a:b]) for a, b in zip(cuts[:-1], cuts[1:])])
+    rows = [r for r in asked if -len(strings) <= r < len(strings)]
+    assert packed.take(rows) == [strings[r] for r in rows]
+    assert packed.take(np.array(rows, dtype=np.int32)) == [strings[r] for r in rows]
+    assert packed[1:7:2] == strings[1:7:2]
+    if len(rows) < len(asked):
+        with pytest.raises(IndexError):
+            packed.take(asked)
+    titled = TitledTexts(packed, packed)
+    assert titled.take(rows) == [store.indexed_text(strings[r], strings[r]) for r in rows]
+
+
+@pytest.fixture(scope="module")
+def titled_index(tmp_path_factory) -> TagIndex:
+    from factcheck.tagging.job import build_index
+    folder = tmp_path_factory.mktemp("titled")
+    pages = [{"id": "Glacier", "text": "", "lines": "0\tA glacier is a body of ice.\n1\tIt moves slowly."},
+             {"id": "Sea_level", "text": "", "lines": "0\tSea level rises as oceans warm."}]
+    src = folder / "wiki-001.jsonl"
+    src.write_text("".join(json.dumps(p) + "\n" for p in pages), "utf-8")
+    return build_index(src, folder / "index", progress=False)
+
+
+def test_title_body_and_text_take_a_passage_id_or_a_row(titled_index):
+    """A newcomer called ``index.title("evidence-3")``: it took a row only."""
+    index = titled_index
+    assert list(index.ids) == ["Glacier:0", "Glacier:1", "Sea_level:0"]
+    assert index.title("Glacier:1") == index.title(1) == "Glacier"
+    assert index.body("Sea_level:0") == index.body(np.int64(2)) == "Sea level rises as oceans warm."
+    assert index.text("Glacier:0") == index.text(0)
+    with pytest.raises(KeyError, match="no passage 'Glacier:7'"):
+        index.title("Glacier:7")
+    with pytest.raises(TypeError, match="passage must be a passage id"):
+        index.body(1.5)
+
+
+def test_the_arrays_and_vocabularies_are_exposed(demo_index):
+    index = TagIndex.load(demo_index)
+    assert index.passage_idf.dtype == np.float64 and len(index.passage_idf) == len(index.vocabulary)
+    assert len(index.tag_idf) == len(index.tag_vocabulary) and set(index.tag_vocabulary) <= set(index.vocabulary)
+    assert index.passage_vectorizer.vocabulary_ == {t: j for j, t in enumerate(index.vocabulary)}
+    np.testing.assert_array_equal(index.tag_vectorizer.idf_, index.tag_idf)
+    assert index.ids.take([0, -1]) == [index.ids[0], index.ids[len(index) - 1]]
+
+
+def test_an_index_holds_arrays_and_json_only(demo_index):
+    """No pickle anywhere: every file is JSON or an ``.npy`` file numpy reads without pickle."""
+    manifest = store.read_manifest(demo_index)
+    for name in manifest.files():
+        assert name.endswith(".npy")
+        a = np.load(demo_index / name, mmap_mode="r", allow_pickle=False)
+        assert not a.dtype.hasobject and a.ndim == 1
+    shards = {p.relative_to(demo_index).as_posix() for p in demo_index.rglob("*")
+              if p.is_file() and p.parts[len(demo_index.parts)] in ("passages", "tags", "vocabulary")}
+    assert shards == set(manifest.files())
+
+
+@pytest.mark.parametrize("found, says", [("factcheck-tag-index/2", "an index of an older format"),
+                                         ("factcheck-tag-index/1", "an index of an older format"),
+                                         ("factcheck-tag-index/4", "an index of a newer format"),
+                                         ("factcheck-tag-index/x", "not a factcheck-tag-index/3 manifest")])
+def test_another_format_version_is_one_line(demo_index, tmp_path, found, says):
+    index = tmp_path / "index"
+    shutil.copytree(demo_index, index)
+    data = json.loads((index / "manifest.json").read_text("utf-8"))
+    data["format"] = found
+    (index / "manifest.json").write_text(json.dumps(data), "utf-8")
+    line = assert_one_line_error(in_process("verify", index), str(index / "manifest.json"), says)
+    if "older" in says:
+        assert f"`factcheck tag evidence.json --out {index} --force`" in line
+    if "newer" in says:
+        assert "upgrade factcheck" in line and "rebuild" not in line
+    with pytest.raises(IntegrityError, match=says):
+        TagIndex.load(index)
+
+
+def test_tag_into_an_index_of_an_older_format_names_the_command_and_force_rebuilds_it(demo_index, tmp_path):
+    index = tmp_path / "index"
+    shutil.copytree(demo_index, index)
+    data = json.loads((index / "manifest.json").read_text("utf-8"))
+    data["format"] = "factcheck-tag-index/2"
+    (index / "manifest.json").write_text(json.dumps(data), "utf-8")
+    for name in ("passages/passages-00000.joblib", "tags/tags-00000.joblib", "models/tag_tfidf.joblib"):
+        (index / name).parent.mkdir(exist_ok=True)
+        (index / name).write_bytes(b"\x80\x04an old shard")
+    assert_one_line_error(in_process("tag", DEMO / "evidence.json", "--out", index), "older format", "--force")
+    assert in_process("tag", DEMO / "evidence.json", "--out", index, "--force").returncode == 0
+    assert not list(index.rglob("*.joblib")) and not (index / "models").exists()
+    assert in_process("verify", index).returncode == 0
