@@ -94,68 +94,54 @@ def open_binary(path: Path):
         raise read_error(path, exc) from None
 
 
-@contextmanager
 def atomic_path(dest: Path):
-    """Yield a temporary path next to ``dest``; rename it onto ``dest`` on success.
+    """``with atomic_path(dest) as tmp:`` -- a temporary path next to ``dest``, renamed onto
+    ``dest`` on success.
 
     An OS error while writing (a full disk, a quota, an I/O error) leaves no file behind
     and propagates as an :class:`OSError` naming ``dest`` (the temporary name means nothing
     to a user), which the CLI reports in one line.
     """
-    dest = Path(dest)
-    if dest.is_dir():
+    return _atomic(Path(dest), folder=False)
+
+
+def atomic_dir(dest: Path, suffix: str = ""):
+    """``with atomic_dir(dest) as tmp:`` -- an empty temporary folder next to ``dest``,
+    renamed onto ``dest`` on success, as :func:`atomic_path` does for a file. An older
+    ``dest`` is replaced if it holds only files whose names end with ``suffix`` (a user's
+    other file in it is an InputError)."""
+    return _atomic(Path(dest), folder=True, suffix=suffix)
+
+
+@contextmanager
+def _atomic(dest: Path, folder: bool, suffix: str = ""):
+    if dest.is_dir() and not folder:
         raise InputError(dest, None, "is a directory, expected a file name")
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX + dest.name + ".", dir=dest.parent)
+        prefix = TMP_PREFIX + dest.name + "."
+        if folder:
+            tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=dest.parent))
+        else:
+            fd, name = tempfile.mkstemp(prefix=prefix, dir=dest.parent)
+            os.close(fd)
+            tmp = Path(name)
     except OSError as exc:  # e.g. a parent is a file, or no permission: the user's path, not a bug
         why = ("a parent path is not a directory" if isinstance(exc, (FileExistsError, NotADirectoryError))
                else exc.strerror or str(exc))
         raise InputError(dest, None, f"cannot write here: {why}") from None
-    os.close(fd)
     try:
-        # mkstemp creates 0600; an output is an ordinary file, shared like any other
-        # (an index on cluster storage is read by other users' workers): honour the umask.
-        os.chmod(tmp, 0o666 & ~current_umask())
-        yield Path(tmp)
-        crashpoint(f"mid-write:{dest.name}", partial=tmp)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        crashpoint(f"before-rename:{dest.name}")
-        os.replace(tmp, dest)
-        crashpoint(f"after-rename:{dest.name}")
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        if isinstance(exc, OSError) and exc.errno is not None and exc.filename in (None, tmp, str(tmp)):
-            raise OSError(exc.errno, exc.strerror or os.strerror(exc.errno), str(dest)) from None
-        raise
-
-
-@contextmanager
-def atomic_dir(dest: Path, suffix: str = ""):
-    """Yield an empty temporary folder next to ``dest``; on success rename it onto ``dest``,
-    so ``dest`` is never seen half-written. An older ``dest`` is replaced if it holds only
-    files whose names end with ``suffix`` (a user's other file in it is an InputError). The
-    crash points are :func:`atomic_path`'s, named after the folder."""
-    dest = Path(dest)
-    try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX + dest.name + ".", dir=dest.parent))
-    except OSError as exc:
-        raise InputError(dest, None, f"cannot write here: {exc.strerror or exc}") from None
-    try:
-        os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp makes 0700: honour the umask
+        # mkstemp/mkdtemp create 0600/0700; an output is shared like any other file (an
+        # index on cluster storage is read by other users' workers): honour the umask.
+        os.chmod(tmp, (0o777 if folder else 0o666) & ~current_umask())
         yield tmp
-        files = sorted(tmp.iterdir())
+        files = sorted(tmp.iterdir()) if folder else [tmp]
         crashpoint(f"mid-write:{dest.name}", partial=files[-1] if files else None)
         for path in files:
             with open(path, "rb+") as fh:
                 os.fsync(fh.fileno())
         crashpoint(f"before-rename:{dest.name}")
-        if dest.is_dir() and not dest.is_symlink():  # an earlier run's copy no done record vouches for
+        if folder and dest.is_dir() and not dest.is_symlink():  # an earlier copy no done record vouches for
             for path in dest.iterdir():
                 if suffix and path.name.endswith(suffix) and path.is_file() and not path.is_symlink():
                     path.unlink()
@@ -166,8 +152,9 @@ def atomic_dir(dest: Path, suffix: str = ""):
         os.replace(tmp, dest)
         crashpoint(f"after-rename:{dest.name}")
     except BaseException as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, OSError) and exc.errno is not None and not str(exc.filename or "").startswith(str(dest)):
+        shutil.rmtree(tmp, ignore_errors=True) if folder else tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno is not None and \
+                (exc.filename is None or str(exc.filename).startswith(str(tmp))):
             raise OSError(exc.errno, exc.strerror or os.strerror(exc.errno), str(dest)) from None
         raise
 

@@ -1,13 +1,11 @@
 """Load a verified tag index: the API the retrievers, the classifier and the app use.
 
-Loading checks the manifest and every file's sha256 first (``verify=True``), so code
-downstream never works on a truncated or corrupted shard. Passages stay where the shards
-keep them, memory-mapped (UTF-8 buffer + offsets per shard): ids and texts are decoded
-one at a time when asked for, and the id -> row lookup is a sorted array of 64-bit
-hashes (12 bytes a passage) instead of a dict of Python strings (~170 bytes a passage,
-plus the ~110-byte list of ids it needs). Why: at 10M passages the lists and the dict
-alone held ~3 GB, and every process that opened the index paid for them before
-answering anything (docs/decisions.md, "Processes and memory").
+Loading checks the manifest and every array's sha256 first (``verify=True``) and the
+arrays' structure always (:func:`~factcheck.tagging.store.open_index`). Passages stay
+memory-mapped where the shards keep them (UTF-8 buffer + offsets): ids and texts are
+decoded when asked for, many at once with ``take``; the id -> row lookup is a sorted array
+of 64-bit hashes (12 bytes a passage), not a dict of strings (docs/decisions.md,
+"Processes and memory").
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ import scipy.sparse as sp
 from factcheck.errors import InputError, IntegrityError
 from factcheck.formats.files import atomic_path
 from factcheck.tagging import store
-from factcheck.tagging.packing import unpack_strings
+from factcheck.tagging.packing import pack_strings, unpack_strings
 from factcheck.tagging.vocabulary import tfidf_rows
 
 __all__ = ["IdRows", "PackedStrings", "TagIndex", "TitledTexts", "export_tags", "multi_arange"]
@@ -149,7 +147,6 @@ class TitledTexts(Sequence):
 # then mixed (splitmix64's finaliser): equal strings give equal hashes, and a lookup
 # compares the strings themselves, so a collision costs a comparison, never a wrong row.
 _BASE = np.uint64(0x100000001B3)
-_MAX_POWERS = 1 << 16
 
 
 def _powers(n: int) -> np.ndarray:
@@ -208,24 +205,15 @@ class IdRows(Mapping):
         ids = list(ids)
         if not ids:
             return np.zeros(0, dtype=np.int64)
-        encoded = [i.encode("utf-8") for i in ids]
-        off = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(e) for e in encoded], out=off[1:])
-        h = hash_packed(np.frombuffer(b"".join(encoded), dtype=np.uint8), off)
+        h = hash_packed(*pack_strings(ids))
         lo = np.searchsorted(self._hashes, h, side="left")
         hi = np.searchsorted(self._hashes, h, side="right")
+        at, owner = multi_arange(lo, hi)  # every candidate (more than one: a hash collision)
+        rows = self._rows[at].astype(np.int64)
+        same = np.fromiter(map(str.__eq__, self._ids.take(rows), (ids[i] for i in owner.tolist())),
+                           dtype=bool, count=len(at))
         out = np.full(len(ids), -1, dtype=np.int64)
-        found = np.flatnonzero(hi > lo)
-        if len(found):  # the first candidate of each, compared in bulk
-            rows = self._rows[lo[found]].astype(np.int64)
-            same = np.fromiter(map(str.__eq__, self._ids.take(rows), (ids[i] for i in found.tolist())),
-                               dtype=bool, count=len(found))
-            out[found[same]] = rows[same]
-            for i in found[~same & (hi[found] - lo[found] > 1)].tolist():  # a hash collision: the others
-                for j in range(int(lo[i]) + 1, int(hi[i])):
-                    if self._ids[int(self._rows[j])] == ids[i]:
-                        out[i] = int(self._rows[j])
-                        break
+        out[owner[same]] = rows[same]
         return out
 
     def __getitem__(self, pid):
@@ -385,9 +373,8 @@ class TagIndex:
         return self.texts[self._row(passage)]
 
     def texts_of(self, ids) -> list[str]:
-        """Texts of the given passage ids, in order. An id not in this index is an
-        InputError naming how many and the first few: numbers computed on passages that
-        silently went missing (gold ids of another knowledge source) are not numbers."""
+        """Texts of the given passage ids, in order; an id not in this index is an
+        InputError naming how many and the first few."""
         ids = list(ids)
         rows = self.rows_of(ids).tolist()
         missing = [i for i, r in zip(ids, rows) if r < 0]
@@ -398,9 +385,8 @@ class TagIndex:
     def require_gold(self, claims, path) -> None:
         """The one rule for gold evidence ids (every command that reads them): each must be a
         passage of this index, or an InputError names the claims file, the first claim at
-        fault, how many ids are missing and the first few. Why refuse rather than skip: with
-        every gold passage missing, the gold-evidence accuracy of the dev claims on the demo
-        index read 0.273, and one missing id moved the demo's 0.750 to 0.625, without a word."""
+        fault, how many ids are missing and the first few (skipping them silently moved the
+        demo's gold-evidence accuracy from 0.750 to 0.625)."""
         pairs = [(c.id, e) for c in claims for e in c.evidences]
         rows = self.rows_of([e for _, e in pairs]).tolist()
         missing = [pair for pair, r in zip(pairs, rows) if r < 0]
@@ -427,11 +413,8 @@ class TagIndex:
 
     @cached_property
     def stem_ids(self) -> tuple[list[list[int]], dict[str, int]]:
-        """``passage_stems`` as integer ids plus the stem -> id map (first-seen order).
-
-        Indexers that take token ids (bm25s) then skip their own per-token string lookups,
-        which dominate an index build; the map is shared by every build over this index.
-        """
+        """``passage_stems`` as integer ids plus the stem -> id map (first-seen order): what
+        bm25s's builds take, shared by every build over this index."""
         vocab: dict[str, int] = {}
         ids = [[vocab.setdefault(s, len(vocab)) for s in stems] for stems in self.passage_stems]
         return ids, vocab

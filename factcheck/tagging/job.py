@@ -1,30 +1,19 @@
 """The offline tagging job: split -> count (map; each shard merged into the corpus totals,
 the reduce, as soon as it is counted) -> vocabulary -> tag (map) -> finish.
 
-Why two passes with kept counts: the vocabulary and IDF need the whole corpus, the tags
-need the vocabulary, and tokenising is the dominant cost; so shards are tokenised once,
-their count matrices are kept under ``work/``, and the second pass only re-indexes.
+Shards are tokenised once: their count matrices are kept under ``work/`` for the second
+pass, which only re-indexes them against the vocabulary. Every stage writes each shard's
+folder under a temporary name, renames it, then records a "done" file holding its
+files' sha256s and the key of everything it depends on; a rerun with the same arguments
+skips exactly the shards whose record and bytes match. ``manifest.json`` is written last.
 
-Why resumable: every stage writes each shard to a temporary name, renames it, then
-records a "done" file holding the shard's sha256 and the key of everything it depends
-on (input checksum, parameters and, for tags, the vocabulary). A rerun with the same
-arguments skips exactly the shards whose record and bytes match and redoes the rest.
-``manifest.json`` is written last, so an index without one is never mistaken for a
-complete one.
+Memory is bounded by a shard, not the corpus: the driver streams the input, writing each
+shard of passages before reading on; workers read their own shards from the output
+directory (shared storage on a cluster); between the stages the driver holds per-term
+totals only, and 8 bytes a passage for the duplicate-id check.
 
-How streaming bounds memory (why a corpus larger than RAM is fine): the driver reads the
-input once, as a stream, holding one shard of passages at a time and writing it to
-``passages/`` before reading on. Workers then read their own shard files from the
-output directory (shared storage on a cluster), so the corpus never travels through the
-scheduler and no process ever holds more than a shard of it. Between the map stages the
-driver holds only per-term totals (bounded by the number of distinct stems), and at the
-end one shard's tags at a time -- never the corpus, its ids or its count matrix. What
-does grow with the corpus is small by design: 8 bytes per passage for the exact
-duplicate-id check (:mod:`factcheck.formats.evidence`) and a few numbers per shard.
-
-This module is the orchestration only: what a rerun finds in the output directory (and
-the lock that makes it ours) is :mod:`factcheck.tagging.outdir`, the worker bodies of
-the two map stages are :mod:`factcheck.tagging.tasks`.
+What a rerun finds in the output directory (and the lock) is :mod:`factcheck.tagging.outdir`;
+the worker bodies are :mod:`factcheck.tagging.tasks`.
 """
 
 from __future__ import annotations

@@ -1,28 +1,15 @@
 """Owning an output directory: one run at a time, what a rerun finds there, and
 deleting only what we wrote.
 
-Why a lock: two ``factcheck tag`` runs into one ``--out`` interleave their shards. Without
-it (120,000 passages, the second run with other settings started while the first was
-splitting) 2 of 3 trials left an index that *passed* ``verify`` but missed 3,000 passages
-and had other tags for 112,000: the second run silently discarded the first's unfinished
-plan and each wrote over the other (reports/reliability.md). An exclusive ``flock`` held
-for the whole run makes the second run fail at once, naming the holder; the kernel
-releases it when the holder dies (SIGKILL included), so a crashed run never leaves a
-stale lock behind.
-
-Why :func:`prepare` refuses more than it replaces: a directory may hold a complete index
-of this run (nothing to do), an unfinished one (resume), another run's (refused without
-``force``) or the user's own files (refused without ``force``).
-
-Why a pattern list for ``--force``: the directory may hold the user's own files next to
-(or instead of) an index. ``--force`` deletes only file names this tool writes.
-
-Why no symbolic link is followed: a symlinked ``passages/`` or ``tags/`` inside ``--out``
-made the job overwrite, and ``--force`` delete, the user's files elsewhere; a symlinked
-``work/`` collected the plan and count files. :func:`check_no_symlinks` refuses any link
-among the names we write (or below our folders) before anything is touched, and
-:func:`wipe` checks that every path it deletes resolves inside the directory it was given.
-(``--out`` itself may be a link: it is the directory the user named.)
+* :class:`DirectoryLock`: an exclusive ``flock`` for the whole run; a second run fails at
+  once, naming the holder; the kernel releases it when the holder dies (docs/decisions.md,
+  "One run at a time").
+* :func:`prepare`: a complete index of this run (nothing to do), an unfinished one
+  (resume), another run's or the user's own files (refused without ``force``).
+* :func:`wipe` (``--force``) deletes only the file names this tool writes.
+* No symbolic link is followed: :func:`check_no_symlinks` refuses one among the names we
+  write (or below our folders) before anything is touched, and :func:`wipe` checks that
+  every path it deletes resolves inside the directory (``--out`` itself may be a link).
 """
 
 from __future__ import annotations
@@ -52,21 +39,16 @@ SYMLINK_REFUSED = ("is a symbolic link; refusing to write or delete through it (
                    "or choose another output directory)")
 
 # Every file name the tagging job and the open mode's vector job write (relative to the
-# output directory), with the temporary folders they are built in, and the names of the
-# joblib format before (so that --force replaces an old index). The vectors belong to the
-# index: ``--force`` replaces them with it.
+# output directory), the temporary names they are built under, and the joblib format's
+# (so that --force replaces an old index). The vectors belong to the index.
 _TMP = r"\.tmp-[^/]+"
+_ARRAY = "(?:%s)\\.npy" % "|".join(sorted({name for spec in store.ARRAYS.values() for name in spec}))
 _OURS = re.compile(
-    r"^(?:passages/(?:passages-\d{5,}|" + _TMP + r")/(?:ids|id_offsets|texts|text_offsets|titles|title_offsets)\.npy"
-    r"|tags/(?:tags-\d{5,}|" + _TMP + r")/(?:indptr|terms|weights)\.npy"
-    r"|(?:vocabulary|\.tmp-vocabulary\.[^/]+)/(?:tag_)?(?:terms|term_offsets|idf)\.npy"
-    r"|work/(?:counts-\d{5,}|" + _TMP + r")/(?:terms|term_offsets|totals|doc_freq|indptr|indices|data)\.npy"
-    r"|vectors/(?:manifest\.json|vectors-\d{5,}\.npy|work/done/[\w.-]+\.json|\.factcheck-lock"
-    r"|(?:work/|work/done/)?" + _TMP + r")"
-    r"|work/(?:plan|split)\.json|work/done/[\w.-]+\.json"
-    r"|(?:passages|tags|work|work/done)/" + _TMP + r"|\.tmp-manifest\.json\.[^/]+"
-    r"|passages/passages-\d{5,}\.joblib|tags/tags-\d{5,}\.joblib|work/counts-\d{5,}\.joblib"
-    r"|models/(?:passage_tfidf|tag_tfidf)\.joblib|models/" + _TMP + r")$")
+    rf"^(?:(?:passages/passages|tags/tags|work/counts)-\d{{5,}}/{_ARRAY}|vocabulary/{_ARRAY}"
+    rf"|(?:passages|tags|work|work/done|models)/{_TMP}(?:/{_ARRAY})?|\.tmp-vocabulary\.[^/]+(?:/{_ARRAY})?"
+    rf"|vectors/(?:manifest\.json|vectors-\d{{5,}}\.npy|work/done/[\w.-]+\.json|\.factcheck-lock|(?:work/|work/done/)?{_TMP})"
+    r"|work/(?:plan|split)\.json|work/done/[\w.-]+\.json|\.tmp-manifest\.json\.[^/]+"
+    r"|(?:passages|tags|work|models)/[\w.-]+\.joblib)$")
 
 
 class DirectoryLock:

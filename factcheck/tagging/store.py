@@ -357,7 +357,7 @@ def read_manifest(root: Path) -> Manifest:
     if not root.is_dir():
         raise InputError(root, None, "no such index directory")
     if not path.is_file():
-        if any((root / sub).glob("*.joblib") for sub in ("passages", "tags", "models")):
+        if any(True for sub in ("passages", "tags", "models") for _ in (root / sub).glob("*.joblib")):
             raise IntegrityError(root, None, "an unfinished index of an older format (joblib shards): rebuild it "
                                  f"with `factcheck tag EVIDENCE --out {root} --force`")
         raise IntegrityError(path, None, "missing: not a complete tag index "

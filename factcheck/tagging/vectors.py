@@ -6,20 +6,12 @@ Layout, inside a tag index directory (the vectors belong to that index)::
     vectors/vectors-NNNNN.npy      float16 (passages x dim) of rows [start, start + count)
     vectors/work/done/*.json       resumable state (removed when done)
 
-Determinism: a passage's vector does not depend on its batch-mates
-(:mod:`factcheck.text.embedding`), float16 rounding is per element, and ``.npy`` files
-are written with a fixed header, so a shard's bytes depend only on its rows and the
-model -- never on ``jobs``. The manifest's ``content_sha256`` (over all rows, in order)
-is the same for every ``shard_size`` too; the tests check both.
-
-Resumable like the tag job: each shard is written to a temporary name, renamed, then
-recorded as done with its sha256 and the key of everything it depends on (the index's
-plan key, the model's identity, its rows); a rerun redoes only the shards whose record
-or bytes do not match.
-
-Loading (:func:`load_vectors`) checks the manifest's own checksum, the index it was built
-for, the model, and every shard's sha256, and reads with ``allow_pickle=False``: damage
-is refused in one line, and a vector file can never run code.
+A shard's bytes depend only on its rows and the model, never on ``jobs`` (a vector does
+not depend on its batch-mates, float16 rounding is per element, ``.npy`` headers are
+fixed); the manifest's ``content_sha256`` (all rows, in order) not on ``shard_size``
+either. Resumable like the tag job (done records keyed by the index's plan key, the
+model and the rows). :func:`load_vectors` checks the manifest, the index it was built for,
+the model and every shard's sha256, and reads with ``allow_pickle=False``.
 """
 
 from __future__ import annotations
