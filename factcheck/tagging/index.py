@@ -68,7 +68,7 @@ class PackedStrings(Sequence):
             raise IndexError(f"row out of range for {n} strings")
         rows = np.where(rows < 0, rows + n, rows)
         part_of = np.searchsorted(self._starts, rows, side="right") - 1
-        out = [""] * len(rows)
+        out = np.empty(len(rows), dtype=object)
         for part in np.unique(part_of).tolist():
             at = np.flatnonzero(part_of == part)
             buf, off = self._parts[part]
@@ -84,9 +84,8 @@ class PackedStrings(Sequence):
                 strings = [text[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
             else:
                 strings = [raw[a:b].decode("utf-8") for a, b in zip(cuts[:-1], cuts[1:])]
-            for i, s in zip(at.tolist(), strings):
-                out[i] = s
-        return out
+            out[at] = strings
+        return out.tolist()
 
     def batches(self):
         """``(first row, strings of one shard)`` for every shard, in order."""

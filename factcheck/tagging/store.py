@@ -139,9 +139,9 @@ def open_arrays(folder: Path, kind: str, files: dict) -> dict[str, np.ndarray]:
         except Exception as exc:  # object arrays, bad or truncated headers, short data: all ValueError/EOFError
             raise IntegrityError(path, None, f"unreadable array ({type(exc).__name__}); {REBUILD}") from None
         want = ARRAYS[kind][name]
-        if a.dtype != want or a.shape != tuple(entry["shape"]):
+        if a.dtype != want or list(a.shape) != entry["shape"]:
             raise IntegrityError(path, None, f"damaged or crafted array: {a.dtype.str} of shape {a.shape}, expected "
-                                 f"{want.str} of shape {tuple(entry['shape'])}; {REBUILD}")
+                                 f"{want.str} of shape {entry['shape']}; {REBUILD}")
         out[name] = a.view(np.ndarray)  # a plain array over the map (memmap's indexing is slower)
     return out
 

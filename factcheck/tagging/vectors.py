@@ -277,7 +277,7 @@ def _embed_task(root: str, shard: int, start: int, count: int, key: str, model: 
     name = shard_name(shard)
     with atomic_path(out / name) as tmp, open(tmp, "wb") as fh:
         np.save(fh, vectors, allow_pickle=False)
-    store.mark_done(out, name, key, sha256_file(out / name))
+    store.mark_done(out, name, key, {"": {"sha256": sha256_file(out / name)}})
 
 
 def _texts(root: Path, start: int, stop: int) -> list[str]:
