@@ -10,6 +10,7 @@ of 64-bit hashes (12 bytes a passage), not a dict of strings (docs/decisions.md,
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Mapping, Sequence
 from functools import cached_property
@@ -42,18 +43,25 @@ class PackedStrings(Sequence):
         self._parts = parts
         counts = [len(off) - 1 for _, off in parts]
         self._starts = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)
+        self._first = self._starts.tolist()  # for one row at a time: bisect on a list is cheaper
         self._memo: dict[int, str] = {}
 
     def __len__(self) -> int:
-        return int(self._starts[-1])
+        return self._first[-1]
 
     def __getitem__(self, row):
         if isinstance(row, slice):
             return self.take(np.arange(*row.indices(len(self))))
-        row = int(row)
+        row, n = int(row), len(self)
+        if not -n <= row < n:
+            raise IndexError(f"row {row} out of range for {n} strings")
+        row %= n
         s = self._memo.get(row)
         if s is None:
-            s = self.take([row])[0]
+            part = bisect.bisect_right(self._first, row) - 1
+            buf, off = self._parts[part]
+            local = row - self._first[part]
+            s = bytes(buf[off[local]:off[local + 1]]).decode("utf-8")
             if len(self._memo) >= self.MEMO:
                 self._memo.clear()
             self._memo[row] = s
@@ -89,7 +97,7 @@ class PackedStrings(Sequence):
 
     def batches(self):
         """``(first row, strings of one shard)`` for every shard, in order."""
-        for start, (buf, off) in zip(self._starts.tolist(), self._parts):
+        for start, (buf, off) in zip(self._first, self._parts):
             yield start, unpack_strings(buf, off)
 
     def __iter__(self):

@@ -24,9 +24,7 @@ __all__ = ["count_shard", "tag_shard", "warm_up"]
 
 def warm_up() -> None:
     """Start a worker and load what the tasks need while the driver still reads the input,
-    so that a fresh worker's imports (~0.3 s: the tasks import neither scikit-learn nor
-    nltk's package, docs/decisions.md) overlap the reading instead of delaying its first
-    shard."""
+    so that a fresh worker's imports overlap the reading instead of delaying its first shard."""
     porter_stemmer()  # count_shard's stemmer
 
 
@@ -37,12 +35,11 @@ def count_shard(root: str, shard: int, key: str, index_titles: bool) -> None:
     p = store.read_checked(root, name, "passages", store.recorded_files(root, name))
     counts = count_terms(store.shard_texts(p, index_titles))
     m = counts.matrix
-    term_bytes, term_offsets = pack_strings(counts.terms)
+    terms, offsets = pack_strings(counts.terms)
     name = store.counts_name(shard)
-    files = store.write_arrays(root / name, "counts", {
-        "terms": term_bytes, "term_offsets": term_offsets, "totals": counts.totals, "doc_freq": counts.doc_freq,
-        "indptr": m.indptr, "indices": m.indices, "data": m.data})
-    store.mark_done(root, name, key, files)
+    store.mark_done(root, name, key, store.write_arrays(root / name, "counts", {
+        "terms": terms, "term_offsets": offsets, "totals": counts.totals, "doc_freq": counts.doc_freq,
+        "indptr": m.indptr, "indices": m.indices, "data": m.data}))
 
 
 def read_counts(root: Path, shard: int) -> tuple[list[str], dict]:
@@ -72,5 +69,5 @@ def tag_shard(root: str, shard: int, key: str, payload) -> None:
     weights = tfidf_rows(counts, idf)
     indptr, terms, values = top_k_rows(weights, top_k)
     name = store.tags_name(shard)
-    files = store.write_arrays(root / name, "tags", {"indptr": indptr, "terms": terms, "weights": values})
-    store.mark_done(root, name, key, files)
+    store.mark_done(root, name, key, store.write_arrays(root / name, "tags", {"indptr": indptr, "terms": terms,
+                                                                             "weights": values}))
