@@ -154,7 +154,7 @@ def add_reader_args(p: argparse.ArgumentParser, indexing: bool = True) -> None:
         g.add_argument("--index-titles", action=argparse.BooleanOptionalAction, default=None,
                        help="index each title with its text (default: yes for BEIR, no otherwise; titles are "
                             "always stored and shown)")
-    from factcheck.formats.utf8_stream import MAX_PASSAGE_CHARS  # a constant: the module stays light
+    from factcheck.formats.records import MAX_PASSAGE_CHARS
     g.add_argument("--max-passage-chars", type=positive_int, default=None, metavar="N",
                    help=f"refuse a passage whose id, text or title is longer than N characters, while reading "
                         f"(default: {MAX_PASSAGE_CHARS:,})")

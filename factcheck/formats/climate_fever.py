@@ -3,41 +3,37 @@ sentences as a knowledge source. One claim a line::
 
     {"claim_id": "0", "claim": "...", "claim_label": "SUPPORTS",
      "evidences": [{"evidence_id": "Extreme weather:14", "evidence_label": "NOT_ENOUGH_INFO",
-                    "article": "Extreme weather", "evidence": "...", "entropy": 0.69,
-                    "votes": ["SUPPORTS", "NOT_ENOUGH_INFO", null, null, null]}, ...]}
+                    "article": "Extreme weather", "evidence": "...", "entropy": 0.69, "votes": [...]}, ...]}
 
-A claim's labels are the course's four (the course claims are these claims); each of its
-five sentences has its own label. **Gold evidence** of a claim: its sentences whose
-``evidence_label`` is not NOT_ENOUGH_INFO, or all of them for a NOT_ENOUGH_INFO claim --
-the pattern the course's files follow (every NOT_ENOUGH_INFO claim has five gold passages,
-SUPPORTS and REFUTES one to five, DISPUTED at least two). A sentence without a label (as
-``factcheck convert`` writes when it has none) counts as gold.
-
-As a knowledge source: one passage per distinct ``evidence_id``, text the sentence, title
-the article. The same sentence recurs under several claims: a repeat with the same text is
-the same passage (read once), a repeat with another text is an error.
+**Gold evidence** of a claim: its sentences whose ``evidence_label`` is not
+NOT_ENOUGH_INFO, or all of them for a NOT_ENOUGH_INFO claim (the course files' pattern); a
+sentence without a label counts as gold. As a knowledge source: each distinct
+``evidence_id`` once, in order of first appearance, titled by its article; a repeat with
+another text is an error.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable, Iterator
 
 from factcheck.errors import InputError
-from factcheck.formats.course_json import kind_of
+from factcheck.formats.common import BATCH, Claim
 from factcheck.formats.files import atomic_path, check_unicode
-from factcheck.formats.jsonlines import iter_records
+from factcheck.formats.records import iter_records, kind_of
 
-__all__ = ["is_claim_record", "iter_claim_records", "iter_evidence_batches", "write_claims"]
-
+NAME = "climate-fever"
 NOT_ENOUGH_INFO = "NOT_ENOUGH_INFO"
-BATCH = 4096
+_WHAT = "a Climate-FEVER claim object"
 
 
-def is_claim_record(record: dict) -> bool:
+def is_claims(record: dict, name: str = "") -> bool:
     """A Climate-FEVER claim: ``claim_id`` and ``claim``."""
     return "claim_id" in record and "claim" in record
+
+
+def is_source(record: dict) -> bool:
+    return is_claims(record) and "evidences" in record
 
 
 def _string(path, place, rec, key, *, optional=False):
@@ -47,9 +43,7 @@ def _string(path, place, rec, key, *, optional=False):
     if isinstance(value, bool) or not isinstance(value, (str, int)) or (isinstance(value, str) and not value.strip()):
         what = f"missing {key!r}" if value is None else f"{key!r} must be a non-empty string, got {kind_of(value)}"
         raise InputError(path, place, what)
-    value = str(value)
-    check_unicode(path, place, value, repr(key))
-    return value
+    return check_unicode(path, place, str(value), repr(key))
 
 
 def _evidences(path, place, rec) -> list[dict]:
@@ -61,10 +55,9 @@ def _evidences(path, place, rec) -> list[dict]:
     return value
 
 
-def iter_claim_records(path: Path) -> Iterator[tuple[str, str, str, str | None, list[str]]]:
-    """``(place, claim id, claim, label, gold evidence ids)`` per claim (gold: see the module)."""
-    path = Path(path)
-    for place, rec in iter_records(path, what="a Climate-FEVER claim object"):
+def read_claims(path: Path, require_labels: bool, columns: dict) -> list[Claim]:
+    claims = []
+    for place, rec in iter_records(path, what=_WHAT):
         cid = _string(path, place, rec, "claim_id")
         where = f"{place} (claim {cid!r})"
         text = _string(path, where, rec, "claim")
@@ -72,24 +65,24 @@ def iter_claim_records(path: Path) -> Iterator[tuple[str, str, str, str | None, 
         gold = []
         for ev in _evidences(path, where, rec):
             eid = _string(path, where, ev, "evidence_id")
-            ev_label = _string(path, where, ev, "evidence_label", optional=True)
-            if label == NOT_ENOUGH_INFO or ev_label != NOT_ENOUGH_INFO:
+            if label == NOT_ENOUGH_INFO or _string(path, where, ev, "evidence_label", optional=True) != NOT_ENOUGH_INFO:
                 gold.append(eid)
-        yield place, cid, text, label, list(dict.fromkeys(gold))
+        claims.append(Claim(cid, text, label, list(dict.fromkeys(gold))))
+    return claims
 
 
-Batch = tuple[list[str], list[str], list[str], Callable[[int], str]]
+def claims_losses(claims, to: str) -> list[str]:
+    return ["Climate-FEVER's per-sentence labels, votes, entropy and articles are not kept, nor the sentences "
+            "that are not gold (see docs/formats.md); the sentences themselves are a knowledge source: "
+            "`factcheck convert evidence`"]
 
 
-def iter_evidence_batches(path: Path, max_passage_chars: int | None = None) -> Iterator[Batch]:
-    """``(ids, texts, titles, place)`` batches: every distinct evidence sentence once, in
-    order of first appearance (``max_passage_chars``: see :func:`~factcheck.formats.jsonlines.iter_records`)."""
-    path = Path(path)
+def passages(spec, path: Path):
+    """Batches ``(ids, texts, titles, place)``: every distinct evidence sentence once."""
     seen: dict[str, tuple[str, str]] = {}   # id -> (text, where first seen)
     ids, texts, titles, places = [], [], [], []
-    for place, rec in iter_records(path, what="a Climate-FEVER claim object", max_passage_chars=max_passage_chars):
-        cid = _string(path, place, rec, "claim_id")
-        where = f"{place} (claim {cid!r})"
+    for place, rec in iter_records(path, what=_WHAT, max_passage_chars=spec.max_passage_chars):
+        where = f"{place} (claim {_string(path, place, rec, 'claim_id')!r})"
         for ev in _evidences(path, where, rec):
             eid = _string(path, where, ev, "evidence_id")
             text = ev.get("evidence")
@@ -103,10 +96,9 @@ def iter_evidence_batches(path: Path, max_passage_chars: int | None = None) -> I
                 continue
             seen[eid] = (text, where)
             article = ev.get("article")
-            title = article.replace("_", " ") if isinstance(article, str) and article.strip() else None
             ids.append(eid)
             texts.append(text)
-            titles.append(title or "")
+            titles.append(article.replace("_", " ") if isinstance(article, str) and article.strip() else "")
             places.append(where)
             if len(ids) == BATCH:
                 yield ids, texts, titles, places.__getitem__
@@ -116,9 +108,9 @@ def iter_evidence_batches(path: Path, max_passage_chars: int | None = None) -> I
 
 
 def write_claims(path: Path, claims, texts: dict[str, str] | None = None, titles: dict[str, str] | None = None) -> None:
-    """Climate-FEVER JSONL: each claim with its evidence ids as ``evidences``; the sentence
-    and article from ``texts``/``titles`` when given, else null; labels, entropy and votes
-    are unknown (null: read back, every listed sentence is gold)."""
+    """Each claim with its evidence ids as ``evidences``; the sentence and article from
+    ``texts``/``titles`` when given, else null; labels, entropy and votes null (read back,
+    every listed sentence is gold)."""
     with atomic_path(Path(path)) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         for c in claims:
             rec = {"claim_id": c.id, "claim": c.text}

@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import shutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -30,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from factcheck.errors import InputError
-from factcheck.formats.evidence import SourceSpec, iter_passage_records
+from factcheck.formats.evidence import SourceSpec, as_source, iter_passage_records
 from factcheck.formats.files import crashpoint, write_json_atomic
 from factcheck.tagging import outdir, store
 from factcheck.tagging.backends import WorkerPool, require_backend
@@ -370,24 +369,9 @@ def build_index(evidence, out, *, format: str | None = None, id_column: str | No
     ...                     text_column="abstract", title_column="title")  # doctest: +SKIP
     """
     from factcheck.tagging.index import TagIndex
-    source = as_source(evidence, format=format, id_column=id_column, text_column=text_column,
+    source = as_source(evidence, "evidence", format=format, id_column=id_column, text_column=text_column,
                        title_column=title_column, index_titles=index_titles, max_passage_chars=max_passage_chars)
     TagJob(top_k=top_k, max_features=max_features, tag_features=tag_features, shard_size=shard_size, jobs=jobs,
            backend=backend, scheduler=scheduler, progress=progress).run(source, Path(out), force=force)
     return TagIndex.load(out)
 
-
-def as_source(evidence, **options) -> SourceSpec:
-    """``evidence`` as a :class:`SourceSpec`: a path read with the reader ``options``, or a
-    spec as it is (an option beside a spec would be ignored: an error)."""
-    from factcheck.formats.evidence import source_spec
-    if isinstance(evidence, SourceSpec):
-        given = [name for name, value in options.items() if value is not None]
-        if given:
-            raise InputError(evidence.path, None, "given with a SourceSpec, which already says how to read the "
-                             "file; pass the path instead", param=given[0])
-        return evidence
-    if not isinstance(evidence, (str, os.PathLike)):
-        raise InputError(None, None, f"expected a path or a SourceSpec, got {type(evidence).__name__}",
-                         param="evidence")
-    return source_spec(evidence, **options)

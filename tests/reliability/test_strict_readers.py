@@ -1,5 +1,4 @@
-"""Readers: a passage length cap checked while streaming, duplicate CSV header names, and
-the course reader's fast path on every Python we claim.
+"""Readers: a passage length cap checked while streaming, and duplicate CSV header names.
 
 Before: one 64/128/256 MB passage took 8.5/24/71 s and 0.5-1.9 GB (the course reader
 re-joined its growing buffer at every chunk, the line reader re-split its growing line);
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from factcheck.formats.utf8_stream import MAX_PASSAGE_CHARS
+from factcheck.formats.records import MAX_PASSAGE_CHARS
 from helpers import assert_one_line_error, in_process, run_cli
 
 
@@ -52,8 +51,8 @@ def test_the_cap_counts_characters_not_json_escapes(tmp_path):
 def test_escaped_text_across_many_chunks_is_measured_in_characters(tmp_path, monkeypatch):
     """100,000 characters as 600,000 characters of \\u escapes, read 4 KiB at a time: within a
     cap of 100,000 (the streaming bound counts each escape's worth), over one of 99,999."""
-    from factcheck.formats import utf8_stream
-    monkeypatch.setattr(utf8_stream, "CHUNK_BYTES", 4096)
+    from factcheck.formats import course
+    monkeypatch.setattr(course, "CHUNK_BYTES", 4096)
     path = tmp_path / "e.json"
     path.write_text('{"a": "ice", "b": "' + "\\u00e9" * 100_000 + '", "c": "sea"}', "utf-8")
     assert _tag(path, tmp_path, "--max-passage-chars", "100000").returncode == 0
@@ -112,16 +111,6 @@ def test_the_cap_is_a_library_keyword_too(tmp_path):
         source_spec(path, max_passage_chars=0)
 
 
-def test_the_members_pattern_uses_no_construct_python_3_11_2_mis_runs():
-    """Debian 12's Python 3.11.2 over-matches possessive quantifiers, so the fast path never
-    engaged there (three reader tests failed from a fresh clone); atomic groups are as new."""
-    from factcheck.formats import course_json
-    for pattern in (course_json._MEMBERS.pattern, course_json._STRING, course_json._SPACE):
-        assert not re.search(r"[*+?}]\+|\(\?>", pattern), pattern
-    buf = '"a": "x", "b": "y\\"z", "c": "w'
-    assert course_json._MEMBERS.match(buf).end() == buf.index(' "c"')
-
-
 def _wiki_page(page: str, sentences: list[str]) -> str:
     lines = "\n".join(f"{i}\t{s}" for i, s in enumerate(sentences))
     return json.dumps({"id": page, "text": " ".join(sentences), "lines": lines}) + "\n"
@@ -161,13 +150,11 @@ def test_every_format_and_the_titles_are_under_the_cap(tmp_path, fmt):
     assert str(path) in line and ("60 characters" in line or "a field longer than this limit" in line), line
 
 
-def test_a_huge_fever_page_is_refused_while_it_streams(tmp_path, monkeypatch):
+def test_a_huge_fever_page_is_refused_while_it_streams(tmp_path):
     """A wiki-pages line is read in pieces and refused past the streaming bound, before it is
     held whole or decoded (the bound: 12 times the cap plus 64K characters)."""
     from factcheck.errors import InputError
-    from factcheck.formats import utf8_stream
     from factcheck.formats.evidence import read_passages, source_spec
-    monkeypatch.setattr(utf8_stream, "CHUNK_BYTES", 1 << 16)
     path = tmp_path / "wiki-001.jsonl"
     path.write_text(_wiki_page("Ice", ["Ice is cold.", "x" * 400_000]), "utf-8")
     with pytest.raises(InputError, match="line 1 is longer than 77,536 characters"):

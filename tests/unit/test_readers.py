@@ -4,8 +4,7 @@ import json
 import pytest
 
 from factcheck.errors import InputError
-from factcheck.formats import course_json
-from factcheck.formats import utf8_stream as ev  # where CHUNK_BYTES lives
+from factcheck.formats import course as ev  # where CHUNK_BYTES lives
 from factcheck.formats.evidence import read_passages, source_spec
 
 
@@ -56,7 +55,7 @@ def test_one_megabyte_passage_is_read_whole(tmp_path, monkeypatch):
 @pytest.mark.parametrize("content, place, words", [
     ('{"a": "x", "b": "y"', "line 1", "truncated"),
     ('["a", "b"]', "line 1, column 1", "JSON object"),
-    ('{"a": "x", "b": null}', "line 1", "got null"),
+    ('{"a": "x", "b": null}', "line 1, column 17", "got null"),
     ('{"a": "x",\n "b": 3}', "line 2", "got a number"),
     ('{"a": ["x"]}', "line 1", "got a list"),
     ('{"a": "x", "a": "y"}', "passage 2", "duplicate passage id 'a'"),
@@ -108,90 +107,75 @@ def test_unknown_extension_needs_format(tmp_path):
     assert "--format" not in str(err.value)
 
 
-# ---------------------------------------------------------------- fast path == careful path
-# The course reader decodes runs of members with the C decoder (the fast path) and falls
-# back to one member at a time (the careful path) for anything it cannot take whole. The
-# two must agree on every passage and on every error, wherever the buffer is cut.
+# ---------------------------------------------------------------- the streaming parser at any buffer size
+# The course reader hands ijson one buffer at a time and checks what it does not (lone
+# surrogate escapes, the place of an error) on the bytes it hands over: every passage and
+# every error must be the same wherever the buffers are cut.
 
-def _read_both(path, monkeypatch):
-    """(result or one-line error) with the fast path, and with the careful path alone."""
-    out = []
-    for fast in (True, False):
-        with monkeypatch.context() as m:
-            if not fast:
-                m.setattr(course_json, "_fast_run", lambda buf, pos: None)
-            try:
-                out.append(read_passages(source_spec(path)))
-            except InputError as exc:
-                out.append(exc.one_line())
-    return out
-
-
-def _engaged(path):
-    """How many passages the fast path took (so a test knows it exercised it)."""
-    taken = []
-    real = course_json._fast_run
-
-    def spy(buf, pos):
-        run = real(buf, pos)
-        if isinstance(run, tuple):
-            taken.append(len(run[0]))
-        return run
-    course_json._fast_run = spy
+def _read(path):
     try:
-        read_passages(source_spec(path))
-    except InputError:
-        pass
-    finally:
-        course_json._fast_run = real
-    return sum(taken)
+        return read_passages(source_spec(path))
+    except InputError as exc:
+        return exc.one_line()
 
 
-# JSON source text: escaped quotes followed by commas (`\",`) trip the fast path's guess.
+# JSON source text: escaped quotes followed by commas, backslashes before quotes.
 GOOD = [(f"evidence-{i}", rf'text {i} with \", quotes \"x\", and more') for i in range(40)]
 
 
-@pytest.mark.parametrize("bad", [
-    '"b1": "control \x01 character"',           # raw control character in a text
-    r'"b2": "bad \q escape"',                   # invalid escape
-    r'"b3": "lone \ud800 surrogate"',           # escaped lone surrogate
-    '"": "empty id"',
-    '"b5": null', '"b6": 3', '"b7": ["x"]', '"b8": {"a": "b"}',
-    '"evidence-3": "a repeated id"',
-    '"b10" "missing colon"',
-    '"b11": "x" "missing comma"',
-    '"b12": "ok", }',                           # trailing comma
-    r'"b13": "pair \ud83d\ude00 is fine"',      # escaped surrogate pair: valid
-    r'"b14": "text ending in a backslash \\", "b15": "next"',
+@pytest.mark.parametrize("bad, words", [
+    ('"b1": "control \x01 character"', "line 21, column 17: invalid JSON: invalid character inside string"),
+    (r'"b2": "bad \q escape"', "line 21, column 14: invalid JSON: inside a string, '\\' occurs before a character"),
+    (r'"b3": "lone \ud800 surrogate"', "passage 21 (line 21, column 14): the id or text holds a lone surrogate \\ud800"),
+    ('"": "empty id"', "passage 21: the passage id is empty"),
+    ('"b5": null', "line 21, column 8: passage 21 (id 'b5'): text must be a string, got null"),
+    ('"b6": 3', "line 21, column 8: passage 21 (id 'b6'): text must be a string, got a number"),
+    ('"b7": ["x"]', "line 21, column 8: passage 21 (id 'b7'): text must be a string, got a list"),
+    ('"b8": {"a": "b"}', "line 21, column 8: passage 21 (id 'b8'): text must be a string, got an object"),
+    ('"evidence-3": "a repeated id"', "passage 21: duplicate passage id 'evidence-3' (first seen at passage 4)"),
+    ('"b10" "missing colon"', "line 21, column 22: invalid JSON: object key and value must be separated by a colon"),
+    ('"b11": "x" "missing comma"', "line 21, column 27: invalid JSON: after key and value, inside map, I expect"),
+    ('"b12": "ok", }', "line 21, column 15: trailing comma before '}'"),
+    (r'"b13": "pair \ud83d\ude00 is fine"', None),      # escaped surrogate pair: valid
+    (r'"b14": "text ending in a backslash \\", "b15": "next"', None),
+    (r'"b16": "an escaped backslash, then \\ud800 as text"', None),
 ])
-@pytest.mark.parametrize("chunk", [5, 97, 1 << 22])
-def test_fast_and_careful_paths_agree(tmp_path, monkeypatch, bad, chunk):
+@pytest.mark.parametrize("chunk", [5, 97, 1 << 16])
+def test_every_buffer_size_reads_the_same_passages_and_errors(tmp_path, monkeypatch, bad, words, chunk):
     monkeypatch.setattr(ev, "CHUNK_BYTES", chunk)
     members = [f'"{i}": "{t}"' for i, t in GOOD[:20]] + [bad] + [f'"{i}": "{t}"' for i, t in GOOD[20:]]
-    p = write(tmp_path, "e.json", "{" + ",\n ".join(members) + "}")
-    fast, careful = _read_both(p, monkeypatch)
-    assert fast == careful
-    if chunk > 1000 and isinstance(fast, tuple):  # valid: only the last member (before '}') is careful
-        assert _engaged(p) == len(fast[0]) - 1
+    text = "{" + ",\n ".join(members) + "}"
+    p = write(tmp_path, "e.json", text)
+    got = _read(p)
+    if words is None:
+        pairs = json.loads(text, object_pairs_hook=list)
+        assert got == ([k for k, _ in pairs], [v for _, v in pairs])
+    else:
+        assert isinstance(got, str) and got.startswith(f"{p}: ") and words in got, got
 
 
-def test_fast_path_takes_a_whole_buffer_of_ordinary_passages(tmp_path):
-    data = {f"evidence-{i}": f"sentence {i}: \"quoted\", a\\b, caf\u00e9" for i in range(5000)}
-    p = write(tmp_path, "e.json", json.dumps(data))
-    assert _engaged(p) >= 4999 and read_passages(source_spec(p)) == (list(data), list(data.values()))
+def test_a_lone_surrogate_cut_by_a_buffer_end_is_found(tmp_path, monkeypatch):
+    # every cut through the escape and the pair around it
+    for chunk in range(1, 20):
+        monkeypatch.setattr(ev, "CHUNK_BYTES", chunk)
+        for text, ok in ((r"x\ud83d\ude00", True), (r"x\ud83d y", False), (r"x\ude00", False),
+                         (r"\\\\ud800", True), (r"\\\ud800", False)):
+            p = write(tmp_path, "e.json", '{"a": "b", "c": "' + text + '"}')
+            got = _read(p)
+            assert isinstance(got, tuple) if ok else "passage 2" in got and "lone surrogate" in got, (chunk, text, got)
 
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
 _TEXT = st.lists(st.characters(blacklist_categories=("Cs",)).map(str)
-                 | st.sampled_from(['"', "\\", '",', '\\",', "\n", "\x01", "\U0001f600"]),
+                 | st.sampled_from(['"', "\\", '",', '\\",', "\n", "\x01", "\U0001f600", "\\ud800"]),
                  max_size=15).map("".join)
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.dictionaries(_TEXT.filter(bool), _TEXT, min_size=1, max_size=25), st.booleans(),
-       st.sampled_from([None, 1]), st.sampled_from([7, 64, 1 << 22]))
-def test_any_valid_course_file_reads_the_same_both_ways(tmp_path_factory, data, ascii_only, indent, chunk):
+       st.sampled_from([None, 1]), st.sampled_from([7, 64, 1 << 16]))
+def test_any_valid_course_file_reads_as_json_reads_it(tmp_path_factory, data, ascii_only, indent, chunk):
     p = tmp_path_factory.mktemp("prop") / "e.json"
     p.write_text(json.dumps(data, ensure_ascii=ascii_only, indent=indent), encoding="utf-8")
     old = ev.CHUNK_BYTES
@@ -200,6 +184,25 @@ def test_any_valid_course_file_reads_the_same_both_ways(tmp_path_factory, data, 
         assert read_passages(source_spec(p)) == (list(data), list(data.values()))
     finally:
         ev.CHUNK_BYTES = old
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_TEXT, min_size=1, max_size=10), st.data(), st.sampled_from([7, 64, 1 << 16]))
+def test_a_lone_surrogate_anywhere_names_its_passage(tmp_path_factory, texts, data, chunk):
+    at = data.draw(st.integers(0, len(texts) - 1))
+    cut = data.draw(st.integers(0, len(texts[at])))
+    members = [json.dumps(f"e{i}") + ": " + json.dumps(t) for i, t in enumerate(texts)]
+    inner = json.dumps(texts[at][:cut])[:-1] + "\\udc05" + json.dumps(texts[at][cut:])[1:]
+    members[at] = json.dumps(f"e{at}") + ": " + inner
+    p = tmp_path_factory.mktemp("lone") / "e.json"
+    p.write_text("{" + ", ".join(members) + "}", encoding="utf-8")
+    old = ev.CHUNK_BYTES
+    ev.CHUNK_BYTES = chunk
+    try:
+        got = _read(p)
+    finally:
+        ev.CHUNK_BYTES = old
+    assert isinstance(got, str) and f"passage {at + 1} (" in got and "lone surrogate \\udc05" in got, got
 
 
 def test_a_number_too_long_for_python_is_a_one_line_error(tmp_path):

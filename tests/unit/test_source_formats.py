@@ -8,7 +8,6 @@ import pytest
 
 from helpers import DEMO
 from factcheck.errors import InputError
-from factcheck.formats import utf8_stream
 from factcheck.formats.evidence import detect_format, read_passages, source_spec
 from factcheck.tagging.index import TagIndex
 from factcheck.tagging.job import TagJob, build_index
@@ -69,14 +68,14 @@ def test_fever_wiki_errors_name_the_place(tmp_path, content, words):
     assert words in err.value.one_line() and str(p) in err.value.one_line()
 
 
-def test_fever_reader_across_tiny_buffers(tmp_path, monkeypatch):
+def test_fever_reader_reads_non_ascii_pages_plain_and_gzipped(tmp_path):
     p = write(tmp_path, "w.jsonl", "".join(page(f"Pa\u00e9ge_{i}", *(f"s\u00e9ntence {j} \u2014 {i}" for j in range(4)))
                                          for i in range(30)))
     whole = read_passages(source_spec(p), titles=True)
-    for chunk in (1, 3, 64):
-        monkeypatch.setattr(utf8_stream, "CHUNK_BYTES", chunk)
-        assert read_passages(source_spec(p), titles=True) == whole
-    assert len(whole[0]) == 120
+    gz = tmp_path / "w.jsonl.gz"
+    gz.write_bytes(gzip.compress(p.read_bytes()))
+    assert read_passages(gz, titles=True) == whole
+    assert len(whole[0]) == 120 and whole[2][0] == "Pa\u00e9ge 0"
 
 
 def test_beir_corpus_keeps_titles_and_indexes_them(tmp_path):

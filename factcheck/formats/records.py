@@ -1,0 +1,192 @@
+"""The streaming primitives every reader builds on: the lines of a plain or gzipped UTF-8
+file, JSON lines and CSV rows, each with its place (``line 7``, ``line 7 (row 6)``, ``byte
+1234`` for bad UTF-8) and each problem as one :class:`~factcheck.errors.InputError`.
+
+Example
+-------
+>>> from pathlib import Path
+>>> _ = Path("claims.jsonl").write_text('{"id": 1, "claim": "CO2 is a gas."}\\n')
+>>> [(place, record["claim"]) for place, record in iter_records(Path("claims.jsonl"))]
+[('line 1', 'CO2 is a gas.')]
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import re
+import sys
+import zlib
+from pathlib import Path
+from typing import Iterator
+
+from factcheck.errors import InputError
+from factcheck.formats.files import open_binary
+
+__all__ = ["MAX_PASSAGE_CHARS", "raw_limit", "over_limit", "kind_of", "iter_lines", "decode_object",
+           "iter_records", "first_record", "iter_csv"]
+
+#: The longest passage id, text or title a knowledge source may hold, in characters, unless
+#: the caller says otherwise (``max_passage_chars``; see docs/decisions.md for why a cap).
+MAX_PASSAGE_CHARS = 1 << 22
+TOO_LONG_NUMBER = "a number with more than 4,300 digits (more than Python converts)"
+# An escape that may decode to a lone surrogate (only lines holding one are checked).
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def raw_limit(max_chars: int) -> int:
+    """The most characters one record (a JSON line, a CSV row) within the passage cap can
+    have: JSON spends at most 6 characters on one of text, for the id and the text, plus
+    room for other fields."""
+    return 12 * max_chars + (1 << 16)
+
+
+def over_limit(path, max_chars: int, what: str) -> InputError:
+    """The one-line error for a passage over the length cap (naming the parameter)."""
+    return InputError(path, f"{max_chars}", what, param="max_passage_chars")
+
+
+def kind_of(value) -> str:
+    """How an error message names a JSON value's type."""
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", list: "a list",
+            dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def read_failure(path, offset: int, exc: Exception) -> InputError:
+    """A read or decompression error at ``offset`` (bytes of the uncompressed stream)."""
+    return InputError(path, f"byte {offset}", f"cannot read compressed stream ({exc})")
+
+
+READ_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error, OSError)
+
+
+def iter_lines(path: Path, max_passage_chars: int | None = None) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of a plain or gzipped UTF-8 file, each line with its ``\\n``.
+
+    Split on ``\\n`` only (``str.splitlines`` also breaks at U+2028 and more, which
+    ``json.dumps(..., ensure_ascii=False)`` and ``csv.writer`` leave inside records); a
+    leading byte-order mark is dropped. ``max_passage_chars``: a line longer than
+    :func:`raw_limit` of it is refused before more than four bytes a character of it are read.
+    """
+    path = Path(path)
+    limit = None if max_passage_chars is None else raw_limit(max_passage_chars)
+    size = -1 if limit is None else 4 * limit + 1
+    offset = 0
+    with open_binary(path) as fh:
+        lineno = 0
+        while True:
+            lineno += 1
+            try:
+                raw = fh.readline(size)
+            except READ_ERRORS as exc:
+                raise read_failure(path, offset, exc) from None
+            if not raw:
+                return
+            cut = limit is not None and len(raw) == size and not raw.endswith(b"\n")
+            if not cut:
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise InputError(path, f"byte {offset + exc.start}", "invalid UTF-8") from None
+                if offset == 0 and line.startswith("\ufeff"):
+                    line = line[1:]
+            if cut or (limit is not None and len(line) - line.endswith("\n") > limit):
+                raise over_limit(path, max_passage_chars, f"line {lineno} is longer than {limit:,} characters, "
+                                 "more than a record whose passage is within this limit can be")
+            offset += len(raw)
+            yield lineno, line
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs):
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(k)
+            seen.add(k)
+    return obj
+
+
+def decode_object(path, place: str, line: str, *, what: str = "a JSON object") -> dict:
+    """One line as a JSON object (a key twice is refused), or the one-line error saying why not."""
+    try:
+        obj = json.loads(line, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"{place}, column {exc.colno}", f"invalid JSON: {exc.msg}") from None
+    except _DuplicateKey as dup:
+        raise InputError(path, place, f"duplicate key {dup.args[0]!r} in one JSON object") from None
+    except RecursionError:
+        raise InputError(path, place, "JSON nested too deeply") from None
+    except ValueError:  # an integer of over 4,300 digits
+        raise InputError(path, place, f"invalid JSON: {TOO_LONG_NUMBER}") from None
+    if not isinstance(obj, dict):
+        raise InputError(path, place, f"expected {what}, got {kind_of(obj)}")
+    return obj
+
+
+def iter_records(path: Path, *, what: str = "a JSON object",
+                 max_passage_chars: int | None = None) -> Iterator[tuple[str, dict]]:
+    """``(place, object)`` for every non-blank line of a JSON-lines file, in file order;
+    ``place`` is ``"line N"`` (blank lines counted). ``what`` names the expected record in
+    errors; ``max_passage_chars`` as for :func:`iter_lines`."""
+    for lineno, line in iter_lines(path, max_passage_chars):
+        if line and not line.isspace():
+            yield f"line {lineno}", decode_object(path, f"line {lineno}", line, what=what)
+
+
+def first_record(path: Path) -> dict | None:
+    """The first record of a JSON-lines file (what format detection looks at), or None when
+    the first non-blank line is not a JSON object on its own (a pretty-printed JSON file)."""
+    for _, line in iter_lines(path):
+        if line.strip():
+            try:
+                return decode_object(path, "line 1", line)
+            except InputError:
+                return None
+    return None
+
+
+def iter_csv(path: Path, max_field_chars: int | None = None) -> Iterator[tuple[str, list[str]]]:
+    """``(place, fields)`` of a CSV file (``.tsv``: tab-separated): the header first
+    (``"line 1 (header)"``), then each non-empty row (``"line 7 (row 6)"``; a quoted field
+    may span lines) with exactly the header's width.
+
+    Parsed strictly (a stray quote is an error, not rows merged); a header naming a column
+    twice is refused (which would be the text?). ``max_field_chars``: the passage cap,
+    checked by the parser as a field grows.
+    """
+    path = Path(path)
+    delimiter = "\t" if path.name.lower().removesuffix(".gz").endswith(".tsv") else ","
+    csv.field_size_limit(sys.maxsize if max_field_chars is None else max_field_chars)
+    reader = csv.reader((line for _, line in iter_lines(path, max_field_chars)), delimiter=delimiter, strict=True)
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise InputError(path, None, "empty file (expected a CSV header)")
+        twice = sorted({h for h in header if header.count(h) > 1})
+        if twice:
+            raise InputError(path, "line 1 (header)", f"names the column {twice[0]!r} twice "
+                             f"({', '.join(repr(h) for h in header)})")
+        yield "line 1 (header)", header
+        width, row_no = len(header), 0
+        for row in reader:
+            if not row:
+                continue
+            row_no += 1
+            place = f"line {reader.line_num} (row {row_no})"
+            if len(row) != width:
+                raise InputError(path, place, f"expected {width} fields, found {len(row)}")
+            yield place, row
+    except csv.Error as exc:
+        if max_field_chars is not None and "field larger than field limit" in str(exc):
+            raise over_limit(path, max_field_chars, f"line {reader.line_num}: a field longer than "
+                             "this limit") from None
+        raise InputError(path, f"line {reader.line_num}", f"invalid CSV: {exc}") from None
