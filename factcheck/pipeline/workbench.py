@@ -28,7 +28,7 @@ from pathlib import Path
 
 from factcheck.errors import FactcheckWarning, InputError
 from factcheck.evaluation.ir_metrics import DEFAULT_KS, judged_metrics
-from factcheck.formats.evidence import SourceSpec, iter_passage_batches
+from factcheck.formats.evidence import SourceSpec, as_source, iter_passage_batches
 from factcheck.formats.files import write_json_atomic, write_text_atomic
 from factcheck.formats.qrels import check_trec_id, write_trec_run
 from factcheck.retrieval.registry import DEPTH, check_method, make_retriever, retriever_spec
@@ -124,16 +124,20 @@ def read_query_column(source: SourceSpec, query_column: str) -> tuple[list[str],
     return ids, queries
 
 
-def self_retrieval(source: SourceSpec, query_column: str, methods=SELFTEST_METHODS, ks=SELF_KS,
+def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, ks=SELF_KS,
                    chunk_window: int | None = 60, chunk_overlap: int = 20, index_dir=None, mode: str = "course",
-                   analyzer: str = "plain", jobs: int = 1, progress: bool | None = None) -> dict:
+                   analyzer: str = "plain", jobs: int = 1, progress: bool | None = None, *,
+                   format: str | None = None, id_column: str | None = None, text_column: str | None = None,
+                   title_column: str | None = None, index_titles: bool | None = None,
+                   max_passage_chars: int | None = None) -> dict:
     """The self-retrieval test of a collection: each row's ``query_column`` as a query
     whose one relevant document is the row itself.
 
     Parameters
     ----------
-    source : SourceSpec
-        The collection (CSV or JSONL, :func:`~factcheck.formats.evidence.source_spec`).
+    source : str, Path or SourceSpec
+        The collection (CSV or JSONL), read with the reader options below; or a
+        ``SourceSpec`` already made (:func:`~factcheck.formats.evidence.source_spec`).
     query_column : str
         The column (field) holding each row's query, e.g. ``"title"``.
     methods : sequence of str
@@ -154,6 +158,8 @@ def self_retrieval(source: SourceSpec, query_column: str, methods=SELFTEST_METHO
         Worker processes for tagging.
     progress : bool or None
         Progress bars (``None``: on a terminal).
+    format, id_column, text_column, title_column, index_titles, max_passage_chars
+        How to read ``source`` (:func:`~factcheck.formats.evidence.source_spec`).
 
     Returns
     -------
@@ -173,8 +179,8 @@ def self_retrieval(source: SourceSpec, query_column: str, methods=SELFTEST_METHO
     ...     'p1,Sea level rise,"Global mean sea level rose about 20 cm over the last century."\\n'
     ...     'p2,Arctic sea ice decline,"Satellites show Arctic sea ice in September shrinking each decade."\\n'
     ...     'p3,Carbon dioxide and crop growth,"More carbon dioxide can increase photosynthesis in crops."\\n')
-    >>> spec = factcheck.source_spec(csv, id_column="id", text_column="abstract")
-    >>> result = self_retrieval(spec, "title", chunk_window=6, chunk_overlap=2, progress=False)
+    >>> result = self_retrieval(csv, query_column="title", id_column="id", text_column="abstract",
+    ...                         chunk_window=6, chunk_overlap=2, progress=False)
     >>> result["corpus"]["rows"], result["corpus"]["chunks"], result["queries"]
     (3, 7, 3)
     >>> [(r["method"], r["units"], r["metrics"]["recall@1"]["value"]) for r in result["results"]]
@@ -184,6 +190,8 @@ def self_retrieval(source: SourceSpec, query_column: str, methods=SELFTEST_METHO
     from factcheck.tagging.index import TagIndex
     from factcheck.tagging.job import TagJob
 
+    source = as_source(source, "source", format=format, id_column=id_column, text_column=text_column,
+                       title_column=title_column, index_titles=index_titles, max_passage_chars=max_passage_chars)
     methods = list(methods)
     for method in methods:
         _check_selftest_method(method, mode)

@@ -108,25 +108,30 @@ class TagJob:
         self.report = report
 
     # ------------------------------------------------------------------ entry point
-    def run(self, source, out: Path, force: bool = False) -> store.Manifest:
+    def run(self, source, out: Path, force: bool = False, *, format: str | None = None,
+            id_column: str | None = None, text_column: str | None = None, title_column: str | None = None,
+            index_titles: bool | None = None, max_passage_chars: int | None = None) -> store.Manifest:
         """Build the index of ``source`` in ``out``, resume a partial one, or verify a complete one.
 
         Parameters
         ----------
         source : SourceSpec, str or Path
-            The knowledge source (:func:`factcheck.source_spec`); a path is read with the
-            default reader options.
+            The knowledge source: a path read with the reader options below, or a
+            ``SourceSpec`` (:func:`factcheck.source_spec`).
         out : str or Path
             The index directory (this run's alone while it runs).
         force : bool, default False
             Replace an index of other input or settings instead of refusing.
+        format, id_column, text_column, title_column, index_titles, max_passage_chars
+            How to read ``source`` (:func:`~factcheck.formats.evidence.source_spec`).
 
         Returns
         -------
         Manifest
             The complete index's manifest (open the index with :meth:`factcheck.TagIndex.load`).
         """
-        source = as_source(source)
+        source = as_source(source, "source", format=format, id_column=id_column, text_column=text_column,
+                           title_column=title_column, index_titles=index_titles, max_passage_chars=max_passage_chars)
         out = Path(out)
         # One pool for both map stages: a Dask run connects (or starts its LocalCluster)
         # once, and closes it however the run ends.

@@ -7,6 +7,7 @@ and the library functions the commands call take the same names."""
 import argparse
 import inspect
 import json
+import re
 
 import pytest
 
@@ -87,6 +88,61 @@ def test_the_library_takes_the_cli_reader_options_as_keywords():
                       (evidence_mod.source_spec, evidence_mod.SOURCE_OPTIONS)):
         params = inspect.signature(fn).parameters
         assert set(names) <= set(params) and all(params[n].default is None for n in names), fn.__name__
+
+
+def _public_functions():
+    """(name, function) of the root API's functions and its classes' public methods, and the converters."""
+    for name in factcheck.__all__:
+        obj = getattr(factcheck, name)
+        if inspect.isfunction(obj):
+            yield name, obj
+        elif inspect.isclass(obj):
+            yield from ((f"{name}.{m}", f) for m, f in vars(obj).items()
+                        if inspect.isfunction(f) and not m.startswith("_"))
+    yield from (("convert_claims", convert.convert_claims), ("convert_evidence", convert.convert_evidence))
+
+
+def _collection_parameters(fn) -> list[str]:
+    """The parameters of ``fn`` its docstring calls a knowledge source or a SourceSpec."""
+    doc = inspect.getdoc(fn) or ""
+    found = []
+    for name in inspect.signature(fn).parameters:
+        entry = re.search(rf"^{name} : (.*(?:\n    .*)*)", doc, re.M)
+        if entry and ("SourceSpec" in entry.group(1) or ("knowledge source" in entry.group(1)
+                                                         and "index" not in entry.group(1))):
+            found.append(name)
+    return found
+
+
+def test_every_public_function_reading_a_collection_takes_the_reader_options():
+    # Today's main: self_retrieval took a SourceSpec only, read_passages and TagJob.run too.
+    indexing = {"build_index", "TagJob.run", "self_retrieval", "run_pipeline", "source_spec"}
+    readers = {name: fn for name, fn in _public_functions()
+               if _collection_parameters(fn) or name in ("source_spec", "convert_evidence")}
+    assert {"build_index", "TagJob.run", "read_passages", "self_retrieval", "run_pipeline", "source_spec",
+            "convert_claims", "convert_evidence"} <= set(readers), sorted(readers)
+    for name, fn in readers.items():
+        params = inspect.signature(fn).parameters
+        wanted = SOURCE if name in indexing else SOURCE - {"index_titles"}
+        assert wanted <= set(params), f"{name} lacks {sorted(wanted - set(params))}"
+        assert all(params[p].default is None for p in wanted), name
+
+
+def test_self_retrieval_and_read_passages_take_a_path_and_the_options(tmp_path):
+    papers = arxiv_like(tmp_path)
+    assert factcheck.read_passages(papers, id_column="index", text_column="abstract") == (
+        ["2501.1", "2501.2"], ["Sea ice is melting fast.", "Glaciers retreat in the Alps."])
+    result = factcheck.self_retrieval(papers, query_column="title", id_column="index", text_column="abstract",
+                                      methods=("bm25",), chunk_window=None, progress=False)
+    assert result["corpus"]["rows"] == 2 and result["corpus"]["id_column"] == "index"
+    spec = factcheck.source_spec(papers, id_column="index", text_column="abstract")
+    assert factcheck.self_retrieval(spec, "title", ("bm25",), chunk_window=None, progress=False)["queries"] == 2
+    with pytest.raises(InputError) as err:
+        factcheck.self_retrieval(spec, "title", id_column="index")
+    assert err.value.param == "id_column"
+    with pytest.raises(InputError) as err:
+        factcheck.read_passages(42)
+    assert err.value.param == "source"
 
 
 def test_the_cli_format_choices_are_the_readers():
