@@ -19,8 +19,7 @@ from factcheck.formats.common import Claim
 from factcheck.formats.records import first_record
 
 __all__ = ["Claim", "as_claims", "LABELS", "FEVER_LABELS", "CLAIM_FORMATS", "CLAIM_OPTIONS", "label_set",
-           "ordered_labels", "detect_claims_format", "read_claims", "read_fever_claims", "read_fever_predictions",
-           "prefixed_params", "write_claims", "read_predictions", "write_predictions", "PREDICTION_FORMATS"]
+           "ordered_labels", "detect_claims_format", "read_claims", "prefixed_params", "write_claims", "read_predictions", "write_predictions", "PREDICTION_FORMATS"]
 
 LABELS = ("SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO", "DISPUTED")   # the course's (and Climate-FEVER's)
 FEVER_LABELS = fever.LABELS                                          # SUPPORTS, REFUTES, NOT ENOUGH INFO
@@ -153,16 +152,6 @@ def read_claims(path, *, require_labels: bool = False, format: str | None = None
             name = {"course": "'claim_label'", "fever": "'label'", "climate-fever": "'claim_label'"}.get(format, "label")
             raise InputError(path, f"claim {c.id!r}", f"missing {name} (labelled claims are needed here)")
     return claims
-
-
-def read_fever_claims(path) -> list[Claim]:
-    """FEVER claims JSONL: :func:`read_claims` with ``format="fever"``."""
-    return read_claims(path, format="fever")
-
-
-def read_fever_predictions(path, labels=None) -> dict[str, dict]:
-    """FEVER predictions JSONL: :func:`read_predictions` with ``format="fever"``."""
-    return read_predictions(path, labels, format="fever")
 
 
 @contextmanager

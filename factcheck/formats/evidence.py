@@ -1,12 +1,10 @@
-"""Knowledge sources: how one is read (:func:`source_spec`), which format unit reads it
-(chosen by ``format`` or :func:`detect_format`), and the streams every consumer reads.
+"""Knowledge sources: how one is read (:func:`source_spec`), which format module reads it
+(``format``, or :func:`detect_format`), and the stream of passages every consumer reads.
 
-A knowledge source is an ordered sequence of passages: an id, a text and, for some
-formats, a title. The readers stream (the tagging driver holds one shard, never the
-corpus); every id is a non-empty string and distinct (checked exactly, at 8 bytes a
-passage), every id, text and title at most ``max_passage_chars`` characters, and every
-error one :class:`~factcheck.errors.InputError` naming the file and the place. Titles are
-stored in the index; ``index_titles`` also indexes them with the text (default: BEIR only).
+A passage is an id, a text and, for some formats, a title. Every id is a non-empty string
+and distinct (checked exactly, at 8 bytes a passage), every id, text and title at most
+``max_passage_chars`` characters; every error is one InputError naming the file and the
+place. ``index_titles`` indexes the titles with the text (default: BEIR only).
 """
 
 from __future__ import annotations
@@ -25,7 +23,7 @@ from factcheck.formats.files import check_regular_file, read_error, sha256_input
 from factcheck.formats.records import MAX_PASSAGE_CHARS, first_record, over_limit
 
 __all__ = ["FORMATS", "SOURCE_OPTIONS", "SourceSpec", "detect_format", "source_spec", "as_source",
-           "iter_passage_records", "iter_passage_batches", "iter_passages", "read_passages"]
+           "iter_passage_records", "iter_passage_batches", "read_passages"]
 
 UNITS = {unit.NAME: unit for unit in (course, jsonl, csvfile, fever, climate_fever, beir)}
 FORMATS = tuple(UNITS)
@@ -193,10 +191,9 @@ def as_source(source, param: str = "source", **options) -> SourceSpec:
 
 
 def iter_passage_records(spec: SourceSpec) -> Iterator[tuple[list[str], list[str], list[str] | None]]:
-    """Yield ``(ids, texts, titles)`` lists in file order (batches of any size; ``titles``
-    None for a source without them, ``""`` for a passage without one); raise InputError on
-    the first bad record, and on a duplicate id when the stream ends (before any consumer
-    can declare its output complete)."""
+    """``(ids, texts, titles)`` batches in file order (``titles`` None for a source without
+    them, ``""`` for a passage without one); an InputError at the first bad record, or at
+    the end for a duplicate id (before any consumer can declare its output complete)."""
     seen = _DuplicateIds(spec)
     count = 0
     for ids, texts, titles, place in _records(spec):
@@ -215,17 +212,10 @@ def iter_passage_batches(spec: SourceSpec) -> Iterator[tuple[list[str], list[str
         yield ids, texts
 
 
-def iter_passages(spec: SourceSpec) -> Iterator[tuple[str, str]]:
-    """Yield (id, text) in file order (see :func:`iter_passage_records`)."""
-    for ids, texts in iter_passage_batches(spec):
-        yield from zip(ids, texts)
-
-
 def read_passages(source, *, titles: bool = False, format: str | None = None, id_column: str | None = None,
                   text_column: str | None = None, title_column: str | None = None,
                   max_passage_chars: int | None = None):
-    """All ids and texts of a knowledge source, in memory: for small sources (demo data,
-    tests, the web app); the tagging job streams instead.
+    """All ids and texts of a knowledge source, in memory (the tagging job streams instead).
 
     Parameters
     ----------
@@ -276,7 +266,7 @@ def _records(spec: SourceSpec):
 
 
 def _check_lengths(spec: SourceSpec, ids: list[str], texts: list[str], titles, place) -> None:
-    """Every format's batches against the passage cap (``len`` of each string: cheap)."""
+    """A batch against the passage cap."""
     cap = spec.max_passage_chars
     for what, values in (("id", ids), ("text", texts), ("title", titles or ())):
         if values and max(map(len, values)) > cap:

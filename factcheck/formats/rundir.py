@@ -1,17 +1,8 @@
-"""A ``factcheck run`` output directory as one unit: the run-in-progress marker.
-
-Why: a run writes many files (the index, ``model/``, predictions, ``metrics.json``,
-``report.md``, plots), each atomically, but not all at once. Rerunning into an existing
-directory and dying part-way (a kill during the plots, a full disk) used to leave the new
-predictions beside the old ``metrics.json`` and ``report.md``, or a new ``rerank.skops``
-beside the old ``classifier.skops``, and every reader accepted the mix. So a run writes
-:data:`MARKER` before it changes anything and removes it only after its last file: a
-directory holding the marker is one whose files may come from two runs, and every reader
-of a run's files (``check``, ``serve``, ``predict``, ``ablation``, ``evaluate``; the model
-directory and the prediction files inside it) refuses it in one line
-(:func:`refuse_unfinished`) until a run into it completes. A directory without the
-marker was written by one complete run. The tag index inside is a unit of its own (its
-manifest is written last) and is not refused.
+"""A ``factcheck run`` output directory as one unit: :data:`MARKER` is written before the
+run changes anything and removed after its last file, and every reader of a run's files
+(``check``, ``serve``, ``predict``, ``ablation``, ``evaluate``; the model directory and the
+predictions inside it) refuses a directory holding it (:func:`refuse_unfinished`): its files
+may come from two runs. The tag index inside is a unit of its own (manifest written last).
 """
 
 from __future__ import annotations

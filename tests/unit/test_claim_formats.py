@@ -9,7 +9,7 @@ import pytest
 from helpers import DEMO
 from factcheck.errors import FactcheckWarning, InputError
 from factcheck.formats.claims import (FEVER_LABELS, LABELS, Claim, detect_claims_format, label_set, read_claims,
-                                      read_fever_claims, read_fever_predictions, read_predictions, write_claims)
+                                      read_predictions, write_claims)
 from factcheck.formats.records import iter_records
 
 FEVER = DEMO.parent.parent / "tests" / "data" / "fever"
@@ -138,11 +138,11 @@ def test_written_claims_read_back_the_same(tmp_path, fmt, name):
 
 
 def test_fever_claims_keep_evidence_sets():
-    claims = {c.id: c for c in read_fever_claims(FEVER / "train.jsonl")}
+    claims = {c.id: c for c in read_claims(FEVER / "train.jsonl", format="fever")}
     assert claims["102"].evidence_sets == [["Carbon_dioxide:1"], ["Greenhouse_effect:3"]]
     assert claims["102"].evidences == ["Carbon_dioxide:1", "Greenhouse_effect:3"]
     assert claims["115"].label == "NOT ENOUGH INFO" and claims["115"].evidence_sets == []
-    dev = {c.id: c for c in read_fever_claims(FEVER / "shared_task_dev.jsonl")}
+    dev = {c.id: c for c in read_claims(FEVER / "shared_task_dev.jsonl", format="fever")}
     assert dev["203"].evidence_sets == [["Antarctic_ice_sheet:4"], ["Sea_level_rise:3", "Antarctic_ice_sheet:0"]]
     test = read_claims(FEVER / "shared_task_test.jsonl")
     assert [c.label for c in test] == [None] * 3 and test[0].id == "301"
@@ -195,7 +195,7 @@ def test_fever_predictions_read_and_write(tmp_path):
                                       '"predicted_evidence": [["El_Niño", 2], ["Star_Wars:_Episode_I", 0]]}\n')
     preds = read_predictions(p)
     assert preds == {"201": {"evidences": ["El_Niño:2", "Star_Wars:_Episode_I:0"], "claim_label": "SUPPORTS"}}
-    assert read_fever_predictions(p) == preds
+    assert read_predictions(p, format="fever") == preds
     from factcheck.formats.claims import write_predictions
     out = tmp_path / "again.jsonl"
     write_predictions(out, [Claim("201", "x")], {"201": preds["201"]["evidences"]}, {"201": "SUPPORTS"}, "fever")
