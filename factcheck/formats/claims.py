@@ -195,6 +195,11 @@ def read_predictions(path, labels=None, format: str | None = None) -> dict[str, 
     format : {"course", "fever"} or None
         None: FEVER when the first record has ``predicted_label`` or ``predicted_evidence``.
 
+    Returns
+    -------
+    dict of str to dict
+        Claim id -> ``{"evidences": [...], "claim_label": str or None}``, in file order.
+
     Example
     -------
     >>> read_predictions("out/demo/dev-claims-predictions.json")["claim-d1"]["claim_label"]  # doctest: +SKIP

@@ -153,9 +153,9 @@ def convert_evidence(src, dest, to: str, *, format: str | None = None, id_column
         rename = lambda pid: _to_fever_id(pid, one_line_pages, spec.path)  # noqa: E731
     else:
         rename = lambda pid: _from_fever_id(pid, one_line_pages and spec.format == "fever", src)  # noqa: E731
-    records = ((rename(pid), texts[i], titles[i] if titles is not None else None)
+    records = ((pid, texts[i], titles[i] if titles is not None else None)
                for ids, texts, titles in iter_passage_records(spec) for i, pid in enumerate(ids))
-    EVIDENCE_UNITS[to].write_passages(dest, records, spec.has_titles, notes)
+    EVIDENCE_UNITS[to].write_passages(dest, records, spec.has_titles, notes, rename)
     return notes
 
 

@@ -393,13 +393,14 @@ def write_predictions(path: Path, claims, evidences: dict, labels: dict | None =
     write_json_atomic(Path(path), out)
 
 
-def write_passages(dest: Path, records, titled: bool, notes: list[str]) -> None:
-    """``{"id": "text", ...}``, one passage a line, from ``(id, text, title)`` records."""
+def write_passages(dest: Path, records, titled: bool, notes: list[str], rename=str) -> None:
+    """``{"id": "text", ...}``, one passage a line, from ``(id, text, title)`` records (ids
+    written as ``rename`` gives them)."""
     if titled:
         notes.append("titles are not kept (course has no titles; the JSONL target keeps them)")
     with atomic_path(dest) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         fh.write("{")
         for n, (pid, text, _title) in enumerate(records):
-            fh.write(("," if n else "") + "\n" + dumps_json(pid, indent=None).rstrip("\n") + ": "
+            fh.write(("," if n else "") + "\n" + dumps_json(rename(pid), indent=None).rstrip("\n") + ": "
                      + dumps_json(text, indent=None).rstrip("\n"))
         fh.write("\n}\n")

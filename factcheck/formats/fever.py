@@ -276,15 +276,16 @@ def _places(linenos: list[int]):
     return lambda i: f"line {linenos[i]}"
 
 
-def write_passages(dest: Path, records, titled: bool, notes: list[str]) -> None:
-    """Wiki pages from ``(page:line id, text, title)`` records, pages in order of first
-    appearance; a tab or newline in a text becomes a space and an empty text is no line
-    (both listed in ``notes``); line numbers without a sentence are written empty."""
+def write_passages(dest: Path, records, titled: bool, notes: list[str], rename=str) -> None:
+    """Wiki pages from ``(id, text, title)`` records (``rename(id)`` reads ``page:line``),
+    pages in order of first appearance; a tab or newline in a text becomes a space and an
+    empty text is no line (both listed in ``notes``); a line number without a sentence is
+    written empty."""
     pages: dict[str, dict[int, str]] = {}
     cleaned = empty = 0
     first_empty = None
     for pid, text, _title in records:
-        page, line = split_sentence_id(pid)
+        page, line = split_sentence_id(rename(pid))
         if "\t" in text or "\n" in text or "\r" in text:
             text = " ".join(text.replace("\t", " ").split("\n")).replace("\r", " ")
             cleaned += 1

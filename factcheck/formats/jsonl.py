@@ -44,11 +44,11 @@ def write_claims(path: Path, claims) -> None:
     write_text_atomic(path, "".join(dumps_json(claim_record(c), indent=None) for c in claims))
 
 
-def write_passages(dest: Path, records, titled: bool, notes: list[str]) -> None:
+def write_passages(dest: Path, records, titled: bool, notes: list[str], rename=str) -> None:
     """``{"id", "text"[, "title"]}`` a line from ``(id, text, title)`` records."""
     with atomic_path(dest) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         for pid, text, title in records:
-            rec = {"id": pid, "text": text}
+            rec = {"id": rename(pid), "text": text}
             if titled:
                 rec["title"] = title
             fh.write(dumps_json(rec, indent=None))

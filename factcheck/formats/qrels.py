@@ -20,6 +20,16 @@ def read_queries(path) -> dict[str, str]:
     """``{qid: text}`` in file order from BEIR ``queries.jsonl`` (``.jsonl``/``.ndjson``,
     gzip too) or a ``qid<TAB>text`` topics file (``.tsv``/``.txt``).
 
+    Parameters
+    ----------
+    path : str or Path
+        The queries file.
+
+    Returns
+    -------
+    dict
+        Query id -> text (an integer ``_id`` as its digits).
+
     Example
     -------
     >>> import tempfile
@@ -52,6 +62,16 @@ def read_qrels(path) -> dict[str, dict[str, int]]:
     """``{qid: {docid: grade}}``, queries in file order, from TREC qrels (``qid iter docid
     grade``) or a BEIR qrels TSV (``query-id corpus-id score``, header optional): the first
     line's layout must hold for every line, and a (query, document) judged twice is refused.
+
+    Parameters
+    ----------
+    path : str or Path
+        The qrels file (gzip read transparently).
+
+    Returns
+    -------
+    dict
+        Query id -> {document id -> integer grade}.
 
     Example
     -------

@@ -75,9 +75,31 @@ def check_trec_id(value: str, what: str, path=None) -> str:
 
 
 def write_trec_run(path, run: dict, tag: str = "factcheck") -> int:
-    """Write ``run`` (``{qid: [(docid, score), ...]}``, each list in rank order, finite
-    scores) as a TREC run file, atomically, with strictly decreasing scores (see the
-    module docstring); returns the number of lines."""
+    """Write a run as a TREC run file, atomically, with strictly decreasing scores (see the
+    module docstring).
+
+    Parameters
+    ----------
+    path : str or Path
+        The file to write.
+    run : dict
+        Query id -> ranked ``(docid, score)`` pairs (finite scores).
+    tag : str
+        The run tag (last column).
+
+    Returns
+    -------
+    int
+        Lines written.
+
+    Example
+    -------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> path = Path(tempfile.mkdtemp()) / "run.trec"
+    >>> write_trec_run(path, {"q1": [("d2", 1.5), ("d9", 1.5)]}, tag="demo")
+    2
+    """
     path = Path(path)
     check_trec_id(tag, "the run tag", path)
     out = []
@@ -102,8 +124,18 @@ def write_trec_run(path, run: dict, tag: str = "factcheck") -> int:
 
 
 def read_trec_run(path) -> dict[str, list[tuple[str, float]]]:
-    """``{qid: [(docid, score), ...]}`` of a run file, queries in file order, each list as
-    trec_eval sorts it (:func:`trec_order`; the rank column ignored).
+    """A run file's rankings, each as trec_eval sorts it (:func:`trec_order`; the rank
+    column ignored).
+
+    Parameters
+    ----------
+    path : str or Path
+        ``qid Q0 docid rank score tag`` a line, whitespace separated.
+
+    Returns
+    -------
+    dict
+        Query id -> ranked ``(docid, score)`` pairs, queries in file order.
 
     Example
     -------
