@@ -14,16 +14,15 @@ are small and read whole, with a key seen twice refused.
 from __future__ import annotations
 
 import codecs
-import json
 import re
 from pathlib import Path
 
 import ijson
 
 from factcheck.errors import InputError
-from factcheck.formats.common import BATCH, Claim, claim_label, claim_text, evidence_ids, FORMATS_HINT, needs_evidence
+from factcheck.formats.common import BATCH, FORMATS_HINT, Claim, claim_label, claim_text, evidence_ids, needs_evidence
 from factcheck.formats.files import atomic_path, check_unicode, dumps_json, open_binary, write_json_atomic
-from factcheck.formats.records import READ_ERRORS, TOO_LONG_NUMBER, kind_of, over_limit, read_failure
+from factcheck.formats.records import READ_ERRORS, decode_object, kind_of, over_limit, read_failure
 
 NAME = "course"
 CHUNK_BYTES = 1 << 16  # bytes handed to the parser at a time
@@ -289,8 +288,7 @@ def _value_start(feed: _Feed, event: str, value) -> int:
 # --------------------------------------------------------------------------- claims and predictions
 
 def _load_object(path: Path, what: str) -> dict:
-    """A small JSON object read whole: duplicate keys, bad UTF-8 and bad JSON refused in one line."""
-    path = Path(path)
+    """A small JSON object read whole: bad UTF-8, bad JSON and a key twice refused in one line."""
     with open_binary(path) as fh:
         raw = fh.read()
     try:
@@ -299,31 +297,7 @@ def _load_object(path: Path, what: str) -> dict:
         raise InputError(path, f"byte {exc.start}", "invalid UTF-8") from None
     if not text.strip():
         raise InputError(path, None, f"empty file (expected a JSON object of {what})")
-
-    def no_duplicates(pairs):
-        obj = {}
-        for k, v in pairs:
-            if k in obj:
-                raise _Duplicate(k)
-            obj[k] = v
-        return obj
-
-    try:
-        obj = json.loads(text, object_pairs_hook=no_duplicates)
-    except json.JSONDecodeError as exc:
-        hint = ""
-        if exc.msg == "Extra data" and exc.lineno > 1:  # a second JSON value on a later line
-            hint = (" (one JSON value a line is JSON lines: name the file .jsonl or choose "
-                    "format jsonl, fever or climate-fever)")
-        raise InputError(path, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}{hint}") from None
-    except ValueError:  # what json raises for an integer of over 4,300 digits
-        raise InputError(path, None, f"invalid JSON: {TOO_LONG_NUMBER}") from None
-    except _Duplicate as dup:
-        raise InputError(path, f"key {dup.args[0]!r}", "duplicate key") from None
-    except RecursionError:
-        raise InputError(path, None, "JSON nested too deeply") from None
-    if not isinstance(obj, dict):
-        raise InputError(path, "top level", f"expected a JSON object of {what}, got {type(obj).__name__}")
+    obj = decode_object(path, None, text, what=f"a JSON object of {what}")
     if not obj:
         raise InputError(path, None, f"no {what} (empty JSON object)")
     for key in obj:
@@ -331,10 +305,6 @@ def _load_object(path: Path, what: str) -> dict:
             raise InputError(path, "key ''", "empty claim id")
         check_unicode(path, f"claim {key!r}", key, "the claim id")
     return obj
-
-
-class _Duplicate(Exception):
-    pass
 
 
 def is_claims(record: dict, name: str) -> bool:

@@ -1,15 +1,8 @@
-"""The ``.explain.json`` sidecar written next to predictions: one schema, one writer.
-
-Schema (``factcheck run``, ``predict`` and ``retrieve`` alike)::
-
-    {"method": "bm25", "params": {...},                  # the retriever that chose the evidence
-     "chunk_window": 100, "chunk_overlap": 20,            # only when it searched word windows
-     "claims": {claim id: {"path", "hits", "ranking", ...}}}
-
-The retriever part is :func:`factcheck.retrieval.registry.retriever_spec` (the same
-record a model directory stores); each claim's record is its ``Selection`` plus the
-ranking and, from a full system, the classifier's probabilities and what it read.
-"""
+"""The ``.explain.json`` sidecar written next to predictions (``run``, ``predict``,
+``retrieve``): ``{"method", "params"[, "chunk_window", "chunk_overlap"], "claims": {claim id:
+record}}``, the retriever's spec (:func:`factcheck.retrieval.registry.retriever_spec`) and
+each claim's record (its ``Selection``, the ranking and, from a full system, what the
+classifier read and its probabilities)."""
 
 from __future__ import annotations
 
@@ -59,14 +52,13 @@ def write_explained_predictions(out: Path, claims: list[Claim], evidences: dict[
         The predictions' format (:func:`~factcheck.formats.claims.write_predictions`);
         None: FEVER's predictions JSONL for a ``.jsonl`` name, else the course format.
 
-    Both destinations are checked before either is written, and the sidecar is written
-    first, so a predictions file never exists without its explanations; when the
-    predictions cannot be written, the new sidecar is removed again (it must not sit
-    beside an older predictions file).
+    The sidecar is written first and removed again if the predictions cannot be written:
+    predictions never exist without their explanations, nor new explanations beside old
+    predictions.
 
     Example
     -------
-    >>> write_explained_predictions(Path("pred.json"), claims, evidences, explain,
+    >>> write_explained_predictions(Path("pred.json"), claims, evidences, explain,  # doctest: +SKIP
     ...                             {"method": "bm25", "params": {"k1": 1.2, "b": 0.75, "k": 5}})
     PosixPath('pred.explain.json')
     """

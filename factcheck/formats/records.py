@@ -115,12 +115,18 @@ def _no_duplicates(pairs):
     return obj
 
 
-def decode_object(path, place: str, line: str, *, what: str = "a JSON object") -> dict:
-    """One line as a JSON object (a key twice is refused), or the one-line error saying why not."""
+def decode_object(path, place: str | None, line: str, *, what: str = "a JSON object") -> dict:
+    """One line (``place`` None: a whole file) as a JSON object, a key twice refused, or the
+    one-line error saying why not."""
     try:
         obj = json.loads(line, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
-        raise InputError(path, f"{place}, column {exc.colno}", f"invalid JSON: {exc.msg}") from None
+        hint = ""
+        if place is None and exc.msg == "Extra data" and exc.lineno > 1:  # a second value on a later line
+            hint = (" (one JSON value a line is JSON lines: name the file .jsonl or choose "
+                    "format jsonl, fever or climate-fever)")
+        where = f"line {exc.lineno}" if place is None else place
+        raise InputError(path, f"{where}, column {exc.colno}", f"invalid JSON: {exc.msg}{hint}") from None
     except _DuplicateKey as dup:
         raise InputError(path, place, f"duplicate key {dup.args[0]!r} in one JSON object") from None
     except RecursionError:
@@ -128,7 +134,7 @@ def decode_object(path, place: str, line: str, *, what: str = "a JSON object") -
     except ValueError:  # an integer of over 4,300 digits
         raise InputError(path, place, f"invalid JSON: {TOO_LONG_NUMBER}") from None
     if not isinstance(obj, dict):
-        raise InputError(path, place, f"expected {what}, got {kind_of(obj)}")
+        raise InputError(path, place or "top level", f"expected {what}, got {kind_of(obj)}")
     return obj
 
 

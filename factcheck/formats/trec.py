@@ -7,20 +7,6 @@ descending, and pytrec_eval compares scores in single precision; our retrievers 
 by corpus order. So a score whose float32 is not below the previous line's is written as
 the float32 just below it (one unit in the last place per tie, ~6e-8 relative): any
 trec_eval-style reader sees exactly our order. :func:`read_trec_run` sorts as trec_eval does.
-
-Example
--------
->>> import tempfile
->>> from pathlib import Path
->>> path = Path(tempfile.mkdtemp()) / "run.trec"
->>> write_trec_run(path, {"q1": [("d2", 1.5), ("d9", 1.5), ("d1", 0.25)]}, tag="demo")
-3
->>> print(path.read_text(), end="")  # the tie: d9 just below d2, so trec_eval keeps our order
-q1 Q0 d2 1 1.5 demo
-q1 Q0 d9 2 1.4999998807907104 demo
-q1 Q0 d1 3 0.25 demo
->>> [docid for docid, _ in read_trec_run(path)["q1"]]
-['d2', 'd9', 'd1']
 """
 
 from __future__ import annotations
@@ -97,8 +83,12 @@ def write_trec_run(path, run: dict, tag: str = "factcheck") -> int:
     >>> import tempfile
     >>> from pathlib import Path
     >>> path = Path(tempfile.mkdtemp()) / "run.trec"
-    >>> write_trec_run(path, {"q1": [("d2", 1.5), ("d9", 1.5)]}, tag="demo")
-    2
+    >>> write_trec_run(path, {"q1": [("d2", 1.5), ("d9", 1.5), ("d1", 0.25)]}, tag="demo")
+    3
+    >>> print(path.read_text(), end="")  # the tie: d9 just below d2, so trec_eval keeps our order
+    q1 Q0 d2 1 1.5 demo
+    q1 Q0 d9 2 1.4999998807907104 demo
+    q1 Q0 d1 3 0.25 demo
     """
     path = Path(path)
     check_trec_id(tag, "the run tag", path)
