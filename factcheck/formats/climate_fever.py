@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from factcheck.errors import InputError
-from factcheck.formats.common import BATCH, Claim
+from factcheck.formats.common import BATCH, Claim, plural
 from factcheck.formats.files import atomic_path, check_unicode
 from factcheck.formats.records import iter_records, kind_of
 
@@ -105,6 +105,23 @@ def passages(spec, path: Path):
                 ids, texts, titles, places = [], [], [], []
     if ids:
         yield ids, texts, titles, places.__getitem__
+
+
+def write_converted(path: Path, claims, notes: list[str], passages=None, name: str | None = None) -> None:
+    """Converted claims, their sentences and articles from ``passages(wanted ids) -> (texts,
+    titles)`` (the knowledge source ``name``) when given; what is unknown listed in ``notes``."""
+    texts = titles = None
+    if passages is not None:
+        wanted = {e for c in claims for e in c.evidences}
+        texts, titles = passages(wanted)
+        missing = sorted(wanted - set(texts))
+        if missing:
+            notes.append(f"{plural(len(missing), 'evidence id')} not in {name} (first: {missing[0]!r}): written "
+                         "without a sentence")
+    else:
+        notes.append("evidence sentences' texts unknown (give the knowledge source to fill them): null")
+    notes.append("per-sentence labels, votes and entropy are unknown: null (read back, every listed sentence is gold)")
+    write_claims(path, claims, texts, titles)
 
 
 def write_claims(path: Path, claims, texts: dict[str, str] | None = None, titles: dict[str, str] | None = None) -> None:

@@ -16,37 +16,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from factcheck.errors import InputError
-from factcheck.formats import climate_fever, course, fever, jsonl
+from factcheck.formats import course, fever, jsonl
 from factcheck.formats.claims import (CLAIM_FORMATS, UNITS as CLAIM_UNITS, Claim, detect_claims_format,
                                       prefixed_params, read_claims, read_predictions, write_claims, write_predictions)
 from factcheck.formats.common import plural
 from factcheck.formats.evidence import UNITS as SOURCE_UNITS, iter_passage_records, source_spec
-from factcheck.formats.fever import split_sentence_id
 
 __all__ = ["convert_claims", "convert_evidence", "convert_predictions", "EVIDENCE_TARGETS", "PREDICTION_TARGETS"]
 
 EVIDENCE_UNITS = {unit.NAME: unit for unit in (course, jsonl, fever)}
 EVIDENCE_TARGETS = tuple(EVIDENCE_UNITS)
 PREDICTION_TARGETS = ("course", "fever")
-
-
-def _to_fever_id(pid: str, one_line_pages: bool, where) -> str:
-    if one_line_pages:
-        return fever.sentence_id(pid, 0)
-    if split_sentence_id(pid) is None:
-        raise InputError(where, None, f"passage id {pid!r} is not a FEVER sentence id (page:line); set this to "
-                         "make each passage line 0 of its own page", param="one_line_pages")
-    return pid
-
-
-def _from_fever_id(pid: str, one_line_pages: bool, where) -> str:
-    if not one_line_pages:
-        return pid
-    pair = split_sentence_id(pid)
-    if pair is None or pair[1] != 0:
-        raise InputError(where, None, f"sentence {pid!r} is not line 0 of a page: with one_line_pages every "
-                         "passage is its page's line 0", param="one_line_pages")
-    return pair[0]
 
 
 def _check_target(to: str, targets) -> None:
@@ -83,42 +63,31 @@ def convert_claims(src, dest, to: str, *, claims_format: str | None = None, clai
         source_format = claims_format or detect_claims_format(src)
         claims = read_claims(src, format=source_format, id_column=claims_id_column, text_column=claims_text_column,
                              label_column=claims_label_column, evidence_column=claims_evidence_column)
-    losses = getattr(CLAIM_UNITS[source_format], "claims_losses", None)
-    notes: list[str] = losses(claims, to) if losses else []
-    if to == "fever":
-        renamed = sum(len(c.evidences) for c in claims)
-        claims = [_mapped(c, lambda e: _to_fever_id(e, one_line_pages, src)) for c in claims]
-        if one_line_pages and renamed:
-            notes.append(f"{plural(renamed, 'evidence id')} written as FEVER sentences [X, 0] (one-line pages)")
-        odd = sorted({c.label for c in claims if c.label is not None} - set(fever.LABELS))
-        if odd:
-            notes.append(f"labels kept as they are: {', '.join(odd)} {'is' if len(odd) == 1 else 'are'} not among "
-                         f"FEVER's ({', '.join(fever.LABELS)})")
-    elif source_format == "fever" and one_line_pages:
-        claims = [_mapped(c, lambda e: _from_fever_id(e, True, src)) for c in claims]
-    if to == "climate-fever":
-        texts = titles = None
-        if evidence is not None:
-            wanted = {e for c in claims for e in c.evidences}
-            texts, titles = _passages_of(source_spec(evidence, format=format, id_column=id_column,
-                                                     text_column=text_column, title_column=title_column,
-                                                     max_passage_chars=max_passage_chars), wanted)
-            missing = sorted(wanted - set(texts))
-            if missing:
-                notes.append(f"{plural(len(missing), 'evidence id')} not in {Path(evidence).name} (first: "
-                             f"{missing[0]!r}): written without a sentence")
-        else:
-            notes.append("evidence sentences' texts unknown (give the knowledge source to fill them): null")
-        notes.append("per-sentence labels, votes and entropy are unknown: null (read back, every listed sentence "
-                     "is gold)")
-        climate_fever.write_claims(dest, claims, texts, titles)
-        return notes
-    empty = [c.id for c in claims if c.label is not None and not c.evidences]
-    if empty and to == "course":
-        notes.append(f"{plural(len(empty), 'labelled claim')} without evidence (first: {empty[0]!r}): "
-                     "written with an empty 'evidences' list")
-    write_claims(dest, claims, to)
+    source, target = CLAIM_UNITS[source_format], CLAIM_UNITS[to]
+    notes: list[str] = source.claims_losses(claims, to) if hasattr(source, "claims_losses") else []
+    rename = _renaming(source, target, one_line_pages, src)
+    if rename is not None:
+        claims = [_mapped(c, rename) for c in claims]
+    if hasattr(target, "claims_notes"):
+        notes += target.claims_notes(claims, one_line_pages)
+    if hasattr(target, "write_converted"):
+        passages = None if evidence is None else lambda wanted: _passages_of(source_spec(
+            evidence, format=format, id_column=id_column, text_column=text_column, title_column=title_column,
+            max_passage_chars=max_passage_chars), wanted)
+        target.write_converted(dest, claims, notes, passages, Path(evidence).name if evidence is not None else None)
+    else:
+        write_claims(dest, claims, to)
     return notes
+
+
+def _renaming(source, target, one_line_pages: bool, where):
+    """How passage ids change from ``source``'s format to ``target``'s (None: they do not):
+    into the target's ids if it has its own (FEVER's ``page:line``), else out of the source's."""
+    if hasattr(target, "id_in"):
+        return lambda pid: target.id_in(pid, one_line_pages, where)
+    if source is not target and hasattr(source, "id_out") and one_line_pages:
+        return lambda pid: source.id_out(pid, one_line_pages, where)
+    return None
 
 
 def _mapped(c: Claim, f) -> Claim:
@@ -148,14 +117,12 @@ def convert_evidence(src, dest, to: str, *, format: str | None = None, id_column
     _check_target(to, EVIDENCE_TARGETS)
     spec = source_spec(src, format=format, id_column=id_column, text_column=text_column, title_column=title_column,
                        max_passage_chars=max_passage_chars)
-    notes = list(getattr(SOURCE_UNITS[spec.format], "SOURCE_LOSSES", ()))
-    if to == "fever":
-        rename = lambda pid: _to_fever_id(pid, one_line_pages, spec.path)  # noqa: E731
-    else:
-        rename = lambda pid: _from_fever_id(pid, one_line_pages and spec.format == "fever", src)  # noqa: E731
+    source, target = SOURCE_UNITS[spec.format], EVIDENCE_UNITS[to]
+    notes = list(getattr(source, "SOURCE_LOSSES", ()))
+    rename = _renaming(source, target, one_line_pages, spec.path if hasattr(target, "id_in") else src) or str
     records = ((pid, texts[i], titles[i] if titles is not None else None)
                for ids, texts, titles in iter_passage_records(spec) for i, pid in enumerate(ids))
-    EVIDENCE_UNITS[to].write_passages(dest, records, spec.has_titles, notes, rename)
+    target.write_passages(dest, records, spec.has_titles, notes, rename)
     return notes
 
 
@@ -197,10 +164,10 @@ def convert_predictions(src, dest, to: str, *, one_line_pages: bool = False, cla
         raise InputError(src, None, "some predictions have a label and others not")
     labels = {cid: p["claim_label"] for cid, p in preds.items()} if labelled else None
     if to == "fever":
-        evidences = {cid: [_to_fever_id(e, one_line_pages, src) for e in p["evidences"]] for cid, p in preds.items()}
+        evidences = {cid: [fever.id_in(e, one_line_pages, src) for e in p["evidences"]] for cid, p in preds.items()}
         notes.append("claim texts are not kept (FEVER predictions have none)")
         write_predictions(dest, ordered, evidences, labels, "fever")
         return notes
-    evidences = {cid: [_from_fever_id(e, one_line_pages, src) for e in p["evidences"]] for cid, p in preds.items()}
+    evidences = {cid: [fever.id_out(e, one_line_pages, src) for e in p["evidences"]] for cid, p in preds.items()}
     course.write_predictions(dest, ordered, evidences, labels, texts=claims is not None)
     return notes

@@ -20,7 +20,8 @@ from pathlib import Path
 import ijson
 
 from factcheck.errors import InputError
-from factcheck.formats.common import BATCH, FORMATS_HINT, Claim, claim_label, claim_text, evidence_ids, needs_evidence
+from factcheck.formats.common import (BATCH, FORMATS_HINT, Claim, claim_label, claim_text, evidence_ids,
+                                      needs_evidence, plural)
 from factcheck.formats.files import atomic_path, check_unicode, dumps_json, open_binary, write_json_atomic
 from factcheck.formats.records import READ_ERRORS, decode_object, kind_of, over_limit, read_failure
 
@@ -326,6 +327,12 @@ def read_claims(path: Path, require_labels: bool, columns: dict) -> list[Claim]:
         evidences = evidence_ids(path, cid, entry.get("evidences"), required=require_labels and needs_evidence(label))
         claims.append(Claim(cid, text, label, evidences))
     return claims
+
+
+def claims_notes(claims, one_line_pages: bool) -> list[str]:
+    empty = [c.id for c in claims if c.label is not None and not c.evidences]
+    return [f"{plural(len(empty), 'labelled claim')} without evidence (first: {empty[0]!r}): written with an "
+            "empty 'evidences' list"] if empty else []
 
 
 def write_claims(path: Path, claims) -> None:

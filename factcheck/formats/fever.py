@@ -97,6 +97,28 @@ def _pair(path, cid, pid) -> list:
     return list(pair)
 
 
+def id_in(pid: str, one_line_pages: bool, where) -> str:
+    """A passage id as FEVER's ``page:line``: with ``one_line_pages``, passage ``X`` is line
+    0 of page ``X``; without, it must read as ``page:line`` already."""
+    if one_line_pages:
+        return sentence_id(pid, 0)
+    if split_sentence_id(pid) is None:
+        raise InputError(where, None, f"passage id {pid!r} is not a FEVER sentence id (page:line); set this to "
+                         "make each passage line 0 of its own page", param="one_line_pages")
+    return pid
+
+
+def id_out(pid: str, one_line_pages: bool, where) -> str:
+    """A FEVER sentence id as another format's: with ``one_line_pages``, ``X:0`` is ``X``."""
+    if not one_line_pages:
+        return pid
+    pair = split_sentence_id(pid)
+    if pair is None or pair[1] != 0:
+        raise InputError(where, None, f"sentence {pid!r} is not line 0 of a page: with one_line_pages every "
+                         "passage is its page's line 0", param="one_line_pages")
+    return pair[0]
+
+
 # --------------------------------------------------------------------------- claims
 
 def _evidence_sets(path, place, value) -> list[list[str]]:
@@ -165,6 +187,19 @@ def write_claims(path: Path, claims) -> None:
                 rec["evidence"] = [[[None, None, *_pair(path, c.id, e)] for e in group] for group in sets] \
                     or [[[None, None, None, None]]]
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+
+
+def claims_notes(claims, one_line_pages: bool) -> list[str]:
+    """What converting claims to FEVER changes (its ids, labels not among its own)."""
+    notes = []
+    renamed = sum(len(c.evidences) for c in claims)
+    if one_line_pages and renamed:
+        notes.append(f"{plural(renamed, 'evidence id')} written as FEVER sentences [X, 0] (one-line pages)")
+    odd = sorted({c.label for c in claims if c.label is not None} - set(LABELS))
+    if odd:
+        notes.append(f"labels kept as they are: {', '.join(odd)} {'is' if len(odd) == 1 else 'are'} not among "
+                     f"FEVER's ({', '.join(LABELS)})")
+    return notes
 
 
 def claims_losses(claims, to: str) -> list[str]:
