@@ -214,18 +214,18 @@ def _lone(path, feed: _Feed, lone: _LoneSurrogate) -> InputError:
 
 
 def _check_utf8(path, upto: int) -> None:
-    """The first bad UTF-8 byte before ``upto`` as an InputError naming its offset."""
+    """The first bad UTF-8 byte before ``upto`` (or the file's end) as an InputError naming its offset."""
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
     at = 0
     with open_binary(path) as fh:
-        while at < upto:
-            block = fh.read(min(CHUNK_BYTES, upto - at))
+        while True:
+            block = fh.read(min(CHUNK_BYTES, upto - at) if at < upto else 1)  # past upto: is this the end?
             try:
-                decoder.decode(block, final=not block or at + len(block) >= upto)
+                decoder.decode(block, final=not block)
             except UnicodeDecodeError as exc:
                 raise InputError(path, f"byte {max(at - len(decoder.getstate()[0]) + exc.start, 0)}",
                                  "invalid UTF-8") from None
-            if not block:
+            if not block or at >= upto:
                 return
             at += len(block)
 
@@ -266,7 +266,7 @@ def _error(path, feed: _Feed, message, *, stop_at=None, member=None, passage=Fal
         elif parser in ("integer overflow", "numeric (floating point) overflow"):
             message = f"passage {done + 1}: text must be a string, got a number"
         else:
-            message = f"invalid JSON: {parser}"
+            message = f"invalid JSON: {parser or 'not a JSON object of passages'}"
     return InputError(path, place, message)
 
 

@@ -154,6 +154,14 @@ def test_every_buffer_size_reads_the_same_passages_and_errors(tmp_path, monkeypa
         assert isinstance(got, str) and got.startswith(f"{p}: ") and words in got, got
 
 
+def test_a_syntax_error_after_buffers_that_cut_characters_is_no_utf8_error(tmp_path, monkeypatch):
+    text = "{" + ", ".join(f'"e{i}": "caf\u00e9 \u2014 {i}"' for i in range(3000)) + ", }"
+    p = write(tmp_path, "e.json", text)
+    for chunk in (5, 7, 1 << 16):
+        monkeypatch.setattr(ev, "CHUNK_BYTES", chunk)
+        assert _read(p).endswith(f"line 1, column {len(text)}: trailing comma before '}}'")
+
+
 def test_a_lone_surrogate_cut_by_a_buffer_end_is_found(tmp_path, monkeypatch):
     # every cut through the escape and the pair around it
     for chunk in range(1, 20):
