@@ -19,7 +19,8 @@ from factcheck.formats.common import Claim
 from factcheck.formats.records import first_record
 
 __all__ = ["Claim", "as_claims", "LABELS", "FEVER_LABELS", "CLAIM_FORMATS", "CLAIM_OPTIONS", "label_set",
-           "ordered_labels", "detect_claims_format", "read_claims", "prefixed_params", "write_claims", "read_predictions", "write_predictions", "PREDICTION_FORMATS"]
+           "ordered_labels", "detect_claims_format", "read_claims", "prefixed_params", "write_claims",
+           "read_predictions", "write_predictions", "PREDICTION_FORMATS"]
 
 LABELS = ("SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO", "DISPUTED")   # the course's (and Climate-FEVER's)
 FEVER_LABELS = fever.LABELS                                          # SUPPORTS, REFUTES, NOT ENOUGH INFO
@@ -140,7 +141,8 @@ def read_claims(path, *, require_labels: bool = False, format: str | None = None
             if value is not None:
                 raise InputError(path, None, f"applies to JSONL and CSV claims only; the {format} format's "
                                  "fields are fixed", param=name)
-    claims = UNITS[format].read_claims(path, require_labels, columns)
+    unit = UNITS[format]
+    claims = unit.read_claims(path, require_labels, columns)
     if not claims:
         raise InputError(path, None, "no claims (empty file)")
     seen = {}
@@ -149,8 +151,8 @@ def read_claims(path, *, require_labels: bool = False, format: str | None = None
             raise InputError(path, f"claim {c.id!r}", f"duplicate claim id (first seen as claim {seen[c.id]})")
         seen[c.id] = len(seen) + 1
         if require_labels and c.label is None:
-            name = {"course": "'claim_label'", "fever": "'label'", "climate-fever": "'claim_label'"}.get(format, "label")
-            raise InputError(path, f"claim {c.id!r}", f"missing {name} (labelled claims are needed here)")
+            raise InputError(path, f"claim {c.id!r}", f"missing {getattr(unit, 'LABEL_FIELD', 'label')} (labelled "
+                             "claims are needed here)")
     return claims
 
 

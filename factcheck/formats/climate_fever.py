@@ -23,6 +23,7 @@ from factcheck.formats.files import atomic_path, check_unicode
 from factcheck.formats.records import iter_records, kind_of
 
 NAME = "climate-fever"
+LABEL_FIELD = "'claim_label'"  # how errors name the label
 NOT_ENOUGH_INFO = "NOT_ENOUGH_INFO"
 _WHAT = "a Climate-FEVER claim object"
 

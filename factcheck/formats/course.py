@@ -26,6 +26,7 @@ from factcheck.formats.files import atomic_path, check_unicode, dumps_json, open
 from factcheck.formats.records import READ_ERRORS, decode_object, kind_of, over_limit, read_failure
 
 NAME = "course"
+LABEL_FIELD = "'claim_label'"  # how errors name the label
 CHUNK_BYTES = 1 << 16  # bytes handed to the parser at a time
 _BOM = b"\xef\xbb\xbf"
 _CONTINUATION = bytes(range(0x80, 0xC0))  # UTF-8 bytes that start no character

@@ -24,6 +24,7 @@ from factcheck.formats.files import atomic_path, check_unicode
 from factcheck.formats.records import SURROGATE_ESCAPE, decode_object, iter_lines, iter_records, kind_of
 
 NAME = "fever"
+LABEL_FIELD = "'label'"  # how errors name the label
 LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 NOT_ENOUGH_INFO = ("NOT ENOUGH INFO", "NOT_ENOUGH_INFO")  # FEVER's spelling and the course's
 SOURCE_LOSSES = ["FEVER's hyperlinks after each sentence are not read, nor the pages' 'text' (the lines joined)"]

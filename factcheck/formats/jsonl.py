@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from factcheck.formats.common import MISSING, batched, check_id, check_text, claim_fields, claim_record, claims_from_records
+from factcheck.formats.common import (MISSING, batched, check_id, check_text, claim_fields, claim_record,
+                                      claims_from_records)
 from factcheck.formats.files import atomic_path, dumps_json, write_text_atomic
 from factcheck.formats.records import iter_records
 
