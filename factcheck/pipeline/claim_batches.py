@@ -19,8 +19,6 @@ one worker, two, or a Dask cluster write the same files (``tests/scaleout`` chec
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from pathlib import Path
 
 from factcheck.errors import InputError
@@ -54,6 +52,7 @@ def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims
     (:func:`~factcheck.retrieval.registry.retriever_spec`).
     """
     from factcheck.tagging.backends import WorkerPool, resolve_jobs
+    from factcheck.tagging.outdir import scratch_folder
     if not isinstance(batch_size, int) or batch_size < 1:
         raise InputError(None, None, f"must be a positive integer, got {batch_size!r}", param="batch_size")
     options = dict(claims_options or {})
@@ -64,8 +63,7 @@ def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims
         system = FactChecker.load(index_dir, model_dir, method=method, mode=mode)
         verdicts = [v for a, b in _progress(bounds, progress) for v in system.check(claims[a:b])]
         return Verdicts(verdicts), retriever_spec(system.retriever)
-    out = Path(tempfile.mkdtemp(prefix=".factcheck-batches-", dir=Path(work_dir or Path(claims_path).parent).resolve()))
-    try:
+    with scratch_folder(Path(work_dir or Path(claims_path).parent).resolve(), ".factcheck-batches-") as out:
         args = [(str(Path(index_dir).resolve()), str(Path(model_dir).resolve()), str(Path(claims_path).resolve()),
                  options, mode, method, None if embedding_model is None else str(Path(embedding_model).resolve()),
                  a, b, str(out / f"batch-{i:06d}.json")) for i, (a, b) in enumerate(bounds)]
@@ -75,8 +73,6 @@ def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims
             pool.check_shared(marker)  # Dask: every worker must see the part files' folder
             pool.map(_check_batch, args, desc="checking claims", quiet=None if progress is None else not progress)
         parts = [json.loads(Path(a[-1]).read_text("utf-8")) for a in args]
-    finally:
-        shutil.rmtree(out, ignore_errors=True)
     # in claim order; JSON keeps dict order, and floats round-trip exactly through repr
     verdicts = Verdicts([Verdict(*v) for p in parts for v in p["verdicts"]])
     if [v.id for v in verdicts] != [c.id for c in claims]:  # the workers read another file than this process
@@ -85,8 +81,8 @@ def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims
 
 
 def _progress(bounds, progress):
-    from tqdm.auto import tqdm
-    return tqdm(bounds, desc="checking claims", unit=" batches", disable=progress is False or len(bounds) < 2)
+    from factcheck.progress import progress as progress_bar
+    return progress_bar(bounds, desc="checking claims", unit="batches", enabled=False if len(bounds) < 2 else progress)
 
 
 _SYSTEMS: dict = {}

@@ -171,6 +171,7 @@ class TagJob:
         crashpoint("after-count")
         vocab = Vocabulary.from_stats(stats, self._params.max_features)
         if not vocab.terms:  # nothing to tag, and no tag model could be fitted: refuse, don't crash
+            self._input_refused = True
             raise InputError(source.path, None, "no passage contains a word to tag "
                              "(every text is empty, stop words or numbers)")
         tags_key = store.content_key(plan_key, vocab.digest())

@@ -1,7 +1,7 @@
-"""Owning an output directory: one run at a time, what a rerun finds there, and
-deleting only what we wrote.
+"""Owning an output directory: one run at a time, what a rerun finds there, deleting only
+what we wrote, and leaving no directory behind that a failed command created for nothing.
 
-* :class:`DirectoryLock`: an exclusive ``flock`` for the whole run; a second run fails at
+* :class:`DirectoryLock`: an exclusive ``flock`` (filelock's) for the whole run; a second run fails at
   once, naming the holder; the kernel releases it when the holder dies (docs/decisions.md,
   "One run at a time").
 * :func:`prepare`: a complete index of this run (nothing to do), an unfinished one
@@ -10,21 +10,25 @@ deleting only what we wrote.
 * No symbolic link is followed: :func:`check_no_symlinks` refuses one among the names we
   write (or below our folders) before anything is touched, and :func:`wipe` checks that
   every path it deletes resolves inside the directory (``--out`` itself may be a link).
+* A command that created its output directory removes it again when it fails with
+  nothing worth keeping in it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
-import fcntl
 import json
 import os
 import re
 import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from factcheck.errors import InputError
 from factcheck.formats.files import TMP_PREFIX, write_json_atomic
+from factcheck.formats.rundir import MARKER
 from factcheck.tagging import store
 from factcheck.tagging.derived import CACHE_FOLDERS
 
@@ -52,64 +56,143 @@ _OURS = re.compile(
 
 
 class DirectoryLock:
-    """``with DirectoryLock(out):`` -- exclusive use of ``out`` (created if missing)."""
+    """``with DirectoryLock(out):`` -- exclusive use of ``out`` (created if missing), held
+    with filelock's ``flock`` lock on ``out/.factcheck-lock``, which records the holder's pid.
+
+    A second run fails at once, naming the holder; the lock file is removed while still
+    held, so a finished directory holds no trace of it. When the body fails and ``out``
+    was created here, ``out`` (and the parents created with it) is removed again if it
+    holds nothing worth keeping (see :func:`worth_keeping`).
+    """
 
     def __init__(self, out: Path):
         self.out = Path(out)
-        self._fd = None
+        self._lock = None
+        self._created: list[Path] = []
 
     def __enter__(self) -> "DirectoryLock":
         out = self.out
         if out.exists() and not out.is_dir():
             raise InputError(out, None, "exists and is not a directory")
-        path = out / LOCK_FILE
-        while True:
-            fd = self._open(path)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
-                os.close(fd)
-                if exc.errno in (errno.EAGAIN, errno.EACCES):
-                    raise InputError(out, None, f"in use by another factcheck run (pid {holder}); "
-                                     "wait for it to finish or choose another --out") from None
-                raise InputError(out, None, f"cannot lock the directory: {exc.strerror}") from None
-            # The holder removes the lock file when it ends: if we locked a file that was
-            # unlinked meanwhile, another run may hold a new one -- try again.
-            try:
-                same = os.stat(path).st_ino == os.fstat(fd).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                break
-            os.close(fd)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._fd = fd
+        self._created = make_dirs(out)
+        try:
+            self._lock = _acquire(out, out / LOCK_FILE)
+        except BaseException:
+            remove_empty(self._created)
+            raise
         return self
 
-    def _open(self, path: Path) -> int:
-        try:
-            self.out.mkdir(parents=True, exist_ok=True)
-            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:  # O_NOFOLLOW: the lock file is a link
-                raise InputError(path, None, SYMLINK_REFUSED) from None
-            why = ("a parent path is not a directory" if isinstance(exc, (FileExistsError, NotADirectoryError))
-                   else exc.strerror or str(exc))
-            raise InputError(self.out, None, f"cannot write here: {why}") from None
-
-    def release(self) -> None:
+    def release(self, failed: bool = False) -> None:
         """Remove the lock file (still holding the lock, so no run can be inside), then
-        unlock: a finished index holds no trace of the lock."""
-        if self._fd is None:
+        unlock; after a failure, also remove what this lock created if nothing in it is
+        worth keeping."""
+        if self._lock is None:
             return
+        lock, self._lock = self._lock, None
+        drop = failed and self._created and not worth_keeping(self.out)
+        if drop:
+            _remove_scratch(self.out)
         (self.out / LOCK_FILE).unlink(missing_ok=True)
-        os.close(self._fd)  # closing the descriptor releases the flock
-        self._fd = None
+        lock.release()
+        if drop:
+            remove_empty(self._created)
 
-    def __exit__(self, *exc) -> None:
-        self.release()
+    def __exit__(self, kind, *exc) -> None:
+        self.release(failed=kind is not None)
+
+
+def _acquire(out: Path, path: Path):
+    from filelock import FileLock, Timeout
+    while True:
+        # on_acquired also rules out filelock's soft fallback: a filesystem without flock
+        # is one line, not a lock file that a killed run would leave behind.
+        lock = FileLock(path, timeout=0, on_acquired=_write_pid)
+        try:
+            lock.acquire()
+            return lock
+        except Timeout:
+            if path.exists():  # else its holder removed it as we came: try again
+                raise InputError(out, None, f"in use by another factcheck run (pid {_holder(path)}); "
+                                 "wait for it to finish or choose another --out") from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # filelock opens with O_NOFOLLOW: the lock file is a link
+                raise InputError(path, None, SYMLINK_REFUSED) from None
+            if exc.errno in (errno.ENOSYS, errno.ENOLCK, errno.EOPNOTSUPP):
+                raise InputError(out, None, f"cannot lock the directory: {exc.strerror}") from None
+            raise InputError(out, None, f"cannot write here: {exc.strerror or exc}") from None
+
+
+def _write_pid(fd: int) -> None:
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+
+
+def _holder(path: Path) -> str:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return "unknown"
+    try:
+        return os.read(fd, 64).decode("ascii", "replace").strip() or "unknown"
+    finally:
+        os.close(fd)
+
+
+def make_dirs(out: Path) -> list[Path]:
+    """Create ``out`` and its missing parents; the ones created, deepest first."""
+    missing = [p for p in (out, *out.parents) if not p.exists()]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        why = ("a parent path is not a directory" if isinstance(exc, (FileExistsError, NotADirectoryError))
+               else exc.strerror or str(exc))
+        raise InputError(out, None, f"cannot write here: {why}") from None
+    return missing
+
+
+#: What a failed run may leave that is not worth keeping: the lock, the run-in-progress
+#: marker, a tag job's plan and the temporaries of atomic writes.
+SCRATCH = (LOCK_FILE, MARKER, f"{store.WORK_DIR}/plan.json")
+
+
+def worth_keeping(out: Path) -> bool:
+    """Whether ``out`` holds anything but folders and :data:`SCRATCH` files (a finished
+    shard of an interrupted job is kept for its rerun)."""
+    for path in Path(out).rglob("*"):
+        rel = path.relative_to(out).as_posix()
+        if path.is_symlink() or not (path.is_dir() or rel in SCRATCH or path.name.startswith(TMP_PREFIX)):
+            return True
+    return False
+
+
+def _remove_scratch(out: Path) -> None:
+    for path in sorted(Path(out).rglob("*"), reverse=True):  # deepest first
+        if path.is_dir() and not path.is_symlink():
+            path.rmdir()
+        elif path.relative_to(out).as_posix() != LOCK_FILE:
+            path.unlink()
+
+
+@contextlib.contextmanager
+def scratch_folder(parent: Path, prefix: str):
+    """A temporary folder in ``parent`` (created, with its missing parents, if need be);
+    it goes afterwards, and so do the parents it needed."""
+    created = make_dirs(Path(parent))
+    try:
+        with tempfile.TemporaryDirectory(prefix=prefix, dir=parent, ignore_cleanup_errors=True) as folder:
+            yield Path(folder)
+    finally:
+        remove_empty(created)
+
+
+def remove_empty(created: list[Path]) -> None:
+    """Remove the folders this process created, deepest first, each only while empty
+    (never a folder that was there before, nor anything another process put in one)."""
+    for folder in created:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def is_ours(rel: str) -> bool:
