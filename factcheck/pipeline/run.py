@@ -187,6 +187,7 @@ def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None,
     >>> metrics["evidence_f"], metrics["accuracy"]                        # doctest: +SKIP
     """
     from factcheck.tagging.backends import require_backend
+    from factcheck.progress import progress_setting
     from factcheck.tagging.outdir import DirectoryLock, check_no_symlinks
     if embedding_model is not None and mode != "open":
         raise InputError(None, None, "a local embedding model is for the open mode (mode open)",
@@ -199,7 +200,7 @@ def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None,
     claims = {"format": claims_format, "id_column": claims_id_column, "text_column": claims_text_column,
               "label_column": claims_label_column, "evidence_column": claims_evidence_column}
     files = find_data(data_dir, evidence, train=train, dev=dev, test=test)
-    with DirectoryLock(Path(out)):
+    with DirectoryLock(Path(out)), progress_setting(progress):
         check_no_symlinks(Path(out), RUN_ENTRIES)
         return _run_pipeline(data_dir, out, files, index_dir, method, jobs, force, progress, tag_args, mode,
                              embedding_model, source, claims)

@@ -77,14 +77,13 @@ def rank_queries(retriever, queries: dict[str, str], depth: int = DEPTH, progres
     >>> [(docid, round(score, 3)) for docid, score in run["q1"]]
     [('evidence-39', 0.428), ('evidence-27', 0.166), ('evidence-8', 0.15)]
     """
-    from tqdm.auto import tqdm
+    from factcheck.progress import progress as progress_bar
 
     ids = retriever.index_.ids
     qids, texts = list(queries), list(queries.values())
     run: dict[str, list[tuple[str, float]]] = {}
-    # progress None: bars on a terminal only (tqdm's disable=None), as the tagging job's
-    with tqdm(total=len(qids), desc=f"ranking ({retriever.name})", unit="query",
-              disable=None if progress is None else not progress, leave=False) as bar:
+    with progress_bar(total=len(qids), desc=f"ranking ({retriever.name})", unit="queries", enabled=progress,
+                      leave=False) as bar:
         for at in range(0, len(qids), QUERY_BATCH):
             batch = texts[at:at + QUERY_BATCH]
             for qid, ranking in zip(qids[at:at + QUERY_BATCH], retriever.rank(batch, depth)):

@@ -408,8 +408,8 @@ class TagIndex:
         shards, so a pass over millions of passages is never silent."""
         if desc is None:
             return self.texts.batches()
-        from tqdm.auto import tqdm
-        return tqdm(self.texts.batches(), desc=desc, total=len(self.manifest.shards), unit=" shards", disable=None)
+        from factcheck.progress import progress
+        return progress(self.texts.batches(), desc=desc, total=len(self.manifest.shards), unit="shards")
 
     @cached_property
     def passage_stems(self) -> list[list[str]]:

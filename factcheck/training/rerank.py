@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from tqdm.auto import tqdm
+from factcheck.progress import progress as progress_bar
 
 from factcheck.evaluation.course_metric import evidence_f_from_counts
 from factcheck.retrieval.rerank import features as F
@@ -210,8 +210,8 @@ def build_claim_set(generator: CandidateGenerator, ctx, claims, row_of: dict, le
     rows, Xs, ys, owners, n_gold = [], [], [], [], []
     k1, b = generator.config.k1, generator.config.b
     # ~90 ms a claim at 1.2M passages (candidates + features): minutes for the training
-    # claims, so it shows a bar (tqdm's default stream, stderr).
-    for i, claim in enumerate(tqdm(claims, desc=desc, unit=" claims", disable=progress is False)):
+    # claims, so it shows a bar.
+    for i, claim in enumerate(progress_bar(claims, desc=desc, unit="claims", enabled=progress)):
         cands = generator.generate(claim.text, exclude_memory=i if leave_one_out else None)
         gold = np.array(sorted({row_of[e] for e in claim.evidences if e in row_of}), dtype=np.int64)
         rows.append(cands.rows)
@@ -238,7 +238,7 @@ def fit_and_tune(fit_set: ClaimSet, holdout_set: ClaimSet, features: list[str],
                  grid: list[ModelConfig], progress: bool | None = None) -> tuple[Trial, list[dict]]:
     """Fit each configuration, tune its cut-off on the holdout, keep the best."""
     best, log = None, []
-    for config in tqdm(grid, desc="reranker models", unit=" models", disable=progress is False):
+    for config in progress_bar(grid, desc="reranker models", unit="models", enabled=progress):
         model = RelevanceModel(features, config).fit(fit_set.X, fit_set.y)
         cutoff, f = tune_holdout_cutoff(model, holdout_set)
         log.append({"model": config.to_json(), "cutoff": cutoff.to_json(), "holdout_f": f})

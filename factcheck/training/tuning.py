@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
+from factcheck.progress import progress as progress_bar
 
 from factcheck.evaluation.course_metric import evidence_f
 from factcheck.formats.files import write_csv_atomic
@@ -73,7 +73,7 @@ def sweep_tags(retriever, fit_claims, holdout_claims, grid=TAG_GRID, progress=No
     sweep = Sweep("tags", ("t_sim", "t_overlap", "top_n"))
     results = {}
     for part, claims in (("fit", fit_claims), ("holdout", holdout_claims)):
-        texts = (c.text for c in tqdm(claims, desc=f"tag rule sweep ({part})", disable=progress is False))
+        texts = (c.text for c in progress_bar(claims, desc=f"tag rule sweep ({part})", unit="claims", enabled=progress))
         results[part] = retriever.sweep(texts, grid["t_sim"], grid["t_overlap"], grid["top_n"])
     for p in points:
         row = dict(zip(sweep.param_names, p))
@@ -94,7 +94,7 @@ def sweep_bm25(index, fit_claims, holdout_claims, grid=BM25_GRID, progress=None)
     sweep = Sweep("bm25", ("k1", "b", "k"))
     depth = max(grid["k"])
     pairs = list(itertools.product(grid["k1"], grid["b"]))
-    for k1, b in tqdm(pairs, desc="BM25 sweep", disable=progress is False):
+    for k1, b in progress_bar(pairs, desc="BM25 sweep", unit="settings", enabled=progress):
         r = BM25Retriever(k1=k1, b=b, cache=False).fit(index)
         ranked = {part: [rk.ids for rk in r.rank([c.text for c in claims], depth)]
                   for part, claims in (("fit", fit_claims), ("holdout", holdout_claims))}
@@ -114,7 +114,7 @@ def sweep_tfidf(index, fit_claims, holdout_claims, grid=TFIDF_GRID, progress=Non
     sweep = Sweep("tfidf", ("analyzer", "k"))
     depth = max(grid["k"])
     ids = index.ids
-    for analyzer in tqdm(grid["analyzer"], desc="TF-IDF sweep", disable=progress is False):
+    for analyzer in progress_bar(grid["analyzer"], desc="TF-IDF sweep", unit="settings", enabled=progress):
         r = TfidfRetriever(analyzer=analyzer).fit(index)
         ranked = {part: [[ids[x] for x in rk.rows.tolist()] for rk in r.rank([c.text for c in claims], depth)]
                   for part, claims in (("fit", fit_claims), ("holdout", holdout_claims))}
@@ -145,7 +145,7 @@ def sweep_open(index, fit_claims, holdout_claims, k1: float, b: float, grid=HYBR
     fused = {part: {a: [] for a in grid["alpha"]} for part in ("fit", "holdout")}
     dense_top = {"fit": [], "holdout": []}
     for part, claims in (("fit", fit_claims), ("holdout", holdout_claims)):
-        for c in tqdm(claims, desc=f"hybrid sweep ({part})", disable=progress is False):
+        for c in progress_bar(claims, desc=f"hybrid sweep ({part})", unit="claims", enabled=progress):
             bm25, dense = hybrid.component_scores(c.text)
             dense_top[part].append([ids[r] for r in stable_top(dense, depth).rows.tolist()])
             for a in grid["alpha"]:

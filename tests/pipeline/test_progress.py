@@ -36,3 +36,15 @@ def test_every_stage_announces_itself_and_the_timings_cover_the_wall_time(demo_c
 def test_quiet_run_announces_nothing(quiet_demo_command):
     _, proc = quiet_demo_command
     assert not [line for line in proc.stderr.splitlines() if STAGE_LINE.match(line)]
+
+
+@pytest.mark.slow
+def test_progress_bars_leave_no_carriage_return_in_a_log(demo_command):
+    """stderr is a pipe here, as a log file is: no bar redraws (main left hundreds of
+    carriage returns from the training bars), and every line is a stage line, a note
+    or the last one."""
+    _, proc = demo_command
+    assert "\r" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    others = [line for line in lines[:-1] if not STAGE_LINE.match(line) and not line.startswith("factcheck run:")]
+    assert not others, others

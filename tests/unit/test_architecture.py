@@ -15,7 +15,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "factcheck"
-LAYERS = {"errors": 0, "formats": 1, "text": 1, "tagging": 2, "retrieval": 3, "classification": 3,
+LAYERS = {"errors": 0, "progress": 0, "formats": 1, "text": 1, "tagging": 2, "retrieval": 3, "classification": 3,
           "evaluation": 4, "system": 5, "training": 5, "reporting": 5, "pipeline": 6, "serve": 7, "cli": 8,
           "__main__": 9}
 
