@@ -71,7 +71,7 @@ def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims
             marker = out / "visible"
             marker.write_text("", "utf-8")
             pool.check_shared(marker)  # Dask: every worker must see the part files' folder
-            pool.map(_check_batch, args, desc="checking claims", quiet=None if progress is None else not progress)
+            pool.map(_check_batch, args, desc="checking claims", progress=progress)
         parts = [json.loads(Path(a[-1]).read_text("utf-8")) for a in args]
     # in claim order; JSON keeps dict order, and floats round-trip exactly through repr
     verdicts = Verdicts([Verdict(*v) for p in parts for v in p["verdicts"]])

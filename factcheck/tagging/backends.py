@@ -1,42 +1,29 @@
-"""Where shard tasks run: in-process, on local worker processes (loky), or on Dask.
+"""Where shard tasks run: in this process, on local worker processes (joblib's loky
+backend), or on a Dask cluster (its futures).
 
-The task code is the same everywhere (loky runs it through joblib, Dask through its
-futures API); tasks read and write shard files in the output directory (shared storage
-on a cluster), so only small arguments travel through the scheduler. Results come back
-in task order, and nothing a task writes depends on which worker ran it -- the output
-bytes are the same for any backend or number of jobs.
-
-How this bounds memory: a task's arguments are a path, a shard number and a key, never
-passages, and a task returns nothing; the one shared argument (the vocabulary) goes to
-each worker once. So neither the scheduler nor the driver holds shard data on a
-worker's behalf, and a worker holds one shard at a time (plus its per-process stem
-memo, bounded by the vocabulary of the text it has seen): peak memory is set by
-``--shard-size`` and the vocabulary, not by the corpus size.
-
-One :class:`WorkerPool` serves every map stage of a job. For Dask that means one
-connection to the given scheduler -- or one ``LocalCluster`` we start and own -- per
-run instead of one per stage; for loky, one set of worker processes, shut down when the
-pool closes. Why shut down: idle workers would stay alive for joblib's 300 s idle
-timeout, ~550 MB that ``factcheck run`` on 1.2M passages would carry through retriever
-training, on top of its own peak (docs/decisions.md).
+A task's arguments are paths, a shard number and a key, never passages, and it returns
+little; results come back in task order, and nothing a task writes depends on which
+worker ran it, so the bytes are the same for any backend or number of jobs, and a
+worker's memory is set by the shard size, not the corpus. One :class:`WorkerPool` serves
+every map stage of a job and stops its workers when the job ends (idle workers would
+otherwise hold ~550 MB for joblib's 300 s timeout). Dask runs through its futures rather
+than joblib's Dask backend, which never returns from a worker killed for memory
+(docs/decisions.md).
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import importlib
 import itertools
 import logging
 import os
 import signal
-import sys
 import threading
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from factcheck.errors import InputError
+from factcheck.progress import progress as progress_bar
 from factcheck.tagging.heap import keep_freed_memory
 
 BACKENDS = ("loky", "dask")
@@ -50,15 +37,10 @@ NATIVE_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREAD
 @contextlib.contextmanager
 def sigint_for_this_process_only():
     """Block SIGINT in this thread while worker processes (and the threads that start more
-    of them) are created: a process started meanwhile inherits the blocked signal (fork and
-    exec keep the mask), so a terminal's Ctrl-C -- SIGINT to the whole foreground process
-    group -- interrupts this process alone, which then stops its workers. Why: workers
-    interrupted while importing printed their KeyboardInterrupt tracebacks after
-    "interrupted". A Ctrl-C that arrives inside the block is delivered as it ends.
-
-    The resource trackers (multiprocessing's and loky's helper processes) are started
-    first: starting multiprocessing's unblocks SIGINT in the calling thread when it is done
-    (Python 3.11), which re-opened the window for every worker started after it."""
+    of them) are created: they inherit the blocked signal, so a terminal's Ctrl-C stops
+    this process alone, which then stops its workers (workers interrupted while importing
+    printed tracebacks). A Ctrl-C inside the block is delivered as it ends. The resource
+    trackers start first: starting multiprocessing's unblocks SIGINT again (Python 3.11)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -99,12 +81,8 @@ def _dask_timeout() -> float:
 @contextlib.contextmanager
 def dask_client(scheduler: str | None, workers: int):
     """A distributed Client: the given scheduler, or a LocalCluster of processes we own.
-
-    Connection problems become one-line InputErrors (exit 2): a malformed address, a
-    scheduler that does not answer within Dask's connect timeout, or one with no workers.
-    Dask's own log lines are silenced meanwhile: every failure it would log reaches the
-    user as that one line instead (see :meth:`WorkerPool.map`).
-    """
+    A malformed address, a scheduler that does not answer within Dask's connect timeout
+    or one with no workers is one InputError; Dask's own log lines are silenced."""
     try:
         from dask.distributed import Client, LocalCluster
         from distributed.comm import get_address_host_port
@@ -124,10 +102,8 @@ def dask_client(scheduler: str | None, workers: int):
             client = Client(cluster, set_as_default=False)
             yield client
         except BaseException:
-            # Shutting the cluster down after its workers died can fail inside distributed
-            # itself (seen in 1 of ~5 runs of the keeps-dying test: "can only join a started
-            # process" while a nanny restarts a killed worker); the error already on its way
-            # (one line, naming what stopped) is the one to report.
+            # Closing a cluster whose workers died can fail inside distributed ("can only
+            # join a started process"); the one-line error on its way is what to report.
             for closable in (client, cluster):
                 with contextlib.suppress(Exception):
                     if closable is not None:
@@ -166,8 +142,8 @@ def _connected(Client, scheduler: str, timeout: float):
 
 
 def require_backend(backend: str) -> str:
-    """``backend`` if known and installed: Dask is an optional extra, so its absence is one
-    line saying what to install, raised before a job creates its output directory."""
+    """``backend`` if known and installed (Dask is an optional extra: one line saying what
+    to install, before a job creates its output directory)."""
     if backend not in BACKENDS:
         raise InputError(None, None, f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}",
                          param="backend")
@@ -180,63 +156,35 @@ def require_backend(backend: str) -> str:
 
 
 class WorkerPool:
-    """Runs the map stages of one job; for Dask it holds one client for all of them.
-
-    Use as a context manager. The Dask client (and the LocalCluster, when no scheduler
-    is given) is created on first need -- :meth:`start`, :meth:`check_shared` or a
-    non-empty :meth:`map` -- and closed when the context exits.
-    """
+    """Runs the map stages of one job (a context manager). Local workers are joblib's
+    loky processes, started by the first stage with two tasks or more and stopped on
+    exit; for Dask, one client (and the LocalCluster, when no scheduler is given) serves
+    every stage, created on first need and closed on exit."""
 
     def __init__(self, backend: str = "loky", jobs: int | None = 1, scheduler: str | None = None,
                  keep_heap: bool = False):
         self.backend = require_backend(backend)
         self.jobs = resolve_jobs(jobs)
         self.scheduler = scheduler
-        # Local workers keep their freed heap between tasks (see factcheck.tagging.heap):
-        # for the tagging job's short-lived workers, whose tasks allocate alike.
+        # Local workers keep their freed heap between tasks (factcheck.tagging.heap): for
+        # the tagging job's short-lived workers, whose tasks allocate alike.
         self.keep_heap = keep_heap
         self._stack = contextlib.ExitStack()
         self._client = None
-        self._loky = None
+        self._warm = None
+        self.started_workers = False
 
     def __enter__(self) -> "WorkerPool":
         return self
 
     def __exit__(self, *exc) -> None:
-        # The exception on its way (if any) goes to the client's context, so a failing
-        # cluster shutdown after dead workers cannot replace the one-line error (the
-        # keeps-dying test failed 1 in ~5 runs under load when this passed no exception).
+        # The exception on its way goes to the client's context: a failing cluster shutdown
+        # after dead workers must not replace the one-line error.
         self._client = None
         self._stack.__exit__(*exc)
 
     def close(self) -> None:
         self.__exit__(None, None, None)
-
-    def _executor(self):
-        """The loky worker processes of this pool (started on first use, shut down on exit)."""
-        if self._loky is None:
-            from joblib.externals.loky import get_reusable_executor
-            # Each worker's share of the cores for native thread pools (as joblib's own
-            # loky backend sets them): the open mode's embedding tasks multiply matrices.
-            threads = str(max(1, available_cores() // self.jobs))
-            env = {var: threads for var in NATIVE_THREAD_VARS}
-            with sigint_for_this_process_only():
-                self._loky = get_reusable_executor(max_workers=self.jobs, env=env,
-                                                   initializer=keep_freed_memory if self.keep_heap else None)
-            self._stack.callback(self._shutdown_loky)
-        return self._loky
-
-    def _submit(self, func, *args):
-        with sigint_for_this_process_only():  # submit starts (or restarts) the worker processes
-            return self._executor().submit(func, *args)
-
-    def _shutdown_loky(self) -> None:
-        executor, self._loky = self._loky, None
-        # Not kill_workers=True, even after Ctrl-C (which the workers never see): joblib
-        # 1.6's loky then raised KeyError/InvalidStateError in its manager thread, printed
-        # after "interrupted". The tasks not started are cancelled; a running one finishes
-        # its shard (kept for the rerun).
-        executor.shutdown(wait=True)
 
     def start(self) -> "WorkerPool":
         """Connect to the scheduler (or start the LocalCluster) now, to fail early."""
@@ -245,13 +193,11 @@ class WorkerPool:
         return self
 
     def warm_up(self, func) -> None:
-        """Start the local worker processes now and have each run ``func`` (imports), so
-        they are ready when the first task comes; the caller does not wait (call it only
-        when there will be several tasks). Dask workers are long-lived and in-process
-        runs have none: nothing to do."""
+        """Have each local worker run ``func`` (imports) first in the next stream, which
+        then starts its workers before its first task: they import while the caller
+        produces the tasks. (Dask workers are long-lived: nothing to do.)"""
         if self.backend == "loky" and self.jobs > 1:
-            for _ in range(self.jobs):
-                self._submit(func)
+            self._warm = func
 
     def check_shared(self, path: Path) -> None:
         """Dask: every worker must see ``path`` (a file the driver just wrote in the output
@@ -265,83 +211,87 @@ class WorkerPool:
             raise InputError(path, None, f"not visible to Dask worker(s) {', '.join(blind)}: the output "
                              "directory must be on storage shared by this machine and every worker")
 
-    def map(self, func, arglist: list[tuple], desc: str = "", quiet: bool | None = None,
-            common=None) -> list:
-        """Run ``func(*args)`` for every args tuple -- ``func(*args, common)`` when ``common``
-        is given -- and return the results in input order. ``common`` is one argument
-        shared by every call (the vocabulary): Dask sends it to each worker once instead
-        of inside every task."""
+    def map(self, func, arglist: list[tuple], desc: str = "", progress: bool | None = None, common=None) -> list:
+        """``func(*args)`` for every args tuple (``func(*args, common)`` with ``common``, one
+        argument shared by every call, which Dask sends to each worker once), in input order."""
         if not arglist:
             return []
-        return self.stream(func, arglist, desc, quiet, common, total=len(arglist))
+        return self.stream(func, arglist, desc, progress, common, total=len(arglist))
 
-    def stream(self, func, args_iter, desc: str = "", quiet: bool | None = None, common=None,
+    def stream(self, func, args_iter, desc: str = "", progress: bool | None = None, common=None,
                total: int | None = None, on_done=None) -> list:
         """As :meth:`map`, but each args tuple is submitted as soon as ``args_iter`` yields
         it, so workers start while the caller is still producing work (the tagging job
         counts shard 0 while its driver reads shard 1). An error of ``args_iter`` (bad
-        input) cancels what has not started and propagates as is. ``on_done(args)`` is
-        called in this process for each task, in input order, as soon as it and every
-        task before it have finished (Dask: once every task is submitted); the tagging
-        job merges a shard's counts there while the workers count the next ones. An
-        error of ``on_done`` stops the map like a task's own error."""
+        input) or of a task stops the stream at once and propagates as it is.
+        ``on_done(args)`` is called here for each task in input order, once it and every
+        task before it have finished and every task has been submitted (the tagging job
+        merges a shard's counts there); its error stops the map like a task's."""
         extra = () if common is None else (common,)
-        bar = tqdm(total=total, desc=desc, unit=" shards", disable=quiet, file=sys.stderr)
-        done = _InOrder(bar, on_done)
-        try:
+        args_iter = iter(args_iter)
+        with progress_bar(desc=desc, total=total, unit="shards", enabled=progress) as bar:
             if self.backend == "dask":
-                return self._dask_map(func, args_iter, common, desc, done)
-            args_iter = iter(args_iter)
-            first = list(itertools.islice(args_iter, 2))
-            if self.jobs == 1 or len(first) < 2:
-                # In process: produce everything first, as a plain map would (one core
-                # gains nothing from interleaving, and the order of files written stays
-                # the crash tests' order); a single task starts no worker processes.
-                tasks = first + list(args_iter)
+                return self._dask_map(func, args_iter, common, desc, _InOrder(bar, on_done))
+            if self._warm is None:
+                first = list(itertools.islice(args_iter, 2))
+                args_iter = itertools.chain(first, args_iter)
+            if self._warm is None and (self.jobs == 1 or len(first) < 2):
+                # In process: every task produced first, as a plain map would (one core
+                # gains nothing from interleaving, and the crash tests' order of files
+                # written stays); a single task starts no worker processes.
                 results = []
-                for i, args in enumerate(tasks):
+                for args in list(args_iter):
                     results.append(func(*args, *extra))
-                    done.add(args)
-                    done.finished(i)
+                    bar.update(1)
+                    if on_done is not None:
+                        on_done(args)
                 return results
-            return self._loky_map(func, itertools.chain(first, args_iter), extra, done)
-        finally:
-            bar.close()
+            return self._loky_map(func, args_iter, extra, bar, on_done)
 
-    def _loky_map(self, func, args_iter, extra, done: "_InOrder") -> list:
-        futures = []
-        try:
+    def _loky_map(self, func, args_iter, extra, bar, on_done) -> list:
+        from joblib import Parallel, delayed
+        given, skip, warm, self._warm = [], [], self._warm, None
+
+        def calls():
+            # joblib takes the calls from here in this thread (pre_dispatch="all"), a few at
+            # a time, and the first submit starts the workers: SIGINT stays blocked until
+            # they exist (warm-up or no-op calls meanwhile), so they never see a Ctrl-C.
+            with sigint_for_this_process_only():
+                while len(skip) < 4 * self.jobs and ((warm and len(skip) < self.jobs) or not _loky_started()):
+                    skip.append(True)
+                    yield delayed(warm or int)()
             for args in args_iter:
-                futures.append(self._submit(func, *args, *extra))
-                done.add(args)
-                done.settle(futures)
-            while not done.all_reported(futures):
-                waiting = [f for f in futures if not f.done()]
-                if waiting:
-                    concurrent.futures.wait(waiting, return_when=concurrent.futures.FIRST_COMPLETED)
-                done.settle(futures)
-            return [f.result() for f in futures]
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+                given.append(args)
+                yield delayed(_task)(func, self.keep_heap, args + extra)
 
-    def _dask_map(self, func, arglist, common, desc, done: "_InOrder") -> list:
-        # Dask futures directly rather than joblib's Dask backend: when a worker dies
-        # with a task too often (KilledWorker), joblib 1.6's backend never reports the
-        # failure and Parallel waits forever.
+        if not self.started_workers:
+            self.started_workers = True
+            self._stack.callback(_stop_loky_workers)
+        results = []
+        parallel = Parallel(n_jobs=self.jobs, backend="loky", return_as="generator", pre_dispatch="all",
+                            batch_size=1, max_nbytes=None)
+        for i, result in enumerate(parallel(calls())):
+            if i < len(skip):
+                continue  # a warm-up call's
+            results.append(result)
+            bar.update(1)
+            if on_done is not None:
+                on_done(given[len(results) - 1])
+        return results
+
+    def _dask_map(self, func, args_iter, common, desc, done: "_InOrder") -> list:
+        # Futures rather than joblib's Dask backend: it never returns from a KilledWorker.
         from distributed import as_completed
         client = self.start()._client
         futures = []
         try:
             extra = () if common is None else tuple(client.scatter([common], broadcast=True, hash=False))
-            for args in arglist:  # one by one: an error while producing them cancels those sent
+            for args in args_iter:  # one by one: an error while producing them cancels those sent
                 futures.append(client.submit(func, *args, *extra, pure=False))
-                done.add(args)
+                done.args.append(args)
             position = {future.key: i for i, future in enumerate(futures)}
             for future in as_completed(futures, loop=client.loop):
-                # as_completed also yields futures cancelled under it (scheduler lost):
-                # never count those as done.
+                # as_completed also yields futures cancelled under it (scheduler lost)
                 if future.status != "finished":
                     future.result()  # raises the task's own error, KilledWorker or cancelled
                     raise RuntimeError(f"dask task {future.key} ended as {future.status}")
@@ -357,6 +307,30 @@ class WorkerPool:
             raise
 
 
+_HEAP_KEPT = False
+
+
+def _task(func, keep_heap: bool, args: tuple):
+    """One task on a loky worker (``keep_heap`` set once per worker process)."""
+    global _HEAP_KEPT
+    if keep_heap and not _HEAP_KEPT:
+        keep_freed_memory()
+        _HEAP_KEPT = True
+    return func(*args)
+
+
+def _loky_started() -> bool:
+    import multiprocessing
+    return any("loky" in type(p).__module__ for p in multiprocessing.active_children())
+
+
+def _stop_loky_workers() -> None:
+    """Stop joblib's loky workers now: joblib keeps them for reuse, and loky's
+    ``get_reusable_executor`` is the handle on them."""
+    from joblib.externals.loky import get_reusable_executor
+    get_reusable_executor(reuse=True).shutdown(wait=True)
+
+
 def _cluster_failures() -> tuple[type[BaseException], ...]:
     """What distributed raises when the cluster, not a task, fails: the scheduler is
     lost, or a task's worker died too often (e.g. killed for memory)."""
@@ -370,17 +344,14 @@ def _cluster_failures() -> tuple[type[BaseException], ...]:
 
 
 class _InOrder:
-    """Reports finished tasks to a stream's bar and ``on_done``: the bar counts each task
-    as it finishes, ``on_done`` gets each task's args in input order."""
+    """A Dask stream's finished tasks: the bar counts each as it finishes, ``on_done``
+    gets each task's args in input order."""
 
     def __init__(self, bar, on_done):
         self.bar, self.on_done = bar, on_done
         self.args: list[tuple] = []
         self.ready: set[int] = set()
         self.reported = 0
-
-    def add(self, args: tuple) -> None:
-        self.args.append(args)
 
     def finished(self, i: int) -> None:
         self.ready.add(i)
@@ -390,13 +361,3 @@ class _InOrder:
             if self.on_done is not None:
                 self.on_done(self.args[self.reported])
             self.reported += 1
-
-    def settle(self, futures) -> None:
-        """Note the loky futures that have finished; a task's own error stops the map now."""
-        for i in range(self.reported, len(futures)):
-            if i not in self.ready and futures[i].done():
-                futures[i].result()
-                self.finished(i)
-
-    def all_reported(self, futures) -> bool:
-        return self.reported == len(futures)

@@ -203,7 +203,7 @@ class TagJob:
             for shard in self._split(source, out, plan_key, shards):
                 if not store.is_done(out, store.counts_name(shard), plan_key):
                     yield root, shard, plan_key, source.index_titles
-        self._pool.stream(count_shard, count_tasks(), desc="reading and counting terms", quiet=self._quiet(),
+        self._pool.stream(count_shard, count_tasks(), desc="reading and counting terms", progress=self.progress,
                           on_done=lambda args: merge(args[1]))  # args: count_tasks' (root, shard, key, titles)
         for s in shards:  # counted by an earlier run
             if s["shard"] not in merged:
@@ -275,7 +275,7 @@ class TagJob:
         payload = (vocab.terms, vocab.idf, self._params.top_k)
         root = str(out.resolve())
         self._pool.map(tag_shard, [(root, shard, tags_key) for shard in todo],
-                       common=payload, desc="tagging", quiet=self._quiet())  # tag_shard(..., payload)
+                       common=payload, desc="tagging", progress=self.progress)  # tag_shard(..., payload)
 
     def _finish(self, out: Path, plan: dict, plan_key: str, shards: list[dict], vocab: Vocabulary,
                 source: SourceSpec):
@@ -326,9 +326,6 @@ class TagJob:
         return store.Manifest(manifest)
 
     # ------------------------------------------------------------------ helpers
-    def _quiet(self) -> bool | None:
-        return None if self.progress is None else not self.progress
-
     def _say(self, message: str) -> None:
         if self.progress is False:
             return

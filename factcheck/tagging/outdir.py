@@ -56,14 +56,10 @@ _OURS = re.compile(
 
 
 class DirectoryLock:
-    """``with DirectoryLock(out):`` -- exclusive use of ``out`` (created if missing), held
-    with filelock's ``flock`` lock on ``out/.factcheck-lock``, which records the holder's pid.
-
-    A second run fails at once, naming the holder; the lock file is removed while still
-    held, so a finished directory holds no trace of it. When the body fails and ``out``
-    was created here, ``out`` (and the parents created with it) is removed again if it
-    holds nothing worth keeping (see :func:`worth_keeping`).
-    """
+    """``with DirectoryLock(out):`` -- exclusive use of ``out`` (created if missing): a
+    second run fails at once, naming the holder's pid, which the lock file records. The
+    lock file goes while still held; after a failure, ``out`` and the parents made for it
+    go too if nothing in them is worth keeping (:func:`worth_keeping`)."""
 
     def __init__(self, out: Path):
         self.out = Path(out)
@@ -83,9 +79,7 @@ class DirectoryLock:
         return self
 
     def release(self, failed: bool = False) -> None:
-        """Remove the lock file (still holding the lock, so no run can be inside), then
-        unlock; after a failure, also remove what this lock created if nothing in it is
-        worth keeping."""
+        """Remove the lock file (still held: no run can be inside), then unlock."""
         if self._lock is None:
             return
         lock, self._lock = self._lock, None
@@ -128,14 +122,10 @@ def _write_pid(fd: int) -> None:
 
 
 def _holder(path: Path) -> str:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:  # (the lock file is no link: filelock opened it with O_NOFOLLOW)
+        return path.read_bytes()[:64].decode("ascii", "replace").strip() or "unknown"
     except OSError:
         return "unknown"
-    try:
-        return os.read(fd, 64).decode("ascii", "replace").strip() or "unknown"
-    finally:
-        os.close(fd)
 
 
 def make_dirs(out: Path) -> list[Path]:
@@ -150,14 +140,12 @@ def make_dirs(out: Path) -> list[Path]:
     return missing
 
 
-#: What a failed run may leave that is not worth keeping: the lock, the run-in-progress
-#: marker, a tag job's plan and the temporaries of atomic writes.
+#: What a failed run leaves that is not worth keeping (and the ``.tmp-*`` files).
 SCRATCH = (LOCK_FILE, MARKER, f"{store.WORK_DIR}/plan.json")
 
 
 def worth_keeping(out: Path) -> bool:
-    """Whether ``out`` holds anything but folders and :data:`SCRATCH` files (a finished
-    shard of an interrupted job is kept for its rerun)."""
+    """Anything in ``out`` but folders and scratch (a finished shard is: a rerun resumes)."""
     for path in Path(out).rglob("*"):
         rel = path.relative_to(out).as_posix()
         if path.is_symlink() or not (path.is_dir() or rel in SCRATCH or path.name.startswith(TMP_PREFIX)):
@@ -175,8 +163,7 @@ def _remove_scratch(out: Path) -> None:
 
 @contextlib.contextmanager
 def scratch_folder(parent: Path, prefix: str):
-    """A temporary folder in ``parent`` (created, with its missing parents, if need be);
-    it goes afterwards, and so do the parents it needed."""
+    """A temporary folder in ``parent``; it goes afterwards, and so do the parents made for it."""
     created = make_dirs(Path(parent))
     try:
         with tempfile.TemporaryDirectory(prefix=prefix, dir=parent, ignore_cleanup_errors=True) as folder:
@@ -186,8 +173,7 @@ def scratch_folder(parent: Path, prefix: str):
 
 
 def remove_empty(created: list[Path]) -> None:
-    """Remove the folders this process created, deepest first, each only while empty
-    (never a folder that was there before, nor anything another process put in one)."""
+    """Remove the folders created here, deepest first, each only while empty."""
     for folder in created:
         try:
             folder.rmdir()

@@ -133,11 +133,10 @@ class PassageVectorJob:
         keys = {i: store.content_key(plan_key, model, DTYPE, start, count) for i, start, count in shards}
         todo = [(str(root.resolve()), i, start, count, keys[i], identity) for i, start, count in shards
                 if not store.is_done(out, shard_name(i), keys[i])]
-        quiet = None if self.progress is None else not self.progress
         # No more workers than shards to embed: the cores a worker does not take go to the
         # others' native thread pools (one shard alone runs in this process on every core).
         with WorkerPool("loky", min(resolve_jobs(self.jobs), max(1, len(todo)))) as pool:
-            pool.map(_embed_task, todo, desc="embedding passages", quiet=quiet)
+            pool.map(_embed_task, todo, desc="embedding passages", progress=self.progress)
         entries, content = [], hashlib.sha256()
         for i, start, count in shards:
             path = out / shard_name(i)

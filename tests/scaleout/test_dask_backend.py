@@ -136,7 +136,7 @@ def test_worker_that_keeps_dying_is_an_error_not_a_hang():
         if __name__ == "__main__":
             try:
                 with WorkerPool("dask", 2) as pool:
-                    pool.map(die, [(1,)], desc="dying", quiet=True)
+                    pool.map(die, [(1,)], desc="dying", progress=False)
             except InputError as exc:
                 print("InputError:", exc.one_line({"backend": "--backend", "scheduler": "--scheduler"}))
     """)

@@ -286,10 +286,15 @@ def test_one_task_starts_no_worker_processes():
     from factcheck.tagging.backends import WorkerPool
     with WorkerPool("loky", 2) as pool:
         assert pool.stream(abs, iter([(-3,)])) == [3]
-        assert pool._loky is None  # run in process, as a 1-shard input always was
+        assert not pool.started_workers  # run in process, as a 1-shard input always was
         assert pool.stream(abs, iter([(-1,), (-2,), (-4,)])) == [1, 2, 4]
-        assert pool._loky is not None
-    assert pool._loky is None  # shut down with the pool
+        assert pool.started_workers
+    assert not _loky_workers()  # shut down with the pool
+
+
+def _loky_workers() -> list:
+    import multiprocessing
+    return [p for p in multiprocessing.active_children() if "Loky" in type(p).__name__]
 
 
 # Texts mostly ASCII (the translate path) with NULs, Q, controls and some non-ASCII (the
@@ -372,6 +377,8 @@ def _wait_for(i, flag: str, outcome: str | None = None) -> bool:
     stream runs into (False); ``outcome`` records which. The bound keeps a failure from
     hanging the suite; no assertion compares times."""
     from pathlib import Path
+    if outcome:
+        Path(outcome).write_text("running")
     for _ in range(2400):
         if Path(flag).exists():
             break
@@ -408,21 +415,24 @@ def test_stream_reports_a_finished_task_while_later_ones_run(tmp_path):
 
 @pytest.mark.slow
 def test_a_failing_task_stops_the_stream_at_once_and_reports_nothing_after_it(tmp_path):
-    """Task 0 runs until the test releases it, after the stream has raised for task 1."""
+    """Task 0 waits until the test releases it, after the stream has raised for task 1 (or
+    it is stopped with the workers): it must not have waited out its bound."""
     from factcheck.tagging.backends import WorkerPool
     seen, release, outcome = [], tmp_path / "release", tmp_path / "outcome"
     with WorkerPool("loky", 2) as pool:
         with pytest.raises(ValueError, match="task 1 failed"):
-            pool.stream(_wait_for_or_fail, iter([(0, str(release), str(outcome)), (1, None, None), (2, None, None)]),
+            pool.stream(_wait_for_or_fail, iter([(0, str(release), str(outcome)), (1, None, str(outcome)), (2, None, None)]),
                         on_done=functools.partial(_record, seen))
         release.touch()
-    assert outcome.read_text() == "released"  # the error came while task 0 still ran
+    assert outcome.read_text() in ("running", "released")  # the error came while task 0 still ran
+    assert not _loky_workers()
     assert seen == []  # task 0 had not finished; nothing after the failed task is reported
 
 
 def _wait_for_or_fail(i, flag, outcome):
     if flag is None:
-        if i == 1:
+        if i == 1:  # once task 0 runs
+            _wait_for(i, outcome)
             raise ValueError(f"task {i} failed")
         return i
     return _wait_for(i, flag, outcome)
