@@ -1,19 +1,12 @@
-"""Checking many claims (FEVER's ~145K, say): fixed-size claim batches, in this process or
-spread over workers -- local processes (loky) or the Dask cluster the tagging job uses.
+"""Checking many claims in fixed batches of ``batch_size`` claims, in this process or on
+workers (local processes or a Dask cluster: :class:`~factcheck.tagging.backends.WorkerPool`).
 
-The claims are cut into batches of ``batch_size`` by position; each batch is one task.
-A task gets only paths and two positions (the index and model directories, the claims
-file, ``start``/``stop``, where to write), never claims or passages: a worker opens the
-index and model from shared storage once per process (memory-mapped, see
-:class:`~factcheck.tagging.index.TagIndex`), checks its batch with
-:meth:`~factcheck.system.checker.FactChecker.check` and writes the batch's verdicts to a
-part file. This process then reads the parts in claim order and writes the predictions
-and their sidecar with the same writer as a single-process run.
-
-Why the batches are fixed whatever the backend or number of jobs: the bytes must not
-depend on them. A claim's evidence never depends on its batch-mates (every retriever
-scores one claim at a time), and the classifier is given the same batches everywhere, so
-one worker, two, or a Dask cluster write the same files (``tests/scaleout`` checks it).
+A task gets paths and two positions, never claims or passages: a worker opens the index
+and model from shared storage once per process, checks its batch and writes its verdicts
+to a part file; this process reads the parts in claim order and writes the predictions
+with the single-process writer. The batches are the same whatever the backend or number
+of jobs, and a claim's evidence never depends on its batch-mates, so the bytes are the
+same too (``tests/scaleout`` checks it).
 """
 
 from __future__ import annotations
@@ -37,19 +30,14 @@ def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims
                      jobs: int = 1, backend: str = "loky", scheduler: str | None = None,
                      batch_size: int = BATCH_SIZE, progress: bool | None = None, work_dir: Path | None = None,
                      embedding_model: Path | None = None) -> tuple[Verdicts, dict]:
-    """Verdicts for every claim of ``claims_path``, checked ``batch_size`` claims at a time.
+    """Verdicts for every claim of ``claims_path``, checked ``batch_size`` claims at a time;
+    returns ``(verdicts, spec)``, ``spec`` the retriever's record for the sidecar.
 
-    ``claims``: the claims of ``claims_path`` read with ``claims_options`` (the keywords of
-    :func:`~factcheck.formats.claims.read_claims`; read here when None): workers read the
-    file with the same options, so a batch is the same claims wherever it runs.
-    ``jobs``/``backend``/``scheduler``: where the batches run (as for the tagging job;
-    ``jobs=1`` with loky runs them here). ``work_dir``: where the workers write their
-    part files (storage every worker sees; default: beside the claims file), removed
-    afterwards. ``embedding_model``: where the local embedding model the index's vectors
-    were built with is now, for the workers (the caller relocates it in this process:
-    :func:`~factcheck.tagging.vectors.relocate_embedding_model`). Returns ``(verdicts,
-    spec)``: ``spec`` is the retriever's record for the sidecar
-    (:func:`~factcheck.retrieval.registry.retriever_spec`).
+    ``claims``: the file's claims read with ``claims_options`` (read here when None; the
+    workers read it with the same options). ``jobs``/``backend``/``scheduler``: where the
+    batches run (``jobs=1`` with loky: here). ``work_dir``: where the part files go (storage
+    every worker sees; default: beside the claims file). ``embedding_model``: where the
+    index's local embedding model is now, for the workers.
     """
     from factcheck.tagging.backends import WorkerPool, resolve_jobs
     from factcheck.tagging.outdir import scratch_folder

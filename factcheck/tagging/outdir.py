@@ -1,17 +1,14 @@
-"""Owning an output directory: one run at a time, what a rerun finds there, deleting only
-what we wrote, and leaving no directory behind that a failed command created for nothing.
+"""Owning an output directory: one run at a time (a lock), what a rerun finds there,
+deleting only what we wrote, and no directory left behind that a failed command created.
 
-* :class:`DirectoryLock`: an exclusive ``flock`` (filelock's) for the whole run; a second run fails at
-  once, naming the holder; the kernel releases it when the holder dies (docs/decisions.md,
-  "One run at a time").
-* :func:`prepare`: a complete index of this run (nothing to do), an unfinished one
-  (resume), another run's or the user's own files (refused without ``force``).
-* :func:`wipe` (``--force``) deletes only the file names this tool writes.
-* No symbolic link is followed: :func:`check_no_symlinks` refuses one among the names we
-  write (or below our folders) before anything is touched, and :func:`wipe` checks that
-  every path it deletes resolves inside the directory (``--out`` itself may be a link).
-* A command that created its output directory removes it again when it fails with
-  nothing worth keeping in it.
+The lock is an exclusive ``flock`` (filelock's) for the whole run: two ``factcheck tag``
+runs into one ``--out`` interleaved their shards into an index that passed ``verify``
+(docs/decisions.md); the kernel releases it when the holder dies. :func:`prepare` tells a
+complete index (nothing to do), an unfinished one (resume), another run's or the user's
+files (refused without ``force``); ``--force`` deletes only names this tool writes. No
+symbolic link among our names is followed (:func:`check_no_symlinks`), and :func:`wipe`
+checks that every path it deletes resolves inside the directory; ``--out`` itself may be
+a link: it is the directory the user named.
 """
 
 from __future__ import annotations
