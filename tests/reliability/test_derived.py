@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from factcheck.tagging import derived
-from factcheck.tagging.derived import RECORD, DerivedCache
+from factcheck.tagging.derived import CACHE_FOLDERS, RECORD, DerivedCache
 from helpers import in_process
 
 KEY = {"plan_key": "k", "n": 2}
@@ -94,7 +94,7 @@ def test_nested_cache_is_not_part_of_its_parents_record(tmp_path):
 
 def test_verify_reports_a_damaged_cache_and_accepts_a_missing_one(demo_index, tmp_path):
     index = tmp_path / "index"
-    shutil.copytree(demo_index, index, ignore=shutil.ignore_patterns("bm25", "rerank", "chunks"))
+    shutil.copytree(demo_index, index, ignore=shutil.ignore_patterns(*CACHE_FOLDERS))
     assert in_process("verify", index).stderr == ""
     DerivedCache(index).load_or_build("rerank/x", KEY, _build, _load)
     np.save(index / "rerank" / "x" / "values.npy", np.arange(4))
@@ -110,7 +110,7 @@ def test_chunk_index_is_a_derived_cache(demo_index, tmp_path, monkeypatch):
     from factcheck.tagging.job import TagJob
 
     index_dir = tmp_path / "index"
-    shutil.copytree(demo_index, index_dir, ignore=shutil.ignore_patterns("bm25", "rerank", "chunks"))
+    shutil.copytree(demo_index, index_dir, ignore=shutil.ignore_patterns(*CACHE_FOLDERS))
     index = TagIndex.load(index_dir)
     first = ChunkedRetriever(BM25Retriever(), window=8, overlap=2).fit(index).rank(["sea ice"], 5)[0]
     assert [s.state for s in DerivedCache(index_dir).check()] == ["ok"]
