@@ -187,7 +187,7 @@ def build_index(path: Path, id_column: str, text_column: str, out: Path):
     return index
 
 
-def end_to_end(path: Path, id_column: str, text_column: str, query_column: str) -> dict:
+def end_to_end(path: Path, id_column: str, text_column: str, query_column: str):
     from factcheck.formats.evidence import source_spec
     from factcheck.pipeline.workbench import self_retrieval
     folder = Path(tempfile.mkdtemp(prefix="bench-selftest-", dir=ROOT / "bench"))

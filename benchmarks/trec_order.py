@@ -41,7 +41,7 @@ def check(retriever, queries: dict, qrels: dict, folder: Path) -> dict:
     back = factcheck.read_trec_run(path)
     differ = sum([d for d, _ in back.get(q, [])] != [d for d, _ in ranked] for q, ranked in run.items())
     ties = sum(s == t for ranked in run.values() for (_, s), (_, t) in zip(ranked, ranked[1:]))
-    ours = judged_metrics(run, qrels, ks=KS)["metrics"]
+    ours = judged_metrics(run, qrels, ks=KS).metrics
     names = {k: ir_measures.parse_measure(m) for k, m in ir_measures_names(ks=KS).items()}
     theirs = ir_measures.calc_aggregate(
         list(names.values()),

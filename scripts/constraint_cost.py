@@ -29,7 +29,7 @@ import factcheck
 from factcheck.evaluation.course_metric import evidence_f
 from factcheck.evaluation.intervals import (Estimate, bootstrap_harmonic, bootstrap_mean, format_interval, harmonic_mean,
                                             paired_bootstrap_diff, resample_indices, wilson)
-from factcheck.evaluation.retrieval_metrics import recall_at
+from factcheck.evaluation.evaluate import recall_at
 from factcheck.formats.explanations import explanations_path
 
 PREDICTIONS = "dev-claims-predictions.json"

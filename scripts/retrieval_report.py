@@ -33,7 +33,7 @@ def score(retriever, dev) -> dict:
     from factcheck.evaluation.evaluate import evaluate
     from factcheck.retrieval.registry import run_retrieval
     evidences, explain = run_retrieval(retriever, dev)
-    return evaluate({cid: {"evidences": ev} for cid, ev in evidences.items()}, dev, explain)
+    return evaluate({cid: {"evidences": ev} for cid, ev in evidences.items()}, dev, explain).to_json()
 
 
 def short_params(params: dict) -> dict:

@@ -135,7 +135,7 @@ def add_ablation(p):
 
     def run(args):
         from factcheck.evaluation.ablation import ablation
-        from factcheck.evaluation.intervals import format_interval
+        from factcheck.evaluation.intervals import format_interval, to_json
         from factcheck.system.checker import FactChecker
         claims = read_claims_from_args(args, args.claims, require_labels=True)
         index_from_args(args)
@@ -147,7 +147,7 @@ def add_ablation(p):
         y = [c.label for c in claims]
         result = ablation(y, list(system.classifier.predict(gold)), verdicts.labels)
         if args.json:
-            print(json.dumps(result, indent=2))
+            print(json.dumps(to_json(result), indent=2))
             return
         for cond in ("gold", "retrieved"):
             r = result[cond]

@@ -67,16 +67,16 @@ def add_evaluate(p):
             from factcheck.errors import InputError
             raise InputError(None, None, "only with --metric fever", param="max_evidence")
         result = evaluate_files(args.predictions, args.groundtruth, args.explanations, **claims_options(args))
-        for cid in result["missing"]:
+        for cid in result.missing:
             print(f"warning: claim {cid} has no prediction; left out of the averages", file=sys.stderr)
-        print(json.dumps(result, indent=2) if args.json else format_report(result))
+        print(json.dumps(result.to_json(), indent=2) if args.json else format_report(result))
     return run
 
 
 def _evaluate_fever(args) -> None:
     from factcheck.evaluation.fever import MAX_EVIDENCE, fever_score_files, format_fever_report
     result = fever_score_files(args.predictions, args.groundtruth, args.max_evidence or MAX_EVIDENCE,
-                               **claims_options(args)).to_json()
-    for cid in result["missing"]:
+                               **claims_options(args))
+    for cid in result.missing:
         print(f"warning: claim {cid} has no prediction; left out of the averages", file=sys.stderr)
-    print(json.dumps(result, indent=2) if args.json else format_fever_report(result))
+    print(json.dumps(result.to_json(), indent=2) if args.json else format_fever_report(result))

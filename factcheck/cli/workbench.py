@@ -80,8 +80,9 @@ def add_selftest(p):
                                 args.chunk_overlap, index_dir, args.mode, args.analyzer or "plain", args.jobs)
         if args.out:
             json_path, md_path = write_self_retrieval(result, args.out)
-            print(f"{json_path}, {md_path}: {plural(len(result['results']), 'result')}", file=sys.stderr)
-        print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else self_retrieval_markdown(result), end="")
+            print(f"{json_path}, {md_path}: {plural(len(result.results), 'result')}", file=sys.stderr)
+        data = result.to_json()
+        print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else self_retrieval_markdown(data), end="")
     return run
 
 
@@ -152,20 +153,21 @@ def add_evaluate_retrieval(p):
             result = judged_retrieval(retriever, queries, qrels, args.depth, args.cutoffs, args.run_out,
                                       args.run_tag, queries_path=args.queries, qrels_path=args.qrels)
             if args.run_out:
-                print(f"{args.run_out}: {plural(result['queries'], 'query', 'queries')}", file=sys.stderr)
-        print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else judged_markdown(result), end="")
+                print(f"{args.run_out}: {plural(result.queries, 'query', 'queries')}", file=sys.stderr)
+        data = result.to_json()
+        print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else judged_markdown(data), end="")
     return run
 
 
-def _score_run_file(args, qrels) -> dict:
+def _score_run_file(args, qrels):
     """``--trec-run FILE``: a TREC run scored as trec_eval reads it (no index, no retriever)."""
     from factcheck.errors import InputError
     from factcheck.evaluation.ir_metrics import judged_metrics
     from factcheck.formats.qrels import read_trec_run
+    from factcheck.pipeline.workbench import JudgedRetrieval
     if args.run_out:
         raise InputError(None, None, "only with --index (a run file is scored, not rewritten)", param="run_out")
-    run = read_trec_run(args.trec_run)
-    scored = judged_metrics(run, qrels, args.cutoffs)
-    return {"queries": scored["queries"], "skipped_unjudged": scored["unjudged"], "judged_not_in_index": 0,
-            "depth": scored["depth"], "retriever": {"method": f"run file {args.trec_run.name}"},
-            "no_match": len(scored["missing"]), "metrics": {k: v.to_json() for k, v in scored["metrics"].items()}}
+    scored = judged_metrics(read_trec_run(args.trec_run), qrels, args.cutoffs)
+    return JudgedRetrieval(queries=scored.queries, skipped_unjudged=scored.unjudged, judged_not_in_index=0,
+                           depth=scored.depth, retriever={"method": f"run file {args.trec_run.name}"},
+                           no_match=len(scored.missing), metrics=scored.metrics)

@@ -2,8 +2,8 @@
 
 Both conditions are predictions for the same claims, so differences are paired: a
 paired bootstrap interval for the accuracy difference and McNemar's exact test on the
-claims where exactly one condition is right. Macro-F1 gets a bootstrap interval
-computed from per-resample confusion counts (vectorised over all resamples at once).
+claims where exactly one condition is right. Macro-F1's bootstrap interval comes from
+per-resample confusion counts.
 """
 
 from __future__ import annotations
@@ -11,45 +11,42 @@ from __future__ import annotations
 import numpy as np
 from sklearn.metrics import confusion_matrix, f1_score
 
-from factcheck.evaluation.intervals import (Estimate, bootstrap_mean, mcnemar_exact, paired_bootstrap_diff,
-                                            resample_indices, wilson)
+from factcheck.evaluation.intervals import (Metric, bootstrap_interval, bootstrap_mean, mcnemar_exact,
+                                            paired_bootstrap_diff, wilson)
 from factcheck.formats.claims import label_set
 
 
-def bootstrap_macro_f1(y_true, y_pred, labels=None) -> Estimate:
+def bootstrap_macro_f1(y_true, y_pred, labels=None) -> Metric:
     """Macro-F1 over ``labels`` (default: the label set of the gold and predicted labels)."""
     labels = list(labels if labels is not None else label_set([*y_true, *y_pred]))
     t = np.array([labels.index(v) for v in y_true])
     p = np.array([labels.index(v) for v in y_pred])
-    idx = resample_indices(len(t))
-    T, P = t[idx], p[idx]
-    f1s = []
-    for k in range(len(labels)):
-        tp = np.sum((T == k) & (P == k), axis=1)
-        fp = np.sum((T != k) & (P == k), axis=1)
-        fn = np.sum((T == k) & (P != k), axis=1)
-        denom = 2 * tp + fp + fn
-        f1s.append(np.where(denom > 0, 2 * tp / np.maximum(denom, 1), 0.0))
-    macro = np.mean(f1s, axis=0)
-    lo, hi = np.percentile(macro, [2.5, 97.5])
+
+    def macro_f1(T, P, axis=-1):  # per resample, from confusion counts
+        f1s = []
+        for k in range(len(labels)):
+            tp = np.sum((T == k) & (P == k), axis=axis)
+            fp = np.sum((T != k) & (P == k), axis=axis)
+            fn = np.sum((T == k) & (P != k), axis=axis)
+            denom = 2 * tp + fp + fn
+            f1s.append(np.where(denom > 0, 2 * tp / np.maximum(denom, 1), 0.0))
+        return np.mean(f1s, axis=0)
+
+    lo, hi = bootstrap_interval([t, p], macro_f1)
     value = f1_score(y_true, y_pred, labels=list(labels), average="macro", zero_division=0)
-    return Estimate(float(value), float(lo), float(hi), "bootstrap", len(t))
+    return Metric(value, lo, hi, len(t), "bootstrap")
 
 
 def condition_summary(y_true, y_pred, labels=None) -> dict:
     """Accuracy, macro-F1, per-label recall and the confusion matrix over ``labels``."""
     labels = list(labels if labels is not None else label_set([*y_true, *y_pred]))
     correct = np.array([a == b for a, b in zip(y_true, y_pred)], dtype=float)
-    per_label = {}
-    for label in labels:
-        mask = [t == label for t in y_true]
-        n = int(sum(mask))
-        hits = int(sum(c for c, m in zip(correct, mask) if m))
-        per_label[label] = {"recall": wilson(hits, n).to_json(),
-                            "predicted": int(sum(p == label for p in y_pred))}
+    gold = np.array(y_true, dtype=object)
+    per_label = {label: {"recall": wilson(int(correct[gold == label].sum()), int((gold == label).sum())),
+                         "predicted": int(sum(p == label for p in y_pred))} for label in labels}
     return {
-        "accuracy": bootstrap_mean(correct).to_json(),
-        "macro_f1": bootstrap_macro_f1(y_true, y_pred, labels).to_json(),
+        "accuracy": bootstrap_mean(correct),
+        "macro_f1": bootstrap_macro_f1(y_true, y_pred, labels),
         "per_label": per_label,
         "confusion": {"labels": labels,
                       "matrix": confusion_matrix(y_true, y_pred, labels=labels).tolist()},
@@ -61,14 +58,16 @@ def compare(y_true, pred_a, pred_b, name_a: str, name_b: str) -> dict:
     cb = np.array([a == b for a, b in zip(y_true, pred_b)], dtype=float)
     return {
         "difference": f"accuracy({name_a}) - accuracy({name_b})",
-        "accuracy_difference": paired_bootstrap_diff(ca, cb).to_json(),
+        "accuracy_difference": paired_bootstrap_diff(ca, cb),
         "mcnemar": mcnemar_exact(ca.astype(bool), cb.astype(bool)),
     }
 
 
 def ablation(y_true, pred_gold, pred_retrieved, baselines: dict | None = None, labels=None) -> dict:
     """Gold versus retrieved evidence (and baselines) over ``labels`` (default: the label
-    set of every gold and predicted label, :func:`~factcheck.formats.claims.label_set`)."""
+    set of every gold and predicted label, :func:`~factcheck.formats.claims.label_set`):
+    nested dicts whose metrics are :class:`~factcheck.evaluation.intervals.Metric`
+    (:func:`~factcheck.evaluation.intervals.to_json` gives the ``metrics.json`` form)."""
     if labels is None:
         every = [*y_true, *pred_gold, *pred_retrieved, *(p for ps in (baselines or {}).values() for p in ps)]
         labels = label_set(every)

@@ -11,10 +11,11 @@ the averages (and warned about), as the course scorer does.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
-from factcheck.evaluation.intervals import bootstrap_harmonic, bootstrap_mean
+from factcheck.evaluation.intervals import Metric, bootstrap_harmonic, bootstrap_mean
 
 
 def evidence_f(predicted: list[str], gold: list[str]) -> float:
@@ -58,33 +59,17 @@ def evidence_f_from_counts(correct, retrieved, gold):
 
 @dataclass
 class CourseScore:
-    """Per-claim course scores (:func:`course_score`) and their means with intervals."""
+    """Per-claim course scores (:func:`course_score`) and their ``metrics``: ``evidence_f``,
+    and with labelled predictions ``accuracy`` and ``harmonic_mean`` (the course's
+    headline), each a :class:`~factcheck.evaluation.intervals.Metric` (bootstrap over claims)."""
 
     claim_ids: list[str]
     f: np.ndarray            # per claim
     correct: np.ndarray | None  # per claim, None when predictions carry no labels
     missing: list[str]
 
-    @property
-    def evidence_f(self) -> float:
-        """Mean evidence F over the scored claims."""
-        return float(np.mean(self.f)) if len(self.f) else 0.0
-
-    @property
-    def accuracy(self) -> float | None:
-        """Label accuracy (None when the predictions carry no labels)."""
-        return None if self.correct is None else (float(np.mean(self.correct)) if len(self.correct) else 0.0)
-
-    @property
-    def harmonic_mean(self) -> float | None:
-        """The course's headline: the harmonic mean of evidence F and accuracy."""
-        a, f = self.accuracy, self.evidence_f
-        if a is None:
-            return None
-        return 2 * f * a / (f + a) if f + a > 0 else 0.0
-
-    def intervals(self) -> dict:
-        """Each score's bootstrap 95% interval (:class:`~factcheck.evaluation.intervals.Estimate`)."""
+    @cached_property
+    def metrics(self) -> dict[str, Metric]:
         out = {"evidence_f": bootstrap_mean(self.f)}
         if self.correct is not None:
             out["accuracy"] = bootstrap_mean(self.correct)
@@ -105,15 +90,16 @@ def course_score(predictions: dict[str, dict], groundtruth: list) -> CourseScore
     Returns
     -------
     CourseScore
-        ``evidence_f``, ``accuracy`` (None without labels), ``harmonic_mean`` and their
-        bootstrap ``intervals()``.
+        ``metrics``: ``evidence_f``, and ``accuracy`` and ``harmonic_mean`` when the
+        predictions carry labels, each with its bootstrap interval.
 
     Example
     -------
     >>> from factcheck.formats.claims import Claim
     >>> gold = [Claim("c1", "Sea levels are rising.", "SUPPORTS", ["e1", "e2"])]
     >>> score = course_score({"c1": {"evidences": ["e1"], "claim_label": "SUPPORTS"}}, gold)
-    >>> round(score.evidence_f, 4), score.accuracy, round(score.harmonic_mean, 4)
+    >>> m = score.metrics
+    >>> round(m["evidence_f"].value, 4), m["accuracy"].value, round(m["harmonic_mean"].value, 4)
     (0.6667, 1.0, 0.8)
     """
     ids, fs, correct, missing = [], [], [], []

@@ -1,51 +1,103 @@
-"""``factcheck evaluate``: the course metric plus retrieval metrics, all with intervals.
+"""``factcheck evaluate``: the course metric and retrieval metrics, each with its interval.
 
-The same function produces ``metrics.json`` in ``factcheck run``, so evaluating a run's
-dev predictions from the command line reproduces that file's numbers.
+``factcheck run`` writes :func:`evaluate`'s result as ``metrics.json``, so evaluating a
+run's dev predictions reproduces that file's numbers. Retrieval is scored from plain ids
+(any retriever, or a predictions file): ``ranked``, a claim's passages in rank order (as
+deep as its explanation holds), and ``selected``, the passages returned as evidence.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from factcheck.errors import InputError
 from factcheck.evaluation.course_metric import course_score
-from factcheck.evaluation.intervals import Estimate, bootstrap_mean, wilson
-from factcheck.evaluation.retrieval_metrics import retrieval_metrics
-from factcheck.formats.claims import label_set, prefixed_params, read_claims, read_predictions
-from factcheck.formats.rundir import refuse_unfinished
+from factcheck.evaluation.intervals import Metric, Result, bootstrap_mean, bootstrap_means, describe, to_json, wilson
+from factcheck.formats.claims import Claim, label_set, prefixed_params, read_claims, read_predictions
 from factcheck.formats.explanations import explanations_path
+from factcheck.formats.rundir import refuse_unfinished
+
+COURSE_METRICS = ("evidence_f", "accuracy", "harmonic_mean")
+DEFAULT_KS = (1, 5, 10, 20, 50, 100)
+FALLBACK_CAPABLE = {"filtered", "reranked", "fallback"}
+
+
+@dataclass
+class Evaluation(Result):
+    """What :func:`evaluate` returns.
+
+    ``metrics`` (name -> :class:`~factcheck.evaluation.intervals.Metric`): ``evidence_f``,
+    with labelled predictions ``accuracy`` and ``harmonic_mean``; with a ranking for every
+    claim ``recall@k`` (k within its depth) and ``mrr``; ``any_gold``, ``selected_recall``,
+    and ``fallback_share`` for retrievers that fall back. ``claims`` scored, ``missing``
+    (claims without a prediction, left out), ``retrieval`` (what retrieval was measured
+    over: ``claims`` with gold evidence, ``without_gold``, ``ranking_depth``,
+    ``mean_selected``), ``per_label`` (label -> ``evidence_f`` and ``recall`` Metrics) and
+    ``without_gold`` (claims without gold evidence, FEVER's NOT ENOUGH INFO: their number
+    and ``evidence_f_others`` over the rest). ``to_json()`` is ``metrics.json``'s layout.
+    """
+
+    claims: int
+    missing: list[str]
+    metrics: dict[str, Metric]
+    retrieval: dict
+    per_label: dict[str, dict[str, Metric]]
+    without_gold: dict | None = None
+
+    def to_json(self) -> dict:
+        """The JSON form (``metrics.json``, ``evaluate --json``)."""
+        course = {k: m for k, m in self.metrics.items() if k in COURSE_METRICS}
+        retrieval = {k: v for k, v in self.retrieval.items() if k != "mean_selected"}
+        for name, m in self.metrics.items():
+            if name not in COURSE_METRICS:
+                retrieval[name] = m.to_json()
+            if name == "selected_recall":
+                retrieval["mean_selected"] = self.retrieval["mean_selected"]
+        out = {"claims": self.claims, "missing": self.missing,
+               **{k: course[k].value if k in course else None for k in COURSE_METRICS},
+               "intervals": {k: m.to_json() for k, m in course.items()}, "retrieval": retrieval,
+               "per_label": {label: {"n": e["evidence_f"].n, **{k: m.to_json() for k, m in e.items()}}
+                             for label, e in self.per_label.items()}}
+        if self.without_gold is not None:
+            out["without_gold"] = {k: to_json(v) for k, v in self.without_gold.items()}
+        return out
 
 
 def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = None,
-             source: str | None = None, labels=None) -> dict:
+             source: str | None = None, labels=None) -> Evaluation:
     """The course metric (evidence F, label accuracy, their harmonic mean) and retrieval
-    metrics, each with a 95% interval, per label too (what ``metrics.json`` holds).
+    metrics, each with a 95% interval, per label too.
 
     Parameters
     ----------
     predictions : dict of str to dict
         Claim id -> ``{"evidences": [...], "claim_label": ...}`` (the leaderboard format;
-        without labels, only the retrieval side is scored).
+        without labels, only evidence is scored).
     groundtruth : list of Claim
-        Labelled claims (:func:`factcheck.read_claims` with ``require_labels=True``).
-        Claims without a prediction are listed in ``result["missing"]``.
+        Labelled claims (:func:`factcheck.read_claims` with ``require_labels=True``);
+        those without a prediction are listed in ``missing``.
     explanations : dict or None
         Claim id -> explanation record; with a ``"ranking"`` for every claim, also
         recall@k and MRR.
     source : str or None
         The predictions' file, named in errors.
     labels : sequence of str or None
-        The label set of ``per_label`` (default: the ground truth's,
-        :func:`~factcheck.formats.claims.label_set`).
+        The labels of ``per_label`` (default: the ground truth's).
 
     Returns
     -------
-    dict
-        ``claims``, ``missing``, ``evidence_f``, ``accuracy``, ``harmonic_mean``,
-        ``intervals`` (value, ci95, method, n), ``retrieval``, ``per_label``; and
-        ``without_gold`` when some claims have no gold evidence (FEVER's NOT ENOUGH INFO).
+    Evaluation
+        ``metrics``: name -> :class:`~factcheck.evaluation.intervals.Metric`.
+
+    Raises
+    ------
+    InputError
+        Naming ``groundtruth`` for a claim without a gold label, ``predictions`` for a
+        claim the ground truth lacks or when the two look swapped.
 
     Example
     -------
@@ -53,83 +105,123 @@ def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = N
     >>> dev = factcheck.read_claims("data/demo/dev-claims.json", require_labels=True)
     >>> predictions = {c.id: {"evidences": c.evidences[:1], "claim_label": "SUPPORTS"} for c in dev}
     >>> result = evaluate(predictions, dev)
-    >>> result["claims"], round(result["evidence_f"], 3), result["accuracy"]
+    >>> result.claims, round(result.metrics["evidence_f"].value, 3), result.metrics["accuracy"].value
     (8, 0.958, 0.5)
-    >>> result["intervals"]["accuracy"]["ci95"]
-    [0.125, 0.875]
+    >>> result.metrics["accuracy"].low, result.metrics["accuracy"].high
+    (0.125, 0.875)
     """
-    known = {c.id for c in groundtruth}
-    unknown = [cid for cid in predictions if cid not in known]
+    _check_arguments(predictions, groundtruth)
+    unknown = [cid for cid in predictions if cid not in {c.id for c in groundtruth}]
     if unknown:
-        raise InputError(source, f"claim {unknown[0]!r}",
-                         f"predicted claim not in the ground truth ({len(unknown)} of {len(predictions)} "
-                         "predicted claims are unknown)")
+        raise InputError(source, f"claim {unknown[0]!r}", f"predicted claim not in the ground truth ({len(unknown)} "
+                         f"of {len(predictions)} predicted claims are unknown)",
+                         param=None if source else "predictions")
     score = course_score(predictions, groundtruth)
-    iv = score.intervals()
     selected = {cid: p["evidences"] for cid, p in predictions.items()}
     ranked = paths = None
     if explanations:
         ranked = {cid: e["ranking"] for cid, e in explanations.items() if "ranking" in e}
-        if set(ranked) != set(selected):
-            ranked = None
+        ranked = ranked if set(ranked) == set(selected) else None
         paths = {cid: e.get("path") for cid, e in explanations.items()}
-    retrieval = retrieval_metrics(groundtruth, ranked, selected, paths)
-    out = {
-        "claims": len(score.claim_ids),
-        "missing": score.missing,
-        "evidence_f": score.evidence_f,
-        "accuracy": score.accuracy,
-        "harmonic_mean": score.harmonic_mean,
-        "intervals": {k: v.to_json() for k, v in iv.items()},
-        "retrieval": {k: (v.to_json() if isinstance(v, Estimate) else v) for k, v in retrieval.items()},
-        "per_label": per_label(score, groundtruth, predictions, labels),
-    }
+    retrieval, counts = retrieval_metrics(groundtruth, ranked, selected, paths)
+    f_of = dict(zip(score.claim_ids, score.f.tolist()))
+    per_label = {}
+    for label in labels if labels is not None else label_set(c.label for c in groundtruth):
+        claims = [c for c in groundtruth if c.label == label and c.id in f_of]
+        per_label[label] = {"evidence_f": bootstrap_mean([f_of[c.id] for c in claims])}
+        if score.correct is not None:
+            per_label[label]["recall"] = wilson(sum(predictions[c.id].get("claim_label") == label for c in claims),
+                                                len(claims))
+    result = Evaluation(len(score.claim_ids), score.missing, {**score.metrics, **retrieval}, counts, per_label)
     judged = [c.id for c in groundtruth if c.evidences and c.id in predictions]
     if len(judged) < len(score.claim_ids):
         # FEVER's NOT ENOUGH INFO claims have no gold sentence: the course metric counts their
         # evidence F as 0 (as the course scorer would); FEVER scores evidence over the others.
-        f_of = dict(zip(score.claim_ids, score.f.tolist()))
-        out["without_gold"] = {"claims": len(score.claim_ids) - len(judged),
-                               "evidence_f_others": bootstrap_mean([f_of[cid] for cid in judged]).to_json()}
-    return out
+        result.without_gold = {"claims": len(score.claim_ids) - len(judged),
+                               "evidence_f_others": bootstrap_mean([f_of[cid] for cid in judged])}
+    return result
 
 
-def per_label(score, groundtruth, predictions, labels=None) -> dict:
-    by_label = {}
-    f_of = dict(zip(score.claim_ids, score.f.tolist()))
-    for label in labels if labels is not None else label_set(c.label for c in groundtruth):
-        claims = [c for c in groundtruth if c.label == label and c.id in f_of]
-        entry = {"n": len(claims), "evidence_f": bootstrap_mean([f_of[c.id] for c in claims]).to_json()}
-        if score.correct is not None:
-            right = sum(predictions[c.id].get("claim_label") == label for c in claims)
-            entry["recall"] = wilson(right, len(claims)).to_json()
-        by_label[label] = entry
-    return by_label
+def _check_arguments(predictions, groundtruth) -> None:
+    if isinstance(predictions, (list, tuple)) and isinstance(groundtruth, dict):
+        raise SwappedInputs(None, None, "a list of claims, and groundtruth a dict of predictions", param="predictions")
+    if not isinstance(predictions, dict):
+        raise TypeError(f"predictions: expected a dict of claim id -> prediction, got {type(predictions).__name__}")
+    if isinstance(groundtruth, (str, dict)) or not all(isinstance(c, Claim) for c in groundtruth):
+        raise TypeError("groundtruth: expected a list of Claim (factcheck.read_claims(..., require_labels=True))")
+    unlabelled = next((c for c in groundtruth if c.label is None), None)
+    if unlabelled is not None:
+        raise InputError(None, f"claim {unlabelled.id!r}", "no gold label: the ground truth must be labelled "
+                         "claims (read with require_labels=True)", param="groundtruth")
 
 
-def format_report(result: dict) -> str:
-    def est(d):
-        v, (lo, hi) = d["value"], d["ci95"]
-        return "n/a" if v is None else f"{v:.4f}  (95% CI {lo:.4f}-{hi:.4f}, {d['method']})"
+class SwappedInputs(InputError):
+    """The predictions and the ground truth look swapped: the line ends with the hint,
+    naming both as the caller spells them (parameters, or the command's flags)."""
 
+    def one_line(self, flags: dict[str, str] | None = None) -> str:
+        name = {"predictions": "predictions", "groundtruth": "groundtruth", **(flags or {})}
+        return f"{super().one_line(flags)}: did you swap {name['predictions']} and {name['groundtruth']}?"
+
+
+def recall_at(ranked: list[str], gold: list[str], k: int) -> float:
+    """The share of the distinct gold ids among the first ``k`` ranked (0 without gold)."""
+    gold_set = set(gold)
+    return len(gold_set.intersection(ranked[:k])) / len(gold_set) if gold_set else 0.0
+
+
+def reciprocal_rank(ranked: list[str], gold: list[str]) -> float:
+    """1 / the rank of the first gold id (0 if none is ranked)."""
+    gold_set = set(gold)
+    return next((1.0 / i for i, pid in enumerate(ranked, start=1) if pid in gold_set), 0.0)
+
+
+def retrieval_metrics(claims, ranked: dict[str, list[str]] | None, selected: dict[str, list[str]],
+                      paths: dict[str, str] | None = None, ks=DEFAULT_KS) -> tuple[dict[str, Metric], dict]:
+    """``(metrics, counts)`` over the claims in ``selected`` that have gold evidence (as IR
+    evaluation skips unjudged queries): ``recall@k`` (k within the ranking depth) and
+    ``mrr`` with ``ranked``, ``any_gold``, ``selected_recall``, and ``fallback_share`` when
+    ``paths`` show a retriever that falls back; the counts ``claims``, ``without_gold``
+    (claims left out, when any), ``ranking_depth``, ``mean_selected``."""
+    present = [c for c in claims if c.id in selected and c.evidences]
+    counts: dict = {"claims": len(present)}
+    skipped = sum(1 for c in claims if c.id in selected and not c.evidences)
+    if skipped:
+        counts["without_gold"] = skipped
+    metrics: dict[str, Metric] = {}
+    if ranked is not None:
+        depth = counts["ranking_depth"] = min((len(ranked[c.id]) for c in present), default=0)
+        columns = {f"recall@{k}": [recall_at(ranked[c.id], c.evidences, k) for c in present] for k in ks if k <= depth}
+        columns["mrr"] = [reciprocal_rank(ranked[c.id], c.evidences) for c in present]
+        metrics.update(bootstrap_means(columns))
+    metrics["any_gold"] = wilson(sum(bool(set(selected[c.id]) & set(c.evidences)) for c in present), len(present))
+    metrics["selected_recall"] = bootstrap_mean([recall_at(selected[c.id], c.evidences, len(selected[c.id]))
+                                                 for c in present])
+    counts["mean_selected"] = float(np.mean([len(selected[c.id]) for c in present])) if present else 0.0
+    # Only retrievers that can fall back (tag rule: filtered/fallback; reranker: reranked/
+    # fallback) get a fallback share; for BM25 (always "ranked") it would be a meaningless 0.
+    if paths and any(p in FALLBACK_CAPABLE for p in paths.values()):
+        metrics["fallback_share"] = wilson(sum(paths.get(c.id) == "fallback" for c in present), len(present))
+    return metrics, counts
+
+
+def format_report(result: Evaluation) -> str:
+    """An :class:`Evaluation` as the text ``factcheck evaluate`` prints."""
+    est = describe
+    result = result.to_json()
     iv = result["intervals"]
-    lines = [f"claims scored: {result['claims']}"]
-    lines.append(f"evidence F:     {est(iv['evidence_f'])}")
+    lines = [f"claims scored: {result['claims']}", f"evidence F:     {est(iv['evidence_f'])}"]
     if "without_gold" in result:
         w = result["without_gold"]
         lines.append(f"  ({w['claims']} claims have no gold evidence and count 0; over the others: "
                      f"{est(w['evidence_f_others'])})")
     if result["accuracy"] is not None:
-        lines.append(f"label accuracy: {est(iv['accuracy'])}")
-        lines.append(f"harmonic mean:  {est(iv['harmonic_mean'])}")
+        lines += [f"label accuracy: {est(iv['accuracy'])}", f"harmonic mean:  {est(iv['harmonic_mean'])}"]
     else:
         lines.append("label accuracy: n/a (predictions carry no labels)")
-    r = result["retrieval"]
-    for key, value in r.items():
-        if isinstance(value, dict):
-            lines.append(f"{key + ':':15} {est(value)}")
-        elif key not in ("claims",):
-            lines.append(f"{key + ':':15} {value}")
+    for key, value in result["retrieval"].items():
+        if key != "claims":
+            lines.append(f"{key + ':':15} {est(value) if isinstance(value, dict) else value}")
     lines.append("per gold label (n, evidence F, label recall):")
     for label, e in result["per_label"].items():
         rec = f"  recall {est(e['recall'])}" if "recall" in e else ""
@@ -137,43 +229,44 @@ def format_report(result: dict) -> str:
     return "\n".join(lines)
 
 
-def evaluate_files(predictions_path: Path, groundtruth_path: Path, explanations: Path | None = None, *,
-                   claims_format: str | None = None, claims_id_column: str | None = None,
-                   claims_text_column: str | None = None, claims_label_column: str | None = None,
-                   claims_evidence_column: str | None = None) -> dict:
-    """:func:`evaluate` on files (``factcheck evaluate``); :func:`format_report` renders the
-    result as text.
+def evaluate_files(predictions, groundtruth, explanations=None, *, claims_format: str | None = None,
+                   claims_id_column: str | None = None, claims_text_column: str | None = None,
+                   claims_label_column: str | None = None, claims_evidence_column: str | None = None) -> Evaluation:
+    """:func:`evaluate` on files (``factcheck evaluate``; :func:`format_report` prints it).
 
     Parameters
     ----------
-    predictions_path : str or Path
-        A predictions file: the leaderboard format or FEVER's predictions JSONL (detected).
-        A predicted label outside the ground truth's label set is an error.
-    groundtruth_path : str or Path
-        The labelled claims (any claims format, :func:`~factcheck.formats.claims.read_claims`).
-    explanations : Path or None
+    predictions : str or Path
+        The leaderboard format or FEVER's predictions JSONL (detected); a predicted label
+        outside the ground truth's label set is an error.
+    groundtruth : str or Path
+        Labelled claims (any claims format, :func:`~factcheck.formats.claims.read_claims`).
+    explanations : str or Path or None
         The explanations sidecar; default: the one beside the predictions, if present.
     claims_format, claims_id_column, claims_text_column, claims_label_column, claims_evidence_column
         How to read the ground truth (``read_claims``'s options, ``claims_`` in front).
 
     Returns
     -------
-    dict
+    Evaluation
         As :func:`evaluate`.
+
+    Raises
+    ------
+    InputError
+        Naming ``groundtruth`` when it has no labels or the files look swapped
+        (:func:`read_scoring_inputs`).
 
     Example
     -------
     >>> result = evaluate_files("out/demo/dev-claims-predictions.json", "data/demo/dev-claims.json")  # doctest: +SKIP
-    >>> result["retrieval"]["recall@100"]["value"]                                                   # doctest: +SKIP
+    >>> result.metrics["recall@100"].value                                                           # doctest: +SKIP
     """
-    refuse_unfinished(predictions_path)  # predictions of a run that did not finish (formats/rundir.py)
-    with prefixed_params("claims_"):
-        groundtruth = read_claims(groundtruth_path, require_labels=True, format=claims_format,
-                                  id_column=claims_id_column, text_column=claims_text_column,
-                                  label_column=claims_label_column, evidence_column=claims_evidence_column)
-    labels = label_set(c.label for c in groundtruth)
-    predictions = read_predictions(predictions_path, labels=labels)
-    sidecar = explanations or explanations_path(predictions_path)
+    claims, labels, predicted = read_scoring_inputs(predictions, groundtruth, format=claims_format,
+                                                    id_column=claims_id_column, text_column=claims_text_column,
+                                                    label_column=claims_label_column,
+                                                    evidence_column=claims_evidence_column)
+    sidecar = Path(explanations) if explanations else explanations_path(Path(predictions))
     expl = None
     if sidecar.is_file():
         try:
@@ -181,5 +274,44 @@ def evaluate_files(predictions_path: Path, groundtruth_path: Path, explanations:
         except (ValueError, KeyError, TypeError):
             raise InputError(sidecar, None, "not a factcheck explanations file") from None
     elif explanations:
-        raise InputError(explanations, None, "no such file")
-    return evaluate(predictions, groundtruth, expl, source=str(predictions_path), labels=labels)
+        raise InputError(explanations, None, "no such file", param="explanations")
+    return evaluate(predicted, claims, expl, source=str(predictions), labels=labels)
+
+
+def read_scoring_inputs(predictions, groundtruth, **options) -> tuple[list, list, dict]:
+    """The labelled claims (read with ``options``, the claims reader's), their label set
+    and the predictions. Refused: a ground truth without labels, and two files that look
+    swapped -- the ground truth has a predictions sidecar beside it or is named as
+    predictions (course predictions and claims hold the same fields), or each file reads
+    only as the other kind."""
+    predictions, groundtruth = Path(predictions), Path(groundtruth)
+    refuse_unfinished(predictions)  # predictions of a run that did not finish (formats/rundir.py)
+    if explanations_path(groundtruth).is_file():
+        raise SwappedInputs(groundtruth, None, f"a factcheck predictions file (its explanations, "
+                            f"{explanations_path(groundtruth).name}, are beside it), not labelled claims",
+                            param="groundtruth")
+    if "prediction" in groundtruth.name.lower() and "prediction" not in predictions.name.lower():
+        raise SwappedInputs(groundtruth, None, f"named as predictions, while the predictions are {predictions.name}",
+                            param="groundtruth")
+    try:
+        with prefixed_params("claims_"):
+            claims = read_claims(groundtruth, require_labels=True, **options)
+    except InputError as exc:
+        if exc.param is None and _reads(lambda: (read_predictions(groundtruth),
+                                                 read_claims(predictions, require_labels=True, **options))):
+            raise SwappedInputs(groundtruth, None, f"not labelled claims, but {predictions} is",
+                                param="groundtruth") from None
+        if exc.param is None and _reads(lambda: all(c.label is None for c in read_claims(groundtruth, **options))):
+            raise InputError(groundtruth, None, "no claim has a gold label: the ground truth must be labelled claims "
+                             "with gold evidence", param="groundtruth") from None
+        raise
+    labels = label_set(c.label for c in claims)
+    return claims, labels, read_predictions(predictions, labels=labels)
+
+
+def _reads(attempt) -> bool:
+    """``attempt()``'s truth, False when it raises an InputError."""
+    try:
+        return bool(attempt())
+    except InputError:
+        return False

@@ -1,39 +1,26 @@
-"""The FEVER shared task's score, on plain dicts, as the official scorer defines it.
-
-The official scorer (``fever-scorer``, ``fever_score(predictions, actual, max_evidence=5)``)
-reports five figures; this module computes the same five, per claim, so each gets a 95%
-interval:
+"""The FEVER shared task's score, on plain dicts, as the official scorer (``fever-scorer``)
+defines it, per claim so each figure gets a 95% interval:
 
 ``fever_score`` (the "strict" score)
-    Share of claims whose label is right *and*, for a verifiable claim, one complete gold
-    evidence set lies within the first ``max_evidence`` predicted sentences. A claim whose
-    gold label is NOT ENOUGH INFO needs only its label.
+    Share of claims whose label is right *and*, unless the gold label is NOT ENOUGH INFO,
+    one complete gold evidence set lies within the first ``max_evidence`` predicted sentences.
 ``label_accuracy``
-    Share of claims whose predicted label equals the gold one (compared case-insensitively).
+    Share of claims whose predicted label equals the gold one (compared upper-cased).
 ``evidence_precision``
-    Over verifiable claims (gold label not NOT ENOUGH INFO), whatever label was predicted:
-    the mean, per claim, of the share of its first ``max_evidence`` predicted sentences that
-    belong to any of its gold sets. A prediction listed twice counts twice; a claim with no
-    predicted sentence has precision 1.
+    Over verifiable claims (gold label not NOT ENOUGH INFO): the mean share of the first
+    ``max_evidence`` predicted sentences that belong to any gold set (a duplicate counts
+    twice; no predicted sentence: 1).
 ``evidence_recall``
     Over verifiable claims: the share whose first ``max_evidence`` predicted sentences hold
-    one complete gold set (a partial set counts nothing). A verifiable claim without any
-    gold set counts as found.
+    one complete gold set (a claim without any gold set counts as found).
 ``evidence_f1``
-    2PR / (P + R) of those two means (0 when both are 0, where the official scorer
-    divides by zero).
+    2PR / (P + R) of those two means (0 when both are 0).
 
-With no verifiable claim the official scorer reports precision 1 and recall 0; so does
-this module, without an interval. Sentences are ``(page, line)`` pairs (``line`` an int),
-or passage id strings (``"page:line"``, or any id of a knowledge source without pages); the
-gold and the predictions must name them the same way.
-Labels are compared as the official scorer compares them (upper-cased); the course's
-``NOT_ENOUGH_INFO`` is the same class as FEVER's ``NOT ENOUGH INFO`` (see :data:`NEI_LABELS`).
-
-Intervals (:mod:`factcheck.evaluation.intervals`): the strict score, label accuracy and
-recall are proportions of independent yes/no outcomes (Wilson); precision is a mean of
-per-claim values (percentile bootstrap over claims) and F1 the harmonic mean of two means
-(the same bootstrap, resampling verifiable claims jointly).
+With no verifiable claim: precision 1 and recall 0, as the official scorer reports, without
+an interval. Sentences are ``(page, line)`` pairs or passage id strings, named the same way
+in gold and predictions; the course's ``NOT_ENOUGH_INFO`` is FEVER's ``NOT ENOUGH INFO``
+(:data:`NEI_LABELS`). Intervals: Wilson for the strict score, accuracy and recall; the
+bootstrap over verifiable claims for precision and F1.
 
 Example
 -------
@@ -42,18 +29,19 @@ Example
 >>> predictions = {"1": {"predicted_label": "SUPPORTS", "predicted_evidence": [("Paris", 0), ("France", 3)]},
 ...                "2": {"predicted_label": "NOT ENOUGH INFO", "predicted_evidence": [("Rome", 1)]}}
 >>> s = fever_score(predictions, gold)
->>> s.fever_score, s.label_accuracy, s.evidence_precision, s.evidence_recall, s.evidence_f1
-(1.0, 1.0, 1.0, 1.0, 1.0)
+>>> [s.metrics[name].value for name in FIGURES]
+[1.0, 1.0, 1.0, 1.0, 1.0]
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from factcheck.errors import InputError
-from factcheck.evaluation.intervals import Estimate, bootstrap_harmonic, bootstrap_mean, wilson
+from factcheck.evaluation.intervals import Metric, Result, bootstrap_harmonic, bootstrap_mean, describe, wilson
 
 __all__ = ["FeverScore", "MAX_EVIDENCE", "NEI_LABELS", "fever_score", "fever_score_files", "format_fever_report"]
 
@@ -64,23 +52,12 @@ FIGURES = ("fever_score", "label_accuracy", "evidence_precision", "evidence_reca
 
 
 @dataclass
-class FeverScore:
-    """Per-claim outcomes behind the five figures (claims in the gold order, predicted ones only).
-
-    Attributes
-    ----------
-    claim_ids : list of str
-        The scored claims.
-    strict, correct : ndarray of float (0 or 1), one per scored claim
-        FEVER-score and label correctness.
-    verifiable : ndarray of bool, one per scored claim
-        Gold label not NOT ENOUGH INFO: the claims the evidence figures are taken over.
-    precision, recall : ndarray of float, one per verifiable claim
-        Evidence precision (within the first ``max_evidence``) and complete-set recall (0 or 1).
-    missing : list of str
-        Gold claims without a prediction (left out of every figure).
-    max_evidence : int
-    """
+class FeverScore(Result):
+    """The five figures as ``metrics`` (:data:`FIGURES` -> :class:`~factcheck.evaluation.intervals.Metric`)
+    and the per-claim outcomes behind them, scored claims in gold order: ``strict`` and
+    ``correct`` (0/1 per claim), ``verifiable`` (gold label not NOT ENOUGH INFO),
+    ``precision`` and ``recall`` (per verifiable claim); ``missing``: gold claims without a
+    prediction, left out."""
 
     claim_ids: list[str]
     strict: np.ndarray
@@ -91,61 +68,32 @@ class FeverScore:
     missing: list[str]
     max_evidence: int = MAX_EVIDENCE
 
-    @property
-    def fever_score(self) -> float:
-        return _mean(self.strict, 0.0)
-
-    @property
-    def label_accuracy(self) -> float:
-        return _mean(self.correct, 0.0)
-
-    @property
-    def evidence_precision(self) -> float:
-        return _mean(self.precision, 1.0)  # the official scorer's value with no verifiable claim
-
-    @property
-    def evidence_recall(self) -> float:
-        return _mean(self.recall, 0.0)
-
-    @property
-    def evidence_f1(self) -> float:
-        p, r = self.evidence_precision, self.evidence_recall
-        return 2.0 * p * r / (p + r) if p + r > 0 else 0.0
-
-    def intervals(self) -> dict[str, Estimate]:
-        """The five figures, each an :class:`~factcheck.evaluation.intervals.Estimate` with its
-        95% interval (no interval for the evidence figures when no claim is verifiable)."""
+    @cached_property
+    def metrics(self) -> dict[str, Metric]:
         n, v = len(self.strict), len(self.precision)
-        out = {"fever_score": wilson(int(self.strict.sum()), n),
-               "label_accuracy": wilson(int(self.correct.sum()), n)}
+        out = {"fever_score": wilson(int(self.strict.sum()), n), "label_accuracy": wilson(int(self.correct.sum()), n)}
+        if n == 0:
+            out = {key: Metric(0.0, None, None, 0, "none (no claim)") for key in out}
         if v:
             out["evidence_precision"] = bootstrap_mean(self.precision)
             out["evidence_recall"] = wilson(int(self.recall.sum()), v)
             out["evidence_f1"] = bootstrap_harmonic(self.precision, self.recall)
         else:
-            out.update({k: Estimate(getattr(self, k), None, None, "none (no verifiable claim)", 0)
-                        for k in FIGURES[2:]})
-        for key in ("fever_score", "label_accuracy"):
-            if n == 0:
-                out[key] = Estimate(0.0, None, None, "none (no claim)", 0)
+            out.update({k: Metric(value, None, None, 0, "none (no verifiable claim)")
+                        for k, value in zip(FIGURES[2:], (1.0, 0.0, 0.0))})
         return out
 
     def to_json(self) -> dict:
         """Plain figures, their intervals and counts (what ``evaluate --metric fever --json`` prints)."""
-        iv = self.intervals()
         return {"metric": "fever", "max_evidence": self.max_evidence, "claims": len(self.claim_ids),
                 "verifiable_claims": int(self.verifiable.sum()), "missing": self.missing,
-                **{k: getattr(self, k) for k in FIGURES},
-                "intervals": {k: iv[k].to_json() for k in FIGURES}}
-
-
-def _mean(values: np.ndarray, empty: float) -> float:
-    return float(values.mean()) if len(values) else empty
+                **{k: self.metrics[k].value for k in FIGURES},
+                "intervals": {k: self.metrics[k].to_json() for k in FIGURES}}
 
 
 def fever_score(predictions: dict, gold: dict, max_evidence: int = MAX_EVIDENCE,
                 source: str | None = None) -> FeverScore:
-    """Score FEVER predictions against gold claims (see the module docstring for the rules).
+    """Score FEVER predictions against gold claims (the module docstring has the rules).
 
     Parameters
     ----------
@@ -170,8 +118,9 @@ def fever_score(predictions: dict, gold: dict, max_evidence: int = MAX_EVIDENCE,
     Example
     -------
     >>> gold = {"c": {"label": "REFUTES", "evidence": [[("Page1", 1), ("Page2", 2)]]}}
-    >>> fever_score({"c": {"predicted_label": "REFUTES", "predicted_evidence": [("Page1", 1)]}}, gold).fever_score
-    0.0
+    >>> s = fever_score({"c": {"predicted_label": "REFUTES", "predicted_evidence": [("Page1", 1)]}}, gold)
+    >>> s.metrics["fever_score"].value, s.metrics["label_accuracy"].value
+    (0.0, 1.0)
     """
     if isinstance(max_evidence, bool) or not isinstance(max_evidence, int) or max_evidence < 1:
         raise InputError(None, None, f"must be a positive integer, got {max_evidence!r}", param="max_evidence")
@@ -248,13 +197,14 @@ def _prediction(source, cid: str, p) -> tuple[str, list[tuple]]:
     return p["predicted_label"], pairs
 
 
-def fever_score_files(predictions_path, groundtruth_path, max_evidence: int = MAX_EVIDENCE, *,
+def fever_score_files(predictions, groundtruth, max_evidence: int = MAX_EVIDENCE, *,
                       claims_format: str | None = None, claims_id_column: str | None = None,
                       claims_text_column: str | None = None, claims_label_column: str | None = None,
                       claims_evidence_column: str | None = None) -> FeverScore:
     """:func:`fever_score` on files: predictions (with labels) and labelled claims, each in any
     format their readers take (:func:`~factcheck.formats.claims.read_predictions`,
-    :func:`~factcheck.formats.claims.read_claims`).
+    :func:`~factcheck.formats.claims.read_claims`), refused as
+    :func:`~factcheck.evaluation.evaluate.evaluate_files` refuses them (no labels, swapped).
 
     A claim's gold sets are its FEVER evidence sets when the file has them; otherwise (the
     course's claims, Climate-FEVER's) each gold passage is a set of its own. Sentences are
@@ -262,38 +212,26 @@ def fever_score_files(predictions_path, groundtruth_path, max_evidence: int = MA
     truth (``read_claims``'s options, as ``evaluate_files`` takes them); a predicted label
     outside its label set is an error.
     """
-    from factcheck.formats.claims import label_set, prefixed_params, read_claims, read_predictions
-    with prefixed_params("claims_"):
-        groundtruth = read_claims(groundtruth_path, require_labels=True, format=claims_format,
-                                  id_column=claims_id_column, text_column=claims_text_column,
-                                  label_column=claims_label_column, evidence_column=claims_evidence_column)
-    predictions = read_predictions(predictions_path, labels=label_set(c.label for c in groundtruth))
+    from factcheck.evaluation.evaluate import read_scoring_inputs
+    claims, _, predicted = read_scoring_inputs(predictions, groundtruth, format=claims_format,
+                                               id_column=claims_id_column, text_column=claims_text_column,
+                                               label_column=claims_label_column, evidence_column=claims_evidence_column)
     gold = {}
-    for c in groundtruth:
+    for c in claims:
         sets = getattr(c, "evidence_sets", None)
         gold[c.id] = {"label": c.label, "evidence": sets if sets is not None else [[e] for e in c.evidences]}
-    unlabelled = next((cid for cid, p in predictions.items() if p.get("claim_label") is None), None)
+    unlabelled = next((cid for cid, p in predicted.items() if p.get("claim_label") is None), None)
     if unlabelled is not None:
-        raise InputError(predictions_path, f"claim {unlabelled!r}", "no predicted label: the FEVER score "
+        raise InputError(predictions, f"claim {unlabelled!r}", "no predicted label: the FEVER score "
                          "needs labelled predictions (from predict or run)")
     pred = {cid: {"predicted_label": p["claim_label"], "predicted_evidence": p["evidences"]}
-            for cid, p in predictions.items()}
-    return fever_score(pred, gold, max_evidence, source=str(predictions_path))
+            for cid, p in predicted.items()}
+    return fever_score(pred, gold, max_evidence, source=str(predictions))
 
 
-def format_fever_report(result: dict) -> str:
-    """:meth:`FeverScore.to_json` as the text ``factcheck evaluate --metric fever`` prints."""
-    def est(d):
-        v, (lo, hi) = d["value"], d["ci95"]
-        return f"{v:.4f}" + ("" if lo is None else f"  (95% CI {lo:.4f}-{hi:.4f}, {d['method']})")
-
-    iv = result["intervals"]
-    return "\n".join([
-        f"claims scored: {result['claims']} ({result['verifiable_claims']} verifiable); "
-        f"evidence: the first {result['max_evidence']} predicted sentences",
-        f"FEVER score:        {est(iv['fever_score'])}",
-        f"label accuracy:     {est(iv['label_accuracy'])}",
-        f"evidence precision: {est(iv['evidence_precision'])}",
-        f"evidence recall:    {est(iv['evidence_recall'])}",
-        f"evidence F1:        {est(iv['evidence_f1'])}",
-    ])
+def format_fever_report(result: FeverScore) -> str:
+    """A :class:`FeverScore` as the text ``factcheck evaluate --metric fever`` prints."""
+    names = ("FEVER score", "label accuracy", "evidence precision", "evidence recall", "evidence F1")
+    return "\n".join([f"claims scored: {len(result.claim_ids)} ({int(result.verifiable.sum())} verifiable); "
+                      f"evidence: the first {result.max_evidence} predicted sentences",
+                      *(f"{name + ':':19} {describe(result.metrics[key])}" for name, key in zip(names, FIGURES))])

@@ -1,36 +1,57 @@
-"""95% intervals and paired tests: every reported rate comes with one.
+"""The one metric type, :class:`Metric` (a value with its 95% interval), and its intervals.
 
-* means of per-claim values (evidence F, recall@k, MRR, accuracy): percentile bootstrap
-  over claims, 10,000 resamples, fixed seed -- vectorised as one (B, n) index matrix;
-* proportions of independent yes/no outcomes (any-gold rate, fallback share, per-label
-  recall): Wilson score interval;
-* paired comparisons on the same claims: paired bootstrap of the difference, and
-  McNemar's exact test (a two-sided binomial test on the discordant pairs).
+* means of per-item values (evidence F, recall@k, MRR, accuracy): percentile bootstrap
+  over items, 10,000 resamples drawn by :func:`scipy.stats.bootstrap` from a fixed seed;
+* proportions of yes/no outcomes (any-gold rate, per-label recall): Wilson score interval
+  (``scipy.stats.binomtest(k, n).proportion_ci(method="wilson")``);
+* paired comparisons: paired bootstrap of the difference, and McNemar's exact test (a
+  two-sided binomial test on the discordant pairs).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binomtest, norm
+from scipy.stats import binomtest, bootstrap
 
 N_BOOT = 10_000
 SEED = 20240501
+# Resampled values per batch: bounds memory (10,000 resamples of 100,000 queries at once
+# would be 8 GB); batches draw the same indices as one draw.
+BLOCK_ENTRIES = 1 << 22
 
 
-@dataclass
-class Estimate:
-    """A value with its 95% interval ``[low, high]``, the method and the sample size."""
+@dataclass(frozen=True)
+class Metric:
+    """A metric's ``value`` with its 95% interval ``[low, high]``, the items it is taken
+    over (``n``) and the interval's ``method``, as plain floats and ints; ``value`` is None
+    when there was nothing to measure. Every metric the library returns is one.
+
+    Example
+    -------
+    >>> m = wilson(8, 10)
+    >>> m.value, m.n, m.method, m.fmt()
+    (0.8, 10, 'Wilson', '0.800 [0.490, 0.943]')
+    >>> m.to_json()["ci95"] == [m.low, m.high]
+    True
+    """
 
     value: float | None
-    low: float | None
-    high: float | None
-    method: str
-    n: int
+    low: float | None = None
+    high: float | None = None
+    n: int = 0
+    method: str = "none"
+
+    def __post_init__(self):
+        for name in ("value", "low", "high"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, float(getattr(self, name)))
+        object.__setattr__(self, "n", int(self.n))
 
     def to_json(self) -> dict:
-        """``{"value", "ci95": [low, high], "method", "n"}``, as metrics.json holds it."""
+        """``{"value", "ci95": [low, high], "method", "n"}``, as ``metrics.json`` holds it."""
         return {"value": self.value, "ci95": [self.low, self.high], "method": self.method, "n": self.n}
 
     def fmt(self, digits: int = 3) -> str:
@@ -38,12 +59,33 @@ class Estimate:
         return format_interval(self, digits)
 
 
-def format_interval(estimate: Estimate | dict | None, digits: int = 3, missing: str = "n/a") -> str:
+class Result:
+    """Base of the typed results (dataclasses holding ``metrics``): ``to_json()`` is the
+    fields in order as plain JSON values."""
+
+    def to_json(self) -> dict:
+        """The fields, in order, as plain JSON values (:func:`to_json`)."""
+        return {f.name: to_json(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+def to_json(obj):
+    """``obj`` as plain JSON values: by its ``to_json`` method if it has one, containers
+    element by element."""
+    if hasattr(obj, "to_json"):
+        return obj.to_json()
+    if isinstance(obj, dict):
+        return {k: to_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_json(v) for v in obj]
+    return obj
+
+
+def format_interval(estimate: Metric | dict | None, digits: int = 3, missing: str = "n/a") -> str:
     """A value with its 95% interval, the way every report and command shows one.
 
     Parameters
     ----------
-    estimate : Estimate, or its JSON form ``{"value", "ci95": [low, high], ...}``, or None
+    estimate : Metric, or its JSON form ``{"value", "ci95": [low, high], ...}``, or None
     digits : int
         Decimals of the value and of both bounds.
     missing : str
@@ -56,7 +98,7 @@ def format_interval(estimate: Estimate | dict | None, digits: int = 3, missing: 
     >>> format_interval(None, missing="—")
     '—'
     """
-    if isinstance(estimate, Estimate):
+    if isinstance(estimate, Metric):
         estimate = estimate.to_json()
     if not estimate or estimate.get("value") is None:
         return missing
@@ -64,23 +106,41 @@ def format_interval(estimate: Estimate | dict | None, digits: int = 3, missing: 
     return f"{estimate['value']:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
-def resample_indices(n: int, n_boot: int = N_BOOT, seed: int = SEED) -> np.ndarray:
-    """``(n_boot, n)`` bootstrap indices, fixed seed: every interval resamples the same way."""
-    return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+def describe(estimate: Metric | dict) -> str:
+    """``0.1834  (95% CI 0.1510-0.2172, bootstrap)``, as ``factcheck evaluate`` prints a
+    metric (or its JSON form); the value alone without an interval, ``n/a`` without a value."""
+    e = estimate.to_json() if isinstance(estimate, Metric) else estimate
+    (low, high), value = e["ci95"], e["value"]
+    if value is None:
+        return "n/a"
+    return f"{value:.4f}" + ("" if low is None else f"  (95% CI {low:.4f}-{high:.4f}, {e['method']})")
 
 
-# Resampled indices drawn at a time: (n_boot x n) at once is 8 bytes x 10,000 x n -- 8 GB
-# for 100,000 queries. Drawn in blocks of rows from the same generator they are the very
-# same indices (numpy's generator fills row after row; a test checks it), so every
-# interval is the one a single draw gives.
-BLOCK_ENTRIES = 1 << 22
+def bootstrap_interval(samples, statistic, n_boot: int = N_BOOT, seed: int = SEED) -> tuple:
+    """``(low, high)``: the 2.5th and 97.5th percentiles of ``statistic(*resampled, axis=-1)``
+    over ``n_boot`` resamples of the items (the last axis of every array, resampled
+    jointly), drawn by :func:`scipy.stats.bootstrap` from ``seed`` in batches of at most
+    :data:`BLOCK_ENTRIES` values. The percentiles are numpy's at exactly 2.5 and 97.5:
+    scipy's own interval step moves some bounds by an ulp (``docs/decisions.md``)."""
+    samples = [np.asarray(s, dtype=np.float64) for s in samples]
+    if samples[0].shape[-1] == 1:  # every resample is the item itself (scipy needs two)
+        value = statistic(*samples, axis=-1)
+        return value, value
+    batch = max(1, BLOCK_ENTRIES // sum(s.size for s in samples))
+    result = bootstrap(samples, statistic, n_resamples=n_boot, batch=batch, vectorized=True, paired=True,
+                       axis=-1, method="percentile", rng=np.random.default_rng(seed))
+    low, high = np.percentile(result.bootstrap_distribution, [2.5, 97.5], axis=-1)
+    return low, high
 
 
-def bootstrap_means(columns: dict, n_boot: int = N_BOOT, seed: int = SEED) -> dict[str, Estimate]:
-    """:func:`bootstrap_mean` of several value lists over the same items (queries, claims)
-    at once: one set of resamples serves them all, drawn block by block (memory bounded
-    by :data:`BLOCK_ENTRIES`, whatever the number of items). Each estimate equals
-    ``bootstrap_mean(values, n_boot, seed)`` bit for bit.
+def _means(*columns, axis=-1):
+    # Column by column: a 3-D mean can add in another order than one column's and move the last bit.
+    return np.stack([c.mean(axis=axis) for c in columns])
+
+
+def bootstrap_means(columns: dict, n_boot: int = N_BOOT, seed: int = SEED) -> dict[str, Metric]:
+    """:func:`bootstrap_mean` of several value lists over the same items, from one set of
+    resamples (each equal to its own ``bootstrap_mean`` bit for bit).
 
     Example
     -------
@@ -88,30 +148,18 @@ def bootstrap_means(columns: dict, n_boot: int = N_BOOT, seed: int = SEED) -> di
     >>> est["hit"].fmt(), est["hit"] == bootstrap_mean([1, 0, 1, 1])
     ('0.750 [0.250, 1.000]', True)
     """
-    arrays = {name: np.asarray(values, dtype=np.float64) for name, values in columns.items()}
+    arrays = {name: np.asarray(v, dtype=np.float64) for name, v in columns.items()}
     sizes = {len(v) for v in arrays.values()}
     if len(sizes) > 1:
         raise ValueError(f"every column needs the same number of items, got {sorted(sizes)}")
-    n = sizes.pop() if sizes else 0
-    if n == 0:
-        return {name: Estimate(None, None, None, "bootstrap", 0) for name in arrays}
-    rng = np.random.default_rng(seed)
-    means = {name: np.empty(n_boot) for name in arrays}
-    block = max(1, BLOCK_ENTRIES // n)
-    for start in range(0, n_boot, block):
-        rows = min(block, n_boot - start)
-        idx = rng.integers(0, n, size=(rows, n))
-        for name, v in arrays.items():
-            means[name][start:start + rows] = v[idx].mean(axis=1)
-    out = {}
-    for name, v in arrays.items():
-        lo, hi = np.percentile(means[name], [2.5, 97.5])
-        out[name] = Estimate(float(v.mean()), float(lo), float(hi), "bootstrap", n)
-    return out
+    if not sizes or 0 in sizes:
+        return {name: Metric(None, None, None, 0, "bootstrap") for name in arrays}
+    low, high = bootstrap_interval(list(arrays.values()), _means, n_boot, seed)
+    return {name: Metric(v.mean(), lo, hi, len(v), "bootstrap") for (name, v), lo, hi in zip(arrays.items(), low, high)}
 
 
-def bootstrap_mean(values, n_boot: int = N_BOOT, seed: int = SEED) -> Estimate:
-    """The mean of per-claim values with its percentile-bootstrap 95% interval."""
+def bootstrap_mean(values, n_boot: int = N_BOOT, seed: int = SEED) -> Metric:
+    """The mean of per-item values with its percentile-bootstrap 95% interval."""
     return bootstrap_means({"values": values}, n_boot, seed)["values"]
 
 
@@ -119,47 +167,35 @@ def harmonic_mean(a, b):
     """Elementwise 2ab / (a + b), 0 where both are 0."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(a + b > 0, 2 * a * b / (a + b), 0.0)
-    return out
+        return np.where(a + b > 0, 2 * a * b / (a + b), 0.0)
 
 
-def bootstrap_harmonic(f_values, a_values, n_boot: int = N_BOOT, seed: int = SEED) -> Estimate:
-    """Harmonic mean of two per-claim means, resampling claims jointly."""
+def bootstrap_harmonic(f_values, a_values, n_boot: int = N_BOOT, seed: int = SEED) -> Metric:
+    """Harmonic mean of two per-item means, resampling the items jointly."""
     f, a = np.asarray(f_values, float), np.asarray(a_values, float)
     if len(f) == 0:
-        return Estimate(None, None, None, "bootstrap", 0)
-    idx = resample_indices(len(f), n_boot, seed)
-    hm = harmonic_mean(f[idx].mean(axis=1), a[idx].mean(axis=1))
-    lo, hi = np.percentile(hm, [2.5, 97.5])
-    return Estimate(float(harmonic_mean(f.mean(), a.mean())), float(lo), float(hi), "bootstrap", len(f))
+        return Metric(None, None, None, 0, "bootstrap")
+    low, high = bootstrap_interval([f, a], lambda f, a, axis: harmonic_mean(f.mean(axis), a.mean(axis)), n_boot, seed)
+    return Metric(harmonic_mean(f.mean(), a.mean()), low, high, len(f), "bootstrap")
 
 
-def paired_bootstrap_diff(a_values, b_values, n_boot: int = N_BOOT, seed: int = SEED) -> Estimate:
-    """mean(a) - mean(b) over the same claims, resampled as pairs."""
-    a, b = np.asarray(a_values, float), np.asarray(b_values, float)
-    d = a - b
-    diffs = d[resample_indices(len(d), n_boot, seed)].mean(axis=1)
-    lo, hi = np.percentile(diffs, [2.5, 97.5])
-    return Estimate(float(d.mean()), float(lo), float(hi), "paired bootstrap", len(d))
+def paired_bootstrap_diff(a_values, b_values, n_boot: int = N_BOOT, seed: int = SEED) -> Metric:
+    """mean(a) - mean(b) over the same items, resampled as pairs."""
+    d = np.asarray(a_values, float) - np.asarray(b_values, float)
+    return dataclasses.replace(bootstrap_mean(d, n_boot, seed), method="paired bootstrap")
 
 
-def wilson(successes: int, n: int, confidence: float = 0.95) -> Estimate:
-    """A proportion with its Wilson score interval."""
+def wilson(successes: int, n: int, confidence: float = 0.95) -> Metric:
+    """A proportion with its Wilson score interval (scipy's)."""
     if n == 0:
-        return Estimate(None, None, None, "Wilson", 0)
-    z = norm.ppf(0.5 + confidence / 2)
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return Estimate(p, float(max(0.0, centre - half)), float(min(1.0, centre + half)), "Wilson", n)
+        return Metric(None, None, None, 0, "Wilson")
+    ci = binomtest(int(successes), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
+    return Metric(successes / n, ci.low, ci.high, n, "Wilson")
 
 
 def mcnemar_exact(correct_a, correct_b) -> dict:
     """Exact McNemar test on paired correctness: binomial test on discordant pairs."""
     a, b = np.asarray(correct_a, bool), np.asarray(correct_b, bool)
-    only_a = int(np.sum(a & ~b))
-    only_b = int(np.sum(~a & b))
-    discordant = only_a + only_b
-    p = 1.0 if discordant == 0 else float(binomtest(only_a, discordant, 0.5).pvalue)
+    only_a, only_b = int(np.sum(a & ~b)), int(np.sum(~a & b))
+    p = 1.0 if only_a + only_b == 0 else float(binomtest(only_a, only_b + only_a, 0.5).pvalue)
     return {"only_a_correct": only_a, "only_b_correct": only_b, "p_value": p}

@@ -1,31 +1,23 @@
-"""Judged-query metrics as trec_eval defines them: recall@k, MRR, nDCG@k, MAP.
+"""Judged-query metrics as trec_eval defines them (and ir_measures and pytrec_eval compute
+them; the tests compare with ``ir_measures`` to 1e-9): recall@k, MRR, nDCG@k, MAP.
 
-Inputs are plain dicts, as BEIR and Pyserini pass them; the metrics never know the model:
+Plain dicts, as BEIR and Pyserini pass them: ``run`` is ``{qid: [(docid, score), ...]}``,
+each list **in rank order** (scores are not re-sorted, so a retriever's tie order counts;
+a run read from a TREC file is in trec_eval's order already), ``qrels`` is
+``{qid: {docid: grade}}``.
 
-* ``run`` -- ``{qid: [(docid, score), ...]}``, each list **in rank order** (the list's
-  order is the ranking; scores are not re-sorted, so a retriever's tie order counts. A
-  run read from a TREC file is already in trec_eval's order:
-  :func:`factcheck.formats.qrels.read_trec_run`);
-* ``qrels`` -- ``{qid: {docid: grade}}`` with integer grades.
-
-Definitions (trec_eval's, which ir_measures and pytrec_eval compute; the tests compare
-them with ``ir_measures`` to 1e-9 on random runs and graded qrels):
-
-* relevant: grade >= 1; ``R`` = the query's relevant documents in the qrels (judged
-  documents the run cannot contain still count);
+* relevant: grade >= 1; ``R`` = the query's relevant documents in the qrels;
 * ``recall@k`` = relevant in the top k / R (ir_measures ``R@k``);
-* ``mrr`` = 1 / rank of the first relevant document anywhere in the run (``RR``), and
-  ``mrr@10`` the same within the top 10 (``RR@10``; 0 beyond);
-* ``ndcg@k`` = DCG@k / ideal DCG@k with gain = the grade (negative grades count 0) and
-  discount log2(rank + 1); the ideal ranking is every judged document by grade (``nDCG@k``);
+* ``mrr`` = 1 / rank of the first relevant document (``RR``); ``mrr@10`` the same within
+  the top 10, else 0 (``RR@10``);
+* ``ndcg@k`` = DCG@k / ideal DCG@k, gain = the grade (negative counts 0), discount
+  log2(rank + 1), the ideal ranking every judged document by grade (``nDCG@k``);
 * ``map`` = the mean over relevant documents of the precision at each one's rank, 0 for
-  those not retrieved (``AP``), over the whole run.
+  those not retrieved (``AP``).
 
-Which queries count: every query of the qrels (a judged query missing from the run scores
-0 on every metric, as ir_measures scores it; they are listed under ``missing``); queries
-of the run without judgments are left out and counted (``unjudged``). A query whose
-judgments are all below 1 counts, with 0 (as ir_measures). Each mean has a 95% interval:
-percentile bootstrap over queries (:mod:`factcheck.evaluation.intervals`).
+Every judged query counts (one missing from the run scores 0, as in ir_measures; listed
+under ``missing``); run queries without judgments are left out (``unjudged``). Each mean
+has a percentile-bootstrap 95% interval over queries.
 
 Example
 -------
@@ -33,17 +25,18 @@ Example
 >>> qrels = {"q1": {"d2": 1, "d3": 2}, "q2": {"d4": 1}}
 >>> per_query(run, qrels)["mrr"]
 {'q1': 0.5, 'q2': 0.0}
->>> round(judged_metrics(run, qrels)["metrics"]["recall@5"].value, 3)
+>>> round(judged_metrics(run, qrels).metrics["recall@5"].value, 3)
 0.5
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from factcheck.evaluation.intervals import bootstrap_means
+from factcheck.evaluation.intervals import Metric, Result, bootstrap_means
 
-__all__ = ["DEFAULT_KS", "ir_measures_names", "judged_metrics", "per_query", "metric_names"]
+__all__ = ["DEFAULT_KS", "JudgedMetrics", "ir_measures_names", "judged_metrics", "per_query", "metric_names"]
 
 DEFAULT_KS = (1, 5, 10, 100)
 MRR_CUTOFF = 10
@@ -120,8 +113,23 @@ def per_query(run: dict, qrels: dict, ks=DEFAULT_KS, ndcg_cutoff: int = NDCG_CUT
     return out
 
 
+@dataclass
+class JudgedMetrics(Result):
+    """What :func:`judged_metrics` returns: ``metrics`` (name -> the mean over the judged
+    queries, a :class:`~factcheck.evaluation.intervals.Metric`), ``queries`` scored,
+    ``missing`` (judged queries absent from the run, scored 0), ``unjudged`` (run queries
+    without judgments, left out), ``depth`` (the longest ranking), ``per_query``."""
+
+    queries: int
+    missing: list[str]
+    unjudged: int
+    depth: int
+    metrics: dict[str, Metric]
+    per_query: dict[str, dict[str, float]]
+
+
 def judged_metrics(run: dict, qrels: dict, ks=DEFAULT_KS, ndcg_cutoff: int = NDCG_CUTOFF,
-                   mrr_cutoff: int = MRR_CUTOFF) -> dict:
+                   mrr_cutoff: int = MRR_CUTOFF) -> JudgedMetrics:
     """The mean of every metric over the judged queries, each with its 95% interval.
 
     Parameters
@@ -131,30 +139,20 @@ def judged_metrics(run: dict, qrels: dict, ks=DEFAULT_KS, ndcg_cutoff: int = NDC
 
     Returns
     -------
-    dict
-        ``queries`` (judged queries scored), ``missing`` (judged queries absent from the
-        run, scored 0), ``unjudged`` (run queries without judgments, left out),
-        ``depth`` (the longest ranking), ``metrics``: name -> :class:`~factcheck.evaluation.intervals.Estimate`,
-        and ``per_query``: name -> {qid: value}.
+    JudgedMetrics
+        ``metrics``: name -> :class:`~factcheck.evaluation.intervals.Metric`.
 
     Example
     -------
     >>> run = {"q1": [("d1", 3.0), ("d2", 2.0), ("d3", 1.0)], "q2": [("d9", 1.0)]}
     >>> qrels = {"q1": {"d2": 1, "d3": 2}, "q2": {"d4": 1}, "q3": {"d1": 1}}
     >>> scored = judged_metrics(run, qrels, ks=(1, 5))
-    >>> scored["queries"], scored["missing"], scored["metrics"]["recall@5"].value
+    >>> scored.queries, scored.missing, scored.metrics["recall@5"].value
     (3, ['q3'], 0.3333333333333333)
-    >>> scored["per_query"]["mrr"]
+    >>> scored.per_query["mrr"]
     {'q1': 0.5, 'q2': 0.0, 'q3': 0.0}
     """
     values = per_query(run, qrels, ks, ndcg_cutoff, mrr_cutoff)
-    estimates = bootstrap_means({name: list(v.values()) for name, v in values.items()})
-    return {
-        "queries": len(qrels),
-        "missing": [qid for qid in qrels if qid not in run],
-        "unjudged": sum(qid not in qrels for qid in run),
-        "depth": max((len(r) for r in run.values()), default=0),
-        "metrics": estimates,
-        "per_query": values,
-    }
-
+    return JudgedMetrics(len(qrels), [qid for qid in qrels if qid not in run], sum(qid not in qrels for qid in run),
+                         max((len(r) for r in run.values()), default=0),
+                         bootstrap_means({name: list(v.values()) for name, v in values.items()}), values)

@@ -217,6 +217,7 @@ def _run_pipeline(data_dir: Path | None, out: Path, files: dict, index_dir: Path
     from factcheck.classification.calibration import reliability
     from factcheck.evaluation.ablation import ablation
     from factcheck.evaluation.evaluate import evaluate
+    from factcheck.evaluation.intervals import to_json
     from factcheck.reporting import report
     from factcheck.training import selection
     from factcheck.reporting.plots import draw_plots
@@ -275,7 +276,7 @@ def _run_pipeline(data_dir: Path | None, out: Path, files: dict, index_dir: Path
         retrieved_X = [(c.text, texts_of(v.explanation["classifier_read"]["ids"])) for c, v in zip(dev, verdicts)]
         y = [c.label for c in dev]
         base_preds = {name: list(m.predict(retrieved_X)) for name, m in baselines.items()}
-        abl = ablation(y, list(classifier.predict(gold_X)), verdicts.labels, base_preds)
+        abl = to_json(ablation(y, list(classifier.predict(gold_X)), verdicts.labels, base_preds))
     with clock.step("predicting test"):
         test_verdicts = system.check(test)
         test_path = out / "test-claims-predictions.json"
@@ -285,7 +286,7 @@ def _run_pipeline(data_dir: Path | None, out: Path, files: dict, index_dir: Path
 
     with clock.step("scoring dev (the system and every retriever)"):
         predictions = verdicts.predictions()
-        metrics = evaluate(predictions, dev, {v.id: v.explanation for v in verdicts}, source=str(dev_path))
+        metrics = evaluate(predictions, dev, {v.id: v.explanation for v in verdicts}, source=str(dev_path)).to_json()
         dev_proba = [[p.get(lab, 0.0) for lab in labels] for p in verdicts.probabilities]
         trained.selection.summary["calibration"]["dev"] = reliability([c.label for c in dev], dev_proba, labels)
         on_dev = selection.dev_scores(candidates, dev)

@@ -23,17 +23,19 @@ import logging
 import tempfile
 import time
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from factcheck.errors import FactcheckWarning, InputError
+from factcheck.evaluation.intervals import Metric, Result
 from factcheck.evaluation.ir_metrics import DEFAULT_KS, judged_metrics
 from factcheck.formats.evidence import SourceSpec, as_source, iter_passage_batches
 from factcheck.formats.files import write_json_atomic, write_text_atomic
 from factcheck.formats.qrels import check_trec_id, write_trec_run
 from factcheck.retrieval.registry import DEPTH, check_method, make_retriever, retriever_spec
 
-__all__ = ["SELFTEST_METHODS", "SELF_KS", "judged_retrieval", "rank_queries", "read_query_column", "search",
+__all__ = ["SELFTEST_METHODS", "SELF_KS", "JudgedRetrieval", "SelfRetrieval", "SelfRetrievalRun",
+           "judged_retrieval", "rank_queries", "read_query_column", "search",
            "self_retrieval", "write_self_retrieval"]
 
 logger = logging.getLogger(__name__)
@@ -45,6 +47,52 @@ OPEN_SELFTEST_METHODS = ("dense", "hybrid")
 SELF_KS = (1, 5, 10)
 # Queries ranked at a time (progress steps; a retriever may batch inside one).
 QUERY_BATCH = 1000
+
+
+@dataclass
+class SelfRetrievalRun(Result):
+    """One retriever's self-retrieval figures (whole documents or chunks): ``metrics``
+    (recall@k, MRR@10, MRR, nDCG@10, MAP, each a :class:`~factcheck.evaluation.intervals.Metric`),
+    the queries that matched nothing and the seconds spent fitting and ranking."""
+
+    method: str
+    units: str
+    chunk_window: int | None
+    chunk_overlap: int | None
+    indexed_units: int
+    spec: dict
+    metrics: dict[str, Metric]
+    no_match: int
+    seconds: dict
+
+
+@dataclass
+class SelfRetrieval(Result):
+    """What :func:`self_retrieval` returns: the collection and queries, and one
+    :class:`SelfRetrievalRun` per (method, units) in ``results``."""
+
+    corpus: dict
+    queries: int
+    skipped_empty: int
+    ks: list
+    depth: int
+    mode: str
+    analyzer: str
+    results: list[SelfRetrievalRun]
+
+
+@dataclass
+class JudgedRetrieval(Result):
+    """What :func:`judged_retrieval` returns: ``metrics`` (each a
+    :class:`~factcheck.evaluation.intervals.Metric`) and what was counted."""
+
+    queries: int
+    skipped_unjudged: int
+    judged_not_in_index: int
+    depth: int
+    retriever: dict
+    no_match: int
+    metrics: dict[str, Metric]
 
 
 def rank_queries(retriever, queries: dict[str, str], depth: int = DEPTH, progress: bool | None = None) -> dict:
@@ -128,7 +176,7 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, ks=SELF_
                    analyzer: str = "plain", jobs: int = 1, progress: bool | None = None, *,
                    format: str | None = None, id_column: str | None = None, text_column: str | None = None,
                    title_column: str | None = None, index_titles: bool | None = None,
-                   max_passage_chars: int | None = None) -> dict:
+                   max_passage_chars: int | None = None) -> SelfRetrieval:
     """The self-retrieval test of a collection: each row's ``query_column`` as a query
     whose one relevant document is the row itself.
 
@@ -162,11 +210,10 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, ks=SELF_
 
     Returns
     -------
-    dict
+    SelfRetrieval
         ``corpus`` (file, rows, chunks), ``queries`` (scored), ``skipped_empty`` (rows with
-        an empty query, not scored), ``results``: one record per (method, units) with each
-        metric's :class:`~factcheck.evaluation.intervals.Estimate` (JSON form), the queries
-        that matched nothing and the seconds spent.
+        an empty query, not scored), ``results``: one :class:`SelfRetrievalRun` per
+        (method, units), its ``metrics`` each a :class:`~factcheck.evaluation.intervals.Metric`.
 
     Example
     -------
@@ -180,9 +227,9 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, ks=SELF_
     ...     'p3,Carbon dioxide and crop growth,"More carbon dioxide can increase photosynthesis in crops."\\n')
     >>> result = self_retrieval(csv, query_column="title", id_column="id", text_column="abstract",
     ...                         chunk_window=6, chunk_overlap=2, progress=False)
-    >>> result["corpus"]["rows"], result["corpus"]["chunks"], result["queries"]
+    >>> result.corpus["rows"], result.corpus["chunks"], result.queries
     (3, 7, 3)
-    >>> [(r["method"], r["units"], r["metrics"]["recall@1"]["value"]) for r in result["results"]]
+    >>> [(r.method, r.units, r.metrics["recall@1"].value) for r in result.results]
     [('tfidf', 'whole', 1.0), ('tfidf', 'chunks', 1.0), ('bm25', 'whole', 1.0), ('bm25', 'chunks', 1.0)]
     """
     from factcheck.retrieval.registry import check_mode
@@ -228,26 +275,20 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, ks=SELF_
                 units = len(index)
                 if window:
                     chunks = units = len(retriever.chunks_.owner)
-                results.append({
-                    "method": method, "units": "chunks" if window else "whole",
-                    "chunk_window": window, "chunk_overlap": chunk_overlap if window else None,
-                    "indexed_units": units, "spec": retriever_spec(retriever),
-                    "metrics": {k: v.to_json() for k, v in scored["metrics"].items()},
-                    "no_match": sum(not r for r in run.values()),
-                    "seconds": {"fit": round(fitted - started, 3), "rank": round(ranked - fitted, 3)},
-                })
+                results.append(SelfRetrievalRun(
+                    method=method, units="chunks" if window else "whole", chunk_window=window,
+                    chunk_overlap=chunk_overlap if window else None, indexed_units=units,
+                    spec=retriever_spec(retriever), metrics=scored.metrics,
+                    no_match=sum(not r for r in run.values()),
+                    seconds={"fit": round(fitted - started, 3), "rank": round(ranked - fitted, 3)}))
                 logger.info("%s, %s: recall@1 %.3f (%d queries, %.1f s)", method,
                             f"chunks {window}/{chunk_overlap}" if window else "whole",
-                            scored["metrics"]["recall@1"].value, len(queries), ranked - started)
-    return {
-        "corpus": {**source.describe(), "path": str(source.path), "id_column": source.id_column,
-                   "text_column": source.text_column, "query_column": query_column,
-                   "rows": len(ids), "chunks": chunks, "chunk_window": chunk_window or None,
-                   "chunk_overlap": chunk_overlap if chunk_window else None},
-        "queries": len(queries), "skipped_empty": skipped, "ks": list(ks), "depth": depth, "mode": mode,
-        "analyzer": analyzer,
-        "results": results,
-    }
+                            scored.metrics["recall@1"].value, len(queries), ranked - started)
+    corpus = {**source.describe(), "path": str(source.path), "id_column": source.id_column,
+              "text_column": source.text_column, "query_column": query_column, "rows": len(ids), "chunks": chunks,
+              "chunk_window": chunk_window or None, "chunk_overlap": chunk_overlap if chunk_window else None}
+    return SelfRetrieval(corpus=corpus, queries=len(queries), skipped_empty=skipped, ks=list(ks), depth=depth,
+                         mode=mode, analyzer=analyzer, results=results)
 
 
 def _check_selftest_method(method: str, mode: str) -> str:
@@ -259,14 +300,15 @@ def _check_selftest_method(method: str, mode: str) -> str:
     return method
 
 
-def write_self_retrieval(result: dict, out) -> tuple[Path, Path]:
+def write_self_retrieval(result: SelfRetrieval, out) -> tuple[Path, Path]:
     """``OUT/selftest.md`` and ``OUT/selftest.json`` (each written atomically; the JSON,
     what programs read, last)."""
     from factcheck.reporting.workbench import self_retrieval_markdown
     out = Path(out)
     json_path, md_path = out / "selftest.json", out / "selftest.md"
-    write_text_atomic(md_path, self_retrieval_markdown(result))
-    write_json_atomic(json_path, result)
+    data = result.to_json()
+    write_text_atomic(md_path, self_retrieval_markdown(data))
+    write_json_atomic(json_path, data)
     return json_path, md_path
 
 
@@ -321,7 +363,7 @@ def search(retriever, texts: list[str], k: int = 10) -> list[list[dict]]:
 
 def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[str, int]], depth: int = 1000,
                      ks=DEFAULT_KS, run_out=None, tag: str | None = None, progress: bool | None = None,
-                     queries_path=None, qrels_path=None) -> dict:
+                     queries_path=None, qrels_path=None) -> JudgedRetrieval:
     """Rank every judged query with a fitted retriever and score the run (trec_eval's
     metrics with 95% intervals); optionally write it as a TREC run file.
 
@@ -349,10 +391,11 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
 
     Returns
     -------
-    dict
+    JudgedRetrieval
         ``queries`` (scored), ``skipped_unjudged``, ``judged_not_in_index`` (judged
         documents the index lacks: they count as relevant and can never be found),
-        ``depth``, ``retriever`` (its spec), ``metrics`` (JSON form of each estimate).
+        ``depth``, ``retriever`` (its spec), ``metrics`` (each a
+        :class:`~factcheck.evaluation.intervals.Metric`).
 
     Example
     -------
@@ -362,7 +405,7 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
     >>> qrels = {"q1": {"evidence-8": 1, "evidence-39": 0}, "q2": {"evidence-5": 2, "evidence-7": 1}}
     >>> result = judged_retrieval(factcheck.TfidfRetriever().fit(index), queries, qrels, depth=10,
     ...                           run_out="out/demo.trec", progress=False)
-    >>> result["queries"], result["skipped_unjudged"], round(result["metrics"]["ndcg@10"]["value"], 3)
+    >>> result.queries, result.skipped_unjudged, round(result.metrics["ndcg@10"].value, 3)
     (2, 1, 0.68)
     >>> open("out/demo.trec").readline()
     'q1 Q0 evidence-39 1 0.42814268653648513 tfidf\\n'
@@ -388,9 +431,6 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
     scored = judged_metrics(run, qrels, ks)
     if run_out is not None:
         write_trec_run(run_out, run, tag or retriever.name)
-    return {
-        "queries": scored["queries"], "skipped_unjudged": len(queries) - len(judged),
-        "judged_not_in_index": absent, "depth": depth, "retriever": retriever_spec(retriever),
-        "no_match": sum(not r for r in run.values()),
-        "metrics": {k: v.to_json() for k, v in scored["metrics"].items()},
-    }
+    return JudgedRetrieval(queries=scored.queries, skipped_unjudged=len(queries) - len(judged),
+                           judged_not_in_index=absent, depth=depth, retriever=retriever_spec(retriever),
+                           no_match=sum(not r for r in run.values()), metrics=scored.metrics)

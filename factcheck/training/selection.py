@@ -104,7 +104,7 @@ def dev_scores(c: TunedRetrievers, dev) -> dict:
     out = {}
     for name, retriever in c.retrievers.items():
         evidences, explain = run_retrieval(retriever, dev)
-        result = evaluate({cid: {"evidences": ev} for cid, ev in evidences.items()}, dev, explain)
+        result = evaluate({cid: {"evidences": ev} for cid, ev in evidences.items()}, dev, explain).to_json()
         out[name] = {"params": retriever.params(), "evidence_f": result["intervals"]["evidence_f"],
                      "retrieval": result["retrieval"]}
     return out

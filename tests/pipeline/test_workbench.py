@@ -313,14 +313,14 @@ def test_arxiv_self_retrieval_reproduces_the_independent_figures(tmp_path):
     from factcheck.pipeline.workbench import self_retrieval
     spec = source_spec(shared_file("arxiv-abstracts.csv"), id_column="index", text_column="abstract")
     result = self_retrieval(spec, "title", ("tfidf", "bm25"), index_dir=tmp_path / "idx", progress=False)
-    assert result["queries"] == 3397 and result["skipped_empty"] == 0
-    got = {(r["method"], r["units"]): r["metrics"] for r in result["results"]}
+    assert result.queries == 3397 and result.skipped_empty == 0
+    got = {(r.method, r.units): r.metrics for r in result.results}
     for units, expected in ARXIV_TFIDF.items():
         m = got[("tfidf", units)]
-        values = (m["recall@1"]["value"], m["recall@5"]["value"], m["recall@10"]["value"], m["mrr@10"]["value"])
+        values = (m["recall@1"].value, m["recall@5"].value, m["recall@10"].value, m["mrr@10"].value)
         assert np.allclose(values, expected, rtol=0, atol=0.01), (units, values)
     # BM25 with the project's stems, beside it: better than the TF-IDF cosine here.
-    assert got[("bm25", "whole")]["recall@1"]["value"] > got[("tfidf", "whole")]["recall@1"]["value"] + 0.03
+    assert got[("bm25", "whole")]["recall@1"].value > got[("tfidf", "whole")]["recall@1"].value + 0.03
 
 
 def test_the_python_example_of_the_workbench_page_runs(tmp_path):

@@ -135,7 +135,7 @@ MATRIX = {
         (f"claim '{FIRST}'", "unknown label 'MAYBE'", "SUPPORTS, REFUTES, NOT_ENOUGH_INFO, DISPUTED"),
         setup={"gt.json": CLAIMS}),
     "ground truth: unlabelled claims": Case(
-        "evaluate", "gt.json", {FIRST: {"claim_text": "x"}}, (f"claim '{FIRST}'", "missing 'claim_label'"),
+        "evaluate", "gt.json", {FIRST: {"claim_text": "x"}}, ("--groundtruth", "no claim has a gold label"),
         setup={"pred.json": _predictions()}),
     "predictions for claims not in the ground truth": Case(
         "evaluate", "pred.json", _predictions({"claim-zzz": {"evidences": ["evidence-1"]}}),

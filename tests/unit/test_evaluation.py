@@ -4,22 +4,23 @@ import math
 import numpy as np
 import pytest
 
-from helpers import assert_one_line_error, run_cli, shared_file
+from helpers import DEMO, ROOT, assert_one_line_error, run_cli, shared_file
 from factcheck.evaluation.ablation import ablation, bootstrap_macro_f1
 from factcheck.evaluation.course_metric import course_score, evidence_f, evidence_f_from_counts
+from factcheck.evaluation import intervals
 from factcheck.evaluation.intervals import (bootstrap_mean, format_interval, mcnemar_exact, paired_bootstrap_diff,
-                                           wilson)
-from factcheck.evaluation.retrieval_metrics import recall_at, reciprocal_rank
+                                           to_json, wilson)
+from factcheck.evaluation.evaluate import recall_at, reciprocal_rank
 from factcheck.formats.claims import Claim, read_claims, read_predictions
 
 
 def test_course_scorer_parity_with_the_course_file():
     dev = read_claims(shared_file("dev-claims.json"), require_labels=True)
     pred = read_predictions(shared_file("dev-claims-baseline.json"))
-    s = course_score(pred, dev)
-    assert abs(s.evidence_f - 0.3377705627705628) < 1e-12
-    assert abs(s.accuracy - 0.35064935064935066) < 1e-12
-    assert abs(s.harmonic_mean - 0.3440894901357093) < 1e-12
+    m = course_score(pred, dev).metrics
+    assert abs(m["evidence_f"].value - 0.3377705627705628) < 1e-12
+    assert abs(m["accuracy"].value - 0.35064935064935066) < 1e-12
+    assert abs(m["harmonic_mean"].value - 0.3440894901357093) < 1e-12
 
 
 def test_evidence_f_hand_computed():
@@ -53,9 +54,10 @@ def test_one_interval_format():
 def test_missing_claims_are_left_out_and_labels_optional():
     gt = [Claim("c1", "t", "SUPPORTS", ["a"]), Claim("c2", "t", "REFUTES", ["b"])]
     s = course_score({"c1": {"evidences": ["a"], "claim_label": "REFUTES"}}, gt)
-    assert s.missing == ["c2"] and s.evidence_f == 1.0 and s.accuracy == 0.0 and s.harmonic_mean == 0.0
+    values = {name: m.value for name, m in s.metrics.items()}
+    assert s.missing == ["c2"] and values == {"evidence_f": 1.0, "accuracy": 0.0, "harmonic_mean": 0.0}
     s2 = course_score({"c1": {"evidences": ["a"]}, "c2": {"evidences": ["b"]}}, gt)
-    assert s2.accuracy is None and s2.harmonic_mean is None
+    assert list(s2.metrics) == ["evidence_f"]  # no labels: no accuracy, no harmonic mean
 
 
 def test_wilson_hand_computed():
@@ -76,6 +78,51 @@ def test_bootstrap_is_deterministic_and_covers_the_mean():
     assert a.low < 0.3 < a.high and 0.18 < a.low and a.high < 0.42
     constant = bootstrap_mean(np.full(20, 0.5))
     assert constant.low == constant.high == 0.5
+
+
+def reference_interval(statistic, *columns):
+    """The percentile bootstrap as it was written by hand before scipy drew the resamples:
+    one (10,000 x n) index matrix from the fixed seed, the 2.5th and 97.5th percentiles."""
+    n = len(columns[0])
+    idx = np.random.default_rng(intervals.SEED).integers(0, n, size=(intervals.N_BOOT, n))
+    low, high = np.percentile(statistic(*(np.asarray(c, float)[idx] for c in columns)), [2.5, 97.5])
+    return float(low), float(high)
+
+
+def test_scipy_bootstrap_gives_the_hand_written_intervals_bit_for_bit(monkeypatch):
+    # Same resamples, same statistic, same percentiles: every reported interval kept its bytes.
+    rng = np.random.default_rng(3)
+    default = intervals.BLOCK_ENTRIES
+    for n in (1, 2, 7, 154):
+        monkeypatch.setattr(intervals, "BLOCK_ENTRIES", default)
+        values, other = rng.random(n), (rng.random(n) < 0.4).astype(float)
+        mean = reference_interval(lambda v: v.mean(axis=1), values)
+        harmonic = reference_interval(lambda f, a: intervals.harmonic_mean(f.mean(axis=1), a.mean(axis=1)),
+                                      values, other)
+        diff = reference_interval(lambda d: d.mean(axis=1), values - other)
+        h, d = intervals.bootstrap_harmonic(values, other), paired_bootstrap_diff(values, other)
+        assert (h.low, h.high) == harmonic and (d.low, d.high, d.method) == (*diff, "paired bootstrap")
+        many = intervals.bootstrap_means({"a": values, "b": other})
+        assert many["b"] == intervals.bootstrap_mean(other)
+        # resamples per batch: all at once, then 37 (10,000 is no multiple): batches draw the same indices
+        for block in (default, 37 * n + 1):
+            monkeypatch.setattr(intervals, "BLOCK_ENTRIES", block)
+            est = intervals.bootstrap_mean(values)
+            assert (est.low, est.high, est.value) == (*mean, float(values.mean())) and many["a"] == est
+
+
+def test_wilson_is_scipys_and_within_an_ulp_of_the_formula():
+    from scipy.stats import binomtest
+    for n in (1, 2, 7, 154):
+        for k in range(n + 1):
+            ci = binomtest(k, n).proportion_ci(method="wilson")
+            e = wilson(k, n)
+            assert (e.low, e.high) == (float(ci.low), float(ci.high))
+            z = 1.959963984540054
+            centre = (k / n + z * z / (2 * n)) / (1 + z * z / n)
+            half = z * math.sqrt(k / n * (1 - k / n) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+            assert e.low == pytest.approx(max(0.0, centre - half), abs=1e-15)
+            assert e.high == pytest.approx(min(1.0, centre + half), abs=1e-15)
 
 
 def test_mcnemar_exact_hand_computed():
@@ -111,11 +158,12 @@ def test_ablation_structure_on_a_small_case():
     gold = list(y)
     retrieved = ["SUPPORTS"] * 20
     r = ablation(y, gold, retrieved, {"always-majority": ["SUPPORTS"] * 20})
-    assert r["gold"]["accuracy"]["value"] == 1.0 and r["retrieved"]["accuracy"]["value"] == 0.25
+    assert r["gold"]["accuracy"].value == 1.0 and r["retrieved"]["accuracy"].value == 0.25
     assert r["gold_vs_retrieved"]["mcnemar"]["only_a_correct"] == 15
     assert r["gold"]["confusion"]["matrix"][1][1] == 5
-    assert r["retrieved"]["per_label"]["REFUTES"]["recall"]["value"] == 0.0
-    assert r["baselines"]["always-majority"]["retrieved_vs_baseline"]["accuracy_difference"]["value"] == 0.0
+    assert r["retrieved"]["per_label"]["REFUTES"]["recall"].value == 0.0
+    assert r["baselines"]["always-majority"]["retrieved_vs_baseline"]["accuracy_difference"].value == 0.0
+    assert json.loads(json.dumps(to_json(r)))["gold"]["accuracy"]["ci95"] == [1.0, 1.0]
 
 
 def test_recall_and_mrr():
@@ -141,3 +189,132 @@ def test_evaluate_cli_json_and_warnings(tmp_path):
     pred.write_text(json.dumps({"c9": {"evidences": ["a"]}}))
     bad = run_cli("evaluate", "--predictions", pred, "--groundtruth", gt)
     assert_one_line_error(bad, str(pred), "c9", "not in the ground truth")
+
+
+# ---------------------------------------------------------------- one metric type
+
+def test_every_metric_the_library_returns_is_one_type(tmp_path):
+    # self_retrieval's metrics were JSON dicts while judged_metrics' were Estimates: a
+    # newcomer's `result.metrics["recall@1"].value` now works on every result.
+    import factcheck
+    from factcheck.evaluation.fever import fever_score
+    from factcheck.evaluation.intervals import Metric
+    dev = read_claims(DEMO / "dev-claims.json", require_labels=True)
+    predictions = {c.id: {"evidences": c.evidences[:1], "claim_label": "SUPPORTS"} for c in dev}
+    spec = factcheck.source_spec(ROOT / "tests" / "data" / "workbench" / "papers.csv", id_column="paper_id",
+                                 text_column="abstract")
+    selftest = factcheck.self_retrieval(spec, "title", methods=("tfidf",), chunk_window=None,
+                                        index_dir=tmp_path / "index", progress=False)
+    index = factcheck.TagIndex.load(tmp_path / "index")
+    tfidf = factcheck.TfidfRetriever().fit(index)
+    qrels = {"q1": {index.ids[0]: 1}}
+    gold = {c.id: {"label": c.label, "evidence": [[e] for e in c.evidences]} for c in dev}
+    fever_pred = {c.id: {"predicted_label": "SUPPORTS", "predicted_evidence": c.evidences} for c in dev}
+    results = {
+        "evaluate": factcheck.evaluate(predictions, dev),
+        "course_score": factcheck.course_score(predictions, dev),
+        "fever_score": fever_score(fever_pred, gold),
+        "judged_metrics": factcheck.judged_metrics({"q1": [(index.ids[0], 1.0)]}, qrels),
+        "judged_retrieval": factcheck.judged_retrieval(tfidf, {"q1": "sparse matrices"}, qrels, progress=False),
+        "self_retrieval": selftest.results[0],
+    }
+    for name, result in results.items():
+        assert result.metrics, name
+        for metric in result.metrics.values():
+            assert isinstance(metric, Metric), name
+            assert type(metric.value) is float and type(metric.n) is int, (name, metric)
+            assert metric.low is None or type(metric.low) is float, (name, metric)
+    assert results["judged_metrics"].metrics["recall@1"].value == 1.0
+    written = json.loads(json.dumps(selftest.to_json()))  # what selftest.json holds: plain JSON
+    assert written["results"][0]["metrics"]["recall@1"] == selftest.results[0].metrics["recall@1"].to_json()
+
+
+def test_evaluation_json_is_the_metrics_json_layout():
+    dev = read_claims(DEMO / "dev-claims.json", require_labels=True)
+    predictions = {c.id: {"evidences": c.evidences[:1], "claim_label": "SUPPORTS"} for c in dev}
+    explanations = {c.id: {"ranking": [*c.evidences, "x", "y"][:2], "path": "fallback"} for c in dev}
+    from factcheck.evaluation.evaluate import evaluate
+    result = evaluate(predictions, dev, explanations)
+    js = result.to_json()
+    assert list(js) == ["claims", "missing", "evidence_f", "accuracy", "harmonic_mean", "intervals", "retrieval",
+                        "per_label"]
+    assert list(js["retrieval"]) == ["claims", "ranking_depth", "recall@1", "mrr", "any_gold", "selected_recall",
+                                     "mean_selected", "fallback_share"]
+    assert js["intervals"]["accuracy"] == result.metrics["accuracy"].to_json()
+    assert js["accuracy"] == result.metrics["accuracy"].value == 0.5
+    assert js["per_label"]["SUPPORTS"]["n"] == result.per_label["SUPPORTS"]["evidence_f"].n == 4
+
+
+# ---------------------------------------------------------------- evaluate's refusals
+
+def write_json(path, obj):
+    path.write_text(json.dumps(obj), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def files(tmp_path):
+    """The demo's dev claims, predictions for them beside their explanations sidecar (as a
+    run writes them), the unlabelled test claims, and leaderboard-format predictions."""
+    claims = json.loads((DEMO / "dev-claims.json").read_text("utf-8"))
+    predicted = {cid: {"claim_text": c["claim_text"], "claim_label": "SUPPORTS", "evidences": c["evidences"][:1]}
+                 for cid, c in claims.items()}
+    out = tmp_path / "run"
+    out.mkdir()
+    predictions = write_json(out / "dev-claims-predictions.json", predicted)
+    write_json(out / "dev-claims-predictions.explain.json", {"claims": {}})
+    leaderboard = write_json(tmp_path / "system.json", {cid: {"claim_label": p["claim_label"],
+                                                              "evidences": p["evidences"]}
+                                                        for cid, p in predicted.items()})
+    return {"claims": DEMO / "dev-claims.json", "predictions": predictions, "leaderboard": leaderboard,
+            "unlabelled": DEMO / "test-claims-unlabelled.json"}
+
+
+def test_evaluate_refuses_ground_truth_without_labels(files):
+    from factcheck.errors import InputError
+    from factcheck.evaluation.evaluate import evaluate, evaluate_files
+    with pytest.raises(InputError) as err:
+        evaluate_files(files["predictions"], files["unlabelled"])
+    assert err.value.param == "groundtruth" and str(files["unlabelled"]) in str(err.value)
+    assert "no claim has a gold label" in str(err.value)
+    test = read_claims(files["unlabelled"])
+    with pytest.raises(InputError, match="groundtruth claim 'claim-x1': no gold label") as err:
+        evaluate({c.id: {"evidences": ["evidence-1"], "claim_label": "SUPPORTS"} for c in test}, test)
+    assert err.value.param == "groundtruth"
+
+
+@pytest.mark.parametrize("groundtruth", ["predictions", "leaderboard"])
+def test_evaluate_says_so_when_the_files_look_swapped(files, groundtruth):
+    from factcheck.errors import InputError
+    from factcheck.evaluation.evaluate import evaluate_files
+    from factcheck.evaluation.fever import fever_score_files
+    for score in (evaluate_files, fever_score_files):
+        with pytest.raises(InputError) as err:
+            score(files["claims"], files[groundtruth])
+        line = str(err.value)
+        assert err.value.param == "groundtruth" and str(files[groundtruth]) in line and "\n" not in line
+        assert line.endswith("did you swap predictions and groundtruth?"), line
+    assert evaluate_files(files["predictions"], files["claims"]).claims == 8  # the right way round
+
+
+def test_evaluate_names_the_python_parameters_when_swapped():
+    from factcheck.errors import InputError
+    from factcheck.evaluation.evaluate import evaluate
+    dev = read_claims(DEMO / "dev-claims.json", require_labels=True)
+    predictions = {c.id: {"evidences": c.evidences, "claim_label": c.label} for c in dev}
+    with pytest.raises(InputError, match="did you swap predictions and groundtruth") as err:
+        evaluate(dev, predictions)
+    assert err.value.param == "predictions"
+    with pytest.raises(TypeError, match="groundtruth"):
+        evaluate(predictions, "data/demo/dev-claims.json")
+
+
+def test_the_command_names_its_flags_when_the_files_look_swapped(files, capsys):
+    from factcheck.cli import main
+    assert main(["evaluate", "--predictions", str(files["claims"]), "--groundtruth", str(files["predictions"])]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith(f"factcheck evaluate: error: {files['predictions']}: --groundtruth:")
+    assert err.endswith("did you swap --predictions and --groundtruth?")
+    assert main(["evaluate", "--predictions", str(files["predictions"]), "--groundtruth",
+                 str(files["unlabelled"])]) == 2
+    assert "--groundtruth: no claim has a gold label" in capsys.readouterr().err

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from factcheck.errors import InputError
-from factcheck.evaluation.fever import fever_score, format_fever_report
+from factcheck.evaluation.fever import FIGURES, fever_score, format_fever_report
 from factcheck.evaluation.intervals import bootstrap_harmonic, bootstrap_mean, wilson
 
 S, R, N = "SUPPORTS", "REFUTES", "NOT ENOUGH INFO"
@@ -26,8 +26,7 @@ def pred_of(*claims):
 
 
 def figures(score):
-    return (score.fever_score, score.label_accuracy, score.evidence_precision, score.evidence_recall,
-            score.evidence_f1)
+    return tuple(score.metrics[name].value for name in FIGURES)
 
 
 def test_perfect_predictions_score_one_everywhere():
@@ -41,10 +40,10 @@ def test_a_partial_set_is_worth_nothing_the_official_readme_example():
     gold = gold_of((R, [[("page1", 1), ("page2", 2)]]), (R, [[("page1", 1), ("page2", 2)]]))
     pred = pred_of((R, [("page1", 1)]), (R, [("page1", 1), ("page2", 2), ("page3", 3)]))
     s = fever_score(pred, gold)
-    assert s.fever_score == 0.5 and s.label_accuracy == 1.0
-    assert s.evidence_precision == pytest.approx((1 + 2 / 3) / 2)
-    assert s.evidence_recall == 0.5
-    assert s.evidence_f1 == pytest.approx(2 * (5 / 6) * 0.5 / (5 / 6 + 0.5))
+    assert s.metrics["fever_score"].value == 0.5 and s.metrics["label_accuracy"].value == 1.0
+    assert s.metrics["evidence_precision"].value == pytest.approx((1 + 2 / 3) / 2)
+    assert s.metrics["evidence_recall"].value == 0.5
+    assert s.metrics["evidence_f1"].value == pytest.approx(2 * (5 / 6) * 0.5 / (5 / 6 + 0.5))
     assert s.strict.tolist() == [0.0, 1.0] and s.recall.tolist() == [0.0, 1.0]
 
 
@@ -80,13 +79,13 @@ def test_the_official_max_evidence_cases():
     # the official scorer's own max_evidence tests, restated
     gold = gold_of((S, [[("page", 0), ("page", 1)]]))
     pred = pred_of((S, [("page", 0), ("page", 1)]))
-    assert fever_score(pred, gold, max_evidence=1).evidence_recall == 0
-    assert fever_score(pred, gold, max_evidence=2).evidence_recall == 1
-    assert fever_score(pred, gold, max_evidence=1).fever_score == 0
-    assert fever_score(pred, gold, max_evidence=2).fever_score == 1
+    assert fever_score(pred, gold, max_evidence=1).metrics["evidence_recall"].value == 0
+    assert fever_score(pred, gold, max_evidence=2).metrics["evidence_recall"].value == 1
+    assert fever_score(pred, gold, max_evidence=1).metrics["fever_score"].value == 0
+    assert fever_score(pred, gold, max_evidence=2).metrics["fever_score"].value == 1
     gold2 = gold_of((S, [[("page", 0), ("page", 2)]]))
-    assert fever_score(pred, gold2, max_evidence=1).evidence_precision == 1
-    assert fever_score(pred, gold2, max_evidence=2).evidence_precision == 0.5
+    assert fever_score(pred, gold2, max_evidence=1).metrics["evidence_precision"].value == 1
+    assert fever_score(pred, gold2, max_evidence=2).metrics["evidence_precision"].value == 0.5
 
 
 def test_any_one_complete_set_among_several_is_enough():
@@ -101,7 +100,7 @@ def test_any_one_complete_set_among_several_is_enough():
 def test_duplicate_predictions_count_twice_and_take_a_slot_each():
     gold = gold_of((S, [[("A", 1)]]))
     s = fever_score(pred_of((S, [("A", 1), ("A", 1), ("B", 2)])), gold)
-    assert s.evidence_precision == pytest.approx(2 / 3) and s.fever_score == 1.0
+    assert s.metrics["evidence_precision"].value == pytest.approx(2 / 3) and s.metrics["fever_score"].value == 1.0
     crowded = [("B", 2)] * 5 + [("A", 1)]  # five copies of a wrong sentence push the gold one out
     s = fever_score(pred_of((S, crowded)), gold)
     assert figures(s) == (0.0, 1.0, 0.0, 0.0, 0.0)
@@ -117,9 +116,10 @@ def test_official_corner_cases():
     # no verifiable claim at all: the official 1 and 0, and no interval to give
     s = fever_score(pred_of((N, [])), gold_of((N, [])))
     assert figures(s) == (1.0, 1.0, 1.0, 0.0, 0.0)
-    assert s.intervals()["evidence_precision"].low is None and s.intervals()["evidence_recall"].n == 0
+    assert s.metrics["evidence_precision"].low is None and s.metrics["evidence_recall"].n == 0
     # labels compare case-insensitively, as in the official scorer
-    assert fever_score(pred_of(("supports", [("A", 0)])), gold_of((S, [[("A", 0)]]))).fever_score == 1.0
+    lower = fever_score(pred_of(("supports", [("A", 0)])), gold_of((S, [[("A", 0)]])))
+    assert lower.metrics["fever_score"].value == 1.0
 
 
 def test_fever_four_entry_gold_items_are_read_as_their_page_and_line():
@@ -133,7 +133,7 @@ def test_fever_four_entry_gold_items_are_read_as_their_page_and_line():
 def test_missing_and_unknown_claims():
     gold = gold_of((S, [[("A", 0)]]), (R, [[("B", 0)]]))
     s = fever_score({"0": {"predicted_label": S, "predicted_evidence": [["A", 0]]}}, gold)
-    assert s.missing == ["1"] and s.claim_ids == ["0"] and s.fever_score == 1.0
+    assert s.missing == ["1"] and s.claim_ids == ["0"] and s.metrics["fever_score"].value == 1.0
     with pytest.raises(InputError, match="predicted claim not in the ground truth"):
         fever_score({"zz": {"predicted_label": S, "predicted_evidence": []}}, gold, source="p.jsonl")
 
@@ -165,18 +165,19 @@ def test_intervals_are_wilson_for_proportions_and_bootstrap_for_means():
     preds = [(rng.choice([S, R, N]), [("P", int(x)) for x in rng.integers(0, 4, size=rng.integers(0, 4))])
              for _ in range(60)]
     s = fever_score(pred_of(*preds), gold_of(*claims))
-    iv = s.intervals()
+    iv = s.metrics
     assert iv["fever_score"] == wilson(int(s.strict.sum()), 60)
     assert iv["label_accuracy"] == wilson(int(s.correct.sum()), 60)
     assert iv["evidence_recall"] == wilson(int(s.recall.sum()), len(s.recall))
     assert iv["evidence_precision"] == bootstrap_mean(s.precision)
     assert iv["evidence_f1"] == bootstrap_harmonic(s.precision, s.recall)
     for key, e in iv.items():
-        assert e.value == pytest.approx(getattr(s, key)) and e.low <= e.value <= e.high, key
+        assert e.low <= e.value <= e.high, key
     js = s.to_json()
     assert js["claims"] == 60 and js["verifiable_claims"] == int(s.verifiable.sum())
-    text = format_fever_report(js)
-    assert f"FEVER score:        {s.fever_score:.4f}" in text and "Wilson" in text and "bootstrap" in text
+    assert js["intervals"] == {k: m.to_json() for k, m in iv.items()} and js["fever_score"] == iv["fever_score"].value
+    text = format_fever_report(s)
+    assert f"FEVER score:        {iv['fever_score'].value:.4f}" in text and "Wilson" in text and "bootstrap" in text
 
 
 # ----------------------------------------------------------- against a slow reference

@@ -1,5 +1,5 @@
 """Judged-query metrics against ir_measures (trec_eval's definitions through pytrec_eval),
-TREC run files as trec_eval reads them, the qrels and queries readers, blocked bootstrap."""
+TREC run files as trec_eval reads them, the qrels and queries readers."""
 
 import random
 
@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from factcheck.errors import InputError
-from factcheck.evaluation import intervals
 from factcheck.evaluation.ir_metrics import ir_measures_names, judged_metrics, per_query
 from factcheck.formats.qrels import read_qrels, read_queries, read_trec_run, trec_order, write_trec_run
 
@@ -54,11 +53,11 @@ def test_metrics_equal_ir_measures_on_random_runs_and_graded_qrels(tmp_path, see
         ours = per_query(run, qrels, KS)
         names, theirs, aggregate = ir_measures_values(qrels, path)
         result = judged_metrics(run, qrels, KS)
-        assert result["queries"] == len(qrels) and result["unjudged"] == ("unjudged" in run)
+        assert result.queries == len(qrels) and result.unjudged == ("unjudged" in run)
         for name, measure in names.items():
             for qid in qrels:  # ir_measures scores every judged query, 0 when the run lacks it
                 assert ours[name][qid] == pytest.approx(theirs[(measure, qid)], abs=1e-9), (name, qid, case)
-            assert result["metrics"][name].value == pytest.approx(aggregate[measure], abs=1e-9), name
+            assert result.metrics[name].value == pytest.approx(aggregate[measure], abs=1e-9), name
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -185,19 +184,3 @@ def test_queries_from_beir_jsonl_and_tsv(tmp_path):
 def test_a_ranking_listing_a_document_twice_is_refused():
     with pytest.raises(ValueError, match="document 'd1' is ranked twice"):
         per_query({"q": [("d1", 2.0), ("d1", 1.0)]}, {"q": {"d1": 1}})
-
-
-# ---------------------------------------------------------------- intervals
-
-def test_the_blocked_bootstrap_draws_the_very_same_resamples(monkeypatch):
-    rng = np.random.default_rng(3)
-    for n in (1, 2, 7, 154, 3397):
-        values = rng.random(n)
-        single = values[intervals.resample_indices(n)].mean(axis=1)
-        lo, hi = np.percentile(single, [2.5, 97.5])
-        for block in (intervals.BLOCK_ENTRIES, 5 * n + 1, 1):  # rows per block: many, 5, 1
-            monkeypatch.setattr(intervals, "BLOCK_ENTRIES", block)
-            est = intervals.bootstrap_mean(values)
-            assert (est.low, est.high, est.value) == (float(lo), float(hi), float(values.mean()))
-    many = intervals.bootstrap_means({"a": [1, 0, 1], "b": [0.5, 0.5, 1.0]})
-    assert many["a"] == intervals.bootstrap_mean([1, 0, 1]) and many["b"] == intervals.bootstrap_mean([0.5, 0.5, 1.0])
