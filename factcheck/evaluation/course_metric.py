@@ -37,17 +37,10 @@ def evidence_f(predicted: list[str], gold: list[str]) -> float:
 
 
 def evidence_f_from_counts(correct, retrieved, gold):
-    """Evidence F of many claims (or cut-off rules) at once, from counts.
-
-    With ``c`` correct of ``r`` retrieved and ``g`` gold, 2PR / (P + R) = 2c / (r + g):
-    one array expression, so a whole grid of cut-off rules is scored over every claim
-    at once (:func:`factcheck.training.rerank.tune_cutoff`). It agrees with :func:`evidence_f` to 1e-12
-    (tested); :func:`evidence_f` keeps the course's own arithmetic for parity.
-
-    Parameters
-    ----------
-    correct, retrieved, gold : array-like
-        Per claim: retrieved gold passages, distinct passages retrieved, gold passages.
+    """Evidence F of many claims (or cut-off rules) at once from per-claim counts: with
+    ``correct`` of ``retrieved`` distinct passages gold and ``gold`` gold passages,
+    2PR / (P + R) = 2c / (r + g), one array expression (agrees with :func:`evidence_f`,
+    which keeps the course's own arithmetic, to 1e-12).
 
     Example
     -------

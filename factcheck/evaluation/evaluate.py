@@ -28,18 +28,11 @@ FALLBACK_CAPABLE = {"filtered", "reranked", "fallback"}
 
 @dataclass
 class Evaluation(Result):
-    """What :func:`evaluate` returns.
-
-    ``metrics`` (name -> :class:`~factcheck.evaluation.intervals.Metric`): ``evidence_f``,
-    with labelled predictions ``accuracy`` and ``harmonic_mean``; with a ranking for every
-    claim ``recall@k`` (k within its depth) and ``mrr``; ``any_gold``, ``selected_recall``,
-    and ``fallback_share`` for retrievers that fall back. ``claims`` scored, ``missing``
-    (claims without a prediction, left out), ``retrieval`` (what retrieval was measured
-    over: ``claims`` with gold evidence, ``without_gold``, ``ranking_depth``,
-    ``mean_selected``), ``per_label`` (label -> ``evidence_f`` and ``recall`` Metrics) and
-    ``without_gold`` (claims without gold evidence, FEVER's NOT ENOUGH INFO: their number
-    and ``evidence_f_others`` over the rest). ``to_json()`` is ``metrics.json``'s layout.
-    """
+    """:func:`evaluate`'s result: ``metrics`` (name -> :class:`~factcheck.evaluation.intervals.Metric`:
+    the course metric's and :func:`retrieval_metrics`'), ``claims`` scored, ``missing``
+    (without a prediction), ``retrieval`` (its counts), ``per_label`` (label -> ``evidence_f``
+    and ``recall``), ``without_gold`` (claims without gold evidence, FEVER's NOT ENOUGH INFO,
+    and ``evidence_f_others`` over the rest). ``to_json()`` is ``metrics.json``'s layout."""
 
     claims: int
     missing: list[str]

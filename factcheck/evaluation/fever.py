@@ -201,17 +201,10 @@ def fever_score_files(predictions, groundtruth, max_evidence: int = MAX_EVIDENCE
                       claims_format: str | None = None, claims_id_column: str | None = None,
                       claims_text_column: str | None = None, claims_label_column: str | None = None,
                       claims_evidence_column: str | None = None) -> FeverScore:
-    """:func:`fever_score` on files: predictions (with labels) and labelled claims, each in any
-    format their readers take (:func:`~factcheck.formats.claims.read_predictions`,
-    :func:`~factcheck.formats.claims.read_claims`), refused as
-    :func:`~factcheck.evaluation.evaluate.evaluate_files` refuses them (no labels, swapped).
-
-    A claim's gold sets are its FEVER evidence sets when the file has them; otherwise (the
-    course's claims, Climate-FEVER's) each gold passage is a set of its own. Sentences are
-    compared by passage id (``page:line`` for FEVER's). ``claims_*``: how to read the ground
-    truth (``read_claims``'s options, as ``evaluate_files`` takes them); a predicted label
-    outside its label set is an error.
-    """
+    """:func:`fever_score` on files, read and refused as
+    :func:`~factcheck.evaluation.evaluate.evaluate_files` reads them; the predictions need
+    labels. A claim's gold sets are its FEVER evidence sets, or (the course's claims,
+    Climate-FEVER's) each gold passage a set of its own; sentences compare by passage id."""
     from factcheck.evaluation.evaluate import read_scoring_inputs
     claims, _, predicted = read_scoring_inputs(predictions, groundtruth, format=claims_format,
                                                id_column=claims_id_column, text_column=claims_text_column,

@@ -81,15 +81,8 @@ def to_json(obj):
 
 
 def format_interval(estimate: Metric | dict | None, digits: int = 3, missing: str = "n/a") -> str:
-    """A value with its 95% interval, the way every report and command shows one.
-
-    Parameters
-    ----------
-    estimate : Metric, or its JSON form ``{"value", "ci95": [low, high], ...}``, or None
-    digits : int
-        Decimals of the value and of both bounds.
-    missing : str
-        What to show when there is no estimate or no value (no claims to average over).
+    """A :class:`Metric` (or its JSON form) as every report shows one: value and bounds to
+    ``digits`` decimals; ``missing`` when there is no estimate or no value.
 
     Example
     -------

@@ -79,28 +79,9 @@ def _query_values(ranked: list[str], judged: dict[str, int], ks, ndcg_cutoff: in
 
 def per_query(run: dict, qrels: dict, ks=DEFAULT_KS, ndcg_cutoff: int = NDCG_CUTOFF,
               mrr_cutoff: int = MRR_CUTOFF) -> dict[str, dict[str, float]]:
-    """Every metric of every judged query: ``{metric: {qid: value}}`` (qrels order).
-
-    Parameters
-    ----------
-    run : dict
-        ``{qid: [(docid, score), ...]}`` in rank order (or ``[docid, ...]``).
-    qrels : dict
-        ``{qid: {docid: grade}}``.
-    ks : sequence of int
-        The cut-offs of recall.
-    ndcg_cutoff, mrr_cutoff : int
-        The cut-offs of nDCG and of the cut MRR.
-
-    Returns
-    -------
-    dict
-        Metric name (:func:`metric_names`) -> {qid: value}.
-
-    Example
-    -------
-    See the module docstring.
-    """
+    """Every metric of every judged query, ``{metric: {qid: value}}`` in qrels order:
+    ``run`` is ``{qid: [(docid, score), ...]}`` in rank order (or ``[docid, ...]``),
+    ``qrels`` ``{qid: {docid: grade}}``, ``ks`` the recall cut-offs (see the module docstring)."""
     names = metric_names(ks, ndcg_cutoff, mrr_cutoff)
     out: dict[str, dict[str, float]] = {name: {} for name in names}
     for qid, judged in qrels.items():

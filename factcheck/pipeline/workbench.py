@@ -51,9 +51,8 @@ QUERY_BATCH = 1000
 
 @dataclass
 class SelfRetrievalRun(Result):
-    """One retriever's self-retrieval figures (whole documents or chunks): ``metrics``
-    (recall@k, MRR@10, MRR, nDCG@10, MAP, each a :class:`~factcheck.evaluation.intervals.Metric`),
-    the queries that matched nothing and the seconds spent fitting and ranking."""
+    """One retriever's self-retrieval test (whole documents or chunks): its ``metrics``
+    (recall@k, MRR@10, MRR, nDCG@10, MAP), queries that matched nothing, seconds spent."""
 
     method: str
     units: str
@@ -68,8 +67,7 @@ class SelfRetrievalRun(Result):
 
 @dataclass
 class SelfRetrieval(Result):
-    """What :func:`self_retrieval` returns: the collection and queries, and one
-    :class:`SelfRetrievalRun` per (method, units) in ``results``."""
+    """:func:`self_retrieval`'s result: one :class:`SelfRetrievalRun` per (method, units)."""
 
     corpus: dict
     queries: int
@@ -83,8 +81,7 @@ class SelfRetrieval(Result):
 
 @dataclass
 class JudgedRetrieval(Result):
-    """What :func:`judged_retrieval` returns: ``metrics`` (each a
-    :class:`~factcheck.evaluation.intervals.Metric`) and what was counted."""
+    """:func:`judged_retrieval`'s result: ``metrics`` and what was counted."""
 
     queries: int
     skipped_unjudged: int
