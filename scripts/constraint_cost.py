@@ -27,8 +27,8 @@ from harness.measure import ROOT, machine, write_report
 
 import factcheck
 from factcheck.evaluation.course_metric import evidence_f
-from factcheck.evaluation.intervals import (Estimate, bootstrap_harmonic, bootstrap_mean, format_interval, harmonic_mean,
-                                            paired_bootstrap_diff, resample_indices, wilson)
+from factcheck.evaluation.intervals import (Metric, bootstrap_harmonic, bootstrap_interval, bootstrap_mean,
+                                            format_interval, harmonic_mean, paired_bootstrap_diff, wilson)
 from factcheck.evaluation.evaluate import recall_at
 from factcheck.formats.explanations import explanations_path
 
@@ -49,14 +49,12 @@ def per_claim(run: Path, gold: list) -> dict[str, np.ndarray]:
     return {k: np.asarray(v, dtype=float) for k, v in rows.items()}
 
 
-def paired_harmonic(f_a, acc_a, f_b, acc_b) -> Estimate:
+def paired_harmonic(f_a, acc_a, f_b, acc_b) -> Metric:
     """Harmonic mean of b minus that of a, on the same bootstrap resamples."""
-    idx = resample_indices(len(f_a))
-    hm = lambda f, a: harmonic_mean(f[idx].mean(axis=1), a[idx].mean(axis=1))  # noqa: E731
-    diffs = hm(f_b, acc_b) - hm(f_a, acc_a)
-    point = float(harmonic_mean(f_b.mean(), acc_b.mean()) - harmonic_mean(f_a.mean(), acc_a.mean()))
-    lo, hi = np.percentile(diffs, [2.5, 97.5])
-    return Estimate(point, float(lo), float(hi), "paired percentile bootstrap", len(f_a))
+    def diff(f_a, acc_a, f_b, acc_b, axis=-1):
+        return harmonic_mean(f_b.mean(axis), acc_b.mean(axis)) - harmonic_mean(f_a.mean(axis), acc_a.mean(axis))
+    lo, hi = bootstrap_interval([f_a, acc_a, f_b, acc_b], diff)
+    return Metric(diff(f_a, acc_a, f_b, acc_b), lo, hi, len(f_a), "paired percentile bootstrap")
 
 
 def embedding_model(run_meta: dict) -> str:
