@@ -51,9 +51,9 @@ def per_claim(run: Path, gold: list) -> dict[str, np.ndarray]:
 
 def paired_harmonic(f_a, acc_a, f_b, acc_b) -> Metric:
     """Harmonic mean of b minus that of a, on the same bootstrap resamples."""
-    def diff(f_a, acc_a, f_b, acc_b, axis=-1):
-        return harmonic_mean(f_b.mean(axis), acc_b.mean(axis)) - harmonic_mean(f_a.mean(axis), acc_a.mean(axis))
-    lo, hi = bootstrap_interval([f_a, acc_a, f_b, acc_b], diff)
+    def diff(f_a, acc_a, f_b, acc_b):
+        return harmonic_mean(f_b.mean(-1), acc_b.mean(-1)) - harmonic_mean(f_a.mean(-1), acc_a.mean(-1))
+    lo, hi = bootstrap_interval(len(f_a), lambda i: diff(f_a[i], acc_a[i], f_b[i], acc_b[i]))
     return Metric(diff(f_a, acc_a, f_b, acc_b), lo, hi, len(f_a), "paired percentile bootstrap")
 
 

@@ -32,7 +32,7 @@ def bootstrap_macro_f1(y_true, y_pred, labels=None) -> Metric:
             f1s.append(np.where(denom > 0, 2 * tp / np.maximum(denom, 1), 0.0))
         return np.mean(f1s, axis=0)
 
-    lo, hi = bootstrap_interval([t, p], macro_f1)
+    lo, hi = bootstrap_interval(len(t), lambda i: macro_f1(t[i], p[i]))
     value = f1_score(y_true, y_pred, labels=list(labels), average="macro", zero_division=0)
     return Metric(value, lo, hi, len(t), "bootstrap")
 

@@ -109,26 +109,21 @@ def describe(estimate: Metric | dict) -> str:
     return f"{value:.4f}" + ("" if low is None else f"  (95% CI {low:.4f}-{high:.4f}, {e['method']})")
 
 
-def bootstrap_interval(samples, statistic, n_boot: int = N_BOOT, seed: int = SEED) -> tuple:
-    """``(low, high)``: the 2.5th and 97.5th percentiles of ``statistic(*resampled, axis=-1)``
-    over ``n_boot`` resamples of the items (the last axis of every array, resampled
-    jointly), drawn by :func:`scipy.stats.bootstrap` from ``seed`` in batches of at most
-    :data:`BLOCK_ENTRIES` values. The percentiles are numpy's at exactly 2.5 and 97.5:
-    scipy's own interval step moves some bounds by an ulp (``docs/decisions.md``)."""
-    samples = [np.asarray(s, dtype=np.float64) for s in samples]
-    if samples[0].shape[-1] == 1:  # every resample is the item itself (scipy needs two)
-        value = statistic(*samples, axis=-1)
+def bootstrap_interval(n: int, statistic, n_boot: int = N_BOOT, seed: int = SEED) -> tuple:
+    """``(low, high)``: the 2.5th and 97.5th percentiles of ``statistic(idx)`` over
+    ``n_boot`` resamples of ``n`` items, ``idx`` a ``(resamples, n)`` array of item numbers
+    (the statistic gathers its arrays by it: ``values[idx].mean(axis=-1)``). The resamples
+    are :func:`scipy.stats.bootstrap`'s, drawn from ``seed`` in batches of at most
+    :data:`BLOCK_ENTRIES` items; the percentiles numpy's at exactly 2.5 and 97.5 (scipy's
+    own interval step moves some bounds by an ulp, ``docs/decisions.md``)."""
+    if n == 1:  # every resample is the item itself (scipy needs two)
+        value = statistic(np.zeros((1, 1), dtype=np.int64))[..., 0]
         return value, value
-    batch = max(1, BLOCK_ENTRIES // sum(s.size for s in samples))
-    result = bootstrap(samples, statistic, n_resamples=n_boot, batch=batch, vectorized=True, paired=True,
-                       axis=-1, method="percentile", rng=np.random.default_rng(seed))
+    result = bootstrap((np.arange(n),), lambda idx, axis: statistic(idx), n_resamples=n_boot,
+                       batch=max(1, BLOCK_ENTRIES // n), vectorized=True, method="percentile",
+                       rng=np.random.default_rng(seed))
     low, high = np.percentile(result.bootstrap_distribution, [2.5, 97.5], axis=-1)
     return low, high
-
-
-def _means(*columns, axis=-1):
-    # Column by column: a 3-D mean can add in another order than one column's and move the last bit.
-    return np.stack([c.mean(axis=axis) for c in columns])
 
 
 def bootstrap_means(columns: dict, n_boot: int = N_BOOT, seed: int = SEED) -> dict[str, Metric]:
@@ -147,7 +142,9 @@ def bootstrap_means(columns: dict, n_boot: int = N_BOOT, seed: int = SEED) -> di
         raise ValueError(f"every column needs the same number of items, got {sorted(sizes)}")
     if not sizes or 0 in sizes:
         return {name: Metric(None, None, None, 0, "bootstrap") for name in arrays}
-    low, high = bootstrap_interval(list(arrays.values()), _means, n_boot, seed)
+    # Column by column: numpy adds a 2-D gather's rows as it adds one column's resamples.
+    low, high = bootstrap_interval(sizes.pop(), lambda i: np.stack([v[i].mean(axis=-1) for v in arrays.values()]),
+                                   n_boot, seed)
     return {name: Metric(v.mean(), lo, hi, len(v), "bootstrap") for (name, v), lo, hi in zip(arrays.items(), low, high)}
 
 
@@ -168,7 +165,8 @@ def bootstrap_harmonic(f_values, a_values, n_boot: int = N_BOOT, seed: int = SEE
     f, a = np.asarray(f_values, float), np.asarray(a_values, float)
     if len(f) == 0:
         return Metric(None, None, None, 0, "bootstrap")
-    low, high = bootstrap_interval([f, a], lambda f, a, axis: harmonic_mean(f.mean(axis), a.mean(axis)), n_boot, seed)
+    low, high = bootstrap_interval(len(f), lambda i: harmonic_mean(f[i].mean(axis=-1), a[i].mean(axis=-1)), n_boot,
+                                   seed)
     return Metric(harmonic_mean(f.mean(), a.mean()), low, high, len(f), "bootstrap")
 
 
