@@ -290,11 +290,11 @@ def read_scoring_inputs(predictions, groundtruth, **options) -> tuple[list, list
         with prefixed_params("claims_"):
             claims = read_claims(groundtruth, require_labels=True, **options)
     except InputError as exc:
-        if exc.param is None and _reads(lambda: (read_predictions(groundtruth),
+        if _reads(lambda: (read_predictions(groundtruth),
                                                  read_claims(predictions, require_labels=True, **options))):
             raise SwappedInputs(groundtruth, None, f"not labelled claims, but {predictions} is",
                                 param="groundtruth") from None
-        if exc.param is None and _reads(lambda: all(c.label is None for c in read_claims(groundtruth, **options))):
+        if _reads(lambda: all(c.label is None for c in read_claims(groundtruth, **options))):
             raise InputError(groundtruth, None, "no claim has a gold label: the ground truth must be labelled claims "
                              "with gold evidence", param="groundtruth") from None
         raise

@@ -198,7 +198,6 @@ def test_every_metric_the_library_returns_is_one_type(tmp_path):
     # newcomer's `result.metrics["recall@1"].value` now works on every result.
     import factcheck
     from factcheck.evaluation.fever import fever_score
-    from factcheck.evaluation.intervals import Metric
     dev = read_claims(DEMO / "dev-claims.json", require_labels=True)
     predictions = {c.id: {"evidences": c.evidences[:1], "claim_label": "SUPPORTS"} for c in dev}
     spec = factcheck.source_spec(ROOT / "tests" / "data" / "workbench" / "papers.csv", id_column="paper_id",
@@ -206,15 +205,19 @@ def test_every_metric_the_library_returns_is_one_type(tmp_path):
     selftest = factcheck.self_retrieval(spec, "title", methods=("tfidf",), chunk_window=None,
                                         index_dir=tmp_path / "index", progress=False)
     index = factcheck.TagIndex.load(tmp_path / "index")
-    tfidf = factcheck.TfidfRetriever().fit(index)
     qrels = {"q1": {index.ids[0]: 1}}
+    judged = factcheck.judged_metrics({"q1": [(index.ids[0], 1.0)]}, qrels)
+    # The inconsistency a newcomer met: selftest's figures were dicts, judged_metrics' objects.
+    assert type(selftest.results[0].metrics["recall@1"]) is type(judged.metrics["recall@1"])
+    from factcheck.evaluation.intervals import Metric
+    tfidf = factcheck.TfidfRetriever().fit(index)
     gold = {c.id: {"label": c.label, "evidence": [[e] for e in c.evidences]} for c in dev}
     fever_pred = {c.id: {"predicted_label": "SUPPORTS", "predicted_evidence": c.evidences} for c in dev}
     results = {
         "evaluate": factcheck.evaluate(predictions, dev),
         "course_score": factcheck.course_score(predictions, dev),
         "fever_score": fever_score(fever_pred, gold),
-        "judged_metrics": factcheck.judged_metrics({"q1": [(index.ids[0], 1.0)]}, qrels),
+        "judged_metrics": judged,
         "judged_retrieval": factcheck.judged_retrieval(tfidf, {"q1": "sparse matrices"}, qrels, progress=False),
         "self_retrieval": selftest.results[0],
     }
@@ -295,6 +298,22 @@ def test_evaluate_says_so_when_the_files_look_swapped(files, groundtruth):
         assert err.value.param == "groundtruth" and str(files[groundtruth]) in line and "\n" not in line
         assert line.endswith("did you swap predictions and groundtruth?"), line
     assert evaluate_files(files["predictions"], files["claims"]).claims == 8  # the right way round
+
+
+def test_fever_files_swapped_are_refused_too(tmp_path):
+    from factcheck.errors import InputError
+    from factcheck.evaluation.evaluate import evaluate_files
+    from factcheck.evaluation.fever import fever_score_files
+    claims = ROOT / "tests" / "data" / "fever" / "shared_task_dev.jsonl"
+    records = [json.loads(line) for line in claims.read_text("utf-8").splitlines() if line.strip()]
+    system = tmp_path / "system.jsonl"  # FEVER's predictions format
+    system.write_text("".join(json.dumps({"id": r["id"], "predicted_label": r["label"], "predicted_evidence": [
+        [e[2], e[3]] for s in r["evidence"] for e in s if e[2] is not None][:5]}) + "\n" for r in records))
+    assert fever_score_files(system, claims).metrics["fever_score"].value == 1.0
+    for score in (evaluate_files, fever_score_files):
+        with pytest.raises(InputError, match="did you swap predictions and groundtruth") as err:
+            score(claims, system)
+        assert err.value.param == "groundtruth" and str(system) in str(err.value)
 
 
 def test_evaluate_names_the_python_parameters_when_swapped():
