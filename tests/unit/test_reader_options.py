@@ -134,9 +134,9 @@ def test_self_retrieval_and_read_passages_take_a_path_and_the_options(tmp_path):
         ["2501.1", "2501.2"], ["Sea ice is melting fast.", "Glaciers retreat in the Alps."])
     result = factcheck.self_retrieval(papers, query_column="title", id_column="index", text_column="abstract",
                                       methods=("bm25",), chunk_window=None, progress=False)
-    assert result["corpus"]["rows"] == 2 and result["corpus"]["id_column"] == "index"
+    assert result.corpus["rows"] == 2 and result.corpus["id_column"] == "index"
     spec = factcheck.source_spec(papers, id_column="index", text_column="abstract")
-    assert factcheck.self_retrieval(spec, "title", ("bm25",), chunk_window=None, progress=False)["queries"] == 2
+    assert factcheck.self_retrieval(spec, "title", ("bm25",), chunk_window=None, progress=False).queries == 2
     with pytest.raises(InputError) as err:
         factcheck.self_retrieval(spec, "title", id_column="index")
     assert err.value.param == "id_column"
