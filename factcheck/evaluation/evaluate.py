@@ -289,9 +289,8 @@ def read_scoring_inputs(predictions, groundtruth, **options) -> tuple[list, list
     try:
         with prefixed_params("claims_"):
             claims = read_claims(groundtruth, require_labels=True, **options)
-    except InputError as exc:
-        if _reads(lambda: (read_predictions(groundtruth),
-                                                 read_claims(predictions, require_labels=True, **options))):
+    except InputError:
+        if _reads(lambda: (read_predictions(groundtruth), read_claims(predictions, require_labels=True, **options))):
             raise SwappedInputs(groundtruth, None, f"not labelled claims, but {predictions} is",
                                 param="groundtruth") from None
         if _reads(lambda: all(c.label is None for c in read_claims(groundtruth, **options))):
