@@ -154,15 +154,14 @@ def _rss() -> int:
 
 def exact_top(vectors: np.ndarray, queries: np.ndarray) -> list[np.ndarray]:
     """The exact top 100 of each query (``vectors`` float32: widened once, not per query)."""
-    from factcheck.retrieval.base import stable_top
-    return [stable_top(vectors @ q, DEPTH).rows for q in queries]
+    from factcheck.scoring.topk import top_k
+    return [top_k(vectors @ q, DEPTH)[0] for q in queries]
 
 
 def rescored(vectors: np.ndarray, q: np.ndarray, found: np.ndarray) -> np.ndarray:
-    from factcheck.retrieval.base import stable_top
+    from factcheck.scoring.topk import top_k
     found = np.unique(found[found >= 0]).astype(np.int64)
-    top = stable_top(np.einsum("id,d->i", vectors[found], q), DEPTH)
-    return found[top.rows]
+    return found[top_k(np.einsum("id,d->i", vectors[found], q), DEPTH)[0]]
 
 
 def main(argv=None) -> int:
@@ -179,7 +178,7 @@ def main(argv=None) -> int:
         return one(args)
 
     from factcheck.formats.claims import read_claims
-    from factcheck.retrieval.base import stable_top
+    from factcheck.scoring.topk import top_k
     from factcheck.text.embedding import load_embedder
     embedder = load_embedder()
     dev = embedder.embed([c.text for c in read_claims(SHARED / "dev-claims.json")])
@@ -196,7 +195,7 @@ def main(argv=None) -> int:
         out = np.empty(n, dtype=np.float32)
         for a in range(0, n, block):
             np.dot(vectors[a:a + block], q, out=out[a:a + block])
-        stable_top(out, DEPTH)
+        top_k(out, DEPTH)
         exact_ms.append((time.perf_counter() - t1) * 1000)
     load_before = os.getloadavg()[0]
     # the vectors alone, measured the same way, so a build's memory is what it adds

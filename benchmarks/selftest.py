@@ -139,8 +139,7 @@ def ours_rankings(index, queries: list[str], window: int | None) -> list[list[tu
     retriever.fit(index)
     out = []
     for rk in retriever.rank(queries, DEPTH):
-        matched = rk.scores != 0
-        out.append(list(zip(rk.rows[matched].tolist(), rk.scores[matched].tolist())))
+        out.append([(r, s) for r, s in zip(rk.rows, rk.scores) if s != 0])
     return out
 
 

@@ -174,3 +174,12 @@ ONNX_INSTALLED = all(importlib.util.find_spec(m) is not None for m in ("onnxrunt
 if not ONNX_INSTALLED and os.environ.get("FACTCHECK_REQUIRE_OPEN") == "1":
     raise RuntimeError("the onnx extra is not installed and FACTCHECK_REQUIRE_OPEN=1: pip install -e '.[test,open,onnx]'")
 needs_onnx = pytest.mark.skipif(not ONNX_INSTALLED, reason="needs the onnx extra (pip install -e '.[onnx]')")
+
+
+def sklearn_tag_vectorizer(index):
+    """scikit-learn's TF-IDF over tag strings with an index's tag vocabulary and IDF: the
+    independent reference for the tag rule's cosine space."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    vec = TfidfVectorizer(analyzer=str.split, vocabulary=index.tag_vectorizer.terms).fit([""])
+    vec.idf_ = index.tag_vectorizer.idf_
+    return vec

@@ -183,7 +183,9 @@ def retrieval_metrics(claims, ranked: dict[str, list[str]] | None, selected: dic
         counts["without_gold"] = skipped
     metrics: dict[str, Metric] = {}
     if ranked is not None:
-        depth = counts["ranking_depth"] = min((len(ranked[c.id]) for c in present), default=0)
+        # A ranking holds only the passages its retriever scored, so one shorter than the
+        # others is complete, not cut: the deepest shows the depth ranked to.
+        depth = counts["ranking_depth"] = max((len(ranked[c.id]) for c in present), default=0)
         columns = {f"recall@{k}": [recall_at(ranked[c.id], c.evidences, k) for c in present] for k in ks if k <= depth}
         columns["mrr"] = [reciprocal_rank(ranked[c.id], c.evidences) for c in present]
         metrics.update(bootstrap_means(columns))

@@ -124,7 +124,6 @@ def rank_queries(retriever, queries: dict[str, str], depth: int = DEPTH, progres
     """
     from factcheck.progress import progress as progress_bar
 
-    ids = retriever.index_.ids
     qids, texts = list(queries), list(queries.values())
     run: dict[str, list[tuple[str, float]]] = {}
     with progress_bar(total=len(qids), desc=f"ranking ({retriever.name})", unit="queries", enabled=progress,
@@ -132,9 +131,7 @@ def rank_queries(retriever, queries: dict[str, str], depth: int = DEPTH, progres
         for at in range(0, len(qids), QUERY_BATCH):
             batch = texts[at:at + QUERY_BATCH]
             for qid, ranking in zip(qids[at:at + QUERY_BATCH], retriever.rank(batch, depth)):
-                matched = ranking.scores != 0
-                run[qid] = list(zip(map(ids.__getitem__, ranking.rows[matched].tolist()),
-                                    ranking.scores[matched].tolist()))
+                run[qid] = [(i, s) for i, s in zip(ranking.ids, ranking.scores) if s != 0]
             bar.update(len(batch))
     return run
 
@@ -338,18 +335,16 @@ def search(retriever, texts: list[str], k: int = 10) -> list[list[dict]]:
     (2, 'evidence-5', 0.26, 'Arctic sea ice extent in September has d')
     """
     index = retriever.index_
-    # Passage titles, when the index keeps them (BEIR, FEVER): shown beside the body.
-    title_of = getattr(index, "title", None)
     body_of = getattr(index, "body", index.text)
     out = []
     for ranking in retriever.rank(list(texts), k):
         hits = []
-        for rank, (row, score) in enumerate(zip(ranking.rows.tolist(), ranking.scores.tolist()), 1):
+        titles = ranking.titles or [None] * len(ranking)
+        for rank, (pid, row, score, title) in enumerate(zip(ranking.ids, ranking.rows, ranking.scores, titles), 1):
             if score == 0:
                 continue
-            hit = {"rank": rank, "id": index.ids[row], "score": score, "text": body_of(row)}
-            title = title_of(row) if callable(title_of) else None
-            if title:
+            hit = {"rank": rank, "id": pid, "score": score, "text": body_of(row)}
+            if title:  # a BEIR document's or a FEVER page's title, shown beside the body
                 hit["title"] = title
             hits.append(hit)
         out.append(hits)

@@ -1,22 +1,12 @@
-"""The retriever interface every method implements (tags, bm25, rerank, chunked, dense, hybrid).
+"""The retriever interface every method implements, and its result types.
 
-A retriever is a scikit-learn estimator (:class:`sklearn.base.BaseEstimator`): its
-settings are the parameters of ``__init__``, stored unchanged under the same names (so
-``get_params``, ``set_params``, ``clone`` and the ``repr`` come from scikit-learn), and
-they are checked at ``fit``. ``fit(index)`` binds it to a tag index; what it learns or
-builds there ends in ``_`` (``index_`` always). Then, per claim:
-
-* ``rank(claims, depth)`` -- passages ordered by the method's score, for measuring
-  retrieval on its own (recall@k, MRR) independently of any cut-off;
-* ``retrieve(claims)`` -- the passages the method actually returns as evidence, each
-  with an explanation of why it was picked.
-
-Both take one claim string (and answer with one result) or a list of them (and answer
-with a list, in order). Subclasses implement ``_rank`` and ``_retrieve`` over a list;
-the checks and the one-or-many convention live here, once.
-
-Ties are always broken by corpus order (a stable sort), so results never depend on the
-platform's sort or on thread timing.
+A retriever is a scikit-learn estimator: settings are ``__init__`` parameters stored
+unchanged (``get_params``, ``set_params``, ``clone`` and ``repr`` come from
+:class:`~sklearn.base.BaseEstimator`), checked at ``fit(index)``; fitted state ends in
+``_``. Then, from one scoring of each claim: ``rank(claims, k)`` (a :class:`Ranking`),
+``retrieve(claims)`` (a :class:`Selection` of :class:`Hit` s) and ``search(claims, k)``
+(both). One claim string gives one result, a sequence a list. Subclasses implement
+``_scored`` and ``_select``; the checks, the top-k and the one-or-many rule live here.
 """
 
 from __future__ import annotations
@@ -25,17 +15,16 @@ import inspect
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import metadata_routing
 
 from factcheck.errors import InputError, check_number
 
-__all__ = ["Hit", "NotFittedError", "Ranking", "Retriever", "Selection", "TopK", "as_texts", "stable_top"]
+__all__ = ["Hit", "NotFittedError", "Ranking", "Retriever", "Selection", "TopK", "as_texts"]
 
 
 @dataclass
@@ -52,6 +41,8 @@ class Hit:
         The method's score (BM25, combined cosine + overlap, P(gold), ...).
     explanation : dict
         The numbers and terms behind the pick (the ``.explain.json`` sidecar's hit record).
+    title : str or None
+        The passage's title, when the index has titles (FEVER, BEIR).
 
     Example
     -------
@@ -63,10 +54,51 @@ class Hit:
     id: str
     score: float
     explanation: dict = field(default_factory=dict)
+    title: str | None = None
 
     def to_json(self) -> dict:
-        """The hit as the explanations sidecar records it (``id``, ``score``, then the explanation)."""
-        return {"id": self.id, "score": float(self.score), **self.explanation}
+        """The hit as the explanations sidecar records it (``id``, ``score``, the
+        explanation, then ``title`` when there is one)."""
+        out = {"id": self.id, "score": float(self.score), **self.explanation}
+        if self.title is not None:
+            out["title"] = self.title
+        return out
+
+
+@dataclass
+class Ranking:
+    """A claim's passages by descending score (ties by corpus order), to a depth
+    (:meth:`Retriever.rank`): only passages the method scored.
+
+    Parameters
+    ----------
+    ids : list of str
+        The passages' ids, best first.
+    scores : list of float
+        Their scores under the method.
+    rows : list of int
+        Their rows in the index (``index.ids[rows[i]] == ids[i]``).
+    titles : list of str or None, or None
+        Their titles (None for a passage without one), when the index has titles.
+
+    Example
+    -------
+    >>> r = Ranking(["evidence-3", "evidence-0"], [2.5, 1.0], [3, 0])
+    >>> len(r), r.ids[0], r.to_json()
+    (2, 'evidence-3', ['evidence-3', 'evidence-0'])
+    """
+
+    ids: list[str]
+    scores: list[float]
+    rows: list[int]
+    titles: list[str | None] | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def to_json(self) -> list[str]:
+        """The ids, best first (the sidecar's ``"ranking"``)."""
+        return list(self.ids)
 
 
 @dataclass
@@ -79,9 +111,11 @@ class Selection:
         The passages returned, best first.
     path : str
         How they were chosen: ``"filtered"`` or ``"fallback"`` (tag rule), ``"ranked"``
-        (BM25, dense, hybrid), ``"reranked"`` or ``"fallback"`` (reranker).
+        (BM25, TF-IDF, dense, hybrid), ``"reranked"`` or ``"fallback"`` (reranker).
     details : dict
         What the method records for the whole claim (its parameters, the claim's tags, ...).
+    ranking : Ranking or None
+        The claim's ranking from the same scoring (:meth:`Retriever.search`).
 
     Example
     -------
@@ -95,6 +129,7 @@ class Selection:
     hits: list[Hit]
     path: str
     details: dict = field(default_factory=dict)
+    ranking: Ranking | None = None
 
     @property
     def ids(self) -> list[str]:
@@ -102,54 +137,37 @@ class Selection:
         return [h.id for h in self.hits]
 
     def to_json(self) -> dict:
-        """The claim's record in the explanations sidecar (path, details, hits)."""
-        return {"path": self.path, **self.details, "hits": [h.to_json() for h in self.hits]}
+        """The claim's record in the explanations sidecar (path, details, hits, and the
+        ranking's ids when there is one)."""
+        out = {"path": self.path, **self.details, "hits": [h.to_json() for h in self.hits]}
+        if self.ranking is not None:
+            out["ranking"] = self.ranking.to_json()
+        return out
 
 
 class TopK(NamedTuple):
-    """Rows by descending score and their scores (what :func:`stable_top` selects)."""
+    """Rows by descending score and their scores: a ranking before ids are attached."""
 
     rows: np.ndarray
     scores: np.ndarray
 
 
-@dataclass
-class Ranking:
-    """A claim's passages by descending score (ties by corpus order), to a depth
-    (:meth:`Retriever.rank`).
+class Scored(NamedTuple):
+    """What a method scored for one claim: the rows (None: every row), their scores, and
+    whatever else its selection and explanations read (``state``)."""
 
-    Parameters
-    ----------
-    ids : list of str
-        The passages' ids, best first.
-    scores : ndarray of float
-        Their scores under the method.
-    rows : ndarray of int64
-        Their rows in the index (``index.ids[rows[i]] == ids[i]``).
-
-    Example
-    -------
-    >>> import numpy as np
-    >>> r = Ranking(["evidence-3", "evidence-0"], np.array([2.5, 1.0]), np.array([3, 0]))
-    >>> len(r), r.ids[0]
-    (2, 'evidence-3')
-    """
-
-    ids: list[str]
+    rows: np.ndarray | None
     scores: np.ndarray
-    rows: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.ids)
+    state: object = None
 
 
 class Retriever(BaseEstimator, ABC):
-    """Base class of the retrievers: ``fit(index)`` once, then ``rank``/``retrieve`` claims.
+    """Base class of the retrievers: ``fit(index)`` once, then ``rank``/``retrieve``/``search`` claims.
 
     Subclasses take their settings as ``__init__`` parameters (stored unchanged), check
     them in ``fit`` (an :class:`~factcheck.errors.InputError` naming the parameter) and
-    implement ``_fit``, ``_rank`` and ``_retrieve``; ``name`` is the method's name in the
-    CLI and in model directories.
+    implement ``_fit`` and ``_scored`` (and ``_explain``, or ``_select``); ``name`` is the
+    method's name in the CLI and in model directories.
 
     Attributes
     ----------
@@ -169,6 +187,9 @@ class Retriever(BaseEstimator, ABC):
     ['evidence-8', 'evidence-39']
     >>> [s.ids for s in bm25.retrieve(["Sea levels are rising.", "Arctic ice is melting."])]
     [['evidence-8', 'evidence-39'], ['evidence-5', 'evidence-7']]
+    >>> found = bm25.search("Sea levels are rising.", k=4)
+    >>> found.ids, found.ranking.ids
+    (['evidence-8', 'evidence-39'], ['evidence-8', 'evidence-39', 'evidence-7', 'evidence-37'])
     """
 
     name = "retriever"
@@ -202,26 +223,23 @@ class Retriever(BaseEstimator, ABC):
         self.index_ = index
         return self
 
-    def rank(self, claims, depth: int = 100):
-        """Passages by descending score, to ``depth``, for one claim or for each of a list.
+    def rank(self, claims, k: int = 100):
+        """The passages the method scores for one claim or for each of a list, best first, to depth ``k``.
 
         Parameters
         ----------
         claims : str or sequence of str
             One claim, or several.
-        depth : int, default 100
-            How many passages to rank (fewer when the index has fewer).
+        k : int, default 100
+            How many passages to rank at most (fewer when fewer were scored).
 
         Returns
         -------
         Ranking or list of Ranking
             One :class:`Ranking` for a string; a list of them, in order, for a sequence.
         """
-        self._check_fitted()
-        texts, one = as_texts(claims)
-        check_number(depth, "depth", integer=True, low=1)
-        ids = self.index_.ids
-        out = [Ranking([ids[r] for r in rows.tolist()], scores, rows) for rows, scores in self._rank(texts, depth)]
+        texts, one = self._prepare(claims, k)
+        out = [self._ranking(top) for _, top in self._search(texts, k, False)]
         return out[0] if one else out
 
     def retrieve(self, claims):
@@ -237,9 +255,30 @@ class Retriever(BaseEstimator, ABC):
         Selection or list of Selection
             One :class:`Selection` for a string; a list of them, in order, for a sequence.
         """
-        self._check_fitted()
-        texts, one = as_texts(claims)
-        out = self._retrieve(texts)
+        texts, one = self._prepare(claims, None)
+        out = [sel for sel, _ in self._search(texts, 0, True)]
+        return out[0] if one else out
+
+    def search(self, claims, k: int = 100):
+        """:meth:`retrieve` and :meth:`rank` from one scoring of each claim.
+
+        Parameters
+        ----------
+        claims : str or sequence of str
+            One claim, or several.
+        k : int, default 100
+            The depth of each claim's ranking.
+
+        Returns
+        -------
+        Selection or list of Selection
+            The evidence, each with its claim's top-``k`` :class:`Ranking` in ``ranking``.
+        """
+        texts, one = self._prepare(claims, k)
+        out = []
+        for sel, top in self._search(texts, k, True):
+            sel.ranking = self._ranking(top)
+            out.append(sel)
         return out[0] if one else out
 
     def params(self) -> dict:
@@ -255,15 +294,54 @@ class Retriever(BaseEstimator, ABC):
         """Build the method's state for ``index`` (``self.index_`` is set after it)."""
 
     @abstractmethod
-    def _rank(self, texts: list[str], depth: int) -> list[TopK]:
-        """Per claim, the top ``depth`` rows and their scores."""
+    def _scored(self, texts: list[str]) -> Iterable[Scored]:
+        """Per claim, in order, everything the method scores (one scoring per claim)."""
 
-    @abstractmethod
-    def _retrieve(self, texts: list[str]) -> list[Selection]:
-        """Per claim, the evidence selection."""
+    @property
+    def _evidence_depth(self) -> int:
+        """How deep a top :meth:`_select` reads (0: it reads the scores themselves)."""
+        return self.k
+
+    def _select(self, claim: str, scored: Scored, top: TopK) -> Selection:
+        """The evidence: the top ``k``, explained by :meth:`_explain`."""
+        rows, scores = top.rows[:self.k], top.scores[:self.k]
+        hits = [self._hit(r, s, e) for r, s, e in
+                zip(rows.tolist(), scores.tolist(), self._explain(claim, rows, scores, scored.state))]
+        return Selection(hits, "ranked", {"params": self.params()})
+
+    def _explain(self, claim: str, rows: np.ndarray, scores: np.ndarray, state) -> list[dict]:
+        raise NotImplementedError
+
+    def _search(self, texts: list[str], k: int, select: bool) -> Iterable[tuple[Selection | None, TopK | None]]:
+        """Per claim, from one scoring: its selection (if ``select``) and its top ``k`` (if ``k``)."""
+        from factcheck.scoring.topk import top_k
+        depth = max(k, self._evidence_depth if select else 0)
+        for text, scored in zip(texts, self._scored(texts)):
+            top = TopK(*top_k(scored.scores, depth, scored.rows))
+            sel = self._select(text, scored, top) if select else None
+            yield sel, (TopK(top.rows[:k], top.scores[:k]) if k else None)
 
     def _check_params(self) -> None:
-        """Raise :class:`~factcheck.errors.InputError` (naming the parameter) for a bad value."""
+        """Raise an :class:`~factcheck.errors.InputError` naming the parameter of a bad value."""
+
+    def _hit(self, row: int, score: float, explanation: dict) -> Hit:
+        """The :class:`Hit` of passage ``row``: its id, and its title when the index has titles."""
+        index = self.index_
+        title = index.title(row) if getattr(index, "has_titles", False) else None
+        return Hit(row, index.ids[row], float(score), explanation, title)
+
+    def _ranking(self, top: TopK) -> Ranking:
+        index = self.index_
+        rows = top.rows.tolist()
+        titles = [index.title(r) for r in rows] if getattr(index, "has_titles", False) else None
+        return Ranking([index.ids[r] for r in rows], top.scores.tolist(), rows, titles)
+
+    def _prepare(self, claims, k) -> tuple[list[str], bool]:
+        self._check_fitted()
+        texts, one = as_texts(claims)
+        if k is not None:
+            check_number(k, "k", integer=True, low=1)
+        return texts, one
 
     def _check_fitted(self) -> None:
         if not self.__sklearn_is_fitted__():
@@ -302,65 +380,3 @@ def _as_index(index):
         raise InputError(None, None, f"expected a TagIndex (factcheck.build_index or TagIndex.load) or its "
                          f"directory, got {type(index).__name__}", param="index")
     return index
-
-
-def stable_top(scores: np.ndarray, depth: int) -> TopK:
-    """Rows of the top ``depth`` scores, descending, ties by row ascending.
-
-    Sparse-scoring retrievers give most passages exactly 0, and ``np.partition`` is slow
-    on such heavily tied arrays, so the positive scores are selected first (partition,
-    then a stable lexsort -- numpy's default sorts are not stable) and any remaining
-    places are filled by the zero-score rows in corpus order.
-    """
-    n = len(scores)
-    depth = min(depth, n)
-    positive = np.flatnonzero(scores > 0)
-    if len(positive) > depth:
-        vals = scores[positive]
-        cut = np.partition(vals, len(vals) - depth)[len(vals) - depth]
-        positive = positive[vals >= cut]
-    order = positive[np.lexsort((positive, -scores[positive]))][:depth]
-    if len(order) < depth:
-        rest = np.flatnonzero(scores <= 0)
-        if len(rest) and scores[rest].min() < 0:  # negative scores: order them fully
-            rest = rest[np.lexsort((rest, -scores[rest]))]
-        order = np.concatenate([order, rest[: depth - len(order)]])
-    order = order.astype(np.int64)
-    return TopK(order, scores[order])
-
-
-def stable_top_sparse(rows: np.ndarray, scores: np.ndarray, n: int, depth: int) -> TopK:
-    """:func:`stable_top` of the ``n``-long score vector that is ``scores`` at ``rows``
-    (distinct, any order) and 0 elsewhere, without building it: what a sparse product's
-    row gives. Scores must not be negative (entries of 0 are as if absent).
-    """
-    # Called once per query: few numpy calls, most on <= depth entries. (A version that
-    # took a whole batch's rows in a few passes was 2x slower: the passes over the batch
-    # miss the cache where one row's few hundred entries stay in it.)
-    rows, vals = np.asarray(rows), np.asarray(scores)
-    depth = min(depth, n)
-    if len(vals) and vals.min() <= 0:
-        positive = vals > 0
-        rows, vals = rows[positive], vals[positive]
-    if len(rows) > depth:
-        cut = np.partition(vals, len(vals) - depth)[len(vals) - depth]
-        keep = vals >= cut
-        rows, vals = rows[keep], vals[keep]
-    order = np.lexsort((rows, -vals))[:depth]
-    rows, vals = rows[order].astype(np.int64), vals[order]
-    if len(rows) < depth:  # zero-score rows follow in corpus order
-        free = np.ones(min(n, depth + len(rows)), dtype=bool)  # the first rows are enough
-        free[rows[rows < len(free)]] = False
-        zeros = np.flatnonzero(free)[: depth - len(rows)]
-        rows = np.concatenate([rows, zeros])
-        vals = np.concatenate([vals, np.zeros(len(zeros), dtype=vals.dtype)])
-    return TopK(rows, vals)
-
-
-def stable_top_rows(matrix, depth: int) -> list[TopK]:
-    """:func:`stable_top_sparse` of every row of a sparse (queries x passages) score
-    matrix -- a batch's product."""
-    m = sp.csr_matrix(matrix)
-    bounds = m.indptr.tolist()
-    return [stable_top_sparse(m.indices[a:b], m.data[a:b], m.shape[1], depth)
-            for a, b in zip(bounds[:-1], bounds[1:])]

@@ -1,38 +1,35 @@
-"""BM25 over the full passage text, scored by bm25s and fed the project's own stems.
+"""BM25 over the full passage text (the project's stems): Lucene's variant, scored by the core.
 
-bm25s precomputes every (term, passage) score at index time, so an index is tied to its
-``k1``/``b``/``method``. For the ``lucene`` variant the weights are derived from one
-term-count matrix per tag index (:mod:`factcheck.retrieval.bm25_weights`, bit-identical
-to bm25s's own build and ~100x faster), so a sweep over (k1, b) never re-indexes. The
-chosen index is saved next to the tags (``DIR/bm25/<params>/``, a
-:class:`~factcheck.tagging.derived.DerivedCache` entry: sha256-checked before every load,
-rebuilt when damaged, skipped when the index is read-only) and reused when the tag index
-and parameters match, so a served index need not re-analyse every passage. Queries are the claim's stems (duplicates
-kept, as a bag of words). bm25s's own top-k selection uses ``argpartition``, which
-breaks ties arbitrarily; we take its full score vector and select with
-:func:`~factcheck.retrieval.base.stable_top` so equal scores keep corpus order.
+The index's stems are counted once into a term-major matrix (:func:`~factcheck.scoring.counting.count_corpus`);
+one (k1, b)'s weights are derived from it in a few vectorised passes
+(:func:`~factcheck.scoring.bm25.bm25_weights`), so a sweep over (k1, b) never re-counts.
+A claim is its stems as a bag of words (duplicates counted); a batch of claims is scored
+by one sparse product and ranked by :func:`~factcheck.scoring.topk.top_k`.
+
+Both are kept next to the tags (:class:`~factcheck.tagging.derived.DerivedCache` entries:
+``bm25/counts/`` and ``bm25/lucene-k1_<k1>-b_<b>/``, sha256-checked before every load,
+memory-mapped, skipped when the index is read-only), so a served index neither re-analyses
+its passages nor holds every weight in its own memory.
 """
 
 from __future__ import annotations
 
-import logging
 import weakref
-from pathlib import Path
 
-import bm25s
 import numpy as np
 
 from factcheck.errors import check_choice, check_number
-from factcheck.retrieval.base import Hit, Retriever, Selection, TopK, stable_top
-from factcheck.retrieval.bm25_weights import TermCounts
-from factcheck.retrieval.sparse_scores import accumulate, postings, stable_top_sparse
+from factcheck.retrieval.base import Retriever, Scored
+from factcheck.scoring.bm25 import bm25_weights
+from factcheck.scoring.counting import CorpusCounts, count_corpus, count_terms
+from factcheck.scoring.matrix import TermMatrix
 from factcheck.tagging.derived import DerivedCache
+from factcheck.tagging.packing import pack_strings, unpack_strings
 from factcheck.text.analyzer import analyze, shared_stems
 
-logging.getLogger("bm25s").setLevel(logging.WARNING)
-
-# bm25s's variants (``bm25s.BM25(method=...)``)
-BM25_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+#: The BM25 variants offered: Lucene's only (what model directories record as ``method``).
+BM25_METHODS = ("lucene",)
+COUNTS_VERSION = "stems-term-major/1"
 
 
 class BM25Retriever(Retriever):
@@ -46,17 +43,20 @@ class BM25Retriever(Retriever):
         Length normalisation, in [0, 1].
     k : int, default 5
         Passages returned as evidence by :meth:`retrieve`.
-    method : {"lucene", "robertson", "atire", "bm25l", "bm25+"}, default "lucene"
-        bm25s's BM25 variant. ``"lucene"`` derives its weights from one term-count
-        matrix per index (bit-identical to bm25s's own build, and much faster to sweep).
+    method : {"lucene"}, default "lucene"
+        The BM25 variant (:mod:`factcheck.scoring.bm25`).
     cache : bool, default True
-        Keep the built BM25 index inside the tag index directory (``DIR/bm25/...``) and
-        reuse it; never changes a result.
+        Keep the term counts and weights inside the tag index directory (``DIR/bm25/...``)
+        and reuse them; never changes a result.
 
     Attributes
     ----------
     index_ : TagIndex
         The index fitted to.
+    vocabulary_ : dict of str to int
+        Stem -> row of ``weights_``.
+    weights_ : TermMatrix
+        The BM25 weight of every (stem, passage).
 
     See Also
     --------
@@ -77,7 +77,7 @@ class BM25Retriever(Retriever):
     ['evidence-8', 'evidence-39', 'evidence-7']
     >>> selection.hits[0].explanation["shared_tags"]
     ['level', 'rise', 'sea']
-    >>> bm25.rank("Sea levels are rising.", depth=5).ids
+    >>> bm25.rank("Sea levels are rising.", k=5).ids
     ['evidence-8', 'evidence-39', 'evidence-7', 'evidence-37', 'evidence-24']
     """
 
@@ -99,77 +99,77 @@ class BM25Retriever(Retriever):
         check_choice(self.method, "method", BM25_METHODS)
 
     def _fit(self, index) -> None:
-        key = {"plan_key": index.manifest.data.get("plan_key"), "k1": self.k1, "b": self.b,
-               "method": self.method, "bm25s": bm25s.__version__}
-        name = f"bm25/{self.method}-k1_{self.k1:g}-b_{self.b:g}"
-        if self.cache:
-            self._bm25 = DerivedCache(index.root).load_or_build(
-                name, key, lambda folder: self._build(index).save(folder), _load)
-            # The counts serve a tuning sweep's many settings; once the chosen setting is
-            # on disk they are ~12 bytes a non-zero that nothing reads any more.
-            _TERM_COUNTS.pop(index, None)
+        if not self.cache:
+            counts = corpus_counts(index)
+            terms, self.weights_ = counts.terms, bm25_weights(counts.counts, counts.lengths, self.k1, self.b)
         else:
-            self._bm25 = self._build(index)
+            cache = DerivedCache(index.root)
+            key = {"plan_key": index.manifest.data.get("plan_key"), "passages": len(index), "version": COUNTS_VERSION}
+            counts = cache.load_or_build("bm25/counts", key, lambda folder: _save_counts(corpus_counts(index), folder),
+                                         _load_counts)
+            weights_key = {"counts": key, "k1": self.k1, "b": self.b, "method": self.method}
+            data = cache.load_or_build(
+                f"bm25/{self.method}-k1_{self.k1:g}-b_{self.b:g}", weights_key,
+                lambda folder: _save_data(bm25_weights(counts.counts, counts.lengths, self.k1, self.b).data, folder),
+                _load_data)
+            terms, self.weights_ = counts.terms, counts.counts.with_data(data)
+            # The in-memory counts serve a tuning sweep's many settings; once on disk they
+            # are ~10 bytes an entry that nothing reads any more.
+            _COUNTS.pop(index, None)
+        self.vocabulary_ = {t: j for j, t in enumerate(terms)}
 
-    def _build(self, index) -> bm25s.BM25:
-        if self.method == "lucene":
-            return term_counts(index).bm25(self.k1, self.b)
-        model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
-        token_ids, vocab = index.stem_ids
-        model.index((token_ids, dict(vocab)), show_progress=False)
-        return model
+    def queries(self, claims: list[str]):
+        """The claims' stem counts over the weights' terms (float32, one row each)."""
+        return count_terms(list(claims), "stems").to_columns(self.vocabulary_, np.float32)
 
     def scores(self, claim: str) -> np.ndarray:
-        """BM25 score of every passage for one claim (float32, zeros for an empty query)."""
+        """BM25 score of every passage for one claim (float32, zeros where it shares no stem)."""
         self._check_fitted()
-        ids = self._bm25.get_tokens_ids(analyze(claim))
-        if not ids:
-            return np.zeros(len(self.index_), dtype=np.float32)
-        return self._bm25.get_scores_from_ids(ids)
+        (units, scores), = self.weights_.products(self.queries([claim]))
+        return self.weights_.full(units, scores)
 
-    def touched(self, claim: str) -> tuple[np.ndarray, np.ndarray]:
-        """The claim's non-zero scores only: (rows ascending, float32 scores), the same
-        bits as :meth:`scores` there -- bm25s's additions, term by term in query order,
-        over the postings of the claim's terms instead of a corpus-sized vector."""
-        self._check_fitted()
-        ids = self._bm25.get_tokens_ids(analyze(claim))
-        weights = self._bm25.scores
-        pos, owner = postings(weights["indptr"], ids)
-        return accumulate(np.asarray(weights["indices"][pos]), np.asarray(weights["data"][pos]), owner,
-                          np.dtype(self._bm25.dtype))
+    def _scored(self, texts):
+        return (Scored(rows, scores) for rows, scores in self.weights_.products(self.queries(texts)))
 
-    def _rank(self, texts: list[str], depth: int) -> list[TopK]:
-        if self._bm25.nonoccurrence_array is not None:  # variants that score absent terms too
-            return [stable_top(self.scores(c), depth) for c in texts]
-        n = len(self.index_)
-        return [stable_top_sparse(*self.touched(c), n, depth) for c in texts]
-
-    def _retrieve(self, texts: list[str]) -> list[Selection]:
-        out = []
-        for claim, ranking in zip(texts, self._rank(texts, self.k)):
-            stems = set(analyze(claim))
-            hits = []
-            for rank, (row, score) in enumerate(zip(ranking.rows.tolist(), ranking.scores.tolist()), 1):
-                hits.append(Hit(row, self.index_.ids[row], float(score), {
-                    "bm25": float(score), "rank": rank,
-                    "shared_tags": shared_stems(stems, self.index_.text(row)),
-                }))
-            out.append(Selection(hits, "ranked", {"params": self.params()}))
-        return out
+    def _explain(self, claim, rows, scores, state) -> list[dict]:
+        stems = set(analyze(claim))
+        return [{"bm25": s, "rank": i, "shared_tags": shared_stems(stems, self.index_.text(r))}
+                for i, (r, s) in enumerate(zip(rows.tolist(), scores.tolist()), 1)]
 
 
-_TERM_COUNTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_COUNTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def term_counts(index) -> TermCounts:
-    """The index's term-count matrix, built once per loaded index and shared by every fit."""
-    counts = _TERM_COUNTS.get(index)
+def corpus_counts(index) -> CorpusCounts:
+    """The index's stem counts, counted once per loaded index and shared by every fit."""
+    counts = _COUNTS.get(index)
     if counts is None:
-        counts = _TERM_COUNTS[index] = TermCounts.from_index(index)
+        counts = _COUNTS[index] = count_corpus(index.text_batches(desc="BM25 term counts"))
     return counts
 
 
-def _load(folder: Path) -> bm25s.BM25:
-    # Arrays and JSON only; memory-mapped, so a query reads the postings of its terms and a
-    # served index does not hold every weight in its own memory (~8 bytes a non-zero).
-    return bm25s.BM25.load(folder, mmap=True, allow_pickle=False)
+def _save_counts(counts: CorpusCounts, folder) -> None:
+    buf, offsets = pack_strings(counts.terms)
+    for name, array in (("terms_utf8", buf), ("terms_offsets", offsets), ("lengths", counts.lengths)):
+        with open(folder / f"{name}.npy", "wb") as fh:
+            np.save(fh, array, allow_pickle=False)
+    counts.counts.save(folder)
+
+
+def _load_counts(folder) -> CorpusCounts:
+    def arr(name):
+        return np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+    terms = unpack_strings(arr("terms_utf8"), arr("terms_offsets"))
+    counts = TermMatrix.load(folder)
+    if len(terms) != counts.n_terms or len(arr("lengths")) != counts.n_units:
+        raise ValueError("inconsistent BM25 counts")
+    return CorpusCounts(terms, counts, arr("lengths"))
+
+
+def _save_data(data: np.ndarray, folder) -> None:
+    with open(folder / "data.npy", "wb") as fh:
+        np.save(fh, data, allow_pickle=False)
+
+
+def _load_data(folder) -> np.ndarray:
+    return np.load(folder / "data.npy", mmap_mode="r", allow_pickle=False)

@@ -6,7 +6,11 @@ length normalisation, so a retriever can instead index windows of ``window`` wor
 is represented by its best-ranked chunk, and the explanation says which words it was.
 
 The chunked corpus is itself tagged by the offline job (as a JSONL source with ids
-``<passage id>#<chunk>``) so the tag rule works on chunks exactly as on passages. The
+``<passage id>#<chunk>``) so the tag rule works on chunks exactly as on passages. A claim's
+chunks are scored once; the best are ranked by the core's top-k, as deep as it takes to
+cover ``k`` passages, and collapsed to their passages
+(:func:`~factcheck.scoring.topk.first_per_group`: a passage ranks as its best chunk); the
+evidence is the inner retriever's, collapsed the same way. The
 chunk index is a derived cache of the passage index (``DIR/chunks/w<window>-o<overlap>/``,
 see :class:`~factcheck.tagging.derived.DerivedCache`): built once, checked before reuse.
 A retriever that reads passage vectors (the open mode's) gets the chunks' own, embedded
@@ -22,7 +26,8 @@ import numpy as np
 
 from factcheck.errors import InputError, check_number
 from factcheck.formats.files import atomic_path, dumps_json
-from factcheck.retrieval.base import Hit, Retriever, Selection, TopK
+from factcheck.retrieval.base import Retriever, Selection, TopK
+from factcheck.scoring.topk import first_per_group, top_k
 
 
 @dataclass
@@ -78,15 +83,6 @@ def _tag_chunks(chunks: Chunks, ids: list[str], tag_params: dict, folder: Path) 
             k = counter[row] = counter.get(row, -1) + 1
             fh.write(dumps_json({"id": f"{ids[row]}#{k}", "text": text}, indent=None))
     TagJob(**tag_params, progress=False).run(source_spec(source), folder / "index")
-
-
-def first_per_owner(chunk_rows: np.ndarray, owner: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """Positions (in ``chunk_rows``) of each passage's best chunk, in rank order."""
-    passages = owner[chunk_rows]
-    _, first = np.unique(passages, return_index=True)
-    first.sort()
-    first = first[:limit]
-    return first, passages[first]
 
 
 class ChunkedRetriever(Retriever):
@@ -170,36 +166,34 @@ class ChunkedRetriever(Retriever):
                                                                        self.chunk_index_.manifest)
         self.inner_ = clone(self.inner).fit(self.chunk_index_)
 
-    def _rank(self, texts: list[str], depth: int) -> list[TopK]:
-        # Each claim's chunk ranking is deepened (doubling) until it covers ``depth``
-        # passages; the claims still short of them are ranked again together, so a
-        # retriever that scores a batch at once (TF-IDF's sparse product) is asked once
-        # per depth, not once per claim.
-        out: list[TopK | None] = [None] * len(texts)
-        # Start as deep as depth passages' worth of chunks on average: fewer rounds.
-        per_passage = -(-len(self.chunks_.owner) // max(len(self.index_), 1))
-        todo, want = list(range(len(texts))), depth * per_passage
-        while todo:
-            short = []
-            for i, r in zip(todo, self.inner_._rank([texts[i] for i in todo], want)):
-                pos, passages = first_per_owner(r.rows, self.chunks_.owner, depth)
-                if len(passages) >= depth or want >= len(self.chunks_.owner):
-                    out[i] = TopK(passages, r.scores[pos])
-                else:
-                    short.append(i)
-            todo, want = short, want * 2
-        return out
+    def _scored(self, texts):
+        """The inner retriever's scores of the chunks (:meth:`_search` collapses them)."""
+        return self.inner_._scored(texts)
 
-    def _retrieve(self, texts: list[str]) -> list[Selection]:
-        out = []
-        for sel in self.inner_._retrieve(texts):
-            rows = np.array([h.row for h in sel.hits], dtype=np.int64)
-            pos, passages = first_per_owner(rows, self.chunks_.owner, len(rows)) if len(rows) else ([], [])
-            hits = []
-            for p, row in zip(list(pos), list(passages)):
-                h = sel.hits[int(p)]
-                start, end = self.chunks_.spans[h.row]
-                hits.append(Hit(int(row), self.index_.ids[int(row)], h.score,
-                                {**h.explanation, "chunk": h.id, "chunk_words": [start, end]}))
-            out.append(Selection(hits, sel.path, sel.details))
-        return out
+    def _search(self, texts, k, select):
+        owner = self.chunks_.owner
+        per_passage = -(-len(owner) // max(len(self.index_), 1))  # chunks a passage has, on average
+        for claim, inner in zip(texts, self._scored(texts)):
+            top = None
+            if k:  # the best chunks, until their passages are k or every scored chunk is in
+                want = k * per_passage
+                while True:
+                    rows, scores = top_k(inner.scores, want, inner.rows)
+                    pos, passages = first_per_group(rows, owner, k)
+                    if len(passages) >= k or len(rows) < want:
+                        break
+                    want *= 2
+                top = TopK(passages, scores[pos])
+            yield (self._select(claim, inner, None) if select else None), top
+
+    def _select(self, claim, inner, top) -> Selection:
+        chunked = self.inner_
+        sel = chunked._select(claim, inner, TopK(*top_k(inner.scores, chunked._evidence_depth, inner.rows)))
+        rows = np.array([h.row for h in sel.hits], dtype=np.int64)
+        pos, passages = first_per_group(rows, self.chunks_.owner, len(rows))
+        hits = []
+        for p, row in zip(list(pos), list(passages)):
+            h = sel.hits[int(p)]
+            start, end = self.chunks_.spans[h.row]
+            hits.append(self._hit(int(row), h.score, {**h.explanation, "chunk": h.id, "chunk_words": [start, end]}))
+        return Selection(hits, sel.path, sel.details)

@@ -1,26 +1,12 @@
 """Open mode retrieval: dense (embedding cosine) and hybrid (BM25 + dense) retrievers.
 
 Dense search is exact: the claim's vector against every passage vector
-(:mod:`factcheck.tagging.vectors`) with numpy, block by block. Why exact and not an ANN
-library: at 316K passages one claim costs ~25 ms p50 on a 2-core machine (75 ms with
-every core busy), inside the app's 50 ms budget, and exact scores keep the ranking a
-pure function of the data. Through the app on the open proxy run
-(``python -m benchmarks.serve``, 300 requests): ``/api/check`` p50 25 ms (hybrid 24 ms)
-at load average 3, 50-74 ms at load 6 on 2 shared cores. At 1.2M passages the product
-is ~4x; keeping the first 128 of the 256 dimensions would halve it at a small cost on
-the training claims, not adopted while the budget holds (docs/decisions.md). Why one claim at a time: a
-matrix-vector product gives a row the same bits whatever else is scored with it, so a
-claim's ranking never depends on its batch-mates.
-
-The passage vectors are stored as float16 and widened to float32 once at ``fit``:
-numpy has no fast float16 product, and widening is exact. Memory: 1 KB a passage
-(316 MB at 316K; ``block_rows`` bounds only the temporary of one product).
-
-Hybrid fusion (:func:`fuse`): ``"max"`` scales each score list by the claim's best score
-(BM25 / max BM25, cosine / max cosine) and mixes them with weight ``alpha`` on the dense
-side; ``"rrf"`` is weighted reciprocal-rank fusion of the two top-``rrf_depth`` lists.
-Chosen on the 1,228 training claims by 5-fold cross-validation (docs/decisions.md):
-``"max"`` with ``alpha`` 0.4 (proxy corpus) / 0.6 (wiki) and k = 4; ``"rrf"`` won no fold.
+(:mod:`factcheck.tagging.vectors`, float16 on disk, widened to float32 once at ``fit``),
+one claim at a time, block by block, so a claim's ranking never depends on its
+batch-mates; why exact and not an ANN index: docs/decisions.md. Hybrid fusion
+(:func:`fuse`): ``"max"`` scales each score list by the claim's best score and mixes them
+with weight ``alpha`` on the dense side; ``"rrf"`` is weighted reciprocal-rank fusion of
+the two top-``rrf_depth`` lists.
 """
 
 from __future__ import annotations
@@ -30,7 +16,8 @@ import weakref
 import numpy as np
 
 from factcheck.errors import check_choice, check_number
-from factcheck.retrieval.base import Hit, Retriever, Selection, TopK, stable_top
+from factcheck.retrieval.base import Retriever, Scored
+from factcheck.scoring.topk import top_k
 from factcheck.text.analyzer import analyze, shared_stems
 
 __all__ = ["DenseRetriever", "FUSIONS", "HybridRetriever", "fuse"]
@@ -91,36 +78,22 @@ class DenseRetriever(Retriever):
         from factcheck.text.embedding import load_embedder
         self.embedder_ = load_embedder(read_vectors_manifest(index.root, index.manifest)["model"])
         self.vectors_, self.vectors_sha256_ = _shared_vectors(index, self.embedder_.identity)
-        self._last = (None, None)
 
     def scores(self, claim: str) -> np.ndarray:
-        """Cosine of every passage with the claim (float32, read-only; zeros for a claim
-        with no token)."""
+        """Cosine of every passage with the claim (float32; zeros for a claim with no token)."""
         self._check_fitted()
-        # The last claim's scores are kept: a check asks for the evidence (``retrieve``)
-        # and then the depth-100 ranking (``rank``) of the same claim, and the product is
-        # most of a hybrid check's time (61 ms p50 /api/check on the proxy run before).
-        if self._last[0] == claim:
-            return self._last[1]
         query = self.embedder_.embed([claim], kind="query")[0]
         out = np.empty(len(self.vectors_), dtype=np.float32)
         for start in range(0, len(out), self.block_rows):
             stop = start + self.block_rows
             np.dot(self.vectors_[start:stop], query, out=out[start:stop])
-        out.flags.writeable = False
-        self._last = (claim, out)
         return out
 
-    def _rank(self, texts: list[str], depth: int) -> list[TopK]:
-        return [stable_top(self.scores(c), depth) for c in texts]
+    def _scored(self, texts):
+        return (Scored(None, self.scores(c)) for c in texts)
 
-    def _retrieve(self, texts: list[str]) -> list[Selection]:
-        out = []
-        for ranking in self._rank(texts, self.k):
-            hits = [Hit(row, self.index_.ids[row], score, {"dense": score, "rank": rank})
-                    for rank, (row, score) in enumerate(zip(ranking.rows.tolist(), ranking.scores.tolist()), 1)]
-            out.append(Selection(hits, "ranked", {"params": self.params()}))
-        return out
+    def _explain(self, claim, rows, scores, state) -> list[dict]:
+        return [{"dense": s, "rank": i} for i, s in enumerate(scores.tolist(), 1)]
 
 
 # Loaded vector matrices, shared by every retriever fitted to the same vectors while any
@@ -154,7 +127,7 @@ def fuse(bm25: np.ndarray, dense: np.ndarray, alpha: float, fusion: str = "max",
         return (1.0 - alpha) * lexical + alpha * semantic
     fused = np.zeros(len(bm25), dtype=np.float64)  # "rrf"
     for weight, scores in ((1.0 - alpha, bm25), (alpha, dense)):
-        rows = stable_top(scores, rrf_depth).rows
+        rows, _ = top_k(scores, rrf_depth)
         rows = rows[scores[rows] > 0]  # a passage the method does not match at all gets nothing
         fused[rows] += weight / (RRF_K + np.arange(1, len(rows) + 1))
     return fused
@@ -236,23 +209,14 @@ class HybridRetriever(Retriever):
         self._check_fitted()
         return self.bm25_.scores(claim), self.dense_.scores(claim)
 
-    def _ranked(self, claim: str, depth: int):
-        bm25, dense = self.component_scores(claim)
-        return stable_top(fuse(bm25, dense, self.alpha, self.fusion, self.rrf_depth), depth), bm25, dense
-
-    def _rank(self, texts: list[str], depth: int) -> list[TopK]:
-        return [self._ranked(c, depth)[0] for c in texts]
-
-    def _retrieve(self, texts: list[str]) -> list[Selection]:
-        out = []
+    def _scored(self, texts):
         for claim in texts:
-            ranking, bm25, dense = self._ranked(claim, self.k)
-            stems = set(analyze(claim))
-            hits = []
-            for rank, (row, score) in enumerate(zip(ranking.rows.tolist(), ranking.scores.tolist()), 1):
-                hits.append(Hit(row, self.index_.ids[row], score, {
-                    "bm25": float(bm25[row]), "dense": float(dense[row]), "fused": score, "rank": rank,
-                    "shared_tags": shared_stems(stems, self.index_.text(row)),
-                }))
-            out.append(Selection(hits, "ranked", {"params": self.params()}))
-        return out
+            bm25, dense = self.component_scores(claim)
+            yield Scored(None, fuse(bm25, dense, self.alpha, self.fusion, self.rrf_depth), (bm25, dense))
+
+    def _explain(self, claim, rows, scores, state) -> list[dict]:
+        bm25, dense = state
+        stems = set(analyze(claim))
+        return [{"bm25": float(bm25[r]), "dense": float(dense[r]), "fused": s, "rank": i,
+                 "shared_tags": shared_stems(stems, self.index_.text(r))}
+                for i, (r, s) in enumerate(zip(rows.tolist(), scores.tolist()), 1)]

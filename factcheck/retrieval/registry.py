@@ -126,6 +126,9 @@ def make_retriever(method: str, params: dict | None = None, chunk_window: int | 
 def run_retrieval(retriever: Retriever, claims: list[Claim], depth: int = DEPTH):
     """Evidence ids and the explanation record of every claim, keyed by claim id, in claim order.
 
+    Each claim is scored once (:meth:`~factcheck.retrieval.base.Retriever.search`): its
+    evidence and its ranking come from the same scoring.
+
     Parameters
     ----------
     retriever : Retriever
@@ -153,19 +156,10 @@ def run_retrieval(retriever: Retriever, claims: list[Claim], depth: int = DEPTH)
     True
     """
     texts = [c.text for c in claims]
-    selections = retriever.retrieve(texts)
-    rankings = retriever.rank(texts, depth) if depth > 0 else [None] * len(claims)
-    index = getattr(retriever, "index_", None)  # a duck-typed reader may have no index
-    titled = getattr(index, "has_titles", False)
-    evidences, explain = {}, {}
-    for claim, sel, ranking in zip(claims, selections, rankings):
-        evidences[claim.id] = sel.ids
-        explain[claim.id] = sel.to_json()
-        if titled:  # a FEVER page's or a BEIR document's title, for the reader of the explanation
-            for hit, record in zip(sel.hits, explain[claim.id]["hits"]):
-                record["title"] = index.title(hit.row)
-        if ranking is not None:
-            explain[claim.id]["ranking"] = ranking.ids
+    # A duck-typed reader (a test's stand-in) may offer ``retrieve`` only.
+    selections = retriever.search(texts, depth) if depth > 0 else retriever.retrieve(texts)
+    evidences = {c.id: sel.ids for c, sel in zip(claims, selections)}
+    explain = {c.id: sel.to_json() for c, sel in zip(claims, selections)}
     return evidences, explain
 
 

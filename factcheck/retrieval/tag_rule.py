@@ -15,12 +15,13 @@ The rule, per claim:
    Passages sharing no tag score 0 and follow in corpus order (as a stable sort over the
    whole corpus would place them).
 
-Why an inverted index: a passage sharing no tag with the claim has overlap 0 and cosine
-0, so it can never pass the filter and ranks after every passage that shares one. Only
-the postings of the claim's stems are touched; no per-passage Python loop. Cosines are
-accumulated term by term in ascending term order -- the same additions, in the same
-order, as the per-passage reference in the tests, so the floats are bit-identical and
-threshold decisions agree exactly.
+How: the shared-tag counts and the cosines are two sparse products of the claim with
+term-major matrices (:class:`~factcheck.scoring.matrix.TermMatrix`) that touch only the
+postings of the claim's stems; a passage sharing no tag can never pass the filter. A
+cosine adds the claim's terms in ascending term order from zero, as the per-passage
+reference in the tests does, so threshold decisions agree bit for bit. Rankings hold the
+passages sharing a tag; the rule's fallback still fills ``top_n`` with zero-score
+passages in corpus order, as the 2024 rule did.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from factcheck.errors import check_number
-from factcheck.retrieval.base import Hit, Retriever, Selection, TopK, stable_top
-from factcheck.retrieval.sparse_scores import first_rows_not_in
+from factcheck.retrieval.base import Retriever, Scored, Selection
+from factcheck.scoring.matrix import TermMatrix
+from factcheck.scoring.topk import top_k
 from factcheck.text.analyzer import analyze
 
 
@@ -87,24 +89,14 @@ class TagRuleRetriever(Retriever):
     def _fit(self, index) -> None:
         n, vocab = len(index), index.vocabulary
         self._vocab_col = {t: j for j, t in enumerate(vocab)}
-        tags = sp.csr_matrix((np.ones(len(index.tag_terms), dtype=np.int8), index.tag_terms, index.tag_indptr),
+        tags = sp.csr_matrix((np.ones(len(index.tag_terms), dtype=np.int16), index.tag_terms, index.tag_indptr),
                              shape=(n, len(vocab)))
-        postings = tags.tocsc()
+        # Term-major: what a claim reads (the reranker computes the few passage rows it needs).
+        self._tags = TermMatrix.from_units(tags)
         del tags
-        postings.sort_indices()
-        # Rows as int32 (half of int64's 8 bytes a tag; candidates are widened after
-        # np.unique), and the tag space's CSR is not kept: the column-major copy is what
-        # a claim reads (the reranker computes the few CSR rows it needs).
-        row_type = np.int32 if n < 2 ** 31 else np.int64
-        self._post_ptr, self._post_rows = postings.indptr, postings.indices.astype(row_type)
-        del postings
+        self._space = TermMatrix.from_units(index.tag_space_rows())
         self._n_tags = np.diff(index.tag_indptr)
         self._tag_vec = index.tag_vectorizer
-        passage_space = index.tag_space_rows().tocsc()
-        passage_space.sort_indices()
-        self._space_ptr = passage_space.indptr
-        self._space_rows = passage_space.indices.astype(row_type)
-        self._space_vals = passage_space.data
 
     # ------------------------------------------------------------------ scoring
     def claim_tags(self, claim: str) -> list[str]:
@@ -116,41 +108,31 @@ class TagRuleRetriever(Retriever):
         tags = self.claim_tags(claim)
         distinct = sorted(set(tags))
         cols = [self._vocab_col[t] for t in distinct if t in self._vocab_col]
-        if cols:
-            rows = np.concatenate([self._post_rows[self._post_ptr[c]:self._post_ptr[c + 1]] for c in cols])
-            cand, shared = np.unique(rows, return_counts=True)
-            cand = cand.astype(np.int64)
-        else:
-            cand, shared = np.zeros(0, np.int64), np.zeros(0, np.int64)
+        query = sp.csr_matrix((np.ones(len(cols), dtype=np.int16), cols, [0, len(cols)]), shape=(1, self._tags.n_terms))
+        (cand, shared), = self._tags.products(query, sort=True)
+        cand, shared = cand.astype(np.int64), shared.astype(np.int64)
         cosine = np.zeros(len(cand))
-        q = self._tag_vec.transform([" ".join(tags)])
-        q.sort_indices()
-        for t, w in zip(q.indices.tolist(), q.data.tolist()):
-            a, b = self._space_ptr[t], self._space_ptr[t + 1]
-            pos = np.searchsorted(cand, self._space_rows[a:b])
-            cosine[pos] += self._space_vals[a:b] * w
+        (rows, cos), = self._space.products(self._tag_vec.vectors([tags]), sort=True)
+        cosine[np.searchsorted(cand, rows)] = cos  # a tag-space term is a tag: rows are candidates
         overlap = shared / np.minimum(len(distinct), self._n_tags[cand]) if len(cand) else np.zeros(0)
         return distinct, cand, shared, cosine, overlap, cosine + overlap
 
-    def _ordered(self, cand, combined, depth):
-        """Candidates by combined desc (ties by row), then zero-score rows by row."""
-        top = stable_top(combined, depth)
-        rows, scores = cand[top.rows], top.scores
-        if len(rows) < depth:
-            fill = first_rows_not_in(cand, depth - len(rows), len(self.index_))
+    def _fallback(self, cand, combined, top_n):
+        """The rule's fallback: the ``top_n`` best by combined, then zero-score rows in
+        corpus order (as the 2024 rule's sort over the whole corpus placed them)."""
+        rows, scores = top_k(combined, top_n, cand)
+        if len(rows) < top_n:
+            fill = _first_rows_not_in(cand, top_n - len(rows), len(self.index_))
             rows = np.concatenate([rows, fill])
             scores = np.concatenate([scores, np.zeros(len(fill))])
         return rows, scores
 
-    def _rank(self, texts: list[str], depth: int) -> list[TopK]:
-        out = []
-        for claim in texts:
-            _, cand, _, _, _, combined = self._score(claim)
-            out.append(TopK(*self._ordered(cand, combined, depth)))
-        return out
+    _evidence_depth = 0  # the rule reads every candidate's scores
 
-    def _retrieve(self, texts: list[str]) -> list[Selection]:
-        return [self._select(claim) for claim in texts]
+    def _scored(self, texts):
+        for claim in texts:
+            scored = self._score(claim)
+            yield Scored(scored[1], scored[5], scored)
 
     def choose(self, scored, t_sim: float, t_overlap: float, top_n: int):
         """Apply the rule to a claim's scores: (chosen rows, path, number that passed the filter).
@@ -160,10 +142,10 @@ class TagRuleRetriever(Retriever):
         distinct, cand, shared, cosine, overlap, combined = scored
         passed = np.flatnonzero((cosine > t_sim) & (overlap > t_overlap))
         if len(passed):
-            order = passed[np.lexsort((cand[passed], -combined[passed]))]
+            order = passed[top_k(combined[passed], len(passed))[0]]  # cand ascends: ties by row
             best = shared[order].max()
             return cand[order[shared[order] == best][:top_n]], "filtered", len(passed)
-        rows, _ = self._ordered(cand, combined, top_n)
+        rows, _ = self._fallback(cand, combined, top_n)
         return rows, "fallback", 0
 
     def sweep(self, claims, t_sims, t_overlaps, top_ns) -> dict:
@@ -179,8 +161,8 @@ class TagRuleRetriever(Retriever):
         max_n = max(top_ns)
         for claim in claims:
             _, cand, shared, cosine, overlap, combined = self._score(claim)
-            fallback, _ = self._ordered(cand, combined, max_n)
-            order = np.lexsort((cand, -combined))
+            fallback, _ = self._fallback(cand, combined, max_n)
+            order, _ = top_k(combined, len(combined))
             live = order[(cosine[order] > min(t_sims)) & (overlap[order] > min(t_overlaps))]
             rows_l, cos_l, ov_l, sh_l = cand[live], cosine[live], overlap[live], shared[live]
             for a in t_sims:
@@ -196,10 +178,9 @@ class TagRuleRetriever(Retriever):
                         out[(a, b, n)][1].append(path)
         return out
 
-    def _select(self, claim: str) -> Selection:
-        scored = self._score(claim)
-        distinct, cand, shared, cosine, overlap, combined = scored
-        rows, path, n_passed = self.choose(scored, self.t_sim, self.t_overlap, self.top_n)
+    def _select(self, claim, scored, top) -> Selection:
+        distinct, cand, shared, cosine, overlap, combined = scored.state
+        rows, path, n_passed = self.choose(scored.state, self.t_sim, self.t_overlap, self.top_n)
         pos = np.minimum(np.searchsorted(cand, rows), max(len(cand) - 1, 0))
         found = (pos < len(cand)) & (cand[pos] == rows) if len(cand) else np.zeros(len(rows), bool)
         stats = [(cosine[p], overlap[p], combined[p]) if f else (0.0, 0.0, 0.0)
@@ -208,10 +189,22 @@ class TagRuleRetriever(Retriever):
         hits = []
         for row, (cos, ov, comb) in zip(rows.tolist(), stats):
             passage_tags = self.index_.tags(row)
-            hits.append(Hit(row, self.index_.ids[row], float(comb), {
+            hits.append(self._hit(row, float(comb), {
                 "cosine": float(cos), "overlap": float(ov), "combined": float(comb),
                 "shared_tags": [t for t in passage_tags if t in claim_set],
                 "passage_tags": passage_tags,
             }))
         return Selection(hits, path, {"claim_tags": self.claim_tags(claim), "thresholds": self.params(),
                                       "passed_filter": int(n_passed)})
+
+
+def _first_rows_not_in(sorted_rows: np.ndarray, count: int, n: int) -> np.ndarray:
+    """The ``count`` smallest row numbers in [0, n) absent from ``sorted_rows``."""
+    limit = count
+    while True:
+        limit = min(limit, n)
+        present = sorted_rows[: np.searchsorted(sorted_rows, limit)]
+        missing = np.setdiff1d(np.arange(limit, dtype=np.int64), present, assume_unique=True)
+        if len(missing) >= count or limit == n:
+            return missing[:count]
+        limit *= 2

@@ -1,33 +1,16 @@
 """TF-IDF cosine over the full text: the minimal retrieval pipeline's scorer.
 
-The weighting, for a unit (a passage, or a chunk when chunked) of a corpus of ``N`` units:
-each term's weight is ``(1 + ln tf) * idf`` with ``idf = ln((1 + N) / (1 + df)) + 1``
-(scikit-learn's ``TfidfVectorizer(sublinear_tf=True)``, smoothed IDF), and the vector is
-L2-normalised. A query is embedded the same way with the corpus's IDF (terms the corpus
-never saw are dropped, as scikit-learn drops them), so the score -- the dot product -- is
-the cosine. No ``max_features`` cut: every term of the corpus counts.
-
-Analysis (:data:`~factcheck.text.analyzer.ANALYZERS`): ``"plain"`` by default --
-lower-cased letter/digit runs minus stop words and single characters, no stemming: the
-minimal pipeline as described, whose self-retrieval figures on the arXiv collection
-this reproduces (``docs/workbench.md``); ``"stems"`` are the project's Porter stems
-(what the tag index and BM25 read).
-
-How it scores: the unit vectors are kept term-major (a term's postings: units and
-weights, a CSR matrix of terms x units), so a batch of queries is one sparse product
-``Q @ postings`` touching only the postings of the query terms (scipy). A row of the
-product depends only on its own query -- each entry is the sum over that query's terms
-in ascending term order -- so a query's scores are the same bits whatever it is batched
-with. Batches are sized so the product stays within :data:`PRODUCT_BUDGET` entries.
-Ranking is by score, ties by corpus order (:func:`~factcheck.retrieval.base.stable_top`'s
-rule, applied to the product's non-zeros); units sharing no term with the query score 0
-and follow in corpus order, as for every retriever.
-
-The matrices are derived once per tag index and cached next to it
-(``DIR/tfidf/<analyzer>/``, a :class:`~factcheck.tagging.derived.DerivedCache` entry:
-arrays only, sha256-checked before every load).
-
-:class:`TfidfRetriever` has a running example.
+A unit (a passage, or a chunk) is weighted ``(1 + ln tf) * idf``, ``idf = ln((1 + N) /
+(1 + df)) + 1``, L2-normalised (scikit-learn's ``TfidfVectorizer(sublinear_tf=True)``:
+the core's :class:`~factcheck.scoring.tfidf.TfidfSpace`); a query the same way with the
+corpus's IDF (unseen terms dropped), so the dot product is the cosine. Every term counts.
+Analysis (:data:`~factcheck.text.analyzer.ANALYZERS`): ``"plain"`` (lower-cased
+letter/digit runs minus stop words and single characters: the minimal pipeline, whose
+self-retrieval figures on the arXiv collection this reproduces, ``docs/workbench.md``) or
+``"stems"`` (the project's Porter stems, as the tags and BM25 read). The units' vectors
+are kept term-major (:class:`~factcheck.scoring.matrix.TermMatrix`) and cached in the
+index directory (``DIR/tfidf/<analyzer>/``, a :class:`~factcheck.tagging.derived.DerivedCache`
+entry); a batch of claims is one sparse product, ranked by the core's top-k.
 """
 
 from __future__ import annotations
@@ -35,111 +18,75 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 from factcheck.errors import check_number
-from factcheck.retrieval.base import Hit, Retriever, Selection, TopK, stable_top_rows
-from factcheck.tagging.counting import count_terms
+from factcheck.retrieval.base import Retriever, Scored
+from factcheck.scoring.counting import count_terms
+from factcheck.scoring.matrix import TermMatrix
+from factcheck.scoring.tfidf import TfidfSpace
 from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.packing import pack_strings, unpack_strings
-from factcheck.tagging.vocabulary import smoothed_idf, tfidf_rows
 from factcheck.text.analyzer import analyzer_of, check_analyzer
 
-__all__ = ["TfidfModel", "TfidfRetriever", "PRODUCT_BUDGET"]
+__all__ = ["TfidfModel", "TfidfRetriever"]
 
-#: Entries of one batch's query x unit product (an upper bound from the postings' lengths):
-#: ~1M entries (~12 MB of output) keep the product and its top-k in cache; 8M at once
-#: was ~3x slower per entry on the arXiv titles (measured).
-PRODUCT_BUDGET = 1_000_000
-CACHE_VERSION = "tfidf-sublinear-smooth-l2/1"
-_FILES = ("terms_utf8", "terms_offsets", "idf", "indptr", "indices", "data")
+CACHE_VERSION = "tfidf-sublinear-smooth-l2/2"
 
 
 class TfidfModel:
-    """A fitted TF-IDF space: the terms (sorted), their IDF, the units' vectors term-major.
+    """A fitted TF-IDF space and its units' vectors, term-major.
 
     Parameters
     ----------
-    terms : list of str
-        The corpus's terms, sorted (column ``j`` is ``terms[j]``).
-    idf : ndarray of float64
-        ``ln((1 + N) / (1 + df)) + 1`` per term.
-    postings : scipy.sparse.csr_matrix of shape (terms, units)
-        Row ``j``: the units holding term ``j`` (ascending) and their weight in the unit's
-        L2-normalised vector.
+    space : TfidfSpace
+        The corpus's terms (sorted), their IDF; sublinear tf.
+    postings : TermMatrix
+        Each term's units (ascending) and their weight in the unit's L2-normalised vector.
     analyzer : str
         The analyzer the terms come from (``"plain"`` or ``"stems"``).
 
     Example
     -------
     >>> model = TfidfModel.build(["sea level rise", "sea ice", "ice sheets melt"], "plain")
-    >>> model.terms
+    >>> model.space.terms
     ['ice', 'level', 'melt', 'rise', 'sea', 'sheets']
-    >>> (model.transform(["sea ice"]) @ model.postings).toarray().round(3).tolist()
+    >>> (model.transform(["sea ice"]) @ model.postings.csr).toarray().round(3).tolist()
     [[0.335, 1.0, 0.335]]
     """
 
-    def __init__(self, terms: list[str], idf: np.ndarray, postings: sp.csr_matrix, analyzer: str):
-        self.terms = terms
-        self.idf = idf
+    def __init__(self, space: TfidfSpace, postings: TermMatrix, analyzer: str):
+        self.space = space
         self.postings = postings
         self.analyzer = analyzer
-        self.column = {t: j for j, t in enumerate(terms)}
-        self.df = np.diff(postings.indptr)
-
-    @property
-    def n_units(self) -> int:
-        return self.postings.shape[1]
 
     @classmethod
     def build(cls, texts: list[str], analyzer: str = "plain") -> "TfidfModel":
-        counts = count_terms(texts, analyzer)
-        n = len(texts)
-        idf = smoothed_idf(np.bincount(counts.matrix.indices, minlength=len(counts.terms)), n)
-        units = tfidf_rows(_sublinear(counts.matrix), idf)
-        postings = units.T.tocsr()  # terms x units, units ascending within a term
-        postings.sort_indices()
-        return cls(counts.terms, idf, postings, analyzer)
+        space, units = TfidfSpace.fit(count_terms(list(texts), analyzer), sublinear=True)
+        return cls(space, TermMatrix.from_units(units), analyzer)
 
-    def transform(self, texts: list[str]) -> sp.csr_matrix:
+    def transform(self, texts: list[str]):
         """The L2-normalised TF-IDF vectors of ``texts`` (rows) in this space; terms the
         corpus never saw are dropped before normalising (as scikit-learn's transform)."""
-        counts = count_terms(list(texts), self.analyzer)
-        column = np.array([self.column.get(t, -1) for t in counts.terms], dtype=np.int64)
-        m = counts.matrix.tocoo()
-        known = column[m.col] >= 0
-        q = sp.csr_matrix((m.data[known], (m.row[known], column[m.col[known]])),
-                          shape=(len(texts), len(self.terms)))
-        q.sort_indices()
-        return tfidf_rows(_sublinear(q), self.idf)
+        return self.space.transform(texts, self.analyzer)
 
     def save(self, folder: Path) -> None:
-        buf, offsets = pack_strings(self.terms)
-        arrays = {"terms_utf8": buf, "terms_offsets": offsets, "idf": self.idf,
-                  "indptr": self.postings.indptr.astype(np.int64), "indices": self.postings.indices.astype(np.int32),
-                  "data": self.postings.data}
-        for name in _FILES:
+        buf, offsets = pack_strings(self.space.terms)
+        for name, array in (("terms_utf8", buf), ("terms_offsets", offsets), ("idf", self.space.idf_)):
             with open(Path(folder) / f"{name}.npy", "wb") as fh:
-                np.save(fh, arrays[name], allow_pickle=False)
-        (Path(folder) / "shape.txt").write_text(f"{self.postings.shape[0]} {self.postings.shape[1]} {self.analyzer}\n")
+                np.save(fh, array, allow_pickle=False)
+        self.postings.save(folder)
+        (Path(folder) / "analyzer.txt").write_text(f"{self.analyzer}\n")
 
     @classmethod
     def load(cls, folder: Path) -> "TfidfModel":
-        a = {name: np.load(Path(folder) / f"{name}.npy", allow_pickle=False) for name in _FILES}
-        n_terms, n_units, analyzer = (Path(folder) / "shape.txt").read_text().split()
-        postings = sp.csr_matrix((a["data"], a["indices"], a["indptr"]), shape=(int(n_terms), int(n_units)))
-        terms = unpack_strings(a["terms_utf8"], a["terms_offsets"])
-        if len(terms) != int(n_terms) or len(a["idf"]) != int(n_terms):
+        def arr(name):
+            return np.load(Path(folder) / f"{name}.npy", allow_pickle=False)
+        terms = unpack_strings(arr("terms_utf8"), arr("terms_offsets"))
+        postings = TermMatrix.load(folder)
+        if len(terms) != postings.n_terms or len(arr("idf")) != postings.n_terms:
             raise ValueError("inconsistent TF-IDF cache")
-        return cls(terms, a["idf"], postings, check_analyzer(analyzer))
-
-
-def _sublinear(counts: sp.csr_matrix) -> sp.csr_matrix:
-    """``1 + ln(tf)`` in place of each count (scikit-learn's ``sublinear_tf``)."""
-    out = sp.csr_matrix(counts, dtype=np.float64, copy=True)
-    np.log(out.data, out=out.data)
-    out.data += 1.0
-    return out
+        analyzer = check_analyzer((Path(folder) / "analyzer.txt").read_text().strip())
+        return cls(TfidfSpace(terms, arr("idf"), sublinear=True), postings, analyzer)
 
 
 class TfidfRetriever(Retriever):
@@ -162,7 +109,7 @@ class TfidfRetriever(Retriever):
     index_ : TagIndex
         The index fitted to.
     model_ : TfidfModel
-        The fitted space (terms, IDF, postings).
+        The fitted space (terms, IDF) and the units' vectors.
 
     See Also
     --------
@@ -183,9 +130,9 @@ class TfidfRetriever(Retriever):
     ['evidence-39', 'evidence-27', 'evidence-8']
     >>> selection.hits[0].explanation
     {'tfidf': 0.42814268653648513, 'rank': 1, 'shared_terms': ['rising', 'sea']}
-    >>> tfidf.rank("Sea levels are rising.", depth=2).ids
+    >>> tfidf.rank("Sea levels are rising.", k=2).ids
     ['evidence-39', 'evidence-27']
-    >>> len(tfidf.model_.terms), round(float(tfidf.model_.idf.max()), 3)  # the fitted space
+    >>> len(tfidf.model_.space.terms), round(float(tfidf.model_.space.idf_.max()), 3)  # the fitted space
     (291, 4.02)
 
     The project's stems match "levels"/"level" and "rising"/"rise", as BM25 does:
@@ -221,35 +168,14 @@ class TfidfRetriever(Retriever):
     def scores(self, claim: str) -> np.ndarray:
         """The cosine of every passage with ``claim`` (float64; zeros for no shared term)."""
         self._check_fitted()
-        return (self.model_.transform([claim]) @ self.model_.postings).toarray()[0]
+        (units, scores), = self.model_.postings.products(self.model_.transform([claim]))
+        return self.model_.postings.full(units, scores)
 
-    def _rank(self, texts: list[str], depth: int) -> list[TopK]:
-        model = self.model_
-        queries = model.transform(texts)
-        # Upper bound of each query's product entries: the postings it touches.
-        query_of_entry = np.repeat(np.arange(len(texts)), np.diff(queries.indptr))
-        sizes = np.bincount(query_of_entry, weights=model.df[queries.indices], minlength=len(texts))
-        out: list[TopK] = []
-        start = 0
-        while start < len(texts):
-            stop, total = start + 1, sizes[start]
-            while stop < len(texts) and total + sizes[stop] <= PRODUCT_BUDGET:
-                total += sizes[stop]
-                stop += 1
-            out += stable_top_rows(queries[start:stop] @ model.postings, depth)
-            start = stop
-        return out
+    def _scored(self, texts):
+        return (Scored(rows, scores) for rows, scores in self.model_.postings.products(self.model_.transform(texts)))
 
-    def _retrieve(self, texts: list[str]) -> list[Selection]:
+    def _explain(self, claim, rows, scores, state) -> list[dict]:
         terms_of = analyzer_of(self.analyzer)
-        out = []
-        for claim, ranking in zip(texts, self._rank(texts, self.k)):
-            query = set(terms_of(claim))
-            hits = []
-            for rank, (row, score) in enumerate(zip(ranking.rows.tolist(), ranking.scores.tolist()), 1):
-                hits.append(Hit(row, self.index_.ids[row], float(score), {
-                    "tfidf": float(score), "rank": rank,
-                    "shared_terms": sorted(query.intersection(terms_of(self.index_.text(row)))),
-                }))
-            out.append(Selection(hits, "ranked", {"params": self.params()}))
-        return out
+        query = set(terms_of(claim))
+        return [{"tfidf": s, "rank": i, "shared_terms": sorted(query.intersection(terms_of(self.index_.text(r))))}
+                for i, (r, s) in enumerate(zip(rows.tolist(), scores.tolist()), 1)]

@@ -1,9 +1,9 @@
 """The offline tagging job: TF-IDF over Porter stems, top-k tags per passage, sharded.
 
-Stages (each its own module): ``packing`` (strings <-> byte buffers), ``counting``
-(text -> per-shard count matrix), ``vocabulary`` (merge counts -> vocabulary + IDF; TF-IDF rows),
-``topk`` (tie-safe top-k of sparse rows), ``tag_model`` (the 1,000-term tag vectoriser),
-``store`` (shard files, manifest, verification), ``outdir`` (the output directory: lock,
+Counting, TF-IDF and the top-k are the scoring core's (:mod:`factcheck.scoring`).
+
+Stages (each its own module): ``packing`` (strings <-> byte buffers), ``vocabulary``
+(merge counts -> vocabulary + IDF), ``store`` (shard files, manifest, verification), ``outdir`` (the output directory: lock,
 resume-or-refuse, ``--force``), ``tasks`` (the worker bodies), ``backends`` (where tasks
 run), ``heap`` (glibc heap settings for our processes), ``job`` (orchestration),
 ``index`` (the loader the retrievers use) and ``derived``

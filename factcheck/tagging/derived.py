@@ -1,6 +1,6 @@
 """Caches derived from a tag index, kept inside its directory: one owner, one convention.
 
-Retrievers derive expensive structures from an index -- bm25s weights (``bm25/``), the
+Retrievers derive expensive structures from an index -- BM25 counts and weights (``bm25/``), the
 reranker's term statistics (``rerank/``), the chunk index of a chunked retriever
 (``chunks/``), the TF-IDF retriever's postings (``tfidf/``). Building them again on every
 load would cost minutes at 1.2M passages, so each is saved next to the tags, as one folder

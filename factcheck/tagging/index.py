@@ -22,8 +22,8 @@ import scipy.sparse as sp
 from factcheck.errors import InputError, IntegrityError
 from factcheck.formats.files import atomic_path
 from factcheck.tagging import store
+from factcheck.scoring.tfidf import tfidf_rows
 from factcheck.tagging.packing import pack_strings, unpack_strings
-from factcheck.tagging.vocabulary import tfidf_rows
 
 __all__ = ["IdRows", "PackedStrings", "TagIndex", "TitledTexts", "export_tags", "multi_arange"]
 
@@ -411,21 +411,6 @@ class TagIndex:
         from factcheck.progress import progress
         return progress(self.texts.batches(), desc=desc, total=len(self.manifest.shards), unit="shards")
 
-    @cached_property
-    def passage_stems(self) -> list[list[str]]:
-        """Every passage's stems (full text, duplicates kept): what BM25 reads. A list per
-        passage: only bm25s's own (non-Lucene) builds need it."""
-        from factcheck.text.analyzer import analyze
-        return [analyze(t) for t in self.texts]
-
-    @cached_property
-    def stem_ids(self) -> tuple[list[list[int]], dict[str, int]]:
-        """``passage_stems`` as integer ids plus the stem -> id map (first-seen order): what
-        bm25s's builds take, shared by every build over this index."""
-        vocab: dict[str, int] = {}
-        ids = [[vocab.setdefault(s, len(vocab)) for s in stems] for stems in self.passage_stems]
-        return ids, vocab
-
     # ------------------------------------------------------------------ tags
     @cached_property
     def tag_weights(self) -> np.ndarray:
@@ -454,17 +439,16 @@ class TagIndex:
 
     @cached_property
     def passage_vectorizer(self):
-        """The fitted scikit-learn TF-IDF vectoriser of :attr:`vocabulary` (stems of texts)."""
-        from factcheck.tagging.tag_model import make_vectorizer
-        from factcheck.text.analyzer import TextAnalyzer
-        return make_vectorizer(self.vocabulary, np.array(self.passage_idf), TextAnalyzer())
+        """The TF-IDF space of :attr:`vocabulary` (:class:`~factcheck.scoring.tfidf.TfidfSpace`):
+        what the tags were chosen in."""
+        from factcheck.scoring.tfidf import TfidfSpace
+        return TfidfSpace(self.vocabulary, np.array(self.passage_idf))
 
     @cached_property
     def tag_vectorizer(self):
-        """The fitted TF-IDF vectoriser over tag strings (the tag rule's cosine space)."""
-        from factcheck.tagging.tag_model import make_vectorizer
-        from factcheck.text.analyzer import split_tags
-        return make_vectorizer(self.tag_vocabulary, np.array(self.tag_idf), split_tags)
+        """The TF-IDF space of :attr:`tag_vocabulary` (the tag rule's cosine space)."""
+        from factcheck.scoring.tfidf import TfidfSpace
+        return TfidfSpace(self.tag_vocabulary, np.array(self.tag_idf))
 
     def tags(self, row: int) -> list[str]:
         """The tags of the passage in ``row``, best first."""
@@ -493,7 +477,7 @@ class TagIndex:
         Equal, bit for bit, to ``tag_vectorizer.transform(tag_strings)`` (a test checks
         it), built from the tag arrays instead: the term counts a CountVectorizer would
         make (each tag once: 1.0, columns sorted), then the vectoriser's TF-IDF transform
-        with its IDF (:func:`~factcheck.tagging.vocabulary.tfidf_rows`). A row depends on
+        with its IDF (:func:`~factcheck.scoring.tfidf.tfidf_rows`). A row depends on
         that passage's tags only (its norm is its own), so a few rows cost a few rows.
         Why from the arrays: the string round trip through the vectoriser's analyzer costs
         ~3 s at 1.2M passages, a third of the app's start-up.
@@ -512,7 +496,7 @@ class TagIndex:
         kept_before = np.zeros(len(kept) + 1, dtype=np.int64)
         np.cumsum(kept, out=kept_before[1:])
         n_rows = len(indptr) - 1
-        counts = sp.csr_matrix((np.ones(int(kept_before[-1]), dtype=vec.dtype), cols[kept].astype(np.int32),
+        counts = sp.csr_matrix((np.ones(int(kept_before[-1]), dtype=np.float64), cols[kept].astype(np.int32),
                                 kept_before[indptr]), shape=(n_rows, len(vec.vocabulary_)))
         counts.sort_indices()  # as CountVectorizer leaves them (a passage's tags are distinct)
         return tfidf_rows(counts, vec.idf_)

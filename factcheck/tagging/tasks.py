@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from factcheck.scoring.counting import ShardCounts, count_terms
+from factcheck.scoring.tfidf import tfidf_rows
+from factcheck.scoring.topk import top_k_rows
 from factcheck.tagging import store
-from factcheck.tagging.counting import count_terms
 from factcheck.tagging.packing import pack_strings, unpack_strings
-from factcheck.tagging.topk import top_k_rows
-from factcheck.tagging.vocabulary import tfidf_rows
 from factcheck.text.porter import porter_stemmer
 
 __all__ = ["count_shard", "tag_shard", "warm_up"]
@@ -55,17 +55,10 @@ def tag_shard(root: str, shard: int, key: str, payload) -> None:
     vocab_terms, idf, top_k = payload
     root = Path(root)
     local_terms, c = read_counts(root, shard)
-    column = {t: i for i, t in enumerate(vocab_terms)}
-    to_global = np.fromiter((column.get(t, -1) for t in local_terms), dtype=np.int64, count=len(local_terms))
     n = len(c["indptr"]) - 1
     local = sp.csr_matrix((c["data"], c["indices"], c["indptr"]), shape=(n, len(local_terms)))
-    mapped = to_global[local.indices]
-    keep = mapped >= 0
-    kept_before = np.zeros(len(keep) + 1, dtype=np.int64)
-    np.cumsum(keep, out=kept_before[1:])
-    counts = sp.csr_matrix((local.data[keep], mapped[keep], kept_before[local.indptr]),
-                           shape=(n, len(vocab_terms)))
-    counts.sort_indices()  # canonical order -> identical float sums in every shard layout
+    # canonical order -> identical float sums in every shard layout
+    counts = ShardCounts(local_terms, local).to_columns({t: i for i, t in enumerate(vocab_terms)})
     weights = tfidf_rows(counts, idf)
     indptr, terms, values = top_k_rows(weights, top_k)
     name = store.tags_name(shard)

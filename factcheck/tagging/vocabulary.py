@@ -7,11 +7,8 @@ equally-frequent terms survive the cut would depend on the platform; we do not u
 The kept terms are then ordered alphabetically, as scikit-learn orders a vocabulary, so
 column order *is* term order and "ties by term" is "ties by column".
 
-IDF is scikit-learn's smoothed IDF, ``ln((1 + n) / (1 + df)) + 1``, computed with the
-same float64 operations in the same order as ``TfidfTransformer.fit`` so the values are
-bit-identical to fitting scikit-learn on the whole corpus at once. :func:`tfidf_rows`
-is likewise ``TfidfTransformer(norm="l2").transform``, bit for bit, so the tagging
-workers need not import scikit-learn.
+IDF is the core's smoothed IDF (:func:`~factcheck.scoring.tfidf.smoothed_idf`), bit-identical
+to fitting scikit-learn on the whole corpus at once.
 """
 
 from __future__ import annotations
@@ -20,7 +17,9 @@ import hashlib
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
+
+from factcheck.scoring.tfidf import smoothed_idf
+from factcheck.scoring.topk import top_k
 
 
 @dataclass
@@ -60,43 +59,9 @@ def top_terms(terms: list[str], counts: np.ndarray, limit: int) -> list[str]:
     if len(terms) <= limit:
         return sorted(terms)
     by_term = np.array(sorted(range(len(terms)), key=terms.__getitem__), dtype=np.int64)
-    # a stable sort by count keeps equal counts in term order (3x faster than a tuple key)
-    order = by_term[np.argsort(-np.asarray(counts, dtype=np.int64)[by_term], kind="stable")]
-    return sorted(terms[i] for i in order[:limit].tolist())
-
-
-def smoothed_idf(doc_freq: np.ndarray, n_docs: int) -> np.ndarray:
-    """scikit-learn's ``smooth_idf=True`` IDF, operation for operation."""
-    df = doc_freq.astype(np.float64)
-    df += 1.0
-    idf = np.full_like(df, fill_value=n_docs + 1, dtype=np.float64)
-    idf /= df
-    np.log(idf, out=idf)
-    idf += 1.0
-    return idf
-
-
-def tfidf_rows(counts: sp.csr_matrix, idf: np.ndarray) -> sp.csr_matrix:
-    """scikit-learn's ``TfidfTransformer(norm="l2")`` transform of ``counts`` with ``idf``,
-    operation for operation: the counts converted to float64 as scikit-learn converts them
-    (duplicates summed, indices sorted), times the column's IDF, then each row divided by
-    the square root of its squares summed in the row's order (rows summing to zero stay as
-    they are). Bit-identical to scikit-learn for finite input (``tests/unit/test_tagging.py``
-    compares them); unlike scikit-learn it returns float64 for float32 input and does not
-    refuse NaN, inf or an empty matrix.
-
-    Why not scikit-learn itself: importing it costs each tagging worker ~0.75 CPU-s (it
-    brings scipy.stats and pandas) for ~0.1 s of work. The row sums go through
-    scipy's CSR mat-vec, which adds a row's entries one after the other as scikit-learn's
-    loop does; numpy's own sums pair them up and round differently.
-    """
-    weights = sp.csr_matrix(counts).astype(np.float64)
-    weights.data *= idf[weights.indices]
-    squares = sp.csr_matrix((weights.data * weights.data, weights.indices, weights.indptr), shape=weights.shape)
-    norms = np.sqrt(squares @ np.ones(weights.shape[1]))
-    norms[norms == 0.0] = 1.0
-    weights.data /= np.repeat(norms, np.diff(weights.indptr))
-    return weights
+    # positions in term order: the core's ties by position are ties by term
+    order = by_term[top_k(np.asarray(counts, dtype=np.int64)[by_term], limit)[0]]
+    return sorted(terms[i] for i in order.tolist())
 
 
 @dataclass
@@ -125,9 +90,10 @@ class Vocabulary:
 
 def tag_vocabulary(vocab_terms: list[str], tag_counts: np.ndarray, n_docs: int,
                    tag_features: int) -> Vocabulary:
-    """The tag vectoriser's vocabulary and IDF (see :mod:`factcheck.tagging.tag_model`):
-    the ``tag_features`` most frequent tags, ties by term; ``tag_counts[j]`` = passages
-    tagged with ``vocab_terms[j]``, which is a tag's document frequency over tag strings."""
+    """The tag model's vocabulary and IDF (the tag rule's cosine space, TF-IDF over tag
+    strings): the ``tag_features`` most frequent tags, ties by term; ``tag_counts[j]`` =
+    passages tagged with ``vocab_terms[j]``, which is a tag's document frequency over tag
+    strings (each tag occurs at most once in a passage)."""
     present = np.flatnonzero(tag_counts > 0)
     names = [vocab_terms[j] for j in present]
     kept = top_terms(names, tag_counts[present], tag_features)

@@ -113,10 +113,9 @@ def sweep_tfidf(index, fit_claims, holdout_claims, grid=TFIDF_GRID, progress=Non
 
     sweep = Sweep("tfidf", ("analyzer", "k"))
     depth = max(grid["k"])
-    ids = index.ids
     for analyzer in progress_bar(grid["analyzer"], desc="TF-IDF sweep", unit="settings", enabled=progress):
         r = TfidfRetriever(analyzer=analyzer).fit(index)
-        ranked = {part: [[ids[x] for x in rk.rows.tolist()] for rk in r.rank([c.text for c in claims], depth)]
+        ranked = {part: [rk.ids for rk in r.rank([c.text for c in claims], depth)]
                   for part, claims in (("fit", fit_claims), ("holdout", holdout_claims))}
         for k in grid["k"]:
             row = {"analyzer": analyzer, "k": k}
@@ -136,8 +135,8 @@ def sweep_open(index, fit_claims, holdout_claims, k1: float, b: float, grid=HYBR
     Returns ``(hybrid sweep, dense sweep)``; the hybrid's ``chosen`` holds every
     parameter of :class:`~factcheck.retrieval.dense.HybridRetriever`.
     """
-    from factcheck.retrieval.base import stable_top
     from factcheck.retrieval.dense import HybridRetriever, fuse
+    from factcheck.scoring.topk import top_k
 
     hybrid = HybridRetriever(k1=k1, b=b, fusion="max").fit(index)
     depth = max(grid["k"])
@@ -147,9 +146,9 @@ def sweep_open(index, fit_claims, holdout_claims, k1: float, b: float, grid=HYBR
     for part, claims in (("fit", fit_claims), ("holdout", holdout_claims)):
         for c in progress_bar(claims, desc=f"hybrid sweep ({part})", unit="claims", enabled=progress):
             bm25, dense = hybrid.component_scores(c.text)
-            dense_top[part].append([ids[r] for r in stable_top(dense, depth).rows.tolist()])
+            dense_top[part].append([ids[r] for r in top_k(dense, depth)[0].tolist()])
             for a in grid["alpha"]:
-                fused[part][a].append([ids[r] for r in stable_top(fuse(bm25, dense, a, "max"), depth).rows.tolist()])
+                fused[part][a].append([ids[r] for r in top_k(fuse(bm25, dense, a, "max"), depth)[0].tolist()])
     claims_of = {"fit": fit_claims, "holdout": holdout_claims}
     h = Sweep("hybrid", ("alpha", "k"))
     for a in grid["alpha"]:

@@ -49,7 +49,7 @@ def _snapshot(retriever, texts):
     sel = retriever.retrieve(texts)
     ranks = retriever.rank(texts, 20)
     return ([[(h.id, round(h.score, 12), h.explanation.get("dense")) for h in s.hits] for s in sel],
-            [(r.rows.tolist(), np.round(r.scores, 12).tolist()) for r in ranks])
+            [(r.rows, [round(x, 12) for x in r.scores]) for r in ranks])
 
 
 @pytest.fixture(scope="module")

@@ -201,8 +201,8 @@ def test_selftest_open_mode_adds_the_dense_retrievers_whole_and_chunked(tmp_path
     for chunk, owner in enumerate(chunked.chunks_.owner.tolist()):
         best[owner] = max(best.get(owner, -np.inf), float(chunk_scores[chunk]))
     expected = sorted(best, key=lambda row: (-best[row], row))
-    ranking = chunked.rank(query, depth=len(chunked.index_))
-    assert ranking.rows.tolist() == expected
+    ranking = chunked.rank(query, k=len(chunked.index_))
+    assert ranking.rows == expected
     assert np.allclose(ranking.scores, [best[row] for row in expected], rtol=0, atol=0)
 
 

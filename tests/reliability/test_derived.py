@@ -119,4 +119,4 @@ def test_chunk_index_is_a_derived_cache(demo_index, tmp_path, monkeypatch):
         raise AssertionError("the chunk index was tagged again")
     monkeypatch.setattr(TagJob, "run", no_tagging)
     again = ChunkedRetriever(BM25Retriever(), window=8, overlap=2).fit(index).rank(["sea ice"], 5)[0]
-    assert again.rows.tolist() == first.rows.tolist() and again.scores.tolist() == first.scores.tolist()
+    assert again.rows == first.rows and again.scores == first.scores

@@ -164,7 +164,7 @@ BAD = [
     (factcheck.BM25Retriever, dict(k1=float("nan")), "k1", "must be finite and at least 0, got nan"),
     (factcheck.BM25Retriever, dict(b="0.5"), "b", "expected a number, got '0.5'"),
     (factcheck.BM25Retriever, dict(method="okapi"), "method",
-     "unknown method 'okapi'; expected one of lucene, robertson, atire, bm25l, bm25+"),
+     "unknown method 'okapi'; expected one of lucene"),
     (factcheck.RerankRetriever, dict(), "rerank_model", "the rerank method needs a trained model"),
     (factcheck.RerankRetriever, dict(model="model.skops"), "model", "expected a trained relevance model, got str"),
     (factcheck.RerankRetriever, dict(model=_Model(), cutoff={"top": 3}), "cutoff", "unknown Cutoff field(s) 'top'"),
@@ -262,11 +262,17 @@ def _check_one_or_many(r, index):
     rankings = r.rank(CLAIMS, 7)
     for text, ranking in zip(CLAIMS, rankings):
         one = r.rank(text, 7)
-        assert isinstance(one, factcheck.Ranking) and len(one) == 7
-        assert one.ids == ranking.ids == [index.ids[row] for row in one.rows.tolist()]
-        assert np.array_equal(one.scores, ranking.scores) and one.rows.dtype == np.int64
-        assert len(set(one.ids)) == 7 and np.all(np.diff(one.scores) <= 0)
-    assert r.rank(CLAIMS[0]).ids == r.rank([CLAIMS[0]], 100)[0].ids and len(r.rank(CLAIMS[0])) == len(index)
+        assert isinstance(one, factcheck.Ranking) and len(one) <= 7
+        assert one.ids == ranking.ids == [index.ids[row] for row in one.rows]
+        assert one.scores == ranking.scores and len(set(one.ids)) == len(one)
+        assert all(type(x) is int for x in one.rows) and all(type(x) is float for x in one.scores)
+        assert all(a >= b for a, b in zip(one.scores, one.scores[1:]))
+    assert len(rankings[0]) >= 5  # a claim that shares words with the demo passages
+    assert r.rank(CLAIMS[0]).ids == r.rank([CLAIMS[0]], 100)[0].ids and len(r.rank(CLAIMS[0])) <= len(index)
+    found = r.search(CLAIMS, 7)
+    for sel, alone, ranking in zip(found, many, rankings):  # one scoring: the same evidence and ranking
+        assert sel.ids == alone.ids and sel.ranking == ranking
+        assert sel.to_json() == {**alone.to_json(), "ranking": ranking.ids}
 
 
 @pytest.mark.parametrize("name", ["tags", "bm25", "rerank", "chunked", "tfidf", "tfidf+chunks"])
@@ -294,10 +300,15 @@ def test_anything_but_strings_is_a_one_line_error(fitted, claims, message):
         assert err.value.one_line() == message
 
 
-def test_depth_is_checked(fitted):
-    with pytest.raises(factcheck.InputError) as err:
-        fitted["bm25"].rank(CLAIMS, depth=0)
-    assert err.value.one_line() == "depth: must be at least 1, got 0"
+def test_the_depth_is_k(fitted):
+    bm25 = fitted["bm25"]
+    assert len(bm25.rank(CLAIMS[0], k=5)) == 5 and bm25.rank(CLAIMS[0], k=5).ids == bm25.rank(CLAIMS[0], 5).ids
+    assert len(bm25.search(CLAIMS[0], k=4).ranking) == 4
+    for bad, message in ((0, "k: must be at least 1, got 0"), (2.5, "k: expected an integer, got 2.5")):
+        for call in (bm25.rank, bm25.search):
+            with pytest.raises(factcheck.InputError) as err:
+                call(CLAIMS, k=bad)
+            assert err.value.one_line() == message
 
 
 # ---------------------------------------------------------------- errors

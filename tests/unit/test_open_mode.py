@@ -238,7 +238,7 @@ def test_hybrid_explains_both_scores_and_spans_bm25_to_dense(open_index):
     for alpha, reference in ((0.0, bm25), (1.0, dense)):
         for fusion in ("max", "rrf"):
             ranked = HybridRetriever(alpha=alpha, fusion=fusion).fit(open_index).rank([claim], 5)[0]
-            assert ranked.rows.tolist() == reference.rows.tolist(), (alpha, fusion)
+            assert ranked.rows == reference.rows, (alpha, fusion)
 
 
 @needs_open

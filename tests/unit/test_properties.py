@@ -18,6 +18,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import sklearn_tag_vectorizer
 from factcheck.formats.evidence import source_spec
 from factcheck.retrieval.tag_rule import TagRuleRetriever
 from factcheck.tagging.index import TagIndex
@@ -88,7 +89,7 @@ def reference_scores(idx: TagIndex, claim: str):
     """Cosine and overlap of every passage, straight from the rule's definition."""
     tags = sorted(analyze(claim))
     distinct = set(tags)
-    tv = idx.tag_vectorizer
+    tv = sklearn_tag_vectorizer(idx)
     q = tv.transform([" ".join(tags)])
     cosine = (tv.transform(idx.tag_strings) @ q.T).toarray().ravel()
     overlap = np.zeros(len(idx))

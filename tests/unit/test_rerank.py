@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from helpers import DEMO, assert_one_line_error, run_cli
+from helpers import DEMO, assert_one_line_error, run_cli, sklearn_tag_vectorizer
 from factcheck.formats.claims import read_claims
 from factcheck.formats.splits import train_holdout_split
 from factcheck.training.rerank import train_reranker, tune_cutoff
@@ -20,7 +20,6 @@ from factcheck.retrieval.rerank.model import ModelConfig
 from factcheck.retrieval.rerank.retriever import RerankRetriever
 from factcheck.retrieval.rerank.terms import TermIndex
 from factcheck.text.tokens import split_stems as stems
-from factcheck.retrieval.rerank.vectors import tfidf_row
 from factcheck.tagging.index import TagIndex
 
 FAST_GRID = (ModelConfig(learning_rate=0.1, max_iter=40, max_leaf_nodes=7, min_samples_leaf=5, negative_rate=1.0),)
@@ -50,7 +49,7 @@ def _snapshot(retriever, texts):
     sel = retriever.retrieve(texts)
     ranks = retriever.rank(texts, 20)
     return ([[(h.id, round(h.score, 12)) for h in s.hits] for s in sel],
-            [(r.rows.tolist(), np.round(r.scores, 12).tolist()) for r in ranks])
+            [(r.rows, [round(x, 12) for x in r.scores]) for r in ranks])
 
 
 def test_save_load_round_trip(trained, index, dev_texts, tmp_path):
@@ -67,7 +66,7 @@ def test_contract(trained, index, dev_texts):
     selections = trained.retrieve(dev_texts)
     rankings = trained.rank(dev_texts, 25)
     known = set(index.ids)
-    for sel, ranking in zip(selections, rankings):
+    for text, sel, ranking in zip(dev_texts, selections, rankings):
         assert sel.path == "reranked"
         assert cut.min_k <= len(sel.hits) <= cut.max_k
         assert len(set(sel.ids)) == len(sel.ids) and set(sel.ids) <= known
@@ -76,9 +75,11 @@ def test_contract(trained, index, dev_texts):
             assert set(h.explanation["features"]) == set(F.FEATURES)
             assert "shared_terms" in h.explanation and "rank" in h.explanation
         assert [h.score for h in sel.hits] == sorted((h.score for h in sel.hits), reverse=True)
-        assert len(ranking.rows) == 25 and len(set(ranking.rows.tolist())) == 25
-        assert np.all(np.diff(ranking.scores) <= 0)
-        assert ranking.rows[:len(sel.hits)].tolist() == [h.row for h in sel.hits]
+        # the pool, best first (no passage it did not score)
+        pool = trained.generator_.generate(text).rows
+        assert len(ranking.rows) == min(25, len(pool)) and set(ranking.rows) <= set(pool.tolist())
+        assert len(set(ranking.rows)) == len(ranking.rows) and ranking.scores == sorted(ranking.scores, reverse=True)
+        assert ranking.rows[:len(sel.hits)] == [h.row for h in sel.hits]
         json.dumps(sel.to_json())
 
 
@@ -169,6 +170,16 @@ def test_features_ignore_format(twin_index, claim):
         np.testing.assert_array_equal(X[at[r]], X[at[twins[0]]])
 
 
+def test_a_model_trained_on_the_earlier_features_is_refused(trained, tmp_path, monkeypatch):
+    from factcheck.errors import InputError
+    from factcheck.retrieval.rerank import retriever as module
+    monkeypatch.setattr(module, "FORMAT", "factcheck-rerank/1")  # as an earlier version saved it
+    trained.save(tmp_path / "old.skops")
+    monkeypatch.undo()
+    with pytest.raises(InputError, match="trained by an earlier version.*factcheck train-rerank"):
+        RerankRetriever.load(tmp_path / "old.skops")
+
+
 def test_feature_names_are_claim_relative():
     banned = ("length", "len_", "n_words", "caps", "capital_ratio", "semicolon", "bracket", "colon",
               "headword", "is_wiki", "source")
@@ -178,14 +189,22 @@ def test_feature_names_are_claim_relative():
 
 # ----------------------------------------------------------------------- pieces
 
-def test_tfidf_row_matches_sklearn(index):
-    memory = ClaimMemory.from_claims(read_claims(DEMO / "train-claims.json"))
+def test_claim_vectors_are_sklearns_tfidf(index):
+    """The memory's claim space and the tag rule's tag space are the core's TF-IDF:
+    scikit-learn's vectors, bit for bit."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    train = read_claims(DEMO / "train-claims.json")
+    memory = ClaimMemory.from_claims(train)
+    ref = TfidfVectorizer(analyzer=stems, sublinear_tf=True).fit([c.text for c in train])
+    assert memory.space.terms == ref.get_feature_names_out().tolist()
+    assert memory.space.idf_.tobytes() == ref.idf_.tobytes()
+    tag_ref = sklearn_tag_vectorizer(index)
     for text in ("Carbon dioxide warms the planet, carbon!", "nothing known here", ""):
-        want = memory.vectorizer.transform([text]).toarray()
-        np.testing.assert_allclose(tfidf_row(memory.vectorizer, stems(text)).toarray(), want, atol=1e-12)
+        want = ref.transform([text]).toarray()
+        assert memory.space.vectors([stems(text)]).toarray().tobytes() == want.tobytes()
         tags = sorted(stems(text))
-        want = index.tag_vectorizer.transform([" ".join(tags)]).toarray()
-        np.testing.assert_allclose(tfidf_row(index.tag_vectorizer, tags).toarray(), want, atol=1e-12)
+        want = tag_ref.transform([" ".join(tags)]).toarray()
+        assert index.tag_vectorizer.vectors([tags]).toarray().tobytes() == want.tobytes()
 
 
 def test_cutoff_count_and_tuning():

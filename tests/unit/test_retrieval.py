@@ -3,10 +3,9 @@ import json
 import numpy as np
 import pytest
 
-from helpers import DEMO, shared_file
+from helpers import DEMO, shared_file, sklearn_tag_vectorizer
 from factcheck.formats.claims import read_claims
 from factcheck.formats.evidence import source_spec
-from factcheck.retrieval.base import stable_top
 from factcheck.retrieval.bm25 import BM25Retriever
 from factcheck.retrieval.chunking import ChunkedRetriever, chunk_passages
 from factcheck.retrieval.tag_rule import TagRuleRetriever
@@ -19,7 +18,7 @@ from factcheck.text.analyzer import analyze
 
 def passage_tag_weights(index):
     """Each passage's tag vector, transformed one passage at a time."""
-    tv = index.tag_vectorizer
+    tv = sklearn_tag_vectorizer(index)
     out = []
     for row in range(len(index)):
         p = tv.transform([" ".join(index.tags(row))])
@@ -31,7 +30,7 @@ def reference_tag_rule(index, weights, claim, t_sim, t_overlap, top_n):
     """Per-passage, obviously correct: the 2024 rule spelled out with Python loops."""
     claim_tags = sorted(analyze(claim))
     distinct = set(claim_tags)
-    q = index.tag_vectorizer.transform([" ".join(claim_tags)])
+    q = sklearn_tag_vectorizer(index).transform([" ".join(claim_tags)])
     q_weights = dict(zip(q.indices.tolist(), q.data.tolist()))
     scored = []
     for row in range(len(index)):
@@ -116,7 +115,7 @@ def test_self_retrieval_ranks_own_passage_first(demo_index, make):
     r = make().fit(index)
     rows = _distinct_passages(index)
     assert len(rows) > 20
-    ranked = r.rank([index.text(row) for row in rows], depth=3)
+    ranked = r.rank([index.text(row) for row in rows], k=3)
     assert [rk.rows[0] for rk in ranked] == rows
 
 
@@ -127,30 +126,18 @@ def test_self_retrieval_on_real_sample(sample_3k_index):
     rows = _distinct_passages(index, min_stems=8)[:300]
     for make in (lambda: BM25Retriever(cache=False), lambda: TagRuleRetriever()):
         r = make().fit(index)
-        ranked = r.rank([index.text(row) for row in rows], depth=1)
-        firsts = [int(rk.rows[0]) for rk in ranked]
+        ranked = r.rank([index.text(row) for row in rows], k=1)
+        firsts = [rk.rows[0] for rk in ranked]
         assert np.mean([a == b for a, b in zip(firsts, rows)]) >= 0.98
 
 
 # ---------------------------------------------------------------- ties, BM25, chunking
 
-def test_stable_top_matches_reference_sort():
-    rng = np.random.default_rng(3)
-    for _ in range(300):
-        n = int(rng.integers(1, 80))
-        scores = rng.choice([0.0, 0.0, 0.0, 1.5, 2.0, 0.25, -1.0], size=n)
-        depth = int(rng.integers(1, 90))
-        got = stable_top(scores, depth)
-        want = sorted(range(n), key=lambda i: (-scores[i], i))[:depth]
-        assert got.rows.tolist() == want
-        assert got.scores.tolist() == [scores[i] for i in want]
-
-
 def test_bm25_index_is_cached_next_to_tags_and_reused(tmp_path, demo_index):
     index = TagIndex.load(demo_index)
     a = BM25Retriever(k1=0.9, b=0.4).fit(index)
-    cache = demo_index / "bm25" / "lucene-k1_0.9-b_0.4"
-    assert (cache / "factcheck-key.json").is_file()
+    for entry in ("counts", "lucene-k1_0.9-b_0.4"):
+        assert (demo_index / "bm25" / entry / "factcheck-key.json").is_file()
     b = BM25Retriever(k1=0.9, b=0.4).fit(index)
     claim = "carbon dioxide emissions from burning coal"
     assert np.array_equal(a.scores(claim), b.scores(claim))
@@ -178,8 +165,8 @@ def test_chunked_retriever_collapses_to_best_chunk(tmp_path, inner):
     TagJob(progress=False).run(source_spec(src), tmp_path / "idx")
     index = TagIndex.load(tmp_path / "idx")
     r = ChunkedRetriever(inner(), window=12, overlap=4).fit(index)
-    ranking = r.rank(["glaciers retreat quickly across alpine valleys"], depth=3)[0]
-    assert ranking.rows.tolist()[0] == 0 and len(set(ranking.rows.tolist())) == len(ranking.rows)
+    ranking = r.rank(["glaciers retreat quickly across alpine valleys"], k=3)[0]
+    assert ranking.rows[0] == 0 and len(set(ranking.rows)) == len(ranking.rows)
     sel = r.retrieve(["glaciers retreat quickly across alpine valleys"])[0]
     assert sel.hits[0].id == "long" and len({h.id for h in sel.hits}) == len(sel.hits)
     start, end = sel.hits[0].explanation["chunk_words"]

@@ -21,13 +21,13 @@ from hypothesis import strategies as st
 from helpers import DEMO
 from factcheck.errors import InputError
 from factcheck.formats.claims import read_claims
-from factcheck.retrieval.base import stable_top
 from factcheck.retrieval.bm25 import BM25Retriever
-from factcheck.retrieval.bm25_weights import TermCounts
 from factcheck.retrieval.rerank import features as F
 from factcheck.retrieval.rerank.terms import TermIndex
-from factcheck.retrieval.rerank.vectors import unit_rows
-from factcheck.retrieval.sparse_scores import accumulate, postings, scores_at, stable_top_sparse
+from factcheck.scoring.bm25 import bm25_weight, length_norm
+from factcheck.scoring.counting import count_corpus
+from factcheck.scoring.tfidf import tfidf_rows
+from factcheck.scoring.topk import top_k
 from factcheck.tagging.index import IdRows, PackedStrings, TagIndex
 from factcheck.tagging.job import TagJob
 from factcheck.tagging.packing import pack_strings
@@ -98,63 +98,26 @@ def test_index_ids_texts_and_lookups_match_the_shards(sample_index, real_sample_
 # ---------------------------------------------------------------------- sparse scores
 
 
-@given(st.lists(st.sampled_from([0.0, 0.0, 0.0, 0.5, 1.0, 2.0, -1.0]), min_size=1, max_size=80),
-       st.integers(1, 100))
-@settings(max_examples=200, deadline=None)
-def test_stable_top_sparse_equals_stable_top_of_the_full_vector(values, depth):
-    full = np.asarray(values, dtype=np.float32)
-    touched = np.flatnonzero(np.arange(len(full)) % 3 != 1)  # some zeros touched, some not
-    touched = np.union1d(touched, np.flatnonzero(full))
-    want, got = stable_top(full, depth), stable_top_sparse(touched, full[touched], len(full), depth)
-    assert got.rows.tolist() == want.rows.tolist()
-    assert got.scores.dtype == want.scores.dtype and np.array_equal(got.scores, want.scores)
-
-
-@given(st.integers(0, 10_000), st.sampled_from([np.float32, np.float64]))
-@settings(max_examples=40, deadline=None)
-def test_accumulate_adds_like_the_full_vector(seed, dtype):
-    rng = np.random.default_rng(seed)
-    matrix = sp.random(200, 30, density=0.2, random_state=seed, format="csc", dtype=np.float64)
-    matrix.data = rng.choice([0.1, 1 / 3, 1e-7, 7.0, 1e8], size=matrix.nnz).astype(dtype)
-    terms = rng.integers(0, 30, size=rng.integers(0, 12))  # duplicates kept, any order
-    pos, owner = postings(matrix.indptr, terms)
-    touched, sums = accumulate(matrix.indices[pos], matrix.data[pos], owner, dtype)
-    full = np.zeros(200, dtype=dtype)
-    if dtype == np.float64:
-        full = np.bincount(matrix.indices[pos], weights=matrix.data[pos], minlength=200).astype(np.float64)
-    else:
-        for t in terms:
-            a, b = matrix.indptr[t], matrix.indptr[t + 1]
-            np.add.at(full, matrix.indices[a:b], matrix.data[a:b])
-    assert np.array_equal(touched, np.unique(matrix.indices[pos]))
-    assert sums.dtype == full.dtype and np.array_equal(sums, full[touched])
-    rows = rng.integers(0, 200, size=40)
-    assert np.array_equal(scores_at(touched, sums, rows), full[rows])
-
-
-def test_bm25_rank_equals_the_full_score_vector(sample_index, claims):
+def test_bm25_rank_is_the_top_of_the_full_score_vector(sample_index, claims):
     for k1, b in ((0.9, 0.4), (1.5, 0.75)):
         bm25 = BM25Retriever(k1=k1, b=b, cache=False).fit(sample_index)
-        for claim in claims:
-            got = bm25.rank([claim], 50)[0]
-            want = stable_top(bm25.scores(claim), 50)
-            assert got.rows.tolist() == want.rows.tolist() and np.array_equal(got.scores, want.scores)
-            assert got.scores.dtype == want.scores.dtype
+        for claim, got in zip(claims, bm25.rank(claims, 50)):
+            full = bm25.scores(claim)
+            rows, scores = top_k(full[full > 0], 50, np.flatnonzero(full > 0))
+            assert got.rows == rows.tolist() and got.scores == scores.tolist()
 
 
-def test_term_counts_by_shard_score_like_the_per_passage_counts(sample_index, claims):
-    """Sorted ids instead of first-seen ones; every score is the same bits."""
-    texts = list(sample_index.texts)
-    lists = TermCounts.from_texts(texts, analyze)
-    shards = TermCounts.from_index(sample_index)
-    assert np.array_equal(np.sort(lists.idf), np.sort(shards.idf)) and np.array_equal(lists.lengths, shards.lengths)
-    assert lists.avg_length == shards.avg_length and len(lists.tf) == len(shards.tf)
-    for k1, b in ((0.9, 0.4), (1.2, 0.75)):
-        x, y = lists.bm25(k1, b), shards.bm25(k1, b)
-        for claim in claims:
-            stems = analyze(claim)
-            sx, sy = x.get_scores_from_ids(x.get_tokens_ids(stems)), y.get_scores_from_ids(y.get_tokens_ids(stems))
-            assert np.array_equal(sx, sy)
+def test_corpus_counts_by_shard_equal_the_per_passage_counts(sample_index):
+    """Counted a shard at a time, terms sorted: each passage's counts and length are its stems'."""
+    from collections import Counter
+    counts = count_corpus(sample_index.text_batches())
+    assert counts.terms == sorted(counts.terms) and counts.counts.n_units == len(sample_index)
+    units = counts.counts.csr.T.tocsr()
+    for row in range(0, len(sample_index), 37):
+        stems = analyze(sample_index.text(row))
+        a, b = units.indptr[row], units.indptr[row + 1]
+        got = {counts.terms[j]: int(v) for j, v in zip(units.indices[a:b], units.data[a:b])}
+        assert got == Counter(stems) and counts.lengths[row] == len(stems)
 
 
 # ---------------------------------------------------------------------- the reranker's term index
@@ -224,18 +187,25 @@ def test_term_index_batches_equal_the_per_passage_build_on_odd_text(texts, parts
     _assert_same_term_index(texts, [(int(a), texts[a:b]) for a, b in zip(cuts[:-1], cuts[1:])])
 
 
-def test_term_index_bm25_touched_equals_the_full_vector(sample_index, claims):
+def test_term_index_bm25_is_the_core_formula_passage_by_passage(sample_index, claims):
+    """The reranker's BM25 (one product over the claim's postings) against each passage's
+    weights from its own term bag (the RM3 path) and a float64 reference of the formula."""
     terms = TermIndex.for_index(sample_index, cache=False)
-    for claim in claims:
-        ids, weights = terms.query_weights(split_stems(claim))
+    for claim in claims[:60]:
+        ids, counts = terms.query_weights(split_stems(claim))
         for k1, b in ((0.9, 0.4), (1.2, 0.75)):
-            full = terms.bm25(ids, weights, k1, b)
-            rows, scores = terms.bm25_touched(ids, weights, k1, b)
-            assert np.array_equal(rows, np.flatnonzero(full)) and np.array_equal(scores, full[rows])
-        rm3 = np.linspace(0.01, 1.0, len(ids))  # fractional weights (the RM3 expansion's)
-        full = terms.bm25(ids, rm3, 0.9, 0.4)
-        rows, scores = terms.bm25_touched(ids, rm3, 0.9, 0.4)
-        assert np.array_equal(scores, full[rows])
+            (rows, scores), = terms.bm25(k1, b).products(terms.query(ids, counts), sort=True)
+            assert np.all(np.diff(rows) > 0) and np.all(scores > 0)
+            if not len(rows):
+                continue
+            by_bags = terms.bm25_rows(rows, ids, counts, k1, b)
+            np.testing.assert_allclose(scores, by_bags, rtol=1e-6)
+            tf = terms.tf_matrix(rows, ids)
+            norm = k1 * (1 - b + b * terms.doc_len[rows] / terms.doc_len.mean())
+            want = (terms.idf[ids] * tf / (tf + norm[:, None]) * counts).sum(axis=1)
+            np.testing.assert_allclose(scores, want, rtol=1e-6)
+            assert np.array_equal(bm25_weight(tf, length_norm(terms.doc_len, k1, b)[rows][:, None],
+                                              terms.idf[ids]) > 0, tf > 0)
 
 
 def test_feature_rows_on_demand_equal_the_whole_corpus_matrices(sample_index):
@@ -243,7 +213,7 @@ def test_feature_rows_on_demand_equal_the_whole_corpus_matrices(sample_index):
     corpus-wide matrices the features used to slice, bit for bit and entry order included."""
     terms = TermIndex.for_index(sample_index, cache=False)
     ctx = F.FeatureContext(sample_index, terms)
-    unit = unit_rows(terms.forward, terms.idf)
+    unit = tfidf_rows(terms.forward, terms.idf)
     space = sample_index.tag_space
     vocab = sample_index.vocabulary
     tags = sp.csr_matrix((np.ones(len(sample_index.tag_terms)), sample_index.tag_terms, sample_index.tag_indptr),
@@ -269,15 +239,15 @@ def test_reranker_on_the_lean_structures_is_the_demo_reranker(demo_index):
     fit, holdout = train_holdout_split(read_claims(DEMO / "train-claims.json"))
     grid = (ModelConfig(learning_rate=0.1, max_iter=20, max_leaf_nodes=7, min_samples_leaf=5, negative_rate=1.0),)
     r = train_reranker(index, fit, holdout, configs=(CandidateConfig(memory_k=5),), grid=grid)
-    unit = unit_rows(r.terms_.forward, r.terms_.idf)
+    unit = tfidf_rows(r.terms_.forward, r.terms_.idf)
     for claim in [c.text for c in read_claims(DEMO / "dev-claims.json")]:
         q = r.generator_.query(claim)
-        full = r.terms_.bm25(q.term_ids, q.counts, 0.9, 0.4)
+        weights = r.terms_.bm25(0.9, 0.4).csr
+        full = np.asarray(weights[q.term_ids].T @ q.counts.astype(np.float32)).ravel()
         cands = r.generator_.generate(claim)
-        want = stable_top(full, r.candidates_.depth)
-        keep = want.scores > 0
-        assert np.array_equal(cands.bm25_list, want.rows[keep])
-        assert np.array_equal(cands.bm25, full[cands.rows].astype(np.float64))
+        want_rows, want_scores = top_k(full[full > 0], r.candidates_.depth, np.flatnonzero(full > 0))
+        assert np.array_equal(cands.bm25_list, want_rows)
+        np.testing.assert_allclose(cands.bm25, full[cands.rows], rtol=1e-6)
         vecs = r.context_.unit[cands.rows]
         ctx_rows = unit[cands.rows]
         assert np.array_equal(vecs.data, ctx_rows.data) and np.array_equal(vecs.indices, ctx_rows.indices)

@@ -7,13 +7,13 @@ import pytest
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from helpers import DEMO, assert_one_line_error, in_process, run_cli, run_python
+from helpers import DEMO, assert_one_line_error, in_process, run_cli, run_python, sklearn_tag_vectorizer
 from factcheck.formats.evidence import source_spec
 from factcheck.tagging import job as job_module
 from factcheck.tagging import store
 from factcheck.tagging.index import TagIndex, export_tags
 from factcheck.tagging.job import TagJob
-from factcheck.tagging.topk import top_k_rows
+from factcheck.scoring.topk import top_k_rows
 from factcheck.tagging.vocabulary import top_terms
 from factcheck.text.analyzer import TextAnalyzer
 
@@ -229,7 +229,7 @@ from collections import Counter  # noqa: E402
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from factcheck.tagging.counting import count_terms  # noqa: E402
+from factcheck.scoring.counting import count_terms  # noqa: E402
 from factcheck.text.analyzer import word_tokens, word_tokens_of_texts  # noqa: E402
 
 _WORDS = st.sampled_from(["The", "sea", "levels", "ROSE", "rising", "co2", "1998", "Niño", "İstanbul",
@@ -241,7 +241,7 @@ _WORDS = st.sampled_from(["The", "sea", "levels", "ROSE", "rising", "co2", "1998
 def test_count_terms_equals_the_analyzer_passage_by_passage(texts):
     # Slow, obviously correct reference: analyse each passage on its own, count its stems.
     # Batches of 3 texts: rows and columns must join up across batches.
-    from factcheck.tagging import counting
+    from factcheck.scoring import counting
     old_batch, counting.BATCH = counting.BATCH, 3
     try:
         counts = count_terms(texts)
@@ -274,7 +274,7 @@ def test_tag_space_is_bit_identical_to_the_tag_vectoriser(tmp_path, real_sample_
         TagJob(progress=False, tag_features=tag_features).run(source_spec(real_sample_20k), tmp_path / f"i{tag_features}")
         idx = TagIndex.load(tmp_path / f"i{tag_features}")
         got = idx.tag_space
-        want = idx.tag_vectorizer.transform(idx.tag_strings).tocsr()
+        want = sklearn_tag_vectorizer(idx).transform(idx.tag_strings).tocsr()
         assert got.shape == want.shape and got.dtype == want.dtype
         assert np.array_equal(got.indptr, want.indptr) and np.array_equal(got.indices, want.indices)
         assert got.data.tobytes() == want.data.tobytes()
@@ -450,7 +450,7 @@ def test_a_run_stopped_while_counting_resumes_to_identical_bytes(tmp_path, monke
 
 from sklearn.feature_extraction.text import TfidfTransformer  # noqa: E402
 
-from factcheck.tagging.vocabulary import tfidf_rows  # noqa: E402
+from factcheck.scoring.tfidf import tfidf_rows  # noqa: E402
 
 
 @settings(max_examples=200, deadline=None)

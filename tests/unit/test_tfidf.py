@@ -14,11 +14,10 @@ from hypothesis import given, settings, strategies as st
 from helpers import DEMO
 from factcheck.errors import InputError
 from factcheck.formats.evidence import source_spec
-from factcheck.retrieval import tfidf as tfidf_module
-from factcheck.retrieval.base import stable_top, stable_top_rows, stable_top_sparse
 from factcheck.retrieval.chunking import ChunkedRetriever, chunk_passages
 from factcheck.retrieval.tfidf import TfidfModel, TfidfRetriever
-from factcheck.tagging.counting import count_terms
+from factcheck.scoring import matrix as matrix_module
+from factcheck.scoring.counting import count_terms
 from factcheck.tagging.index import TagIndex
 from factcheck.tagging.job import TagJob
 from factcheck.text.analyzer import analyze, plain_terms, word_tokens_of_texts
@@ -44,7 +43,7 @@ def reference_vector(counts: Counter, idf: dict) -> dict:
 
 def reference_ranking(texts, query, analyzer, depth):
     """Per document, with dicts: (row, cosine) by score descending, ties by row; rows
-    sharing no term follow with 0 in row order."""
+    sharing no term with the query are not ranked."""
     docs = [Counter(reference_terms(t, analyzer)) for t in texts]
     n = len(texts)
     df = Counter(t for d in docs for t in d)
@@ -53,7 +52,8 @@ def reference_ranking(texts, query, analyzer, depth):
     scored = []
     for row, d in enumerate(docs):
         v = reference_vector(d, idf)
-        scored.append((row, sum(w * v.get(t, 0.0) for t, w in q.items())))
+        if set(q) & set(v):
+            scored.append((row, sum(w * v.get(t, 0.0) for t, w in q.items())))
     scored.sort(key=lambda rs: (-rs[1], rs[0]))
     return scored[:depth]
 
@@ -73,7 +73,7 @@ TEXTS = st.lists(st.lists(st.sampled_from(_WORDS), max_size=14).map(" ".join), m
 
 
 def _assert_same(ranking, expected, ids):
-    assert [ids[r] for r in ranking.rows.tolist()] == [f"p{r}" for r, _ in expected]
+    assert [ids[r] for r in ranking.rows] == [f"p{r}" for r, _ in expected]
     assert np.allclose(ranking.scores, [s for _, s in expected], rtol=0, atol=1e-12)
 
 
@@ -82,16 +82,17 @@ def _assert_same(ranking, expected, ids):
                                      max_size=4), analyzer=st.sampled_from(["plain", "stems"]))
 def test_tfidf_equals_the_slow_per_document_reference(tmp_path_factory, texts, queries, analyzer):
     # Duplicated texts make exact ties (corpus order must decide); empty and stop-word-only
-    # texts and queries score 0 and follow in corpus order.
+    # texts and queries share no term and are not ranked.
     texts = texts + texts[:2]
     index = make_index(tmp_path_factory.mktemp("t"), texts)
     retriever = TfidfRetriever(analyzer=analyzer, cache=False).fit(index)
     depth = len(texts) + 3
     for query, ranking in zip(queries, retriever.rank(queries, depth)):
         _assert_same(ranking, reference_ranking(texts, query, analyzer, depth), index.ids)
-        dense = retriever.scores(query)
-        assert np.allclose(dense, [s for _, s in sorted(reference_ranking(texts, query, analyzer, depth))],
-                           rtol=0, atol=1e-12)
+        dense = np.zeros(len(texts))
+        for row, score in reference_ranking(texts, query, analyzer, depth):
+            dense[row] = score
+        assert np.allclose(retriever.scores(query), dense, rtol=0, atol=1e-12)
 
 
 def test_tfidf_on_the_demo_corpus_equals_the_reference(tmp_path):
@@ -102,7 +103,7 @@ def test_tfidf_on_the_demo_corpus_equals_the_reference(tmp_path):
         rankings = TfidfRetriever(analyzer=analyzer).fit(index).rank(claims, 25)
         for claim, ranking in zip(claims, rankings):
             expected = reference_ranking(index.texts, claim, analyzer, 25)
-            assert ranking.rows.tolist() == [r for r, _ in expected]
+            assert ranking.rows == [r for r, _ in expected]
             assert np.allclose(ranking.scores, [s for _, s in expected], rtol=0, atol=1e-12)
 
 
@@ -111,10 +112,10 @@ def test_the_vectors_are_scikit_learns_sublinear_tfidf_bit_for_bit():
     texts = [t for t in json.loads((DEMO / "evidence.json").read_text("utf-8")).values()]
     vec = TfidfVectorizer(analyzer=plain_terms, sublinear_tf=True).fit(texts)
     model = TfidfModel.build(texts, "plain")
-    assert model.terms == vec.get_feature_names_out().tolist()
-    assert model.idf.tobytes() == vec.idf_.tobytes()
+    assert model.space.terms == vec.get_feature_names_out().tolist()
+    assert model.space.idf_.tobytes() == vec.idf_.tobytes()
     want = vec.transform(texts).tocsc()
-    got = model.postings.T.tocsc()
+    got = model.postings.csr.T.tocsc()
     got.sort_indices(), want.sort_indices()
     assert np.array_equal(got.indptr, want.indptr) and np.array_equal(got.indices, want.indices)
     assert got.data.tobytes() == want.data.tobytes()
@@ -128,11 +129,10 @@ def test_batches_never_change_a_querys_bits(tmp_path, monkeypatch):
     retriever = TfidfRetriever(cache=False).fit(index)
     queries = [" ".join(np.random.default_rng(1000 + i).choice(_WORDS, 4)) for i in range(60)]
     together = retriever.rank(queries, 50)
-    monkeypatch.setattr(tfidf_module, "PRODUCT_BUDGET", 1)  # one query per product
+    monkeypatch.setattr(matrix_module, "PRODUCT_BUDGET", 1)  # one query per product
     alone = retriever.rank(queries, 50)
-    for a, b in zip(together, alone):
-        assert a.rows.tolist() == b.rows.tolist() and a.scores.tobytes() == b.scores.tobytes()
-    assert [retriever.rank([q], 50)[0].scores.tobytes() for q in queries] == [r.scores.tobytes() for r in together]
+    assert [(a.rows, a.scores) for a in together] == [(b.rows, b.scores) for b in alone]
+    assert [retriever.rank([q], 50)[0].scores for q in queries] == [r.scores for r in together]
 
 
 def test_the_cache_is_reused_and_a_damaged_one_rebuilt(tmp_path, caplog):
@@ -140,15 +140,15 @@ def test_the_cache_is_reused_and_a_damaged_one_rebuilt(tmp_path, caplog):
     first = TfidfRetriever().fit(index)
     entry = tmp_path / "idx" / "tfidf" / "plain"
     assert (entry / "factcheck-key.json").is_file()
-    assert TfidfRetriever(cache=False).fit(index).rank(["sea ice"], 4)[0].scores.tobytes() == \
-        first.rank(["sea ice"], 4)[0].scores.tobytes()
+    assert TfidfRetriever(cache=False).fit(index).rank(["sea ice"], 4)[0].scores == \
+        first.rank(["sea ice"], 4)[0].scores
     data = entry / "data.npy"
     raw = bytearray(data.read_bytes())
     raw[-1] ^= 0x55
     data.write_bytes(bytes(raw))
     again = TfidfRetriever().fit(index)
     assert "rebuilding" in caplog.text
-    assert again.rank(["sea ice"], 4)[0].scores.tobytes() == first.rank(["sea ice"], 4)[0].scores.tobytes()
+    assert again.rank(["sea ice"], 4)[0].scores == first.rank(["sea ice"], 4)[0].scores
     assert TfidfRetriever(analyzer="stems").fit(index).model_.analyzer == "stems"
     assert (tmp_path / "idx" / "tfidf" / "stems" / "factcheck-key.json").is_file()
 
@@ -188,7 +188,7 @@ def test_chunked_tfidf_scores_a_document_by_its_best_chunk(tmp_path):
                                    key=lambda rs: (-rs[1], rs[0])):
         best.setdefault(int(chunks.owner[chunk_row]), score)
     expected = sorted(best.items(), key=lambda rs: (-rs[1], min(i for i, o in enumerate(chunks.owner) if o == rs[0])))
-    assert chunked.rows.tolist() == [r for r, _ in expected]
+    assert chunked.rows == [r for r, _ in expected]
     assert np.allclose(chunked.scores, [s for _, s in expected], rtol=0, atol=1e-12)
     assert whole.rows[0] == 0 and chunked.rows[0] == 1
     (sel,) = chunked_retriever.retrieve([query])
@@ -202,49 +202,18 @@ def test_chunked_ranking_is_the_best_chunk_per_document_at_any_depth(tmp_path_fa
     chunked = ChunkedRetriever(TfidfRetriever(cache=False), 3, 1).fit(index)
     inner = chunked.inner_.rank([query], len(chunked.chunks_.owner))[0]
     order, seen = [], set()
-    for row, score in zip(inner.rows.tolist(), inner.scores.tolist()):
+    for row, score in zip(inner.rows, inner.scores):
         owner = int(chunked.chunks_.owner[row])
         if owner not in seen:
             seen.add(owner)
             order.append((owner, score))
     for depth in (1, 2, len(texts)):
         got = chunked.rank([query], depth)[0]
-        assert got.rows.tolist() == [o for o, _ in order[:depth]]
-        assert got.scores.tolist() == [s for _, s in order[:depth]]
+        assert got.rows == [o for o, _ in order[:depth]]
+        assert got.scores == [s for _, s in order[:depth]]
 
 
-# ---------------------------------------------------------------- sparse top-k, analysis
-
-@settings(max_examples=200, deadline=None)
-@given(n=st.integers(1, 40), depth=st.integers(1, 50), data=st.data())
-def test_stable_top_sparse_is_stable_top_of_the_dense_vector(n, depth, data):
-    rows = data.draw(st.lists(st.integers(0, n - 1), unique=True, max_size=n))
-    values = data.draw(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.0]), min_size=len(rows), max_size=len(rows)))
-    dense = np.zeros(n)
-    dense[rows] = values
-    got = stable_top_sparse(np.array(rows, dtype=np.int64)[::-1], np.array(values)[::-1], n, depth)
-    want = stable_top(dense, depth)
-    assert got.rows.tolist() == want.rows.tolist() and got.scores.tolist() == want.scores.tolist()
-
-
-@settings(max_examples=150, deadline=None)
-@given(n_rows=st.integers(1, 6), n=st.integers(1, 300), depth=st.integers(1, 60), seed=st.integers(0, 2**32 - 1))
-def test_stable_top_rows_is_stable_top_of_every_dense_row(n_rows, n, depth, seed):
-    # Rows of very different lengths, heavy ties, stored zeros, entries in any order.
-    rng = np.random.default_rng(seed)
-    dense = np.where(rng.random((n_rows, n)) < rng.random((n_rows, 1)), rng.choice([0.0, 0.5, 1.0, 1.5, 3.0], (n_rows, n)),
-                     0.0)
-    m = sp.csr_matrix(dense)
-    m.data[rng.random(m.nnz) < 0.1] = 0.0  # stored zeros, as a product can hold
-    dense = m.toarray()
-    for r in range(n_rows):  # columns out of order within each row
-        a, b = m.indptr[r], m.indptr[r + 1]
-        perm = rng.permutation(b - a) + a
-        m.indices[a:b], m.data[a:b] = m.indices[perm], m.data[perm]
-    for got, row in zip(stable_top_rows(m, depth), dense):
-        want = stable_top(row, depth)
-        assert got.rows.tolist() == want.rows.tolist() and got.scores.tolist() == want.scores.tolist()
-
+# ---------------------------------------------------------------- analysis
 
 def test_the_plain_analyzer():
     assert plain_terms("CO2 levels rose in 1998; the El Niño year (a_b), x-ray 2 H2O") == \

@@ -3,7 +3,7 @@ trees, and a per-claim cut-off tuned for evidence F.
 
 ``terms`` (corpus term statistics, cached in the index), ``candidates`` (the pool per
 claim), ``memory`` (training claims' gold passages as neighbours), ``features`` and
-``vectors`` (what the trees see), ``model`` (the trees), ``cutoff`` (how many to keep),
-``explain`` (why a passage was kept) and ``retriever`` (fit/rank/retrieve/load/save).
+``semantic`` (what the trees see), ``model`` (the trees), ``cutoff`` (how many to keep),
+``explain`` (why a passage was kept) and ``retriever`` (fit, search, load, save).
 Training is :mod:`factcheck.training.rerank`.
 """

@@ -2,8 +2,8 @@
 
 Two sources, fused:
 
-* **BM25** over the full corpus (:class:`~.terms.TermIndex`, Lucene idf, ``k1``/``b``
-  chosen on the training split), top ``depth`` passages;
+* **BM25** over the full corpus (the core's, over :class:`~.terms.TermIndex`'s counts,
+  ``k1``/``b`` chosen on the training split), top ``depth`` passages;
 * **label memory** (:mod:`.memory`): the gold passages of the ``memory_k`` most similar
   training claims -- evidence that shares few words with the claim is out of BM25's
   reach but often cited by a paraphrase of it.
@@ -12,11 +12,8 @@ The candidate stage's own ranking (what its recall@k measures) is a fixed, unlea
 score fusion: BM25 relative to the claim's best BM25 score (in [0, 1]) plus the summed
 similarity of the memory neighbours citing the passage (ties by row). On the training
 holdout it ranks better than either list alone or reciprocal-rank fusion (recall@100
-0.64-0.66 against 0.61-0.62). BM25 scores are computed over the postings of the claim's
-terms only (:meth:`~.terms.TermIndex.bm25_touched`, the same bits as scoring the whole
-corpus) and selected with :func:`~factcheck.retrieval.sparse_scores.stable_top_sparse`,
-so the result never depends on sort stability or thread timing, and a claim's cost
-grows with its terms' postings, not with the corpus.
+0.64-0.66 against 0.61-0.62). A claim's BM25 is one product over its terms' postings
+(its cost grows with them, not with the corpus), ranked by the core's top-k.
 """
 
 from __future__ import annotations
@@ -25,10 +22,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from factcheck.retrieval.base import stable_top
-from factcheck.retrieval.sparse_scores import scores_at, stable_top_sparse
+from factcheck.retrieval.base import TopK
 from factcheck.retrieval.rerank.memory import ClaimMemory, Neighbours
 from factcheck.retrieval.rerank.terms import TermIndex
+from factcheck.scoring.topk import top_k
 from factcheck.text.tokens import split_stems as stems
 
 # Open mode: weight of the dense side when the pool is ordered (and in the dense feature
@@ -107,10 +104,10 @@ class CandidateGenerator:
         """The pool for one claim; ``exclude_memory`` hides that training claim from memory."""
         cfg = self.config
         q = self.query(text)
-        touched, touched_scores = self.terms.bm25_touched(q.term_ids, q.counts, cfg.k1, cfg.b)
-        top = stable_top_sparse(touched, touched_scores, self.terms.n_docs, cfg.depth)
-        keep = top.scores > 0
-        bm_rows, bm_scores = top.rows[keep], top.scores[keep].astype(np.float64)
+        (touched, touched_scores), = self.terms.bm25(cfg.k1, cfg.b).products(self.terms.query(q.term_ids, q.counts),
+                                                                             sort=True)
+        bm_rows, bm_scores = top_k(touched_scores, cfg.depth, touched)
+        bm_scores = bm_scores.astype(np.float64)
         nb = None
         mem_rows = np.zeros(0, dtype=np.int64)
         if self.memory is not None and len(self.memory) and cfg.memory_k > 0:
@@ -119,7 +116,7 @@ class CandidateGenerator:
         cos = dense_rows = dense_list = dense_nb = None
         if self.dense is not None:
             cos = self.dense.scores(text)
-            dense_list = stable_top(cos, cfg.dense_depth)
+            dense_list = TopK(*top_k(cos, cfg.dense_depth))
             dense_rows = dense_list.rows[dense_list.scores > 0]
             if self.memory_vectors is not None and cfg.memory_k > 0:
                 claim_vector = self.dense.embedder_.embed([text], kind="query")[0].astype(np.float64)
@@ -130,7 +127,9 @@ class CandidateGenerator:
         if dense_rows is not None:
             pool = np.union1d(pool, dense_rows).astype(np.int64)
         top_score = float(bm_scores[0]) if len(bm_scores) else 0.0
-        pool_bm25 = scores_at(touched, touched_scores, pool).astype(np.float64)
+        at = np.minimum(np.searchsorted(touched, pool), max(len(touched) - 1, 0))
+        pool_bm25 = np.where(touched[at] == pool, touched_scores[at], 0).astype(np.float64) if len(touched) \
+            else np.zeros(len(pool))
         fused = pool_bm25 / top_score if top_score > 0 else np.zeros(len(pool))
         dense_top = float(dense_list.scores[0]) if cos is not None and len(dense_list.scores) else 0.0
         if dense_top > 0:  # the hybrid's weighting of the two sides (its CV choice)
@@ -140,7 +139,7 @@ class CandidateGenerator:
             rank[np.searchsorted(pool, bm_rows)] = np.arange(len(bm_rows))
         if len(mem_rows):
             fused[np.searchsorted(pool, nb.rows)] += nb.sum_sim
-        order = np.lexsort((pool, -fused))
+        order, _ = top_k(fused, len(fused))  # pool ascends: ties by row
         pool, fused, rank, pool_bm25 = pool[order], fused[order], rank[order], pool_bm25[order]
         out = Candidates(q, pool, fused, pool_bm25, rank, top_score, bm_rows, bm_scores, nb)
         if cos is not None:

@@ -41,7 +41,8 @@ import scipy.sparse as sp
 
 from factcheck.retrieval.rerank.candidates import Candidates
 from factcheck.retrieval.rerank.memory import pool_similarities
-from factcheck.retrieval.rerank.vectors import tfidf_row, unit_rows
+from factcheck.scoring.tfidf import tfidf_rows
+from factcheck.scoring.topk import top_k
 from factcheck.tagging.index import multi_arange
 from factcheck.text.analyzer import analyze
 from factcheck.text.stopwords import ENGLISH_STOP_WORDS
@@ -82,20 +83,18 @@ def claim_names(text: str) -> list[str]:
 
 
 class UnitRows:
-    """``unit_rows(terms.forward, terms.idf)[rows]`` for any rows, computed when asked.
+    """The TF-IDF unit vectors of any passages (the core's :func:`~factcheck.scoring.tfidf.tfidf_rows`
+    of their counts with the Lucene IDF), computed when asked.
 
-    A row's unit vector depends on that row alone (its entries scaled, then divided by
-    its own norm), so a pool's few hundred rows are the same bits whether the whole
-    corpus was normalised or only they were (``tests/unit/test_rerank.py`` checks it).
-    Why: the whole matrix was 12 bytes a non-zero kept for the index's life (~1.1 GB at
-    10M passages) to serve a few hundred rows a claim."""
+    A row depends on that passage alone, so a pool's few hundred rows cost a few hundred
+    rows, not a corpus-sized matrix kept for the index's life."""
 
     def __init__(self, forward: sp.csr_matrix, idf: np.ndarray):
         self.forward = forward
         self.idf = idf
 
     def __getitem__(self, rows) -> sp.csr_matrix:
-        return unit_rows(self.forward[np.asarray(rows, dtype=np.int64)], self.idf)
+        return tfidf_rows(self.forward[np.asarray(rows, dtype=np.int64)], self.idf)
 
 
 class FeatureContext:
@@ -185,7 +184,7 @@ def compute(ctx: FeatureContext, cands: Candidates, k1: float, b: float) -> np.n
         idf = q.idf
         out[:, col["cov_idf"]] = (present * idf[None, :]).sum(axis=1) / idf.sum()
         out[:, col["cov_terms"]] = present.mean(axis=1)
-        rare = np.lexsort((q.term_ids, -idf))[:3]
+        rare = top_k(idf, 3)[0]  # term ids ascend: ties by id
         out[:, col["cov_rare3"]] = present[:, rare].mean(axis=1)
         out[:, col["best_idf_rel"]] = (present * idf[None, :]).max(axis=1) / idf.max()
         out[:, col["n_matched"]] = present.sum(axis=1)
@@ -215,7 +214,7 @@ def compute(ctx: FeatureContext, cands: Candidates, k1: float, b: float) -> np.n
         shared = ctx.shared_tags(rows, cols)
         denom = np.minimum(len(distinct), ctx.n_tags[rows])
         out[:, col["tag_overlap"]] = np.divide(shared, denom, out=np.zeros(n), where=denom > 0)
-    qv = tfidf_row(ctx.tag_vectorizer, claim_tags)
+    qv = ctx.tag_vectorizer.vectors([claim_tags])
     out[:, col["tag_cosine"]] = np.asarray((ctx.tag_space(rows) @ qv.T).todense()).ravel()
 
     # pseudo-relevance feedback from the top of the BM25 list
@@ -226,7 +225,7 @@ def compute(ctx: FeatureContext, cands: Candidates, k1: float, b: float) -> np.n
         nz, weight = _centroid(unit_of[fb], np.ones(len(fb)))
         if len(nz):
             out[:, col["prf_cosine"]] = _cosines(pool_vecs, nz, weight)
-            exp_at = np.lexsort((nz, -weight))[:RM3_TERMS]
+            exp_at = top_k(weight, RM3_TERMS)[0]  # nz ascends: ties by term
             exp, w = nz[exp_at], weight[exp_at]
             rm3 = terms.bm25_rows(rows, exp, w / w.sum(), k1, b)
             out[:, col["rm3_rel"]] = rm3 / max(rm3.max(), 1e-9)
@@ -239,7 +238,7 @@ def compute(ctx: FeatureContext, cands: Candidates, k1: float, b: float) -> np.n
         if len(nb.rows):
             out[:, col["mem_max_sim"]] = max_sim
             out[:, col["mem_sum_sim"]] = sum_sim
-            best = nb.rows[np.lexsort((nb.rows, -nb.sum_sim))][:MEMORY_PASSAGES]
+            best = top_k(nb.sum_sim, MEMORY_PASSAGES, nb.rows)[0]
             out[:, col["mem_passage_cos"]] = (pool_vecs @ unit_of[best].T).toarray().max(axis=1)
             nz, weight = _centroid(unit_of[nb.rows], nb.sum_sim)
             if len(nz):

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.feature_extraction.text import TfidfVectorizer
 
-from factcheck.retrieval.rerank.vectors import tfidf_row
+from factcheck.scoring.matrix import TermMatrix
+from factcheck.scoring.tfidf import TfidfSpace
+from factcheck.scoring.topk import top_k
 from factcheck.text.tokens import split_stems
 
 
@@ -61,8 +62,9 @@ class ClaimMemory:
         self.claim_ids = list(claim_ids)
         self.texts = list(texts)
         self.evidences = [sorted(set(e)) for e in evidences]
-        self.vectorizer = TfidfVectorizer(analyzer=split_stems, sublinear_tf=True, dtype=np.float64)
-        self.matrix = self.vectorizer.fit_transform(self.texts).tocsr() if self.texts else sp.csr_matrix((0, 0))
+        # TF-IDF over the claims' stems (sublinear tf), term-major: a claim's cosines are one product.
+        self.space, rows = TfidfSpace.fit([split_stems(t) for t in self.texts], sublinear=True)
+        self.matrix = TermMatrix.from_units(rows)
         self._position_of_text: dict[str, list[int]] = {}
         for i, t in enumerate(self.texts):
             self._position_of_text.setdefault(t, []).append(i)
@@ -92,7 +94,8 @@ class ClaimMemory:
         """TF-IDF cosine of ``text`` with every memory claim."""
         if not len(self):
             return np.zeros(0)
-        return np.asarray((self.matrix @ tfidf_row(self.vectorizer, split_stems(text)).T).todense()).ravel()
+        (rows, sims), = self.matrix.products(self.space.vectors([split_stems(text)]))
+        return self.matrix.full(rows, sims)
 
     def neighbours(self, text: str, k: int, exclude: int | None = None, sims: np.ndarray | None = None) -> Neighbours:
         """The ``k`` most similar memory claims and the passages they cite. ``sims``: the
@@ -104,7 +107,7 @@ class ClaimMemory:
         for same in self._position_of_text.get(text, ()):
             sims[same] = 0.0
         pos = np.flatnonzero(sims > 0)
-        order = pos[np.lexsort((pos, -sims[pos]))][:k]
+        order = pos[top_k(sims[pos], k)[0]]
         top = sims[order]
         sub = self.gold[order]  # (k, n_rows) sparse
         coo = sub.tocoo()

@@ -25,7 +25,7 @@ from factcheck.errors import InputError, check_number
 from factcheck.formats.files import dump_model_atomic
 from factcheck.formats.rundir import refuse_unfinished
 from factcheck.formats.safe_load import load_model
-from factcheck.retrieval.base import Hit, Retriever, Selection, TopK
+from factcheck.retrieval.base import Retriever, Scored, Selection, TopK
 from factcheck.retrieval.rerank import features as F
 from factcheck.retrieval.rerank.candidates import CandidateConfig, CandidateGenerator
 from factcheck.retrieval.rerank.cutoff import Cutoff
@@ -35,8 +35,8 @@ from factcheck.retrieval.rerank.model import RelevanceModel
 from factcheck.retrieval.rerank.semantic import load_scorer, pool_features
 from factcheck.retrieval.rerank.terms import TermIndex
 
-FORMAT = "factcheck-rerank/1"
-_MEMO_LIMIT = 4096
+# /2: the core's BM25 and TF-IDF features (/1 models read BM25 scaled by k1 + 1: retrain them).
+FORMAT = "factcheck-rerank/2"
 
 
 class RerankRetriever(Retriever):
@@ -151,68 +151,54 @@ class RerankRetriever(Retriever):
         if self.candidates_.dense_depth > 0:
             self.dense_ = dense if dense is not None else load_scorer(index)
         self.generator_ = CandidateGenerator(self.terms_, self.memory_, self.candidates_, self.dense_)
-        self._memo = {}
 
     # ------------------------------------------------------------------ scoring
     def scored(self, claim: str):
         """(candidates, features, positions in the pool by probability desc -- ties by BM25,
-        then row -- and those probabilities), memoised: ``run_retrieval`` asks for
-        ``retrieve`` and ``rank`` of the same claims."""
+        then row -- and those probabilities) of one claim."""
         self._check_fitted()
-        hit = self._memo.get(claim)
-        if hit is None:
-            cands = self.generator_.generate(claim)
-            X = pool_features(self.context_, cands, self.candidates_.k1, self.candidates_.b, self.dense_)
-            p = self.model.predict(X)
-            order = np.lexsort((cands.rows, -cands.bm25, -p))  # ties: BM25, then corpus order
-            hit = (cands, X, order, p[order])
-            if len(self._memo) >= _MEMO_LIMIT:
-                self._memo.clear()
-            self._memo[claim] = hit
-        return hit
+        cands = self.generator_.generate(claim)
+        X = pool_features(self.context_, cands, self.candidates_.k1, self.candidates_.b, self.dense_)
+        p = self.model.predict(X)
+        order = np.lexsort((cands.rows, -cands.bm25, -p))  # ties: BM25, then corpus order
+        return cands, X, order, p[order]
 
-    def clear_cache(self) -> None:
-        """Forget the memoised claims (benchmarks time a claim's first, uncached, check)."""
-        self._memo = {}
-
-    def _rank(self, texts: list[str], depth: int) -> list[TopK]:
-        out = []
+    def _scored(self, texts):
         for claim in texts:
-            cands, _, order, probs = self.scored(claim)
-            rows, scores = cands.rows[order][:depth], probs[:depth]
-            if len(rows) < depth:  # pad like stable_top: unscored passages in corpus order
-                fill = np.setdiff1d(np.arange(min(len(self.index_), depth + len(cands.rows)), dtype=np.int64),
-                                    cands.rows)[:depth - len(rows)]
-                rows, scores = np.concatenate([rows, fill]), np.concatenate([scores, np.zeros(len(fill))])
-            out.append(TopK(rows.astype(np.int64), scores))
-        return out
+            cands, X, order, probs = state = self.scored(claim)
+            p = np.empty(len(order))
+            p[order] = probs
+            yield Scored(cands.rows, p, state)
 
-    def _retrieve(self, texts: list[str]) -> list[Selection]:
-        out = []
-        for claim in texts:
-            cands, X, order, probs = self.scored(claim)
-            if not len(cands.rows):  # no known term and no similar training claim
-                out.append(self._fallback(claim))
-                continue
-            k = self.cutoff_.count(probs)
-            hits = []
-            for i in range(k):
-                j = int(order[i])
-                row = int(cands.rows[j])
-                hits.append(Hit(row, self.index_.ids[row], float(probs[i]),
-                                explain_hit(self, cands, X[j], row, i + 1)))
-            out.append(Selection(hits, "reranked", {
-                "candidates": int(len(cands.rows)), "returned": k, "cutoff": self.cutoff_.to_json(),
-                "top_probability": float(probs[0]) if len(probs) else 0.0}))
-        return out
+    _evidence_depth = 0  # the cut-off reads the whole pool's probabilities
 
-    def _fallback(self, claim: str) -> Selection:
+    def _search(self, texts, k, select):
+        # The reranker's own order (ties by BM25 before the row), not the core's tie rule.
+        for claim, scored in zip(texts, self._scored(texts)):
+            cands, _, order, probs = scored.state
+            sel = self._select(claim, scored, None) if select else None
+            yield sel, (TopK(cands.rows[order][:k].astype(np.int64), probs[:k]) if k else None)
+
+    def _select(self, claim, scored, top) -> Selection:
+        cands, X, order, probs = scored.state
+        if not len(cands.rows):  # no known term and no similar training claim
+            return self._fallback()
+        k = self.cutoff_.count(probs)
+        hits = []
+        for i in range(k):
+            j = int(order[i])
+            row = int(cands.rows[j])
+            hits.append(self._hit(row, float(probs[i]), explain_hit(self, cands, X[j], row, i + 1)))
+        return Selection(hits, "reranked", {
+            "candidates": int(len(cands.rows)), "returned": k, "cutoff": self.cutoff_.to_json(),
+            "top_probability": float(probs[0]) if len(probs) else 0.0})
+
+    def _fallback(self) -> Selection:
         """Nothing to rank: the leaderboard format still needs evidence, so return the
-        first ``min_k`` passages of :meth:`rank` (corpus order) and say why."""
-        rows = self._rank([claim], max(self.cutoff_.min_k, 1))[0].rows.tolist()
-        hits = [Hit(r, self.index_.ids[r], 0.0, {"rank": i + 1, "reason": "the claim shares no term with the "
-                                                "corpus and resembles no training claim"})
-                for i, r in enumerate(rows)]
+        first ``min_k`` passages (corpus order) and say why."""
+        hits = [self._hit(r, 0.0, {"rank": r + 1, "reason": "the claim shares no term with the corpus and "
+                                                             "resembles no training claim"})
+                for r in range(min(max(self.cutoff_.min_k, 1), len(self.index_)))]
         return Selection(hits, "fallback", {"candidates": 0, "returned": len(hits), "cutoff": self.cutoff_.to_json()})
 
     # ------------------------------------------------------------------ persistence
@@ -255,6 +241,9 @@ class RerankRetriever(Retriever):
         if not path.is_file():
             raise InputError(path, None, "no such reranker model (train one with `factcheck train-rerank`)")
         obj = load_model(path, "reranker model", probe=_probe)  # skops with trusted types only: no code runs
+        if isinstance(obj, dict) and obj.get("format") == "factcheck-rerank/1":
+            raise InputError(path, None, "a reranker trained by an earlier version, on other BM25 features: "
+                             "train it again (`factcheck train-rerank`, or `factcheck run`)")
         if not isinstance(obj, dict) or obj.get("format") != FORMAT:
             raise InputError(path, None, f"not a reranker model (expected format {FORMAT})")
         try:  # trusted types, but the contents may still be wrong: one line, never a traceback

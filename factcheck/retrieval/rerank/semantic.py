@@ -39,6 +39,7 @@ from factcheck.retrieval.rerank.candidates import FUSION_ALPHA
 from factcheck.retrieval.rerank import features as F
 from factcheck.retrieval.rerank.features import FEATURES, competition_rank
 from factcheck.retrieval.rerank.memory import pool_similarities
+from factcheck.scoring.topk import top_k
 
 DENSE_FEATURES: list[str] = ["dense_cos", "dense_rel_top", "dense_log_rank", "fused_max",
                              "mem_dense_max", "mem_dense_centroid", "claim_dense_top",
@@ -87,7 +88,7 @@ def compute(vectors: np.ndarray, cands) -> np.ndarray:
     nb = cands.memory
     if nb is not None and len(nb.rows):
         pool = vectors[rows].astype(np.float64)
-        best = nb.rows[np.lexsort((nb.rows, -nb.sum_sim))][:MEMORY_PASSAGES]
+        best = top_k(nb.sum_sim, MEMORY_PASSAGES, nb.rows)[0]
         out[:, col["mem_dense_max"]] = np.einsum("id,jd->ij", pool, vectors[best].astype(np.float64)).max(axis=1)
         centroid = np.einsum("j,jd->d", nb.sum_sim, vectors[nb.rows].astype(np.float64))
         norm = float(np.sqrt(np.einsum("d,d->", centroid, centroid)))

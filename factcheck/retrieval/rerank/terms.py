@@ -1,13 +1,11 @@
-"""Term statistics of the whole corpus: postings, bigrams, numbers, flexible BM25.
+"""Term statistics of the whole corpus under the reranker's analysis: counts, bigrams, numbers.
 
-Why not reuse the bm25s index: bm25s bakes one ``k1``/``b`` into its precomputed
-float32 scores and scores integer bags of tokens, while the reranker wants weighted
-queries (RM3 expansion) in float64 and the term bags of candidate passages for its
-features. The formula is the same (see :meth:`TermIndex.bm25`). One pass over the corpus gives:
+The reranker reads passages through its own analysis (below), so it keeps its own
+counts; its BM25 is the core's (:mod:`factcheck.scoring.bm25`) over them. One pass over
+the corpus gives:
 
-* ``postings`` (CSC, term -> passages with term frequency): scores any weighted query
-  with any ``k1``/``b`` by touching only the query terms' postings, then one
-  ``np.bincount`` -- no Python loop over passages;
+* ``postings`` (a term-major :class:`~factcheck.scoring.matrix.TermMatrix` of counts): the
+  core's BM25 weights for any ``k1``/``b`` (:meth:`TermIndex.bm25`), scored by one product;
 * ``forward`` (CSR, passage -> terms): the term bags of candidate passages;
 * ``bigrams`` (per passage, sorted codes of consecutive stem pairs) and ``numbers``
   (CSR, passage -> digit runs): phrase and number matches for a whole candidate pool
@@ -36,8 +34,9 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from factcheck.retrieval.sparse_scores import accumulate, postings
-from factcheck.tagging.counting import BREAK, DROPPED, UNSEEN, token_cells
+from factcheck.scoring.bm25 import bm25_weight, bm25_weights, length_norm, lucene_idf
+from factcheck.scoring.counting import BREAK, DROPPED, UNSEEN, token_cells
+from factcheck.scoring.matrix import TermMatrix
 from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.index import multi_arange
 from factcheck.text.analyzer import stem_token, word_tokens_of_texts
@@ -47,7 +46,7 @@ from factcheck.text.tokens import standalone_numbers as numbers
 ANALYSIS_VERSION = "stems+alnum-split+bigrams+numbers/1"
 # One .npy per array, memory-mapped when loaded (the earlier single terms.npz was read
 # whole into memory and its column-major copy rebuilt at every load).
-CACHE_LAYOUT = "npy-mmap/1"
+CACHE_LAYOUT = "npy-mmap/2"
 
 
 class TermIndex:
@@ -55,13 +54,10 @@ class TermIndex:
 
     def __init__(self, vocab: dict[str, int], forward: sp.csr_matrix, bigram_ptr: np.ndarray,
                  bigram_codes: np.ndarray, number_vocab: dict[str, int], numbers: sp.csr_matrix,
-                 postings: sp.csc_matrix | None = None, doc_len: np.ndarray | None = None):
+                 postings: TermMatrix | None = None, doc_len: np.ndarray | None = None):
         self.vocab = vocab
         self.forward = forward
-        if postings is None:
-            postings = forward.tocsc()
-            postings.sort_indices()
-        self.postings = postings
+        self.postings = TermMatrix.from_units(forward) if postings is None else postings
         self.bigram_ptr = bigram_ptr
         self.bigram_codes = bigram_codes
         self.number_vocab = number_vocab
@@ -69,10 +65,10 @@ class TermIndex:
         self.n_docs = forward.shape[0]
         self.doc_len = (np.asarray(forward.sum(axis=1)).ravel().astype(np.float64) if doc_len is None
                         else np.asarray(doc_len, dtype=np.float64))
-        self.avgdl = float(self.doc_len.mean()) if self.n_docs else 0.0
-        self.df = np.diff(self.postings.indptr).astype(np.float64)
-        n = self.n_docs
-        self.idf = np.log(1.0 + (n - self.df + 0.5) / (self.df + 0.5))  # Lucene's BM25 idf
+        self.idf = lucene_idf(self.postings.df, self.n_docs)
+        self._weights: dict = {}  # (k1, b) -> BM25 weights
+        self._norms: dict = {}    # (k1, b) -> each passage's length norm
+        self._cache = None  # (DerivedCache, key): where the BM25 weights of each (k1, b) are kept
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -85,13 +81,11 @@ class TermIndex:
         """The term index of texts given as ``(first row, texts)`` batches in corpus order
         (a tag index's shards: :meth:`~factcheck.tagging.index.TagIndex.text_batches`).
 
-        Each batch is analysed with a few C passes (:class:`_BatchAnalysis`) instead of
-        three regex calls and a Python loop per passage (~46 us a passage: 87 s wall for
-        the 316K proxy corpus on the loaded 2-core machine). The result is the same as
-        analysing every passage on its own with :func:`~factcheck.text.tokens.split_stems` and :func:`numbers`, ids
-        in first-seen order included (``tests/unit/test_rerank.py`` compares them): the
-        reranker's features were fitted on these ids' order (query terms are summed in
-        ascending id order, and ties among expansion terms go to the lower id)."""
+        Each batch is analysed with a few C passes (:class:`_BatchAnalysis`), not a
+        Python loop per passage; the result is what :func:`~factcheck.text.tokens.split_stems`
+        and :func:`numbers` give passage by passage, ids in first-seen order
+        (``tests/unit/test_sparse_scores.py``): the features read their order (query terms
+        are summed in ascending id order, ties among expansion terms go to the lower id)."""
         analysis = _BatchAnalysis()
         parts = [analysis.add(texts) for _, texts in batches]
         n = sum(p[0] for p in parts)
@@ -121,9 +115,13 @@ class TermIndex:
         key = {"plan_key": index.manifest.data.get("plan_key"), "n": len(index), "analysis": ANALYSIS_VERSION,
                "layout": CACHE_LAYOUT}
         digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
+        store = DerivedCache(index.root)
+
         def build(folder):
             cls.build_batches(index.text_batches(desc="reranker term statistics"))._save(folder)
-        return DerivedCache(index.root).load_or_build(f"rerank/terms-{digest}", key, build, cls._load)
+        out = store.load_or_build(f"rerank/terms-{digest}", key, build, cls._load)
+        out._cache = (store, key, digest)
+        return out
 
     def _save(self, folder: Path) -> None:
         """One ``.npy`` file per array (see :meth:`_load` for why)."""
@@ -131,33 +129,48 @@ class TermIndex:
         nums = sorted(self.number_vocab, key=self.number_vocab.get)
         arrays = {"terms": np.array(terms, dtype=str), "shape": np.array(self.forward.shape),
                   "forward_indptr": self.forward.indptr, "forward_indices": self.forward.indices,
-                  "forward_data": self.forward.data, "postings_indptr": self.postings.indptr,
-                  "postings_indices": self.postings.indices, "postings_data": self.postings.data,
-                  "doc_len": self.doc_len, "bigram_ptr": self.bigram_ptr, "bigram_codes": self.bigram_codes,
-                  "number_terms": np.array(nums, dtype=str), "num_indptr": self.numbers.indptr,
-                  "num_indices": self.numbers.indices}
+                  "forward_data": self.forward.data, "doc_len": self.doc_len, "bigram_ptr": self.bigram_ptr,
+                  "bigram_codes": self.bigram_codes, "number_terms": np.array(nums, dtype=str),
+                  "num_indptr": self.numbers.indptr, "num_indices": self.numbers.indices}
         for name, array in arrays.items():
             with open(folder / f"{name}.npy", "wb") as fh:
                 np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
+        self.postings.save(folder, "postings_")
 
     @classmethod
     def _load(cls, folder: Path) -> "TermIndex":
         """Memory-mapped, read-only: a query reads its terms' postings and its pool's rows,
-        so a served corpus of 10M passages does not hold ~2.3 GB of term statistics in its
-        own memory, and loading costs no conversion (the column-major copy and the
-        passage lengths are stored, not recomputed)."""
+        and loading converts nothing (the term-major copy and the lengths are stored)."""
         def arr(name, mmap=True):
             return np.load(folder / f"{name}.npy", mmap_mode="r" if mmap else None, allow_pickle=False)
         shape = tuple(int(x) for x in arr("shape", False))
         forward = sp.csr_matrix((arr("forward_data"), arr("forward_indices"), arr("forward_indptr")), shape=shape)
-        postings = sp.csc_matrix((arr("postings_data"), arr("postings_indices"), arr("postings_indptr")), shape=shape)
-        forward.has_sorted_indices = postings.has_sorted_indices = True  # saved sorted: no scan of every entry
+        forward.has_sorted_indices = True  # saved sorted: no scan of every entry
         nums = arr("number_terms", False).tolist()
         num_indices = arr("num_indices", False)
         numbers_m = sp.csr_matrix((np.ones(len(num_indices), dtype=np.float32), num_indices, arr("num_indptr", False)),
                                   shape=(shape[0], len(nums)))
         return cls({t: j for j, t in enumerate(arr("terms", False).tolist())}, forward, arr("bigram_ptr"),
-                   arr("bigram_codes"), {t: j for j, t in enumerate(nums)}, numbers_m, postings, arr("doc_len"))
+                   arr("bigram_codes"), {t: j for j, t in enumerate(nums)}, numbers_m,
+                   TermMatrix.load(folder, "postings_"), arr("doc_len"))
+
+    def bm25(self, k1: float, b: float) -> TermMatrix:
+        """The core's BM25 weights of every (term, passage) for ``k1``, ``b`` (kept next to
+        the tag index when this term index is, memory-mapped)."""
+        weights = self._weights.get((k1, b))
+        if weights is None:
+            def derive():
+                return bm25_weights(self.postings, self.doc_len, k1, b).data
+            if self._cache is None:
+                data = derive()
+            else:
+                store, key, digest = self._cache
+                data = store.load_or_build(f"rerank/bm25-{digest}-k1_{k1:g}-b_{b:g}", {"terms": key, "k1": k1, "b": b},
+                                           lambda folder: np.save(folder / "data.npy", derive(), allow_pickle=False),
+                                           lambda folder: np.load(folder / "data.npy", mmap_mode="r",
+                                                                  allow_pickle=False))
+            weights = self._weights[(k1, b)] = self.postings.with_data(data)
+        return weights
 
     # ------------------------------------------------------------------ queries
     def term_ids(self, terms: list[str]) -> np.ndarray:
@@ -196,59 +209,23 @@ class TermIndex:
             return np.zeros(len(rows))
         return np.asarray(self.numbers[rows][:, cols].sum(axis=1)).ravel().astype(np.float64)
 
-    def bm25(self, term_ids: np.ndarray, weights: np.ndarray, k1: float, b: float) -> np.ndarray:
-        """BM25 of every passage for a weighted bag of term ids (float64, length n_docs).
-
-        The formula is bm25s's ``lucene`` variant (:mod:`factcheck.retrieval.bm25_weights`)
-        times ``k1 + 1``, evaluated in float64 for fractional (RM3) query weights; it agrees
-        with bm25s to float32 precision, not bit for bit, and the reranker's features were
-        fitted on these bits (``tests/unit/test_bm25_weights.py`` pins the two together)."""
-        P = self.postings
-        parts_rows, parts_vals = [], []
-        norm = self._length_norm(k1, b)
-        for t, w in zip(np.asarray(term_ids).tolist(), np.asarray(weights, dtype=np.float64).tolist()):
-            a, e = P.indptr[t], P.indptr[t + 1]
-            rows, tf = P.indices[a:e], P.data[a:e].astype(np.float64)
-            parts_rows.append(rows)
-            parts_vals.append((w * self.idf[t] * (k1 + 1.0)) * tf / (tf + norm[rows]))
-        if not parts_rows:
-            return np.zeros(self.n_docs)
-        return np.bincount(np.concatenate(parts_rows), weights=np.concatenate(parts_vals), minlength=self.n_docs)
-
-    def bm25_touched(self, term_ids: np.ndarray, weights: np.ndarray, k1: float, b: float):
-        """:meth:`bm25` where it is not zero: (rows ascending, float64 scores), the same bits
-        (each row's terms added in the order given, from zero, as the full ``bincount``
-        adds them) from the postings of the query's terms only."""
-        P = self.postings
-        term_ids = np.asarray(term_ids, dtype=np.int64)
-        pos, owner = postings(P.indptr, term_ids)
-        if not len(pos):
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
-        rows = P.indices[pos]
-        tf = P.data[pos].astype(np.float64)
-        w = np.asarray(weights, dtype=np.float64)
-        # per term: (w * idf * (k1 + 1)) * tf / (tf + norm), as :meth:`bm25` evaluates it
-        coef = np.array([(wi * self.idf[t] * (k1 + 1.0)) for t, wi in zip(term_ids.tolist(), w.tolist())])
-        vals = coef[owner] * tf / (tf + self._length_norm(k1, b)[rows])
-        return accumulate(rows, vals, owner, np.float64)
+    def query(self, term_ids: np.ndarray, counts: np.ndarray) -> sp.csr_matrix:
+        """A claim's counts (distinct term ids ascending) as one query row for :meth:`bm25`."""
+        return sp.csr_matrix((np.asarray(counts, dtype=np.float32), np.asarray(term_ids, dtype=np.int32),
+                              np.array([0, len(term_ids)], dtype=np.int32)), shape=(1, len(self.vocab)))
 
     def bm25_rows(self, rows: np.ndarray, term_ids: np.ndarray, weights: np.ndarray,
                   k1: float, b: float) -> np.ndarray:
-        """BM25 of a few passages only (same formula as :meth:`bm25`), via their term bags."""
+        """The BM25 of a few passages for a weighted bag of terms (the RM3 expansion's): the
+        core's weights, from their term bags, summed in float64."""
         tf = self.tf_matrix(rows, term_ids)
         if not tf.size:
             return np.zeros(len(rows))
-        norm = self._length_norm(k1, b)[rows][:, None]
-        w = np.asarray(weights, dtype=np.float64) * self.idf[term_ids] * (k1 + 1.0)
-        return (tf / (tf + norm) * w[None, :]).sum(axis=1)  # no BLAS: row sums are position-independent
-
-    def _length_norm(self, k1: float, b: float) -> np.ndarray:
-        """``k1 * (1 - b + b * dl / avgdl)`` per passage, computed once per (k1, b)."""
-        cache = self.__dict__.setdefault("_norms", {})
-        if (k1, b) not in cache:
-            rel = self.doc_len / self.avgdl if self.avgdl else np.ones(self.n_docs)
-            cache[(k1, b)] = k1 * (1.0 - b + b * rel)
-        return cache[(k1, b)]
+        norm = self._norms.get((k1, b))
+        if norm is None:
+            norm = self._norms[(k1, b)] = length_norm(self.doc_len, k1, b)
+        w = bm25_weight(tf, norm[rows][:, None], self.idf[term_ids][None, :])
+        return (w.astype(np.float64) * np.asarray(weights, dtype=np.float64)[None, :]).sum(axis=1)
 
     def tf_matrix(self, rows: np.ndarray, term_ids: np.ndarray) -> np.ndarray:
         """Dense (len(rows), len(term_ids)) term frequencies: small, for candidate features."""

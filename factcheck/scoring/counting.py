@@ -1,27 +1,27 @@
-"""Text -> per-shard term counts (the map step of the two-pass job).
+"""Text -> term counts: the one vectorised counter (tagging's shards, every scorer's queries).
 
-Tokenising is the expensive part of tagging, so it happens once: each shard's counts are
-kept (with the shard's own local vocabulary, sorted) and the second pass only re-indexes
-columns. Stemming happens once per distinct token per process (see
-:mod:`factcheck.text.analyzer`).
-
-Why whole-batch array work instead of a loop over passages: a per-passage loop is
-Python-bound, and counting is most of a tagging worker's time. So: one tokenising pass
-over 10,000 passages at a time (:func:`factcheck.text.analyzer.word_tokens_of_texts`),
-one dict lookup per token through ``map``, and numpy for rows and counts (less than half
-the time of the loop: docs/decisions.md). ``tests/unit/test_tagging.py`` compares the
-counts with the analyzer applied passage by passage.
+Texts are tokenised a batch at a time (:func:`factcheck.text.analyzer.word_tokens_of_texts`),
+each token is looked up once through ``map`` and stemmed once per process, and numpy
+builds the rows and counts (why: a loop over passages is Python-bound and was more than
+twice as slow; docs/decisions.md). The columns of one call's :class:`ShardCounts` are
+its own terms, sorted; :meth:`ShardCounts.to_columns` maps them onto a fixed
+vocabulary's columns. ``tests/unit/test_tagging.py`` compares the counts with the
+analyzer applied text by text.
 """
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
 from factcheck.text.analyzer import TextAnalyzer, check_analyzer, term_of_token, word_tokens_of_texts
+
+if TYPE_CHECKING:
+    from factcheck.scoring.matrix import TermMatrix
 
 # token ids of a batch's stream below 0: not looked up yet, no stem, the end of a text
 UNSEEN, DROPPED, BREAK = -3, -1, -2
@@ -85,6 +85,33 @@ class ShardCounts:
     def doc_freq(self) -> np.ndarray:
         return np.bincount(self.matrix.indices, minlength=len(self.terms)).astype(np.int64)
 
+    def to_columns(self, column: dict[str, int], dtype=None) -> sp.csr_matrix:
+        """The counts on a fixed vocabulary's columns (``column``: term -> column; terms
+        it lacks are dropped), canonical, with int32 index arrays (what a product with a
+        :class:`~factcheck.scoring.matrix.TermMatrix` reads without copying it)."""
+        m = self.matrix
+        local = np.fromiter(map(column.get, self.terms, itertools.repeat(-1)), dtype=np.int64, count=len(self.terms))
+        mapped = local[m.indices]
+        keep = mapped >= 0
+        kept_before = np.zeros(len(keep) + 1, dtype=np.int64)
+        np.cumsum(keep, out=kept_before[1:])
+        out = sp.csr_matrix((m.data[keep].astype(dtype or m.data.dtype), mapped[keep].astype(np.int32),
+                             kept_before[m.indptr].astype(np.int32)), shape=(m.shape[0], len(column)))
+        out.sort_indices()  # sorted local terms need not map to sorted columns
+        return out
+
+
+def count_docs(docs: list[list[str]]) -> ShardCounts:
+    """The counts of texts already analysed (one list of terms each), terms sorted: for a
+    few short documents (claims); :func:`count_terms` counts text."""
+    terms = sorted({t for doc in docs for t in doc})
+    column = {t: j for j, t in enumerate(terms)}
+    rows = np.repeat(np.arange(len(docs), dtype=np.int64), [len(d) for d in docs])
+    cols = np.fromiter((column[t] for doc in docs for t in doc), dtype=np.int64, count=len(rows))
+    matrix = sp.csr_matrix((np.ones(len(rows), dtype=np.int32), (rows, cols)), shape=(len(docs), len(terms)))
+    matrix.sum_duplicates()
+    return ShardCounts(terms, matrix)
+
 
 def count_terms(texts: list[str], analyzer: str = "stems") -> ShardCounts:
     """The term counts of ``texts`` under ``analyzer`` (one row each; the stems by default,
@@ -140,3 +167,59 @@ def _count_ids(texts: list[str], token_ids: _TokenIds, underscore: bool = True):
     del tokens
     _, _, cell_rows, cell_ids, counts = token_cells(ids, len(token_ids.stems))
     return np.bincount(cell_rows, minlength=len(texts)), cell_ids, counts
+
+
+@dataclass
+class CorpusCounts:
+    """A whole corpus counted: its terms (sorted), term-major counts, each unit's length."""
+
+    terms: list[str]
+    counts: TermMatrix     # terms x units, float32 counts (small integers, exact)
+    lengths: np.ndarray    # terms per unit, duplicates counted (int64)
+
+
+def count_corpus(batches, analyzer: str = "stems") -> CorpusCounts:
+    """Count ``(first row, texts)`` batches in corpus order (a tag index's shards:
+    ``TagIndex.text_batches``) into one term-major matrix, a batch's arrays at a time.
+
+    Why not one :func:`count_terms` of every text: the per-text Python lists cost ~1 GB
+    more at 1.2M passages; here only one batch's arrays are held before each is written
+    into its columns in place. Term ids are the sorted terms, whatever the batches."""
+    from factcheck.scoring.matrix import TermMatrix
+    shards, lengths, column = [], [], {}
+    for _, texts in batches:
+        counted = count_terms(list(texts), analyzer)
+        m, terms = counted.matrix, counted.terms
+        lengths.append(np.asarray(m.sum(axis=1), dtype=np.int64).ravel())
+        local = np.array([column.setdefault(t, len(column)) for t in terms], dtype=np.int64)
+        shards.append((local[m.indices].astype(np.int32), m.data.astype(np.float32), np.asarray(m.indptr)))
+    names = sorted(column)
+    remap = np.empty(len(column), dtype=np.int32)
+    remap[[column[t] for t in names]] = np.arange(len(names), dtype=np.int32)
+    n_terms = len(names)
+    df = np.zeros(n_terms, dtype=np.int64)
+    for i, (cols, _, _) in enumerate(shards):
+        cols = remap[cols]
+        shards[i] = (cols,) + shards[i][1:]
+        df += np.bincount(cols, minlength=n_terms)
+    indptr = np.zeros(n_terms + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    tf = np.empty(int(indptr[-1]), dtype=np.float32)
+    units = np.empty(int(indptr[-1]), dtype=np.int32)
+    fill = indptr[:-1].copy()
+    base = 0
+    while shards:  # each batch's entries go to their terms, after the earlier batches'
+        cols, data, row_ptr = shards.pop(0)
+        rows = base + np.repeat(np.arange(len(row_ptr) - 1, dtype=np.int64), np.diff(row_ptr))
+        order = np.argsort(cols, kind="stable")  # by term, units ascending within one
+        per_term = np.bincount(cols, minlength=n_terms)
+        first = np.cumsum(per_term) - per_term
+        sorted_cols = cols[order]
+        at = fill[sorted_cols] + (np.arange(len(order)) - first[sorted_cols])
+        tf[at] = data[order]
+        units[at] = rows[order]
+        fill += per_term
+        base += len(row_ptr) - 1
+    n_units = base
+    return CorpusCounts(names, TermMatrix(indptr, units, tf, n_units),
+                        np.concatenate(lengths) if lengths else np.zeros(0, np.int64))

@@ -1,0 +1,172 @@
+"""The scoring core against straightforward references: the one top-k, the term-major
+product, chunk collapse, the BM25 and TF-IDF weights."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from factcheck.scoring import matrix as matrix_module
+from factcheck.scoring import topk as topk_module
+from factcheck.scoring.bm25 import bm25_weights
+from factcheck.scoring.matrix import TermMatrix
+from factcheck.scoring.tfidf import TfidfSpace
+from factcheck.scoring.topk import first_per_group, top_k, top_k_rows
+
+VALUES = [0.0, 0.0, 0.25, 0.5, 1.0, 1.5, 2.0, -1.0]
+
+
+def reference_top(scores, k, rows=None):
+    rows = list(range(len(scores))) if rows is None else list(rows)
+    pairs = sorted(zip(rows, scores), key=lambda rs: (-rs[1], rs[0]))[:k]
+    return [r for r, _ in pairs], [s for _, s in pairs]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(VALUES), max_size=80), st.integers(0, 100), st.booleans(), st.randoms())
+def test_top_k_is_the_reference_sort_and_pads_nothing(values, k, with_rows, rnd):
+    scores = np.array(values, dtype=np.float32)
+    rows = None
+    if with_rows:  # distinct rows in any order
+        rows = np.array(rnd.sample(range(1000), len(values)), dtype=np.int64)
+    got_rows, got_scores = top_k(scores, k, rows)
+    want_rows, want_scores = reference_top(values, k, rows)
+    assert got_rows.tolist() == want_rows and got_scores.tolist() == want_scores
+    assert got_scores.dtype == scores.dtype and got_rows.dtype == np.int64 and len(got_rows) == min(k, len(values))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 300), st.integers(1, 60), st.integers(0, 2 ** 32 - 1), st.booleans())
+def test_top_k_rows_is_top_k_of_every_row_without_its_explicit_zeros(n_rows, n, k, seed, long_rows):
+    rng = np.random.default_rng(seed)
+    dense = np.where(rng.random((n_rows, n)) < rng.random((n_rows, 1)), rng.choice([0.5, 1.0, 1.5, -3.0], (n_rows, n)),
+                     0.0)
+    m = sp.csr_matrix(dense)
+    m.data[rng.random(m.nnz) < 0.1] = 0.0  # explicit zeros, as a weight matrix may hold
+    for r in range(n_rows):  # columns out of order within each row
+        a, b = m.indptr[r], m.indptr[r + 1]
+        perm = rng.permutation(b - a) + a
+        m.indices[a:b], m.data[a:b] = m.indices[perm], m.data[perm]
+    m.has_sorted_indices = False
+    old = topk_module._LONG_ROWS
+    topk_module._LONG_ROWS = 0 if long_rows else 10 ** 9  # both paths: one row at a time, or all at once
+    try:
+        indptr, cols, vals = top_k_rows(m, k)
+    finally:
+        topk_module._LONG_ROWS = old
+    for r in range(n_rows):
+        a, b = m.indptr[r], m.indptr[r + 1]
+        keep = m.data[a:b] != 0
+        want_rows, want_scores = reference_top(m.data[a:b][keep].tolist(), k, m.indices[a:b][keep].tolist())
+        assert cols[indptr[r]:indptr[r + 1]].tolist() == want_rows
+        assert vals[indptr[r]:indptr[r + 1]].tolist() == want_scores
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=12), st.data())
+def test_first_per_group_ranks_each_group_as_its_best_row(sizes, data):
+    group = np.repeat(np.arange(len(sizes)), sizes)
+    n = len(group)
+    rows = data.draw(st.lists(st.integers(0, n - 1), unique=True, max_size=n))
+    scores = data.draw(st.lists(st.sampled_from([0.5, 1.0, 2.0]), min_size=len(rows), max_size=len(rows)))
+    limit = data.draw(st.integers(1, len(sizes)))
+    ranked_rows, _ = top_k(np.array(scores), len(rows), np.array(rows, dtype=np.int64))
+    pos, groups = first_per_group(ranked_rows, group, limit)
+    best = {}  # each group's best score, and its first row with it
+    for row, score in sorted(zip(rows, scores)):
+        g = int(group[row])
+        if g not in best or score > best[g][0]:
+            best[g] = (score, row)
+    want = sorted(best, key=lambda g: (-best[g][0], best[g][1]))[:limit]
+    assert groups.tolist() == want and ranked_rows[pos].tolist() == [best[g][1] for g in want]
+
+
+def _random_units(seed, n_units=300, n_terms=40, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    m = sp.random(n_units, n_terms, density=0.15, random_state=seed, format="csr")
+    m.data = rng.choice([0.1, 1 / 3, 1e-7, 7.0, 1e8], size=m.nnz)
+    return m.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_products_are_the_dense_product_and_never_depend_on_the_batch(dtype, monkeypatch):
+    units = _random_units(3, dtype=dtype)
+    w = TermMatrix.from_units(units)
+    assert w.indptr.dtype == w.indices.dtype == np.int32 and w.data.dtype == dtype
+    queries = sp.random(25, 40, density=0.2, random_state=4, format="csr").astype(dtype)
+    dense = (queries @ units.T).toarray()
+    together = list(w.products(queries, sort=True))
+    monkeypatch.setattr(matrix_module, "PRODUCT_BUDGET", 1)  # one query per product
+    alone = list(w.products(queries))
+    for q, (rows, scores), (rows1, scores1) in zip(range(25), together, alone):
+        assert rows.tolist() == np.flatnonzero(dense[q]).tolist()
+        np.testing.assert_allclose(scores, dense[q][rows], rtol=1e-6 if dtype == np.float32 else 1e-12)
+        order = np.argsort(rows1)
+        assert np.array_equal(rows1[order], rows) and scores1[order].tobytes() == scores.tobytes()
+    for (rows, scores), (top_rows, top_scores) in zip(together, w.rank(queries, 5)):
+        want_rows, want_scores = reference_top(scores.tolist(), 5, rows.tolist())
+        assert top_rows.tolist() == want_rows and top_scores.tolist() == want_scores
+
+
+def _mapped(a) -> bool:
+    while a is not None and not isinstance(a, np.memmap):
+        a = a.base
+    return a is not None
+
+
+def test_a_product_reads_the_saved_matrix_in_place(tmp_path):
+    """Memory-mapped, int32 index arrays: a product allocates its output, never a copy of
+    the weights (scipy converts index arrays of mixed dtypes, which would copy them)."""
+    w = TermMatrix.from_units(_random_units(5, n_units=200_000, n_terms=50, dtype=np.float32))
+    w.save(tmp_path)
+    loaded = TermMatrix.load(tmp_path)
+    assert _mapped(loaded.indices) and _mapped(loaded.data) and _mapped(loaded.csr.indices)
+    query = sp.csr_matrix((np.array([1.0, 2.0]), np.array([3, 7], dtype=np.int64), np.array([0, 2], dtype=np.int64)),
+                          shape=(1, 50))
+    size = loaded.indices.nbytes + loaded.data.nbytes
+    tracemalloc.start()
+    (rows, scores), = loaded.products(query)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < size / 4, (peak, size)
+    assert np.array_equal(scores, next(w.products(query))[1])
+
+
+def test_bm25_weights_are_the_formula():
+    counts_units = sp.csr_matrix(np.array([[1, 0, 3], [2, 1, 0], [0, 0, 1], [5, 2, 2]], dtype=np.float32))
+    lengths = np.array([4, 3, 1, 9])
+    counts = TermMatrix.from_units(counts_units)
+    for k1, b in ((1.2, 0.75), (0.0, 0.0), (2.0, 1.0)):
+        w = bm25_weights(counts, lengths, k1, b)
+        assert w.data.dtype == np.float32 and np.array_equal(w.indices, counts.indices)
+        dense = w.csr.toarray().T
+        n, df = 4, (counts_units.toarray() > 0).sum(axis=0)
+        idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
+        tf = counts_units.toarray()
+        with np.errstate(invalid="ignore"):  # 0 / 0 where tf = 0 with k1 = 0
+            want = np.where(tf > 0, idf * tf / (tf + k1 * (1 - b + b * lengths[:, None] / lengths.mean())), 0.0)
+        np.testing.assert_allclose(dense, want, rtol=1e-6)
+
+
+def test_tfidf_space_is_scikit_learns_sublinear_tfidf():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    docs = [["sea", "sea", "level"], ["ice"], [], ["ice", "sheet", "sea", "ice", "ice"]]
+    space, rows = TfidfSpace.fit(docs, sublinear=True)
+    ref = TfidfVectorizer(analyzer=lambda d: d, sublinear_tf=True).fit(docs)
+    assert space.terms == ref.get_feature_names_out().tolist() and space.idf_.tobytes() == ref.idf_.tobytes()
+    assert rows.toarray().tobytes() == ref.transform(docs).toarray().tobytes()
+    queries = [["ice", "unknown"], ["nothing"], []]
+    assert space.vectors(queries).toarray().tobytes() == ref.transform(queries).toarray().tobytes()
+
+
+@pytest.mark.parametrize("module", ["bm25", "counting", "matrix", "tfidf", "topk"])
+def test_the_cores_examples_run(module):
+    import doctest
+    import importlib
+    failed, _ = doctest.testmod(importlib.import_module(f"factcheck.scoring.{module}"))
+    assert failed == 0
