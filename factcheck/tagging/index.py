@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from factcheck.errors import InputError, IntegrityError
+from factcheck.errors import InputError
 from factcheck.formats.files import atomic_path
 from factcheck.tagging import store
 from factcheck.scoring.tfidf import tfidf_rows

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import scipy.sparse as sp
 
 from factcheck.scoring.counting import ShardCounts, count_terms

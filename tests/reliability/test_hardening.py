@@ -11,7 +11,6 @@ import io
 import json
 import os
 import shutil
-from pathlib import Path
 
 import joblib
 import numpy as np

@@ -8,7 +8,6 @@ from collections import Counter
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from hypothesis import given, settings, strategies as st
 
 from helpers import DEMO
