@@ -1,0 +1,27 @@
+"""The demo run's course-mode predictions against a frozen copy.
+
+`tests/data/frozen-demo/` holds the dev and test predictions of `factcheck run --data-dir
+data/demo` as commit d18b6f9 wrote them, before the index format, the scoring core and the
+readers were replaced. A change that moves them on purpose (rounding, one implementation
+in place of two) must say so: update the frozen files in the same commit, with the paired
+dev comparison on the real data (`python -m scripts.compare_runs`) in `docs/decisions.md`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import ROOT
+
+FROZEN = ROOT / "tests" / "data" / "frozen-demo"
+
+
+@pytest.mark.parametrize("name", ["dev-claims-predictions.json", "test-claims-predictions.json"])
+def test_demo_predictions_are_the_frozen_ones(demo_run, name):
+    frozen, now = (FROZEN / name).read_bytes(), (demo_run / name).read_bytes()
+    if now != frozen:
+        old, new = json.loads(frozen), json.loads(now)
+        moved = sorted(c for c in old.keys() | new.keys() if old.get(c) != new.get(c))
+        pytest.fail(f"{name}: {len(moved)} claims' predictions moved ({', '.join(moved[:5])}); see this module's docstring")
