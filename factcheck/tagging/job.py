@@ -151,6 +151,13 @@ class TagJob:
                 # hence the plan -- so it goes, once the workers are done (the pool's exit).
                 if self._input_refused:
                     outdir.wipe(out)
+                else:
+                    outdir.remove_temporaries(out)
+                raise
+            except BaseException:
+                # A failed task makes joblib kill the other workers, some mid-write: their
+                # ``.tmp-*`` files go once the pool has stopped (a rerun resumes without them).
+                outdir.remove_temporaries(out)
                 raise
 
     def _run(self, source: SourceSpec, out: Path, force: bool) -> store.Manifest:
