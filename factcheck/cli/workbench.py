@@ -66,15 +66,17 @@ def add_selftest(p):
 
     def run(args):
         from factcheck.pipeline.workbench import OPEN_SELFTEST_METHODS, SELFTEST_METHODS, self_retrieval
-        from factcheck.pipeline.workbench import write_self_retrieval
+        from factcheck.formats.files import check_no_symlinks
+        from factcheck.pipeline.workbench import SELFTEST_FILES, write_self_retrieval
         from factcheck.reporting.workbench import self_retrieval_markdown
         from factcheck.retrieval.chunking import check_window
         if args.chunk_window:
             check_window(args.chunk_window, args.chunk_overlap)
         methods = args.method or (SELFTEST_METHODS + (OPEN_SELFTEST_METHODS if args.mode == "open" else ()))
         index_dir = args.index or (args.out / "index" if args.out else None)
-        if args.out:
-            check_outputs([args.out / "selftest.json", args.out / "selftest.md"], [args.evidence])
+        if args.out:  # OUT is the user's to place anywhere; what we write under it is no link
+            check_no_symlinks(args.out, SELFTEST_FILES + (() if args.index else ("index",)))
+            check_outputs([args.out / name for name in SELFTEST_FILES], [args.evidence])
         check_outputs([p for p in (index_dir,) if p], [args.evidence])
         result = self_retrieval(source_from_args(args), args.query_column, methods, args.k, args.chunk_window or None,
                                 args.chunk_overlap, index_dir, args.mode, args.analyzer or "plain", args.jobs)

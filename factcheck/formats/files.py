@@ -3,6 +3,11 @@
 Every output is written to a temporary name in the destination directory and renamed
 into place, so a crash leaves either the old file, the new file, or a ``.tmp-*`` file
 that no reader ever opens -- never a half-written file under the real name.
+
+An output path never follows a symbolic link: the writers here refuse a link at the name
+they write, and a command that writes a tree under a directory the user named checks the
+names it writes there with :func:`check_no_symlinks` before its first write (the directory
+the user named may itself be a link: it is theirs to place anywhere).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from pathlib import Path
 from factcheck.errors import InputError
 
 TMP_PREFIX = ".tmp-"
+SYMLINK_REFUSED = ("is a symbolic link; refusing to write or delete through it (remove the link, "
+                   "or choose another output directory)")
 
 
 def crashpoint(name: str, partial: str | os.PathLike | None = None) -> None:
@@ -113,8 +120,27 @@ def atomic_dir(dest: Path, suffix: str = ""):
     return _atomic(Path(dest), folder=True, suffix=suffix)
 
 
+def check_no_symlinks(out: Path, names) -> None:
+    """Refuse (one line, naming the link) when any of ``names`` directly under ``out``, or
+    anything below those of them that are folders, is a symbolic link."""
+    out = Path(out)
+    for name in names:
+        top = out / name
+        if top.is_symlink():
+            raise InputError(top, None, SYMLINK_REFUSED)
+        if not top.is_dir():
+            continue
+        for dirpath, dirnames, filenames in os.walk(top):  # never descends into a link
+            for entry in sorted(dirnames + filenames):
+                path = Path(dirpath) / entry
+                if path.is_symlink():
+                    raise InputError(path, None, SYMLINK_REFUSED)
+
+
 @contextmanager
 def _atomic(dest: Path, folder: bool, suffix: str = ""):
+    if dest.is_symlink():  # replacing it would drop the user's link; writing through it, escape
+        raise InputError(dest, None, SYMLINK_REFUSED)
     if dest.is_dir() and not folder:
         raise InputError(dest, None, "is a directory, expected a file name")
     try:

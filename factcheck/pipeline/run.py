@@ -43,7 +43,7 @@ from factcheck.errors import InputError
 from factcheck.formats.claims import (detect_claims_format, label_set, prefixed_params, read_claims,
                                      write_predictions)
 from factcheck.formats.evidence import source_spec
-from factcheck.formats.files import check_regular_file, sha256_file, write_json_atomic
+from factcheck.formats.files import check_no_symlinks, check_regular_file, sha256_file, write_json_atomic
 from factcheck.formats.rundir import MARKER, begin_run, end_run
 from factcheck.formats.splits import train_holdout_split
 from factcheck.training.classifier_cv import config_json
@@ -188,7 +188,7 @@ def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None,
     """
     from factcheck.tagging.backends import require_backend
     from factcheck.progress import progress_setting
-    from factcheck.tagging.outdir import DirectoryLock, check_no_symlinks
+    from factcheck.tagging.outdir import DirectoryLock
     if embedding_model is not None and mode != "open":
         raise InputError(None, None, "a local embedding model is for the open mode (mode open)",
                          param="embedding_model")
@@ -333,7 +333,6 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     (recording ``mode``). In the open mode the index must have its passage vectors; their
     embedding model is recorded as ``embedding_model``."""
     from factcheck.reporting import report
-    from factcheck.tagging.outdir import check_no_symlinks
     from factcheck.training import selection
     from factcheck.training.classifier_cv import select_classifier
 

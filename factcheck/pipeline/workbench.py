@@ -44,6 +44,8 @@ logger = logging.getLogger(__name__)
 #: project's BM25, side by side (the open mode adds dense and hybrid).
 SELFTEST_METHODS = ("tfidf", "bm25")
 OPEN_SELFTEST_METHODS = ("dense", "hybrid")
+#: What ``write_self_retrieval`` writes into its directory.
+SELFTEST_FILES = ("selftest.json", "selftest.md")
 SELF_KS = (1, 5, 10)
 # Queries ranked at a time (progress steps; a retriever may batch inside one).
 QUERY_BATCH = 1000
@@ -299,7 +301,7 @@ def write_self_retrieval(result: SelfRetrieval, out) -> tuple[Path, Path]:
     what programs read, last)."""
     from factcheck.reporting.workbench import self_retrieval_markdown
     out = Path(out)
-    json_path, md_path = out / "selftest.json", out / "selftest.md"
+    json_path, md_path = (out / name for name in SELFTEST_FILES)
     data = result.to_json()
     write_text_atomic(md_path, self_retrieval_markdown(data))
     write_json_atomic(json_path, data)

@@ -120,3 +120,37 @@ def test_train_refuses_a_symlinked_file_in_the_model_directory(tmp_path, elsewhe
     assert_one_line_error(proc, "classifier.skops", "symbolic link")
     assert _snapshot(elsewhere) == before
     assert os.listdir(model) == ["classifier.skops"] and (model / "classifier.skops").is_symlink()
+
+
+WORKBENCH = Path(__file__).resolve().parents[1] / "data" / "workbench" / "papers.csv"
+SELFTEST = ("selftest", WORKBENCH, "--id-column", "paper_id", "--text-column", "abstract", "--query-column", "title",
+            "--jobs", "1", "--chunk-window", "0")
+
+
+def test_selftest_refuses_a_symlinked_index_under_out(tmp_path, elsewhere):
+    """Before: selftest built its whole index in the link's target (exit 0); run refused it."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "index").symlink_to(elsewhere, target_is_directory=True)
+    before = _snapshot(elsewhere)
+    proc = in_process(*SELFTEST, "--out", out)
+    assert_one_line_error(proc, str(out / "index"), "symbolic link")
+    assert _snapshot(elsewhere) == before
+
+
+@pytest.mark.parametrize("command", ["convert", "export-tags", "selftest", "retrieve"])
+def test_no_writer_replaces_or_follows_a_link_at_its_output_name(tmp_path, elsewhere, demo_index, command):
+    """The one rule, at every writer: a link at the name written is refused, the link and its
+    target left as they were (before: the atomic rename replaced the user's link)."""
+    target = elsewhere / "plan.json"
+    link = tmp_path / ("selftest.json" if command == "selftest" else "out.json")
+    link.symlink_to(target)
+    before = _snapshot(elsewhere)
+    args = {"convert": ("convert", "claims", DEMO / "dev-claims.json", "--to", "jsonl", "--out", link),
+            "export-tags": ("export-tags", demo_index, "--out", link),
+            "selftest": (*SELFTEST, "--out", tmp_path, "--index", tmp_path / "index"),
+            "retrieve": ("retrieve", "--index", demo_index, "--claims", DEMO / "dev-claims.json", "--out", link,
+                         "--method", "bm25")}[command]
+    proc = in_process(*args)
+    assert_one_line_error(proc, str(link), "symbolic link")
+    assert _snapshot(elsewhere) == before and link.is_symlink()
