@@ -11,6 +11,7 @@ from pathlib import Path
 from factcheck.errors import InputError
 from factcheck.formats import beir, trec
 from factcheck.formats.files import check_unicode
+from factcheck.formats.records import parse_int
 from factcheck.formats.trec import check_trec_id, read_trec_run, trec_order, write_trec_run
 
 __all__ = ["read_queries", "read_qrels", "read_trec_run", "write_trec_run", "trec_order", "check_trec_id"]
@@ -101,10 +102,7 @@ def read_qrels(path) -> dict[str, dict[str, int]]:
         if judged is None:
             continue  # BEIR's header
         qid, docid, grade = judged
-        try:
-            grade = int(grade)
-        except ValueError:
-            raise InputError(path, place, f"the relevance grade must be an integer, got {grade!r}") from None
+        grade = parse_int(path, place, grade, "the relevance grade", -(1 << 31), (1 << 31) - 1)
         check_unicode(path, place, qid + docid, "the line")
         if (qid, docid) in first:
             raise InputError(path, place, f"query {qid!r} judges document {docid!r} twice (first at "

@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import math
 import re
 import sys
 import zlib
@@ -24,8 +25,8 @@ from typing import Iterator
 from factcheck.errors import InputError
 from factcheck.formats.files import open_binary
 
-__all__ = ["MAX_PASSAGE_CHARS", "raw_limit", "over_limit", "kind_of", "iter_lines", "decode_object",
-           "iter_records", "first_record", "iter_csv"]
+__all__ = ["MAX_PASSAGE_CHARS", "raw_limit", "over_limit", "kind_of", "shown", "parse_int", "parse_float",
+           "iter_lines", "decode_object", "iter_records", "first_record", "iter_csv"]
 
 #: The longest passage id, text or title a knowledge source may hold, in characters, unless
 #: the caller says otherwise (``max_passage_chars``; see docs/decisions.md for why a cap).
@@ -53,6 +54,39 @@ def kind_of(value) -> str:
         return "null"
     return {bool: "a boolean", int: "a number", float: "a number", list: "a list",
             dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def shown(text: str, width: int = 40) -> str:
+    """``text`` quoted for a one-line message: its first ``width`` characters and its length
+    when longer."""
+    return repr(text) if len(text) <= width else f"{text[:width]!r}... ({len(text):,} characters)"
+
+
+INT64 = (-(1 << 63), (1 << 63) - 1)
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_int(path, place, text: str, what: str, low: int = INT64[0], high: int = INT64[1]) -> int:
+    """``text`` (ASCII digits, a sign allowed) as an integer in ``[low, high]``, or the
+    one-line error naming ``what``: every integer read from a user's file is read here, so
+    a number of 400 or 5,000 digits is an error, never an overflow further on."""
+    digits = text.strip()
+    if not _INTEGER.fullmatch(digits):
+        raise InputError(path, place, f"{what} must be an integer, got {shown(text)}")
+    if len(digits.lstrip("+-").lstrip("0")) <= 19 and low <= int(digits) <= high:
+        return int(digits)
+    raise InputError(path, place, f"{what} must be an integer from {low:,} to {high:,}, got {shown(text)}")
+
+
+def parse_float(path, place, text: str, what: str) -> float:
+    """``text`` as a finite float (what ``float`` reads), or the one-line error naming ``what``."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise InputError(path, place, f"{what} must be a finite number, got {shown(text)}")
+    return value
 
 
 def read_failure(path, offset: int, exc: Exception) -> InputError:

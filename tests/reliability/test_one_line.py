@@ -1,0 +1,143 @@
+"""What a user's file or argument holds meets one line (exit 2) or a correct answer, never a
+traceback: numbers of any size, JSON of another shape, text that would drive a terminal,
+unbalanced quotes, bytes that are not UTF-8, empty and huge texts.
+
+Each test names what the code before it did.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helpers import DEMO, assert_one_line_error, in_process
+
+TESTS = Path(__file__).resolve().parents[1]
+BEIR = TESTS / "data" / "beir-tiny"
+
+
+# ---------------------------------------------------------------------- numbers
+
+@pytest.mark.parametrize("digits", [400, 5000])
+def test_a_qrels_grade_of_hundreds_of_digits_is_one_line(tmp_path, digits):
+    """Before: 400 digits, an OverflowError traceback (the grade became a float in the metrics)."""
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    qrels.write_text(f"q1 0 d1 1\nq1 0 d2 {'9' * digits}\n", "utf-8")
+    run.write_text("q1 Q0 d1 1 0.5 x\n", "utf-8")
+    line = assert_one_line_error(in_process("evaluate-retrieval", "--qrels", qrels, "--trec-run", run),
+                                 str(qrels), "line 2", "the relevance grade must be an integer")
+    assert len(line) < 300, line  # the number is shown cut, with its length
+
+
+def test_a_fever_line_number_of_5000_digits_is_one_line(tmp_path):
+    """Before: ValueError 'Exceeds the limit (4300 digits)' as a traceback."""
+    pages = tmp_path / "wiki-pages"
+    pages.mkdir()
+    lines = "0\tThe sea is salty.\n" + "9" * 5000 + "\tA sentence."
+    (pages / "wiki-001.jsonl").write_text(json.dumps({"id": "Sea", "text": "", "lines": lines}) + "\n", "utf-8")
+    assert_one_line_error(in_process("tag", pages, "--out", tmp_path / "idx", "--jobs", "1"),
+                          "wiki-001.jsonl", "line 1", "the line number must be an integer")
+
+
+def test_a_trec_run_score_that_is_no_finite_number_is_one_line(tmp_path):
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.trec"
+    qrels.write_text("q1 0 d1 1\n", "utf-8")
+    run.write_text("q1 Q0 d1 1 0.5 x\nq1 Q0 d2 2 " + "9" * 5000 + "e9999 x\n", "utf-8")
+    assert_one_line_error(in_process("evaluate-retrieval", "--qrels", qrels, "--trec-run", run),
+                          str(run), "line 2", "the score must be a finite number")
+
+
+def test_a_passage_line_number_too_large_for_a_fever_page_is_one_line(tmp_path):
+    """Before: converting ``P:999999999999`` to FEVER wiki pages built a list of every line
+    number up to it (10**12 strings: memory exhausted; reasoned from the code, not run)."""
+    src = tmp_path / "e.json"
+    src.write_text(json.dumps({"P:0": "A sentence.", "P:999999999999": "Another."}), "utf-8")
+    assert_one_line_error(in_process("convert", "evidence", src, "--to", "fever", "--out", tmp_path / "w.jsonl"),
+                          str(src), "'P:999999999999'", "at most 65,536 lines")
+    assert not (tmp_path / "w.jsonl").exists()
+
+
+def test_a_claim_id_of_5000_digits_converts_to_fever(tmp_path):
+    """Before: int() of the id raised 'Exceeds the limit' as a traceback; now it stays a string."""
+    src = tmp_path / "c.jsonl"
+    cid = "7" * 5000
+    src.write_text(json.dumps({"id": cid, "claim": "Seas rise."}) + "\n", "utf-8")
+    proc = in_process("convert", "claims", src, "--to", "fever", "--out", tmp_path / "f.jsonl")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "f.jsonl").read_text("utf-8"))["id"] == cid
+
+
+# ---------------------------------------------------------------------- a run's JSON files
+
+@pytest.fixture()
+def run_copy(demo_run, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(demo_run, out, symlinks=True)
+    return out
+
+
+@pytest.mark.parametrize("text", ["[]", '{"run": 5}', '"metrics"', '{"run": {"data_dir": 7}}'])
+def test_serve_reads_a_metrics_json_of_another_shape_in_one_line_or_leaves_it_out(run_copy, text):
+    """Before: ``[]`` and ``{"run": 5}`` were an AttributeError traceback at start-up."""
+    from factcheck.errors import InputError
+    from factcheck.serve.artefacts import load_artefacts
+    (run_copy / "metrics.json").write_text(text, "utf-8")
+    try:
+        a = load_artefacts(run_copy)
+    except InputError as exc:
+        assert "metrics.json" in exc.one_line() and "expected a JSON object" in exc.one_line()
+        assert not text.startswith("{")
+    else:
+        assert isinstance(a.metrics, dict)
+
+
+def test_serve_command_with_a_metrics_list_is_one_line(run_copy):
+    (run_copy / "metrics.json").write_text("[]", "utf-8")
+    assert_one_line_error(in_process("serve", "--run", run_copy), "metrics.json", "expected a JSON object")
+
+
+def _paths(obj, prefix=()):
+    yield prefix
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _paths(v, prefix + (k,))
+
+
+def _replaced(obj, path, value):
+    if not path:
+        return value
+    return {**obj, path[0]: _replaced(obj[path[0]], path[1:], value)}
+
+
+def test_the_results_page_renders_whatever_shape_a_metrics_field_has(demo_run):
+    """The page is tolerant by design: any field of ``metrics.json`` replaced by any JSON value
+    leaves rows out, never a server error (before: ``{"run": 5}`` was a 500)."""
+    import warnings
+
+    from hypothesis import HealthCheck, given, settings, strategies as st
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+    from factcheck.serve.app import create_app
+
+    client = TestClient(create_app(demo_run, warm_up=False), raise_server_exceptions=True)
+    artefacts = client.app.state.explain.artefacts
+    metrics = artefacts.metrics
+    paths = list(_paths(metrics))
+    json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+                               lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                          max_size=3), max_leaves=8)
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.sampled_from(paths), json_values)
+    def check(path, value):
+        artefacts.metrics = _replaced(metrics, path, value)
+        assert client.get("/results").status_code == 200
+
+    try:
+        check()
+    finally:
+        artefacts.metrics = metrics
