@@ -211,6 +211,11 @@ def main(argv=None) -> int:
     # oversubscribe the cores (10x slower logistic regression on 2 busy cores).
     for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    # loky's resource tracker outlives a killed run and reports, as multi-line warnings, the
+    # semaphores and memmapping folders it then deletes: nothing for the user to do. It is a
+    # child process, so only its environment reaches it (-W/PYTHONWARNINGS given still win).
+    if not sys.warnoptions and "PYTHONWARNINGS" not in os.environ:
+        os.environ["PYTHONWARNINGS"] = "ignore:resource_tracker:UserWarning"
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -66,7 +66,7 @@ def add_selftest(p):
 
     def run(args):
         from factcheck.pipeline.workbench import OPEN_SELFTEST_METHODS, SELFTEST_METHODS, self_retrieval
-        from factcheck.formats.files import check_no_symlinks
+        from factcheck.formats.files import check_no_symlinks, remove_stale_temporaries
         from factcheck.pipeline.workbench import SELFTEST_FILES, write_self_retrieval
         from factcheck.reporting.workbench import self_retrieval_markdown
         from factcheck.retrieval.chunking import check_window
@@ -77,6 +77,7 @@ def add_selftest(p):
         if args.out:  # OUT is the user's to place anywhere; what we write under it is no link
             check_no_symlinks(args.out, SELFTEST_FILES + (() if args.index else ("index",)))
             check_outputs([args.out / name for name in SELFTEST_FILES], [args.evidence])
+            remove_stale_temporaries(args.out, SELFTEST_FILES, recursive=False)  # a killed selftest's
         check_outputs([p for p in (index_dir,) if p], [args.evidence])
         result = self_retrieval(source_from_args(args), args.query_column, methods, args.k, args.chunk_window or None,
                                 args.chunk_overlap, index_dir, args.mode, args.analyzer or "plain", args.jobs)

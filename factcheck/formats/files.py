@@ -13,6 +13,7 @@ the user named may itself be a link: it is theirs to place anywhere).
 from __future__ import annotations
 
 import csv
+import fnmatch
 import gzip
 import hashlib
 import io
@@ -242,14 +243,33 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def remove_stale_temporaries(directory: Path) -> int:
-    """Delete ``.tmp-*`` leftovers of a crashed run; they are never valid output."""
+#: A temporary of ours: ``.tmp-`` + the destination's name + ``.`` + tempfile's 8 random characters.
+TEMPORARY = re.compile(re.escape(TMP_PREFIX) + r"(?P<dest>.+)\.[a-z0-9_]{8}")
+
+
+def remove_stale_temporaries(directory: Path, names=("*",), recursive: bool = True) -> int:
+    """Delete the temporary files and folders :func:`atomic_path` and :func:`atomic_dir` left
+    in ``directory`` (and the folders below it, with ``recursive``) when a run was killed:
+    only names of their shape (:data:`TEMPORARY`) whose destination matches one of ``names``
+    (glob patterns), never a link, never a user's other file. Called at the start of a rerun
+    that owns the directory; returns how many were deleted."""
     removed = 0
     directory = Path(directory)
-    if not directory.is_dir():
+    if not directory.is_dir() or directory.is_symlink():
         return 0
-    for p in directory.rglob(TMP_PREFIX + "*"):
-        if p.is_file():
-            p.unlink()
+    for dirpath, dirnames, filenames in os.walk(directory):  # never descends into a link
+        here = Path(dirpath)
+        for name in dirnames + filenames:
+            m = TEMPORARY.fullmatch(name)
+            path = here / name
+            if not m or path.is_symlink() or not any(fnmatch.fnmatchcase(m["dest"], n) for n in names):
+                continue
+            if path.is_dir():
+                shutil.rmtree(path)
+                dirnames.remove(name)
+            else:
+                path.unlink()
             removed += 1
+        if not recursive:
+            break
     return removed

@@ -43,7 +43,8 @@ from factcheck.errors import InputError
 from factcheck.formats.claims import (detect_claims_format, label_set, prefixed_params, read_claims,
                                      write_predictions)
 from factcheck.formats.evidence import source_spec
-from factcheck.formats.files import check_no_symlinks, check_regular_file, sha256_file, write_json_atomic
+from factcheck.formats.files import (check_no_symlinks, check_regular_file, remove_stale_temporaries, sha256_file,
+                                     write_json_atomic)
 from factcheck.formats.rundir import MARKER, begin_run, end_run
 from factcheck.formats.splits import train_holdout_split
 from factcheck.training.classifier_cv import config_json
@@ -59,7 +60,8 @@ logger = logging.getLogger(__name__)
 
 #: What a run writes directly under its output directory (none may be a symbolic link).
 RUN_ENTRIES = (MARKER, "index", "model", "tuning", "plots", "metrics.json", "report.md",
-               *(f"{split}-claims-predictions{ext}" for split in ("dev", "test") for ext in (".json", ".explain.json")))
+               *(f"{split}-claims-predictions{ext}" for split in ("dev", "test")
+                 for ext in (".json", ".explain.json", ".jsonl")))
 #: What ``train`` writes into a model directory.
 MODEL_ENTRIES = ("classifier.skops", "rerank.skops", "tuning")
 
@@ -202,6 +204,9 @@ def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None,
     files = find_data(data_dir, evidence, train=train, dev=dev, test=test)
     with DirectoryLock(Path(out)), progress_setting(progress):
         check_no_symlinks(Path(out), RUN_ENTRIES)
+        # What a killed run's atomic writes left (the index's and the model's: their jobs')
+        remove_stale_temporaries(Path(out), RUN_ENTRIES, recursive=False)
+        remove_stale_temporaries(Path(out) / "plots", ("*.png",), recursive=False)
         return _run_pipeline(data_dir, out, files, index_dir, method, jobs, force, progress, tag_args, mode,
                              embedding_model, source, claims)
 
@@ -345,8 +350,11 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
         embedding = read_vectors_manifest(index.root, index.manifest)["model"]
     else:
         check_method(method, mode, also=("auto",))
+    model_dir = Path(model_dir or Path(out) / "model")
     check_no_symlinks(Path(out), ("tuning",))
-    check_no_symlinks(Path(model_dir or Path(out) / "model"), MODEL_ENTRIES)
+    check_no_symlinks(model_dir, MODEL_ENTRIES)
+    remove_stale_temporaries(model_dir, MODEL_ENTRIES, recursive=False)  # a killed training's
+    remove_stale_temporaries(Path(out) / "tuning", ("*.csv",), recursive=False)
     clock = clock or Clock(progress is False)
     fit, holdout = train_holdout_split(train)
     with clock.step("tuning and training retrievers on the training split"):
@@ -374,7 +382,7 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     # quarter of the run's wall time, and the steps' timings must add up to the total.
     with clock.step("saving the model"):
         report.write_csv(out / "tuning" / "classifier-cv.csv", chosen.summary["variants"])
-        save_system(model_dir or out / "model", chosen.model, retriever, meta, candidates.retrievers, reader)
+        save_system(model_dir, chosen.model, retriever, meta, candidates.retrievers, reader)
     system = FactChecker(index, retriever, chosen.model, {**meta, "reader": {"method": chosen.reader}}, reader)
     return Trained(system, candidates, chosen.config, chosen.evidence[chosen.reader], chosen)
 

@@ -154,3 +154,18 @@ def test_no_writer_replaces_or_follows_a_link_at_its_output_name(tmp_path, elsew
     proc = in_process(*args)
     assert_one_line_error(proc, str(link), "symbolic link")
     assert _snapshot(elsewhere) == before and link.is_symlink()
+
+
+def test_stale_temporaries_are_ours_by_shape_and_name_never_a_link(tmp_path, elsewhere):
+    from factcheck.formats.files import remove_stale_temporaries
+    ours = [".tmp-rerank.skops.ab12_x9z", ".tmp-confusion.png.k3j4h5g6"]
+    kept = [".tmp-rerank.skops", ".tmp-notes.txt.ab12cd34", "rerank.skops", ".tmp-rerank.skops.AB12CD34"]
+    for name in ours + kept:
+        (tmp_path / name).write_text("x")
+    (tmp_path / ".tmp-classifier.skops.zzzzzzzz").mkdir()  # a folder of ours (atomic_dir's)
+    (tmp_path / ".tmp-classifier.skops.yyyyyyyy").symlink_to(elsewhere, target_is_directory=True)
+    before = _snapshot(elsewhere)
+    assert remove_stale_temporaries(tmp_path, ("*.skops", "*.png"), recursive=False) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(kept + [".tmp-classifier.skops.yyyyyyyy",
+                                                                       "users-own"])
+    assert _snapshot(elsewhere) == before
