@@ -20,7 +20,7 @@ import numpy as np
 from factcheck.errors import InputError
 from factcheck.formats import beir, climate_fever, course, csvfile, fever, jsonl
 from factcheck.formats.files import check_regular_file, read_error, sha256_input
-from factcheck.formats.records import MAX_PASSAGE_CHARS, first_record, over_limit
+from factcheck.formats.records import MAX_PASSAGE_CHARS, first_record, length_cap, over_limit
 
 __all__ = ["FORMATS", "SOURCE_OPTIONS", "SourceSpec", "detect_format", "source_spec", "as_source",
            "iter_passage_records", "iter_passage_batches", "read_passages"]
@@ -167,11 +167,7 @@ def source_spec(path, format: str | None = None, id_column: str | None = None, t
                          param="index_titles")
     if path.is_dir() and format not in DIRECTORY_FORMATS:
         raise InputError(path, None, "is a directory; only JSON-lines formats (fever, beir, jsonl) read one")
-    if max_passage_chars is None:
-        max_passage_chars = MAX_PASSAGE_CHARS
-    elif isinstance(max_passage_chars, bool) or not isinstance(max_passage_chars, int) or max_passage_chars < 1:
-        raise InputError(None, None, f"must be a positive integer, got {max_passage_chars!r}",
-                         param="max_passage_chars")
+    max_passage_chars = length_cap(max_passage_chars, "max_passage_chars", MAX_PASSAGE_CHARS)
     return SourceSpec(path, format, id_column or "id", text_column or "text", title_column,
                       bool(index_titles if index_titles is not None else format == "beir"), max_passage_chars)
 

@@ -25,12 +25,16 @@ from typing import Iterator
 from factcheck.errors import InputError
 from factcheck.formats.files import open_binary
 
-__all__ = ["MAX_PASSAGE_CHARS", "raw_limit", "over_limit", "kind_of", "shown", "parse_int", "parse_float",
+__all__ = ["MAX_PASSAGE_CHARS", "MAX_QUERY_CHARS", "raw_limit", "over_limit", "length_cap", "check_length", "kind_of", "shown", "parse_int", "parse_float",
            "iter_lines", "decode_object", "iter_records", "first_record", "iter_csv"]
 
 #: The longest passage id, text or title a knowledge source may hold, in characters, unless
 #: the caller says otherwise (``max_passage_chars``; see docs/decisions.md for why a cap).
 MAX_PASSAGE_CHARS = 1 << 22
+#: The longest claim or query, in characters, unless the caller says otherwise
+#: (``max_claim_chars``, ``max_query_chars``): far beyond a real one (a 100 MB claim took
+#: 4.5-7 GB to check).
+MAX_QUERY_CHARS = 1 << 16
 TOO_LONG_NUMBER = "a number with more than 4,300 digits (more than Python converts)"
 # An escape that may decode to a lone surrogate (only lines holding one are checked).
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -43,9 +47,26 @@ def raw_limit(max_chars: int) -> int:
     return 12 * max_chars + (1 << 16)
 
 
-def over_limit(path, max_chars: int, what: str) -> InputError:
-    """The one-line error for a passage over the length cap (naming the parameter)."""
-    return InputError(path, f"{max_chars}", what, param="max_passage_chars")
+def over_limit(path, max_chars: int, what: str, param: str = "max_passage_chars") -> InputError:
+    """The one-line error for a text over its length cap (naming the cap's parameter)."""
+    return InputError(path, f"{max_chars}", what, param=param)
+
+
+def length_cap(value, param: str, default: int) -> int:
+    """A length cap option: ``default`` for None, else a positive integer (or the error naming ``param``)."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(None, None, f"must be a positive integer, got {value!r}", param=param)
+    return value
+
+
+def check_length(path, what: str, text: str, max_chars: int, param: str) -> str:
+    """``text`` when at most ``max_chars`` characters long, else the one-line error: one cap
+    for passages, claims and queries, each with its own parameter."""
+    if len(text) > max_chars:
+        raise over_limit(path, max_chars, f"{what} is {len(text):,} characters long, more than this limit", param)
+    return text
 
 
 def kind_of(value) -> str:
@@ -207,6 +228,7 @@ def iter_csv(path: Path, max_field_chars: int | None = None) -> Iterator[tuple[s
     delimiter = "\t" if path.name.lower().removesuffix(".gz").endswith(".tsv") else ","
     csv.field_size_limit(sys.maxsize if max_field_chars is None else max_field_chars)
     reader = csv.reader((line for _, line in iter_lines(path, max_field_chars)), delimiter=delimiter, strict=True)
+    start = 1  # the line the record being read starts on (a quoted field may span lines)
     try:
         header = next(reader, None)
         if header is None:
@@ -217,7 +239,9 @@ def iter_csv(path: Path, max_field_chars: int | None = None) -> Iterator[tuple[s
                              f"({', '.join(repr(h) for h in header)})")
         yield "line 1 (header)", header
         width, row_no = len(header), 0
+        start = reader.line_num + 1
         for row in reader:
+            start = reader.line_num + 1
             if not row:
                 continue
             row_no += 1
@@ -227,6 +251,9 @@ def iter_csv(path: Path, max_field_chars: int | None = None) -> Iterator[tuple[s
             yield place, row
     except csv.Error as exc:
         if max_field_chars is not None and "field larger than field limit" in str(exc):
-            raise over_limit(path, max_field_chars, f"line {reader.line_num}: a field longer than "
-                             "this limit") from None
+            raise over_limit(path, max_field_chars, f"line {start}: a field of the record starting here is "
+                             "longer than this limit (or a quote opened in it is never closed)") from None
+        if str(exc) == "unexpected end of data":  # the file ended inside a quoted field
+            raise InputError(path, f"line {start}", "invalid CSV: a quoted field opened on this line is never "
+                             "closed (an unbalanced \")") from None
         raise InputError(path, f"line {reader.line_num}", f"invalid CSV: {exc}") from None

@@ -136,7 +136,8 @@ def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None,
                  title_column: str | None = None, index_titles: bool | None = None,
                  max_passage_chars: int | None = None, claims_format: str | None = None,
                  claims_id_column: str | None = None, claims_text_column: str | None = None,
-                 claims_label_column: str | None = None, claims_evidence_column: str | None = None) -> dict:
+                 claims_label_column: str | None = None, claims_evidence_column: str | None = None,
+                 max_claim_chars: int | None = None) -> dict:
     """``factcheck run``: everything end to end (see the module docstring).
 
     ``out`` is this run's alone while it runs (a second run into it fails at once, naming
@@ -177,6 +178,8 @@ def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None,
     claims_format, claims_id_column, claims_text_column, claims_label_column, claims_evidence_column : optional
         How to read the three claims files (:func:`~factcheck.formats.claims.read_claims`'s
         options, ``claims_`` in front).
+    max_claim_chars : int or None
+        A longer claim is an error (:func:`~factcheck.formats.claims.read_claims`).
 
     Returns
     -------
@@ -200,7 +203,8 @@ def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None,
     source = {"format": format, "id_column": id_column, "text_column": text_column, "title_column": title_column,
               "index_titles": index_titles, "max_passage_chars": max_passage_chars}
     claims = {"format": claims_format, "id_column": claims_id_column, "text_column": claims_text_column,
-              "label_column": claims_label_column, "evidence_column": claims_evidence_column}
+              "label_column": claims_label_column, "evidence_column": claims_evidence_column,
+              "max_claim_chars": max_claim_chars}
     files = find_data(data_dir, evidence, train=train, dev=dev, test=test)
     with DirectoryLock(Path(out)), progress_setting(progress):
         check_no_symlinks(Path(out), RUN_ENTRIES)

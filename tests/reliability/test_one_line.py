@@ -141,3 +141,140 @@ def test_the_results_page_renders_whatever_shape_a_metrics_field_has(demo_run):
         check()
     finally:
         artefacts.metrics = metrics
+
+
+# ---------------------------------------------------------------------- text meeting a terminal
+
+EVIL = "Sea levels rise \x1b]0;PWNED\x07\x1b[2J fast, \x9b2J says the \x7f record."
+
+
+class _Terminal:
+    """stdout as a terminal: what the user's screen receives."""
+
+    def __init__(self):
+        import io
+        self.buffer = io.StringIO()
+
+    def write(self, text):
+        return self.buffer.write(text)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return True
+
+
+def _on_terminal(*args):
+    import contextlib
+    import io
+    from types import SimpleNamespace
+
+    from factcheck.cli import main
+    out, err = _Terminal(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in args])
+    return SimpleNamespace(returncode=code, stdout=out.buffer.getvalue(), stderr=err.getvalue())
+
+
+def _no_controls(text: str) -> bool:
+    return not any(c in text for c in "\x1b\x07\x9b\x7f\r")
+
+
+@pytest.fixture(scope="module")
+def evil_index(tmp_path_factory):
+    from factcheck.formats.evidence import source_spec
+    from factcheck.tagging.job import TagJob
+    root = tmp_path_factory.mktemp("evil")
+    src = root / "e.json"
+    src.write_text(json.dumps({"evidence-1": EVIL, "evidence-2": "Arctic ice is thinning."}), "utf-8")
+    TagJob(progress=False, jobs=1).run(source_spec(src), root / "index")
+    return root / "index"
+
+
+def test_search_shows_a_passages_control_characters_escaped_on_a_terminal(evil_index):
+    """Before: ESC]0;PWNED BEL retitled the terminal and ESC[2J cleared it."""
+    proc = _on_terminal("search", "--index", evil_index, "sea levels")
+    assert proc.returncode == 0, proc.stderr
+    assert "evidence-1" in proc.stdout and _no_controls(proc.stdout), repr(proc.stdout)
+    assert "\\u001b]0;PWNED\\u0007\\u001b[2J" in proc.stdout and "\\u009b2J" in proc.stdout
+
+
+def test_search_json_is_valid_json_of_the_original_text_on_a_terminal_and_in_a_file(evil_index):
+    shown = _on_terminal("search", "--index", evil_index, "--json", "sea levels")
+    assert _no_controls(shown.stdout), repr(shown.stdout)
+    written = in_process("search", "--index", evil_index, "--json", "sea levels")  # not a terminal
+    for proc in (shown, written):
+        assert json.loads(proc.stdout)["hits"][0]["text"] == EVIL
+
+
+def test_check_shows_the_claim_and_passages_escaped_on_a_terminal(demo_run):
+    proc = _on_terminal("check", "--run", demo_run, "Sea levels \x1b[2J are rising.")
+    assert proc.returncode == 0, proc.stderr
+    assert _no_controls(proc.stdout) and "\\u001b[2J" in proc.stdout, repr(proc.stdout)
+
+
+def test_an_error_line_shows_control_characters_escaped(tmp_path):
+    missing = tmp_path / "no\x1b[2Jindex"
+    proc = in_process("search", "--index", missing, "sea")
+    line = assert_one_line_error(proc, "\\u001b[2J")
+    assert _no_controls(line)
+
+
+# ---------------------------------------------------------------------- messages and caps
+
+def test_an_unbalanced_csv_quote_is_reported_where_it_opened(tmp_path):
+    """Before: at the file's last line (line 6), where the reader ran out of data."""
+    path = tmp_path / "e.csv"
+    path.write_text('id,text\n1,"Sea levels rise.\n2,Ice melts.\n3,Seas warm.\n4,Storms grow.\n', "utf-8")
+    assert_one_line_error(in_process("tag", path, "--out", tmp_path / "idx", "--jobs", "1"),
+                          str(path), "line 2:", "never closed")
+
+
+def test_search_refuses_a_query_that_is_not_utf8(evil_index):
+    """Before: ``search --json`` wrote the argument's bytes back, invalid UTF-8 (exit 0)."""
+    assert_one_line_error(in_process("search", "--index", evil_index, "--json", "sea \udcff level"),
+                          "not valid UTF-8", "0xff")
+
+
+def test_a_judged_query_with_an_empty_text_is_an_error(tmp_path):
+    """The docs say so; before, it was scored as a query that matched nothing."""
+    from factcheck.formats.evidence import source_spec
+    from factcheck.tagging.job import TagJob
+    TagJob(progress=False, jobs=1).run(source_spec(BEIR / "corpus.jsonl"), tmp_path / "idx")
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"_id": "q1", "text": "sea level"}) + "\n" + json.dumps({"_id": "q2", "text": " "})
+                       + "\n", "utf-8")
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td3\t1\n", "utf-8")
+    assert_one_line_error(in_process("evaluate-retrieval", "--index", tmp_path / "idx", "--queries", queries,
+                                     "--qrels", qrels), str(queries), "query 'q2'", "its text is empty")
+
+
+@pytest.mark.parametrize("what", ["claims-file", "queries-file", "search", "check"])
+def test_the_length_cap_of_claims_and_queries_is_one_option_named_alike(tmp_path, demo_run, evil_index, what):
+    """Before: no cap (a 100 MB claim took 4.5-7 GB); passages had one, the app 2,000 characters."""
+    long = "sea level " * 7000  # 70,000 characters: over the default cap
+    if what == "claims-file":
+        path = tmp_path / "claims.jsonl"
+        path.write_text(json.dumps({"id": "c1", "claim": long}) + "\n", "utf-8")
+        run = lambda *cap: in_process("retrieve", "--index", demo_run / "index", "--claims", path, "--out",
+                                      tmp_path / "p.json", "--method", "bm25", *cap)
+        flag, place = "--max-claim-chars", "claim 'c1'"
+    elif what == "queries-file":
+        from factcheck.errors import InputError
+        from factcheck.formats.qrels import read_queries
+        path = tmp_path / "queries.jsonl"
+        path.write_text(json.dumps({"_id": "q1", "text": long}) + "\n", "utf-8")
+        with pytest.raises(InputError, match="max_query_chars 65536: line 1 is 70,000 characters long"):
+            read_queries(path)
+        assert read_queries(path, max_query_chars=70000) == {"q1": long}
+        return
+    elif what == "search":
+        run = lambda *cap: in_process("search", "--index", evil_index, long, *cap)
+        flag, place = "--max-query-chars", "query 1"
+    else:
+        run = lambda *cap: in_process("check", "--run", demo_run, long, *cap)
+        flag, place = "--max-claim-chars", "the claim"
+    assert_one_line_error(run(), f"{flag} 65536: {place} is 70,000 characters long")
+    assert run(flag, "70000").returncode == 0
