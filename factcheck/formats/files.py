@@ -31,7 +31,7 @@ from factcheck.errors import InputError
 
 TMP_PREFIX = ".tmp-"
 SYMLINK_REFUSED = ("is a symbolic link; refusing to write or delete through it (remove the link, "
-                   "or choose another output directory)")
+                   "or choose another output path)")
 
 
 def crashpoint(name: str, partial: str | os.PathLike | None = None) -> None:
@@ -142,6 +142,13 @@ def check_no_symlinks(out: Path, names) -> None:
 def _atomic(dest: Path, folder: bool, suffix: str = ""):
     if dest.is_symlink():  # replacing it would drop the user's link; writing through it, escape
         raise InputError(dest, None, SYMLINK_REFUSED)
+    try:
+        mode = os.stat(dest).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # the rename would replace /dev/tty
+        raise InputError(dest, None, "is a device, FIFO or socket, not a file: outputs are written whole and "
+                         "renamed into place (write to a file)")
     if dest.is_dir() and not folder:
         raise InputError(dest, None, "is a directory, expected a file name")
     try:

@@ -169,3 +169,13 @@ def test_stale_temporaries_are_ours_by_shape_and_name_never_a_link(tmp_path, els
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(kept + [".tmp-classifier.skops.yyyyyyyy",
                                                                        "users-own"])
     assert _snapshot(elsewhere) == before
+
+
+def test_a_device_or_fifo_at_an_output_name_is_refused_not_replaced(tmp_path, demo_index):
+    """Before: the atomic rename replaced it with a regular file (as root, ``--out /dev/tty``
+    would replace the terminal's device node)."""
+    import stat
+    fifo = tmp_path / "tags.jsonl"
+    os.mkfifo(fifo)
+    assert_one_line_error(in_process("export-tags", demo_index, "--out", fifo), str(fifo), "FIFO")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
