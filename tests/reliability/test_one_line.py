@@ -278,3 +278,20 @@ def test_the_length_cap_of_claims_and_queries_is_one_option_named_alike(tmp_path
         flag, place = "--max-claim-chars", "the claim"
     assert_one_line_error(run(), f"{flag} 65536: {place} is 70,000 characters long")
     assert run(flag, "70000").returncode == 0
+
+
+def test_a_huge_number_in_a_course_source_is_placed_without_a_byte_at_a_time_reparse(tmp_path, monkeypatch):
+    """Found by probing the ijson reader: the error's place was found by feeding the last
+    buffer one byte at a time, and yajl re-reads a token cut by a feed from its start, so a
+    number of 400,000 digits took 19 s (quadratic: 4 MB, hours). Counted in reads, not seconds."""
+    from factcheck.errors import InputError
+    from factcheck.formats import course
+    from factcheck.formats.evidence import read_passages, source_spec
+    path = tmp_path / "e.json"
+    path.write_bytes(b'{"a": "ice", "b": ' + b"9" * 400_000 + b"}")
+    reads = []
+    original = course._Feed.read
+    monkeypatch.setattr(course._Feed, "read", lambda self, n: reads.append(n) or original(self, n))
+    with pytest.raises(InputError, match=r"line 1, column \d+: passage 2: text must be a string, got a number"):
+        read_passages(source_spec(path))
+    assert len(reads) < 200, len(reads)  # before: 6,882 reads, most of one byte
