@@ -217,6 +217,15 @@ def write_csv_atomic(dest: Path, fieldnames: list[str], rows) -> None:
     write_text_atomic(dest, buf.getvalue())
 
 
+def loads_json(text: str | bytes):
+    """:func:`json.loads`, with JSON nested too deeply for the parser (a RecursionError) a
+    :class:`ValueError` like any other invalid JSON: what reads a file of ours catches that."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
 def dumps_json(obj, *, indent: int | None = 2) -> str:
     """Canonical JSON for files we write: sorted only where we sort, UTF-8, trailing newline."""
     return json.dumps(obj, indent=indent, ensure_ascii=False) + "\n"

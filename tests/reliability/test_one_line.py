@@ -295,3 +295,70 @@ def test_a_huge_number_in_a_course_source_is_placed_without_a_byte_at_a_time_rep
     with pytest.raises(InputError, match=r"line 1, column \d+: passage 2: text must be a string, got a number"):
         read_passages(source_spec(path))
     assert len(reads) < 200, len(reads)  # before: 6,882 reads, most of one byte
+
+
+# ---------------------------------------------------------------------- found by probing the new index format
+
+def _resealed_copy(demo_index, tmp_path, **changes):
+    from factcheck.tagging import store
+    root = tmp_path / "index"
+    shutil.copytree(demo_index, root)
+    data = json.loads((root / store.MANIFEST).read_text("utf-8"))
+    data.pop(store.MANIFEST_CHECKSUM)
+    store.write_manifest(root, {**data, **changes})
+    return root
+
+
+@pytest.mark.parametrize("version", ["\u00b2", "9" * 5000])
+def test_a_manifest_format_version_int_refuses_is_one_line(demo_index, tmp_path, version):
+    """Before: ``'²'.isdigit()`` is true and ``int('²')`` a ValueError traceback; so were 5,000 digits."""
+    root = _resealed_copy(demo_index, tmp_path, format="factcheck-tag-index/" + version)
+    assert_one_line_error(in_process("verify", root), "manifest.json", "not a factcheck-tag-index/3 manifest")
+
+
+def test_a_manifest_nested_too_deeply_is_one_line(demo_index, tmp_path):
+    """Before: a RecursionError traceback from every command that opens the index."""
+    root = tmp_path / "index"
+    shutil.copytree(demo_index, root)
+    (root / "manifest.json").write_text("[" * 100_000 + "]" * 100_000, "utf-8")
+    assert_one_line_error(in_process("verify", root), "manifest.json", "corrupt manifest")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("split", ["[]", "[" * 100_000, "key"])
+def test_a_crafted_split_record_of_an_unfinished_index_is_split_again(tmp_path, split):
+    """Before: a list, deep nesting or a shard without its number was an AttributeError,
+    RecursionError or KeyError traceback on the rerun."""
+    import subprocess
+    import sys
+
+    from harness.crashpoints import crash_env
+    from helpers import ROOT
+    out = tmp_path / "index"
+    killed = subprocess.run([sys.executable, "-m", "factcheck", "tag", str(DEMO / "evidence.json"), "--out", str(out),
+                             "--jobs", "1"], cwd=ROOT, capture_output=True, env=crash_env("after-count"), timeout=300)
+    assert killed.returncode < 0 and (out / "work" / "split.json").is_file()
+    if split == "key":
+        key = json.loads((out / "work" / "split.json").read_text("utf-8"))["key"]
+        split = json.dumps({"key": key, "shards": [{"passages": 3}]})
+    (out / "work" / "split.json").write_text(split, "utf-8")
+    proc = in_process("tag", DEMO / "evidence.json", "--out", out, "--jobs", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert in_process("verify", out).returncode == 0
+
+
+def test_a_csv_evidence_cell_nested_too_deeply_is_one_line(tmp_path, demo_index):
+    path = tmp_path / "claims.csv"
+    path.write_text('id,claim,label,evidences\nc1,Seas rise.,SUPPORTS,"' + "[" * 100_000 + '"\n', "utf-8")
+    assert_one_line_error(in_process("retrieve", "--index", demo_index, "--claims", path, "--out", tmp_path / "p.json",
+                                     "--method", "bm25"), "line 2 (row 1)", "evidence cell")
+
+
+def test_a_run_without_its_index_and_a_metrics_json_nested_too_deeply_is_one_line(run_copy):
+    """``serve``/``check`` look for the index a run recorded in metrics.json: before, a RecursionError."""
+    from factcheck.serve.app import resolve_paths
+    shutil.rmtree(run_copy / "index")
+    (run_copy / "metrics.json").write_text("[" * 100_000, "utf-8")
+    from factcheck.errors import InputError
+    with pytest.raises(InputError, match="no such tag index directory"):
+        resolve_paths(run_copy, None, None)
