@@ -301,10 +301,21 @@ def _value_start(feed: _Feed, event: str, value) -> int:
 
 # --------------------------------------------------------------------------- claims and predictions
 
+#: The most bytes a claims or predictions file read whole may hold (FEVER's 145K training
+#: claims are 30 MB): a .json.gz inflating to gigabytes is refused after reading this much.
+MAX_WHOLE_BYTES = 1 << 28
+
+
 def _load_object(path: Path, what: str) -> dict:
     """A small JSON object read whole: bad UTF-8, bad JSON and a key twice refused in one line."""
     with open_binary(path) as fh:
-        raw = fh.read()
+        try:
+            raw = fh.read(MAX_WHOLE_BYTES + 1)
+        except READ_ERRORS as exc:
+            raise read_failure(path, 0, exc) from None
+    if len(raw) > MAX_WHOLE_BYTES:
+        raise InputError(path, None, f"holds more than {MAX_WHOLE_BYTES:,} bytes, more than a {what} file in this "
+                         "format (read whole) may: write it as JSON lines")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

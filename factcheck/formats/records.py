@@ -17,7 +17,6 @@ import gzip
 import json
 import math
 import re
-import sys
 import zlib
 from pathlib import Path
 from typing import Iterator
@@ -124,11 +123,13 @@ def iter_lines(path: Path, max_passage_chars: int | None = None) -> Iterator[tup
     Split on ``\\n`` only (``str.splitlines`` also breaks at U+2028 and more, which
     ``json.dumps(..., ensure_ascii=False)`` and ``csv.writer`` leave inside records); a
     leading byte-order mark is dropped. ``max_passage_chars``: a line longer than
-    :func:`raw_limit` of it is refused before more than four bytes a character of it are read.
+    :func:`raw_limit` of it is refused before more than four bytes a character of it are read;
+    None: the default cap's bound, unnamed (no line is read whole however long: a claims or
+    queries file may be a gzip bomb too).
     """
     path = Path(path)
-    limit = None if max_passage_chars is None else raw_limit(max_passage_chars)
-    size = -1 if limit is None else 4 * limit + 1
+    limit = raw_limit(MAX_PASSAGE_CHARS if max_passage_chars is None else max_passage_chars)
+    size = 4 * limit + 1
     offset = 0
     with open_binary(path) as fh:
         lineno = 0
@@ -140,7 +141,7 @@ def iter_lines(path: Path, max_passage_chars: int | None = None) -> Iterator[tup
                 raise read_failure(path, offset, exc) from None
             if not raw:
                 return
-            cut = limit is not None and len(raw) == size and not raw.endswith(b"\n")
+            cut = len(raw) == size and not raw.endswith(b"\n")
             if not cut:
                 try:
                     line = raw.decode("utf-8")
@@ -148,7 +149,10 @@ def iter_lines(path: Path, max_passage_chars: int | None = None) -> Iterator[tup
                     raise InputError(path, f"byte {offset + exc.start}", "invalid UTF-8") from None
                 if offset == 0 and line.startswith("\ufeff"):
                     line = line[1:]
-            if cut or (limit is not None and len(line) - line.endswith("\n") > limit):
+            if cut or len(line) - line.endswith("\n") > limit:
+                if max_passage_chars is None:
+                    raise InputError(path, f"line {lineno}", f"longer than {limit:,} characters, more than any "
+                                     "record read here can be")
                 raise over_limit(path, max_passage_chars, f"line {lineno} is longer than {limit:,} characters, "
                                  "more than a record whose passage is within this limit can be")
             offset += len(raw)
@@ -203,10 +207,11 @@ def iter_records(path: Path, *, what: str = "a JSON object",
             yield f"line {lineno}", decode_object(path, f"line {lineno}", line, what=what)
 
 
-def first_record(path: Path) -> dict | None:
+def first_record(path: Path, max_passage_chars: int | None = None) -> dict | None:
     """The first record of a JSON-lines file (what format detection looks at), or None when
-    the first non-blank line is not a JSON object on its own (a pretty-printed JSON file)."""
-    for _, line in iter_lines(path):
+    the first non-blank line is not a JSON object on its own (a pretty-printed JSON file);
+    ``max_passage_chars`` as for :func:`iter_lines`."""
+    for _, line in iter_lines(path, max_passage_chars):
         if line.strip():
             try:
                 return decode_object(path, "line 1", line)
@@ -226,7 +231,7 @@ def iter_csv(path: Path, max_field_chars: int | None = None) -> Iterator[tuple[s
     """
     path = Path(path)
     delimiter = "\t" if path.name.lower().removesuffix(".gz").endswith(".tsv") else ","
-    csv.field_size_limit(sys.maxsize if max_field_chars is None else max_field_chars)
+    csv.field_size_limit(raw_limit(MAX_PASSAGE_CHARS) if max_field_chars is None else max_field_chars)
     reader = csv.reader((line for _, line in iter_lines(path, max_field_chars)), delimiter=delimiter, strict=True)
     start = 1  # the line the record being read starts on (a quoted field may span lines)
     try:
