@@ -36,6 +36,10 @@ def _o(x) -> dict:
     return x if isinstance(x, dict) else {}
 
 
+def _s(x) -> str | None:
+    return x if isinstance(x, str) else None
+
+
 def _intervals(d) -> list[tuple[str, dict]]:
     return [(k, v) for k, v in _o(d).items() if is_interval(v)]
 
@@ -46,18 +50,22 @@ def tables(metrics: dict | None) -> dict:
     run = _o(metrics.get("run"))
     retrieval = _o(metrics.get("retrieval"))
     retriever, classifier = _o(run.get("retriever")), _o(run.get("classifier"))
+    chosen = {"chosen": _s(retriever.get("chosen")), "chosen_by": _s(retriever.get("chosen_by")),
+              "holdout_claims": retriever.get("holdout_claims"), "holdout": _o(retriever.get("holdout"))}
+    reader = {"reader": _s(classifier.get("reader")),
+              "reader_cv": {name: _o(r) for name, r in _o(classifier.get("reader_cv")).items()}}
     out = {
         "course": _intervals(metrics.get("intervals")),
         "retrieval": _intervals(retrieval),
         "retrieval_scalars": [(k, v) for k, v in retrieval.items() if isinstance(v, (int, float))],
         "per_label": [(label, _o(d).get("n"), _o(d).get("evidence_f"), _o(d).get("recall"))
                       for label, d in _o(metrics.get("per_label")).items()],
-        "retriever": retriever,
+        "retriever": chosen,
         "retriever_config": config_rows(_o(retriever.get("params"))),
         "on_dev": [(name, config_rows(_o(_o(d).get("params"))), _o(d).get("evidence_f"),
                     _o(_o(d).get("retrieval")).get("recall@5"), _o(_o(d).get("retrieval")).get("mrr"))
                    for name, d in _o(run.get("retrievers_on_dev")).items()],
-        "classifier": run.get("classifier"),
+        "classifier": reader,
         "classifier_config": config_rows({k: v for k, v in classifier.items() if k not in ("reader", "reader_cv")}),
         "timings": list(_o(run.get("timings")).items()),
         "run": {k: run.get(k) for k in ("data_dir", "evidence", "passages") if k in run},

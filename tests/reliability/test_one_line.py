@@ -131,7 +131,8 @@ def test_the_results_page_renders_whatever_shape_a_metrics_field_has(demo_run):
                                lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
                                                                                           max_size=3), max_leaves=8)
 
-    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=300, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
     @given(st.sampled_from(paths), json_values)
     def check(path, value):
         artefacts.metrics = _replaced(metrics, path, value)
