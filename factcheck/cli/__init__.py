@@ -4,7 +4,8 @@ Each sub-command is a thin adapter from flags to a library call, so everything t
 does can be done from Python too. :data:`COMMANDS` lists them, in ``--help`` order; each
 module adds its options to a parser and returns the function that runs the command,
 importing library code only then (``factcheck --help`` builds every parser and stays
-fast). An :class:`~factcheck.errors.InputError` becomes one line on stderr and exit
+fast). Text meets the terminal through :mod:`factcheck.cli.terminal` (control characters
+escaped). An :class:`~factcheck.errors.InputError` becomes one line on stderr and exit
 status 2, its parameter named by this command's flag; so does an :class:`OSError` (a
 full disk while writing: the path and the system's message) and a :class:`MemoryError`.
 Anything else is a bug and keeps its traceback.
@@ -26,6 +27,7 @@ import sys
 import warnings
 
 from factcheck.cli import convert, pipeline, rerank, retrieval, serve, tagging, workbench
+from factcheck.cli.terminal import escaped, escaped_stdout
 from factcheck.errors import FactcheckWarning, InputError
 
 __all__ = ["COMMANDS", "build_parser", "main"]
@@ -211,14 +213,19 @@ def main(argv=None) -> int:
     # oversubscribe the cores (10x slower logistic regression on 2 busy cores).
     for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    # loky's resource tracker outlives a killed run and reports, as multi-line warnings, the
+    # semaphores and memmapping folders it then deletes: nothing for the user to do. It is a
+    # child process, so only its environment reaches it (-W/PYTHONWARNINGS given still win).
+    if not sys.warnoptions and "PYTHONWARNINGS" not in os.environ:
+        os.environ["PYTHONWARNINGS"] = "ignore:resource_tracker:UserWarning"
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with warnings.catch_warnings(), _library_log(args.command):
+        with warnings.catch_warnings(), _library_log(args.command), escaped_stdout():
             _route_warnings(args.command)
             args._run(args)
     except InputError as exc:
-        print(f"factcheck {args.command}: error: {exc.one_line(_command_flags(parser, args.command))}",
+        print(f"factcheck {args.command}: error: {escaped(exc.one_line(_command_flags(parser, args.command)))}",
               file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -227,7 +234,7 @@ def main(argv=None) -> int:
     except BrokenPipeError:
         return 1
     except OSError as exc:  # the machine's refusal (a full disk, a quota, an I/O error), not a bug of ours
-        print(f"factcheck {args.command}: error: {os_error_line(exc)}", file=sys.stderr)
+        print(f"factcheck {args.command}: error: {escaped(os_error_line(exc))}", file=sys.stderr)
         return 2
     except MemoryError:
         print(f"factcheck {args.command}: error: out of memory (MemoryError)", file=sys.stderr)
@@ -260,7 +267,7 @@ class _StderrLines(logging.Handler):
             text = record.getMessage()
             if record.levelno >= logging.WARNING:
                 text = f"factcheck {self.command}: {text}"
-            print(text, file=sys.stderr)
+            print(escaped(text), file=sys.stderr)
         except Exception:  # as logging.StreamHandler: a broken record must not stop the command
             self.handleError(record)
 
@@ -294,7 +301,7 @@ def _route_warnings(command: str) -> None:
 
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, FactcheckWarning):
-            print(f"factcheck {command}: warning: {message}", file=sys.stderr)
+            print(f"factcheck {command}: warning: {escaped(str(message))}", file=sys.stderr)
         else:
             original(message, category, filename, lineno, file, line)
 

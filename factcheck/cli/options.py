@@ -17,9 +17,9 @@ from factcheck.errors import InputError
 from factcheck.retrieval.registry import ALL_METHODS, MODES
 from factcheck.text.analyzer import ANALYZERS
 
-__all__ = ["plural", "Deprecated", "add_renamed", "int_type", "positive_int", "non_negative_int", "jobs_type",
+__all__ = ["plural", "Deprecated", "add_renamed", "text_arg", "int_type", "positive_int", "non_negative_int", "jobs_type",
            "bounded_float", "check_output_dir", "check_outputs", "add_source_args", "add_reader_args",
-           "add_claims_args", "add_index_args", "add_tag_args", "add_mode_arg", "add_retriever_args",
+           "add_claims_args", "add_cap_arg", "add_index_args", "add_tag_args", "add_mode_arg", "add_retriever_args",
            "add_analyzer_arg",
            "source_from_args", "source_options", "claims_options", "read_claims_from_args", "index_from_args",
            "tag_job_from_args", "retriever_from_args", "add_embedding_args", "embedding_model_from_args",
@@ -58,6 +58,16 @@ def add_renamed(p: argparse.ArgumentParser, new: str, old: str, required: bool =
     # Hidden from usage and help (the new option's help names it), so usage stays clean.
     group.add_argument(old, dest=action.dest, type=kwargs.get("type"), action=Deprecated, new=new,
                        help=argparse.SUPPRESS)
+
+
+def text_arg(text: str) -> str:
+    """A text argument (a query, a claim): bytes that are not UTF-8 arrive as lone surrogates,
+    which no output can hold (``search --json`` wrote invalid UTF-8)."""
+    bad = next((c for c in text if "\udc80" <= c <= "\udcff"), None)
+    if bad is not None:
+        raise argparse.ArgumentTypeError(f"is not valid UTF-8 (byte 0x{ord(bad) - 0xdc00:02x}); "
+                                         "give the text in UTF-8")
+    return text
 
 
 def int_type(text: str) -> int:
@@ -160,10 +170,13 @@ def add_reader_args(p: argparse.ArgumentParser, indexing: bool = True) -> None:
                         f"(default: {MAX_PASSAGE_CHARS:,})")
 
 
-def add_claims_args(p: argparse.ArgumentParser) -> None:
+def add_claims_args(p: argparse.ArgumentParser, cap: bool = True) -> None:
     """How to read claims files: the same options on every command that reads one, named
-    as :func:`factcheck.formats.claims.read_claims`'s parameters with ``claims_`` in front."""
+    as :func:`factcheck.formats.claims.read_claims`'s parameters with ``claims_`` in front
+    (``--max-claim-chars`` as it is, with ``cap``)."""
     g = p.add_argument_group("reading claims files (docs/formats.md)")
+    if cap:
+        add_cap_arg(g, "claim")
     g.add_argument("--claims-format", choices=CLAIM_FORMATS, default=None,
                    help="claims format (default: detected from the name and the first record)")
     g.add_argument("--claims-id-column", default=None, help="JSONL/CSV claims: id field (default: id)")
@@ -173,6 +186,13 @@ def add_claims_args(p: argparse.ArgumentParser) -> None:
                    help="JSONL/CSV claims: label field (default: label or claim_label)")
     g.add_argument("--claims-evidence-column", default=None,
                    help="JSONL/CSV claims: gold evidence ids field (default: evidences)")
+
+
+def add_cap_arg(p, what: str) -> None:
+    """``--max-claim-chars`` or ``--max-query-chars``: the length cap of a claim or a query."""
+    from factcheck.formats.records import MAX_QUERY_CHARS
+    p.add_argument(f"--max-{what}-chars", type=positive_int, default=None, metavar="N",
+                   help=f"refuse a {what} longer than N characters (default: {MAX_QUERY_CHARS:,})")
 
 
 def add_index_args(p: argparse.ArgumentParser, help_text: str = "tag index directory (from tag or run: OUT/index)"):
@@ -302,9 +322,13 @@ def source_options(args) -> dict:
 
 
 def claims_options(args) -> dict:
-    """The claims reader options of ``args`` as ``claims_*`` keywords (``run_pipeline``'s)."""
-    return {f"claims_{k}": getattr(args, f"claims_{k}") for k in
-            ("format", "id_column", "text_column", "label_column", "evidence_column")}
+    """The claims reader options of ``args`` as ``claims_*`` keywords (``run_pipeline``'s),
+    and ``max_claim_chars`` where the command has it."""
+    options = {f"claims_{k}": getattr(args, f"claims_{k}") for k in
+               ("format", "id_column", "text_column", "label_column", "evidence_column")}
+    if hasattr(args, "max_claim_chars"):
+        options["max_claim_chars"] = args.max_claim_chars
+    return options
 
 
 def add_analyzer_arg(p) -> None:

@@ -57,7 +57,7 @@ def add_evaluate(p):
                         "evidence precision/recall/F1 within the first --max-evidence predicted sentences)")
     p.add_argument("--max-evidence", type=positive_int, default=None,
                    help="with --metric fever: predicted sentences that count (default: 5, the shared task's)")
-    add_claims_args(p)
+    add_claims_args(p, cap=False)  # its claims are compared, not processed
 
     def run(args):
         from factcheck.evaluation.evaluate import evaluate_files, format_report

@@ -10,7 +10,8 @@ import json
 import sys
 from pathlib import Path
 
-from factcheck.cli.options import add_embedding_args, add_mode_arg, positive_int, relocate_from_args
+from factcheck.cli.options import (add_cap_arg, add_embedding_args, add_mode_arg, positive_int, relocate_from_args,
+                                   text_arg)
 from factcheck.errors import InputError
 from factcheck.retrieval.registry import ALL_METHODS
 
@@ -105,7 +106,7 @@ def add_serve(p):
 
 
 def add_check(p):
-    p.add_argument("claim", help="the claim to check (quote it)")
+    p.add_argument("claim", type=text_arg, help="the claim to check (quote it)")
     p.add_argument("--run", type=Path, default=None, help="output directory of `factcheck run` (uses RUN/index, RUN/model)")
     p.add_argument("--index", type=Path, default=None, help="tag index directory (default: RUN/index)")
     p.add_argument("--model", type=Path, default=None, help="model directory (default: RUN/model)")
@@ -114,6 +115,7 @@ def add_check(p):
     add_mode_arg(p, from_model=True)
     p.add_argument("--json", action="store_true", help="print the JSON record of GET /api/check instead")
     p.add_argument("--width", type=int, default=None, help="wrap text at this many columns (default: the terminal's)")
+    add_cap_arg(p, "claim")
     add_embedding_args(p)
 
     def run(args):
@@ -121,7 +123,8 @@ def add_check(p):
 
         from factcheck.serve.check import check_claim, format_check
         relocate_from_args(args, args.index or (args.run / "index" if args.run else None))
-        view = check_claim(args.claim, args.run, args.index, args.model, args.method, args.mode)
+        view = check_claim(args.claim, args.run, args.index, args.model, args.method, args.mode,
+                           max_claim_chars=args.max_claim_chars)
         if args.json:
             print(json.dumps(view, indent=2, ensure_ascii=False))
         else:

@@ -8,9 +8,9 @@ import json
 import sys
 from pathlib import Path
 
-from factcheck.cli.options import (add_analyzer_arg, add_mode_arg, add_retriever_args, add_source_args, check_outputs,
+from factcheck.cli.options import (add_analyzer_arg, add_cap_arg, add_mode_arg, add_retriever_args, add_source_args, check_outputs,
                                    jobs_type, non_negative_int, plural, positive_int, retriever_from_args,
-                                   source_from_args)
+                                   source_from_args, text_arg)
 from factcheck.retrieval.registry import ALL_METHODS
 
 __all__ = ["add_selftest", "add_search", "add_evaluate_retrieval"]
@@ -66,15 +66,18 @@ def add_selftest(p):
 
     def run(args):
         from factcheck.pipeline.workbench import OPEN_SELFTEST_METHODS, SELFTEST_METHODS, self_retrieval
-        from factcheck.pipeline.workbench import write_self_retrieval
+        from factcheck.formats.files import check_no_symlinks, remove_stale_temporaries
+        from factcheck.pipeline.workbench import SELFTEST_FILES, write_self_retrieval
         from factcheck.reporting.workbench import self_retrieval_markdown
         from factcheck.retrieval.chunking import check_window
         if args.chunk_window:
             check_window(args.chunk_window, args.chunk_overlap)
         methods = args.method or (SELFTEST_METHODS + (OPEN_SELFTEST_METHODS if args.mode == "open" else ()))
         index_dir = args.index or (args.out / "index" if args.out else None)
-        if args.out:
-            check_outputs([args.out / "selftest.json", args.out / "selftest.md"], [args.evidence])
+        if args.out:  # OUT is the user's to place anywhere; what we write under it is no link
+            check_no_symlinks(args.out, SELFTEST_FILES + (() if args.index else ("index",)))
+            check_outputs([args.out / name for name in SELFTEST_FILES], [args.evidence])
+            remove_stale_temporaries(args.out, SELFTEST_FILES, recursive=False)  # a killed selftest's
         check_outputs([p for p in (index_dir,) if p], [args.evidence])
         result = self_retrieval(source_from_args(args), args.query_column, methods, args.k, args.chunk_window or None,
                                 args.chunk_overlap, index_dir, args.mode, args.analyzer or "plain", args.jobs)
@@ -87,19 +90,20 @@ def add_selftest(p):
 
 
 def add_search(p):
-    p.add_argument("query", nargs="+", help="free text to rank the index's passages for (several: one each)")
+    p.add_argument("query", nargs="+", type=text_arg, help="free text to rank the index's passages for (several: one each)")
     p.add_argument("--index", type=Path, required=True, help="tag index directory (from factcheck tag)")
     add_retriever_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object per query, one a line")
     p.add_argument("--show", type=non_negative_int, default=TEXT_SHOWN,
                    help=f"characters of each passage shown (default: {TEXT_SHOWN}; 0: the whole text)")
+    add_cap_arg(p, "query")
 
     def run(args):
         from factcheck.pipeline.workbench import search
         from factcheck.tagging.index import TagIndex
         retriever = retriever_from_args(args).fit(TagIndex.load(args.index))
         k = args.k or 10
-        for query, hits in zip(args.query, search(retriever, args.query, k)):
+        for query, hits in zip(args.query, search(retriever, args.query, k, max_query_chars=args.max_query_chars)):
             if args.json:
                 print(json.dumps({"query": query, "method": retriever.name, "hits": hits}, ensure_ascii=False))
                 continue
@@ -132,6 +136,7 @@ def add_evaluate_retrieval(p):
     p.add_argument("--run-out", type=Path, default=None,
                    help="write the run as a TREC run file (qid Q0 docid rank score tag)")
     p.add_argument("--run-tag", default=None, help="the run file's tag (default: the method name)")
+    add_cap_arg(p, "query")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
     def run(args):
@@ -148,10 +153,11 @@ def add_evaluate_retrieval(p):
                 raise InputError(None, None, "needed with --index (the texts of the judged queries)", param="queries")
             if args.run_out:
                 check_outputs([args.run_out], [args.index, args.queries, args.qrels, args.rerank_model])
-            queries = read_queries(args.queries)
+            queries = read_queries(args.queries, max_query_chars=args.max_query_chars)
             retriever = retriever_from_args(args).fit(TagIndex.load(args.index))
             result = judged_retrieval(retriever, queries, qrels, args.depth, args.cutoffs, args.run_out,
-                                      args.run_tag, queries_path=args.queries, qrels_path=args.qrels)
+                                      args.run_tag, queries_path=args.queries, qrels_path=args.qrels,
+                                      max_query_chars=args.max_query_chars)
             if args.run_out:
                 print(f"{args.run_out}: {plural(result.queries, 'query', 'queries')}", file=sys.stderr)
         data = result.to_json()

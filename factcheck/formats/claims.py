@@ -16,7 +16,7 @@ from pathlib import Path
 from factcheck.errors import FactcheckWarning, InputError
 from factcheck.formats import climate_fever, course, csvfile, fever, jsonl
 from factcheck.formats.common import Claim
-from factcheck.formats.records import first_record
+from factcheck.formats.records import MAX_QUERY_CHARS, check_length, first_record, length_cap, shown
 
 __all__ = ["Claim", "as_claims", "LABELS", "FEVER_LABELS", "CLAIM_FORMATS", "CLAIM_OPTIONS", "label_set",
            "ordered_labels", "detect_claims_format", "read_claims", "prefixed_params", "write_claims",
@@ -103,7 +103,7 @@ def detect_claims_format(path) -> str:
 
 def read_claims(path, *, require_labels: bool = False, format: str | None = None, id_column: str | None = None,
                 text_column: str | None = None, label_column: str | None = None,
-                evidence_column: str | None = None) -> list[Claim]:
+                evidence_column: str | None = None, max_claim_chars: int | None = None) -> list[Claim]:
     """Claims in file order.
 
     Parameters
@@ -117,6 +117,8 @@ def read_claims(path, *, require_labels: bool = False, format: str | None = None
     id_column, text_column, label_column, evidence_column : str or None
         JSONL/CSV field names; None finds ``id``, ``claim``/``claim_text``,
         ``label``/``claim_label`` and ``evidences``.
+    max_claim_chars : int or None
+        A longer claim text is an error; None: :data:`~factcheck.formats.records.MAX_QUERY_CHARS`.
 
     Returns
     -------
@@ -141,6 +143,7 @@ def read_claims(path, *, require_labels: bool = False, format: str | None = None
             if value is not None:
                 raise InputError(path, None, f"applies to JSONL and CSV claims only; the {format} format's "
                                  "fields are fixed", param=name)
+    max_claim_chars = length_cap(max_claim_chars, "max_claim_chars", MAX_QUERY_CHARS)
     unit = UNITS[format]
     claims = unit.read_claims(path, require_labels, columns)
     if not claims:
@@ -150,6 +153,7 @@ def read_claims(path, *, require_labels: bool = False, format: str | None = None
         if c.id in seen:
             raise InputError(path, f"claim {c.id!r}", f"duplicate claim id (first seen as claim {seen[c.id]})")
         seen[c.id] = len(seen) + 1
+        check_length(path, f"claim {shown(c.id)}", c.text, max_claim_chars, "max_claim_chars")
         if require_labels and c.label is None:
             raise InputError(path, f"claim {c.id!r}", f"missing {getattr(unit, 'LABEL_FIELD', 'label')} (labelled "
                              "claims are needed here)")

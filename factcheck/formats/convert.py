@@ -40,14 +40,14 @@ def convert_claims(src, dest, to: str, *, claims_format: str | None = None, clai
                    claims_evidence_column: str | None = None, one_line_pages: bool = False,
                    evidence=None, format: str | None = None, id_column: str | None = None,
                    text_column: str | None = None, title_column: str | None = None,
-                   max_passage_chars: int | None = None) -> list[str]:
+                   max_passage_chars: int | None = None, max_claim_chars: int | None = None) -> list[str]:
     """Write the claims of ``src`` to ``dest`` in format ``to``; returns what ``to`` cannot hold.
 
     Parameters
     ----------
     src, dest : str or Path
     to : {"course", "jsonl", "csv", "fever", "climate-fever"}
-    claims_format, claims_id_column, claims_text_column, claims_label_column, claims_evidence_column
+    claims_format, claims_id_column, claims_text_column, claims_label_column, claims_evidence_column, max_claim_chars
         How to read ``src`` (:func:`~factcheck.formats.claims.read_claims`'s options).
     one_line_pages : bool
         Passage ``X`` is FEVER's page ``X``, line 0.
@@ -62,7 +62,8 @@ def convert_claims(src, dest, to: str, *, claims_format: str | None = None, clai
     with prefixed_params("claims_"):
         source_format = claims_format or detect_claims_format(src)
         claims = read_claims(src, format=source_format, id_column=claims_id_column, text_column=claims_text_column,
-                             label_column=claims_label_column, evidence_column=claims_evidence_column)
+                             label_column=claims_label_column, evidence_column=claims_evidence_column,
+                             max_claim_chars=max_claim_chars)
     source, target = CLAIM_UNITS[source_format], CLAIM_UNITS[to]
     notes: list[str] = source.claims_losses(claims, to) if hasattr(source, "claims_losses") else []
     rename = _renaming(source, target, one_line_pages, src)
@@ -129,10 +130,10 @@ def convert_evidence(src, dest, to: str, *, format: str | None = None, id_column
 def convert_predictions(src, dest, to: str, *, one_line_pages: bool = False, claims=None,
                         claims_format: str | None = None, claims_id_column: str | None = None,
                         claims_text_column: str | None = None, claims_label_column: str | None = None,
-                        claims_evidence_column: str | None = None) -> list[str]:
+                        claims_evidence_column: str | None = None, max_claim_chars: int | None = None) -> list[str]:
     """Predictions from the course format to FEVER's predictions JSONL or back.
 
-    ``claims`` (a claims file, read with the ``claims_*`` options): the claims' order and
+    ``claims`` (a claims file, read with the ``claims_*`` options and ``max_claim_chars``): the claims' order and
     texts, which FEVER's predictions do not hold; without it the course file has no
     ``claim_text`` (listed) and keeps the predictions' order.
     """
@@ -144,7 +145,7 @@ def convert_predictions(src, dest, to: str, *, one_line_pages: bool = False, cla
         with prefixed_params("claims_"):
             ordered = read_claims(claims, format=claims_format, id_column=claims_id_column,
                                   text_column=claims_text_column, label_column=claims_label_column,
-                                  evidence_column=claims_evidence_column)
+                                  evidence_column=claims_evidence_column, max_claim_chars=max_claim_chars)
         unknown = [cid for cid in preds if cid not in {c.id for c in ordered}]
         if unknown:
             raise InputError(src, f"claim {unknown[0]!r}", f"not in {Path(claims).name} "

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from factcheck.errors import InputError
 from factcheck.formats.common import batched, check_id, claim_fields, claims_from_records
-from factcheck.formats.files import write_text_atomic
+from factcheck.formats.files import loads_json, write_text_atomic
 from factcheck.formats.records import iter_csv
 
 NAME = "csv"
@@ -56,7 +56,7 @@ def read_claims(path: Path, require_labels: bool, columns: dict):
 def _evidence_cell(path, place, cell: str):
     if cell.lstrip().startswith("["):
         try:
-            return json.loads(cell)
+            return loads_json(cell)
         except ValueError:
             raise InputError(path, place, "the evidence cell starts with '[' but is not a JSON list") from None
     return cell.split()

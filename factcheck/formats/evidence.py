@@ -20,7 +20,7 @@ import numpy as np
 from factcheck.errors import InputError
 from factcheck.formats import beir, climate_fever, course, csvfile, fever, jsonl
 from factcheck.formats.files import check_regular_file, read_error, sha256_input
-from factcheck.formats.records import MAX_PASSAGE_CHARS, first_record, over_limit
+from factcheck.formats.records import MAX_PASSAGE_CHARS, first_record, length_cap, over_limit
 
 __all__ = ["FORMATS", "SOURCE_OPTIONS", "SourceSpec", "detect_format", "source_spec", "as_source",
            "iter_passage_records", "iter_passage_batches", "read_passages"]
@@ -90,26 +90,26 @@ class SourceSpec:
         return d
 
 
-def detect_format(path: Path) -> str:
+def detect_format(path: Path, max_passage_chars: int | None = None) -> str:
     """The format of a knowledge source: from its name (``.json``/``.json.gz`` course,
     ``.csv``/``.tsv`` CSV) or, for JSON lines and directories, from the first record
-    (FEVER wiki pages, a BEIR corpus, Climate-FEVER, else generic JSONL)."""
+    (FEVER wiki pages, a BEIR corpus, Climate-FEVER, else generic JSONL), read within the cap."""
     path = Path(path)
     if path.is_dir():
-        return _detect_records(SourceSpec(path, "jsonl").files()[0])
+        return _detect_records(SourceSpec(path, "jsonl").files()[0], max_passage_chars)
     name = path.name.lower().removesuffix(".gz")
     for suffix, fmt in SUFFIXES.items():
         if name.endswith(suffix):
             return fmt
     if name.endswith(JSONL_SUFFIXES):
-        return _detect_records(path)
+        return _detect_records(path, max_passage_chars)
     raise InputError(path, None, "cannot tell the format from the file name (.json/.json.gz course, .jsonl, "
                      f".csv/.tsv, or a wiki-pages directory); choose one of {', '.join(FORMATS)}", param="format")
 
 
-def _detect_records(path: Path) -> str:
+def _detect_records(path: Path, max_passage_chars: int | None) -> str:
     check_regular_file(path)
-    rec = first_record(path)
+    rec = first_record(path, max_passage_chars)
     return next((unit.NAME for unit in (fever, beir, climate_fever) if rec is not None and unit.is_source(rec)),
                 "jsonl")
 
@@ -148,7 +148,7 @@ def source_spec(path, format: str | None = None, id_column: str | None = None, t
     columns = {"id_column": id_column, "text_column": text_column, "title_column": title_column}
     if format is None:
         explicit = any(v is not None for v in columns.values())
-        format = detect_format(path)
+        format = detect_format(path, length_cap(max_passage_chars, "max_passage_chars", MAX_PASSAGE_CHARS))
         if explicit and format in TITLED_FORMATS and not path.is_dir():
             format = "jsonl"  # named fields: the user reads it as plain JSON lines
     elif format not in FORMATS:
@@ -167,11 +167,7 @@ def source_spec(path, format: str | None = None, id_column: str | None = None, t
                          param="index_titles")
     if path.is_dir() and format not in DIRECTORY_FORMATS:
         raise InputError(path, None, "is a directory; only JSON-lines formats (fever, beir, jsonl) read one")
-    if max_passage_chars is None:
-        max_passage_chars = MAX_PASSAGE_CHARS
-    elif isinstance(max_passage_chars, bool) or not isinstance(max_passage_chars, int) or max_passage_chars < 1:
-        raise InputError(None, None, f"must be a positive integer, got {max_passage_chars!r}",
-                         param="max_passage_chars")
+    max_passage_chars = length_cap(max_passage_chars, "max_passage_chars", MAX_PASSAGE_CHARS)
     return SourceSpec(path, format, id_column or "id", text_column or "text", title_column,
                       bool(index_titles if index_titles is not None else format == "beir"), max_passage_chars)
 

@@ -21,7 +21,8 @@ from pathlib import Path
 from factcheck.errors import InputError
 from factcheck.formats.common import BATCH, Claim, plural
 from factcheck.formats.files import atomic_path, check_unicode
-from factcheck.formats.records import SURROGATE_ESCAPE, decode_object, iter_lines, iter_records, kind_of
+from factcheck.formats.records import (SURROGATE_ESCAPE, decode_object, iter_lines, iter_records, kind_of, parse_int,
+                                      shown)
 
 NAME = "fever"
 LABEL_FIELD = "'label'"  # how errors name the label
@@ -38,9 +39,13 @@ def sentence_id(page: str, line: int) -> str:
     return f"{page}:{line}"
 
 
+#: The most lines a FEVER page written here may number (every number up to the last is written).
+MAX_PAGE_LINES = 1 << 16
+
+
 def split_sentence_id(pid: str) -> tuple[str, int] | None:
     """``(page, line)`` of a ``page:line`` id (the line after the last colon: page titles
-    may hold colons), or None when ``pid`` has no such form.
+    may hold colons), or None when ``pid`` has no such form (a line of over 18 digits has none).
 
     Example
     -------
@@ -50,7 +55,7 @@ def split_sentence_id(pid: str) -> tuple[str, int] | None:
     True
     """
     page, sep, line = pid.rpartition(":")
-    if not sep or not page or not line.isdigit() or not line.isascii():
+    if not sep or not page or not line.isdigit() or not line.isascii() or len(line) > 18:
         return None
     return page, int(line)
 
@@ -82,7 +87,7 @@ def is_source(record: dict) -> bool:
 
 def claim_id_out(cid: str):
     """A claim id as FEVER writes it: an integer when it reads as one (FEVER's ids are)."""
-    return int(cid) if cid.isdigit() and cid.isascii() and str(int(cid)) == cid else cid
+    return int(cid) if cid.isdigit() and cid.isascii() and len(cid) <= 18 and str(int(cid)) == cid else cid
 
 
 def _claim_id(path, place, value) -> str:
@@ -103,9 +108,13 @@ def id_in(pid: str, one_line_pages: bool, where) -> str:
     0 of page ``X``; without, it must read as ``page:line`` already."""
     if one_line_pages:
         return sentence_id(pid, 0)
-    if split_sentence_id(pid) is None:
-        raise InputError(where, None, f"passage id {pid!r} is not a FEVER sentence id (page:line); set this to "
-                         "make each passage line 0 of its own page", param="one_line_pages")
+    pair = split_sentence_id(pid)
+    if pair is None:
+        raise InputError(where, None, f"passage id {shown(pid)} is not a FEVER sentence id (page:line); set this "
+                         "to make each passage line 0 of its own page", param="one_line_pages")
+    if pair[1] >= MAX_PAGE_LINES:  # a page lists every line number up to its last: 10**12 would be a bomb
+        raise InputError(where, None, f"passage id {shown(pid)}: a FEVER page holds at most {MAX_PAGE_LINES:,} "
+                         "lines (every line number up to its last is written)")
     return pid
 
 
@@ -297,7 +306,7 @@ def passages(spec, path: Path):
                 title = readable_title(page)
             if suspect:
                 check_unicode(path, place, sentence, "a sentence")
-            ids.append(f"{page}:{int(number)}")
+            ids.append(f"{page}:{parse_int(path, place, number, f'page {shown(page)}: the line number', 0, 10**18 - 1)}")
             texts.append(sentence)
             titles.append(title)
             linenos.append(lineno)

@@ -3,11 +3,17 @@
 Every output is written to a temporary name in the destination directory and renamed
 into place, so a crash leaves either the old file, the new file, or a ``.tmp-*`` file
 that no reader ever opens -- never a half-written file under the real name.
+
+An output path never follows a symbolic link: the writers here refuse a link at the name
+they write, and a command that writes a tree under a directory the user named checks the
+names it writes there with :func:`check_no_symlinks` before its first write (the directory
+the user named may itself be a link: it is theirs to place anywhere).
 """
 
 from __future__ import annotations
 
 import csv
+import fnmatch
 import gzip
 import hashlib
 import io
@@ -24,6 +30,8 @@ from pathlib import Path
 from factcheck.errors import InputError
 
 TMP_PREFIX = ".tmp-"
+SYMLINK_REFUSED = ("is a symbolic link; refusing to write or delete through it (remove the link, "
+                   "or choose another output path)")
 
 
 def crashpoint(name: str, partial: str | os.PathLike | None = None) -> None:
@@ -113,8 +121,34 @@ def atomic_dir(dest: Path, suffix: str = ""):
     return _atomic(Path(dest), folder=True, suffix=suffix)
 
 
+def check_no_symlinks(out: Path, names) -> None:
+    """Refuse (one line, naming the link) when any of ``names`` directly under ``out``, or
+    anything below those of them that are folders, is a symbolic link."""
+    out = Path(out)
+    for name in names:
+        top = out / name
+        if top.is_symlink():
+            raise InputError(top, None, SYMLINK_REFUSED)
+        if not top.is_dir():
+            continue
+        for dirpath, dirnames, filenames in os.walk(top):  # never descends into a link
+            for entry in sorted(dirnames + filenames):
+                path = Path(dirpath) / entry
+                if path.is_symlink():
+                    raise InputError(path, None, SYMLINK_REFUSED)
+
+
 @contextmanager
 def _atomic(dest: Path, folder: bool, suffix: str = ""):
+    if dest.is_symlink():  # replacing it would drop the user's link; writing through it, escape
+        raise InputError(dest, None, SYMLINK_REFUSED)
+    try:
+        mode = os.stat(dest).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # the rename would replace /dev/tty
+        raise InputError(dest, None, "is a device, FIFO or socket, not a file: outputs are written whole and "
+                         "renamed into place (write to a file)")
     if dest.is_dir() and not folder:
         raise InputError(dest, None, "is a directory, expected a file name")
     try:
@@ -183,6 +217,15 @@ def write_csv_atomic(dest: Path, fieldnames: list[str], rows) -> None:
     write_text_atomic(dest, buf.getvalue())
 
 
+def loads_json(text: str | bytes):
+    """:func:`json.loads`, with JSON nested too deeply for the parser (a RecursionError) a
+    :class:`ValueError` like any other invalid JSON: what reads a file of ours catches that."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
 def dumps_json(obj, *, indent: int | None = 2) -> str:
     """Canonical JSON for files we write: sorted only where we sort, UTF-8, trailing newline."""
     return json.dumps(obj, indent=indent, ensure_ascii=False) + "\n"
@@ -216,14 +259,33 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def remove_stale_temporaries(directory: Path) -> int:
-    """Delete ``.tmp-*`` leftovers of a crashed run; they are never valid output."""
+#: A temporary of ours: ``.tmp-`` + the destination's name + ``.`` + tempfile's 8 random characters.
+TEMPORARY = re.compile(re.escape(TMP_PREFIX) + r"(?P<dest>.+)\.[a-z0-9_]{8}")
+
+
+def remove_stale_temporaries(directory: Path, names=("*",), recursive: bool = True) -> int:
+    """Delete the temporary files and folders :func:`atomic_path` and :func:`atomic_dir` left
+    in ``directory`` (and the folders below it, with ``recursive``) when a run was killed:
+    only names of their shape (:data:`TEMPORARY`) whose destination matches one of ``names``
+    (glob patterns), never a link, never a user's other file. Called at the start of a rerun
+    that owns the directory; returns how many were deleted."""
     removed = 0
     directory = Path(directory)
-    if not directory.is_dir():
+    if not directory.is_dir() or directory.is_symlink():
         return 0
-    for p in directory.rglob(TMP_PREFIX + "*"):
-        if p.is_file():
-            p.unlink()
+    for dirpath, dirnames, filenames in os.walk(directory):  # never descends into a link
+        here = Path(dirpath)
+        for name in dirnames + filenames:
+            m = TEMPORARY.fullmatch(name)
+            path = here / name
+            if not m or path.is_symlink() or not any(fnmatch.fnmatchcase(m["dest"], n) for n in names):
+                continue
+            if path.is_dir():
+                shutil.rmtree(path)
+                dirnames.remove(name)
+            else:
+                path.unlink()
             removed += 1
+        if not recursive:
+            break
     return removed

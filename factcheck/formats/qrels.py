@@ -11,12 +11,13 @@ from pathlib import Path
 from factcheck.errors import InputError
 from factcheck.formats import beir, trec
 from factcheck.formats.files import check_unicode
+from factcheck.formats.records import MAX_QUERY_CHARS, check_length, length_cap, parse_int
 from factcheck.formats.trec import check_trec_id, read_trec_run, trec_order, write_trec_run
 
 __all__ = ["read_queries", "read_qrels", "read_trec_run", "write_trec_run", "trec_order", "check_trec_id"]
 
 
-def read_queries(path) -> dict[str, str]:
+def read_queries(path, max_query_chars: int | None = None) -> dict[str, str]:
     """``{qid: text}`` in file order from BEIR ``queries.jsonl`` (``.jsonl``/``.ndjson``,
     gzip too) or a ``qid<TAB>text`` topics file (``.tsv``/``.txt``).
 
@@ -24,6 +25,8 @@ def read_queries(path) -> dict[str, str]:
     ----------
     path : str or Path
         The queries file.
+    max_query_chars : int or None
+        A longer query is an error; None: :data:`~factcheck.formats.records.MAX_QUERY_CHARS`.
 
     Returns
     -------
@@ -45,9 +48,11 @@ def read_queries(path) -> dict[str, str]:
     if unit is None:
         raise InputError(path, None, "cannot tell the queries format from the file name; expected "
                          "BEIR queries .jsonl or a qid<TAB>text .tsv")
+    cap = length_cap(max_query_chars, "max_query_chars", MAX_QUERY_CHARS)
     out: dict[str, str] = {}
     first: dict[str, str] = {}
     for place, qid, text in unit.read_queries(path):
+        check_length(path, place, text, cap, "max_query_chars")
         check_unicode(path, place, qid, "the query id")
         check_unicode(path, place, text, "the query text")
         if qid in out:
@@ -101,10 +106,7 @@ def read_qrels(path) -> dict[str, dict[str, int]]:
         if judged is None:
             continue  # BEIR's header
         qid, docid, grade = judged
-        try:
-            grade = int(grade)
-        except ValueError:
-            raise InputError(path, place, f"the relevance grade must be an integer, got {grade!r}") from None
+        grade = parse_int(path, place, grade, "the relevance grade", -(1 << 31), (1 << 31) - 1)
         check_unicode(path, place, qid + docid, "the line")
         if (qid, docid) in first:
             raise InputError(path, place, f"query {qid!r} judges document {docid!r} twice (first at "

@@ -15,8 +15,8 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import math
 import re
-import sys
 import zlib
 from pathlib import Path
 from typing import Iterator
@@ -24,12 +24,16 @@ from typing import Iterator
 from factcheck.errors import InputError
 from factcheck.formats.files import open_binary
 
-__all__ = ["MAX_PASSAGE_CHARS", "raw_limit", "over_limit", "kind_of", "iter_lines", "decode_object",
-           "iter_records", "first_record", "iter_csv"]
+__all__ = ["MAX_PASSAGE_CHARS", "MAX_QUERY_CHARS", "raw_limit", "over_limit", "length_cap", "check_length", "kind_of", "shown", "parse_int", "parse_float",
+           "iter_lines", "decode_object", "iter_records", "first_record", "iter_csv"]
 
 #: The longest passage id, text or title a knowledge source may hold, in characters, unless
 #: the caller says otherwise (``max_passage_chars``; see docs/decisions.md for why a cap).
 MAX_PASSAGE_CHARS = 1 << 22
+#: The longest claim or query, in characters, unless the caller says otherwise
+#: (``max_claim_chars``, ``max_query_chars``): far beyond a real one (a 100 MB claim took
+#: 4.5-7 GB to check).
+MAX_QUERY_CHARS = 1 << 16
 TOO_LONG_NUMBER = "a number with more than 4,300 digits (more than Python converts)"
 # An escape that may decode to a lone surrogate (only lines holding one are checked).
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -42,9 +46,26 @@ def raw_limit(max_chars: int) -> int:
     return 12 * max_chars + (1 << 16)
 
 
-def over_limit(path, max_chars: int, what: str) -> InputError:
-    """The one-line error for a passage over the length cap (naming the parameter)."""
-    return InputError(path, f"{max_chars}", what, param="max_passage_chars")
+def over_limit(path, max_chars: int, what: str, param: str = "max_passage_chars") -> InputError:
+    """The one-line error for a text over its length cap (naming the cap's parameter)."""
+    return InputError(path, f"{max_chars}", what, param=param)
+
+
+def length_cap(value, param: str, default: int) -> int:
+    """A length cap option: ``default`` for None, else a positive integer (or the error naming ``param``)."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(None, None, f"must be a positive integer, got {value!r}", param=param)
+    return value
+
+
+def check_length(path, what: str, text: str, max_chars: int, param: str) -> str:
+    """``text`` when at most ``max_chars`` characters long, else the one-line error: one cap
+    for passages, claims and queries, each with its own parameter."""
+    if len(text) > max_chars:
+        raise over_limit(path, max_chars, f"{what} is {len(text):,} characters long, more than this limit", param)
+    return text
 
 
 def kind_of(value) -> str:
@@ -53,6 +74,39 @@ def kind_of(value) -> str:
         return "null"
     return {bool: "a boolean", int: "a number", float: "a number", list: "a list",
             dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def shown(text: str, width: int = 40) -> str:
+    """``text`` quoted for a one-line message: its first ``width`` characters and its length
+    when longer."""
+    return repr(text) if len(text) <= width else f"{text[:width]!r}... ({len(text):,} characters)"
+
+
+INT64 = (-(1 << 63), (1 << 63) - 1)
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_int(path, place, text: str, what: str, low: int = INT64[0], high: int = INT64[1]) -> int:
+    """``text`` (ASCII digits, a sign allowed) as an integer in ``[low, high]``, or the
+    one-line error naming ``what``: every integer read from a user's file is read here, so
+    a number of 400 or 5,000 digits is an error, never an overflow further on."""
+    digits = text.strip()
+    if not _INTEGER.fullmatch(digits):
+        raise InputError(path, place, f"{what} must be an integer, got {shown(text)}")
+    if len(digits.lstrip("+-").lstrip("0")) <= 19 and low <= int(digits) <= high:
+        return int(digits)
+    raise InputError(path, place, f"{what} must be an integer from {low:,} to {high:,}, got {shown(text)}")
+
+
+def parse_float(path, place, text: str, what: str) -> float:
+    """``text`` as a finite float (what ``float`` reads), or the one-line error naming ``what``."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise InputError(path, place, f"{what} must be a finite number, got {shown(text)}")
+    return value
 
 
 def read_failure(path, offset: int, exc: Exception) -> InputError:
@@ -69,11 +123,13 @@ def iter_lines(path: Path, max_passage_chars: int | None = None) -> Iterator[tup
     Split on ``\\n`` only (``str.splitlines`` also breaks at U+2028 and more, which
     ``json.dumps(..., ensure_ascii=False)`` and ``csv.writer`` leave inside records); a
     leading byte-order mark is dropped. ``max_passage_chars``: a line longer than
-    :func:`raw_limit` of it is refused before more than four bytes a character of it are read.
+    :func:`raw_limit` of it is refused before more than four bytes a character of it are read;
+    None: the default cap's bound, unnamed (no line is read whole however long: a claims or
+    queries file may be a gzip bomb too).
     """
     path = Path(path)
-    limit = None if max_passage_chars is None else raw_limit(max_passage_chars)
-    size = -1 if limit is None else 4 * limit + 1
+    limit = raw_limit(MAX_PASSAGE_CHARS if max_passage_chars is None else max_passage_chars)
+    size = 4 * limit + 1
     offset = 0
     with open_binary(path) as fh:
         lineno = 0
@@ -85,7 +141,7 @@ def iter_lines(path: Path, max_passage_chars: int | None = None) -> Iterator[tup
                 raise read_failure(path, offset, exc) from None
             if not raw:
                 return
-            cut = limit is not None and len(raw) == size and not raw.endswith(b"\n")
+            cut = len(raw) == size and not raw.endswith(b"\n")
             if not cut:
                 try:
                     line = raw.decode("utf-8")
@@ -93,7 +149,10 @@ def iter_lines(path: Path, max_passage_chars: int | None = None) -> Iterator[tup
                     raise InputError(path, f"byte {offset + exc.start}", "invalid UTF-8") from None
                 if offset == 0 and line.startswith("\ufeff"):
                     line = line[1:]
-            if cut or (limit is not None and len(line) - line.endswith("\n") > limit):
+            if cut or len(line) - line.endswith("\n") > limit:
+                if max_passage_chars is None:
+                    raise InputError(path, f"line {lineno}", f"longer than {limit:,} characters, more than any "
+                                     "record read here can be")
                 raise over_limit(path, max_passage_chars, f"line {lineno} is longer than {limit:,} characters, "
                                  "more than a record whose passage is within this limit can be")
             offset += len(raw)
@@ -148,10 +207,11 @@ def iter_records(path: Path, *, what: str = "a JSON object",
             yield f"line {lineno}", decode_object(path, f"line {lineno}", line, what=what)
 
 
-def first_record(path: Path) -> dict | None:
+def first_record(path: Path, max_passage_chars: int | None = None) -> dict | None:
     """The first record of a JSON-lines file (what format detection looks at), or None when
-    the first non-blank line is not a JSON object on its own (a pretty-printed JSON file)."""
-    for _, line in iter_lines(path):
+    the first non-blank line is not a JSON object on its own (a pretty-printed JSON file);
+    ``max_passage_chars`` as for :func:`iter_lines`."""
+    for _, line in iter_lines(path, max_passage_chars):
         if line.strip():
             try:
                 return decode_object(path, "line 1", line)
@@ -171,8 +231,9 @@ def iter_csv(path: Path, max_field_chars: int | None = None) -> Iterator[tuple[s
     """
     path = Path(path)
     delimiter = "\t" if path.name.lower().removesuffix(".gz").endswith(".tsv") else ","
-    csv.field_size_limit(sys.maxsize if max_field_chars is None else max_field_chars)
+    csv.field_size_limit(raw_limit(MAX_PASSAGE_CHARS) if max_field_chars is None else max_field_chars)
     reader = csv.reader((line for _, line in iter_lines(path, max_field_chars)), delimiter=delimiter, strict=True)
+    start = 1  # the line the record being read starts on (a quoted field may span lines)
     try:
         header = next(reader, None)
         if header is None:
@@ -183,7 +244,9 @@ def iter_csv(path: Path, max_field_chars: int | None = None) -> Iterator[tuple[s
                              f"({', '.join(repr(h) for h in header)})")
         yield "line 1 (header)", header
         width, row_no = len(header), 0
+        start = reader.line_num + 1
         for row in reader:
+            start = reader.line_num + 1
             if not row:
                 continue
             row_no += 1
@@ -193,6 +256,9 @@ def iter_csv(path: Path, max_field_chars: int | None = None) -> Iterator[tuple[s
             yield place, row
     except csv.Error as exc:
         if max_field_chars is not None and "field larger than field limit" in str(exc):
-            raise over_limit(path, max_field_chars, f"line {reader.line_num}: a field longer than "
-                             "this limit") from None
+            raise over_limit(path, max_field_chars, f"line {start}: a field of the record starting here is "
+                             "longer than this limit (or a quote opened in it is never closed)") from None
+        if str(exc) == "unexpected end of data":  # the file ended inside a quoted field
+            raise InputError(path, f"line {start}", "invalid CSV: a quoted field opened on this line is never "
+                             "closed (an unbalanced \")") from None
         raise InputError(path, f"line {reader.line_num}", f"invalid CSV: {exc}") from None

@@ -18,7 +18,7 @@ import numpy as np
 
 from factcheck.errors import InputError
 from factcheck.formats.files import atomic_path
-from factcheck.formats.records import iter_lines
+from factcheck.formats.records import iter_lines, parse_float
 
 NAME = "trec"
 QRELS_FIELDS = 4
@@ -144,12 +144,7 @@ def read_trec_run(path) -> dict[str, list[tuple[str, float]]]:
         if len(fields) != 6:
             raise InputError(path, place, f"expected 6 fields (qid Q0 docid rank score tag), found {len(fields)}")
         qid, _, docid, _, score, _ = fields
-        try:
-            value = float(score)
-        except ValueError:
-            value = math.nan
-        if not math.isfinite(value):
-            raise InputError(path, place, f"the score must be a finite number, got {score!r}")
+        value = parse_float(path, place, score, "the score")
         if (qid, docid) in first:
             raise InputError(path, place, f"query {qid!r} lists document {docid!r} twice (first at "
                              f"{first[qid, docid]})")

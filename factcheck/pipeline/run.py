@@ -43,7 +43,8 @@ from factcheck.errors import InputError
 from factcheck.formats.claims import (detect_claims_format, label_set, prefixed_params, read_claims,
                                      write_predictions)
 from factcheck.formats.evidence import source_spec
-from factcheck.formats.files import check_regular_file, sha256_file, write_json_atomic
+from factcheck.formats.files import (check_no_symlinks, check_regular_file, remove_stale_temporaries, sha256_file,
+                                     write_json_atomic)
 from factcheck.formats.rundir import MARKER, begin_run, end_run
 from factcheck.formats.splits import train_holdout_split
 from factcheck.training.classifier_cv import config_json
@@ -59,7 +60,8 @@ logger = logging.getLogger(__name__)
 
 #: What a run writes directly under its output directory (none may be a symbolic link).
 RUN_ENTRIES = (MARKER, "index", "model", "tuning", "plots", "metrics.json", "report.md",
-               *(f"{split}-claims-predictions{ext}" for split in ("dev", "test") for ext in (".json", ".explain.json")))
+               *(f"{split}-claims-predictions{ext}" for split in ("dev", "test")
+                 for ext in (".json", ".explain.json", ".jsonl")))
 #: What ``train`` writes into a model directory.
 MODEL_ENTRIES = ("classifier.skops", "rerank.skops", "tuning")
 
@@ -134,7 +136,8 @@ def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None,
                  title_column: str | None = None, index_titles: bool | None = None,
                  max_passage_chars: int | None = None, claims_format: str | None = None,
                  claims_id_column: str | None = None, claims_text_column: str | None = None,
-                 claims_label_column: str | None = None, claims_evidence_column: str | None = None) -> dict:
+                 claims_label_column: str | None = None, claims_evidence_column: str | None = None,
+                 max_claim_chars: int | None = None) -> dict:
     """``factcheck run``: everything end to end (see the module docstring).
 
     ``out`` is this run's alone while it runs (a second run into it fails at once, naming
@@ -175,6 +178,8 @@ def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None,
     claims_format, claims_id_column, claims_text_column, claims_label_column, claims_evidence_column : optional
         How to read the three claims files (:func:`~factcheck.formats.claims.read_claims`'s
         options, ``claims_`` in front).
+    max_claim_chars : int or None
+        A longer claim is an error (:func:`~factcheck.formats.claims.read_claims`).
 
     Returns
     -------
@@ -188,7 +193,7 @@ def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None,
     """
     from factcheck.tagging.backends import require_backend
     from factcheck.progress import progress_setting
-    from factcheck.tagging.outdir import DirectoryLock, check_no_symlinks
+    from factcheck.tagging.outdir import DirectoryLock
     if embedding_model is not None and mode != "open":
         raise InputError(None, None, "a local embedding model is for the open mode (mode open)",
                          param="embedding_model")
@@ -198,10 +203,14 @@ def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None,
     source = {"format": format, "id_column": id_column, "text_column": text_column, "title_column": title_column,
               "index_titles": index_titles, "max_passage_chars": max_passage_chars}
     claims = {"format": claims_format, "id_column": claims_id_column, "text_column": claims_text_column,
-              "label_column": claims_label_column, "evidence_column": claims_evidence_column}
+              "label_column": claims_label_column, "evidence_column": claims_evidence_column,
+              "max_claim_chars": max_claim_chars}
     files = find_data(data_dir, evidence, train=train, dev=dev, test=test)
     with DirectoryLock(Path(out)), progress_setting(progress):
         check_no_symlinks(Path(out), RUN_ENTRIES)
+        # What a killed run's atomic writes left (the index's and the model's: their jobs')
+        remove_stale_temporaries(Path(out), RUN_ENTRIES, recursive=False)
+        remove_stale_temporaries(Path(out) / "plots", ("*.png",), recursive=False)
         return _run_pipeline(data_dir, out, files, index_dir, method, jobs, force, progress, tag_args, mode,
                              embedding_model, source, claims)
 
@@ -333,7 +342,6 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     (recording ``mode``). In the open mode the index must have its passage vectors; their
     embedding model is recorded as ``embedding_model``."""
     from factcheck.reporting import report
-    from factcheck.tagging.outdir import check_no_symlinks
     from factcheck.training import selection
     from factcheck.training.classifier_cv import select_classifier
 
@@ -346,8 +354,11 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
         embedding = read_vectors_manifest(index.root, index.manifest)["model"]
     else:
         check_method(method, mode, also=("auto",))
+    model_dir = Path(model_dir or Path(out) / "model")
     check_no_symlinks(Path(out), ("tuning",))
-    check_no_symlinks(Path(model_dir or Path(out) / "model"), MODEL_ENTRIES)
+    check_no_symlinks(model_dir, MODEL_ENTRIES)
+    remove_stale_temporaries(model_dir, MODEL_ENTRIES, recursive=False)  # a killed training's
+    remove_stale_temporaries(Path(out) / "tuning", ("*.csv",), recursive=False)
     clock = clock or Clock(progress is False)
     fit, holdout = train_holdout_split(train)
     with clock.step("tuning and training retrievers on the training split"):
@@ -375,7 +386,7 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     # quarter of the run's wall time, and the steps' timings must add up to the total.
     with clock.step("saving the model"):
         report.write_csv(out / "tuning" / "classifier-cv.csv", chosen.summary["variants"])
-        save_system(model_dir or out / "model", chosen.model, retriever, meta, candidates.retrievers, reader)
+        save_system(model_dir, chosen.model, retriever, meta, candidates.retrievers, reader)
     system = FactChecker(index, retriever, chosen.model, {**meta, "reader": {"method": chosen.reader}}, reader)
     return Trained(system, candidates, chosen.config, chosen.evidence[chosen.reader], chosen)
 

@@ -32,6 +32,7 @@ from factcheck.evaluation.ir_metrics import DEFAULT_KS, judged_metrics
 from factcheck.formats.evidence import SourceSpec, as_source, iter_passage_batches
 from factcheck.formats.files import write_json_atomic, write_text_atomic
 from factcheck.formats.qrels import check_trec_id, write_trec_run
+from factcheck.formats.records import MAX_QUERY_CHARS, check_length, length_cap, shown
 from factcheck.retrieval.registry import DEPTH, check_method, make_retriever, retriever_spec
 
 __all__ = ["SELFTEST_METHODS", "SELF_KS", "JudgedRetrieval", "SelfRetrieval", "SelfRetrievalRun",
@@ -44,6 +45,8 @@ logger = logging.getLogger(__name__)
 #: project's BM25, side by side (the open mode adds dense and hybrid).
 SELFTEST_METHODS = ("tfidf", "bm25")
 OPEN_SELFTEST_METHODS = ("dense", "hybrid")
+#: What ``write_self_retrieval`` writes into its directory.
+SELFTEST_FILES = ("selftest.json", "selftest.md")
 SELF_KS = (1, 5, 10)
 # Queries ranked at a time (progress steps; a retriever may batch inside one).
 QUERY_BATCH = 1000
@@ -299,7 +302,7 @@ def write_self_retrieval(result: SelfRetrieval, out) -> tuple[Path, Path]:
     what programs read, last)."""
     from factcheck.reporting.workbench import self_retrieval_markdown
     out = Path(out)
-    json_path, md_path = out / "selftest.json", out / "selftest.md"
+    json_path, md_path = (out / name for name in SELFTEST_FILES)
     data = result.to_json()
     write_text_atomic(md_path, self_retrieval_markdown(data))
     write_json_atomic(json_path, data)
@@ -308,7 +311,7 @@ def write_self_retrieval(result: SelfRetrieval, out) -> tuple[Path, Path]:
 
 # --------------------------------------------------------------------------- search
 
-def search(retriever, texts: list[str], k: int = 10) -> list[list[dict]]:
+def search(retriever, texts: list[str], k: int = 10, max_query_chars: int | None = None) -> list[list[dict]]:
     """The top ``k`` documents for each free-text query: ``rank``, ``id``, ``score``,
     ``text`` (and ``title`` when the index has titles); documents scoring 0 are left out.
 
@@ -320,6 +323,8 @@ def search(retriever, texts: list[str], k: int = 10) -> list[list[dict]]:
         The queries.
     k : int
         Documents per query.
+    max_query_chars : int or None
+        A longer query is an error; None: :data:`~factcheck.formats.records.MAX_QUERY_CHARS`.
 
     Returns
     -------
@@ -334,10 +339,14 @@ def search(retriever, texts: list[str], k: int = 10) -> list[list[dict]]:
     >>> hit["rank"], hit["id"], round(hit["score"], 3), hit["text"][:40]
     (2, 'evidence-5', 0.26, 'Arctic sea ice extent in September has d')
     """
+    texts = list(texts)
+    cap = length_cap(max_query_chars, "max_query_chars", MAX_QUERY_CHARS)
+    for i, text in enumerate(texts, 1):
+        check_length(None, f"query {i}", text, cap, "max_query_chars")
     index = retriever.index_
     body_of = getattr(index, "body", index.text)
     out = []
-    for ranking in retriever.rank(list(texts), k):
+    for ranking in retriever.rank(texts, k):
         hits = []
         titles = ranking.titles or [None] * len(ranking)
         for rank, (pid, row, score, title) in enumerate(zip(ranking.ids, ranking.rows, ranking.scores, titles), 1):
@@ -355,7 +364,7 @@ def search(retriever, texts: list[str], k: int = 10) -> list[list[dict]]:
 
 def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[str, int]], depth: int = 1000,
                      ks=DEFAULT_KS, run_out=None, tag: str | None = None, progress: bool | None = None,
-                     queries_path=None, qrels_path=None) -> JudgedRetrieval:
+                     queries_path=None, qrels_path=None, max_query_chars: int | None = None) -> JudgedRetrieval:
     """Rank every judged query with a fitted retriever and score the run (trec_eval's
     metrics with 95% intervals); optionally write it as a TREC run file.
 
@@ -367,7 +376,7 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
         ``{qid: text}`` (e.g. :func:`~factcheck.formats.qrels.read_queries`); queries
         without judgments are skipped (a BEIR ``queries.jsonl`` holds every split).
     qrels : dict
-        ``{qid: {docid: grade}}``; every judged query must have a text.
+        ``{qid: {docid: grade}}``; every judged query must have a non-blank text.
     depth : int
         Documents ranked per query (the run's depth: MAP and MRR read all of it).
     ks : sequence of int
@@ -380,6 +389,8 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
         A progress bar (``None``: on a terminal).
     queries_path, qrels_path : str or Path or None
         The files the dicts came from, for error messages.
+    max_query_chars : int or None
+        A longer judged query is an error; None: :data:`~factcheck.formats.records.MAX_QUERY_CHARS`.
 
     Returns
     -------
@@ -407,6 +418,13 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
         raise InputError(qrels_path, f"query {missing[0]!r}", f"judged but not in the queries file {queries_path or ''} "
                          f"({len(missing)} of {len(qrels)} judged queries have no text)")
     judged = {qid: queries[qid] for qid in queries if qid in qrels}
+    cap = length_cap(max_query_chars, "max_query_chars", MAX_QUERY_CHARS)
+    for qid, text in judged.items():
+        check_length(queries_path, f"query {shown(qid)}", text, cap, "max_query_chars")
+    empty = [qid for qid, text in judged.items() if not text.strip()]
+    if empty:  # it would count as a query that matched nothing
+        raise InputError(queries_path, f"query {empty[0]!r}", f"is judged but its text is empty ({len(empty)} "
+                         f"of {len(judged)} judged queries)")
     if run_out is not None:  # before any ranking: an id a TREC file cannot hold
         check_trec_id(tag or retriever.name, "the run tag", run_out)
         for qid in judged:

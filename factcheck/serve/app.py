@@ -23,6 +23,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from factcheck.errors import InputError
+from factcheck.formats.files import loads_json
 from factcheck.formats.rundir import refuse_unfinished
 from factcheck.serve import dev as devview
 from factcheck.serve import present
@@ -89,9 +90,9 @@ def _run_index(run_dir: Path) -> Path:
     if (run_dir / "index").is_dir():
         return run_dir / "index"
     try:
-        recorded = json.loads((run_dir / "metrics.json").read_text("utf-8"))["run"]["index"]
+        recorded = loads_json((run_dir / "metrics.json").read_text("utf-8"))["run"]["index"]
         return Path(recorded)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return run_dir / "index"
 
 

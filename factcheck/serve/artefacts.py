@@ -8,13 +8,13 @@ and never opens a path taken from a request.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from factcheck.errors import InputError
 from factcheck.formats.claims import read_claims, read_predictions
+from factcheck.formats.records import decode_object
 from factcheck.pipeline.run import DATA_FILES
 
 logger = logging.getLogger(__name__)  # notes for whoever serves the app (the CLI shows them)
@@ -36,10 +36,17 @@ class Artefacts:
 
 
 def _read_json(path: Path) -> dict:
+    """A JSON object, or the one-line error (a list, or invalid JSON or UTF-8, is not one)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise InputError(path, None, f"invalid JSON: {exc}") from None
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"byte {exc.start}", "invalid UTF-8") from None
+    return decode_object(path, None, text)
+
+
+def _object(value) -> dict:
+    """``value`` when a JSON object, else an empty one: a field of another shape is left out."""
+    return value if isinstance(value, dict) else {}
 
 
 def list_plots(plot_dir: Path) -> dict[str, bytes]:
@@ -61,7 +68,8 @@ def _gold_file(run_dir: Path, metrics: dict) -> Path | None:
     (``dev-claims.json``, FEVER's ``shared_task_dev.jsonl``, ...); a relative data_dir is tried
     against the current directory and then the run directory's parents (it was relative to
     the cwd of ``factcheck run``)."""
-    data_dir = Path((metrics.get("run") or {}).get("data_dir") or "")
+    data_dir = _object(metrics.get("run")).get("data_dir")
+    data_dir = Path(data_dir if isinstance(data_dir, str) else "")
     if not str(data_dir):
         return None
     bases = [Path()] if data_dir.is_absolute() else [Path.cwd(), *run_dir.resolve().parents]
@@ -88,11 +96,11 @@ def load_artefacts(run_dir: Path | None, dev_claims: Path | None = None) -> Arte
             sidecar = run_dir / "dev-claims-predictions.explain.json"
             if sidecar.is_file():
                 obj = _read_json(sidecar)
-                a.explain, a.explain_method = obj.get("claims", {}), obj.get("method")
+                a.explain, a.explain_method = _object(obj.get("claims")), obj.get("method")
         if dev_claims is None and a.metrics is not None:
             dev_claims = _gold_file(run_dir, a.metrics)
             if dev_claims is None:
-                note = (f"gold dev file not found (data_dir {a.metrics.get('run', {}).get('data_dir')!r} "
+                note = (f"gold dev file not found (data_dir {_object(a.metrics.get('run')).get('data_dir')!r} "
                         "from metrics.json); pass --dev-claims FILE")
                 a.notes.append(note)
                 logger.warning(note)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import textwrap
 
 from factcheck.errors import InputError
+from factcheck.formats.records import MAX_QUERY_CHARS, check_length, length_cap
 
 BAR = 24  # characters of the widest probability bar
 
@@ -28,12 +29,16 @@ PATHS = {
 
 
 def check_claim(claim: str, run_dir=None, index_dir=None, model_dir=None, method: str = "best",
-                mode: str | None = None) -> dict:
+                mode: str | None = None, max_claim_chars: int | None = None) -> dict:
+    """``factcheck check``'s view of one claim (a claim longer than ``max_claim_chars``, default
+    :data:`~factcheck.formats.records.MAX_QUERY_CHARS`, is an error)."""
     from factcheck.system.checker import FactChecker
     from factcheck.system.model_dir import available_methods, load_retriever
     from factcheck.serve.app import resolve_paths
     from factcheck.serve.explain import check_view
 
+    check_length(None, "the claim", claim, length_cap(max_claim_chars, "max_claim_chars", MAX_QUERY_CHARS),
+                 "max_claim_chars")
     claim = " ".join(claim.split())
     if not claim:
         raise InputError(None, None, "the claim is empty; give the claim text in quotes", param="claim")

@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from factcheck.formats.files import TMP_PREFIX, current_umask, sha256_file
+from factcheck.formats.files import TMP_PREFIX, current_umask, loads_json, sha256_file
 
 __all__ = ["CACHE_FOLDERS", "RECORD", "CacheStatus", "DerivedCache"]
 
@@ -198,7 +198,7 @@ def _adopt(folder: Path, load: Callable[[Path], T]) -> T:
 
 def _read_record(entry: Path) -> dict | None:
     try:
-        record = json.loads((entry / RECORD).read_text("utf-8"))
+        record = loads_json((entry / RECORD).read_text("utf-8"))
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) else None

@@ -19,7 +19,6 @@ the worker bodies are :mod:`factcheck.tagging.tasks`.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import shutil
 from collections.abc import Callable
@@ -30,7 +29,7 @@ import numpy as np
 
 from factcheck.errors import InputError
 from factcheck.formats.evidence import SourceSpec, as_source, iter_passage_records
-from factcheck.formats.files import crashpoint, write_json_atomic
+from factcheck.formats.files import crashpoint, loads_json, write_json_atomic
 from factcheck.tagging import outdir, store
 from factcheck.tagging.backends import WorkerPool, require_backend
 from factcheck.tagging.packing import pack_strings
@@ -222,10 +221,10 @@ class TagJob:
         yielding each shard number once it is on disk."""
         split_path = out / store.WORK_DIR / "split.json"
         try:
-            split = json.loads(split_path.read_text("utf-8"))
+            split = loads_json(split_path.read_text("utf-8"))
             resumed = split.get("key") == plan_key and all(
                 store.is_done(out, store.passages_name(s["shard"]), plan_key) for s in split["shards"])
-        except (FileNotFoundError, ValueError):
+        except (FileNotFoundError, ValueError, AttributeError, KeyError, TypeError):  # not ours: split again
             resumed = False
         if resumed:
             shards += split["shards"]

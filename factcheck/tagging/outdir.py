@@ -6,7 +6,7 @@ runs into one ``--out`` interleaved their shards into an index that passed ``ver
 (docs/decisions.md); the kernel releases it when the holder dies. :func:`prepare` tells a
 complete index (nothing to do), an unfinished one (resume), another run's or the user's
 files (refused without ``force``); ``--force`` deletes only names this tool writes. No
-symbolic link among our names is followed (:func:`check_no_symlinks`), and :func:`wipe`
+symbolic link among our names is followed (:func:`~factcheck.formats.files.check_no_symlinks`), and :func:`wipe`
 checks that every path it deletes resolves inside the directory; ``--out`` itself may be
 a link: it is the directory the user named.
 """
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from factcheck.errors import InputError
-from factcheck.formats.files import TMP_PREFIX, write_json_atomic
+from factcheck.formats.files import SYMLINK_REFUSED, TMP_PREFIX, check_no_symlinks, write_json_atomic
 from factcheck.formats.rundir import MARKER
 from factcheck.tagging import store
 from factcheck.tagging.derived import CACHE_FOLDERS
@@ -36,8 +36,6 @@ INDEX_ENTRIES = (store.MANIFEST, LOCK_FILE, store.PASSAGES_DIR, store.TAGS_DIR, 
                  store.WORK_DIR, store.VECTORS_DIR, LEGACY_MODELS_DIR, *CACHE_FOLDERS)
 #: The folders the tagging job writes into (the legacy one too: --force empties it).
 WRITTEN = (store.PASSAGES_DIR, store.TAGS_DIR, store.VOCABULARY_DIR, store.WORK_DIR, LEGACY_MODELS_DIR)
-SYMLINK_REFUSED = ("is a symbolic link; refusing to write or delete through it (remove the link, "
-                   "or choose another output directory)")
 
 # Every file name the tagging job and the open mode's vector job write (relative to the
 # output directory), the temporary names they are built under, and the joblib format's
@@ -182,23 +180,6 @@ def is_ours(rel: str) -> bool:
     return bool(_OURS.match(rel))
 
 
-def check_no_symlinks(out: Path, names=INDEX_ENTRIES) -> None:
-    """Refuse (one line, naming the link) when any of ``names`` directly under ``out``, or
-    anything below those of them that are folders, is a symbolic link."""
-    out = Path(out)
-    for name in names:
-        top = out / name
-        if top.is_symlink():
-            raise InputError(top, None, SYMLINK_REFUSED)
-        if not top.is_dir():
-            continue
-        for dirpath, dirnames, filenames in os.walk(top):  # never descends into a link
-            for entry in sorted(dirnames + filenames):
-                path = Path(dirpath) / entry
-                if path.is_symlink():
-                    raise InputError(path, None, SYMLINK_REFUSED)
-
-
 def _inside(out_real: Path, out: Path, path: Path) -> bool:
     """``path`` (under ``out``) resolves to the same place under ``out``'s real path: no
     component of it is a link to elsewhere."""
@@ -213,7 +194,7 @@ def wipe(out: Path) -> int:
     directory at all rather than guess. Returns the number of files deleted.
     """
     out = Path(out)
-    check_no_symlinks(out)
+    check_no_symlinks(out, INDEX_ENTRIES)
     out_real = Path(os.path.realpath(out))
     manifest = out / store.MANIFEST
     if manifest.is_file():
@@ -288,7 +269,7 @@ def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[
     """Decide between 'already complete' (returns its manifest), 'resume', 'fresh' and
     'refuse' (an InputError) for a run of ``plan`` into ``out``; ``report`` receives the
     one-line messages about what was found."""
-    check_no_symlinks(out)
+    check_no_symlinks(out, INDEX_ENTRIES)
     manifest_path = out / store.MANIFEST
     plan_path = out / store.WORK_DIR / "plan.json"
     if manifest_path.is_file():

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from factcheck.errors import FactcheckWarning, InputError, IntegrityError
-from factcheck.formats.files import atomic_dir, dumps_json, sha256_bytes, sha256_file, write_json_atomic
+from factcheck.formats.files import atomic_dir, dumps_json, loads_json, sha256_bytes, sha256_file, write_json_atomic
 from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.packing import pack_strings, unpack_strings
 
@@ -284,7 +284,7 @@ def is_done(root: Path, name: str, key: str) -> dict | None:
     """The ``files`` of ``name``'s done record if it matches ``key`` and the bytes on disk
     (no file missing, none extra), else None."""
     try:
-        rec = json.loads(done_record_path(root, name).read_text("utf-8"))
+        rec = loads_json(done_record_path(root, name).read_text("utf-8"))
         files = rec["files"]
         if rec.get("key") == key and _files_of(Path(root) / name) == {n: f["sha256"] for n, f in files.items()}:
             return files
@@ -296,7 +296,7 @@ def is_done(root: Path, name: str, key: str) -> dict | None:
 def recorded_files(root: Path, name: str) -> dict:
     """The ``files`` a done record holds, without re-reading them: once this run wrote
     them or :func:`is_done` checked their bytes (hashing 1.2M passages again costs ~0.45 s)."""
-    return json.loads(done_record_path(root, name).read_text("utf-8"))["files"]
+    return loads_json(done_record_path(root, name).read_text("utf-8"))["files"]
 
 
 # --------------------------------------------------------------------------- manifest
@@ -363,7 +363,7 @@ def read_manifest(root: Path) -> Manifest:
         raise IntegrityError(path, None, "missing: not a complete tag index "
                              "(run `factcheck tag EVIDENCE --out DIR` to build or resume it)")
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = loads_json(path.read_text("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise IntegrityError(path, None, f"corrupt manifest ({exc.__class__.__name__})") from None
     found = data.get("format") if isinstance(data, dict) else None
@@ -380,7 +380,7 @@ def read_manifest(root: Path) -> Manifest:
 
 def _format_problem(root: Path, data, found) -> str:
     version = found.removeprefix(FORMAT_FAMILY) if isinstance(found, str) and found.startswith(FORMAT_FAMILY) else ""
-    if not version.isdigit():
+    if not (version.isascii() and version.isdigit() and len(version) < 10):  # '²' is a digit int() refuses
         return f"not a {MANIFEST_FORMAT} manifest"
     if int(version) > FORMAT_VERSION:
         return f"an index of a newer format ({found}) than this factcheck reads ({MANIFEST_FORMAT}): upgrade factcheck"

@@ -79,7 +79,7 @@ MATRIX = {
         argv=("--id-column", "pid", "--text-column", "body")),
     # found by the hardening review (more in tests/reliability/test_hardening.py)
     "CSV with an unclosed quote": Case(
-        "tag", "e.csv", b'id,text\n1,"ice melts\n2,sea rises\n3,heat\n', ("line 4", "invalid CSV")),
+        "tag", "e.csv", b'id,text\n1,"ice melts\n2,sea rises\n3,heat\n', ("line 2", "never closed")),
     "lone surrogate in a passage": Case(
         "tag", "e.json", b'{"e1": "ok", "e2": "sea \\ud800 ice"}', ("passage 2", "lone surrogate \\ud800")),
     "lone surrogate in a passage (JSONL)": Case(

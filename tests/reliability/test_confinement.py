@@ -120,3 +120,62 @@ def test_train_refuses_a_symlinked_file_in_the_model_directory(tmp_path, elsewhe
     assert_one_line_error(proc, "classifier.skops", "symbolic link")
     assert _snapshot(elsewhere) == before
     assert os.listdir(model) == ["classifier.skops"] and (model / "classifier.skops").is_symlink()
+
+
+WORKBENCH = Path(__file__).resolve().parents[1] / "data" / "workbench" / "papers.csv"
+SELFTEST = ("selftest", WORKBENCH, "--id-column", "paper_id", "--text-column", "abstract", "--query-column", "title",
+            "--jobs", "1", "--chunk-window", "0")
+
+
+def test_selftest_refuses_a_symlinked_index_under_out(tmp_path, elsewhere):
+    """Before: selftest built its whole index in the link's target (exit 0); run refused it."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "index").symlink_to(elsewhere, target_is_directory=True)
+    before = _snapshot(elsewhere)
+    proc = in_process(*SELFTEST, "--out", out)
+    assert_one_line_error(proc, str(out / "index"), "symbolic link")
+    assert _snapshot(elsewhere) == before
+
+
+@pytest.mark.parametrize("command", ["convert", "export-tags", "selftest", "retrieve"])
+def test_no_writer_replaces_or_follows_a_link_at_its_output_name(tmp_path, elsewhere, demo_index, command):
+    """The one rule, at every writer: a link at the name written is refused, the link and its
+    target left as they were (before: the atomic rename replaced the user's link)."""
+    target = elsewhere / "plan.json"
+    link = tmp_path / ("selftest.json" if command == "selftest" else "out.json")
+    link.symlink_to(target)
+    before = _snapshot(elsewhere)
+    args = {"convert": ("convert", "claims", DEMO / "dev-claims.json", "--to", "jsonl", "--out", link),
+            "export-tags": ("export-tags", demo_index, "--out", link),
+            "selftest": (*SELFTEST, "--out", tmp_path, "--index", tmp_path / "index"),
+            "retrieve": ("retrieve", "--index", demo_index, "--claims", DEMO / "dev-claims.json", "--out", link,
+                         "--method", "bm25")}[command]
+    proc = in_process(*args)
+    assert_one_line_error(proc, str(link), "symbolic link")
+    assert _snapshot(elsewhere) == before and link.is_symlink()
+
+
+def test_stale_temporaries_are_ours_by_shape_and_name_never_a_link(tmp_path, elsewhere):
+    from factcheck.formats.files import remove_stale_temporaries
+    ours = [".tmp-rerank.skops.ab12_x9z", ".tmp-confusion.png.k3j4h5g6"]
+    kept = [".tmp-rerank.skops", ".tmp-notes.txt.ab12cd34", "rerank.skops", ".tmp-rerank.skops.AB12CD34"]
+    for name in ours + kept:
+        (tmp_path / name).write_text("x")
+    (tmp_path / ".tmp-classifier.skops.zzzzzzzz").mkdir()  # a folder of ours (atomic_dir's)
+    (tmp_path / ".tmp-classifier.skops.yyyyyyyy").symlink_to(elsewhere, target_is_directory=True)
+    before = _snapshot(elsewhere)
+    assert remove_stale_temporaries(tmp_path, ("*.skops", "*.png"), recursive=False) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(kept + [".tmp-classifier.skops.yyyyyyyy",
+                                                                       "users-own"])
+    assert _snapshot(elsewhere) == before
+
+
+def test_a_device_or_fifo_at_an_output_name_is_refused_not_replaced(tmp_path, demo_index):
+    """Before: the atomic rename replaced it with a regular file (as root, ``--out /dev/tty``
+    would replace the terminal's device node)."""
+    import stat
+    fifo = tmp_path / "tags.jsonl"
+    os.mkfifo(fifo)
+    assert_one_line_error(in_process("export-tags", demo_index, "--out", fifo), str(fifo), "FIFO")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)

@@ -99,7 +99,7 @@ def test_csv_with_an_unclosed_quote_is_an_error_not_merged_rows(tmp_path):
     path = tmp_path / "e.csv"
     path.write_bytes(b'id,text\n1,"ice melts\n2,sea rises\n3,heat\n')
     proc = in_process("tag", path, "--out", tmp_path / "out", "--jobs", "1")
-    assert_one_line_error(proc, str(path), "line 4", "invalid CSV")
+    assert_one_line_error(proc, str(path), "line 2", "invalid CSV", "never closed")  # where the quote opened
     assert not (tmp_path / "out" / "manifest.json").exists()
 
 

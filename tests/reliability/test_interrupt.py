@@ -79,3 +79,23 @@ def test_a_duplicate_id_found_at_the_end_removes_the_shards_written(tmp_path):
     fixed = tmp_path / "fixed.json"
     fixed.write_text(json.dumps(corpus), "utf-8")
     assert in_process("tag", fixed, "--out", out, "--jobs", "1", "--shard-size", "10").returncode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["before-rename:rerank.skops", "before-rename:confusion.png"])
+def test_a_run_killed_mid_write_is_quiet_and_its_rerun_leaves_no_temporaries(tmp_path, point):
+    """Before: the kill's loky resource tracker printed multi-line ``leaked folder/semlock``
+    warnings, and ``model/.tmp-rerank.skops.*`` / ``plots/.tmp-*.png.*`` stayed after a rerun."""
+    from harness.crashpoints import crash_env
+    from helpers import make_run
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "factcheck", "run", "--data-dir", str(DEMO), "--out", str(out),
+                           "--quiet", "--jobs", "2"], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env=crash_env(point))
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert "resource_tracker" not in proc.stderr and "leaked" not in proc.stderr, proc.stderr
+    assert list(out.rglob(".tmp-*")), "the kill left no temporary: the point moved"
+    (out / "plots" / ".tmp-notes.txt").parent.mkdir(exist_ok=True)
+    (out / "plots" / ".tmp-notes.txt").write_text("the user's")  # not of our shape: kept
+    make_run(out)
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob(".tmp-*")) == ["plots/.tmp-notes.txt"]

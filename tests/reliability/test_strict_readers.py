@@ -147,7 +147,7 @@ def test_every_format_and_the_titles_are_under_the_cap(tmp_path, fmt):
     with pytest.raises(InputError, match="max_passage_chars 59: ") as err:
         read_passages(source_spec(path, max_passage_chars=59, **options))
     line = err.value.one_line()
-    assert str(path) in line and ("60 characters" in line or "a field longer than this limit" in line), line
+    assert str(path) in line and ("60 characters" in line or "longer than this limit" in line), line
 
 
 def test_a_huge_fever_page_is_refused_while_it_streams(tmp_path):
@@ -168,4 +168,46 @@ def test_a_claims_csv_naming_a_column_twice_is_refused(tmp_path):
     path = tmp_path / "claims.csv"
     path.write_text("id,claim,claim\nc1,Ice melts.,Ice grows.\n", "utf-8")
     with pytest.raises(InputError, match=r"line 1 \(header\): names the column 'claim' twice"):
+        read_claims(path)
+
+
+def _limited(gib: float):
+    import resource
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (int(gib * (1 << 30)),) * 2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("what", ["claims", "source"])
+def test_a_gzip_bomb_line_is_refused_within_bounded_memory_in_any_file_read_by_lines(tmp_path, what, demo_index):
+    """512 MB in one JSON line of a claims file (line 2), or of a knowledge source (line 1,
+    read by format detection). Before: read whole (about 1.5 GB; under a 1.5 GiB address
+    space limit, 'out of memory'); now refused after a bounded read, naming the line."""
+    import subprocess
+    import sys
+
+    from helpers import ROOT
+    path = tmp_path / ("claims.jsonl.gz" if what == "claims" else "e.jsonl.gz")
+    key = "claim" if what == "claims" else "text"
+    with gzip.open(path, "wt", encoding="utf-8", compresslevel=1) as fh:
+        fh.write(json.dumps({"id": "c1", key: "Seas rise."}) + "\n" if what == "claims" else "")
+        fh.write(f'{{"id": "c2", "{key}": "')
+        for _ in range(32):
+            fh.write("x" * (1 << 24))
+        fh.write('"}\n')
+    args = (["retrieve", "--index", demo_index, "--claims", path, "--out", tmp_path / "p.json", "--method", "bm25"]
+            if what == "claims" else ["tag", path, "--out", tmp_path / "out", "--jobs", "1"])
+    proc = subprocess.run([sys.executable, "-m", "factcheck", *map(str, args)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, preexec_fn=_limited(1.5))
+    line = assert_one_line_error(proc, str(path), "line 2" if what == "claims" else "line 1", "longer than")
+    assert "out of memory" not in line
+
+
+def test_a_course_claims_file_read_whole_has_a_bound(tmp_path, monkeypatch):
+    from factcheck.errors import InputError
+    from factcheck.formats import course
+    from factcheck.formats.claims import read_claims
+    path = tmp_path / "claims.json"
+    path.write_text(json.dumps({f"c{i}": {"claim_text": "Seas rise."} for i in range(50)}, indent=1), "utf-8")
+    monkeypatch.setattr(course, "MAX_WHOLE_BYTES", 1000)
+    with pytest.raises(InputError, match="holds more than 1,000 bytes"):
         read_claims(path)
