@@ -1,15 +1,9 @@
 """BM25 over the full passage text (the project's stems): Lucene's variant, scored by the core.
 
-The index's stems are counted once into a term-major matrix (:func:`~factcheck.scoring.counting.count_corpus`);
-one (k1, b)'s weights are derived from it in a few vectorised passes
-(:func:`~factcheck.scoring.bm25.bm25_weights`), so a sweep over (k1, b) never re-counts.
-A claim is its stems as a bag of words (duplicates counted); a batch of claims is scored
-by one sparse product and ranked by :func:`~factcheck.scoring.topk.top_k`.
-
-Both are kept next to the tags (:class:`~factcheck.tagging.derived.DerivedCache` entries:
-``bm25/counts/`` and ``bm25/lucene-k1_<k1>-b_<b>/``, sha256-checked before every load,
-memory-mapped, skipped when the index is read-only), so a served index neither re-analyses
-its passages nor holds every weight in its own memory.
+The index's stems are counted once into a term-major matrix; any (k1, b)'s weights derive
+from it (:func:`~factcheck.scoring.bm25.bm25_weights`). Both are cached in the index
+(``bm25/counts/``, ``bm25/lucene-k1_<k1>-b_<b>/``: :class:`~factcheck.tagging.derived.DerivedCache`)
+and memory-mapped.
 """
 
 from __future__ import annotations
@@ -22,7 +16,7 @@ from factcheck.errors import check_choice, check_number
 from factcheck.retrieval.base import Retriever, Scored
 from factcheck.scoring.bm25 import bm25_weights
 from factcheck.scoring.counting import CorpusCounts, count_corpus, count_terms
-from factcheck.scoring.matrix import TermMatrix
+from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
 from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.packing import pack_strings, unpack_strings
 from factcheck.text.analyzer import analyze, shared_stems
@@ -57,11 +51,6 @@ class BM25Retriever(Retriever):
         Stem -> row of ``weights_``.
     weights_ : TermMatrix
         The BM25 weight of every (stem, passage).
-
-    See Also
-    --------
-    TagRuleRetriever : the 2024 tag rule.
-    RerankRetriever : a learned reranker over BM25 candidates.
 
     Example
     -------
@@ -110,11 +99,11 @@ class BM25Retriever(Retriever):
             weights_key = {"counts": key, "k1": self.k1, "b": self.b, "method": self.method}
             data = cache.load_or_build(
                 f"bm25/{self.method}-k1_{self.k1:g}-b_{self.b:g}", weights_key,
-                lambda folder: _save_data(bm25_weights(counts.counts, counts.lengths, self.k1, self.b).data, folder),
-                _load_data)
+                lambda folder: save_arrays(folder, {"data": bm25_weights(counts.counts, counts.lengths, self.k1,
+                                                                         self.b).data}),
+                lambda folder: load_array(folder, "data"))
             terms, self.weights_ = counts.terms, counts.counts.with_data(data)
-            # The in-memory counts serve a tuning sweep's many settings; once on disk they
-            # are ~10 bytes an entry that nothing reads any more.
+            # Once on disk, the in-memory counts (a tuning sweep's) are read no more.
             _COUNTS.pop(index, None)
         self.vocabulary_ = {t: j for j, t in enumerate(terms)}
 
@@ -148,28 +137,25 @@ def corpus_counts(index) -> CorpusCounts:
     return counts
 
 
+def save_terms(folder, terms: list[str], **arrays) -> None:
+    """``terms`` packed (``terms_utf8``, ``terms_offsets``) and ``arrays``, as ``.npy`` in ``folder``."""
+    buf, offsets = pack_strings(terms)
+    save_arrays(folder, {"terms_utf8": buf, "terms_offsets": offsets, **arrays})
+
+
+def load_terms(folder) -> list[str]:
+    """The terms :func:`save_terms` wrote."""
+    return unpack_strings(load_array(folder, "terms_utf8"), load_array(folder, "terms_offsets"))
+
+
 def _save_counts(counts: CorpusCounts, folder) -> None:
-    buf, offsets = pack_strings(counts.terms)
-    for name, array in (("terms_utf8", buf), ("terms_offsets", offsets), ("lengths", counts.lengths)):
-        with open(folder / f"{name}.npy", "wb") as fh:
-            np.save(fh, array, allow_pickle=False)
+    save_terms(folder, counts.terms, lengths=counts.lengths)
     counts.counts.save(folder)
 
 
 def _load_counts(folder) -> CorpusCounts:
-    def arr(name):
-        return np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
-    terms = unpack_strings(arr("terms_utf8"), arr("terms_offsets"))
-    counts = TermMatrix.load(folder)
-    if len(terms) != counts.n_terms or len(arr("lengths")) != counts.n_units:
+    terms, counts, lengths = load_terms(folder), TermMatrix.load(folder), load_array(folder, "lengths")
+    if len(terms) != counts.n_terms or len(lengths) != counts.n_units:
         raise ValueError("inconsistent BM25 counts")
-    return CorpusCounts(terms, counts, arr("lengths"))
+    return CorpusCounts(terms, counts, lengths)
 
-
-def _save_data(data: np.ndarray, folder) -> None:
-    with open(folder / "data.npy", "wb") as fh:
-        np.save(fh, data, allow_pickle=False)
-
-
-def _load_data(folder) -> np.ndarray:
-    return np.load(folder / "data.npy", mmap_mode="r", allow_pickle=False)

@@ -1,20 +1,10 @@
 """Long passages as overlapping word windows, for any retriever.
 
-Passages run from 1 to 2,334 words. A long passage dilutes both TF-IDF tags and BM25
-length normalisation, so a retriever can instead index windows of ``window`` words
-(consecutive windows share ``overlap`` words). Results are collapsed back: a passage
-is represented by its best-ranked chunk, and the explanation says which words it was.
-
-The chunked corpus is itself tagged by the offline job (as a JSONL source with ids
-``<passage id>#<chunk>``) so the tag rule works on chunks exactly as on passages. A claim's
-chunks are scored once; the best are ranked by the core's top-k, as deep as it takes to
-cover ``k`` passages, and collapsed to their passages
-(:func:`~factcheck.scoring.topk.first_per_group`: a passage ranks as its best chunk); the
-evidence is the inner retriever's, collapsed the same way. The
-chunk index is a derived cache of the passage index (``DIR/chunks/w<window>-o<overlap>/``,
-see :class:`~factcheck.tagging.derived.DerivedCache`): built once, checked before reuse.
-A retriever that reads passage vectors (the open mode's) gets the chunks' own, embedded
-into the chunk index on first use (``.../index/vectors/``, verified by its own manifest).
+The chunks are tagged by the offline job (ids ``<passage id>#<chunk>``) into a derived
+cache of the passage index (``chunks/w<window>-o<overlap>/``), so every retriever works on
+them as on passages; a passage ranks as its best chunk
+(:func:`~factcheck.scoring.topk.first_per_group`). A retriever that reads passage vectors
+gets the chunks' own, embedded into the chunk index on first use.
 """
 
 from __future__ import annotations
@@ -59,15 +49,11 @@ def chunk_passages(texts: list[str], window: int, overlap: int) -> Chunks:
             owner.append(row)
             spans.append((0, len(words)))
             continue
-        start = 0
-        while True:
+        for start in range(0, len(words) - window + step, step):  # until a window reaches the end
             end = min(start + window, len(words))
             out_texts.append(" ".join(words[start:end]))
             owner.append(row)
             spans.append((start, end))
-            if end == len(words):
-                break
-            start += step
     return Chunks(out_texts, np.asarray(owner, dtype=np.int64), spans)
 
 
@@ -91,8 +77,7 @@ class ChunkedRetriever(Retriever):
     Parameters
     ----------
     inner : Retriever
-        The retriever that searches the chunks (any method; unfitted -- a clone of it is
-        fitted to the chunk index, ``inner`` itself is left as given).
+        The retriever that searches the chunks (a clone of it is fitted to the chunk index).
     window : int, default 100
         Words per chunk (at least 1).
     overlap : int, default 20
@@ -158,8 +143,7 @@ class ChunkedRetriever(Retriever):
             f"chunks/w{self.window}-o{self.overlap}", key,
             lambda folder: _tag_chunks(chunks, index.ids, tag_params, folder),
             lambda folder: TagIndex.load(folder / "index"))
-        if getattr(self.inner, "needs_vectors", False):
-            # The open mode's retrievers embed the chunks too, with the passages' own model.
+        if getattr(self.inner, "needs_vectors", False):  # embedded with the passages' model
             from factcheck.tagging.vectors import PassageVectorJob, read_vectors_manifest
             model = read_vectors_manifest(index.root, index.manifest)["model"]
             PassageVectorJob(progress=False, embedding_model=model).run(self.chunk_index_.root,

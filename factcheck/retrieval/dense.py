@@ -1,12 +1,9 @@
 """Open mode retrieval: dense (embedding cosine) and hybrid (BM25 + dense) retrievers.
 
-Dense search is exact: the claim's vector against every passage vector
-(:mod:`factcheck.tagging.vectors`, float16 on disk, widened to float32 once at ``fit``),
-one claim at a time, block by block, so a claim's ranking never depends on its
-batch-mates; why exact and not an ANN index: docs/decisions.md. Hybrid fusion
-(:func:`fuse`): ``"max"`` scales each score list by the claim's best score and mixes them
-with weight ``alpha`` on the dense side; ``"rrf"`` is weighted reciprocal-rank fusion of
-the two top-``rrf_depth`` lists.
+Dense search is exact, one claim at a time, so a claim's ranking never depends on its
+batch-mates (docs/decisions.md, "Exact dense search"). Hybrid fusion (:func:`fuse`):
+``"max"`` scales each score list by the claim's best and mixes them with weight ``alpha``
+on the dense side; ``"rrf"`` is weighted reciprocal-rank fusion of the two top lists.
 """
 
 from __future__ import annotations
@@ -97,8 +94,7 @@ class DenseRetriever(Retriever):
 
 
 # Loaded vector matrices, shared by every retriever fitted to the same vectors while any
-# holds them: the app fits dense and hybrid, a run sweeps hybrid then fits the chosen one,
-# and each float32 copy is 316 MB at 316K passages.
+# holds them (each float32 copy is 316 MB at 316K passages).
 _LOADED = weakref.WeakValueDictionary()
 
 
@@ -116,10 +112,8 @@ def _shared_vectors(index, identity: dict) -> tuple[np.ndarray, str]:
 
 def fuse(bm25: np.ndarray, dense: np.ndarray, alpha: float, fusion: str = "max",
          rrf_depth: int = 1000) -> np.ndarray:
-    """One fused score per passage from its BM25 and dense scores (see the module docstring).
-
-    ``alpha`` is the dense side's weight: 0 ranks like BM25, 1 like dense.
-    """
+    """One fused score per passage from its BM25 and dense scores; ``alpha``: the dense
+    side's weight (0 ranks like BM25, 1 like dense)."""
     if check_choice(fusion, "fusion", FUSIONS) == "max":
         # float64 so the scaling never merges two distinct float32 scores into a tie.
         lexical, semantic = (s.astype(np.float64) / s.max() if s.max() > 0 else np.zeros(len(s))

@@ -1,26 +1,9 @@
-"""The 2024 tag rule, reproduced exactly and vectorised over an inverted index of tags.
+"""The 2024 tag rule (docs/retrieval.md), reproduced exactly and vectorised.
 
-The rule, per claim:
-
-1. claim tags = the claim's stems (same analysis as tagging), sorted, duplicates kept;
-   overlap counts use the distinct set;
-2. claim tags and each passage's tags are vectorised by the 1,000-term tag model;
-   ``cosine`` is their dot product (both rows are L2-normalised);
-3. ``overlap`` = |shared tags| / min(|distinct claim tags|, |passage tags|);
-   ``combined`` = cosine + overlap;
-4. keep passages with cosine > ``t_sim`` and overlap > ``t_overlap``; order them by
-   combined descending (ties by corpus order); keep those whose shared-tag count equals
-   the largest among kept ones, at most ``top_n``  -> path "filtered";
-5. if none pass: the ``top_n`` best by combined over the whole corpus -> path "fallback".
-   Passages sharing no tag score 0 and follow in corpus order (as a stable sort over the
-   whole corpus would place them).
-
-How: the shared-tag counts and the cosines are two sparse products of the claim with
-term-major matrices (:class:`~factcheck.scoring.matrix.TermMatrix`) that touch only the
-postings of the claim's stems; a passage sharing no tag can never pass the filter. A
-cosine adds the claim's terms in ascending term order from zero, as the per-passage
-reference in the tests does, so threshold decisions agree bit for bit. Rankings hold the
-passages sharing a tag; the rule's fallback still fills ``top_n`` with zero-score
+The shared-tag counts and the cosines are two sparse products of the claim with
+term-major matrices touching only its stems' postings; a cosine adds the claim's terms in
+ascending term order from zero, as the per-passage reference in the tests does, so every
+threshold decision agrees bit for bit. The fallback still fills ``top_n`` with zero-score
 passages in corpus order, as the 2024 rule did.
 """
 
@@ -37,16 +20,14 @@ from factcheck.text.analyzer import analyze
 
 
 class TagRuleRetriever(Retriever):
-    """The 2024 tag rule: passages whose tags match the claim's stems (see the module docstring).
+    """The 2024 tag rule: passages whose tags match the claim's stems.
 
     Parameters
     ----------
     t_sim : float, default 0.55
-        Cosine threshold, in [0, 1]: a passage passes only if its tag cosine with the
-        claim is above it.
+        A passage passes only if its tag cosine with the claim is above it (in [0, 1]).
     t_overlap : float, default 0.5
-        Tag-overlap threshold, in [0, 1]: |shared tags| / min(|claim tags|, |passage tags|)
-        must be above it.
+        |shared tags| / min(|claim tags|, |passage tags|) must be above it too (in [0, 1]).
     top_n : int, default 6
         At most this many passages are returned.
 
@@ -54,10 +35,6 @@ class TagRuleRetriever(Retriever):
     ----------
     index_ : TagIndex
         The index fitted to.
-
-    See Also
-    --------
-    BM25Retriever : ranks by BM25 over the full passage text.
 
     Example
     -------
@@ -91,7 +68,6 @@ class TagRuleRetriever(Retriever):
         self._vocab_col = {t: j for j, t in enumerate(vocab)}
         tags = sp.csr_matrix((np.ones(len(index.tag_terms), dtype=np.int16), index.tag_terms, index.tag_indptr),
                              shape=(n, len(vocab)))
-        # Term-major: what a claim reads (the reranker computes the few passage rows it needs).
         self._tags = TermMatrix.from_units(tags)
         del tags
         self._space = TermMatrix.from_units(index.tag_space_rows())
@@ -118,8 +94,7 @@ class TagRuleRetriever(Retriever):
         return distinct, cand, shared, cosine, overlap, cosine + overlap
 
     def _fallback(self, cand, combined, top_n):
-        """The rule's fallback: the ``top_n`` best by combined, then zero-score rows in
-        corpus order (as the 2024 rule's sort over the whole corpus placed them)."""
+        """The ``top_n`` best by combined, then zero-score rows in corpus order."""
         rows, scores = top_k(combined, top_n, cand)
         if len(rows) < top_n:
             fill = _first_rows_not_in(cand, top_n - len(rows), len(self.index_))
@@ -135,10 +110,7 @@ class TagRuleRetriever(Retriever):
             yield Scored(scored[1], scored[5], scored)
 
     def choose(self, scored, t_sim: float, t_overlap: float, top_n: int):
-        """Apply the rule to a claim's scores: (chosen rows, path, number that passed the filter).
-
-        Separate from scoring so a threshold sweep scores each claim once.
-        """
+        """The rule on a claim's scores: (chosen rows, path, number that passed the filter)."""
         distinct, cand, shared, cosine, overlap, combined = scored
         passed = np.flatnonzero((cosine > t_sim) & (overlap > t_overlap))
         if len(passed):
@@ -149,13 +121,8 @@ class TagRuleRetriever(Retriever):
         return rows, "fallback", 0
 
     def sweep(self, claims, t_sims, t_overlaps, top_ns) -> dict:
-        """Every (t_sim, t_overlap, top_n) combination at once: -> per-claim (rows, path).
-
-        Gives exactly what :meth:`choose` gives for each point, but scores each claim once
-        and sorts its candidates once: the filter keeps the combined-score order, the
-        fallback order does not depend on the thresholds, and a smaller ``top_n`` is a
-        prefix of a larger one. ``claims`` may be any iterable (e.g. a progress bar).
-        """
+        """:meth:`choose` at every (t_sim, t_overlap, top_n) -> per-claim (rows, paths), each
+        claim scored and sorted once (a smaller ``top_n`` is a prefix of a larger one)."""
         self._check_fitted()
         out = {(a, b, n): ([], []) for a in t_sims for b in t_overlaps for n in top_ns}
         max_n = max(top_ns)

@@ -1,16 +1,9 @@
 """TF-IDF cosine over the full text: the minimal retrieval pipeline's scorer.
 
-A unit (a passage, or a chunk) is weighted ``(1 + ln tf) * idf``, ``idf = ln((1 + N) /
-(1 + df)) + 1``, L2-normalised (scikit-learn's ``TfidfVectorizer(sublinear_tf=True)``:
-the core's :class:`~factcheck.scoring.tfidf.TfidfSpace`); a query the same way with the
-corpus's IDF (unseen terms dropped), so the dot product is the cosine. Every term counts.
-Analysis (:data:`~factcheck.text.analyzer.ANALYZERS`): ``"plain"`` (lower-cased
-letter/digit runs minus stop words and single characters: the minimal pipeline, whose
-self-retrieval figures on the arXiv collection this reproduces, ``docs/workbench.md``) or
-``"stems"`` (the project's Porter stems, as the tags and BM25 read). The units' vectors
-are kept term-major (:class:`~factcheck.scoring.matrix.TermMatrix`) and cached in the
-index directory (``DIR/tfidf/<analyzer>/``, a :class:`~factcheck.tagging.derived.DerivedCache`
-entry); a batch of claims is one sparse product, ranked by the core's top-k.
+Units are weighted ``(1 + ln tf) * idf`` and L2-normalised (scikit-learn's
+``TfidfVectorizer(sublinear_tf=True)``: :class:`~factcheck.scoring.tfidf.TfidfSpace`); a
+query the same way with the corpus's IDF, so the dot product is the cosine. The units'
+vectors are term-major and cached in the index (``tfidf/<analyzer>/``).
 """
 
 from __future__ import annotations
@@ -21,11 +14,11 @@ import numpy as np
 
 from factcheck.errors import check_number
 from factcheck.retrieval.base import Retriever, Scored
+from factcheck.retrieval.bm25 import load_terms, save_terms
 from factcheck.scoring.counting import count_terms
-from factcheck.scoring.matrix import TermMatrix
+from factcheck.scoring.matrix import TermMatrix, load_array
 from factcheck.scoring.tfidf import TfidfSpace
 from factcheck.tagging.derived import DerivedCache
-from factcheck.tagging.packing import pack_strings, unpack_strings
 from factcheck.text.analyzer import analyzer_of, check_analyzer
 
 __all__ = ["TfidfModel", "TfidfRetriever"]
@@ -34,16 +27,8 @@ CACHE_VERSION = "tfidf-sublinear-smooth-l2/2"
 
 
 class TfidfModel:
-    """A fitted TF-IDF space and its units' vectors, term-major.
-
-    Parameters
-    ----------
-    space : TfidfSpace
-        The corpus's terms (sorted), their IDF; sublinear tf.
-    postings : TermMatrix
-        Each term's units (ascending) and their weight in the unit's L2-normalised vector.
-    analyzer : str
-        The analyzer the terms come from (``"plain"`` or ``"stems"``).
+    """A fitted TF-IDF ``space``, its units' vectors term-major (``postings``) and the
+    ``analyzer`` its terms come from.
 
     Example
     -------
@@ -61,32 +46,28 @@ class TfidfModel:
 
     @classmethod
     def build(cls, texts: list[str], analyzer: str = "plain") -> "TfidfModel":
+        """The model of a corpus."""
         space, units = TfidfSpace.fit(count_terms(list(texts), analyzer), sublinear=True)
         return cls(space, TermMatrix.from_units(units), analyzer)
 
     def transform(self, texts: list[str]):
-        """The L2-normalised TF-IDF vectors of ``texts`` (rows) in this space; terms the
-        corpus never saw are dropped before normalising (as scikit-learn's transform)."""
+        """The TF-IDF vectors of ``texts`` (rows) in this space."""
         return self.space.transform(texts, self.analyzer)
 
     def save(self, folder: Path) -> None:
-        buf, offsets = pack_strings(self.space.terms)
-        for name, array in (("terms_utf8", buf), ("terms_offsets", offsets), ("idf", self.space.idf_)):
-            with open(Path(folder) / f"{name}.npy", "wb") as fh:
-                np.save(fh, array, allow_pickle=False)
+        """The model as ``.npy`` files and ``analyzer.txt`` in ``folder``."""
+        save_terms(folder, self.space.terms, idf=self.space.idf_)
         self.postings.save(folder)
         (Path(folder) / "analyzer.txt").write_text(f"{self.analyzer}\n")
 
     @classmethod
     def load(cls, folder: Path) -> "TfidfModel":
-        def arr(name):
-            return np.load(Path(folder) / f"{name}.npy", allow_pickle=False)
-        terms = unpack_strings(arr("terms_utf8"), arr("terms_offsets"))
-        postings = TermMatrix.load(folder)
-        if len(terms) != postings.n_terms or len(arr("idf")) != postings.n_terms:
+        """The model :meth:`save` wrote."""
+        terms, postings, idf = load_terms(folder), TermMatrix.load(folder), load_array(folder, "idf", mmap=False)
+        if len(terms) != postings.n_terms or len(idf) != postings.n_terms:
             raise ValueError("inconsistent TF-IDF cache")
         analyzer = check_analyzer((Path(folder) / "analyzer.txt").read_text().strip())
-        return cls(TfidfSpace(terms, arr("idf"), sublinear=True), postings, analyzer)
+        return cls(TfidfSpace(terms, idf, sublinear=True), postings, analyzer)
 
 
 class TfidfRetriever(Retriever):
@@ -95,9 +76,8 @@ class TfidfRetriever(Retriever):
     Parameters
     ----------
     analyzer : {"plain", "stems"}, default "plain"
-        ``"plain"``: lower-cased letter/digit tokens, stop words and single characters
-        dropped, no stemming (the minimal pipeline's analysis); ``"stems"``: the
-        project's Porter stems (as BM25 and the tags read).
+        ``"plain"``: lower-cased letter/digit tokens, no stemming (the minimal pipeline's);
+        ``"stems"``: the project's Porter stems (as BM25 and the tags read).
     k : int, default 5
         Passages returned per claim by :meth:`retrieve`.
     cache : bool, default True
@@ -110,11 +90,6 @@ class TfidfRetriever(Retriever):
         The index fitted to.
     model_ : TfidfModel
         The fitted space (terms, IDF) and the units' vectors.
-
-    See Also
-    --------
-    BM25Retriever : BM25 over the project's stems.
-    ChunkedRetriever : the same retriever over word windows.
 
     Example
     -------

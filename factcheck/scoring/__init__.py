@@ -1,11 +1,8 @@
 """The sparse scoring core: one weight matrix per scorer, one product, one top-k.
 
-``counting`` (text -> term counts, the one vectorised counter), ``tfidf`` (smoothed IDF,
-L2 rows: :class:`TfidfSpace`), ``bm25`` (Lucene's BM25 weights), ``matrix``
-(:class:`TermMatrix`: terms x units, scored by a sparse product in bounded batches, saved
-as ``.npy`` and memory-mapped) and ``topk`` (:func:`top_k`: score descending, ties by row,
-nothing padded). Every retriever, the tagging job and the reranker's features score
-through these; none imports a higher layer.
+``counting`` (text -> term counts), ``tfidf`` (:class:`TfidfSpace`), ``bm25`` (Lucene's
+weights), ``matrix`` (:class:`TermMatrix`, terms x units, scored by a sparse product) and
+``topk`` (score descending, ties by row, nothing padded).
 """
 
 from factcheck.scoring.bm25 import bm25_weight, bm25_weights, length_norm, lucene_idf

@@ -1,13 +1,8 @@
 """BM25, Lucene's variant: the one formula behind the BM25 retriever and the reranker's BM25.
 
-For a term of document frequency ``df`` in ``N`` units: ``idf = ln(1 + (N - df + 0.5) /
-(df + 0.5))`` and ``weight = idf * tf / (tf + k1 * (1 - b + b * dl / avgdl))`` (``tf``:
-its count in the unit, ``dl``: the unit's length in terms). A query scores a unit by the
-sum of its terms' weights, each as often as the query holds it. Computed as bm25s
-computes its ``lucene`` index (IDF rounded to float32, float64 intermediates, float32
-weights), so scores agree with bm25s's to float32 precision
-(``tests/unit/test_bm25_reference.py``); one (k1, b)'s weights derive from the term
-counts in a few vectorised passes, so a sweep never re-counts.
+``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``, ``weight = idf * tf / (tf + k1 * (1 - b + b
+* dl / avgdl))``; a query sums its terms' weights. Rounded as bm25s's ``lucene`` index
+(float32 IDF, float64 intermediates, float32 weights; ``tests/unit/test_bm25_reference.py``).
 """
 
 from __future__ import annotations
@@ -40,19 +35,16 @@ def length_norm(doc_len: np.ndarray, k1: float, b: float) -> np.ndarray:
 
 
 def bm25_weight(tf, norm, idf) -> np.ndarray:
-    """The float32 weight of term counts ``tf`` in units of length norm ``norm``
-    (:func:`length_norm`) for terms of IDF ``idf`` (broadcast together)."""
+    """The float32 weight of counts ``tf`` given :func:`length_norm` ``norm`` and ``idf`` (broadcast)."""
     tf = np.asarray(tf, dtype=np.float64)
     idf = np.asarray(idf, dtype=np.float32).astype(np.float64)
     return (idf * (tf / (norm + tf))).astype(np.float32)
 
 
 def bm25_weights(counts: TermMatrix, doc_len: np.ndarray, k1: float, b: float) -> TermMatrix:
-    """The BM25 weight matrix of term counts (a term-major :class:`TermMatrix` of ``tf``)
-    and unit lengths: the same postings, float32 weights.
-
-    Computed a block of terms at a time: float64 intermediates for every entry at once
-    would cost ~40 bytes an entry (1.9 GB at 5M passages) for a float32 result.
+    """The BM25 weights of term counts (a term-major :class:`TermMatrix` of ``tf``) and
+    unit lengths: the same postings, float32 weights, computed a block of terms at a time
+    (bounded float64 intermediates).
 
     Example
     -------

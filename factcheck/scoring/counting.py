@@ -1,12 +1,7 @@
 """Text -> term counts: the one vectorised counter (tagging's shards, every scorer's queries).
 
-Texts are tokenised a batch at a time (:func:`factcheck.text.analyzer.word_tokens_of_texts`),
-each token is looked up once through ``map`` and stemmed once per process, and numpy
-builds the rows and counts (why: a loop over passages is Python-bound and was more than
-twice as slow; docs/decisions.md). The columns of one call's :class:`ShardCounts` are
-its own terms, sorted; :meth:`ShardCounts.to_columns` maps them onto a fixed
-vocabulary's columns. ``tests/unit/test_tagging.py`` compares the counts with the
-analyzer applied text by text.
+Texts are tokenised a batch at a time, each distinct token is stemmed once per process,
+and numpy builds the rows and counts (docs/decisions.md, "Tokenising a batch").
 """
 
 from __future__ import annotations
@@ -27,34 +22,31 @@ if TYPE_CHECKING:
 UNSEEN, DROPPED, BREAK = -3, -1, -2
 
 
-class _TokenIds:
-    """Per process: token -> id of its stem (or DROPPED), kept across shards, so a shard
-    only stems (and looks up) the tokens no earlier shard had -- why: building the
-    token table anew for every shard is a quarter of the shard's counting. It is the memo of
-    :func:`~factcheck.text.analyzer.stem_token` here (a TextAnalyzer's would hold every
-    token a second time); one table per analyzer (``term_of``: its per-token rule)."""
+class TokenIds:
+    """Token -> id of its term (or DROPPED), kept across shards so that a shard only
+    analyses new tokens; ids in first-seen order. ``term_of``: the analyzer's token rule."""
 
     def __init__(self, term_of=None):
         self.term_of = term_of or term_of_token("stems")
         self.of: dict[str, int] = {}
-        self.stems: list[str] = []       # stem of each id
-        self._stem_id: dict[str, int] = {}
+        self.stems: list[str] = []       # term of each id
+        self.stem_id: dict[str, int] = {}  # term -> id
 
     MAX_TOKENS = TextAnalyzer.MAX_MEMO
 
     def limit_memory(self) -> None:
-        """Start afresh between shards once the table is full (a long-lived in-process
-        caller would otherwise keep every token it ever counted)."""
+        """Start afresh once the table is full (a long-lived caller sees unbounded tokens)."""
         if len(self.of) > self.MAX_TOKENS:
-            self.of, self.stems, self._stem_id = {}, [], {}
+            self.of, self.stems, self.stem_id = {}, [], {}
 
     def ids(self, tokens: list[str], marker: str) -> np.ndarray:
+        """The id of each token; ``marker`` (closing each text) gets BREAK."""
         self.of.setdefault(marker, BREAK)
         ids = np.fromiter(map(self.of.get, tokens, itertools.repeat(UNSEEN)), dtype=np.int64, count=len(tokens))
         unseen = np.flatnonzero(ids == UNSEEN)
         if unseen.size:
-            stem_id = self._stem_id
-            for token in {tokens[i] for i in unseen.tolist()}:
+            stem_id = self.stem_id
+            for token in dict.fromkeys(tokens[i] for i in unseen.tolist()):
                 s = self.term_of(token)
                 if not s:
                     self.of[token] = DROPPED
@@ -67,7 +59,7 @@ class _TokenIds:
         return ids
 
 
-_TOKEN_IDS = {"stems": _TokenIds()}  # per analyzer, one per worker process, reused across shards
+_TOKEN_IDS = {"stems": TokenIds()}  # per analyzer, one per worker process, reused across shards
 
 
 @dataclass
@@ -86,9 +78,8 @@ class ShardCounts:
         return np.bincount(self.matrix.indices, minlength=len(self.terms)).astype(np.int64)
 
     def to_columns(self, column: dict[str, int], dtype=None) -> sp.csr_matrix:
-        """The counts on a fixed vocabulary's columns (``column``: term -> column; terms
-        it lacks are dropped), canonical, with int32 index arrays (what a product with a
-        :class:`~factcheck.scoring.matrix.TermMatrix` reads without copying it)."""
+        """The counts on a fixed vocabulary's columns (``column``: term -> column; other
+        terms dropped), canonical, int32 indices (as a :class:`TermMatrix` product reads)."""
         m = self.matrix
         local = np.fromiter(map(column.get, self.terms, itertools.repeat(-1)), dtype=np.int64, count=len(self.terms))
         mapped = local[m.indices]
@@ -102,8 +93,7 @@ class ShardCounts:
 
 
 def count_docs(docs: list[list[str]]) -> ShardCounts:
-    """The counts of texts already analysed (one list of terms each), terms sorted: for a
-    few short documents (claims); :func:`count_terms` counts text."""
+    """The counts of documents already analysed (one list of terms each), terms sorted."""
     terms = sorted({t for doc in docs for t in doc})
     column = {t: j for j, t in enumerate(terms)}
     rows = np.repeat(np.arange(len(docs), dtype=np.int64), [len(d) for d in docs])
@@ -114,16 +104,11 @@ def count_docs(docs: list[list[str]]) -> ShardCounts:
 
 
 def count_terms(texts: list[str], analyzer: str = "stems") -> ShardCounts:
-    """The term counts of ``texts`` under ``analyzer`` (one row each; the stems by default,
-    ``"plain"`` for letter/digit tokens, see :data:`~factcheck.text.analyzer.ANALYZERS`);
-    local terms sorted (deterministic).
-
-    Texts are tokenised ``BATCH`` at a time: the token list and its arrays cost ~100 bytes
-    a token, so a whole shard of long passages at once would not be bounded by much.
-    """
+    """The term counts of ``texts`` under ``analyzer`` (:data:`~factcheck.text.analyzer.ANALYZERS`),
+    one row each, local terms sorted; tokenised ``BATCH`` texts at a time (~100 bytes a token)."""
     token_ids = _TOKEN_IDS.get(check_analyzer(analyzer))
     if token_ids is None:
-        token_ids = _TOKEN_IDS[analyzer] = _TokenIds(term_of_token(analyzer))
+        token_ids = _TOKEN_IDS[analyzer] = TokenIds(term_of_token(analyzer))
     token_ids.limit_memory()
     underscore = analyzer == "stems"
     pieces = [_count_ids(texts[at:at + BATCH], token_ids, underscore) for at in range(0, max(len(texts), 1), BATCH)]
@@ -146,11 +131,9 @@ BATCH = 10_000
 
 
 def token_cells(ids: np.ndarray, n_ids: int):
-    """A batch's stream of token ids -- one per token of
-    :func:`~factcheck.text.analyzer.word_tokens_of_texts`, ``BREAK`` for the marker closing
-    each text, other negatives for tokens without a stem -- as ``(rows, ids, cell_rows,
-    cell_ids, counts)``: the row and id of every kept token in order, and the distinct
-    (row, id) cells with their counts, sorted by row, then id (``n_ids`` bounds the ids)."""
+    """A batch's token ids (``BREAK`` closing each text, other negatives dropped) as ``(rows,
+    ids, cell_rows, cell_ids, counts)``: every kept token's row and id in order, and the
+    distinct (row, id) cells with their counts, sorted (``n_ids`` bounds the ids)."""
     ends = ids == BREAK
     rows = np.cumsum(ends) - ends  # the marker after text r closes row r
     kept = ids >= 0
@@ -160,7 +143,7 @@ def token_cells(ids: np.ndarray, n_ids: int):
     return rows, ids, cells // n_ids, cells % n_ids, counts
 
 
-def _count_ids(texts: list[str], token_ids: _TokenIds, underscore: bool = True):
+def _count_ids(texts: list[str], token_ids: TokenIds, underscore: bool = True):
     """(stems per row, stem ids, counts) of ``texts``, row by row, ids ascending in a row."""
     tokens, marker = word_tokens_of_texts(texts, underscore)
     ids = token_ids.ids(tokens, marker)
@@ -179,12 +162,8 @@ class CorpusCounts:
 
 
 def count_corpus(batches, analyzer: str = "stems") -> CorpusCounts:
-    """Count ``(first row, texts)`` batches in corpus order (a tag index's shards:
-    ``TagIndex.text_batches``) into one term-major matrix, a batch's arrays at a time.
-
-    Why not one :func:`count_terms` of every text: the per-text Python lists cost ~1 GB
-    more at 1.2M passages; here only one batch's arrays are held before each is written
-    into its columns in place. Term ids are the sorted terms, whatever the batches."""
+    """Count ``(first row, texts)`` batches in corpus order (``TagIndex.text_batches``) into
+    one term-major matrix, terms sorted, holding one batch's Python lists at a time."""
     from factcheck.scoring.matrix import TermMatrix
     shards, lengths, column = [], [], {}
     for _, texts in batches:

@@ -1,14 +1,9 @@
 """A term-major weight matrix and the one way to score queries against it.
 
-A scorer keeps one matrix of terms x units (CSR: each term's units, ascending, with their
-weights). A batch of queries (queries x terms) is one sparse product ``Q @ W`` touching
-only the postings of the query terms; a query's row holds exactly the units it scored.
-A row depends on its own query only (each entry sums the query's terms in ascending term
-order, from zero), so a score has the same bits whatever the batch; batches hold at most
-:data:`PRODUCT_BUDGET` product entries (~1M keeps a product in cache; 8M was ~3x slower
-per entry). Index arrays are int32 while they can be, and a query gets the same index and
-data dtypes: scipy converts a product's arrays to one dtype, and a mismatch copied the
-whole weight matrix at every product. Saved as ``.npy``, loaded memory-mapped.
+A batch of queries (queries x terms) is one sparse product ``Q @ W`` touching only the
+query terms' postings. Each entry sums its query's terms in ascending term order from
+zero, so a score has the same bits whatever the batch. Queries get the matrix's index and
+data dtypes (a mismatch makes scipy copy the whole matrix at every product).
 """
 
 from __future__ import annotations
@@ -22,7 +17,7 @@ from factcheck.scoring.topk import top_k
 
 __all__ = ["PRODUCT_BUDGET", "TermMatrix"]
 
-#: Entries of one batch's product at most (an upper bound; one query may exceed it alone).
+#: Entries of one batch's product at most (one query may exceed it alone); ~1M stays in cache.
 PRODUCT_BUDGET = 1_000_000
 _ARRAYS = ("indptr", "indices", "data")
 
@@ -93,14 +88,9 @@ class TermMatrix:
         return TermMatrix(self.indptr, self.indices, data, self.n_units)
 
     # ------------------------------------------------------------------ scoring
-    def products(self, queries, budget: int | None = None, sort: bool = False):
-        """Each query's ``(units, scores)``, in order: the units sharing a term with it.
-
-        ``queries`` (n_queries x n_terms) hold each query's term weights; ``budget``
-        bounds a batch's product entries (None: :data:`PRODUCT_BUDGET`); ``sort`` gives
-        each query's units in ascending order.
-        """
-        budget = PRODUCT_BUDGET if budget is None else budget
+    def products(self, queries, sort: bool = False):
+        """Each query's ``(units, scores)`` in order: the units sharing a term with it
+        (ascending with ``sort``). ``queries``: n_queries x n_terms term weights."""
         q = sp.csr_matrix(queries)
         dtype = self.indptr.dtype
         q = sp.csr_matrix((q.data.astype(self.data.dtype, copy=False), q.indices.astype(dtype, copy=False),
@@ -113,7 +103,7 @@ class TermMatrix:
         start, n = 0, q.shape[0]
         while start < n:
             stop, total = start + 1, per_query[start]
-            while stop < n and total + per_query[stop] <= budget:
+            while stop < n and total + per_query[stop] <= PRODUCT_BUDGET:
                 total += per_query[stop]
                 stop += 1
             product = q[start:stop] @ self.csr
@@ -124,9 +114,9 @@ class TermMatrix:
                 yield product.indices[a:b], product.data[a:b]
             start = stop
 
-    def rank(self, queries, k: int, budget: int | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    def rank(self, queries, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Each query's top ``k`` units and scores (:func:`~factcheck.scoring.topk.top_k`)."""
-        return [top_k(scores, k, units) for units, scores in self.products(queries, budget)]
+        return [top_k(scores, k, units) for units, scores in self.products(queries)]
 
     def full(self, units: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """A query's scores as one vector over every unit (0 where it scored none)."""
@@ -136,21 +126,27 @@ class TermMatrix:
 
     # ------------------------------------------------------------------ files
     def save(self, folder, prefix: str = "") -> None:
-        """``{prefix}indptr.npy``, ``{prefix}indices.npy``, ``{prefix}data.npy`` and
-        ``{prefix}shape.npy`` in ``folder``."""
-        arrays = {"indptr": self.indptr, "indices": self.indices, "data": self.data,
-                  "shape": np.array([self.n_terms, self.n_units], dtype=np.int64)}
-        for name, array in arrays.items():
-            with open(Path(folder) / f"{prefix}{name}.npy", "wb") as fh:
-                np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
+        """``{prefix}`` + ``indptr``, ``indices``, ``data`` and ``shape`` ``.npy`` in ``folder``."""
+        save_arrays(folder, {"indptr": self.indptr, "indices": self.indices, "data": self.data,
+                             "shape": np.array([self.n_terms, self.n_units], dtype=np.int64)}, prefix)
 
     @classmethod
-    def load(cls, folder, prefix: str = "", data: np.ndarray | None = None) -> "TermMatrix":
-        """A matrix :meth:`save` wrote, memory-mapped; ``data``: other weights for its postings."""
-        def arr(name):
-            return np.load(Path(folder) / f"{prefix}{name}.npy", mmap_mode="r", allow_pickle=False)
-        n_terms, n_units = (int(x) for x in np.load(Path(folder) / f"{prefix}shape.npy", allow_pickle=False))
-        out = cls(arr("indptr"), arr("indices"), arr("data") if data is None else data, n_units)
+    def load(cls, folder, prefix: str = "") -> "TermMatrix":
+        """A matrix :meth:`save` wrote, memory-mapped."""
+        n_terms, n_units = (int(x) for x in load_array(folder, f"{prefix}shape", mmap=False))
+        out = cls(*(load_array(folder, prefix + name) for name in _ARRAYS), n_units)
         if out.n_terms != n_terms:
             raise ValueError("inconsistent term matrix shape")
         return out
+
+
+def save_arrays(folder, arrays: dict, prefix: str = "") -> None:
+    """Each array as ``{prefix}{name}.npy`` in ``folder`` (``allow_pickle=False``)."""
+    for name, array in arrays.items():
+        with open(Path(folder) / f"{prefix}{name}.npy", "wb") as fh:
+            np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
+
+
+def load_array(folder, name: str, mmap: bool = True) -> np.ndarray:
+    """``{name}.npy`` of ``folder``, memory-mapped unless ``mmap`` is False, no pickles."""
+    return np.load(Path(folder) / f"{name}.npy", mmap_mode="r" if mmap else None, allow_pickle=False)

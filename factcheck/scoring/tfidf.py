@@ -1,11 +1,8 @@
 """TF-IDF: smoothed IDF, optional sublinear tf, L2-normalised rows (scikit-learn's, bit for bit).
 
-The weighting of every TF-IDF here (the tags' model, the tag rule's cosine space, the
-workbench's retriever, the reranker's passage vectors and claim memory):
 ``idf = ln((1 + n) / (1 + df)) + 1``, weight ``tf * idf`` (``(1 + ln tf) * idf`` when
-sublinear), rows divided by their L2 norm. :func:`tfidf_rows` is scikit-learn's
-``TfidfTransformer`` transform operation for operation (``tests/unit/test_tagging.py``)
-without importing it (~0.75 CPU-s in each tagging worker for ~0.1 s of work).
+sublinear), rows divided by their L2 norm, computed as scikit-learn's ``TfidfTransformer``
+computes them without importing it (docs/decisions.md, "Tagging workers").
 """
 
 from __future__ import annotations
@@ -21,8 +18,7 @@ __all__ = ["TfidfSpace", "smoothed_idf", "tfidf_rows"]
 
 
 def smoothed_idf(doc_freq: np.ndarray, n_docs: int) -> np.ndarray:
-    """``ln((1 + n_docs) / (1 + df)) + 1`` per term (float64), as scikit-learn's
-    ``smooth_idf=True`` computes it, operation for operation."""
+    """``ln((1 + n_docs) / (1 + df)) + 1`` per term (float64), in scikit-learn's operations."""
     df = np.asarray(doc_freq).astype(np.float64)
     df += 1.0
     idf = np.full_like(df, fill_value=n_docs + 1, dtype=np.float64)
@@ -33,27 +29,9 @@ def smoothed_idf(doc_freq: np.ndarray, n_docs: int) -> np.ndarray:
 
 
 def tfidf_rows(counts, idf: np.ndarray, sublinear: bool = False) -> sp.csr_matrix:
-    """The L2-normalised TF-IDF rows of a count matrix (float64 CSR, canonical).
-
-    Parameters
-    ----------
-    counts : scipy.sparse matrix
-        Term counts, one row a document (canonical: duplicates summed, as counting gives them).
-    idf : ndarray
-        The IDF of each column.
-    sublinear : bool, default False
-        ``1 + ln(tf)`` in place of ``tf``.
-
-    Returns
-    -------
-    scipy.sparse.csr_matrix
-        Rows whose squares sum to 1 (rows without a weight stay empty).
-
-    Notes
-    -----
-    Each row's norm is the square root of its squares added one after the other, as
-    scikit-learn's loop adds them (scipy's CSR mat-vec does; numpy's own sums pair them up
-    and round differently), and the row is divided by it.
+    """The L2-normalised TF-IDF rows (float64 CSR) of canonical term ``counts``, one row a
+    document, given each column's ``idf``; ``sublinear``: ``1 + ln(tf)`` for ``tf``. A row's
+    squares are added in order by scipy's mat-vec, as scikit-learn's loop adds them.
 
     Example
     -------
@@ -74,23 +52,8 @@ def tfidf_rows(counts, idf: np.ndarray, sublinear: bool = False) -> sp.csr_matri
 
 
 class TfidfSpace:
-    """A fitted TF-IDF space: its terms (columns, sorted) and their IDF.
-
-    Parameters
-    ----------
-    terms : list of str
-        The vocabulary; column ``j`` is ``terms[j]``.
-    idf : ndarray of float64
-        Each term's IDF.
-    sublinear : bool, default False
-        ``1 + ln(tf)`` in place of ``tf``.
-
-    Attributes
-    ----------
-    vocabulary_ : dict of str to int
-        Term -> column.
-    idf_ : ndarray of float64
-        ``idf``.
+    """A fitted TF-IDF space: ``terms`` (column ``j`` is ``terms[j]``), their ``idf``
+    (``idf_``; ``vocabulary_``: term -> column) and whether tf is ``sublinear``.
 
     Example
     -------
@@ -112,23 +75,13 @@ class TfidfSpace:
 
     @classmethod
     def fit(cls, docs, sublinear: bool = False) -> tuple["TfidfSpace", sp.csr_matrix]:
-        """The space of a corpus and the corpus's rows in it.
-
-        Parameters
-        ----------
-        docs : ShardCounts or list of list of str
-            The corpus counted (:func:`~factcheck.scoring.counting.count_terms`), or each
-            document's terms.
-        sublinear : bool, default False
-            ``1 + ln(tf)`` in place of ``tf``.
-        """
+        """The space of a corpus (:class:`ShardCounts`, or each document's terms) and its rows."""
         counts = docs if isinstance(docs, ShardCounts) else count_docs(docs)
         space = cls(counts.terms, smoothed_idf(counts.doc_freq, counts.matrix.shape[0]), sublinear)
         return space, tfidf_rows(counts.matrix, space.idf_, sublinear)
 
     def weigh(self, counts: ShardCounts) -> sp.csr_matrix:
-        """Counts (their own terms) as rows of this space; terms it lacks are dropped
-        before normalising, as scikit-learn's ``transform`` drops them."""
+        """Counts (their own terms) as rows of this space; unknown terms dropped before normalising."""
         return tfidf_rows(counts.to_columns(self.vocabulary_), self.idf_, self.sublinear)
 
     def vectors(self, docs: list[list[str]]) -> sp.csr_matrix:
@@ -136,6 +89,5 @@ class TfidfSpace:
         return self.weigh(count_docs(docs))
 
     def transform(self, texts: list[str], analyzer: str = "stems") -> sp.csr_matrix:
-        """Each text, analysed by ``analyzer`` (:data:`~factcheck.text.analyzer.ANALYZERS`),
-        as a row of this space."""
+        """Each text, analysed by ``analyzer``, as a row of this space."""
         return self.weigh(count_terms(list(texts), analyzer))

@@ -1,14 +1,10 @@
-"""Where shard tasks run: in this process, on local worker processes (joblib's loky
-backend), or on a Dask cluster (its futures).
+"""Where shard tasks run: in this process, on joblib's loky workers, or on a Dask cluster
+(its futures: joblib's Dask backend never returns from a killed worker, docs/decisions.md).
 
-A task's arguments are paths, a shard number and a key, never passages, and it returns
-little; results come back in task order, and nothing a task writes depends on which
-worker ran it, so the bytes are the same for any backend or number of jobs, and a
-worker's memory is set by the shard size, not the corpus. One :class:`WorkerPool` serves
-every map stage of a job and stops its workers when the job ends (idle workers would
-otherwise hold ~550 MB for joblib's 300 s timeout). Dask runs through its futures rather
-than joblib's Dask backend, which never returns from a worker killed for memory
-(docs/decisions.md).
+A task's arguments are paths, a shard number and a key, never passages; results come back
+in task order and nothing a task writes depends on its worker, so the bytes are the same
+for any backend or number of jobs. One :class:`WorkerPool` serves every map stage of a job
+and stops its workers when the job ends.
 """
 
 from __future__ import annotations
@@ -28,19 +24,16 @@ from factcheck.tagging.heap import keep_freed_memory
 
 BACKENDS = ("loky", "dask")
 CLUSTER_HINT = "needs the optional extra dask[distributed]: pip install -e '.[cluster]'"
-# The environment variables that size native thread pools (BLAS, OpenMP, numexpr) in a
-# worker process; set per worker so N workers do not each start one thread per core.
+# The environment variables that size a worker's native thread pools (BLAS, OpenMP, numexpr).
 NATIVE_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                       "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 
 
 @contextlib.contextmanager
 def sigint_for_this_process_only():
-    """Block SIGINT in this thread while worker processes (and the threads that start more
-    of them) are created: they inherit the blocked signal, so a terminal's Ctrl-C stops
-    this process alone, which then stops its workers (workers interrupted while importing
-    printed tracebacks). A Ctrl-C inside the block is delivered as it ends. The resource
-    trackers start first: starting multiprocessing's unblocks SIGINT again (Python 3.11)."""
+    """Block SIGINT while worker processes are created: they inherit the mask, so a Ctrl-C
+    stops this process alone, which stops its workers (delivered as the block ends). The
+    resource trackers start first: starting multiprocessing's unblocks SIGINT (Python 3.11)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -56,33 +49,23 @@ def sigint_for_this_process_only():
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
-def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
 def resolve_jobs(jobs: int | None) -> int:
+    """joblib's convention: -1 = every core this process may use; None or 0 = 1."""
     if jobs is None or jobs == 0:
         return 1
     if jobs < 0:
-        return max(1, available_cores() + 1 + jobs)
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not Linux
+            cores = os.cpu_count() or 1
+        return max(1, cores + 1 + jobs)
     return jobs
-
-
-def _dask_timeout() -> float:
-    """Dask's own connect timeout (``DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT``), in seconds."""
-    import dask
-    from dask.utils import parse_timedelta
-    return parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), default="seconds")
 
 
 @contextlib.contextmanager
 def dask_client(scheduler: str | None, workers: int):
-    """A distributed Client: the given scheduler, or a LocalCluster of processes we own.
-    A malformed address, a scheduler that does not answer within Dask's connect timeout
-    or one with no workers is one InputError; Dask's own log lines are silenced."""
+    """A distributed Client: the given scheduler, or a LocalCluster of processes we own; a
+    bad address, a scheduler that does not answer or has no workers is one InputError."""
     try:
         from dask.distributed import Client, LocalCluster
         from distributed.comm import get_address_host_port
@@ -90,9 +73,8 @@ def dask_client(scheduler: str | None, workers: int):
     except ImportError:
         raise InputError(None, "dask", CLUSTER_HINT, param="backend") from None
     if not scheduler:
-        # silence_logs takes a logging level (worker processes reject level names). The
-        # scheduler serves HTTP even without a dashboard, by default on port 8787; a free
-        # loopback port instead avoids a "port in use" warning when two runs overlap.
+        # The scheduler serves HTTP even without a dashboard: a free loopback port avoids
+        # "port in use" when two runs overlap. silence_logs takes a level, not a name.
         with sigint_for_this_process_only():  # its event loop thread starts the worker processes
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
@@ -102,8 +84,7 @@ def dask_client(scheduler: str | None, workers: int):
             client = Client(cluster, set_as_default=False)
             yield client
         except BaseException:
-            # Closing a cluster whose workers died can fail inside distributed ("can only
-            # join a started process"); the one-line error on its way is what to report.
+            # Closing a cluster whose workers died can fail; the error on its way is the one to report.
             for closable in (client, cluster):
                 with contextlib.suppress(Exception):
                     if closable is not None:
@@ -113,37 +94,32 @@ def dask_client(scheduler: str | None, workers: int):
         cluster.close()
         return
     try:
-        # Checked first: distributed leaves a half-made Client behind on a bad address,
-        # whose finaliser prints a traceback at exit.
+        # Checked first: a half-made Client on a bad address prints a traceback at exit.
         get_address_host_port(scheduler)
     except ValueError as exc:
         raise InputError(None, scheduler, f"not a scheduler address ({exc}); "
                          "expected tcp://HOST:PORT", param="scheduler") from None
-    timeout = _dask_timeout()
-    with silence_logging_cmgr(logging.CRITICAL), _connected(Client, scheduler, timeout) as client:
-        yield client
-
-
-@contextlib.contextmanager
-def _connected(Client, scheduler: str, timeout: float):
-    try:
-        client = Client(scheduler, timeout=timeout, set_as_default=False)
-    except (OSError, ValueError, TypeError) as exc:  # OSError includes TimeoutError
-        raise InputError(None, scheduler, f"cannot connect ({exc})", param="scheduler") from None
-    try:
+    import dask
+    from dask.utils import parse_timedelta
+    timeout = parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), default="seconds")
+    with silence_logging_cmgr(logging.CRITICAL):
         try:
-            client.wait_for_workers(1, timeout=timeout)
-        except TimeoutError:
-            raise InputError(None, scheduler, f"no workers connected within {timeout:g} s "
-                             f"(start some with `dask worker {scheduler}`)", param="scheduler") from None
-        yield client
-    finally:
-        client.close()
+            client = Client(scheduler, timeout=timeout, set_as_default=False)
+        except (OSError, ValueError, TypeError) as exc:  # OSError includes TimeoutError
+            raise InputError(None, scheduler, f"cannot connect ({exc})", param="scheduler") from None
+        try:
+            try:
+                client.wait_for_workers(1, timeout=timeout)
+            except TimeoutError:
+                raise InputError(None, scheduler, f"no workers connected within {timeout:g} s "
+                                 f"(start some with `dask worker {scheduler}`)", param="scheduler") from None
+            yield client
+        finally:
+            client.close()
 
 
 def require_backend(backend: str) -> str:
-    """``backend`` if known and installed (Dask is an optional extra: one line saying what
-    to install, before a job creates its output directory)."""
+    """``backend`` if known and installed (Dask is an optional extra)."""
     if backend not in BACKENDS:
         raise InputError(None, None, f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}",
                          param="backend")
@@ -156,18 +132,15 @@ def require_backend(backend: str) -> str:
 
 
 class WorkerPool:
-    """Runs the map stages of one job (a context manager). Local workers are joblib's
-    loky processes, started by the first stage with two tasks or more and stopped on
-    exit; for Dask, one client (and the LocalCluster, when no scheduler is given) serves
-    every stage, created on first need and closed on exit."""
+    """Runs the map stages of one job (a context manager): loky workers, started by the
+    first stage with two tasks or more, or one Dask client made on first need; both
+    stopped on exit. ``keep_heap``: local workers keep their freed heap (:mod:`.heap`)."""
 
     def __init__(self, backend: str = "loky", jobs: int | None = 1, scheduler: str | None = None,
                  keep_heap: bool = False):
         self.backend = require_backend(backend)
         self.jobs = resolve_jobs(jobs)
         self.scheduler = scheduler
-        # Local workers keep their freed heap between tasks (factcheck.tagging.heap): for
-        # the tagging job's short-lived workers, whose tasks allocate alike.
         self.keep_heap = keep_heap
         self._stack = contextlib.ExitStack()
         self._client = None
@@ -178,13 +151,8 @@ class WorkerPool:
         return self
 
     def __exit__(self, *exc) -> None:
-        # The exception on its way goes to the client's context: a failing cluster shutdown
-        # after dead workers must not replace the one-line error.
         self._client = None
-        self._stack.__exit__(*exc)
-
-    def close(self) -> None:
-        self.__exit__(None, None, None)
+        self._stack.__exit__(*exc)  # with the exception on its way (see dask_client)
 
     def start(self) -> "WorkerPool":
         """Connect to the scheduler (or start the LocalCluster) now, to fail early."""
@@ -193,15 +161,13 @@ class WorkerPool:
         return self
 
     def warm_up(self, func) -> None:
-        """Have each local worker run ``func`` (imports) first in the next stream, which
-        then starts its workers before its first task: they import while the caller
-        produces the tasks. (Dask workers are long-lived: nothing to do.)"""
+        """Have each local worker run ``func`` (imports) first in the next stream, which then
+        starts its workers before its first task."""
         if self.backend == "loky" and self.jobs > 1:
             self._warm = func
 
     def check_shared(self, path: Path) -> None:
-        """Dask: every worker must see ``path`` (a file the driver just wrote in the output
-        directory), or its tasks would fail on "missing shard" one by one."""
+        """Dask: every worker must see ``path`` (a file the driver just wrote), or one line."""
         if self.backend != "dask":
             return
         path = Path(path).resolve()
@@ -212,21 +178,18 @@ class WorkerPool:
                              "directory must be on storage shared by this machine and every worker")
 
     def map(self, func, arglist: list[tuple], desc: str = "", progress: bool | None = None, common=None) -> list:
-        """``func(*args)`` for every args tuple (``func(*args, common)`` with ``common``, one
-        argument shared by every call, which Dask sends to each worker once), in input order."""
+        """``func(*args)`` (``func(*args, common)``: Dask sends ``common`` once) for every args
+        tuple, results in input order."""
         if not arglist:
             return []
         return self.stream(func, arglist, desc, progress, common, total=len(arglist))
 
     def stream(self, func, args_iter, desc: str = "", progress: bool | None = None, common=None,
                total: int | None = None, on_done=None) -> list:
-        """As :meth:`map`, but each args tuple is submitted as soon as ``args_iter`` yields
-        it, so workers start while the caller is still producing work (the tagging job
-        counts shard 0 while its driver reads shard 1). An error of ``args_iter`` (bad
-        input) or of a task stops the stream at once and propagates as it is.
-        ``on_done(args)`` is called here for each task in input order, once it and every
-        task before it have finished and every task has been submitted (the tagging job
-        merges a shard's counts there); its error stops the map like a task's."""
+        """As :meth:`map`, each args tuple submitted as soon as ``args_iter`` yields it. An
+        error of ``args_iter`` or a task stops the stream. ``on_done(args)`` runs here for
+        each task in input order, once it and those before it have finished and every task
+        has been submitted."""
         extra = () if common is None else (common,)
         args_iter = iter(args_iter)
         with progress_bar(desc=desc, total=total, unit="shards", enabled=progress) as bar:
@@ -236,9 +199,7 @@ class WorkerPool:
                 first = list(itertools.islice(args_iter, 2))
                 args_iter = itertools.chain(first, args_iter)
             if self._warm is None and (self.jobs == 1 or len(first) < 2):
-                # In process: every task produced first, as a plain map would (one core
-                # gains nothing from interleaving, and the crash tests' order of files
-                # written stays); a single task starts no worker processes.
+                # In process, every task produced first (the crash tests' order of writes).
                 results = []
                 for args in list(args_iter):
                     results.append(func(*args, *extra))
@@ -253,9 +214,8 @@ class WorkerPool:
         given, skip, warm, self._warm = [], [], self._warm, None
 
         def calls():
-            # joblib takes the calls from here in this thread (pre_dispatch="all"), a few at
-            # a time, and the first submit starts the workers: SIGINT stays blocked until
-            # they exist (warm-up or no-op calls meanwhile), so they never see a Ctrl-C.
+            # The first submit starts the workers: SIGINT stays blocked until they exist
+            # (warm-up or no-op calls meanwhile).
             with sigint_for_this_process_only():
                 while len(skip) < 4 * self.jobs and ((warm and len(skip) < self.jobs) or not _loky_started()):
                     skip.append(True)
@@ -325,15 +285,13 @@ def _loky_started() -> bool:
 
 
 def _stop_loky_workers() -> None:
-    """Stop joblib's loky workers now: joblib keeps them for reuse, and loky's
-    ``get_reusable_executor`` is the handle on them."""
+    """Stop joblib's loky workers now (joblib keeps them for reuse)."""
     from joblib.externals.loky import get_reusable_executor
     get_reusable_executor(reuse=True).shutdown(wait=True)
 
 
 def _cluster_failures() -> tuple[type[BaseException], ...]:
-    """What distributed raises when the cluster, not a task, fails: the scheduler is
-    lost, or a task's worker died too often (e.g. killed for memory)."""
+    """What distributed raises when the cluster, not a task, fails."""
     import asyncio
     import concurrent.futures
 
@@ -344,8 +302,7 @@ def _cluster_failures() -> tuple[type[BaseException], ...]:
 
 
 class _InOrder:
-    """A Dask stream's finished tasks: the bar counts each as it finishes, ``on_done``
-    gets each task's args in input order."""
+    """A Dask stream's finished tasks: counted as they finish, ``on_done`` in input order."""
 
     def __init__(self, bar, on_done):
         self.bar, self.on_done = bar, on_done

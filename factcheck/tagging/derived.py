@@ -1,35 +1,13 @@
 """Caches derived from a tag index, kept inside its directory: one owner, one convention.
 
-Retrievers derive expensive structures from an index -- BM25 counts and weights (``bm25/``), the
-reranker's term statistics (``rerank/``), the chunk index of a chunked retriever
-(``chunks/``), the TF-IDF retriever's postings (``tfidf/``). Building them again on every
-load would cost minutes at 1.2M passages, so each is saved next to the tags, as one folder
-per entry::
-
-    <kind>/<entry>/             e.g. bm25/lucene-k1_1.2-b_0.75, rerank/terms-<key>
-        ...                     the cache's own files (arrays, JSON)
-        factcheck-key.json      {"key": what it was built from, "files": {name: sha256}}
-
-The rules, the same for every cache (why: unchecked, an edited BM25 cache changed the
-evidence of 6 of the demo's 8 dev claims without a word; reports/reliability.md):
-
-* **checked before use**: the record must name the caller's key and every file's bytes
-  must match it (no file missing, none extra); otherwise the entry is rebuilt, with a
-  warning when it was damaged rather than merely stale;
-* **written atomically**: built in a ``.tmp-*`` sibling folder, recorded, then renamed
-  into place, so a crash never leaves an entry that looks complete;
-* **never code**: loaders read arrays (``allow_pickle=False``) and JSON only -- a
-  tampered cache can give wrong numbers at worst until its record is checked, never run
-  anything;
-* **optional**: a read-only index directory is served without saving (the entry is
-  built in a private temporary folder, removed when the object is freed), and a missing
-  entry is simply built;
-* **one path**: a fresh build is loaded back from its files like a cached one, so a cold
-  and a warm run serve the same object.
-
-A folder that holds a record of its own (a nested cache: the chunk index's ``bm25/``)
-vouches for itself and is left out of its parent's file list; so does a chunk index's
-``vectors/`` folder (:mod:`factcheck.tagging.vectors` verifies it against its manifest).
+Each cache (``bm25/``, ``rerank/``, ``chunks/``, ``tfidf/``) holds one folder per entry with
+its files and ``factcheck-key.json`` (``{"key": what it was built from, "files": {name:
+sha256}}``). An entry is used only when its record names the caller's key and every file
+matches, otherwise rebuilt (docs/decisions.md, "Caches inside an index"); it is built in a
+``.tmp-*`` sibling and renamed; loaders read arrays and JSON only; a read-only index is
+served from a private temporary folder; a fresh build is loaded back from its files like a
+cached one. A nested cache (holding its own record) and passage vectors (their own
+manifest) vouch for themselves and are left out of their parent's file list.
 
 Example
 -------
@@ -76,39 +54,23 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class CacheStatus:
-    """One cache entry as :meth:`DerivedCache.check` found it: ``ok``, ``damaged``
-    (files differ from the record: it will be rebuilt when next used) or ``unrecorded``
-    (no record: left by an older version or an interrupted build; rebuilt when used)."""
+    """One cache entry as :meth:`DerivedCache.check` found it: ``ok``, ``damaged`` (files
+    differ from the record) or ``unrecorded`` (no record); both rebuilt when next used."""
 
     path: Path
     state: str
 
 
 class DerivedCache:
-    """The derived caches inside one index directory.
-
-    Parameters
-    ----------
-    index_dir : str or Path
-        The tag index directory the caches belong to.
-
-    Example
-    -------
-    See the module docstring.
-    """
+    """The derived caches inside the index directory ``index_dir`` (example: the module's)."""
 
     def __init__(self, index_dir):
         self.index_dir = Path(index_dir)
 
     def load_or_build(self, name: str, key, build: Callable[[Path], None], load: Callable[[Path], T]) -> T:
-        """The entry ``name`` (``<kind>/<entry>``) for ``key``: loaded when its record
-        matches, else built, saved and loaded.
-
-        ``build(folder)`` writes the entry's files into an empty ``folder``; ``load(folder)``
-        reads them (arrays and JSON only). A fresh build is loaded back like a cached one,
-        so a cold and a warm run serve the very same object. Saving is skipped quietly
-        when the index directory cannot be written.
-        """
+        """The entry ``name`` (``<kind>/<entry>``) for ``key``: loaded when its record matches,
+        else ``build(folder)`` writes it into an empty folder, saved, and ``load(folder)``
+        reads it back (from a private folder when the index directory is read-only)."""
         entry = self.index_dir / name
         if self._matches(entry, key):
             try:
@@ -138,8 +100,7 @@ class DerivedCache:
         return load(entry)
 
     def check(self) -> list[CacheStatus]:
-        """Every entry of :data:`CACHE_FOLDERS` against its record (what ``factcheck
-        verify`` reports). Missing caches are fine; nothing is repaired here."""
+        """Every entry of :data:`CACHE_FOLDERS` against its record (``factcheck verify``)."""
         out = []
         for kind in CACHE_FOLDERS:
             base = self.index_dir / kind
@@ -170,8 +131,7 @@ class DerivedCache:
 
 def _private(build: Callable[[Path], None], load: Callable[[Path], T]) -> T:
     """Build into a private temporary folder (the index directory is read-only)."""
-    # Named by hand rather than with tempfile.mkdtemp: the read-only case is the one
-    # where mkdtemp next to the index just failed, and tests simulate it by patching it.
+    # Not tempfile.mkdtemp: tests simulate a read-only index by patching it.
     folder = Path(tempfile.gettempdir()) / f"factcheck-cache-{os.getpid()}-{uuid.uuid4().hex}"
     folder.mkdir(mode=0o700)
     try:
@@ -209,9 +169,7 @@ def _files(folder: Path) -> dict[str, str]:
     out = {}
     for dirpath, dirnames, filenames in os.walk(folder):
         here = Path(dirpath)
-        # A nested cache (holding its own record) vouches for itself, and so do passage
-        # vectors (their manifest checks every shard and the index they belong to); a
-        # temporary is an unfinished build. None belongs to this entry's list.
+        # Nested caches and passage vectors vouch for themselves; temporaries are unfinished.
         dirnames[:] = sorted(d for d in dirnames
                              if not d.startswith(TMP_PREFIX) and not (here / d / RECORD).is_file()
                              and not (d == VECTORS_DIR and (here / d / VECTORS_MANIFEST).is_file()))

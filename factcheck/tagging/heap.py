@@ -1,11 +1,5 @@
-"""glibc heap settings for our own processes (elsewhere than glibc these do nothing).
-
-Why this matters here: on this project's machines (virtual machines) a first touch of a
-page costs microseconds, and glibc hands large blocks back to the system as soon as
-they are freed, so a worker that allocates and frees the same ~10 MB arrays shard after
-shard faults them in again every time (at 1.2M passages: ~0.7 s of each tagging
-worker's time in the kernel, 40% of the tag step's; docs/decisions.md).
-"""
+"""glibc heap settings for our own processes (a no-op elsewhere than glibc): why, in
+docs/decisions.md, "Workers keep their freed heap"."""
 
 from __future__ import annotations
 
@@ -26,10 +20,8 @@ def _libc():
 
 
 def keep_freed_memory() -> None:
-    """For a short-lived worker process whose tasks allocate alike (the tagging job's; a
-    :class:`~factcheck.tagging.backends.WorkerPool` with ``keep_heap=True``): serve blocks
-    of up to 32 MB from the heap and keep what is freed for the next shard instead of
-    returning it (this removes most of the tag step's page faults: docs/decisions.md)."""
+    """Serve blocks of up to 32 MB from the heap and keep what is freed for the next task
+    (for workers whose tasks allocate alike: a ``WorkerPool(keep_heap=True)``)."""
     libc = _libc()
     if libc is not None:
         libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
@@ -37,10 +29,8 @@ def keep_freed_memory() -> None:
 
 
 def return_freed_memory() -> None:
-    """Give the heap's free pages back to the system now (``factcheck run`` calls it after
-    retriever training, before the classifier's worker processes start: on the 1.2M bench
-    corpus the driver went from 2.40 to 2.15 GiB during cross-validation, which kept the
-    whole process tree under 3 GB)."""
+    """Give the heap's free pages back to the system now (``factcheck run``, before the
+    classifier's workers start: docs/decisions.md, "One worker pool per job")."""
     gc.collect()
     libc = _libc()
     if libc is not None:

@@ -1,10 +1,7 @@
 """Load a verified tag index: the API the retrievers, the classifier and the app use.
 
-Loading checks the manifest and every array's sha256 first (``verify=True``) and the
-arrays' structure always (:func:`~factcheck.tagging.store.open_index`). Passages stay
-memory-mapped where the shards keep them (UTF-8 buffer + offsets): ids and texts are
-decoded when asked for, many at once with ``take``; the id -> row lookup is a sorted array
-of 64-bit hashes (12 bytes a passage), not a dict of strings (docs/decisions.md,
+Every array stays memory-mapped; ids and texts are decoded when asked for, many at once
+with ``take``; id -> row is a sorted array of 64-bit hashes (docs/decisions.md,
 "Processes and memory").
 """
 
@@ -29,13 +26,8 @@ __all__ = ["IdRows", "PackedStrings", "TagIndex", "TitledTexts", "export_tags", 
 
 
 class PackedStrings(Sequence):
-    """Strings kept as per-shard (UTF-8 buffer, offsets) pairs, decoded when read.
-
-    :meth:`take` decodes many rows at once (one gather and one decode per shard): the way
-    to map rows to ids or texts. Indexing by row decodes one string (rows read again are
-    served from a bounded memo); iteration and :meth:`batches` decode a shard at a time.
-    Compares equal to any sequence of the same strings.
-    """
+    """Strings kept as per-shard (UTF-8 buffer, offsets) pairs, decoded when read: many rows
+    at once with :meth:`take`, one by index (memoised), a shard at a time when iterated."""
 
     MEMO = 1 << 20  # strings remembered at most (cleared when full)
 
@@ -52,6 +44,9 @@ class PackedStrings(Sequence):
     def __getitem__(self, row):
         if isinstance(row, slice):
             return self.take(np.arange(*row.indices(len(self))))
+        return self._one(row)
+
+    def _one(self, row) -> str:
         row, n = int(row), len(self)
         if not -n <= row < n:
             raise IndexError(f"row {row} out of range for {n} strings")
@@ -68,8 +63,7 @@ class PackedStrings(Sequence):
         return s
 
     def take(self, rows) -> list[str]:
-        """The strings of ``rows`` (any integer array-like, negative counting from the end),
-        in order: vectorised, the fast path for many rows."""
+        """The strings of ``rows`` (negative counting from the end), in order, vectorised."""
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
         n = len(self)
         if len(rows) and (rows.min() < -n or rows.max() >= n):
@@ -112,13 +106,12 @@ class PackedStrings(Sequence):
     __hash__ = None
 
     def __repr__(self) -> str:
-        return f"PackedStrings({len(self)} strings)"
+        return f"{type(self).__name__}({len(self)} strings)"
 
 
-class TitledTexts(Sequence):
-    """Passage texts as an index with indexed titles reads them (title, newline, body:
-    :func:`~factcheck.tagging.store.indexed_text`), decoded on access like
-    :class:`PackedStrings`, whose interface it has."""
+class TitledTexts(PackedStrings):
+    """Passage texts with their titles indexed (:func:`~factcheck.tagging.store.indexed_text`),
+    with :class:`PackedStrings`'s interface."""
 
     def __init__(self, titles: PackedStrings, bodies: PackedStrings):
         self._titles, self._bodies = titles, bodies
@@ -126,9 +119,7 @@ class TitledTexts(Sequence):
     def __len__(self) -> int:
         return len(self._bodies)
 
-    def __getitem__(self, row):
-        if isinstance(row, slice):
-            return self.take(np.arange(*row.indices(len(self))))
+    def _one(self, row) -> str:
         return store.indexed_text(self._titles[row], self._bodies[row])
 
     def take(self, rows) -> list[str]:
@@ -139,32 +130,11 @@ class TitledTexts(Sequence):
         for (start, titles), (_, bodies) in zip(self._titles.batches(), self._bodies.batches()):
             yield start, [store.indexed_text(t, b) for t, b in zip(titles, bodies)]
 
-    def __iter__(self):
-        for _, texts in self.batches():
-            yield from texts
 
-    __eq__ = PackedStrings.__eq__
-    __hash__ = None
-
-    def __repr__(self) -> str:
-        return f"TitledTexts({len(self)} strings)"
-
-
-# 64-bit polynomial hash of UTF-8 bytes, vectorised (wrapping uint64 arithmetic) and
-# then mixed (splitmix64's finaliser): equal strings give equal hashes, and a lookup
-# compares the strings themselves, so a collision costs a comparison, never a wrong row.
+# 64-bit polynomial hash of UTF-8 bytes (wrapping uint64 arithmetic), then mixed by
+# splitmix64's finaliser; a lookup compares the strings, so a collision is never a wrong row.
 _BASE = np.uint64(0x100000001B3)
-
-
-def _powers(n: int) -> np.ndarray:
-    out = np.ones(n, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for i in range(1, n):
-            out[i] = out[i - 1] * _BASE
-    return out
-
-
-_POWERS = None
+_POWERS = np.ones(1, dtype=np.uint64)
 
 
 def hash_packed(buf: np.ndarray, off: np.ndarray) -> np.ndarray:
@@ -174,8 +144,9 @@ def hash_packed(buf: np.ndarray, off: np.ndarray) -> np.ndarray:
     n = len(off) - 1
     lengths = np.diff(off)
     longest = int(lengths.max(initial=0))
-    if _POWERS is None or len(_POWERS) < longest + 1:
-        _POWERS = _powers(max(longest + 1, 64, 0 if _POWERS is None else 2 * len(_POWERS)))
+    if len(_POWERS) < longest + 1:
+        grow = max(longest + 1, 64, 2 * len(_POWERS))
+        _POWERS = np.concatenate([[np.uint64(1)], np.cumprod(np.full(grow - 1, _BASE, dtype=np.uint64))])
     data = np.asarray(buf[off[0]:off[-1]], dtype=np.uint64)
     out = np.zeros(n, dtype=np.uint64)
     if len(data):
@@ -192,12 +163,8 @@ def hash_packed(buf: np.ndarray, off: np.ndarray) -> np.ndarray:
 
 
 class IdRows(Mapping):
-    """Passage id -> row, as a read-only mapping over an index's packed ids.
-
-    Holds the sorted hashes of every id and their rows (12 bytes a passage); ``[id]``,
-    ``in`` and :meth:`rows` hash the asked ids and compare candidates with the stored
-    id, so the answer is exact.
-    """
+    """Passage id -> row, a read-only mapping over an index's packed ids: the sorted hashes
+    of every id and their rows (12 bytes a passage), candidates compared with the stored id."""
 
     def __init__(self, ids: PackedStrings):
         self._ids = ids
@@ -242,8 +209,7 @@ class IdRows(Mapping):
 
 
 def multi_arange(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Concatenated ``arange(s, e)`` for each pair, and which pair each element came from
-    (the positions of some rows' entries in a CSR-like layout)."""
+    """Concatenated ``arange(s, e)`` for each pair, and which pair each element came from."""
     lens = (np.asarray(ends) - np.asarray(starts)).astype(np.int64)
     owner = np.repeat(np.arange(len(lens)), lens)
     if not len(owner):
@@ -314,8 +280,7 @@ class TagIndex:
 
     @classmethod
     def load(cls, root, verify: bool = True) -> "TagIndex":
-        """Open the index in ``root`` (an :class:`~factcheck.IntegrityError` if it does not
-        match its manifest).
+        """Open the index in ``root`` (an :class:`~factcheck.IntegrityError` if it does not match).
 
         Parameters
         ----------
@@ -351,7 +316,7 @@ class TagIndex:
         return self._titles is not None
 
     def _row(self, passage) -> int:
-        """The row of ``passage``: a passage id (str) or a row (int)."""
+        """The row of ``passage``, an id (str) or a row (int)."""
         if isinstance(passage, str):
             row = int(self.rows_of([passage])[0])
             if row < 0:
@@ -362,26 +327,23 @@ class TagIndex:
         raise TypeError(f"passage must be a passage id (str) or a row (int), got {type(passage).__name__}")
 
     def title(self, passage) -> str | None:
-        """The title of ``passage`` (an id or a row): a FEVER page's, a BEIR document's;
-        None when it has none."""
+        """The title of ``passage`` (an id or a row); None when it has none."""
         row = self._row(passage)
         if self._titles is None:
             return None
         return self._titles[row] or None
 
     def body(self, passage) -> str:
-        """The own text of ``passage`` (an id or a row), without its title: what a page
-        shows under the title."""
+        """The own text of ``passage`` (an id or a row), without its title."""
         return self._bodies[self._row(passage)]
 
     def text(self, passage) -> str:
-        """``passage`` (an id or a row) as retrievers and the classifier read it: its body,
-        after its title when titles are indexed (``title + "\\n" + body``)."""
+        """``passage`` (an id or a row) as retrievers read it (``title + "\\n" + body`` when
+        titles are indexed)."""
         return self.texts[self._row(passage)]
 
     def texts_of(self, ids) -> list[str]:
-        """Texts of the given passage ids, in order; an id not in this index is an
-        InputError naming how many and the first few."""
+        """Texts of the given passage ids, in order (an InputError for ids not in the index)."""
         ids = list(ids)
         rows = self.rows_of(ids).tolist()
         missing = [i for i, r in zip(ids, rows) if r < 0]
@@ -390,10 +352,8 @@ class TagIndex:
         return self.texts.take(rows)
 
     def require_gold(self, claims, path) -> None:
-        """The one rule for gold evidence ids (every command that reads them): each must be a
-        passage of this index, or an InputError names the claims file, the first claim at
-        fault, how many ids are missing and the first few (skipping them silently moved the
-        demo's gold-evidence accuracy from 0.750 to 0.625)."""
+        """Every gold evidence id of ``claims`` must be a passage of this index, or an
+        InputError names the claims file, the first claim at fault and the missing ids."""
         pairs = [(c.id, e) for c in claims for e in c.evidences]
         rows = self.rows_of([e for _, e in pairs]).tolist()
         missing = [pair for pair, r in zip(pairs, rows) if r < 0]
@@ -403,9 +363,7 @@ class TagIndex:
                              "claims); is it the knowledge source these claims were written for?")
 
     def text_batches(self, desc: str | None = None):
-        """``(first row, texts)`` one shard at a time: whole-corpus passes without holding
-        every text as a Python string. ``desc``: show a progress bar (on a terminal) of the
-        shards, so a pass over millions of passages is never silent."""
+        """``(first row, texts)`` one shard at a time; ``desc``: a progress bar's label."""
         if desc is None:
             return self.texts.batches()
         from factcheck.progress import progress
@@ -439,8 +397,7 @@ class TagIndex:
 
     @cached_property
     def passage_vectorizer(self):
-        """The TF-IDF space of :attr:`vocabulary` (:class:`~factcheck.scoring.tfidf.TfidfSpace`):
-        what the tags were chosen in."""
+        """The TF-IDF space the tags were chosen in (:class:`~factcheck.scoring.tfidf.TfidfSpace`)."""
         from factcheck.scoring.tfidf import TfidfSpace
         return TfidfSpace(self.vocabulary, np.array(self.passage_idf))
 
@@ -470,17 +427,10 @@ class TagIndex:
         return tag_column
 
     def tag_space_rows(self, rows=None) -> sp.csr_matrix:
-        """The given passages' tags in the tag vectoriser's TF-IDF space (CSR, one row a
-        passage; all passages when ``rows`` is None): what the tag rule's cosine and the
-        reranker's tag features both read.
-
-        Equal, bit for bit, to ``tag_vectorizer.transform(tag_strings)`` (a test checks
-        it), built from the tag arrays instead: the term counts a CountVectorizer would
-        make (each tag once: 1.0, columns sorted), then the vectoriser's TF-IDF transform
-        with its IDF (:func:`~factcheck.scoring.tfidf.tfidf_rows`). A row depends on
-        that passage's tags only (its norm is its own), so a few rows cost a few rows.
-        Why from the arrays: the string round trip through the vectoriser's analyzer costs
-        ~3 s at 1.2M passages, a third of the app's start-up.
+        """The given passages' tags (all when ``rows`` is None) in the tag vectoriser's TF-IDF
+        space, CSR: what the tag rule's cosine and the reranker's tag features read. Bit for
+        bit ``tag_vectorizer.transform(tag_strings)``, built from the tag arrays (each tag
+        counted once) at a fraction of the cost (docs/decisions.md, "``tag_space``").
         """
         vec = self.tag_vectorizer
         if rows is None:

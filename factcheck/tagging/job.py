@@ -1,19 +1,12 @@
-"""The offline tagging job: split -> count (map; each shard merged into the corpus totals,
-the reduce, as soon as it is counted) -> vocabulary -> tag (map) -> finish.
+"""The offline tagging job: split -> count (map; each shard merged into the corpus totals
+as soon as it is counted) -> vocabulary -> tag (map) -> finish.
 
-Shards are tokenised once: their count matrices are kept under ``work/`` for the second
-pass, which only re-indexes them against the vocabulary. Every stage writes each shard's
-folder under a temporary name, renames it, then records a "done" file holding its
-files' sha256s and the key of everything it depends on; a rerun with the same arguments
+Shards are tokenised once (their counts kept under ``work/`` for the tag pass). Every
+stage writes each shard's folder under a temporary name, renames it, then records a
+"done" file with its files' sha256s and the key of everything it depends on: a rerun
 skips exactly the shards whose record and bytes match. ``manifest.json`` is written last.
-
-Memory is bounded by a shard, not the corpus: the driver streams the input, writing each
-shard of passages before reading on; workers read their own shards from the output
-directory (shared storage on a cluster); between the stages the driver holds per-term
-totals only, and 8 bytes a passage for the duplicate-id check.
-
-What a rerun finds in the output directory (and the lock) is :mod:`factcheck.tagging.outdir`;
-the worker bodies are :mod:`factcheck.tagging.tasks`.
+Memory is bounded by a shard: the driver streams the input and holds per-term totals and
+8 bytes a passage (the duplicate-id check); workers read their shards from the directory.
 """
 
 from __future__ import annotations
@@ -41,9 +34,8 @@ __all__ = ["TagJob", "TagParams"]
 log = logging.getLogger(__name__)
 
 
-# Start the workers before the first shard only for an input likely to make several
-# shards: more than this many bytes a passage of one shard (passages are seldom shorter,
-# even gzipped). A wrong guess costs idle imports: a single shard is still counted in process.
+# Start the workers early only for an input of more than this many bytes a passage of one
+# shard (likely several shards); a wrong guess costs idle imports.
 WARM_UP_BYTES = 32
 
 
@@ -89,10 +81,8 @@ class TagJob:
     >>> manifest = TagJob(progress=False).run(source_spec("data/demo/evidence.json"), "idx")  # doctest: +SKIP
     """
 
-    # Settings are stored unchanged under their own names and checked at ``run``, as
-    # scikit-learn estimators do; but this is not a ``BaseEstimator``: importing
-    # scikit-learn would cost every tagging run ~1 CPU-s (it loads scipy.stats), and the
-    # tagging driver and its workers never import it.
+    # scikit-learn's conventions without BaseEstimator: the tagging driver never imports
+    # scikit-learn (docs/decisions.md, "Retrievers are scikit-learn estimators").
     def __init__(self, top_k=10, max_features=20000, tag_features=1000, shard_size=100_000,
                  jobs=1, backend="loky", scheduler=None, progress=None,
                  report: Callable[[str], None] | None = None):
@@ -132,9 +122,6 @@ class TagJob:
         source = as_source(source, "source", format=format, id_column=id_column, text_column=text_column,
                            title_column=title_column, index_titles=index_titles, max_passage_chars=max_passage_chars)
         out = Path(out)
-        # One pool for both map stages: a Dask run connects (or starts its LocalCluster)
-        # once, and closes it however the run ends.
-        # The output directory is ours alone for the whole run (see tagging/outdir.py).
         self._params = TagParams(self.top_k, self.max_features, self.tag_features, self.shard_size)
         self._params.validate()
         require_backend(self.backend)  # before the output directory exists
@@ -144,10 +131,8 @@ class TagJob:
                 with WorkerPool(self.backend, self.jobs, self.scheduler, keep_heap=True) as self._pool:
                     return self._run(source, out, force)
             except InputError:
-                # The input itself was refused (a bad record, or a duplicate id found only at
-                # its end, after every shard was written: 278 MB at 1.2M passages). Nothing
-                # written from it can serve a rerun -- fixing the input changes its checksum,
-                # hence the plan -- so it goes, once the workers are done (the pool's exit).
+                # Nothing written from a refused input can serve a rerun (fixing it changes
+                # the plan), so it goes once the workers are done.
                 if self._input_refused:
                     outdir.wipe(out)
                 else:
@@ -187,12 +172,9 @@ class TagJob:
 
     # ------------------------------------------------------------------ stages
     def _split_and_count(self, source: SourceSpec, out: Path, plan_key: str) -> tuple[list[dict], TermStats]:
-        """Split the input into passage shards and count each shard's terms; counting
-        starts on the workers as soon as a shard is written (why: one after the other,
-        the driver's reading and the workers' counting take ~4 s + ~8 s at 1.2M passages
-        on 2 cores; overlapped ~6 s). Each shard's counts are merged into the corpus
-        totals (the reduce step) as soon as they are written, while the workers count on
-        (a serial reduce afterwards is 0.5 s of the driver's with both workers idle)."""
+        """Split the input into passage shards, counted by the workers as each is written and
+        merged into the corpus totals in input order (docs/decisions.md, "Splitting and
+        counting overlap")."""
         shards: list[dict] = []
         stats = TermStats.empty()
         merged: set[int] = set()
@@ -267,9 +249,7 @@ class TagJob:
                     titles = [] if titles is not None else None
         if ids:
             yield flush()
-        # Only now is the input known to be whole (no duplicate id, no bad record at its
-        # end): the shards counted meanwhile are kept for a rerun, nothing is complete yet.
-        # Shards beyond the new end belong to nobody: remove them.
+        # Only now is the input known to be whole; shards beyond its end belong to nobody.
         for path in sorted((out / store.PASSAGES_DIR).glob("passages-*"))[len(shards):]:
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)
@@ -290,8 +270,6 @@ class TagJob:
         entries, files = [], {}
         for s in shards:
             tname, pname = store.tags_name(s["shard"]), store.passages_name(s["shard"])
-            # Written by this run or verified by is_done() earlier in it (the lock keeps
-            # everyone else out): the recorded digests are the files'.
             for name in (pname, tname):
                 files.update({f"{name}/{f}": entry for f, entry in store.recorded_files(out, name).items()})
             t = store.read_checked(out, tname, "tags", store.recorded_files(out, tname),
@@ -351,13 +329,11 @@ def build_index(evidence, out, *, format: str | None = None, id_column: str | No
     Parameters
     ----------
     evidence : str, Path or SourceSpec
-        The knowledge source: course JSON (``{id: text}``, optionally gzipped), JSONL, CSV,
-        FEVER wiki-pages (a file or the directory), Climate-FEVER's release file or a BEIR
-        corpus (see :func:`factcheck.formats.evidence.source_spec`); or a ``SourceSpec``
-        already made (then give no reader option).
+        The knowledge source: course JSON, JSONL, CSV, FEVER wiki-pages, Climate-FEVER or a
+        BEIR corpus (:func:`factcheck.formats.evidence.source_spec`), or a ``SourceSpec``.
     out : str or Path
-        The index directory. A complete index built with the same input and parameters is
-        verified and reused; a partial one is resumed.
+        The index directory: a complete index of the same input and parameters is verified
+        and reused, a partial one resumed.
     format, id_column, text_column, title_column, index_titles, max_passage_chars
         How to read ``evidence``: :func:`~factcheck.formats.evidence.source_spec`'s reader
         options (the CLI's ``--format``, ``--id-column``, ...).

@@ -1,14 +1,8 @@
-"""Owning an output directory: one run at a time (a lock), what a rerun finds there,
-deleting only what we wrote, and no directory left behind that a failed command created.
-
-The lock is an exclusive ``flock`` (filelock's) for the whole run: two ``factcheck tag``
-runs into one ``--out`` interleaved their shards into an index that passed ``verify``
-(docs/decisions.md); the kernel releases it when the holder dies. :func:`prepare` tells a
-complete index (nothing to do), an unfinished one (resume), another run's or the user's
-files (refused without ``force``); ``--force`` deletes only names this tool writes. No
-symbolic link among our names is followed (:func:`~factcheck.formats.files.check_no_symlinks`), and :func:`wipe`
-checks that every path it deletes resolves inside the directory; ``--out`` itself may be
-a link: it is the directory the user named.
+"""Owning an output directory: one run at a time (filelock's ``flock``, released by the
+kernel when the holder dies), what a rerun finds there (:func:`prepare`), deleting only
+what we wrote (:func:`wipe`, never through a symbolic link among our names:
+:func:`~factcheck.formats.files.check_no_symlinks`), and no
+directory left behind that a failed command created.
 """
 
 from __future__ import annotations
@@ -37,9 +31,8 @@ INDEX_ENTRIES = (store.MANIFEST, LOCK_FILE, store.PASSAGES_DIR, store.TAGS_DIR, 
 #: The folders the tagging job writes into (the legacy one too: --force empties it).
 WRITTEN = (store.PASSAGES_DIR, store.TAGS_DIR, store.VOCABULARY_DIR, store.WORK_DIR, LEGACY_MODELS_DIR)
 
-# Every file name the tagging job and the open mode's vector job write (relative to the
-# output directory), the temporary names they are built under, and the joblib format's
-# (so that --force replaces an old index). The vectors belong to the index.
+# Every name the tagging and vector jobs write (relative to the output directory), their
+# temporary names, and the joblib format's (so that --force replaces an old index).
 _TMP = r"\.tmp-[^/]+"
 _ARRAY = "(?:%s)\\.npy" % "|".join(sorted({name for spec in store.ARRAYS.values() for name in spec}))
 _OURS = re.compile(
@@ -51,10 +44,9 @@ _OURS = re.compile(
 
 
 class DirectoryLock:
-    """``with DirectoryLock(out):`` -- exclusive use of ``out`` (created if missing): a
-    second run fails at once, naming the holder's pid, which the lock file records. The
-    lock file goes while still held; after a failure, ``out`` and the parents made for it
-    go too if nothing in them is worth keeping (:func:`worth_keeping`)."""
+    """``with DirectoryLock(out):`` -- exclusive use of ``out`` (created if missing); a second
+    run fails at once naming the holder's pid. After a failure, ``out`` and the parents made
+    for it go if nothing in them is worth keeping (:func:`worth_keeping`)."""
 
     def __init__(self, out: Path):
         self.out = Path(out)
@@ -73,12 +65,10 @@ class DirectoryLock:
             raise
         return self
 
-    def release(self, failed: bool = False) -> None:
-        """Remove the lock file (still held: no run can be inside), then unlock."""
-        if self._lock is None:
-            return
+    def __exit__(self, kind, *exc) -> None:
+        # The lock file goes while still held (no run can be inside), then the lock.
         lock, self._lock = self._lock, None
-        drop = failed and self._created and not worth_keeping(self.out)
+        drop = kind is not None and self._created and not worth_keeping(self.out)
         if drop:
             _remove_scratch(self.out)
         (self.out / LOCK_FILE).unlink(missing_ok=True)
@@ -86,15 +76,11 @@ class DirectoryLock:
         if drop:
             remove_empty(self._created)
 
-    def __exit__(self, kind, *exc) -> None:
-        self.release(failed=kind is not None)
-
 
 def _acquire(out: Path, path: Path):
     from filelock import FileLock, Timeout
     while True:
-        # on_acquired also rules out filelock's soft fallback: a filesystem without flock
-        # is one line, not a lock file that a killed run would leave behind.
+        # on_acquired also rules out filelock's soft fallback (a filesystem without flock).
         lock = FileLock(path, timeout=0, on_acquired=_write_pid)
         try:
             lock.acquire()
@@ -187,12 +173,8 @@ def _inside(out_real: Path, out: Path, path: Path) -> bool:
 
 
 def wipe(out: Path) -> int:
-    """``--force``: delete the files a previous run of this tool wrote, nothing else, and
-    nothing outside ``out`` (a symbolic link is refused, never followed).
-
-    A ``manifest.json`` that is not a factcheck index is the user's: refuse to touch the
-    directory at all rather than guess. Returns the number of files deleted.
-    """
+    """``--force``: delete the files our runs wrote, nothing else and nothing outside ``out``;
+    refuse a ``manifest.json`` that is not ours. Returns the number of files deleted."""
     out = Path(out)
     check_no_symlinks(out, INDEX_ENTRIES)
     out_real = Path(os.path.realpath(out))
@@ -238,16 +220,14 @@ def _walk(base: Path) -> tuple[list[Path], list[Path]]:
 
 
 def _delete(out_real: Path, out: Path, path: Path, how) -> None:
-    # Checked path by path, just before deleting: whatever changed since the walk, a
-    # path leading outside ``out`` is refused rather than deleted.
-    if path.is_symlink() or not _inside(out_real, out, path):
+    # Checked just before deleting: a path leading outside ``out`` is refused.
+    if path.is_symlink() or Path(os.path.realpath(path)) != out_real / path.relative_to(out):
         raise InputError(path, None, SYMLINK_REFUSED)
     how(path)
 
 
 def remove_temporaries(out: Path) -> int:
-    """Delete the ``.tmp-*`` files and folders a killed run of ours left in ``out``'s own
-    folders (never a user's file elsewhere in ``out``)."""
+    """Delete the ``.tmp-*`` files and folders a killed run of ours left in our folders."""
     removed = 0
     for sub in ("", *WRITTEN, f"{store.WORK_DIR}/done"):
         base = out / sub
@@ -266,9 +246,8 @@ def remove_temporaries(out: Path) -> int:
 
 
 def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[[str], None]):
-    """Decide between 'already complete' (returns its manifest), 'resume', 'fresh' and
-    'refuse' (an InputError) for a run of ``plan`` into ``out``; ``report`` receives the
-    one-line messages about what was found."""
+    """For a run of ``plan`` into ``out``: the manifest of a complete index, or None to run
+    (resuming or afresh), or an InputError; ``report`` receives one-line messages."""
     check_no_symlinks(out, INDEX_ENTRIES)
     manifest_path = out / store.MANIFEST
     plan_path = out / store.WORK_DIR / "plan.json"
@@ -301,10 +280,8 @@ def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[
         except (ValueError, AttributeError):
             previous = None
         if previous != plan_key:
-            # Other settings never replace a run without --force (the lock rules out a
-            # run still in progress). Only a run of the same settings whose input was
-            # fixed after it stopped at bad input, before its split completed, holds
-            # nothing worth keeping and starts afresh.
+            # Without --force, only a run of the same settings whose input was fixed before
+            # its split completed starts afresh.
             if not force and (_plan_params(plan_path) != plan["params"]
                               or (out / store.WORK_DIR / "split.json").is_file()):
                 raise InputError(out, None, "holds an unfinished run with other input or parameters; "

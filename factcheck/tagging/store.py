@@ -1,31 +1,11 @@
 """The tag index on disk: its arrays, the manifest, done records, and the checks.
 
-Layout of an index directory (every array a ``.npy`` file, read memory-mapped with
-``allow_pickle=False``; each folder is written whole, as a ``.tmp-*`` sibling renamed
-into place)::
-
-    manifest.json                 written last, atomically: its presence means "complete"
-    passages/passages-NNNNN/      shard N: ids.npy, texts.npy (UTF-8 bytes) with
-                                  id_offsets.npy, text_offsets.npy (int64, count + 1);
-                                  titles.npy, title_offsets.npy when the source has titles
-    tags/tags-NNNNN/              shard N's top-k tags, CSR: indptr.npy (int64),
-                                  terms.npy (int32 vocabulary columns), weights.npy (float64)
-    vocabulary/                   the passage model (terms.npy, term_offsets.npy, idf.npy)
-                                  and the tag model (tag_terms.npy, tag_term_offsets.npy, tag_idf.npy)
-    work/                         resumable state: plan, split, counts-NNNNN/, done records
-    vectors/                      open mode only (:mod:`factcheck.tagging.vectors`)
-    bm25/ rerank/ chunks/ tfidf/  derived caches (:mod:`factcheck.tagging.derived`)
-
-The manifest lists every array with its sha256 and shape, and holds what is not an array
-(shard starts and counts, whether titles are indexed, the analyzers). A file that is
-truncated, flipped, missing or extra is named in one line. Checksums cannot prove a file
-was written by us (whoever can write the directory can recompute them), so
-:func:`open_index` also checks, once and vectorised, what numpy, scipy and the decoders
-downstream trust: each header's dtype and shape as the format and the manifest say,
-offsets and ``indptr`` from 0, never decreasing, ending at their buffer's end, strings
-starting on UTF-8 character starts in valid UTF-8, term ids inside the vocabulary,
-finite weights, distinct terms, positive IDF. Nothing in the manifest depends on jobs,
-backend, time or paths.
+The layout is in docs/tagging.md; every folder of ``.npy`` arrays is written whole under a
+``.tmp-*`` name and renamed, and the manifest (written last) lists each array's sha256 and
+shape. Checksums cannot prove who wrote a file, so :func:`open_index` also checks, once and
+vectorised, what numpy, scipy and the decoders trust: dtypes and shapes, offsets and
+``indptr`` from 0, never decreasing, ending at their buffer's end, valid UTF-8 cut on
+character starts, term ids inside the vocabulary, finite weights, distinct terms, positive IDF.
 """
 
 from __future__ import annotations
@@ -65,7 +45,6 @@ ARRAYS = {
     "counts": {"terms": _U1, "term_offsets": _I8, "totals": _I8, "doc_freq": _I8,
                "indptr": _I8, "indices": _I4, "data": _I4},
 }
-TITLE_ARRAYS = ("titles", "title_offsets")
 
 
 def passages_name(shard: int) -> str:
@@ -83,8 +62,8 @@ def counts_name(shard: int) -> str:
 # --------------------------------------------------------------------------- writing
 
 def write_arrays(dest: Path, kind: str, arrays: dict) -> dict[str, dict]:
-    """Write ``arrays`` (name -> array) as the folder ``dest`` of ``kind``, atomically;
-    returns each file's ``{"sha256", "shape"}`` by file name (what the manifest lists)."""
+    """Write ``arrays`` as the folder ``dest`` of ``kind``, atomically; each file's
+    ``{"sha256", "shape"}`` by file name."""
     spec = ARRAYS[kind]
     files = {}
     with atomic_dir(dest, suffix=".npy") as tmp:
@@ -110,8 +89,7 @@ def write_passages(dest: Path, ids: list[str], texts: list[str], titles: list[st
 
 
 def shard_texts(p: dict, index_titles: bool, start: int = 0, stop: int | None = None) -> list[str]:
-    """Texts of an opened passages shard as the index reads them (titles in front when
-    they are indexed: :func:`indexed_text`)."""
+    """Texts of an opened passages shard as the index reads them (:func:`indexed_text`)."""
     texts = unpack_strings(p["texts"], p["text_offsets"], start, stop)
     if index_titles:
         titles = unpack_strings(p["titles"], p["title_offsets"], start, stop)
@@ -126,9 +104,8 @@ class _Bad(Exception):
 
 
 def open_arrays(folder: Path, kind: str, files: dict) -> dict[str, np.ndarray]:
-    """The arrays of ``folder`` memory-mapped (``allow_pickle=False``), each header's dtype
-    and shape checked against the format and ``files`` (file name -> ``{"shape"}``, from
-    the manifest or a done record); anything else is an IntegrityError naming the file."""
+    """The arrays of ``folder`` memory-mapped, no pickles, each header's dtype and shape
+    checked against the format and ``files`` (file name -> ``{"shape"}``)."""
     out = {}
     for fname, entry in files.items():
         name, path = fname.removesuffix(".npy"), Path(folder) / fname
@@ -158,8 +135,7 @@ _UTF8_BLOCK = 1 << 24
 
 
 def _packed(arrays: dict, name: str) -> None:
-    """``arrays[name]`` (UTF-8) cut by ``arrays[<name>_offsets]``: every string starts on a
-    character, and the buffer decodes (so every string does), in bounded memory."""
+    """``arrays[name]`` (UTF-8) cut by its offsets on character starts, and decoding."""
     buf, off_name = arrays[name], f"{name.removesuffix('s')}_offsets"
     off = arrays[off_name]
     _offsets(off_name, off, len(buf))
@@ -175,8 +151,8 @@ def _packed(arrays: dict, name: str) -> None:
 
 
 def _check(kind: str, a: dict, expect: dict) -> None:
-    """Raise :class:`_Bad` unless the arrays ``a`` of a ``kind`` folder hold what the
-    readers rely on; ``expect``: ``columns`` (vocabulary size), ``top_k``."""
+    """Raise :class:`_Bad` unless the arrays of a ``kind`` folder hold what readers rely
+    on; ``expect``: ``columns`` (vocabulary size), ``top_k``."""
     if kind == "passages":
         for name in ("ids", "texts", "titles"):
             if name in a:
@@ -204,21 +180,17 @@ def _check(kind: str, a: dict, expect: dict) -> None:
                 raise _Bad(f"{prefix}idf", "holds values that are not positive finite numbers")
 
 
-def check_arrays(folder: Path, kind: str, arrays: dict, **expect) -> dict:
-    """:func:`_check` as a one-line IntegrityError naming the file at fault; ``arrays``."""
+def read_checked(root: Path, rel: str, kind: str, files: dict, **expect) -> dict[str, np.ndarray]:
+    """The arrays of folder ``rel`` of ``root``, opened and checked (one line naming the file at fault)."""
+    folder = Path(root) / rel
+    arrays = open_arrays(folder, kind, files)
     try:
         _check(kind, arrays, expect)
     except _Bad as exc:
         name, what = exc.args
-        raise IntegrityError(Path(folder) / f"{name}.npy", None, f"damaged or crafted array: {name} {what}; "
+        raise IntegrityError(folder / f"{name}.npy", None, f"damaged or crafted array: {name} {what}; "
                              f"{REBUILD}") from None
     return arrays
-
-
-def read_checked(root: Path, rel: str, kind: str, files: dict, **expect) -> dict[str, np.ndarray]:
-    """The arrays of folder ``rel`` of ``root``: opened, then checked (:func:`check_arrays`)."""
-    folder = Path(root) / rel
-    return check_arrays(folder, kind, open_arrays(folder, kind, files), **expect)
 
 
 @dataclass
@@ -233,7 +205,7 @@ class IndexArrays:
 
 
 def open_index(root: Path, manifest: "Manifest") -> IndexArrays:
-    """Open every array the manifest lists, with all the checks (see the module docstring)."""
+    """Open every array the manifest lists, with all the checks."""
     root = Path(root)
     files = manifest.folders()
     vocab = read_checked(root, VOCABULARY_DIR, "vocabulary", files[VOCABULARY_DIR])
@@ -257,8 +229,8 @@ def open_index(root: Path, manifest: "Manifest") -> IndexArrays:
 # --------------------------------------------------------------------------- done records
 
 def content_key(*parts) -> str:
-    """The key a done record or a plan is filed under: sha256 of the parts as canonical JSON.
-    Anything that changes an output's bytes goes into its key."""
+    """sha256 of the parts as canonical JSON: the key of a done record or a plan (anything
+    that changes an output's bytes goes into it)."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
@@ -267,8 +239,8 @@ def done_record_path(root: Path, name: str) -> Path:
 
 
 def mark_done(root: Path, name: str, key: str, files: dict) -> None:
-    """Record that ``name`` (a file or a folder of arrays) was completely written for ``key``
-    (after its rename); ``files``: its files' ``{"sha256", ...}`` by name (a lone file: ``{"": ...}``)."""
+    """Record that ``name`` (a file or a folder) was written whole for ``key``; ``files``:
+    its files' ``{"sha256", ...}`` by name (a lone file: ``{"": ...}``)."""
     write_json_atomic(done_record_path(root, name), {"key": key, "files": files})
 
 
@@ -294,8 +266,7 @@ def is_done(root: Path, name: str, key: str) -> dict | None:
 
 
 def recorded_files(root: Path, name: str) -> dict:
-    """The ``files`` a done record holds, without re-reading them: once this run wrote
-    them or :func:`is_done` checked their bytes (hashing 1.2M passages again costs ~0.45 s)."""
+    """The ``files`` of a done record, not hashed again (this run wrote or checked them)."""
     return loads_json(done_record_path(root, name).read_text("utf-8"))["files"]
 
 
@@ -331,13 +302,12 @@ class Manifest:
 
 
 def expected_files(data: dict) -> dict[str, dict[str, int]]:
-    """Each file a manifest must list -> the shape relations it must satisfy (array name ->
-    length, or -1 when the data decides)."""
+    """Each file a manifest must list -> its length (-1 when the data decides)."""
     out = {}
 
     def add(folder, kind, lengths):
         for name in ARRAYS[kind]:
-            if kind == "passages" and name in TITLE_ARRAYS and not data.get("titles"):
+            if kind == "passages" and name in ("titles", "title_offsets") and not data.get("titles"):
                 continue
             out[f"{folder}/{name}.npy"] = lengths.get(name, -1)
 
@@ -403,9 +373,8 @@ def _count(value, what: str) -> int:
 
 
 def _check_manifest(data: dict) -> None:
-    """The fields readers use, with the types and relations the tagging job writes: shards
-    numbered from 0 and contiguous, counts that add up, exactly the files this module names
-    (never a path outside the index), each with a sha256 and a 1-D shape that fits."""
+    """The fields readers use, as the tagging job writes them: contiguous shards, counts
+    that add up, exactly the files this module names, each with a sha256 and a fitting shape."""
     shards = data["shards"]
     if not isinstance(shards, list):
         raise _Bad("'shards'", "is not a list")
@@ -444,8 +413,7 @@ def _manifest_digest(data: dict) -> str:
 
 
 def write_manifest(root: Path, data: dict) -> None:
-    """The manifest ends with the sha256 of its own other fields, so a flipped bit in a
-    count or a parameter is caught as surely as one in an array."""
+    """Write the manifest, ending with the sha256 of its other fields."""
     write_json_atomic(Path(root) / MANIFEST, {**data, MANIFEST_CHECKSUM: _manifest_digest(data)})
 
 
@@ -468,17 +436,10 @@ def verify_index(root: Path, manifest: Manifest | None = None) -> Manifest:
     return manifest
 
 
-def check_loadable(root: Path, manifest: Manifest) -> None:
-    """Open every listed array with all the checks :func:`open_index` makes (memory-mapped:
-    cheap), and the derived caches against their records (:func:`check_derived_caches`)."""
+def check_loadable(root: Path, manifest: Manifest) -> list:
+    """Open every listed array with :func:`open_index`'s checks, and check the derived caches
+    (a damaged one, rebuilt when next used, is a :class:`FactcheckWarning`); their statuses."""
     open_index(root, manifest)
-    check_derived_caches(root)
-
-
-def check_derived_caches(root: Path) -> list:
-    """The derived caches of the index (``bm25/``, ``rerank/``, ``chunks/``) against their
-    own records: a damaged one is reported as a :class:`FactcheckWarning` (it is rebuilt,
-    never used, when next needed); a missing one is fine. Returns their statuses."""
     statuses = DerivedCache(root).check()
     for status in statuses:
         if status.state == "damaged":

@@ -1,8 +1,7 @@
 """The worker bodies of the tagging job's two map stages: count a shard, tag a shard.
 
-Module-level functions so any joblib backend (and Dask) can ship them by reference.
-Each reads its own shard from the shared output directory and writes its own result
-(then its "done" record), so nothing large crosses the wire and a rerun skips it.
+Each reads its shard from the shared output directory and writes its result and "done"
+record, so nothing large crosses the wire.
 """
 
 from __future__ import annotations
@@ -22,8 +21,7 @@ __all__ = ["count_shard", "tag_shard", "warm_up"]
 
 
 def warm_up() -> None:
-    """Start a worker and load what the tasks need while the driver still reads the input,
-    so that a fresh worker's imports overlap the reading instead of delaying its first shard."""
+    """Load what the tasks need (a worker's imports overlap the driver's reading)."""
     porter_stemmer()  # count_shard's stemmer
 
 
@@ -49,8 +47,7 @@ def read_counts(root: Path, shard: int) -> tuple[list[str], dict]:
 
 
 def tag_shard(root: str, shard: int, key: str, payload) -> None:
-    """Tag shard ``shard`` with its top-k TF-IDF terms; ``payload`` is the vocabulary,
-    its IDF and k, shared by every task."""
+    """Tag shard ``shard`` with its top-k TF-IDF terms; ``payload``: (vocabulary, IDF, k)."""
     vocab_terms, idf, top_k = payload
     root = Path(root)
     local_terms, c = read_counts(root, shard)

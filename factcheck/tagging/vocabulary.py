@@ -1,14 +1,8 @@
 """Merge per-shard counts into one vocabulary and its IDF (the reduce step).
 
-Selection rule (documented, stable): the ``max_features`` terms with the highest total
-count over the corpus, ties broken by the term (ascending code points). scikit-learn's
-``max_features`` orders by count with an unstable argsort, so which of several
-equally-frequent terms survive the cut would depend on the platform; we do not use it.
-The kept terms are then ordered alphabetically, as scikit-learn orders a vocabulary, so
-column order *is* term order and "ties by term" is "ties by column".
-
-IDF is the core's smoothed IDF (:func:`~factcheck.scoring.tfidf.smoothed_idf`), bit-identical
-to fitting scikit-learn on the whole corpus at once.
+The ``max_features`` terms with the highest total count, ties by term (scikit-learn's
+unstable argsort would make the cut platform-dependent), then sorted by term, as
+scikit-learn orders a vocabulary, so ties by term are ties by column.
 """
 
 from __future__ import annotations
@@ -24,12 +18,8 @@ from factcheck.scoring.topk import top_k
 
 @dataclass
 class TermStats:
-    """Corpus-wide totals and document frequencies, accumulated shard by shard.
-
-    Terms get a column on first sight and the counts are added with numpy (why: a dict of
-    per-term lists merges 13 shards' ~50K local terms each several times slower;
-    docs/decisions.md).
-    """
+    """Corpus-wide totals and document frequencies, added shard by shard with numpy (terms
+    get a column on first sight)."""
 
     column: dict[str, int]
     totals: np.ndarray
@@ -76,10 +66,6 @@ class Vocabulary:
         df = stats.doc_freq[[stats.column[t] for t in kept]]
         return cls(kept, smoothed_idf(df, stats.n_docs))
 
-    @property
-    def index(self) -> dict[str, int]:
-        return {t: i for i, t in enumerate(self.terms)}
-
     def digest(self) -> str:
         h = hashlib.sha256()
         h.update("\n".join(self.terms).encode("utf-8"))
@@ -90,10 +76,8 @@ class Vocabulary:
 
 def tag_vocabulary(vocab_terms: list[str], tag_counts: np.ndarray, n_docs: int,
                    tag_features: int) -> Vocabulary:
-    """The tag model's vocabulary and IDF (the tag rule's cosine space, TF-IDF over tag
-    strings): the ``tag_features`` most frequent tags, ties by term; ``tag_counts[j]`` =
-    passages tagged with ``vocab_terms[j]``, which is a tag's document frequency over tag
-    strings (each tag occurs at most once in a passage)."""
+    """The tag model's vocabulary and IDF: the ``tag_features`` most frequent tags, ties by
+    term; ``tag_counts[j]``: passages tagged ``vocab_terms[j]`` (its document frequency)."""
     present = np.flatnonzero(tag_counts > 0)
     names = [vocab_terms[j] for j in present]
     kept = top_terms(names, tag_counts[present], tag_features)

@@ -1,19 +1,11 @@
-"""Turn text into Porter stems: the hot path of tagging at 1.2M passages.
+"""The analyzers: text -> Porter stems (``"stems"``) or plain terms (``"plain"``).
 
-Rule (the 2024 notebook's, made explicit): lower-case; split punctuation off words and
-drop it (a token is a maximal run of word characters); keep alphabetic tokens only
-(``co2`` and ``1998`` are dropped, ``niño`` is kept); drop NLTK English stop words;
-Porter-stem what is left with nltk's ``PorterStemmer`` (default NLTK_EXTENSIONS mode).
-
-A second analyzer, ``"plain"``, is the minimal retrieval pipeline's own (the TF-IDF
-retriever's default): lower-case; a token is a maximal run of letters and digits (the
-underscore separates, unlike in the stems' word runs); drop NLTK English stop words and
-single-character tokens; no stemming (``co2`` and ``1998`` are kept, ``models`` is not
-``model``). :data:`ANALYZERS` names both; :func:`analyzer_of` gives one as a callable.
-
-Stemming costs ~15 µs a word, and a 1.2M-passage dump has ~20M tokens but only
-~200K distinct ones, so every analyzer memoises token -> stem. The memo is private to a
-process and is never pickled (pickles stay small and byte-stable).
+``"stems"`` (the 2024 rule): lower-case; a token is a maximal run of word characters;
+keep alphabetic tokens (``co2`` and ``1998`` go, ``niño`` stays) that are not NLTK English
+stop words; stem them with nltk's ``PorterStemmer``. ``"plain"`` (the TF-IDF retriever's
+default): lower-cased runs of letters and digits (the underscore separates) minus stop
+words and single characters, unstemmed. Stems are memoised per distinct token (~20M
+tokens but ~200K distinct ones at 1.2M passages); the memo is never pickled.
 """
 
 from __future__ import annotations
@@ -28,9 +20,7 @@ from factcheck.text.stopwords import ENGLISH_STOP_WORDS
 _WORD_RUNS = re.compile(r"\w+")
 _LETTER_DIGIT_RUNS = re.compile(r"[^\W_]+")  # \w without the underscore
 
-#: The analyzers by name: ``"plain"`` (lower-cased letter/digit tokens, no stemming: the
-#: TF-IDF retriever's default) and ``"stems"`` (the project's Porter stems, what tagging
-#: and BM25 read).
+#: The analyzers by name (see the module docstring).
 ANALYZERS = ("plain", "stems")
 
 
@@ -42,14 +32,12 @@ def stem_token(token: str) -> str:
 
 
 def plain_term(token: str) -> str:
-    """The ``"plain"`` analyzer's term for one lower-cased letter/digit token: the token
-    itself, or '' for a stop word or a single character."""
+    """The ``"plain"`` term of one lower-cased token: itself, or '' for a stop word or one character."""
     return token if len(token) > 1 and token not in ENGLISH_STOP_WORDS else ""
 
 
 def plain_terms(text: str) -> list[str]:
-    """The ``"plain"`` analyzer: lower-cased letter/digit runs minus stop words and single
-    characters, in text order (duplicates kept).
+    """The ``"plain"`` analyzer: its terms in text order (duplicates kept).
 
     Example
     -------
@@ -67,10 +55,9 @@ def word_tokens(text: str) -> list[str]:
 # Upper case: no lower-cased text holds it, and the spaces keep it a token of its own.
 _TEXT_BREAK = " Q "
 
-# For ASCII text, ``\w`` (Unicode mode) is exactly [A-Za-z0-9_] and ``lower()`` only maps
-# A-Z: one ``str.translate`` lower-cases, blanks every other character and turns the
-# joining NUL into the marker. Texts holding a NUL (it would become a marker) or any
-# non-ASCII character take the regex path.
+# For ASCII, ``\w`` is exactly [A-Za-z0-9_]: one ``str.translate`` lower-cases, blanks the
+# other characters and turns the joining NUL into the marker (texts holding a NUL or
+# non-ASCII characters take the regex path).
 _ASCII_WORDS = {i: (chr(i).lower() if chr(i).isalnum() or chr(i) == "_" else " ") for i in range(128)}
 _ASCII_WORDS[0] = _TEXT_BREAK.strip()
 _ASCII_LETTERS_DIGITS = {**_ASCII_WORDS, ord("_"): " "}  # the "plain" analyzer's runs
@@ -82,15 +69,10 @@ def _ascii_fast(text: str) -> bool:
 
 
 def word_tokens_of_texts(texts: list[str], underscore: bool = True) -> tuple[list[str], str]:
-    """``word_tokens`` of many texts in a few C calls: (the tokens of every text in order,
-    with the marker ``"Q"`` after each text; the marker). ``underscore=False`` splits at
-    underscores too: the letter/digit runs of the ``"plain"`` analyzer.
-
-    Why: one ``findall`` per passage is 100K Python calls per shard. Runs of ASCII texts
-    are joined, translated and split (a third of the time of one regex pass over the
-    lower-cased texts: docs/decisions.md); other texts are lower-cased one by one,
-    joined with the marker and matched in one regex pass (a run of word characters never
-    crosses the marker's spaces). The tokens are ``word_tokens``'s either way.
+    """``word_tokens`` of many texts in a few C calls: (every text's tokens in order, each
+    text followed by the marker; the marker). ``underscore=False`` splits at underscores
+    too (the ``"plain"`` runs). ASCII runs of texts are joined, translated and split; the
+    others joined with the marker and matched in one regex pass (docs/decisions.md).
     """
     marker = _TEXT_BREAK.strip()
     table, runs = (_ASCII_WORDS, _WORD_RUNS) if underscore else (_ASCII_LETTERS_DIGITS, _LETTER_DIGIT_RUNS)
@@ -104,18 +86,13 @@ def word_tokens_of_texts(texts: list[str], underscore: bool = True) -> tuple[lis
 
 
 def word_runs(text: str):
-    """The same runs found in the original text, as ``re.Match`` objects whose offsets
-    point at the characters a reader sees (for highlighting)."""
+    """The word runs of the original text as ``re.Match`` objects (offsets for highlighting)."""
     return _WORD_RUNS.finditer(text)
 
 
 class TextAnalyzer:
-    """Callable text -> list of stems, memoised per distinct token.
-
-    Usable directly as scikit-learn's ``analyzer=`` so saved vectorisers analyse new
-    text (claims) exactly as the passages were analysed. The memo is capped (a
-    long-running server sees unbounded user vocabulary); a full memo is simply cleared.
-    """
+    """Callable text -> list of stems (scikit-learn's ``analyzer=``), memoised per distinct
+    token; a full memo (a server sees unbounded vocabulary) is cleared."""
 
     MAX_MEMO = 4_000_000
 
@@ -172,8 +149,7 @@ def analyzer_of(name: str):
 
 
 def term_of_token(name: str):
-    """The analyzer's per-token rule (token -> term, '' when dropped), for tokens from
-    ``word_tokens_of_texts(texts, underscore=(name == "stems"))``."""
+    """The analyzer's per-token rule (token -> term, '' when dropped)."""
     return {"stems": stem_token, "plain": plain_term}[check_analyzer(name)]
 
 
@@ -183,9 +159,7 @@ def check_analyzer(name: str) -> str:
 
 
 def shared_stems(claim_stems: set[str], passage: str) -> list[str]:
-    """The claim's stems that ``passage`` also has, sorted: what a hit's explanation shows
-    and the app highlights (the claim is analysed once by the caller, who scores many
-    passages for it).
+    """The claim's stems that ``passage`` also has, sorted (a hit's explanation).
 
     Example
     -------

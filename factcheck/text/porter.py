@@ -1,22 +1,12 @@
-"""nltk's PorterStemmer, loaded without running nltk's package ``__init__``.
+"""nltk's PorterStemmer, loaded without running nltk's package ``__init__`` (which costs
+1.1-1.6 CPU-s per process: docs/decisions.md, "Tagging workers").
 
-Why: ``import nltk.stem.porter`` first runs ``nltk/__init__.py``, which imports most of
-nltk and, through it, scipy.stats and pandas: 1.1-1.6 s of CPU per process (measured
-here, nltk 3.10), while the stemmer module itself needs only ``nltk.redos``,
-``nltk.termsec`` and ``nltk.stem.api`` (~10 ms). Every tagging worker and every CLI
-command that stems would pay it. The stemmer is nltk's own code either way;
-``tests/unit/test_text.py`` checks its stems against a normally imported nltk's.
-
-How: for the duration of the import, ``sys.modules`` holds bare package objects for
-``nltk`` and ``nltk.stem`` (so their ``__init__`` files do not run); afterwards every
-``nltk`` module entry added is removed again, so a later ``import nltk`` elsewhere in the
-process gets the complete package. If any nltk module is already imported, or the bare
-load fails (a future nltk whose stemmer needs more of its package), the normal import is
-used. Two limits, both harmless here: a thread of the same process that imports nltk
-during the ~10 ms window would get the bare package (factcheck loads the stemmer before
-it starts threads: workers in ``warm_up``, the app at start-up); and the stemmer's class is
-not ``nltk.stem.porter.PorterStemmer`` of a later full import, so ``isinstance`` checks
-against that and pickling fail (nothing pickles it: the analyzer's memo is not pickled).
+For the import, ``sys.modules`` holds bare package objects for ``nltk`` and ``nltk.stem``;
+afterwards every ``nltk`` entry added is removed, so a later ``import nltk`` gets the whole
+package. With nltk already imported, or if the bare load fails, the normal import is used.
+Two limits: a thread importing nltk during the ~10 ms window would get the bare package
+(factcheck loads the stemmer before it starts threads), and the class is not a later full
+import's ``PorterStemmer`` (``isinstance`` and pickling fail; nothing pickles it).
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
-"""Token views of a text besides plain stems: split letter/digit runs, numbers, cue words.
+"""Token views besides the stems: the reranker's (:func:`split_stems`, :func:`standalone_numbers`,
+:func:`letter_runs`) and the classifier's (:func:`cue_words`, :func:`number_strings`).
 
-Every stage that tokenises goes through :mod:`factcheck.text` so that "a word" and "a
-number" mean one thing per use. The plain stems (:func:`~factcheck.text.analyzer.analyze`)
-drop anything that is not alphabetic, so other views are defined here, next to them:
-
-* :func:`split_stems` -- the reranker's stems: letter and digit runs are split first,
-  so a claim's ``CO2`` matches a passage's ``CO 2`` (the plain stems drop ``co2``);
-* :func:`standalone_numbers` -- the reranker's numbers: digit runs not glued to letters,
-  thousands commas removed (``1,000`` == ``1000``, ``1990s`` counts as 1990, the 2 of
-  ``CO2`` is not a number);
-* :func:`letter_runs` -- the reranker's candidate names (capitalised letter runs);
-* :func:`cue_words` and :func:`number_strings` -- the classifier's agreement statistics:
-  lower-cased letter/apostrophe runs (for negation and hedge words) and numbers as
-  written (``1,000`` and ``3.5`` kept whole).
-
-The two number views differ on purpose (each model was fitted with its own); they live
-side by side so that the difference is visible, not hidden in two modules.
+The two number views differ on purpose (each model was fitted with its own).
 
 Example
 -------
@@ -63,8 +49,7 @@ def standalone_numbers(text: str) -> list[str]:
 
 
 def letter_runs(text: str) -> Iterator[re.Match]:
-    """Maximal runs of letters (no digits, no underscore), as matches: their case and
-    position are kept (the reranker reads capitalised names and sentence starts)."""
+    """Maximal runs of letters (no digits, no underscore), as matches (case and position kept)."""
     return _LETTER_RUN.finditer(text)
 
 

@@ -1,19 +1,9 @@
-"""Candidate generation: the passages the reranker is allowed to look at, per claim.
+"""Candidate generation: the passages the reranker may look at, per claim.
 
-Two sources, fused:
-
-* **BM25** over the full corpus (the core's, over :class:`~.terms.TermIndex`'s counts,
-  ``k1``/``b`` chosen on the training split), top ``depth`` passages;
-* **label memory** (:mod:`.memory`): the gold passages of the ``memory_k`` most similar
-  training claims -- evidence that shares few words with the claim is out of BM25's
-  reach but often cited by a paraphrase of it.
-
-The candidate stage's own ranking (what its recall@k measures) is a fixed, unlearned
-score fusion: BM25 relative to the claim's best BM25 score (in [0, 1]) plus the summed
-similarity of the memory neighbours citing the passage (ties by row). On the training
-holdout it ranks better than either list alone or reciprocal-rank fusion (recall@100
-0.64-0.66 against 0.61-0.62). A claim's BM25 is one product over its terms' postings
-(its cost grows with them, not with the corpus), ranked by the core's top-k.
+BM25's top ``depth`` passages, and the gold passages of the ``memory_k`` most similar
+training claims (:mod:`.memory`; evidence out of BM25's reach but cited by a paraphrase).
+The pool is ordered by a fixed fusion: BM25 over the claim's best BM25, plus the summed
+similarity of the memory neighbours citing the passage (ties by row).
 """
 
 from __future__ import annotations
@@ -28,9 +18,8 @@ from factcheck.retrieval.rerank.terms import TermIndex
 from factcheck.scoring.topk import top_k
 from factcheck.text.tokens import split_stems as stems
 
-# Open mode: weight of the dense side when the pool is ordered (and in the dense feature
-# ``fused_max``): the hybrid fusion that 5-fold CV chose on the 1,228 training claims
-# (proxy corpus: 0.4 dense, 0.6 BM25; docs/decisions.md).
+# Open mode: the dense side's weight in the pool's order and ``fused_max`` (docs/decisions.md,
+# "Hybrid fusion").
 FUSION_ALPHA = 0.4
 
 
@@ -71,7 +60,6 @@ class Candidates:
     rows: np.ndarray        # pool, in the candidate stage's fused order
     fused: np.ndarray       # fusion score per pool row
     bm25: np.ndarray        # BM25 score per pool row (0 if no shared term)
-    bm25_rank: np.ndarray   # 0-based position in the BM25 list (``depth`` when beyond it)
     bm25_top: float         # the claim's best BM25 score
     bm25_list: np.ndarray   # the BM25 list's rows, best first (the PRF feedback source)
     bm25_list_scores: np.ndarray
@@ -134,14 +122,11 @@ class CandidateGenerator:
         dense_top = float(dense_list.scores[0]) if cos is not None and len(dense_list.scores) else 0.0
         if dense_top > 0:  # the hybrid's weighting of the two sides (its CV choice)
             fused = fused + FUSION_ALPHA / (1 - FUSION_ALPHA) * cos[pool].astype(np.float64) / dense_top
-        rank = np.full(len(pool), cfg.depth, dtype=np.int64)
-        if len(bm_rows):
-            rank[np.searchsorted(pool, bm_rows)] = np.arange(len(bm_rows))
         if len(mem_rows):
             fused[np.searchsorted(pool, nb.rows)] += nb.sum_sim
         order, _ = top_k(fused, len(fused))  # pool ascends: ties by row
-        pool, fused, rank, pool_bm25 = pool[order], fused[order], rank[order], pool_bm25[order]
-        out = Candidates(q, pool, fused, pool_bm25, rank, top_score, bm_rows, bm_scores, nb)
+        pool, fused, pool_bm25 = pool[order], fused[order], pool_bm25[order]
+        out = Candidates(q, pool, fused, pool_bm25, top_score, bm_rows, bm_scores, nb)
         if cos is not None:
             out.dense, out.dense_top, out.dense_list_scores = cos[pool], dense_top, dense_list.scores
             out.dense_memory = dense_nb

@@ -1,13 +1,8 @@
 """How many passages to return per claim: the cut-off, tuned for the course's evidence F.
 
-Evidence F punishes both missing gold and returning extra passages, and claims differ:
-one has a single clear answer, another five weak ones. The rule keeps the passages whose
-probability is at least ``threshold`` *and* at least ``relative`` x the claim's top
-probability, then clamps the count to ``[min_k, max_k]``. ``min_k >= 1`` because the
-leaderboard format requires evidence for every claim.
-
-The four numbers are chosen in training, on the holdout claims (never dev), by
-:func:`factcheck.training.rerank.tune_cutoff`.
+Keep the passages whose probability is at least ``threshold`` and at least ``relative`` x
+the claim's top one, clamped to ``[min_k, max_k]`` (``min_k >= 1``: the leaderboard needs
+evidence). Tuned on the hold-out claims by :func:`factcheck.training.rerank.tune_cutoff`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Why a passage was returned: the evidence behind one reranked hit, in words and numbers.
-
-Only computed for the few passages actually returned, so it may loop in Python. Lists
-what the claim and the passage share (stems, stem bigrams, numbers, names), which
-similar training claim cited the passage (if any), and every feature value the model
-saw, so a surprising hit can be traced to the feature that put it there.
+"""Why a passage was returned: what the claim and the passage share (stems, bigrams,
+numbers, names), the similar training claim that cited it, and every feature value.
 """
 
 from __future__ import annotations
@@ -15,19 +11,10 @@ from factcheck.retrieval.rerank.semantic import ALL_FEATURES
 from factcheck.text.tokens import standalone_numbers
 
 
-def _inverse(vocab: dict[str, int]) -> list[str]:
-    out = [""] * len(vocab)
-    for t, j in vocab.items():
-        out[j] = t
-    return out
-
-
 def explain_hit(retriever, cands, x: np.ndarray, row: int, rank: int) -> dict:
     """The explanation of the hit at ``row`` (``x``: its feature row; ``rank``: 1-based)."""
     terms = retriever.terms_
-    inv = terms.__dict__.get("_inverse_vocab")
-    if inv is None:
-        inv = terms.__dict__["_inverse_vocab"] = _inverse(terms.vocab)
+    inv = terms.term_of
     a, b = terms.forward.indptr[row], terms.forward.indptr[row + 1]
     passage_terms = set(terms.forward.indices[a:b].tolist())
     shared = [inv[t] for t in cands.query.term_ids.tolist() if t in passage_terms]

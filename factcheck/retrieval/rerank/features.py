@@ -1,37 +1,20 @@
-"""Candidate features, in named groups so each group can be ablated.
+"""Candidate features, in named groups (:data:`GROUPS`) so each group can be ablated.
 
-Every feature measures how a passage relates to *the claim* (or to evidence the claim's
-neighbours cited), never what the passage looks like on its own. That is the rule that
-keeps the learned model from telling Wikipedia sentences from the proxy corpus's
-dictionary distractors by style:
+Every feature measures how a passage relates to *the claim* (or to evidence its neighbours
+cited), never what the passage looks like alone, so the model cannot tell Wikipedia
+sentences from dictionary distractors by style (docs/decisions.md): passages are read only
+as :func:`~factcheck.text.tokens.split_stems`, digit runs and tags; no absolute length, no
+count of the passage's own capitals or numbers; length enters only through a standard
+score's normalisation of matches (BM25's ``b``, the tag overlap, cosines); ranks are
+competition ranks; products are row sums, never BLAS calls whose rounding depends on a
+row's position.
 
-* passages are only ever read through :func:`~factcheck.text.tokens.split_stems` (lower-cased word runs,
-  punctuation dropped), their digit runs, and their tags -- so a ``headword:`` prefix,
-  brackets, semicolons or capital letters change nothing (``tests/unit/test_rerank.py``
-  checks that two passages with the same words in different dress get equal features);
-* there is no absolute passage length, no count of the passage's own capitalised words
-  or numbers, no passage prior; counts are of *claim* items found in the passage;
-* length enters only where a standard relevance score normalises by it, and only
-  through matches with the claim: BM25's ``b`` (0.4), the tag rule's overlap
-  denominator (a passage's tag count, at most 10), the cosines' vector norms. A
-  passage sharing nothing with the claim gets the same zeros whatever its length;
-* ranks are competition ranks (ties share a rank), so twin passages get equal values;
-  dense products are written as row sums, not BLAS calls, whose rounding can depend on
-  a row's position in the matrix.
-
-Groups (see :data:`GROUPS`):
-
-``bm25``      BM25 score, score relative to the claim's best, log rank in the BM25 list
-``coverage``  share of the claim's idf mass / distinct terms / 3 rarest terms present,
-              best matched idf relative to the claim's best, matched term count
-``phrases``   claim stem bigrams found as consecutive stems in the passage
-``entities``  claim numbers and capitalised names found in the passage
-``tags``      the 2024 tag rule's cosine and tag overlap
-``prf``       pseudo-relevance feedback: cosine with the centroid of the top BM25
-              passages, and BM25 of the RM3-style expansion terms
-``memory``    similarity of the closest / all training claims citing the passage,
-              cosine with the passages they cited, nearest-claim similarity
-``claim``     claim-level context (distinct terms, best BM25): calibrates across claims
+Groups: ``bm25`` (score, relative to the best, log rank), ``coverage`` (of the claim's
+idf mass, terms, 3 rarest terms), ``phrases`` (claim bigrams), ``entities`` (claim numbers
+and names), ``tags`` (the tag rule's cosine and overlap), ``prf`` (cosine with the top
+BM25 passages' centroid, BM25 of RM3 expansion terms), ``memory`` (similarity of the
+training claims citing the passage, cosine with what they cited), ``claim`` (claim-level
+context that calibrates across claims).
 """
 
 from __future__ import annotations
@@ -68,8 +51,7 @@ _SENTENCE_START = ("", ".", "!", "?", "\"", "\u201c", "'", "\u2018", "(")
 
 
 def claim_names(text: str) -> list[str]:
-    """Stems of the claim's capitalised words: acronyms anywhere, other capitalised words
-    unless sentence-initial (where capitals say nothing). Read from the claim only."""
+    """Stems of the claim's capitalised words: acronyms anywhere, others unless sentence-initial."""
     out = set()
     for m in letter_runs(text):
         w = m.group()
@@ -83,11 +65,8 @@ def claim_names(text: str) -> list[str]:
 
 
 class UnitRows:
-    """The TF-IDF unit vectors of any passages (the core's :func:`~factcheck.scoring.tfidf.tfidf_rows`
-    of their counts with the Lucene IDF), computed when asked.
-
-    A row depends on that passage alone, so a pool's few hundred rows cost a few hundred
-    rows, not a corpus-sized matrix kept for the index's life."""
+    """The TF-IDF unit vectors of any passages (:func:`~factcheck.scoring.tfidf.tfidf_rows`
+    with the Lucene IDF), computed when asked (a row depends on its passage alone)."""
 
     def __init__(self, forward: sp.csr_matrix, idf: np.ndarray):
         self.forward = forward
@@ -98,9 +77,8 @@ class UnitRows:
 
 
 class FeatureContext:
-    """Corpus-wide structures the features read, built once per index: the term index,
-    the tag arrays and vectoriser; per-pool rows (unit vectors, tag-space rows, shared
-    tags) are computed from them when a pool asks."""
+    """Corpus-wide structures the features read, built once per index; a pool's rows are
+    computed from them when asked."""
 
     def __init__(self, index, terms):
         self.terms = terms
@@ -111,8 +89,7 @@ class FeatureContext:
         self.unit = UnitRows(terms.forward, terms.idf)  # idf-weighted, L2-normalised passages
 
     def shared_tags(self, rows: np.ndarray, cols: list[int]) -> np.ndarray:
-        """How many of the tag columns ``cols`` each passage of ``rows`` has (float64: the
-        row sums of a 0/1 tag matrix, exact integers)."""
+        """How many of the tag columns ``cols`` each passage of ``rows`` has (float64)."""
         indptr = self.index.tag_indptr
         at, owner = multi_arange(indptr[rows], indptr[rows + 1])
         hit = np.isin(self.index.tag_terms[at], np.asarray(cols, dtype=np.int64))
@@ -123,8 +100,7 @@ class FeatureContext:
 
 
 class _PoolRows:
-    """Unit rows of a pool's passages, taken from the pool's own matrix when they are in
-    it (the feedback and memory passages always are): one normalisation per claim."""
+    """Unit rows, taken from the pool's own matrix when all are in it (one normalisation a claim)."""
 
     def __init__(self, unit: UnitRows, rows: np.ndarray, vecs: sp.csr_matrix):
         self.unit, self.vecs = unit, vecs
@@ -140,9 +116,7 @@ class _PoolRows:
 
 
 def _centroid(vecs: sp.csr_matrix, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Weighted mean of some unit rows, as (terms, L2-normalised weights). Built sparsely:
-    dense BLAS on a vocabulary-sized vector is slow (and thread-hungry) next to the few
-    hundred terms that are non-zero."""
+    """Weighted mean of some unit rows, as (terms, L2-normalised weights), built sparsely."""
     rows = np.repeat(np.arange(vecs.shape[0]), np.diff(vecs.indptr))
     nz, inv = np.unique(vecs.indices, return_inverse=True)
     w = np.bincount(inv, weights=vecs.data * np.asarray(weights, dtype=np.float64)[rows], minlength=len(nz))

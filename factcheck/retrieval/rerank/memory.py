@@ -1,21 +1,10 @@
 """Label memory: which passages did the most similar *training* claims cite as evidence?
 
-Climate claims repeat (the same myth in other words), and so does their evidence: a
-third of the gold passages of held-out training claims are gold for some other training
-claim. The memory is a nearest-neighbour table over the training claims -- TF-IDF over
-the claims' stems, cosine similarity -- plus each claim's gold passage ids. For a new
-claim it yields, per passage, the similarity of the closest neighbour that cited it
-and the summed similarity of all top-``k`` neighbours that cited it, and the gold
-passages themselves become candidates (they may share few words with the claim).
-
-It is relevance, not style: a passage scores only if a *similar claim* cited it, and the
-explanation names that claim. It uses training labels only (the fit part of the fixed
-split while training, so nothing of the holdout or dev leaks in), never membership in
-any corpus subset. While features are computed for a training claim, that claim itself
-is excluded (``exclude=``), so the model never learns from its own answer; and a query
-whose text *is* a memory claim's text never sees that claim either (retrieving for
-training claims -- to train the classifier, or to score the hold-out -- must not read
-their own gold; no dev or test claim repeats a training claim's text).
+A nearest-neighbour table over the training claims (TF-IDF over their stems, cosine) with
+each claim's gold ids: a new claim's neighbours' gold passages become candidates, scored
+by the similarity of the closest and of all citing neighbours. It uses training labels
+only; a claim being featurised is excluded (``exclude=``), and so is any memory claim with
+the query's very text (docs/decisions.md, "The label memory never shows a claim its own gold").
 """
 
 from __future__ import annotations
@@ -44,10 +33,8 @@ class Neighbours:
 
 
 def pool_similarities(nb: Neighbours, rows: np.ndarray):
-    """How the label memory vouches for pool ``rows``: the nearest neighbour's similarity,
-    and each row's max and summed similarity over the neighbours citing it (0 where none;
-    both None when the neighbours cite nothing). One definition for the lexical and the
-    embedding memory's features."""
+    """The nearest neighbour's similarity, and each pool row's max and summed similarity over
+    the neighbours citing it (0 where none; both None when they cite nothing)."""
     if not len(nb.rows):
         return nb.sims[0], None, None
     at = np.minimum(np.searchsorted(nb.rows, rows), len(nb.rows) - 1)
@@ -62,7 +49,6 @@ class ClaimMemory:
         self.claim_ids = list(claim_ids)
         self.texts = list(texts)
         self.evidences = [sorted(set(e)) for e in evidences]
-        # TF-IDF over the claims' stems (sublinear tf), term-major: a claim's cosines are one product.
         self.space, rows = TfidfSpace.fit([split_stems(t) for t in self.texts], sublinear=True)
         self.matrix = TermMatrix.from_units(rows)
         self._position_of_text: dict[str, list[int]] = {}
@@ -98,9 +84,8 @@ class ClaimMemory:
         return self.matrix.full(rows, sims)
 
     def neighbours(self, text: str, k: int, exclude: int | None = None, sims: np.ndarray | None = None) -> Neighbours:
-        """The ``k`` most similar memory claims and the passages they cite. ``sims``: the
-        claim's similarity to every memory claim from another space (the open mode's
-        embeddings); default the memory's own TF-IDF cosine."""
+        """The ``k`` most similar memory claims and the passages they cite; ``sims``: similarities
+        from another space (the open mode's embeddings) instead of the memory's TF-IDF."""
         sims = self.similarities(text) if sims is None else np.array(sims, dtype=np.float64)
         if exclude is not None and len(sims):
             sims[exclude] = 0.0
@@ -117,8 +102,7 @@ class ClaimMemory:
         rows, inv = np.unique(coo.col, return_inverse=True)
         s = top[coo.row]
         sum_sim = np.bincount(inv, weights=s, minlength=len(rows))
-        # closest citing neighbour per row: neighbours come in similarity order, so the
-        # smallest neighbour rank per row is the closest (ties by memory position)
+        # the closest citing neighbour of a row is its smallest neighbour rank
         first = np.full(len(rows), len(order), dtype=np.int64)
         np.minimum.at(first, inv, coo.row.astype(np.int64))
         return Neighbours(order, top, rows.astype(np.int64), top[first], sum_sim, order[first])

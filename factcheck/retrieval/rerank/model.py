@@ -1,22 +1,9 @@
 """The relevance model: P(gold | claim, candidate) from the candidate features.
 
-A pointwise ``HistGradientBoostingClassifier`` (gold passages of the training claims
-positive, every other candidate of the same claim negative). Why boosting rather than
-a linear model: the useful interactions are non-linear (a memory hit means little when
-the nearest training claim is far; BM25 scores mean different things for short and long
-claims), and trees need no scaling. Why pointwise: the cut-off needs probabilities that
-are comparable *across* claims (a threshold), which a pairwise ranker does not give.
-
-``features`` names the columns the model uses, so a feature group is ablated by simply
-leaving its columns out. Fixed ``random_state`` and no early stopping (no random
-validation split) keep training deterministic.
-
-Training and prediction run OpenMP on **one thread** (threadpoolctl, a scikit-learn
-dependency). Measured on the shared 2-core machine under load: fitting 9.8 s instead of
-90 s, predicting one claim's pool 3 ms instead of 31 ms -- an OpenMP team that has to
-wait for busy cores costs far more than it saves, and a web app serves one claim per
-request anyway. One thread also makes the float summation order independent of the
-machine's core count.
+A pointwise ``HistGradientBoostingClassifier`` (the cut-off needs probabilities comparable
+across claims), fixed ``random_state``, no early stopping, OpenMP on one thread: training
+is deterministic whatever the machine (docs/decisions.md, "The reranker's trees").
+``features`` names the columns used, so a feature group is ablated by leaving it out.
 """
 
 from __future__ import annotations
@@ -59,11 +46,8 @@ class ModelConfig:
 
 
 class RelevanceModel:
-    """P(gold | claim, candidate) from the candidate features (see the module docstring).
-
-    Stored in ``rerank.skops`` (on the model allow-list): its attributes are part of the
-    file format, so renaming one would make older models unreadable.
-    """
+    """P(gold | claim, candidate) from the candidate features. Its attributes are part of
+    the ``rerank.skops`` format: renaming one makes older models unreadable."""
 
     def __init__(self, features: list[str] | None = None, config: ModelConfig = ModelConfig()):
         self.features = list(features or FEATURES)
@@ -77,13 +61,9 @@ class RelevanceModel:
         return f"RelevanceModel(features={len(self.features)}, config={self.config!r})"
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> "RelevanceModel":
-        """``X`` has every lexical feature (:data:`FEATURES` order), then the dense ones if
-        any is used (:data:`~.semantic.ALL_FEATURES` order); only ``self.features`` are used.
-
-        Negatives outnumber positives ~130:1 and most are easy, so a fixed-seed sample of
-        ``negative_rate`` of them is kept with weight ``1 / negative_rate``: probabilities
-        stay calibrated and training is ~3x faster (the training budget is minutes).
-        """
+        """``X``: every column of :data:`~.semantic.ALL_FEATURES` (the dense ones if used);
+        only ``self.features`` are read. A fixed-seed ``negative_rate`` of the negatives is
+        kept, weighted ``1 / negative_rate`` (calibrated, faster)."""
         c = self.config
         y = np.asarray(y, dtype=np.int64)
         weight = np.ones(len(y))

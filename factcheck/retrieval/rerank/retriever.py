@@ -1,17 +1,8 @@
 """``RerankRetriever``: candidates -> features -> P(gold) -> per-claim cut-off.
 
-Usage (training, which chooses by evidence F, is :mod:`factcheck.training.rerank`)::
-
-    retriever = train_reranker(index, fit_claims, holdout_claims)   # fitted to ``index``
-    retriever.save("rerank.skops")
-    retriever = RerankRetriever.load("rerank.skops").fit(index)   # e.g. in the web app
-    retriever.retrieve(["Arctic sea ice is recovering."])
-
-The saved model holds the candidate settings, the boosted trees, the cut-off, the label
-memory's claims (ids, texts, gold ids: the memory's TF-IDF is refitted on load, a
-fraction of a second) and the training report. Corpus statistics are not saved: they
-are rebuilt from (or loaded from the cache next to) whatever index the model is fitted
-to, so one model serves the proxy and the wiki-only index alike.
+The saved model holds the candidate settings, the trees, the cut-off, the label memory's
+claims (its TF-IDF is refitted on load) and the training report; corpus statistics are
+rebuilt from (or loaded from the cache of) whatever index it is fitted to.
 """
 
 from __future__ import annotations
@@ -43,11 +34,9 @@ class RerankRetriever(Retriever):
     """A learned reranker: BM25 and label-memory candidates, P(gold) from boosted trees,
     a per-claim cut-off tuned for evidence F.
 
-    Trained by :func:`factcheck.train_reranker` (which returns it fitted) or loaded from a
-    ``rerank.skops`` file with :meth:`load`; the parameters are what training chose.
-    ``fit(index, terms=None, context=None, dense=None)`` may reuse corpus structures
-    already built for ``index`` (a :class:`~factcheck.retrieval.rerank.terms.TermIndex`,
-    a feature context, a dense scorer).
+    Trained by :func:`factcheck.train_reranker` (returned fitted) or loaded with :meth:`load`.
+    ``fit(index, terms=None, context=None, dense=None)`` may reuse structures already built
+    for ``index``.
 
     Parameters
     ----------
@@ -105,8 +94,8 @@ class RerankRetriever(Retriever):
         self.report = report
 
     def params(self) -> dict:
-        """What the model directory and the explanations record: the candidate settings,
-        the cut-off, the relevance model's configuration and features, the memory's size."""
+        """What model directories and explanations record: candidate settings, cut-off, the
+        model's configuration and features, the memory's size."""
         return {"candidates": self._candidate_config().to_json(), "cutoff": self._cutoff_rule().to_json(),
                 "model": self.model.config.to_json() if self.model else None,
                 "features": self.model.features if self.model else None,
@@ -136,16 +125,13 @@ class RerankRetriever(Retriever):
     # ------------------------------------------------------------------ fitting
     def _fit(self, index, terms: TermIndex | None = None, context: F.FeatureContext | None = None,
              dense=None) -> None:
-        """Attach to an index (``terms``/``context``/``dense`` reuse structures already built
-        for it). A model trained with dense candidates (``dense_depth > 0``, the open mode)
-        loads the index's passage vectors and the bundled embedding model unless ``dense``
-        (a scorer, :mod:`~factcheck.retrieval.rerank.semantic`) is given."""
+        """Attach to an index, reusing ``terms``/``context``/``dense`` if given (a model with
+        dense candidates otherwise loads the index's vectors and their model)."""
         self.candidates_ = self._candidate_config()
         self.cutoff_ = self._cutoff_rule()
         self.terms_ = terms or TermIndex.for_index(index)
         self.context_ = context or F.FeatureContext(index, self.terms_)
-        # A copy, so fitting never changes the ``memory`` parameter (another retriever may
-        # share it, bound to another index): binding replaces only the copy's gold matrix.
+        # A copy: fitting never changes the ``memory`` parameter (shared, maybe bound elsewhere).
         self.memory_ = None if self.memory is None else copy.copy(self.memory).bind(index.row_of, len(index))
         self.dense_ = None
         if self.candidates_.dense_depth > 0:
@@ -154,8 +140,8 @@ class RerankRetriever(Retriever):
 
     # ------------------------------------------------------------------ scoring
     def scored(self, claim: str):
-        """(candidates, features, positions in the pool by probability desc -- ties by BM25,
-        then row -- and those probabilities) of one claim."""
+        """One claim's (candidates, features, pool positions by probability desc -- ties by
+        BM25, then row -- and those probabilities)."""
         self._check_fitted()
         cands = self.generator_.generate(claim)
         X = pool_features(self.context_, cands, self.candidates_.k1, self.candidates_.b, self.dense_)
@@ -194,8 +180,7 @@ class RerankRetriever(Retriever):
             "top_probability": float(probs[0]) if len(probs) else 0.0})
 
     def _fallback(self) -> Selection:
-        """Nothing to rank: the leaderboard format still needs evidence, so return the
-        first ``min_k`` passages (corpus order) and say why."""
+        """Nothing to rank: the first ``min_k`` passages (the leaderboard needs evidence), and why."""
         hits = [self._hit(r, 0.0, {"rank": r + 1, "reason": "the claim shares no term with the corpus and "
                                                              "resembles no training claim"})
                 for r in range(min(max(self.cutoff_.min_k, 1), len(self.index_)))]
@@ -222,10 +207,7 @@ class RerankRetriever(Retriever):
 
     @classmethod
     def load(cls, path) -> "RerankRetriever":
-        """A reranker saved by :meth:`save` (unfitted: call ``fit(index)``).
-
-        The file is read through the model allow-list
-        (:data:`factcheck.formats.safe_load.TRUSTED_MODEL_TYPES`): no code in it can run.
+        """A reranker saved by :meth:`save` (unfitted), read through the model allow-list.
 
         Parameters
         ----------
@@ -258,8 +240,7 @@ class RerankRetriever(Retriever):
 
 
 def _as_settings(kind, value, param: str):
-    """``value`` as the frozen dataclass ``kind``: None (the defaults), a dict of its fields,
-    or an instance; anything else is an InputError naming ``param``."""
+    """``value`` (None, a dict of fields or an instance) as the dataclass ``kind``."""
     if value is None:
         return kind()
     if isinstance(value, kind):
@@ -275,9 +256,8 @@ def _as_settings(kind, value, param: str):
 
 
 def _probe(obj) -> None:
-    """The loaded reranker file works: its settings are in range, its memory's lists
-    line up, and its model scores a pool (every feature column once) with finite
-    probabilities. Anything else in a file of trusted types is refused by ``load``."""
+    """A loaded reranker file works: settings in range, memory lists that line up, a model
+    that scores a pool with probabilities in [0, 1]."""
     from factcheck.formats.safe_load import BadModel
     from factcheck.retrieval.rerank.semantic import ALL_FEATURES
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:

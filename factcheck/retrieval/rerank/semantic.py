@@ -1,34 +1,14 @@
 """Dense (embedding) evidence for the reranker: the open mode's extra candidates and features.
 
-A *scorer* is anything with ``scores(text)`` (the cosine of every passage with the text,
-one float per index row), ``vectors_`` (the index's L2-normalised passage vectors,
-rows x dim) and ``embedder_.embed(texts, kind="query")`` (L2-normalised claim vectors in
-that space): :class:`~factcheck.retrieval.dense.DenseRetriever` in the open mode (the
-bundled wordllama model, or a local ONNX model). A course-legal LSA space over the index's
-own TF-IDF was tried in its place and not adopted (reports/open-rerank.md). This module
-never imports an embedding package itself: the open-mode scorer is loaded by
-:func:`load_scorer`, lazily, only when a configuration asks for dense candidates, so the
-course mode never touches pretrained weights.
-
-Candidates: the scorer's top ``dense_depth`` passages, and the gold passages of the
-``memory_k`` training claims nearest by embedding, join the pool
-(:class:`~factcheck.retrieval.rerank.candidates.CandidateGenerator`). Features
-(:data:`DENSE_FEATURES`), like the lexical ones, relate a passage to *the claim* or to
-the evidence its neighbours cited, never to the passage's own style:
-
-``dense_cos``           cosine of claim and passage
-``dense_rel_top``       that cosine over the claim's best cosine in the corpus
-``dense_log_rank``      log of the competition rank in the dense list (``dense_depth`` when beyond it)
-``fused_max``           the hybrid retriever's max fusion: 0.6 BM25/best + 0.4 cosine/best
-``mem_dense_max``       best cosine with the gold passages of the similar training claims
-``mem_dense_centroid``  cosine with their similarity-weighted centroid
-``claim_dense_top``     the claim's best cosine (calibrates across claims)
-``emem_max_sim``        the label memory searched by claim *embedding* (paraphrases with
-``emem_sum_sim``        other words): similarity of the closest / all such neighbours
-``emem_nearest_sim``    citing the passage, and of the nearest neighbour
-
-Products are written as ``einsum`` row sums in float64, not BLAS calls (whose rounding
-can depend on a row's position), so a passage's features never depend on its pool-mates.
+A *scorer* (:class:`~factcheck.retrieval.dense.DenseRetriever`, loaded lazily by
+:func:`load_scorer`, so the course mode never touches pretrained weights) gives
+``scores(text)``, ``vectors_`` and ``embedder_.embed(texts, kind="query")``. Its top
+``dense_depth`` passages and the gold of the ``memory_k`` training claims nearest by
+embedding join the pool. The features (:data:`DENSE_FEATURES`) relate a passage to the
+claim or its neighbours' evidence, as the lexical ones do: the cosine, relative to the best
+and its log rank; ``fused_max`` (the hybrid's max fusion); the best and centroid cosine with
+the neighbours' gold; the claim's best cosine; the embedding-searched memory's
+similarities. Products are float64 ``einsum`` row sums, never BLAS calls.
 """
 
 from __future__ import annotations

@@ -1,42 +1,28 @@
 """Term statistics of the whole corpus under the reranker's analysis: counts, bigrams, numbers.
 
-The reranker reads passages through its own analysis (below), so it keeps its own
-counts; its BM25 is the core's (:mod:`factcheck.scoring.bm25`) over them. One pass over
-the corpus gives:
-
-* ``postings`` (a term-major :class:`~factcheck.scoring.matrix.TermMatrix` of counts): the
-  core's BM25 weights for any ``k1``/``b`` (:meth:`TermIndex.bm25`), scored by one product;
-* ``forward`` (CSR, passage -> terms): the term bags of candidate passages;
-* ``bigrams`` (per passage, sorted codes of consecutive stem pairs) and ``numbers``
-  (CSR, passage -> digit runs): phrase and number matches for a whole candidate pool
-  in a few vectorised operations, instead of re-analysing passages per request.
-
-Analysis is :func:`factcheck.text.tokens.split_stems` (the project's stems after
-splitting letter/digit runs, so a claim's ``CO2`` matches a passage's ``CO 2``) and
-:func:`factcheck.text.tokens.standalone_numbers` (``numbers`` here). Everything is computed from the
-lower-cased word stream with punctuation dropped, so nothing here can see a passage's
-format -- a ``headword:`` prefix, brackets, semicolons or capital letters.
-
-The arrays are cached next to the tag index (``DIR/rerank/terms-<key>/*.npy``, a
-:class:`~factcheck.tagging.derived.DerivedCache` entry: sha256-checked before every load,
-rebuilt when damaged, skipped when the index is read-only), keyed by the index's plan
-key and :data:`ANALYSIS_VERSION`.
+Passages are read through :func:`~factcheck.text.tokens.split_stems` (stems after splitting
+letter/digit runs: ``CO2`` matches ``CO 2``) and :func:`~factcheck.text.tokens.standalone_numbers`,
+from the lower-cased word stream, so nothing here sees a passage's format. One pass gives
+``postings`` (term-major counts: the core's BM25 for any ``k1``/``b``), ``forward`` (CSR,
+passage -> terms), ``bigrams`` (each passage's sorted codes of consecutive stem pairs) and
+``numbers`` (CSR, passage -> digit runs). The arrays are cached in the index
+(``rerank/terms-<key>/``), keyed by its plan key and :data:`ANALYSIS_VERSION`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import re
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
 from factcheck.scoring.bm25 import bm25_weight, bm25_weights, length_norm, lucene_idf
-from factcheck.scoring.counting import BREAK, DROPPED, UNSEEN, token_cells
-from factcheck.scoring.matrix import TermMatrix
+from factcheck.scoring.counting import TokenIds, token_cells
+from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
 from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.index import multi_arange
 from factcheck.text.analyzer import stem_token, word_tokens_of_texts
@@ -44,8 +30,6 @@ from factcheck.text.tokens import split_letter_digit_runs
 from factcheck.text.tokens import standalone_numbers as numbers
 
 ANALYSIS_VERSION = "stems+alnum-split+bigrams+numbers/1"
-# One .npy per array, memory-mapped when loaded (the earlier single terms.npz was read
-# whole into memory and its column-major copy rebuilt at every load).
 CACHE_LAYOUT = "npy-mmap/2"
 
 
@@ -72,40 +56,27 @@ class TermIndex:
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def build(cls, texts: list[str]) -> "TermIndex":
-        """The statistics of a list of passage texts (an index's are :meth:`for_index`)."""
-        return cls.build_batches([(0, list(texts))])
-
-    @classmethod
     def build_batches(cls, batches) -> "TermIndex":
-        """The term index of texts given as ``(first row, texts)`` batches in corpus order
-        (a tag index's shards: :meth:`~factcheck.tagging.index.TagIndex.text_batches`).
-
-        Each batch is analysed with a few C passes (:class:`_BatchAnalysis`), not a
-        Python loop per passage; the result is what :func:`~factcheck.text.tokens.split_stems`
-        and :func:`numbers` give passage by passage, ids in first-seen order
-        (``tests/unit/test_sparse_scores.py``): the features read their order (query terms
-        are summed in ascending id order, ties among expansion terms go to the lower id)."""
+        """The term index of ``(first row, texts)`` batches in corpus order, ids in first-seen
+        order (the features read it: query terms are summed by id, ties go to the lower id)."""
         analysis = _BatchAnalysis()
         parts = [analysis.add(texts) for _, texts in batches]
         n = sum(p[0] for p in parts)
         v = len(analysis.vocab)
-        indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64), out=indptr[1:])
-        forward = sp.csr_matrix((np.concatenate([p[3] for p in parts]) if parts else np.zeros(0, np.float32),
-                                 np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, np.int32),
-                                 indptr), shape=(n, v))
-        bigram_ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.concatenate([p[4] for p in parts]) if parts else np.zeros(0, np.int64), out=bigram_ptr[1:])
-        firsts = np.concatenate([p[5] for p in parts]) if parts else np.zeros(0, np.int64)
-        seconds = np.concatenate([p[6] for p in parts]) if parts else np.zeros(0, np.int64)
-        bigram_codes = firsts.astype(np.int64) * v + seconds
-        num_ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.concatenate([p[7] for p in parts]) if parts else np.zeros(0, np.int64), out=num_ptr[1:])
-        num_cols = np.concatenate([p[8] for p in parts]) if parts else np.zeros(0, np.int32)
-        nums = sp.csr_matrix((np.ones(len(num_cols), dtype=np.float32), num_cols.astype(np.int32), num_ptr),
+
+        def cat(i, dtype=np.int64):  # part i of every batch
+            return np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dtype)
+
+        def ptr(i):  # CSR row pointers from part i's per-row counts
+            out = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(cat(i), out=out[1:])
+            return out
+        forward = sp.csr_matrix((cat(3, np.float32), cat(2, np.int32), ptr(1)), shape=(n, v))
+        bigram_codes = cat(5).astype(np.int64) * v + cat(6)
+        num_cols = cat(8, np.int32)
+        nums = sp.csr_matrix((np.ones(len(num_cols), dtype=np.float32), num_cols.astype(np.int32), ptr(7)),
                              shape=(n, len(analysis.number_vocab)))
-        return cls(analysis.vocab, forward, bigram_ptr, bigram_codes, analysis.number_vocab, nums)
+        return cls(analysis.vocab, forward, ptr(4), bigram_codes, analysis.number_vocab, nums)
 
     @classmethod
     def for_index(cls, index, cache: bool = True) -> "TermIndex":
@@ -124,25 +95,22 @@ class TermIndex:
         return out
 
     def _save(self, folder: Path) -> None:
-        """One ``.npy`` file per array (see :meth:`_load` for why)."""
-        terms = sorted(self.vocab, key=self.vocab.get)
+        """One ``.npy`` file per array."""
+        terms = self.term_of
         nums = sorted(self.number_vocab, key=self.number_vocab.get)
         arrays = {"terms": np.array(terms, dtype=str), "shape": np.array(self.forward.shape),
                   "forward_indptr": self.forward.indptr, "forward_indices": self.forward.indices,
                   "forward_data": self.forward.data, "doc_len": self.doc_len, "bigram_ptr": self.bigram_ptr,
                   "bigram_codes": self.bigram_codes, "number_terms": np.array(nums, dtype=str),
                   "num_indptr": self.numbers.indptr, "num_indices": self.numbers.indices}
-        for name, array in arrays.items():
-            with open(folder / f"{name}.npy", "wb") as fh:
-                np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
+        save_arrays(folder, arrays)
         self.postings.save(folder, "postings_")
 
     @classmethod
     def _load(cls, folder: Path) -> "TermIndex":
-        """Memory-mapped, read-only: a query reads its terms' postings and its pool's rows,
-        and loading converts nothing (the term-major copy and the lengths are stored)."""
+        """Memory-mapped: loading converts nothing (the term-major copy and lengths are stored)."""
         def arr(name, mmap=True):
-            return np.load(folder / f"{name}.npy", mmap_mode="r" if mmap else None, allow_pickle=False)
+            return load_array(folder, name, mmap)
         shape = tuple(int(x) for x in arr("shape", False))
         forward = sp.csr_matrix((arr("forward_data"), arr("forward_indices"), arr("forward_indptr")), shape=shape)
         forward.has_sorted_indices = True  # saved sorted: no scan of every entry
@@ -155,8 +123,7 @@ class TermIndex:
                    TermMatrix.load(folder, "postings_"), arr("doc_len"))
 
     def bm25(self, k1: float, b: float) -> TermMatrix:
-        """The core's BM25 weights of every (term, passage) for ``k1``, ``b`` (kept next to
-        the tag index when this term index is, memory-mapped)."""
+        """The core's BM25 weights for ``k1``, ``b`` (cached beside this term index's)."""
         weights = self._weights.get((k1, b))
         if weights is None:
             def derive():
@@ -166,13 +133,17 @@ class TermIndex:
             else:
                 store, key, digest = self._cache
                 data = store.load_or_build(f"rerank/bm25-{digest}-k1_{k1:g}-b_{b:g}", {"terms": key, "k1": k1, "b": b},
-                                           lambda folder: np.save(folder / "data.npy", derive(), allow_pickle=False),
-                                           lambda folder: np.load(folder / "data.npy", mmap_mode="r",
-                                                                  allow_pickle=False))
+                                           lambda folder: save_arrays(folder, {"data": derive()}),
+                                           lambda folder: load_array(folder, "data"))
             weights = self._weights[(k1, b)] = self.postings.with_data(data)
         return weights
 
     # ------------------------------------------------------------------ queries
+    @cached_property
+    def term_of(self) -> list[str]:
+        """The term of each id."""
+        return sorted(self.vocab, key=self.vocab.get)
+
     def term_ids(self, terms: list[str]) -> np.ndarray:
         """Ids of the known terms, in the given order (unknown terms dropped)."""
         get = self.vocab.get
@@ -216,8 +187,7 @@ class TermIndex:
 
     def bm25_rows(self, rows: np.ndarray, term_ids: np.ndarray, weights: np.ndarray,
                   k1: float, b: float) -> np.ndarray:
-        """The BM25 of a few passages for a weighted bag of terms (the RM3 expansion's): the
-        core's weights, from their term bags, summed in float64."""
+        """The BM25 of a few passages for a weighted bag of terms (RM3's), summed in float64."""
         tf = self.tf_matrix(rows, term_ids)
         if not tf.size:
             return np.zeros(len(rows))
@@ -238,61 +208,34 @@ _HAS_DIGIT = re.compile(r"\d").search
 
 
 class _BatchAnalysis:
-    """:func:`~factcheck.text.tokens.split_stems` and :func:`numbers` of whole batches of texts, ids in first-seen
-    order across batches (see :meth:`TermIndex.build_batches`).
-
-    Per batch: the texts with a digit are split at letter/digit boundaries (the others
-    are unchanged by it), all are tokenised in one pass
-    (:func:`~factcheck.text.analyzer.word_tokens_of_texts`), and each distinct token is
-    stemmed once per build.
-    """
+    """:func:`~factcheck.text.tokens.split_stems` and :func:`numbers` of whole batches of
+    texts, ids in first-seen order across batches, each distinct token stemmed once."""
 
     def __init__(self):
-        self.vocab: dict[str, int] = {}
+        self._ids = TokenIds(stem_token)
+        self.vocab = self._ids.stem_id  # stem -> id (never reset: no limit_memory here)
         self.number_vocab: dict[str, int] = {}
-        self._token: dict[str, int] = {}  # token -> stem id, DROPPED, or BREAK for the marker
-
-    def _stem_ids(self, tokens: list[str], marker: str) -> np.ndarray:
-        table = self._token
-        table.setdefault(marker, BREAK)
-        ids = np.fromiter(map(table.get, tokens, itertools.repeat(UNSEEN)), dtype=np.int64, count=len(tokens))
-        unseen = np.flatnonzero(ids == UNSEEN)
-        if unseen.size:
-            vocab = self.vocab
-            # in order of first occurrence: a new stem gets the next id where it first appears
-            for token in dict.fromkeys(tokens[i] for i in unseen.tolist()):
-                stem = stem_token(token)
-                table[token] = vocab.setdefault(stem, len(vocab)) if stem else DROPPED
-            ids[unseen] = [table[tokens[i]] for i in unseen.tolist()]
-        return ids
-
-    @staticmethod
-    def _texts_split(texts: list[str]) -> tuple[list[str], list[list[str]]]:
-        """The texts split at letter/digit boundaries, and each text's numbers. Both
-        change nothing in a text without a digit (most passages), so only texts with one
-        go through :func:`split_letter_digit_runs` and :func:`numbers`, each on its own."""
-        split, nums = list(texts), [[] for _ in texts]
-        for i in [i for i, t in enumerate(texts) if _HAS_DIGIT(t)]:
-            split[i] = split_letter_digit_runs(texts[i])
-            nums[i] = numbers(texts[i])
-        return split, nums
 
     def add(self, texts: list[str]):
         """Analyse one batch: (passages, stems per passage, forward columns, forward counts,
         bigrams per passage, bigram first ids, bigram second ids, numbers per passage,
         number columns)."""
-        split, nums = self._texts_split(list(texts))
+        # Splitting and numbers change nothing in a text without a digit (most passages).
+        texts = list(texts)
+        split, nums = list(texts), [[] for _ in texts]
+        for i in [i for i, t in enumerate(texts) if _HAS_DIGIT(t)]:
+            split[i] = split_letter_digit_runs(texts[i])
+            nums[i] = numbers(texts[i])
         n = len(split)
         tokens, marker = word_tokens_of_texts(split)
-        ids = self._stem_ids(tokens, marker)
+        ids = self._ids.ids(tokens, marker)
         del tokens
         # forward: per passage, distinct stem ids ascending with their counts
         rows, seq, f_rows, f_cols, counts = token_cells(ids, len(self.vocab))
         per_row = np.bincount(f_rows, minlength=n).astype(np.int64)
         # bigrams: consecutive kept stems of one passage, distinct, in (first, second) order
-        same = rows[:-1] == rows[1:] if len(rows) > 1 else np.zeros(0, bool)
-        b_rows = rows[:-1][same] if len(rows) > 1 else np.zeros(0, np.int64)
-        first, second = (seq[:-1][same], seq[1:][same]) if len(rows) > 1 else (np.zeros(0, np.int64),) * 2
+        same = rows[:-1] == rows[1:]
+        b_rows, first, second = rows[:-1][same], seq[:-1][same], seq[1:][same]
         order = np.lexsort((second, first, b_rows))
         b_rows, first, second = b_rows[order], first[order], second[order]
         keep = np.ones(len(first), bool)
