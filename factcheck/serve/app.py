@@ -1,12 +1,6 @@
-"""The FastAPI app: ``create_app(run_dir=... | index_dir=..., model_dir=...)``.
-
-Pages are rendered on the server by Jinja2 with autoescaping on for every template, so
-passage and claim text is always text, never markup; the Content-Security-Policy
-allows no script at all as a second line of defence. The only inputs a request can
-give are a claim (length-limited), a retriever name (checked against the loaded ones)
-and a plot name (looked up in the table listed at start-up); no request names a file.
-What the pages call things and how they round them: :mod:`factcheck.serve.present`.
-"""
+"""The FastAPI app (:func:`create_app`). Pages are Jinja2 templates with autoescaping, under a
+Content-Security-Policy that allows no script; a request gives only a claim (length-limited),
+a loaded retriever's name and a plot name from the table read at start-up, never a path."""
 
 from __future__ import annotations
 
@@ -53,6 +47,7 @@ class AppState:
     _dev_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def dev(self) -> devview.DevExplorer:
+        """The dev explorer, built on first view."""
         with self._dev_lock:
             if self._dev is None:
                 self._dev = devview.build(self.artefacts, self.systems)
@@ -76,6 +71,7 @@ class AppState:
         return [self.check(claim, name) for name in [self.systems.best, *self.systems.others]]
 
     def method(self, requested: str | None) -> str:
+        """The loaded retriever ``requested`` names (HTTPException 400 if none)."""
         try:
             return self.systems.resolve(requested)
         except UnknownMethod:
@@ -119,17 +115,9 @@ def create_app(run_dir: Path | None = None, index_dir: Path | None = None, model
                dev_claims: Path | None = None, *, max_claim_chars: int = MAX_CLAIM_CHARS,
                allowed_hosts: list[str] | None = None, warm_up: bool = True, debug: bool = False,
                mode: str | None = None) -> FastAPI:
-    """Load the system and the run's artefacts once, and build the app around them.
-
-    ``mode``: ``None`` (the model's) or the mode the caller expects (see
-    :meth:`FactChecker.load <factcheck.system.checker.FactChecker.load>`). An
-    open-mode model's passage vectors are loaded once and shared by its dense and
-    hybrid retrievers.
-
-    ``allowed_hosts`` (the serve command passes the loopback names when bound to
-    loopback) rejects other Host headers, so a web page cannot reach the app through
-    DNS rebinding.
-    """
+    """Load the system and the run's artefacts once, and build the app around them. ``mode``:
+    the mode the caller expects (None: the model's); ``allowed_hosts``: the Host headers
+    accepted (against DNS rebinding)."""
     index_dir, model_dir = resolve_paths(run_dir, index_dir, model_dir)
     systems = load_retriever_set(index_dir, model_dir, warm_up=warm_up, mode=mode)
     artefacts = load_artefacts(Path(run_dir) if run_dir else None, Path(dev_claims) if dev_claims else None)
@@ -137,6 +125,7 @@ def create_app(run_dir: Path | None = None, index_dir: Path | None = None, model
 
 
 def _environment() -> jinja2.Environment:
+    """The templates' environment (autoescaped) and the filters they use."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["interval"] = format_interval
@@ -155,7 +144,7 @@ def _environment() -> jinja2.Environment:
 
 
 def build_app(state: AppState, allowed_hosts: list[str] | None = None, debug: bool = False) -> FastAPI:
-    # The API schema and /docs (CDN assets) describe the app to whoever asks: only with --debug.
+    """The app's routes and middleware over ``state``; the API schema and /docs only with ``debug``."""
     app = FastAPI(title="factcheck explain", docs_url="/docs" if debug else None, redoc_url=None,
                   openapi_url="/openapi.json" if debug else None)
     app.state.explain = state
@@ -273,11 +262,8 @@ def host_of(header: str) -> str:
 
 
 class _HostCheck:
-    """Rejects requests whose Host is not one of ``allowed`` (DNS rebinding).
-
-    Starlette's TrustedHostMiddleware cuts the Host at the first colon, which turns every
-    IPv6 literal (``[::1]:8000``) into ``[``; this parses both forms.
-    """
+    """Rejects requests whose Host is not one of ``allowed`` (Starlette's TrustedHostMiddleware
+    cuts the Host at the first colon, which breaks IPv6 literals)."""
 
     def __init__(self, app, allowed):
         self.app = app

@@ -1,12 +1,7 @@
-"""What the pages call things and how they round them, and the page records built from
-the API's check record (:func:`~factcheck.serve.explain.check_view`).
-
-The JSON keeps the pipeline's field names and full precision (scripts read it); a page
-shows a person the same record with human names (``Not enough info``, ``BM25 score``,
-``cosine threshold``), rounded numbers, the words a passage shares with the claim as
-they appear in its text (their stems only in a details row) and, for every check, the
-passages the classifier read -- which may be another retriever's than the evidence shown.
-"""
+"""What the pages call things and how they round them, and the page records built from the
+API's check record (:func:`~factcheck.serve.explain.check_view`): the JSON keeps field names
+and full precision, a page shows human names, rounded numbers and the shared words as they
+appear in the text, and what the classifier read."""
 
 from __future__ import annotations
 
@@ -14,6 +9,7 @@ import math
 from urllib.parse import urlencode
 
 from factcheck.formats.claims import LABELS
+from factcheck.reporting.report import flatten
 from factcheck.serve.highlight import highlight_spans
 from factcheck.text.analyzer import analyze, shared_stems
 
@@ -121,15 +117,11 @@ def setting(v) -> str:
 
 
 def param_rows(params: dict | None, prefix: str = "") -> list[dict]:
-    """A nested parameter record as table rows ``{"name", "key", "value", "long"}``: nested
-    records flattened (``cutoff.min_k``), long lists (the reranker's 25 feature names) kept
-    for a details row."""
+    """A nested parameter record as table rows ``{"name", "key", "value", "long"}`` (keys
+    dotted: ``cutoff.min_k``); long lists (the reranker's features) kept for a details row."""
     rows = []
-    for key, value in (params or {}).items():
-        full = f"{prefix}{key}"
-        if isinstance(value, dict):
-            rows += param_rows(value, full + ".")
-            continue
+    for full, value in flatten(params, prefix):
+        key = full.rsplit(".", 1)[-1]
         long = isinstance(value, (list, tuple)) and len(value) > 4
         rows.append({"name": PARAM_NAMES.get(full, PARAM_NAMES.get(key, human(key))), "key": full,
                      "value": f"{len(value)} names" if long else setting(value),

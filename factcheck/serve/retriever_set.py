@@ -1,12 +1,6 @@
-"""Every retriever a model directory knows, fitted once on one tag index: the app's
-:class:`~factcheck.system.checker.FactChecker` for each retriever.
-
-``FactChecker.load`` builds the model's chosen retriever; the other tuned ones
-(``available_methods``) are fitted on the *same* :class:`TagIndex` and share the
-classifier, so switching retriever in the app costs nothing per request and the
-316K-passage index is held in memory once. A retriever that cannot be loaded here
-(e.g. the reranker missing from this installation) is reported, not fatal.
-"""
+"""Every retriever a model directory knows, fitted once on the same index and sharing the
+classifier: the app's :class:`~factcheck.system.checker.FactChecker` per retriever. One that
+cannot be loaded here is reported, not fatal."""
 
 from __future__ import annotations
 
@@ -26,7 +20,7 @@ BEST = "best"
 
 
 class UnknownMethod(ValueError):
-    pass
+    """A retriever name the app has not loaded."""
 
 
 @dataclass
@@ -35,8 +29,7 @@ class RetrieverSet:
     best: str
     unavailable: dict[str, str] = field(default_factory=dict)
     load_seconds: dict[str, float] = field(default_factory=dict)
-    # Retrieval and classification are CPU-bound and the retrievers' memo caches are not
-    # meant for concurrent writers: one check at a time, the rest queue.
+    # One check at a time: the work is CPU-bound and the retrievers' caches have no concurrent writers.
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -70,6 +63,7 @@ class RetrieverSet:
 
 
 def load_retriever_set(index_dir: Path, model_dir: Path, warm_up: bool = True, mode: str | None = None) -> RetrieverSet:
+    """The model's chosen retriever and every other it names, each checked once if ``warm_up``."""
     t = time.perf_counter()
     chosen = FactChecker.load(index_dir, model_dir, mode=mode)
     best = chosen.meta.get("retriever", {}).get("method") or chosen.retriever.name
