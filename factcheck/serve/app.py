@@ -25,7 +25,7 @@ from factcheck.serve.explain import RANKING_SHOWN, check_view
 from factcheck.serve.highlight import segments
 from factcheck.serve.limits import StrictQueryString
 from factcheck.serve.results import format_interval, tables
-from factcheck.serve.retriever_set import BEST, RetrieverSet, UnknownMethod, load_retriever_set
+from factcheck.serve.retriever_set import BEST, RetrieverSet, load_retriever_set
 
 MAX_CLAIM_CHARS = 2000
 TEMPLATES = Path(__file__).parent / "templates"
@@ -68,16 +68,18 @@ class AppState:
 
     def compare(self, claim: str | None) -> list[dict]:
         """The claim checked with every loaded retriever, the model's choice first."""
-        return [self.check(claim, name) for name in [self.systems.best, *self.systems.others]]
+        best = self.systems.best
+        return [self.check(claim, name) for name in [best, *(m for m in self.systems.methods if m != best)]]
 
     def method(self, requested: str | None) -> str:
-        """The loaded retriever ``requested`` names (HTTPException 400 if none)."""
-        try:
-            return self.systems.resolve(requested)
-        except UnknownMethod:
-            shown = requested if len(requested) <= 40 else requested[:40] + "..."
-            raise HTTPException(400, f"unknown method {shown!r}; expected one of "
-                                     f"{', '.join([BEST, *self.systems.methods])}") from None
+        """The loaded retriever ``requested`` names (``best`` or empty: the model's choice)."""
+        if requested in (None, "", BEST):
+            return self.systems.best
+        if requested in self.systems.by_method:
+            return requested
+        shown = requested if len(requested) <= 40 else requested[:40] + "..."
+        raise HTTPException(400, f"unknown method {shown!r}; expected one of "
+                                 f"{', '.join([BEST, *self.systems.methods])}")
 
 
 def _run_index(run_dir: Path) -> Path:
