@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from joblib import effective_n_jobs
 from joblib.executor import get_memmapping_executor
-from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
 from sklearn.model_selection import RepeatedStratifiedKFold
@@ -154,11 +153,8 @@ def _fold_job(split: Split, y: np.ndarray, gold_views: dict, read_views: dict, c
         for sw in sorted({cfgs[i].stats_weight for i in members}):
             features.stats_weight = sw
             M, M_read, M_gold = (features.transform_views(v) for v in (train_views, test_read, test_gold))
-            for i in members:
-                c = cfgs[i]
-                if c.stats_weight != sw:
-                    continue
-                out[i] = fit_scored(M, y_train, c, M_read, M_gold, labels)
+            for i in [m for m in members if cfgs[m].stats_weight == sw]:
+                out[i] = fit_scored(M, y_train, cfgs[i], M_read, M_gold, labels)
     return out
 
 
@@ -255,4 +251,4 @@ def fit_final(config: ClassifierConfig, X_gold, X_read, y, embedding: dict | Non
     if config.augment:
         X += list(X_read)
         labels += list(y)
-    return clone(config.build(embedding)).fit(X, labels)
+    return config.build(embedding).fit(X, labels)

@@ -21,7 +21,7 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
-from factcheck.classification.cv import collect, fit_scored, run_folds
+from factcheck.classification import cv
 from factcheck.classification.features import ClaimEvidenceFeatures, concat_views, take_views, views_of
 from factcheck.formats.claims import label_set
 
@@ -181,7 +181,7 @@ def stance_fold_job(split, y, gold_views, read_views, pairs_gold, pairs_read, cf
                                   _aggregates_for(stance, pairs_read, te))
         M_gold = features.combine(features.direct.transform_views(take_views(gold_views, te)),
                                   _aggregates_for(stance, pairs_gold, te))
-        out[i] = fit_scored(M, y_train, cfg, M_read, M_gold, labels)
+        out[i] = cv.fit_scored(M, y_train, cfg, M_read, M_gold, labels)
     return out
 
 
@@ -190,9 +190,9 @@ def stance_cross_validate(y, splits, gold_views, read_views, pairs_gold, pairs_r
     """Like :func:`~factcheck.classification.cv.cross_validate` for stance configurations."""
     y = np.asarray(y)
     labels = tuple(labels if labels is not None else label_set(y.tolist()))
-    per_split = run_folds(stance_fold_job, [(s, y, gold_views, read_views, pairs_gold, pairs_read, cfgs, labels)
+    per_split = cv.run_folds(stance_fold_job, [(s, y, gold_views, read_views, pairs_gold, pairs_read, cfgs, labels)
                                             for s in splits], jobs)
-    return collect(y, splits, per_split, cfgs, reader, labels)
+    return cv.collect(y, splits, per_split, cfgs, reader, labels)
 
 
 def fit_stance_final(cfg, gold_views, read_views, pairs_gold, pairs_read, y, embedding=None):

@@ -137,10 +137,8 @@ def _environment() -> jinja2.Environment:
     env.filters["label_class"] = present.label_class
     env.filters["retriever"] = present.retriever_name
     env.filters["metric"] = present.metric_name
-    env.filters["param"] = present.param_name
-    env.filters["check_url"] = lambda claim, method=None, page="/": present.check_url(claim, method, page)
-    env.filters["compact"] = lambda v: (json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list))
-                                        else str(v))  # rendered, then autoescaped like any text
+    env.filters["param"] = present.PARAM_NAMES.get  # None: the page shows the key alone
+    env.filters["check_url"] = present.check_url
     env.globals["segments"] = segments
     return env
 

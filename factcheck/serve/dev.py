@@ -24,7 +24,6 @@ class DevExplorer:
     rows: list[dict] = field(default_factory=list)
     source: str = ""
     method: str | None = None
-    has_gold: bool = False
     summary: dict = field(default_factory=dict)
 
 
@@ -80,7 +79,7 @@ def build(artefacts, systems) -> DevExplorer:
             "n_found": len(gold_ids) - len(missed),
             "evidence_f": evidence_f(pred["evidences"], gold_ids) if claim else None,  # as scored
         })
-    return DevExplorer(rows, source, method, bool(gold), _summary(rows, bool(gold)))
+    return DevExplorer(rows, source, method, _summary(rows, bool(gold)))
 
 
 def _summary(rows: list[dict], has_gold: bool) -> dict:

@@ -56,6 +56,7 @@ EXAMPLES_PER_LABEL = 2
 
 
 def label_name(label) -> str:
+    """``NOT_ENOUGH_INFO`` -> ``Not enough info``."""
     return LABEL_NAMES.get(label, str(label).replace("_", " ").capitalize())
 
 
@@ -64,12 +65,8 @@ def metric_name(key) -> str:
     return METRIC_NAMES.get(key, human(key))
 
 
-def param_name(key) -> str | None:
-    """The page's name for a (flattened) parameter, or None when it has none."""
-    return PARAM_NAMES.get(key)
-
-
 def retriever_name(method) -> str:
+    """``bm25`` -> ``BM25 retriever``."""
     return RETRIEVER_NAMES.get(method, str(method))
 
 
@@ -213,11 +210,13 @@ def detail_rows(result: dict) -> list[tuple[str, str]]:
 
 
 def probability_rows(probabilities: dict) -> list[dict]:
+    """Each label's probability, named and rounded."""
     return [{"label": label, "name": label_name(label), "value": p, "shown": num(p, 3)}
             for label, p in probabilities.items()]
 
 
 def check_url(claim: str, method: str | None = None, page: str = "/") -> str:
+    """The URL of ``page`` checking ``claim`` (with ``method`` unless it is the model's choice)."""
     query = {"claim": claim} if method in (None, "", "best") else {"claim": claim, "method": method}
     return f"{page}?{urlencode(query)}"
 
@@ -247,10 +246,8 @@ def claim_view(result: dict) -> dict:
 
 
 def check_page(result: dict, reader_texts, titles_of) -> dict:
-    """Everything the check page shows for one check record.
-
-    ``reader_texts(ids)`` gives the passage texts the classifier read; ``titles_of(ids)``
-    their titles (None where the index has none)."""
+    """Everything the check page shows for one check record (``reader_texts(ids)`` and
+    ``titles_of(ids)``: the texts and titles of passages by id)."""
     method = result["method"]
     hit_ids = [h["id"] for h in result["hits"]]
     titles = dict(zip(hit_ids, titles_of(hit_ids)))
@@ -283,9 +280,7 @@ def check_page(result: dict, reader_texts, titles_of) -> dict:
 
 
 def compare_page(results: list[dict], titles_of) -> dict:
-    """The same claim under every retriever: one column each, and the passages shared.
-
-    ``results``: check records, one per retriever, in column order."""
+    """The same claim under every retriever: one column per check record, and the passages shared."""
     ranks = {}   # passage id -> {method: rank}
     for r in results:
         for i, h in enumerate(r["hits"], 1):
@@ -316,11 +311,7 @@ def compare_page(results: list[dict], titles_of) -> dict:
 
 
 def titles_of(index):
-    """``ids -> [title or None, ...]`` for ``index``.
-
-    Passage titles (a FEVER page's, a BEIR document's) come from the index when its
-    knowledge source had them (``index.has_titles`` and ``index.title(row)``); an index
-    without them gives None for every passage and the pages show ids only."""
+    """``ids -> [title or None, ...]`` for ``index`` (all None when it has no titles: the pages show ids)."""
     if not getattr(index, "has_titles", False):
         return lambda ids: [None] * len(ids)
     row_of = index.row_of

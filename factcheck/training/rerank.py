@@ -168,7 +168,6 @@ class ClaimSet:
     rows: list[np.ndarray]   # per claim: pool rows (candidate-stage order)
     X: np.ndarray            # all pools' features, stacked
     y: np.ndarray            # 1 = gold
-    owner: np.ndarray        # claim position of each stacked row
     n_gold: list[int]        # distinct gold passages per claim (also those outside the pool)
 
     def per_claim(self, scores: np.ndarray):
@@ -188,7 +187,7 @@ def build_claim_set(generator: CandidateGenerator, ctx, claims, row_of: dict, le
                     progress: bool | None = None, desc: str = "reranker features") -> ClaimSet:
     """The candidates, features and labels of ``claims`` (each hidden from the memory when
     ``leave_one_out``); ~90 ms a claim at 1.2M passages, so it shows a bar."""
-    rows, Xs, ys, owners, n_gold = [], [], [], [], []
+    rows, Xs, ys, n_gold = [], [], [], []
     k1, b = generator.config.k1, generator.config.b
     for i, claim in enumerate(progress_bar(claims, desc=desc, unit="claims", enabled=progress)):
         cands = generator.generate(claim.text, exclude_memory=i if leave_one_out else None)
@@ -196,12 +195,10 @@ def build_claim_set(generator: CandidateGenerator, ctx, claims, row_of: dict, le
         rows.append(cands.rows)
         Xs.append(pool_features(ctx, cands, k1, b, generator.dense))
         ys.append(np.isin(cands.rows, gold).astype(np.int64))
-        owners.append(np.full(len(cands.rows), i, dtype=np.int64))
         n_gold.append(len(set(claim.evidences)))
     width = len(ALL_FEATURES if generator.dense is not None else F.FEATURES)
     X = np.vstack(Xs) if Xs else np.zeros((0, width))
-    return ClaimSet(rows, X, np.concatenate(ys) if ys else np.zeros(0, np.int64),
-                    np.concatenate(owners) if owners else np.zeros(0, np.int64), n_gold)
+    return ClaimSet(rows, X, np.concatenate(ys) if ys else np.zeros(0, np.int64), n_gold)
 
 
 @dataclass
