@@ -1,13 +1,6 @@
-"""Errors that reach users as one line, naming the file and the place.
-
-Bad input is the user's problem to fix, so it must say *where*; a traceback would
-only say where in our code. Anything that is not an :class:`InputError` is a bug
-and keeps its traceback.
-
-:func:`check_number` and :func:`check_choice` are the library's checks of parameter
-values (a retriever's at ``fit``, a job's at ``run``): the same wording as the command
-line's checks of its flags, raised as an :class:`InputError` naming the parameter.
-"""
+"""Errors that reach users as one line naming the file and the place (anything else is a
+bug and keeps its traceback), and the library's checks of parameter values, worded as the
+command line's checks of its flags."""
 
 from __future__ import annotations
 
@@ -18,37 +11,28 @@ __all__ = ["FactcheckWarning", "InputError", "IntegrityError", "check_choice", "
 
 
 class InputError(ValueError):
-    """A problem with something the user gave us (exit status 2, no traceback).
-
-    A :class:`ValueError`, as scikit-learn raises for bad parameter values and bad input,
-    so ``except ValueError`` in a caller's code catches it too.
+    """A problem with something the user gave us (exit status 2, no traceback); a
+    :class:`ValueError`, as scikit-learn raises for bad input.
 
     Parameters
     ----------
     path : str or Path or None
         The file at fault, if any.
     place : str or None
-        Where in it (``line 12``, ``claim-1234``), or what else is at fault; with
-        ``param``, the parameter's value at fault (rendered ``--scheduler ADDRESS``, as typed).
+        Where in it (``line 12``, ``claim-1234``); with ``param``, the value at fault.
     message : str
         What is wrong and, where it helps, what to do.
     param : str or None, keyword-only
-        The library parameter at fault (``"method"``, ``"chunk_window"``). Library code
-        names parameters, never command-line flags; the CLI renders them as its flags
-        (``one_line({"method": "--method"})``), a Python user sees the parameter name.
+        The library parameter at fault; the CLI renders it as its flag (:meth:`one_line`).
 
     Example
     -------
-    >>> isinstance(InputError("claims.json", "line 3", "invalid JSON"), ValueError)
-    True
     >>> str(InputError("claims.json", "line 3", "invalid JSON"))
     'claims.json: line 3: invalid JSON'
-    >>> InputError(None, None, "unknown method 'x'", param="method").one_line()
-    "method: unknown method 'x'"
     >>> InputError(None, None, "unknown method 'x'", param="method").one_line({"method": "--method"})
     "--method: unknown method 'x'"
-    >>> InputError(None, "tcp://h:1", "cannot connect", param="scheduler").one_line({"scheduler": "--scheduler"})
-    '--scheduler tcp://h:1: cannot connect'
+    >>> InputError(None, "tcp://h:1", "cannot connect", param="scheduler").one_line()
+    'scheduler tcp://h:1: cannot connect'
     """
 
     def __init__(self, path, place: str | None, message: str, *, param: str | None = None):
@@ -65,7 +49,6 @@ class InputError(ValueError):
     def one_line(self, flags: dict[str, str] | None = None) -> str:
         """The error as one line; ``flags`` maps parameter names to how the caller spells them."""
         name = (flags or {}).get(self.param, self.param) if self.param else None
-        # A parameter and its value read as the user typed them: "--scheduler ADDRESS".
         where = " ".join(p for p in (name, self.place) if p)
         parts = [p for p in (self.path, where) if p]
         prefix = ": ".join(parts)
@@ -87,19 +70,13 @@ class IntegrityError(InputError):
 
     Example
     -------
-    >>> from factcheck.tagging.index import TagIndex
-    >>> TagIndex.load("out/no-such-index")
-    Traceback (most recent call last):
-    ...
-    factcheck.errors.InputError: out/no-such-index: no such index directory
-    >>> issubclass(IntegrityError, InputError)
-    True
+    >>> str(IntegrityError("out/index", "shard 3", "checksum mismatch; rebuild it"))
+    'out/index: shard 3: checksum mismatch; rebuild it'
     """
 
 
 class FactcheckWarning(UserWarning):
-    """Something the user should know that does not stop the run (e.g. a default used
-    because the data was too small to choose). The CLI shows it as one plain line.
+    """Something the user should know that does not stop the run; the CLI shows it as one line.
 
     Parameters
     ----------
@@ -108,48 +85,18 @@ class FactcheckWarning(UserWarning):
 
     Example
     -------
-    >>> import warnings
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     warnings.warn(FactcheckWarning("too few hold-out claims to choose; using bm25"))
-    >>> str(caught[0].message)
+    >>> str(FactcheckWarning("too few hold-out claims to choose; using bm25"))
     'too few hold-out claims to choose; using bm25'
     """
 
 
 def check_number(value, param: str, *, integer: bool = False, low: float | None = None,
                  high: float | None = None):
-    """``value`` if it is a finite number in ``[low, high]`` (an integer if ``integer``).
-
-    Parameters
-    ----------
-    value : object
-        The parameter's value.
-    param : str
-        Its name, for the error (``"k"``, ``"t_sim"``).
-    integer : bool, default False
-        Require an integer (``True``/``False`` are not numbers here).
-    low, high : float or None
-        Inclusive bounds; None for none.
-
-    Returns
-    -------
-    int or float
-        ``value`` unchanged.
-
-    Raises
-    ------
-    InputError
-        Naming ``param``, in the wording of the command line's checks of its flags.
+    """``value`` if it is a finite number (an integer if ``integer``; never a bool) within the
+    inclusive bounds ``low`` and ``high``, else an :class:`InputError` naming ``param``.
 
     Example
     -------
-    >>> check_number(3, "k", integer=True, low=1)
-    3
-    >>> check_number(0, "k", integer=True, low=1)
-    Traceback (most recent call last):
-    ...
-    factcheck.errors.InputError: k: must be at least 1, got 0
     >>> check_number(1.5, "b", low=0, high=1)
     Traceback (most recent call last):
     ...
@@ -171,26 +118,10 @@ def check_number(value, param: str, *, integer: bool = False, low: float | None 
 
 
 def check_choice(value, param: str, choices) -> str:
-    """``value`` if it is one of ``choices``.
-
-    Parameters
-    ----------
-    value : object
-        The parameter's value.
-    param : str
-        Its name, for the error.
-    choices : sequence of str
-        The values allowed, in the order the error lists them.
-
-    Returns
-    -------
-    str
-        ``value`` unchanged.
+    """``value`` if it is one of ``choices``, else an :class:`InputError` naming ``param``.
 
     Example
     -------
-    >>> check_choice("max", "fusion", ("max", "rrf"))
-    'max'
     >>> check_choice("sum", "fusion", ("max", "rrf"))
     Traceback (most recent call last):
     ...

@@ -1,20 +1,8 @@
-"""Calibrated probabilities: temperature scaling fitted on out-of-fold predictions.
-
-The app shows "0.97 SUPPORTS"; that should mean right 97% of the time. A logistic
-regression trained on 1,228 claims (twice, with augmentation) is over-confident on
-claims it has not seen, and ``class_weight="balanced"`` shifts it further. Temperature
-scaling -- ``softmax(z / T)``, the method of scikit-learn's
-``CalibratedClassifierCV(method="temperature")`` -- is fitted here on the
-cross-validated (out-of-fold) decision values, the only honest ones we have, and then
-folded into the final model's weights (``coef_ / T``, ``intercept_ / T``). So the saved
-model stays a plain scikit-learn pipeline, and its argmax -- the label, the accuracy --
-is unchanged: calibration changes what the probabilities say, never the prediction.
-
-:func:`reliability` is the documented output (report, metrics.json): top-label
-confidence in ``bins`` equal-width bins, per bin the claim count, mean confidence and
-accuracy (the points of ``sklearn.calibration.calibration_curve`` on "prediction is
-right" against confidence), and the expected calibration error
-``ECE = sum_b n_b / n * |accuracy_b - confidence_b|``.
+"""Temperature scaling (``softmax(z / T)``) fitted on the CV's out-of-fold decision values
+and folded into the final logistic regression (``coef_ / T``, ``intercept_ / T``): the saved
+model stays a plain pipeline and its labels do not change, only what the probabilities say.
+:func:`reliability` reports it: top-label confidence in equal-width bins (the points of
+``sklearn.calibration.calibration_curve``) and the expected calibration error.
 """
 
 from __future__ import annotations
@@ -45,6 +33,7 @@ def fit_temperature(decision: np.ndarray, y_index: np.ndarray) -> float:
 
 
 def scale(decision: np.ndarray, temperature: float) -> np.ndarray:
+    """``softmax(decision / temperature)`` per row (a non-finite value: probability 0)."""
     z = np.where(np.isfinite(decision), decision, -1e9)
     return softmax(z / temperature, axis=1)
 
@@ -59,7 +48,7 @@ def apply_temperature(pipeline, temperature: float):
 
 def reliability(y_true, proba: np.ndarray, labels, bins: int = BINS) -> dict:
     """``{"n", "bins": [{"low", "high", "count", "confidence", "accuracy"}] * bins, "ece"}``;
-    empty bins have count 0 and null confidence/accuracy."""
+    ``ece = sum_b n_b / n * |accuracy_b - confidence_b|``."""
     proba = np.asarray(proba, dtype=np.float64)
     labels = list(labels)
     y = np.array([labels.index(v) for v in y_true])

@@ -1,35 +1,21 @@
-"""Choose the classifier by repeated stratified k-fold cross-validation over all training claims.
+"""Choose the classifier by repeated stratified k-fold cross-validation over all training
+claims: every configuration is scored ``FOLDS`` x ``REPEATS`` times (fixed seed) and the
+simplest within one standard error of the best mean accuracy wins (docs/decisions.md).
 
-Why not a fixed 80/20 split (how it was first chosen): 24 configurations x 3 readers
-were ranked on one 246-claim hold-out, whose accuracy has a +-0.06 interval, so the
-winner was partly luck (dev 0.500, not significantly above always-majority; on unseen
-claims no better than always-SUPPORTS). Here every configuration is scored on all 1,228 training claims,
-``FOLDS`` x ``REPEATS`` times (fixed seed), and the *simplest* configuration whose mean
-accuracy is within one standard error of the best is chosen (the one-standard-error
-rule: among near-ties the one with less capacity to fit noise).
-
-Inputs are precomputed :func:`~factcheck.classification.features.views_of` views, so the
-costly text analysis runs once per claim and evidence source, and only the vectorisers
-and the linear models are refitted per fold. The evidence a reader supplies must be
-out-of-fold (see :func:`factcheck.training.cv_evidence.out_of_fold_evidence`): one
-evidence view per repeat.
-
-Each fold is an independent job; jobs run in loky worker processes (even for ``jobs=1``)
-limited to one BLAS/OpenMP thread each (measured: an lbfgs fit on 980 claims took 2-10 s
-with the default threads on the shared, loaded 2-core machine, 0.2 s with one thread; a
-60-claim CV 12 s vs 2 s), so the numbers do not depend on ``jobs``.
+Inputs are precomputed :func:`~factcheck.classification.features.views_of` views (one per
+text source, the reader's out-of-fold), so a fold refits only the vectorisers and models.
+Folds run in single-threaded loky workers for any ``jobs``, so results do not depend on it.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 from joblib import effective_n_jobs
 from joblib.executor import get_memmapping_executor
-from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
 from sklearn.model_selection import RepeatedStratifiedKFold
@@ -39,16 +25,9 @@ from factcheck.formats.claims import label_set
 from factcheck.tagging.backends import NATIVE_THREAD_VARS, sigint_for_this_process_only
 
 FOLDS, REPEATS, CV_SEED = 5, 3, 90042
-# Feature sets compared: everything, and without the claim-stem bags (shared/unshared),
-# which duplicate much of the claim TF-IDF.
+# Everything, and without the claim-stem bags (which duplicate much of the claim TF-IDF).
 FEATURE_SETS = (ALL_GROUPS, ("claim", "evidence", "stats"))
-# The grid is sized for run time (configurations x 15 folds x 3 readers, ~0.3 s a fit).
-# Measured with the full grid (C 0.25/0.5/2, class weight none/balanced, augment on/off, both
-# feature sets, 3 readers: 72 variants, 5x3 CV on the 1,228 training claims, 500 s): training
-# on retrieved as well as gold evidence (augment) was better in all 36 paired variants
-# (+0.032 on average, at least +0.008), and class_weight="balanced" lower in accuracy in all
-# 36 (-0.034 on average, at least -0.009; better macro-F1) -- so, choosing by accuracy, those
-# two are fixed and the rest is still chosen here.
+# augment and class_weight are fixed by the full grid's measurement (docs/decisions.md).
 GRID = {"C": (0.25, 0.5, 2.0), "class_weight": (None,), "stats_weight": (0.3,),
         "augment": (True,), "groups": FEATURE_SETS}
 CLAIM_ONLY_GRID = {"C": (0.25, 0.5, 2.0), "class_weight": (None, "balanced"), "stats_weight": (0.3,),
@@ -67,18 +46,17 @@ class ClassifierConfig:
     stance: bool = False     # plus per-passage stance aggregates (factcheck.classification.stance)
 
     def build(self, embedding: dict | None = None):
-        """The unfitted classifier (:func:`~factcheck.make_classifier`; ``embedding``: the
-        ``dense`` group's model, if it has one)."""
+        """The unfitted classifier (:func:`~factcheck.make_classifier`)."""
         from factcheck.classification.model import make_classifier
         return make_classifier(self.C, self.class_weight, self.stats_weight, self.groups, embedding)
 
     def complexity(self) -> tuple:
-        """Smaller is simpler: no stance model, fewer feature groups, no augmentation,
-        stronger regularisation."""
+        """Smaller is simpler (stance, groups, augmentation, C)."""
         return (self.stance, len(self.groups), self.augment, self.C)
 
 
 def configs(grid: dict) -> list[ClassifierConfig]:
+    """Every configuration of ``grid``."""
     keys = list(grid)
     out = []
     for values in itertools.product(*(grid[k] for k in keys)):
@@ -87,6 +65,11 @@ def configs(grid: dict) -> list[ClassifierConfig]:
             continue  # stats_weight is meaningless without the stats group
         out.append(cfg)
     return out
+
+
+def config_json(config: ClassifierConfig) -> dict:
+    """A classifier configuration as JSON (``groups`` as a list)."""
+    return {**asdict(config), "groups": list(config.groups)}
 
 
 @dataclass(frozen=True)
@@ -123,7 +106,6 @@ class CVResult:
     proba: np.ndarray              # (repeats, claims, labels): out-of-fold probabilities
     decision: np.ndarray           # (repeats, claims, labels): out-of-fold decision values
     chosen: bool = False
-    extra: dict = field(default_factory=dict)
     labels: tuple = ()             # the columns of proba and decision (the training label set)
 
     @property
@@ -133,8 +115,7 @@ class CVResult:
 
     @property
     def se(self) -> float:
-        """Standard error of the mean fold accuracy (folds treated as independent, which
-        understates it a little for repeated CV; used only for the one-SE rule)."""
+        """Standard error of the mean fold accuracy (folds taken as independent)."""
         n = len(self.accuracy)
         return float(self.accuracy.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
 
@@ -144,7 +125,7 @@ class CVResult:
 
     def row(self) -> dict:
         """The result as a row of ``tuning/classifier-cv.csv``."""
-        cfg = asdict(self.config)
+        cfg = config_json(self.config)
         cfg["groups"] = "+".join(cfg["groups"])
         return {"reader": self.reader, **cfg,
                 "cv_accuracy": round(self.mean, 4), "cv_accuracy_sd": round(float(self.accuracy.std(ddof=1)), 4),
@@ -155,8 +136,7 @@ class CVResult:
 
 def _fold_job(split: Split, y: np.ndarray, gold_views: dict, read_views: dict, cfgs: list[ClassifierConfig],
               labels: tuple):
-    """Every configuration on one split: {config index: (proba, decision, gold predictions)},
-    proba and decision with one column per label of ``labels``."""
+    """Every configuration on one split: {config index: :func:`fit_scored`'s triple}."""
     tr, te = split.train, split.test
     out = {}
     test_read, test_gold = take_views(read_views, te), take_views(gold_views, te)
@@ -173,16 +153,13 @@ def _fold_job(split: Split, y: np.ndarray, gold_views: dict, read_views: dict, c
         for sw in sorted({cfgs[i].stats_weight for i in members}):
             features.stats_weight = sw
             M, M_read, M_gold = (features.transform_views(v) for v in (train_views, test_read, test_gold))
-            for i in members:
-                c = cfgs[i]
-                if c.stats_weight != sw:
-                    continue
-                out[i] = fit_scored(M, y_train, c, M_read, M_gold, labels)
+            for i in [m for m in members if cfgs[m].stats_weight == sw]:
+                out[i] = fit_scored(M, y_train, cfgs[i], M_read, M_gold, labels)
     return out
 
 
 def _reorder(a: np.ndarray, order: list[int], missing: float) -> np.ndarray:
-    """Columns in the label set's order (a label absent from a fold's training part gets ``missing``)."""
+    """Columns in the label set's order (``missing`` for a label the fold did not train on)."""
     out = np.full((a.shape[0], len(order)), missing)
     for j, k in enumerate(order):
         if k >= 0:
@@ -211,8 +188,7 @@ def run_folds(fn, arg_tuples: list[tuple], jobs: int) -> list:
     """``fn(*args)`` for each tuple, in order, in ``jobs`` single-threaded worker processes
     (kept between calls; :func:`release_workers` stops them)."""
     global _workers
-    # joblib's own factory for its process pool (not loky's directly): joblib's loky backend
-    # reuses the same process-wide executor and expects its memmapping variant.
+    # joblib's factory, not loky's: joblib's loky backend reuses this process-wide executor.
     n = max(1, min(effective_n_jobs(jobs), len(arg_tuples)))
     with sigint_for_this_process_only():  # Ctrl-C interrupts this process, never the workers (see there)
         executor = _workers = get_memmapping_executor(n, env=_ONE_THREAD, timeout=60)
@@ -221,9 +197,7 @@ def run_folds(fn, arg_tuples: list[tuple], jobs: int) -> list:
 
 
 def release_workers() -> None:
-    """Stop run_folds' worker processes now. Why: idle, they live on for 60 s holding
-    ~225 MB each, which ``factcheck run`` on 1.2M passages would carry into saving and
-    predicting, on top of its peak."""
+    """Stop run_folds' worker processes now (idle, they would hold their memory for 60 s)."""
     global _workers
     executor, _workers = _workers, None
     if executor is not None:
@@ -231,7 +205,7 @@ def release_workers() -> None:
 
 
 def collect(y, splits: list[Split], per_split: list[dict], cfgs: list, reader: str, labels) -> list[CVResult]:
-    """Per-split job outputs ({config index: (proba, decision, gold predictions)}) -> results."""
+    """Per-split job outputs -> one result per configuration."""
     repeats = 1 + max(s.repeat for s in splits)
     labels = tuple(labels)
     results = []
@@ -272,10 +246,9 @@ def choose_one_se(results: list[CVResult]) -> CVResult:
 
 
 def fit_final(config: ClassifierConfig, X_gold, X_read, y, embedding: dict | None = None):
-    """The chosen configuration refitted on all training claims (``embedding``: the
-    identity of the open mode's embedding model, for the ``dense`` group)."""
+    """The chosen configuration refitted on all training claims."""
     X, labels = list(X_gold), list(y)
     if config.augment:
         X += list(X_read)
         labels += list(y)
-    return clone(config.build(embedding)).fit(X, labels)
+    return config.build(embedding).fit(X, labels)

@@ -1,30 +1,12 @@
-"""Claim + evidence -> features, as a scikit-learn transformer.
+"""``(claim, [passages])`` pairs -> sparse features, as a scikit-learn transformer. Groups:
 
-The input X is a list of ``(claim_text, [evidence_text, ...])`` pairs. Feature groups:
-
-* ``claim``: TF-IDF of the claim's words (1-2 grams). Claim wording alone carries
-  signal (sceptic phrasings are often REFUTES/DISPUTED); it is the claim-only baseline.
-* ``evidence``: TF-IDF of the evidence text.
-* ``shared`` / ``unshared``: bags of the claim's stems that do / do not occur in the
-  evidence -- what the evidence confirms and what it leaves unaddressed (the signature
-  of NOT_ENOUGH_INFO).
-* ``stats``: agreement statistics -- stem overlap (best passage, mean, union), numbers
-  in the claim confirmed / not found in the evidence, negation and hedging words in the
-  claim and in the evidence (contradiction and dispute cues), evidence count. Scaled to
-  unit variance on the training data, then multiplied by ``stats_weight`` so one knob
-  balances them against the sparse groups.
-
-* ``dense`` (open mode only, never in :data:`ALL_GROUPS`): claim-passage cosines of the
-  open mode's sentence embeddings (:mod:`factcheck.text.embedding`: the bundled model, or
-  the local model that ``embedding`` names, the one the index's passage vectors were
-  built with) -- best, mean and worst
-  passage, and the evidence centroid -- scaled like ``stats``. Gold evidence was
-  pre-selected by an embedding pipeline, so how *semantically* close the passages are may
-  separate NOT_ENOUGH_INFO from the rest where word overlap cannot. The embedding
-  package is imported only when this group is asked for.
-
-Every group is fitted on training data only; ``groups`` switches groups off for the
-baselines (``("claim",)`` is the claim-only model).
+* ``claim``, ``evidence``: TF-IDF of the claim's words (1-2 grams; alone, the claim-only
+  baseline) and of the evidence text;
+* ``shared`` / ``unshared``: bags of the claim's stems that do / do not occur in the evidence;
+* ``stats``: agreement statistics (stem overlap, numbers confirmed or not, negation and
+  hedging words, evidence count), standardised, times ``stats_weight``;
+* ``dense`` (open mode only): claim-passage cosines of the sentence embeddings (best, mean,
+  worst, centroid), scaled like ``stats``; the embedding package loads only for it.
 """
 
 from __future__ import annotations
@@ -46,11 +28,9 @@ HEDGES = frozenset("may might could possibly likely uncertain uncertainty debate
                    "controversial some suggest suggests suggested unclear".split())
 
 
-# Texts already embedded for the dense group, per model and kind: the cross-validation
-# computes the views of the gold evidence and of every reader's, which share most claims
-# and passages, and a local transformer embeds ~50-100 texts a second a core (the wiki
-# run's classifier selection spent most of its time re-embedding the same passages).
-# A text's vector does not depend on its batch-mates, so a memo returns the same bits.
+# Texts already embedded for the dense group, per model and kind: the CV's views share most
+# texts, and a local transformer embeds only ~50-100 a second. A text's vector does not
+# depend on its batch-mates, so the memo returns the same bits.
 _MEMO: dict[tuple, np.ndarray] = {}
 MEMO_TEXTS = 100_000  # then it starts again (at 384 dimensions, ~150 MB of float32)
 
@@ -70,9 +50,7 @@ def _embedded(embedder, texts: list[str], kind: str) -> np.ndarray:
 
 def dense_stats(X, embedding: dict | None = None) -> np.ndarray:
     """Per pair: (max, mean, min) claim-passage cosine and the cosine with the passages'
-    centroid; zeros for a claim with no evidence. Every distinct claim is embedded once
-    (as a query), every distinct passage once (as a passage). ``embedding``: the model's
-    recorded identity (``None``: the bundled model)."""
+    centroid (zeros without evidence); each distinct text embedded once."""
     from factcheck.text.embedding import load_embedder
     embedder = load_embedder(embedding)
     claims = sorted({c for c, _ in X})
@@ -94,6 +72,7 @@ def dense_stats(X, embedding: dict | None = None) -> np.ndarray:
 
 
 def agreement_stats(claim: str, evidence: list[str]) -> list[float]:
+    """The ``stats`` group's values of one pair."""
     claim_stems = set(analyze(claim))
     passage_stems = [set(analyze(e)) for e in evidence]
     union = set().union(*passage_stems) if passage_stems else set()
@@ -115,12 +94,8 @@ def agreement_stats(claim: str, evidence: list[str]) -> list[float]:
 
 
 class ClaimEvidenceFeatures(BaseEstimator, TransformerMixin):
-    """``(claim, [passages])`` pairs -> the sparse feature groups of the module docstring.
-
-    Stored in ``classifier.skops`` (on the model allow-list): its fitted attributes are
-    part of the file format. ``embedding``: for the ``dense`` group, the identity of the
-    embedding model (as the passage vectors' manifest records it; None: the bundled model).
-    """
+    """``(claim, [passages])`` pairs -> the feature groups of the module docstring. Its
+    fitted attributes are part of ``classifier.skops``' format."""
 
     def __init__(self, groups=ALL_GROUPS, stats_weight: float = 0.3, min_df: int = 2, embedding: dict | None = None):
         self.groups = groups
@@ -133,16 +108,7 @@ class ClaimEvidenceFeatures(BaseEstimator, TransformerMixin):
         return views_of(X, self.groups, getattr(self, "embedding", None))
 
     def fit_views(self, views: dict) -> "ClaimEvidenceFeatures":
-        """Fit on precomputed :func:`views_of` output (cross-validation analyses each
-        claim once and refits only the vectorisers per fold)."""
-        self._fit(views)
-        return self
-
-    def transform_views(self, views: dict):
-        """Transform precomputed :func:`views_of` output."""
-        return self._transform(views)
-
-    def _fit(self, views) -> None:
+        """Fit on precomputed :func:`views_of` output (the CV analyses each text once)."""
         unknown = set(self.groups) - set(OPEN_GROUPS)
         if unknown or not self.groups:
             raise ValueError(f"groups must be a non-empty subset of {OPEN_GROUPS}, got {self.groups}")
@@ -157,8 +123,10 @@ class ClaimEvidenceFeatures(BaseEstimator, TransformerMixin):
             else:
                 self.vectorizers_[g] = TfidfVectorizer(ngram_range=(1, 2) if g == "claim" else (1, 1),
                                                        sublinear_tf=True, min_df=self.min_df).fit(views[g])
+        return self
 
-    def _transform(self, views):
+    def transform_views(self, views: dict):
+        """Transform precomputed :func:`views_of` output."""
         parts = []
         for g in self.groups:
             if g == "stats":
@@ -171,23 +139,20 @@ class ClaimEvidenceFeatures(BaseEstimator, TransformerMixin):
 
     def fit(self, X, y=None):
         """Fit every group's vectoriser or scaler on the pairs ``X``."""
-        self._fit(self._views(X))
-        return self
+        return self.fit_views(self._views(X))
 
     def fit_transform(self, X, y=None):
         """:meth:`fit` then :meth:`transform`, analysing each pair once."""
         views = self._views(X)
-        self._fit(views)
-        return self._transform(views)
+        return self.fit_views(views).transform_views(views)
 
     def transform(self, X):
         """The pairs ``X`` as one sparse matrix (groups side by side)."""
-        return self._transform(self._views(X))
+        return self.transform_views(self._views(X))
 
 
 def views_of(X, groups=ALL_GROUPS, embedding: dict | None = None) -> dict:
-    """Each group's input for pairs ``X``, computed once (analysis is the costly part);
-    ``embedding``: the model of the ``dense`` group (:func:`dense_stats`)."""
+    """Each group's input for pairs ``X``, computed once (analysis is the costly part)."""
     groups = set(groups)
     views = {"claim": [c for c, _ in X], "evidence": [" ".join(e) for _, e in X]}
     if {"shared", "unshared"} & groups:
@@ -212,6 +177,7 @@ def take_views(views: dict, rows) -> dict:
 
 
 def concat_views(*parts: dict) -> dict:
+    """The views of several row sets, one after the other."""
     keys = parts[0].keys()
     return {k: (np.vstack([p[k] for p in parts]) if isinstance(parts[0][k], np.ndarray)
                 else [x for p in parts for x in p[k]]) for k in keys}

@@ -1,10 +1,5 @@
-"""The claim classifier: claim+evidence features -> multinomial logistic regression.
-
-A linear model over sparse text features is the right size for 1,228 training claims:
-it trains in seconds, its weights can be inspected, and ``class_weight`` lets the rare
-labels (DISPUTED: 10% of training claims) be predicted at all -- the 2024 classifier
-never predicted REFUTES or DISPUTED.
-"""
+"""The claim classifier (claim + evidence features, then multinomial logistic regression),
+saved to and loaded from a model directory as skops."""
 
 from __future__ import annotations
 
@@ -24,7 +19,6 @@ from factcheck.formats.safe_load import BadModel, load_model
 
 __all__ = ["MODEL_FILE", "load_classifier", "make_classifier", "save_classifier"]
 
-# skops, not pickle: loading a model directory must not run code (see formats/safe_load.py)
 MODEL_FILE = "classifier.skops"
 
 
@@ -37,17 +31,14 @@ def make_classifier(C: float = 2.0, class_weight=None, stats_weight: float = 0.3
     C : float, default 2.0
         Inverse regularisation strength of the logistic regression (positive).
     class_weight : None, "balanced" or dict, default None
-        As for :class:`sklearn.linear_model.LogisticRegression`; ``"balanced"`` lets the
-        rare labels (DISPUTED) be predicted at all.
+        As for :class:`sklearn.linear_model.LogisticRegression`.
     stats_weight : float, default 0.3
         Weight of the standardised agreement statistics against the sparse groups (>= 0).
     groups : sequence of str, default ALL_GROUPS
-        Feature groups of :class:`~factcheck.classification.features.ClaimEvidenceFeatures`:
-        ``"claim"``, ``"evidence"``, ``"shared"``, ``"unshared"``, ``"stats"`` (and, in the
-        open mode, ``"dense"``). ``("claim",)`` is the claim-only baseline.
+        Feature groups: ``"claim"``, ``"evidence"``, ``"shared"``, ``"unshared"``, ``"stats"``
+        (and, in the open mode, ``"dense"``); ``("claim",)`` is the claim-only baseline.
     embedding : dict or None, default None
-        The ``dense`` group's embedding model: the identity its passage vectors' manifest
-        records (None: the bundled model).
+        The ``dense`` group's embedding model as its passage vectors record it (None: the bundled one).
 
     Returns
     -------
@@ -88,12 +79,11 @@ def save_classifier(model, directory: Path, meta: dict) -> None:
     Parameters
     ----------
     model : fitted estimator
-        Anything with ``predict_proba`` whose types are on the model allow-list
-        (:data:`factcheck.formats.safe_load.TRUSTED_MODEL_TYPES`).
+        Anything with ``predict_proba`` whose types are on the model allow-list.
     directory : str or Path
         The model directory (created if missing; the file is written atomically).
     meta : dict
-        The record stored beside it (JSON-like: which retriever, which index, the mode).
+        The JSON-like record stored beside it.
 
     Example
     -------
@@ -125,7 +115,7 @@ def load_classifier(directory: Path):
     >>> meta["retriever"]["method"]                       # doctest: +SKIP
     'bm25'
     """
-    refuse_unfinished(directory)  # a run's model/ while that run did not finish (formats/rundir.py)
+    refuse_unfinished(directory)
     path = Path(directory) / MODEL_FILE
     if not path.is_file():
         old = path.with_suffix(".joblib")
@@ -138,9 +128,8 @@ def load_classifier(directory: Path):
 
 
 def _probe(obj) -> None:
-    """The loaded classifier file works: a model and a meta record, classes that are the
-    labels it was trained on (recorded in its meta; the course's four for models saved
-    before they were recorded), and one prediction with one finite probability per class."""
+    """The loaded file works: a model and its meta, classes that are its recorded labels (the
+    course's, before labels were recorded), one finite distribution predicted over them."""
     if not isinstance(obj, dict) or "model" not in obj or not isinstance(obj.get("meta"), dict) \
             or not callable(getattr(obj["model"], "predict_proba", None)):
         raise BadModel("not a classifier file")
@@ -150,10 +139,7 @@ def _probe(obj) -> None:
     if (classes != list(recorded)) if isinstance(recorded, list) else not (classes and set(classes) <= set(LABELS)):
         raise BadModel(f"its classes {classes[:5]} are not the labels it was trained on")
     if meta.get("mode") == "open":
-        # Its dense features embed text with a model that may sit elsewhere until the caller
-        # relocates it (--embedding-model): running it here would load that model, or fail for
-        # the wrong reason. Its values were checked; FactChecker.load finds the model or says so.
-        return
+        return  # its embedding model may sit elsewhere until relocated: FactChecker.load checks it
     try:
         proba = np.asarray(model.predict_proba([("Sea levels are rising.", ["The sea level rose."])]))
     except ImportError:  # an open-mode model without the open extra: FactChecker.load says so in one line

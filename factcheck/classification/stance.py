@@ -1,22 +1,14 @@
-"""Per-passage stance, aggregated over a claim's passages: how Climate-FEVER labels are made.
+"""Per-passage stance aggregated over a claim's passages, as Climate-FEVER labels are made
+(a candidate of the classifier CV, off by default).
 
-A claim is SUPPORTS or REFUTES when its relevant evidence agrees, DISPUTED when relevant
-evidence goes both ways, NOT_ENOUGH_INFO when nothing relevant is found. So:
+1. A stance model over (claim, one passage) pairs, SUPPORTS / REFUTES / IRRELEVANT: gold
+   passages of SUPPORTS and REFUTES claims carry the claim's stance, retrieved non-gold
+   passages are IRRELEVANT.
+2. Per claim, aggregates of the stance probabilities over its passages (max, mean and
+   rank-weighted mean of each; "both ways"; the count), appended to the direct features.
 
-1. a stance model over (claim, one passage) pairs -- SUPPORTS / REFUTES / IRRELEVANT --
-   trained from the course data: the gold passages of SUPPORTS and REFUTES claims carry
-   that claim's stance, the passages the reader returned that are not gold are
-   IRRELEVANT (gold passages of NOT_ENOUGH_INFO and DISPUTED claims have no single
-   stance and are left out);
-2. per claim, aggregates of the stance probabilities over its passages (max, mean and
-   rank-weighted mean of P(supports), P(refutes), P(relevant); "both ways" =
-   min(max P(supports), max P(refutes)); the passage count), appended to the direct
-   claim+evidence features of :mod:`factcheck.classification.features` (scaled), and the
-   claim model learns the aggregation.
-
-The claim model must learn from stance probabilities of a stance model that never saw
-that claim (in-sample stance probabilities are over-confident), so training aggregates
-are cross-fitted over ``INNER_FOLDS`` folds of the training claims.
+Training aggregates are cross-fitted over ``INNER_FOLDS`` folds, so the claim model never
+learns from stance probabilities of a model that saw the claim.
 """
 
 from __future__ import annotations
@@ -26,9 +18,12 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
+from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
+from factcheck.classification import cv
 from factcheck.classification.features import ClaimEvidenceFeatures, concat_views, take_views, views_of
+from factcheck.formats.claims import label_set
 
 STANCES = ("SUPPORTS", "REFUTES", "IRRELEVANT")
 PAIR_GROUPS = ("evidence", "shared", "unshared", "stats")
@@ -37,8 +32,8 @@ N_AGGREGATES = 11
 
 
 class PairSet:
-    """Every (claim, passage) pair of a list of ``(claim, passages)``, analysed once;
-    ``is_gold`` marks pairs whose passage id is among the claim's gold ids."""
+    """Every (claim, passage) pair of ``(claim, passages)`` items, analysed once; ``is_gold``
+    marks pairs whose passage id is among the claim's gold ids."""
 
     def __init__(self, X, ids=None, gold=None):
         claim_of, rank, is_gold, pairs = [], [], [], []
@@ -56,10 +51,12 @@ class PairSet:
         self.views = views_of(pairs, PAIR_GROUPS)
 
     def rows_of(self, claims) -> np.ndarray:
+        """The pairs of the given claim positions."""
         return np.flatnonzero(np.isin(self.claim_of, np.asarray(claims, dtype=np.int64)))
 
 
 def fit_stance(views: dict, stances, C: float = 1.0):
+    """``(features, model)`` fitted on pair views and their stances."""
     if len(set(stances)) < 2:  # tiny training data (the demo): no stance model, aggregates 0
         return None, None
     features = ClaimEvidenceFeatures(groups=PAIR_GROUPS, min_df=1).fit_views(views)
@@ -81,6 +78,7 @@ def stance_proba(stance, views: dict) -> np.ndarray:
 
 
 def aggregate(proba: np.ndarray, claim_of: np.ndarray, rank: np.ndarray, n_claims: int) -> np.ndarray:
+    """``(n_claims, N_AGGREGATES)``: each claim's aggregates over its pairs."""
     out = np.zeros((n_claims, N_AGGREGATES))
     for i in range(n_claims):
         rows = np.flatnonzero(claim_of == i)
@@ -113,9 +111,8 @@ def _aggregates_for(stance, ps: PairSet, claims) -> np.ndarray:
 
 
 def cross_fitted_aggregates(pairs_gold: PairSet, pairs_read: PairSet, labels: np.ndarray, claims):
-    """Aggregates (gold passages, read passages) for ``claims``, each from a stance model
-    that never saw that claim (inner stratified folds of ``claims``); and the stance
-    model fitted on all of ``claims``."""
+    """Aggregates over the gold and the read passages of ``claims``, each from a stance model
+    that never saw the claim (inner folds), and the stance model fitted on all of them."""
     claims = np.asarray(claims, dtype=np.int64)
     gold_agg = np.zeros((len(claims), N_AGGREGATES))
     read_agg = np.zeros_like(gold_agg)
@@ -129,12 +126,8 @@ def cross_fitted_aggregates(pairs_gold: PairSet, pairs_read: PairSet, labels: np
 
 
 class StanceFeatures(BaseEstimator, TransformerMixin):
-    """Direct claim+evidence features plus stance aggregates, for prediction.
-
-    Built from fitted parts by :func:`build_stance_features` (its training needs
-    cross-fitting, which a plain ``fit`` cannot express); ``transform`` takes the same
-    ``(claim, [passage, ...])`` pairs as :class:`ClaimEvidenceFeatures`.
-    """
+    """Direct claim+evidence features plus stance aggregates, built from fitted parts (its
+    training needs cross-fitting, which ``fit`` cannot express)."""
 
     def __init__(self, direct=None, stance_features=None, stance_model=None, scaler=None, weight: float = 1.0):
         self.direct = direct
@@ -144,24 +137,27 @@ class StanceFeatures(BaseEstimator, TransformerMixin):
         self.weight = weight
 
     def fit(self, X, y=None):
-        return self  # fitted parts are given (see build_stance_features)
+        """Nothing to fit: the parts are given."""
+        return self
 
     def aggregates(self, X) -> np.ndarray:
+        """The stance aggregates of pairs ``X``."""
         ps = PairSet(X)
         p = stance_proba((self.stance_features, self.stance_model), ps.views)
         return aggregate(p, ps.claim_of, ps.rank, ps.n_claims)
 
     def combine(self, direct_matrix, aggregates):
+        """The direct features beside the scaled aggregates."""
         return sp.hstack([direct_matrix, sp.csr_matrix(self.scaler.transform(aggregates) * self.weight)]).tocsr()
 
     def transform(self, X):
+        """The pairs ``X`` as one sparse matrix."""
         return self.combine(self.direct.transform(X), self.aggregates(X))
 
 
 def _direct_and_aggregates(cfg, gold_views, read_views, pairs_gold, pairs_read, y, train, embedding=None):
-    """Fitted StanceFeatures for one configuration on the ``train`` claim positions, with
-    its training matrix and labels (aggregates cross-fitted); ``embedding``: the dense
-    group's model, for ``transform``."""
+    """Fitted StanceFeatures for one configuration on the ``train`` claim positions, the
+    stance model, and the training matrix and labels."""
     train = np.asarray(train, dtype=np.int64)
     gold_agg, read_agg, stance = cross_fitted_aggregates(pairs_gold, pairs_read, y, train)
     views, A, y_train = take_views(gold_views, train), gold_agg, y[train]
@@ -176,7 +172,6 @@ def _direct_and_aggregates(cfg, gold_views, read_views, pairs_gold, pairs_read, 
 
 def stance_fold_job(split, y, gold_views, read_views, pairs_gold, pairs_read, cfgs, labels):
     """Like ``cv._fold_job`` for configurations with ``stance=True``."""
-    from factcheck.classification.cv import fit_scored
     out = {}
     te = split.test
     for i, cfg in enumerate(cfgs):
@@ -186,25 +181,22 @@ def stance_fold_job(split, y, gold_views, read_views, pairs_gold, pairs_read, cf
                                   _aggregates_for(stance, pairs_read, te))
         M_gold = features.combine(features.direct.transform_views(take_views(gold_views, te)),
                                   _aggregates_for(stance, pairs_gold, te))
-        out[i] = fit_scored(M, y_train, cfg, M_read, M_gold, labels)
+        out[i] = cv.fit_scored(M, y_train, cfg, M_read, M_gold, labels)
     return out
 
 
 def stance_cross_validate(y, splits, gold_views, read_views, pairs_gold, pairs_read, cfgs, reader, jobs=1,
                           labels=None):
-    from factcheck.classification.cv import collect, run_folds
-    from factcheck.formats.claims import label_set
+    """Like :func:`~factcheck.classification.cv.cross_validate` for stance configurations."""
     y = np.asarray(y)
     labels = tuple(labels if labels is not None else label_set(y.tolist()))
-    per_split = run_folds(stance_fold_job, [(s, y, gold_views, read_views, pairs_gold, pairs_read, cfgs, labels)
+    per_split = cv.run_folds(stance_fold_job, [(s, y, gold_views, read_views, pairs_gold, pairs_read, cfgs, labels)
                                             for s in splits], jobs)
-    return collect(y, splits, per_split, cfgs, reader, labels)
+    return cv.collect(y, splits, per_split, cfgs, reader, labels)
 
 
 def fit_stance_final(cfg, gold_views, read_views, pairs_gold, pairs_read, y, embedding=None):
-    """The stance configuration refitted on all training claims: a Pipeline of
-    :class:`StanceFeatures` and the logistic regression."""
-    from sklearn.pipeline import Pipeline
+    """The stance configuration refitted on all training claims (StanceFeatures, then the model)."""
     y = np.asarray(y)
     features, _, M, y_train = _direct_and_aggregates(cfg, gold_views, read_views, pairs_gold, pairs_read, y,
                                                      np.arange(len(y)), embedding)

@@ -1,10 +1,5 @@
-"""How much retrieval costs the classifier: the same model on gold vs retrieved evidence.
-
-Both conditions are predictions for the same claims, so differences are paired: a
-paired bootstrap interval for the accuracy difference and McNemar's exact test on the
-claims where exactly one condition is right. Macro-F1's bootstrap interval comes from
-per-resample confusion counts.
-"""
+"""How much retrieval costs the classifier: the same model on gold vs retrieved evidence,
+compared pairwise (paired bootstrap of the accuracy difference, McNemar's exact test)."""
 
 from __future__ import annotations
 
@@ -17,7 +12,7 @@ from factcheck.formats.claims import label_set
 
 
 def bootstrap_macro_f1(y_true, y_pred, labels=None) -> Metric:
-    """Macro-F1 over ``labels`` (default: the label set of the gold and predicted labels)."""
+    """Macro-F1 over ``labels``, its interval from per-resample confusion counts."""
     labels = list(labels if labels is not None else label_set([*y_true, *y_pred]))
     t = np.array([labels.index(v) for v in y_true])
     p = np.array([labels.index(v) for v in y_pred])
@@ -64,10 +59,8 @@ def compare(y_true, pred_a, pred_b, name_a: str, name_b: str) -> dict:
 
 
 def ablation(y_true, pred_gold, pred_retrieved, baselines: dict | None = None, labels=None) -> dict:
-    """Gold versus retrieved evidence (and baselines) over ``labels`` (default: the label
-    set of every gold and predicted label, :func:`~factcheck.formats.claims.label_set`):
-    nested dicts whose metrics are :class:`~factcheck.evaluation.intervals.Metric`
-    (:func:`~factcheck.evaluation.intervals.to_json` gives the ``metrics.json`` form)."""
+    """Gold versus retrieved evidence (and baselines) over ``labels`` (default: every gold and
+    predicted label): nested dicts of :class:`~factcheck.evaluation.intervals.Metric`."""
     if labels is None:
         every = [*y_true, *pred_gold, *pred_retrieved, *(p for ps in (baselines or {}).values() for p in ps)]
         labels = label_set(every)

@@ -1,12 +1,6 @@
-"""The COMP90042 2024 scorer, reproduced exactly (parity with the course file to 1e-12).
-
-For each ground-truth claim present in the predictions: accuracy is 1 if the predicted
-label matches; evidence precision = correct / retrieved and recall = correct / gold,
-with the retrieved ids taken as a set; F is their harmonic mean, 0 when nothing correct
-was retrieved. F and accuracy are averaged over those claims; the headline is the
-harmonic mean of the two averages. Claims missing from the predictions are left out of
-the averages (and warned about), as the course scorer does.
-"""
+"""The COMP90042 2024 scorer, reproduced exactly: per predicted claim, label accuracy and
+evidence F (the retrieved ids as a set; 0 when none is gold), averaged; the headline is the
+harmonic mean of the two averages. Claims without a prediction are left out."""
 
 from __future__ import annotations
 
@@ -19,13 +13,7 @@ from factcheck.evaluation.intervals import Metric, bootstrap_harmonic, bootstrap
 
 
 def evidence_f(predicted: list[str], gold: list[str]) -> float:
-    """Evidence F of one claim, computed as the course scorer computes it.
-
-    Example
-    -------
-    >>> evidence_f(["a", "b"], ["a", "c", "d"])
-    0.4
-    """
+    """Evidence F of one claim, in the course scorer's arithmetic."""
     retrieved = set(predicted)
     gold_set = set(gold)
     correct = sum(1 for e in retrieved if e in gold_set)
@@ -37,24 +25,14 @@ def evidence_f(predicted: list[str], gold: list[str]) -> float:
 
 
 def evidence_f_from_counts(correct, retrieved, gold):
-    """Evidence F of many claims (or cut-off rules) at once from per-claim counts: with
-    ``correct`` of ``retrieved`` distinct passages gold and ``gold`` gold passages,
-    2PR / (P + R) = 2c / (r + g), one array expression (agrees with :func:`evidence_f`,
-    which keeps the course's own arithmetic, to 1e-12).
-
-    Example
-    -------
-    >>> evidence_f_from_counts(np.array([1.0, 0.0]), np.array([2, 3]), np.array([3.0, 1.0]))
-    array([0.4, 0. ])
-    """
+    """Evidence F of many claims at once from counts (``correct`` of ``retrieved`` distinct
+    passages, ``gold`` gold): 2PR / (P + R) = 2c / (r + g), equal to :func:`evidence_f` to 1e-12."""
     return np.where(correct > 0, 2 * correct / np.maximum(retrieved + gold, 1), 0.0)
 
 
 @dataclass
 class CourseScore:
-    """Per-claim course scores (:func:`course_score`) and their ``metrics``: ``evidence_f``,
-    and with labelled predictions ``accuracy`` and ``harmonic_mean`` (the course's
-    headline), each a :class:`~factcheck.evaluation.intervals.Metric` (bootstrap over claims)."""
+    """Per-claim course scores (:func:`course_score`) and their ``metrics``."""
 
     claim_ids: list[str]
     f: np.ndarray            # per claim

@@ -1,10 +1,5 @@
-"""``factcheck evaluate``: the course metric and retrieval metrics, each with its interval.
-
-``factcheck run`` writes :func:`evaluate`'s result as ``metrics.json``, so evaluating a
-run's dev predictions reproduces that file's numbers. Retrieval is scored from plain ids
-(any retriever, or a predictions file): ``ranked``, a claim's passages in rank order (as
-deep as its explanation holds), and ``selected``, the passages returned as evidence.
-"""
+"""``factcheck evaluate``: the course metric and retrieval metrics, each with its interval,
+from plain ids (``metrics.json`` is :func:`evaluate`'s result on a run's dev predictions)."""
 
 from __future__ import annotations
 
@@ -17,6 +12,7 @@ import numpy as np
 from factcheck.errors import InputError
 from factcheck.evaluation.course_metric import course_score
 from factcheck.evaluation.intervals import Metric, Result, bootstrap_mean, bootstrap_means, describe, to_json, wilson
+from factcheck.evaluation.ir_metrics import recall_at, reciprocal_rank
 from factcheck.formats.claims import Claim, label_set, prefixed_params, read_claims, read_predictions
 from factcheck.formats.explanations import explanations_path
 from factcheck.formats.rundir import refuse_unfinished
@@ -28,11 +24,10 @@ FALLBACK_CAPABLE = {"filtered", "reranked", "fallback"}
 
 @dataclass
 class Evaluation(Result):
-    """:func:`evaluate`'s result: ``metrics`` (name -> :class:`~factcheck.evaluation.intervals.Metric`:
-    the course metric's and :func:`retrieval_metrics`'), ``claims`` scored, ``missing``
-    (without a prediction), ``retrieval`` (its counts), ``per_label`` (label -> ``evidence_f``
-    and ``recall``), ``without_gold`` (claims without gold evidence, FEVER's NOT ENOUGH INFO,
-    and ``evidence_f_others`` over the rest). ``to_json()`` is ``metrics.json``'s layout."""
+    """:func:`evaluate`'s result: ``metrics`` (the course metric's and :func:`retrieval_metrics`'),
+    ``claims`` scored, ``missing``, ``retrieval`` (counts), ``per_label`` (label -> ``evidence_f``,
+    ``recall``), ``without_gold`` (claims without gold evidence and ``evidence_f_others`` over
+    the rest). ``to_json()`` is ``metrics.json``'s layout."""
 
     claims: int
     missing: list[str]
@@ -42,7 +37,6 @@ class Evaluation(Result):
     without_gold: dict | None = None
 
     def to_json(self) -> dict:
-        """The JSON form (``metrics.json``, ``evaluate --json``)."""
         course = {k: m for k, m in self.metrics.items() if k in COURSE_METRICS}
         retrieval = {k: v for k, v in self.retrieval.items() if k != "mean_selected"}
         for name, m in self.metrics.items():
@@ -149,33 +143,19 @@ def _check_arguments(predictions, groundtruth) -> None:
 
 
 class SwappedInputs(InputError):
-    """The predictions and the ground truth look swapped: the line ends with the hint,
-    naming both as the caller spells them (parameters, or the command's flags)."""
+    """The predictions and the ground truth look swapped: the line ends with a hint naming both."""
 
     def one_line(self, flags: dict[str, str] | None = None) -> str:
         name = {"predictions": "predictions", "groundtruth": "groundtruth", **(flags or {})}
         return f"{super().one_line(flags)}: did you swap {name['predictions']} and {name['groundtruth']}?"
 
 
-def recall_at(ranked: list[str], gold: list[str], k: int) -> float:
-    """The share of the distinct gold ids among the first ``k`` ranked (0 without gold)."""
-    gold_set = set(gold)
-    return len(gold_set.intersection(ranked[:k])) / len(gold_set) if gold_set else 0.0
-
-
-def reciprocal_rank(ranked: list[str], gold: list[str]) -> float:
-    """1 / the rank of the first gold id (0 if none is ranked)."""
-    gold_set = set(gold)
-    return next((1.0 / i for i, pid in enumerate(ranked, start=1) if pid in gold_set), 0.0)
-
-
 def retrieval_metrics(claims, ranked: dict[str, list[str]] | None, selected: dict[str, list[str]],
                       paths: dict[str, str] | None = None, ks=DEFAULT_KS) -> tuple[dict[str, Metric], dict]:
-    """``(metrics, counts)`` over the claims in ``selected`` that have gold evidence (as IR
-    evaluation skips unjudged queries): ``recall@k`` (k within the ranking depth) and
-    ``mrr`` with ``ranked``, ``any_gold``, ``selected_recall``, and ``fallback_share`` when
-    ``paths`` show a retriever that falls back; the counts ``claims``, ``without_gold``
-    (claims left out, when any), ``ranking_depth``, ``mean_selected``."""
+    """``(metrics, counts)`` over the claims in ``selected`` with gold evidence: ``recall@k``
+    (k within the ranking depth) and ``mrr`` given ``ranked``, ``any_gold``, ``selected_recall``,
+    ``fallback_share`` when ``paths`` show a retriever that can fall back; the counts ``claims``,
+    ``without_gold``, ``ranking_depth``, ``mean_selected``."""
     present = [c for c in claims if c.id in selected and c.evidences]
     counts: dict = {"claims": len(present)}
     skipped = sum(1 for c in claims if c.id in selected and not c.evidences)
@@ -183,8 +163,7 @@ def retrieval_metrics(claims, ranked: dict[str, list[str]] | None, selected: dic
         counts["without_gold"] = skipped
     metrics: dict[str, Metric] = {}
     if ranked is not None:
-        # A ranking holds only the passages its retriever scored, so one shorter than the
-        # others is complete, not cut: the deepest shows the depth ranked to.
+        # A ranking holds only what was scored: the deepest shows the depth ranked to.
         depth = counts["ranking_depth"] = max((len(ranked[c.id]) for c in present), default=0)
         columns = {f"recall@{k}": [recall_at(ranked[c.id], c.evidences, k) for c in present] for k in ks if k <= depth}
         columns["mrr"] = [reciprocal_rank(ranked[c.id], c.evidences) for c in present]
@@ -193,8 +172,7 @@ def retrieval_metrics(claims, ranked: dict[str, list[str]] | None, selected: dic
     metrics["selected_recall"] = bootstrap_mean([recall_at(selected[c.id], c.evidences, len(selected[c.id]))
                                                  for c in present])
     counts["mean_selected"] = float(np.mean([len(selected[c.id]) for c in present])) if present else 0.0
-    # Only retrievers that can fall back (tag rule: filtered/fallback; reranker: reranked/
-    # fallback) get a fallback share; for BM25 (always "ranked") it would be a meaningless 0.
+    # For a retriever that never falls back (BM25: always "ranked") the share would be a meaningless 0.
     if paths and any(p in FALLBACK_CAPABLE for p in paths.values()):
         metrics["fallback_share"] = wilson(sum(paths.get(c.id) == "fallback" for c in present), len(present))
     return metrics, counts
@@ -274,13 +252,11 @@ def evaluate_files(predictions, groundtruth, explanations=None, *, claims_format
 
 
 def read_scoring_inputs(predictions, groundtruth, **options) -> tuple[list, list, dict]:
-    """The labelled claims (read with ``options``, the claims reader's), their label set
-    and the predictions. Refused: a ground truth without labels, and two files that look
-    swapped -- the ground truth has a predictions sidecar beside it or is named as
-    predictions (course predictions and claims hold the same fields), or each file reads
-    only as the other kind."""
+    """The labelled claims (read with ``options``), their label set and the predictions.
+    Refused: a ground truth without labels, and files that look swapped (the ground truth
+    has a predictions sidecar, is named as predictions, or each reads only as the other kind)."""
     predictions, groundtruth = Path(predictions), Path(groundtruth)
-    refuse_unfinished(predictions)  # predictions of a run that did not finish (formats/rundir.py)
+    refuse_unfinished(predictions)
     if explanations_path(groundtruth).is_file():
         raise SwappedInputs(groundtruth, None, f"a factcheck predictions file (its explanations, "
                             f"{explanations_path(groundtruth).name}, are beside it), not labelled claims",

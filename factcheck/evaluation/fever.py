@@ -1,36 +1,7 @@
-"""The FEVER shared task's score, on plain dicts, as the official scorer (``fever-scorer``)
-defines it, per claim so each figure gets a 95% interval:
-
-``fever_score`` (the "strict" score)
-    Share of claims whose label is right *and*, unless the gold label is NOT ENOUGH INFO,
-    one complete gold evidence set lies within the first ``max_evidence`` predicted sentences.
-``label_accuracy``
-    Share of claims whose predicted label equals the gold one (compared upper-cased).
-``evidence_precision``
-    Over verifiable claims (gold label not NOT ENOUGH INFO): the mean share of the first
-    ``max_evidence`` predicted sentences that belong to any gold set (a duplicate counts
-    twice; no predicted sentence: 1).
-``evidence_recall``
-    Over verifiable claims: the share whose first ``max_evidence`` predicted sentences hold
-    one complete gold set (a claim without any gold set counts as found).
-``evidence_f1``
-    2PR / (P + R) of those two means (0 when both are 0).
-
-With no verifiable claim: precision 1 and recall 0, as the official scorer reports, without
-an interval. Sentences are ``(page, line)`` pairs or passage id strings, named the same way
-in gold and predictions; the course's ``NOT_ENOUGH_INFO`` is FEVER's ``NOT ENOUGH INFO``
-(:data:`NEI_LABELS`). Intervals: Wilson for the strict score, accuracy and recall; the
-bootstrap over verifiable claims for precision and F1.
-
-Example
--------
->>> gold = {"1": {"label": "SUPPORTS", "evidence": [[("Paris", 0), ("France", 3)]]},
-...         "2": {"label": "NOT ENOUGH INFO", "evidence": []}}
->>> predictions = {"1": {"predicted_label": "SUPPORTS", "predicted_evidence": [("Paris", 0), ("France", 3)]},
-...                "2": {"predicted_label": "NOT ENOUGH INFO", "predicted_evidence": [("Rome", 1)]}}
->>> s = fever_score(predictions, gold)
->>> [s.metrics[name].value for name in FIGURES]
-[1.0, 1.0, 1.0, 1.0, 1.0]
+"""The FEVER shared task's score, as the official scorer (``fever-scorer``) defines it,
+per claim so each figure has a 95% interval: ``fever_score`` (strict), ``label_accuracy``,
+``evidence_precision``, ``evidence_recall`` and ``evidence_f1`` over the first
+``max_evidence`` predicted sentences. docs/fever-score.md states every rule and corner case.
 """
 
 from __future__ import annotations
@@ -41,6 +12,7 @@ from functools import cached_property
 import numpy as np
 
 from factcheck.errors import InputError
+from factcheck.evaluation.evaluate import read_scoring_inputs
 from factcheck.evaluation.intervals import Metric, Result, bootstrap_harmonic, bootstrap_mean, describe, wilson
 
 __all__ = ["FeverScore", "MAX_EVIDENCE", "NEI_LABELS", "fever_score", "fever_score_files", "format_fever_report"]
@@ -53,11 +25,9 @@ FIGURES = ("fever_score", "label_accuracy", "evidence_precision", "evidence_reca
 
 @dataclass
 class FeverScore(Result):
-    """The five figures as ``metrics`` (:data:`FIGURES` -> :class:`~factcheck.evaluation.intervals.Metric`)
-    and the per-claim outcomes behind them, scored claims in gold order: ``strict`` and
-    ``correct`` (0/1 per claim), ``verifiable`` (gold label not NOT ENOUGH INFO),
-    ``precision`` and ``recall`` (per verifiable claim); ``missing``: gold claims without a
-    prediction, left out."""
+    """The five figures as ``metrics`` and the per-claim outcomes behind them, in gold order:
+    ``strict``, ``correct``, ``verifiable`` per claim, ``precision`` and ``recall`` per
+    verifiable claim; ``missing``: gold claims without a prediction."""
 
     claim_ids: list[str]
     strict: np.ndarray
@@ -84,7 +54,6 @@ class FeverScore(Result):
         return out
 
     def to_json(self) -> dict:
-        """Plain figures, their intervals and counts (what ``evaluate --metric fever --json`` prints)."""
         return {"metric": "fever", "max_evidence": self.max_evidence, "claims": len(self.claim_ids),
                 "verifiable_claims": int(self.verifiable.sum()), "missing": self.missing,
                 **{k: self.metrics[k].value for k in FIGURES},
@@ -93,7 +62,7 @@ class FeverScore(Result):
 
 def fever_score(predictions: dict, gold: dict, max_evidence: int = MAX_EVIDENCE,
                 source: str | None = None) -> FeverScore:
-    """Score FEVER predictions against gold claims (the module docstring has the rules).
+    """Score FEVER predictions against gold claims (docs/fever-score.md has the rules).
 
     Parameters
     ----------
@@ -102,8 +71,7 @@ def fever_score(predictions: dict, gold: dict, max_evidence: int = MAX_EVIDENCE,
         the evidence in rank order.
     gold : dict
         Claim id -> ``{"label": str, "evidence": [evidence set, ...]}``, each set a list of
-        ``(page, line)`` pairs (or FEVER's ``[annotation_id, evidence_id, page, line]``
-        entries, of which the last two count). Its order is the order of the per-claim arrays.
+        ``(page, line)`` pairs (or FEVER's ``[annotation_id, evidence_id, page, line]``).
     max_evidence : int, default 5
         Predicted sentences that count, from the first (the shared task's five).
     source : str, optional
@@ -112,8 +80,7 @@ def fever_score(predictions: dict, gold: dict, max_evidence: int = MAX_EVIDENCE,
     Returns
     -------
     FeverScore
-        Gold claims with no prediction are listed in ``missing`` and left out; a predicted
-        claim that is not in ``gold`` is an :class:`~factcheck.errors.InputError`.
+        A predicted claim that is not in ``gold`` is an :class:`~factcheck.errors.InputError`.
 
     Example
     -------
@@ -138,8 +105,7 @@ def fever_score(predictions: dict, gold: dict, max_evidence: int = MAX_EVIDENCE,
         top = predicted[:max_evidence]
         label_right = predicted_label.upper() == label.upper()
         needs_evidence = label.upper() not in NEI_LABELS
-        # One complete gold set among the first max_evidence sentences (an empty set is
-        # trivially complete, as in the official scorer).
+        # An empty gold set is trivially complete, as in the official scorer.
         found = any(all(sentence in top for sentence in s) for s in sets)
         ids.append(cid)
         correct.append(float(label_right))
@@ -155,8 +121,7 @@ def fever_score(predictions: dict, gold: dict, max_evidence: int = MAX_EVIDENCE,
 
 
 def _sentence(value):
-    """``(page, line)`` from a pair or a FEVER 4-entry evidence item, or a passage id
-    string as it is; None if malformed."""
+    """``(page, line)`` from a pair or a FEVER 4-entry item, a passage id as it is; None if malformed."""
     if isinstance(value, str) and value:
         return value
     if isinstance(value, (list, tuple)) and len(value) in (2, 4):
@@ -201,11 +166,8 @@ def fever_score_files(predictions, groundtruth, max_evidence: int = MAX_EVIDENCE
                       claims_format: str | None = None, claims_id_column: str | None = None,
                       claims_text_column: str | None = None, claims_label_column: str | None = None,
                       claims_evidence_column: str | None = None) -> FeverScore:
-    """:func:`fever_score` on files, read and refused as
-    :func:`~factcheck.evaluation.evaluate.evaluate_files` reads them; the predictions need
-    labels. A claim's gold sets are its FEVER evidence sets, or (the course's claims,
-    Climate-FEVER's) each gold passage a set of its own; sentences compare by passage id."""
-    from factcheck.evaluation.evaluate import read_scoring_inputs
+    """:func:`fever_score` on files read as ``evaluate_files`` reads them; claims without
+    FEVER evidence sets (the course's, Climate-FEVER's) make each gold passage a set."""
     claims, _, predicted = read_scoring_inputs(predictions, groundtruth, format=claims_format,
                                                id_column=claims_id_column, text_column=claims_text_column,
                                                label_column=claims_label_column, evidence_column=claims_evidence_column)

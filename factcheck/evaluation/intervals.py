@@ -1,12 +1,6 @@
-"""The one metric type, :class:`Metric` (a value with its 95% interval), and its intervals.
-
-* means of per-item values (evidence F, recall@k, MRR, accuracy): percentile bootstrap
-  over items, 10,000 resamples drawn by :func:`scipy.stats.bootstrap` from a fixed seed;
-* proportions of yes/no outcomes (any-gold rate, per-label recall): Wilson score interval
-  (``scipy.stats.binomtest(k, n).proportion_ci(method="wilson")``);
-* paired comparisons: paired bootstrap of the difference, and McNemar's exact test (a
-  two-sided binomial test on the discordant pairs).
-"""
+"""The one metric type, :class:`Metric` (a value with its 95% interval), and its intervals:
+percentile bootstrap over items for means (:func:`scipy.stats.bootstrap`, fixed seed), the
+Wilson interval for proportions, the paired bootstrap and McNemar's exact test for pairs."""
 
 from __future__ import annotations
 
@@ -18,16 +12,14 @@ from scipy.stats import binomtest, bootstrap
 
 N_BOOT = 10_000
 SEED = 20240501
-# Resampled values per batch: bounds memory (10,000 resamples of 100,000 queries at once
-# would be 8 GB); batches draw the same indices as one draw.
+# Resampled values per batch, bounding memory; batches draw the same indices as one draw.
 BLOCK_ENTRIES = 1 << 22
 
 
 @dataclass(frozen=True)
 class Metric:
-    """A metric's ``value`` with its 95% interval ``[low, high]``, the items it is taken
-    over (``n``) and the interval's ``method``, as plain floats and ints; ``value`` is None
-    when there was nothing to measure. Every metric the library returns is one.
+    """A metric's ``value`` with its 95% interval ``[low, high]``, its ``n`` items and the
+    interval's ``method``, as plain floats and ints; ``value`` is None with nothing to measure.
 
     Example
     -------
@@ -60,17 +52,15 @@ class Metric:
 
 
 class Result:
-    """Base of the typed results (dataclasses holding ``metrics``): ``to_json()`` is the
-    fields in order as plain JSON values."""
+    """Base of the typed results (dataclasses holding ``metrics``)."""
 
     def to_json(self) -> dict:
-        """The fields, in order, as plain JSON values (:func:`to_json`)."""
+        """The fields, in order, as plain JSON values."""
         return {f.name: to_json(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
 
 def to_json(obj):
-    """``obj`` as plain JSON values: by its ``to_json`` method if it has one, containers
-    element by element."""
+    """``obj`` as plain JSON values (by its ``to_json`` if it has one)."""
     if hasattr(obj, "to_json"):
         return obj.to_json()
     if isinstance(obj, dict):
@@ -81,16 +71,8 @@ def to_json(obj):
 
 
 def format_interval(estimate: Metric | dict | None, digits: int = 3, missing: str = "n/a") -> str:
-    """A :class:`Metric` (or its JSON form) as every report shows one: value and bounds to
-    ``digits`` decimals; ``missing`` when there is no estimate or no value.
-
-    Example
-    -------
-    >>> format_interval({"value": 0.1834, "ci95": [0.151, 0.2172]})
-    '0.183 [0.151, 0.217]'
-    >>> format_interval(None, missing="—")
-    '—'
-    """
+    """A :class:`Metric` (or its JSON form) as every report shows one, ``0.183 [0.151, 0.217]``;
+    ``missing`` when there is no value."""
     if isinstance(estimate, Metric):
         estimate = estimate.to_json()
     if not estimate or estimate.get("value") is None:
@@ -100,8 +82,7 @@ def format_interval(estimate: Metric | dict | None, digits: int = 3, missing: st
 
 
 def describe(estimate: Metric | dict) -> str:
-    """``0.1834  (95% CI 0.1510-0.2172, bootstrap)``, as ``factcheck evaluate`` prints a
-    metric (or its JSON form); the value alone without an interval, ``n/a`` without a value."""
+    """``0.1834  (95% CI 0.1510-0.2172, bootstrap)``, as ``factcheck evaluate`` prints a metric."""
     e = estimate.to_json() if isinstance(estimate, Metric) else estimate
     (low, high), value = e["ci95"], e["value"]
     if value is None:
@@ -110,12 +91,9 @@ def describe(estimate: Metric | dict) -> str:
 
 
 def bootstrap_interval(n: int, statistic, n_boot: int = N_BOOT, seed: int = SEED) -> tuple:
-    """``(low, high)``: the 2.5th and 97.5th percentiles of ``statistic(idx)`` over
-    ``n_boot`` resamples of ``n`` items, ``idx`` a ``(resamples, n)`` array of item numbers
-    (the statistic gathers its arrays by it: ``values[idx].mean(axis=-1)``). The resamples
-    are :func:`scipy.stats.bootstrap`'s, drawn from ``seed`` in batches of at most
-    :data:`BLOCK_ENTRIES` items; the percentiles numpy's at exactly 2.5 and 97.5 (scipy's
-    own interval step moves some bounds by an ulp, ``docs/decisions.md``)."""
+    """``(low, high)``: numpy's 2.5th and 97.5th percentiles of ``statistic(idx)`` over
+    scipy's ``n_boot`` resamples of ``n`` items (``idx``: a ``(resamples, n)`` array of item
+    numbers to gather by). Not scipy's own interval step: it moves some bounds by an ulp."""
     if n == 1:  # every resample is the item itself (scipy needs two)
         value = statistic(np.zeros((1, 1), dtype=np.int64))[..., 0]
         return value, value
@@ -128,14 +106,7 @@ def bootstrap_interval(n: int, statistic, n_boot: int = N_BOOT, seed: int = SEED
 
 def bootstrap_means(columns: dict, n_boot: int = N_BOOT, seed: int = SEED) -> dict[str, Metric]:
     """:func:`bootstrap_mean` of several value lists over the same items, from one set of
-    resamples (each equal to its own ``bootstrap_mean`` bit for bit).
-
-    Example
-    -------
-    >>> est = bootstrap_means({"hit": [1, 0, 1, 1], "rr": [1.0, 0.0, 0.5, 1.0]})
-    >>> est["hit"].fmt(), est["hit"] == bootstrap_mean([1, 0, 1, 1])
-    ('0.750 [0.250, 1.000]', True)
-    """
+    resamples (each equal to its own ``bootstrap_mean`` bit for bit)."""
     arrays = {name: np.asarray(v, dtype=np.float64) for name, v in columns.items()}
     sizes = {len(v) for v in arrays.values()}
     if len(sizes) > 1:

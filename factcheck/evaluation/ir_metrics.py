@@ -1,32 +1,13 @@
-"""Judged-query metrics as trec_eval defines them (and ir_measures and pytrec_eval compute
-them; the tests compare with ``ir_measures`` to 1e-9): recall@k, MRR, nDCG@k, MAP.
+"""Judged-query metrics as trec_eval defines them (the tests compare with ``ir_measures``
+to 1e-9), on BEIR's plain dicts: ``run`` is ``{qid: [(docid, score), ...]}`` in rank order
+(never re-sorted, so a retriever's tie order counts), ``qrels`` ``{qid: {docid: grade}}``.
 
-Plain dicts, as BEIR and Pyserini pass them: ``run`` is ``{qid: [(docid, score), ...]}``,
-each list **in rank order** (scores are not re-sorted, so a retriever's tie order counts;
-a run read from a TREC file is in trec_eval's order already), ``qrels`` is
-``{qid: {docid: grade}}``.
-
-* relevant: grade >= 1; ``R`` = the query's relevant documents in the qrels;
-* ``recall@k`` = relevant in the top k / R (ir_measures ``R@k``);
-* ``mrr`` = 1 / rank of the first relevant document (``RR``); ``mrr@10`` the same within
-  the top 10, else 0 (``RR@10``);
-* ``ndcg@k`` = DCG@k / ideal DCG@k, gain = the grade (negative counts 0), discount
-  log2(rank + 1), the ideal ranking every judged document by grade (``nDCG@k``);
-* ``map`` = the mean over relevant documents of the precision at each one's rank, 0 for
-  those not retrieved (``AP``).
-
-Every judged query counts (one missing from the run scores 0, as in ir_measures; listed
-under ``missing``); run queries without judgments are left out (``unjudged``). Each mean
-has a percentile-bootstrap 95% interval over queries.
-
-Example
--------
->>> run = {"q1": [("d1", 3.0), ("d2", 2.0), ("d3", 1.0)], "q2": [("d9", 1.0)]}
->>> qrels = {"q1": {"d2": 1, "d3": 2}, "q2": {"d4": 1}}
->>> per_query(run, qrels)["mrr"]
-{'q1': 0.5, 'q2': 0.0}
->>> round(judged_metrics(run, qrels).metrics["recall@5"].value, 3)
-0.5
+Relevant means grade >= 1. ``recall@k`` (ir_measures ``R@k``) = relevant in the top k /
+relevant judged; ``mrr`` (``RR``) = 1 / rank of the first relevant, ``mrr@10`` the same
+within the top 10; ``ndcg@k`` gains the grade, discounts log2(rank + 1), against the ideal
+ordering of every judged document; ``map`` (``AP``) averages the precision at each relevant
+document's rank, 0 for those not retrieved. A judged query missing from the run scores 0;
+run queries without judgments are left out. Each mean has a bootstrap 95% interval.
 """
 
 from __future__ import annotations
@@ -36,52 +17,59 @@ from dataclasses import dataclass
 
 from factcheck.evaluation.intervals import Metric, Result, bootstrap_means
 
-__all__ = ["DEFAULT_KS", "JudgedMetrics", "ir_measures_names", "judged_metrics", "per_query", "metric_names"]
+__all__ = ["DEFAULT_KS", "JudgedMetrics", "ir_measures_names", "judged_metrics", "per_query", "metric_names",
+           "recall_at", "reciprocal_rank"]
 
 DEFAULT_KS = (1, 5, 10, 100)
 MRR_CUTOFF = 10
 NDCG_CUTOFF = 10
 
 
+def recall_at(ranked: list[str], relevant, k: int) -> float:
+    """The share of the distinct ``relevant`` ids among the first ``k`` ranked (0 without any)."""
+    relevant = set(relevant)
+    return len(relevant.intersection(ranked[:k])) / len(relevant) if relevant else 0.0
+
+
+def reciprocal_rank(ranked: list[str], relevant, cutoff: int | None = None) -> float:
+    """1 / the rank of the first relevant id (0 if none is ranked, or none within ``cutoff``)."""
+    relevant = set(relevant)
+    rank = next((i for i, pid in enumerate(ranked, start=1) if pid in relevant), None)
+    return 1.0 / rank if rank is not None and (cutoff is None or rank <= cutoff) else 0.0
+
+
 def metric_names(ks=DEFAULT_KS, ndcg_cutoff: int = NDCG_CUTOFF, mrr_cutoff: int = MRR_CUTOFF) -> list[str]:
     """The metrics :func:`per_query` computes, in report order."""
-    return [*(f"recall@{k}" for k in ks), f"mrr@{mrr_cutoff}", "mrr", f"ndcg@{ndcg_cutoff}", "map"]
+    return list(ir_measures_names(ks, ndcg_cutoff, mrr_cutoff))
 
 
 def ir_measures_names(ks=DEFAULT_KS, ndcg_cutoff: int = NDCG_CUTOFF, mrr_cutoff: int = MRR_CUTOFF) -> dict:
-    """Our metric name -> the ir_measures measure it equals (for tests and docs)."""
-    names = {f"recall@{k}": f"R@{k}" for k in ks}
-    names.update({f"mrr@{mrr_cutoff}": f"RR@{mrr_cutoff}", "mrr": "RR", f"ndcg@{ndcg_cutoff}": f"nDCG@{ndcg_cutoff}",
-                  "map": "AP"})
-    return names
+    """Our metric name -> the ir_measures measure it equals, in report order."""
+    return {**{f"recall@{k}": f"R@{k}" for k in ks}, f"mrr@{mrr_cutoff}": f"RR@{mrr_cutoff}", "mrr": "RR",
+            f"ndcg@{ndcg_cutoff}": f"nDCG@{ndcg_cutoff}", "map": "AP"}
 
 
 def _query_values(ranked: list[str], judged: dict[str, int], ks, ndcg_cutoff: int, mrr_cutoff: int) -> list[float]:
     relevant = {d for d, g in judged.items() if g >= 1}
-    n_rel = len(relevant)
-    hits = [d in relevant for d in ranked]
-    first = next((i for i, h in enumerate(hits, start=1) if h), None)
-    out = [sum(hits[:k]) / n_rel if n_rel else 0.0 for k in ks]
-    out.append(1.0 / first if first is not None and first <= mrr_cutoff else 0.0)
-    out.append(1.0 / first if first is not None else 0.0)
+    out = [recall_at(ranked, relevant, k) for k in ks]
+    out += [reciprocal_rank(ranked, relevant, mrr_cutoff), reciprocal_rank(ranked, relevant)]
     gains = sorted((g for g in judged.values() if g > 0), reverse=True)[:ndcg_cutoff]
     ideal = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
     dcg = sum(max(judged.get(d, 0), 0) / math.log2(i + 2) for i, d in enumerate(ranked[:ndcg_cutoff]))
     out.append(dcg / ideal if ideal > 0 else 0.0)
     found, precision_sum = 0, 0.0
-    for i, h in enumerate(hits, start=1):
-        if h:
+    for i, d in enumerate(ranked, start=1):
+        if d in relevant:
             found += 1
             precision_sum += found / i
-    out.append(precision_sum / n_rel if n_rel else 0.0)
+    out.append(precision_sum / len(relevant) if relevant else 0.0)
     return out
 
 
 def per_query(run: dict, qrels: dict, ks=DEFAULT_KS, ndcg_cutoff: int = NDCG_CUTOFF,
               mrr_cutoff: int = MRR_CUTOFF) -> dict[str, dict[str, float]]:
-    """Every metric of every judged query, ``{metric: {qid: value}}`` in qrels order:
-    ``run`` is ``{qid: [(docid, score), ...]}`` in rank order (or ``[docid, ...]``),
-    ``qrels`` ``{qid: {docid: grade}}``, ``ks`` the recall cut-offs (see the module docstring)."""
+    """``{metric: {qid: value}}`` for every judged query, in qrels order; a run's entries
+    may be ``(docid, score)`` pairs or docids, and a document ranked twice is a ValueError."""
     names = metric_names(ks, ndcg_cutoff, mrr_cutoff)
     out: dict[str, dict[str, float]] = {name: {} for name in names}
     for qid, judged in qrels.items():
@@ -96,10 +84,9 @@ def per_query(run: dict, qrels: dict, ks=DEFAULT_KS, ndcg_cutoff: int = NDCG_CUT
 
 @dataclass
 class JudgedMetrics(Result):
-    """What :func:`judged_metrics` returns: ``metrics`` (name -> the mean over the judged
-    queries, a :class:`~factcheck.evaluation.intervals.Metric`), ``queries`` scored,
-    ``missing`` (judged queries absent from the run, scored 0), ``unjudged`` (run queries
-    without judgments, left out), ``depth`` (the longest ranking), ``per_query``."""
+    """:func:`judged_metrics`' result: ``metrics`` (name -> mean over the judged queries),
+    ``queries`` scored, ``missing`` (judged, not in the run: scored 0), ``unjudged`` (run
+    queries left out), ``depth`` (the longest ranking), ``per_query``."""
 
     queries: int
     missing: list[str]
@@ -115,8 +102,10 @@ def judged_metrics(run: dict, qrels: dict, ks=DEFAULT_KS, ndcg_cutoff: int = NDC
 
     Parameters
     ----------
-    run, qrels, ks, ndcg_cutoff, mrr_cutoff
-        As for :func:`per_query`.
+    run, qrels : dict
+        ``{qid: [(docid, score), ...]}`` in rank order (or ``[docid, ...]``); ``{qid: {docid: grade}}``.
+    ks, ndcg_cutoff, mrr_cutoff
+        The recall cut-offs; the depth of ``ndcg@N`` and ``mrr@N``.
 
     Returns
     -------

@@ -1,12 +1,9 @@
-"""Every figure of a run (matplotlib, headless): the tuning sweeps, the confusion
-matrices and the interval chart, and their captions for the report and the app.
-
-Kept apart from :mod:`factcheck.training.tuning` and :mod:`factcheck.reporting.report`
-so tuning and the tables never import matplotlib; it loads on the first figure.
-"""
+"""Every figure of a run (matplotlib, headless, loaded on the first figure): the tuning
+sweeps, the confusion matrices and the interval chart, and their captions."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -28,12 +25,8 @@ PLOT_CAPTIONS = {
 
 def plot_sweep(sweep, path: Path, x: str, series: tuple[str, ...], title: str, xlabel: str,
                fixed: dict | None = None) -> None:
-    """F against ``x``, one line per value of ``series``, on the 80% and 20% parts side by side.
-
-    Lines differ in style and marker as well as colour, so lines lying on top of each
-    other stay visible (on the demo data all 7 tag-rule lines coincide), and a caption
-    says so when they do.
-    """
+    """F against ``x``, one line per value of ``series``, on the 80% and 20% parts side by
+    side; lines differ in style and marker too, and the caption says when all coincide."""
     plt = pyplot()
     fixed = fixed or {}
     rows = [r for r in sweep.rows if all(r[k] == v for k, v in fixed.items())]
@@ -61,16 +54,19 @@ def plot_sweep(sweep, path: Path, x: str, series: tuple[str, ...], title: str, x
 
 
 def plot_tags(sweep, path: Path) -> None:
+    """The tag rule's sweep at the chosen ``top_n``."""
     top_n = sweep.chosen["top_n"]
     plot_sweep(sweep, path, "t_sim", ("t_overlap",), f"tag rule, top_n={top_n}", "t_sim (cosine threshold)",
                {"top_n": top_n})
 
 
 def plot_bm25(sweep, path: Path) -> None:
+    """BM25's sweep."""
     plot_sweep(sweep, path, "k", ("k1", "b"), "BM25", "k (passages returned)")
 
 
 def pyplot():
+    """matplotlib's pyplot on the headless backend."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -78,15 +74,17 @@ def pyplot():
 
 
 def save_figure(fig, path: Path) -> None:
+    """Write ``fig`` as a PNG without a timestamp, atomically, and close it."""
     fig.tight_layout()
     try:
-        with atomic_path(path) as tmp:  # as every output: never a half-written PNG under the real name
-            fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None}, bbox_inches="tight")  # keeps outside legends
+        with atomic_path(path) as tmp:  # "tight" keeps the legends outside the axes
+            fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None}, bbox_inches="tight")
     finally:
         pyplot().close(fig)
 
 
 def plot_confusions(abl: dict, path: Path) -> None:
+    """The dev confusion matrices, reading retrieved and gold evidence."""
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
     for ax, cond in zip(axes, ("retrieved", "gold")):
@@ -107,16 +105,14 @@ def plot_confusions(abl: dict, path: Path) -> None:
 
 
 def plot_intervals(metrics: dict, path: Path) -> None:
+    """Every dev measure of ``metrics`` (``metrics.json``'s content) with its interval."""
     plt = pyplot()
-    rows = []
-    chosen = metrics["run"]["retriever"]["chosen"]
-    for name, r in metrics["run"]["retrievers_on_dev"].items():
-        rows.append((f"evidence F: {name}" + (" (used)" if name == chosen else ""), r["evidence_f"]))
-    abl = metrics["run"]["ablation"]
-    rows.append(("accuracy: gold evidence", abl["gold"]["accuracy"]))
-    rows.append(("accuracy: retrieved evidence", abl["retrieved"]["accuracy"]))
-    for name, b in abl.get("baselines", {}).items():
-        rows.append((f"accuracy: {name}", b["accuracy"]))
+    run, abl = metrics["run"], metrics["run"]["ablation"]
+    rows = [(f"evidence F: {name}" + (" (used)" if name == run["retriever"]["chosen"] else ""), r["evidence_f"])
+            for name, r in run["retrievers_on_dev"].items()]
+    rows += [("accuracy: gold evidence", abl["gold"]["accuracy"]),
+             ("accuracy: retrieved evidence", abl["retrieved"]["accuracy"])]
+    rows += [(f"accuracy: {name}", b["accuracy"]) for name, b in abl.get("baselines", {}).items()]
     rows.append(("harmonic mean (system)", metrics["intervals"]["harmonic_mean"]))
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1))
     for i, (label, e) in enumerate(rows):
@@ -131,20 +127,12 @@ def plot_intervals(metrics: dict, path: Path) -> None:
 
 
 def draw_plots(out: Path, candidates, abl: dict, metrics_so_far: dict) -> dict:
-    """Render every figure of a run into ``out/plots``; returns name -> path relative to ``out``.
-
-    ``candidates``: the run's :class:`~factcheck.training.selection.TunedRetrievers`
-    (their sweeps); ``abl``: the dev ablation; ``metrics_so_far``: metrics.json content.
-    """
-    files = {}
-    if "tags" in candidates.sweeps:
-        plot_tags(candidates.sweeps["tags"], out / "plots" / "sweep-tags.png")
-        files["sweep-tags"] = "plots/sweep-tags.png"
-    if "bm25" in candidates.sweeps:
-        plot_bm25(candidates.sweeps["bm25"], out / "plots" / "sweep-bm25.png")
-        files["sweep-bm25"] = "plots/sweep-bm25.png"
-    plot_confusions(abl, out / "plots" / "confusion.png")
-    files["confusion"] = "plots/confusion.png"
-    plot_intervals(metrics_so_far, out / "plots" / "intervals.png")
-    files["intervals"] = "plots/intervals.png"
-    return files
+    """Render every figure of a run into ``out/plots``: the sweeps of the run's
+    :class:`~factcheck.training.selection.TunedRetrievers`, the dev ablation's confusion
+    matrices, the intervals of ``metrics_so_far``. Returns name -> path relative to ``out``."""
+    draw = {f"sweep-{m}": partial(plot, candidates.sweeps[m])
+            for m, plot in (("tags", plot_tags), ("bm25", plot_bm25)) if m in candidates.sweeps}
+    draw.update({"confusion": partial(plot_confusions, abl), "intervals": partial(plot_intervals, metrics_so_far)})
+    for name, plot in draw.items():
+        plot(out / "plots" / f"{name}.png")
+    return {name: f"plots/{name}.png" for name in draw}

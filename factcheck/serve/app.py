@@ -1,12 +1,6 @@
-"""The FastAPI app: ``create_app(run_dir=... | index_dir=..., model_dir=...)``.
-
-Pages are rendered on the server by Jinja2 with autoescaping on for every template, so
-passage and claim text is always text, never markup; the Content-Security-Policy
-allows no script at all as a second line of defence. The only inputs a request can
-give are a claim (length-limited), a retriever name (checked against the loaded ones)
-and a plot name (looked up in the table listed at start-up); no request names a file.
-What the pages call things and how they round them: :mod:`factcheck.serve.present`.
-"""
+"""The FastAPI app (:func:`create_app`). Pages are Jinja2 templates with autoescaping, under a
+Content-Security-Policy that allows no script; a request gives only a claim (length-limited),
+a loaded retriever's name and a plot name from the table read at start-up, never a path."""
 
 from __future__ import annotations
 
@@ -32,7 +26,7 @@ from factcheck.serve.explain import RANKING_SHOWN, check_view
 from factcheck.serve.highlight import segments
 from factcheck.serve.limits import StrictQueryString
 from factcheck.serve.results import format_interval, tables
-from factcheck.serve.retriever_set import BEST, RetrieverSet, UnknownMethod, load_retriever_set
+from factcheck.serve.retriever_set import BEST, RetrieverSet, load_retriever_set
 
 MAX_CLAIM_CHARS = 2000
 TEMPLATES = Path(__file__).parent / "templates"
@@ -54,6 +48,7 @@ class AppState:
     _dev_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def dev(self) -> devview.DevExplorer:
+        """The dev explorer, built on first view."""
         with self._dev_lock:
             if self._dev is None:
                 self._dev = devview.build(self.artefacts, self.systems)
@@ -74,15 +69,18 @@ class AppState:
 
     def compare(self, claim: str | None) -> list[dict]:
         """The claim checked with every loaded retriever, the model's choice first."""
-        return [self.check(claim, name) for name in [self.systems.best, *self.systems.others]]
+        best = self.systems.best
+        return [self.check(claim, name) for name in [best, *(m for m in self.systems.methods if m != best)]]
 
     def method(self, requested: str | None) -> str:
-        try:
-            return self.systems.resolve(requested)
-        except UnknownMethod:
-            shown = requested if len(requested) <= 40 else requested[:40] + "..."
-            raise HTTPException(400, f"unknown method {shown!r}; expected one of "
-                                     f"{', '.join([BEST, *self.systems.methods])}") from None
+        """The loaded retriever ``requested`` names (``best`` or empty: the model's choice)."""
+        if requested in (None, "", BEST):
+            return self.systems.best
+        if requested in self.systems.by_method:
+            return requested
+        shown = requested if len(requested) <= 40 else requested[:40] + "..."
+        raise HTTPException(400, f"unknown method {shown!r}; expected one of "
+                                 f"{', '.join([BEST, *self.systems.methods])}")
 
 
 def _run_index(run_dir: Path) -> Path:
@@ -120,17 +118,9 @@ def create_app(run_dir: Path | None = None, index_dir: Path | None = None, model
                dev_claims: Path | None = None, *, max_claim_chars: int = MAX_CLAIM_CHARS,
                allowed_hosts: list[str] | None = None, warm_up: bool = True, debug: bool = False,
                mode: str | None = None) -> FastAPI:
-    """Load the system and the run's artefacts once, and build the app around them.
-
-    ``mode``: ``None`` (the model's) or the mode the caller expects (see
-    :meth:`FactChecker.load <factcheck.system.checker.FactChecker.load>`). An
-    open-mode model's passage vectors are loaded once and shared by its dense and
-    hybrid retrievers.
-
-    ``allowed_hosts`` (the serve command passes the loopback names when bound to
-    loopback) rejects other Host headers, so a web page cannot reach the app through
-    DNS rebinding.
-    """
+    """Load the system and the run's artefacts once, and build the app around them. ``mode``:
+    the mode the caller expects (None: the model's); ``allowed_hosts``: the Host headers
+    accepted (against DNS rebinding)."""
     index_dir, model_dir = resolve_paths(run_dir, index_dir, model_dir)
     systems = load_retriever_set(index_dir, model_dir, warm_up=warm_up, mode=mode)
     artefacts = load_artefacts(Path(run_dir) if run_dir else None, Path(dev_claims) if dev_claims else None)
@@ -138,6 +128,7 @@ def create_app(run_dir: Path | None = None, index_dir: Path | None = None, model
 
 
 def _environment() -> jinja2.Environment:
+    """The templates' environment (autoescaped) and the filters they use."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["interval"] = format_interval
@@ -147,16 +138,14 @@ def _environment() -> jinja2.Environment:
     env.filters["label_class"] = present.label_class
     env.filters["retriever"] = present.retriever_name
     env.filters["metric"] = present.metric_name
-    env.filters["param"] = present.param_name
-    env.filters["check_url"] = lambda claim, method=None, page="/": present.check_url(claim, method, page)
-    env.filters["compact"] = lambda v: (json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list))
-                                        else str(v))  # rendered, then autoescaped like any text
+    env.filters["param"] = present.PARAM_NAMES.get  # None: the page shows the key alone
+    env.filters["check_url"] = present.check_url
     env.globals["segments"] = segments
     return env
 
 
 def build_app(state: AppState, allowed_hosts: list[str] | None = None, debug: bool = False) -> FastAPI:
-    # The API schema and /docs (CDN assets) describe the app to whoever asks: only with --debug.
+    """The app's routes and middleware over ``state``; the API schema and /docs only with ``debug``."""
     app = FastAPI(title="factcheck explain", docs_url="/docs" if debug else None, redoc_url=None,
                   openapi_url="/openapi.json" if debug else None)
     app.state.explain = state
@@ -274,11 +263,8 @@ def host_of(header: str) -> str:
 
 
 class _HostCheck:
-    """Rejects requests whose Host is not one of ``allowed`` (DNS rebinding).
-
-    Starlette's TrustedHostMiddleware cuts the Host at the first colon, which turns every
-    IPv6 literal (``[::1]:8000``) into ``[``; this parses both forms.
-    """
+    """Rejects requests whose Host is not one of ``allowed`` (Starlette's TrustedHostMiddleware
+    cuts the Host at the first colon, which breaks IPv6 literals)."""
 
     def __init__(self, app, allowed):
         self.app = app

@@ -1,10 +1,5 @@
-"""The dev explorer's rows: each dev claim with its gold passages, the retrieved ones,
-and which retrieved passages are hits (gold) or not, and which gold ones were missed.
-
-With a run directory the rows come from the run's own dev predictions and
-explanations (exactly what was scored); with only ``--index/--model --dev-claims``
-the dev claims are checked once with the model's chosen retriever, on first view.
-"""
+"""The dev explorer's rows: each dev claim's retrieved passages (hits or not) and missed gold,
+from the run's own predictions and explanations, or else checked once on first view."""
 
 from __future__ import annotations
 
@@ -25,14 +20,15 @@ FILTERS = {
 
 @dataclass
 class DevExplorer:
+    """The rows, where they came from, and their summary."""
     rows: list[dict] = field(default_factory=list)
     source: str = ""
     method: str | None = None
-    has_gold: bool = False
     summary: dict = field(default_factory=dict)
 
 
 def build(artefacts, systems) -> DevExplorer:
+    """The explorer of the run's dev predictions, or of the dev claims checked now."""
     texts, titles = texts_of(systems.index), titles_of(systems.index)
     text = lambda pid: texts([pid])[0]  # noqa: E731  (None: not in this index)
     title = lambda pid: titles([pid])[0]  # noqa: E731
@@ -83,7 +79,7 @@ def build(artefacts, systems) -> DevExplorer:
             "n_found": len(gold_ids) - len(missed),
             "evidence_f": evidence_f(pred["evidences"], gold_ids) if claim else None,  # as scored
         })
-    return DevExplorer(rows, source, method, bool(gold), _summary(rows, bool(gold)))
+    return DevExplorer(rows, source, method, _summary(rows, bool(gold)))
 
 
 def _summary(rows: list[dict], has_gold: bool) -> dict:
@@ -100,6 +96,7 @@ def _summary(rows: list[dict], has_gold: bool) -> dict:
 
 
 def select(rows: list[dict], show: str) -> list[dict]:
+    """The rows a filter of :data:`FILTERS` shows."""
     if show == "missed":
         return [r for r in rows if r["missed"]]
     if show == "wrong":

@@ -1,12 +1,6 @@
-"""One claim's check as the JSON the API returns and the check page renders.
-
-The retriever's explanation (``Selection.to_json()`` plus ranking and probabilities)
-is passed through with each hit's passage text and the highlight spans of its shared
-tags added, so the page and the API can never disagree. Explanation fields vary by
-retriever (tag rule: cosine/overlap/combined; BM25: bm25/rank; the reranker: whatever
-it records; open mode: dense, and hybrid's fused/bm25/dense side by side); numeric ones
-are also gathered under ``scores`` for generic display.
-"""
+"""One claim's check as the JSON the API returns and the check page renders: the retriever's
+explanation passed through, each hit with its text, shared tags, highlight spans and its
+numeric fields gathered under ``scores``, so the page and the API never disagree."""
 
 from __future__ import annotations
 
@@ -18,8 +12,7 @@ RANKING_SHOWN = 10  # the explanation keeps a depth-100 ranking; the page shows 
 _NOT_DETAILS = {"path", "hits", "ranking", "probabilities", "thresholds", "classifier_read"}
 _NOT_SCORES = {"id"}
 _SHOWN = {"id", "shared_tags", "passage_tags", "text", "highlight", "scores"}
-# Where a retriever records the stems a claim and passage share (tag rule, BM25: shared_tags;
-# the reranker: shared_terms); without either they are computed from the texts.
+# Where a retriever records the stems a claim and passage share; without them they are computed.
 _SHARED_KEYS = ("shared_tags", "shared_terms")
 _SCORE_ORDER = ("combined", "cosine", "overlap", "fused", "bm25", "dense", "rank")  # then the rest by name, "score" last
 

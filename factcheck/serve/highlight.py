@@ -1,12 +1,5 @@
-"""Which words of a passage to highlight: those whose stem is a shared tag.
-
-Tags are stems and passages are words, so the only faithful way back from a tag to
-the words it came from is to run the same analysis (:mod:`factcheck.text.analyzer`)
-over the passage and mark each word whose stem is shared. ``word_tokens`` lower-cases
-and takes runs of word characters; here the same runs are found in the original text
-so their offsets point at the characters the reader sees. Offsets are Python string
-indices (code points).
-"""
+"""Which words of a passage to highlight: those whose stem, under the one text analysis, is a
+shared tag; offsets are code points into the original text."""
 
 from __future__ import annotations
 
@@ -29,11 +22,8 @@ def highlight_spans(text: str, shared) -> list[dict]:
 
 
 def segments(text: str, spans: list[dict]) -> list[tuple[str, str | None]]:
-    """``text`` cut at the spans: ``(piece, stem)`` with ``stem`` None for plain text.
-
-    Templates render the pieces with autoescaping, wrapping only the marked ones in
-    ``<mark>``, so passage text can never become markup.
-    """
+    """``text`` cut at the spans: ``(piece, stem)``, ``stem`` None for plain text (templates
+    autoescape every piece, so passage text never becomes markup)."""
     out, pos = [], 0
     for s in spans:
         if s["start"] > pos:

@@ -1,16 +1,10 @@
-"""What the app refuses before a request reaches a page: query strings that are not UTF-8,
-and connections that hold a worker slot without finishing a request.
+"""What the app refuses before a request reaches a page:
 
-* :class:`StrictQueryString` -- Starlette decodes percent-escapes with ``errors="replace"``,
-  so ``?claim=%ff`` reached the check as U+FFFD and was answered (the CLI refuses invalid
-  UTF-8 in one line). Here such a request gets 400, naming the problem.
-* :class:`TimedH11Protocol` -- uvicorn times out an idle connection only *between*
-  requests (its keep-alive timeout, armed after a response); a client that connects and
-  sends nothing, or half a request line and headers, held its connection forever. This
-  protocol closes a connection whose request headers are not complete within
-  :data:`HEADER_TIMEOUT` seconds of it opening (or of the previous response).
-  ``factcheck serve`` runs uvicorn with it and with :data:`KEEP_ALIVE_TIMEOUT` set
-  explicitly (:func:`uvicorn_settings`).
+* :class:`StrictQueryString`: a query string that is not UTF-8 (Starlette would decode
+  ``%ff`` to U+FFFD and answer) gets 400;
+* :class:`TimedH11Protocol`: uvicorn times out idle connections only between requests, so
+  this closes one whose request head is not complete :data:`HEADER_TIMEOUT` seconds after
+  it opened (or after the previous response).
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""What the pages call things and how they round them, and the page records built from
-the API's check record (:func:`~factcheck.serve.explain.check_view`).
-
-The JSON keeps the pipeline's field names and full precision (scripts read it); a page
-shows a person the same record with human names (``Not enough info``, ``BM25 score``,
-``cosine threshold``), rounded numbers, the words a passage shares with the claim as
-they appear in its text (their stems only in a details row) and, for every check, the
-passages the classifier read -- which may be another retriever's than the evidence shown.
-"""
+"""What the pages call things and how they round them, and the page records built from the
+API's check record (:func:`~factcheck.serve.explain.check_view`): the JSON keeps field names
+and full precision, a page shows human names, rounded numbers and the shared words as they
+appear in the text, and what the classifier read."""
 
 from __future__ import annotations
 
@@ -14,6 +9,7 @@ import math
 from urllib.parse import urlencode
 
 from factcheck.formats.claims import LABELS
+from factcheck.reporting.report import flatten
 from factcheck.serve.highlight import highlight_spans
 from factcheck.text.analyzer import analyze, shared_stems
 
@@ -60,6 +56,7 @@ EXAMPLES_PER_LABEL = 2
 
 
 def label_name(label) -> str:
+    """``NOT_ENOUGH_INFO`` -> ``Not enough info``."""
     return LABEL_NAMES.get(label, str(label).replace("_", " ").capitalize())
 
 
@@ -68,12 +65,8 @@ def metric_name(key) -> str:
     return METRIC_NAMES.get(key, human(key))
 
 
-def param_name(key) -> str | None:
-    """The page's name for a (flattened) parameter, or None when it has none."""
-    return PARAM_NAMES.get(key)
-
-
 def retriever_name(method) -> str:
+    """``bm25`` -> ``BM25 retriever``."""
     return RETRIEVER_NAMES.get(method, str(method))
 
 
@@ -121,15 +114,11 @@ def setting(v) -> str:
 
 
 def param_rows(params: dict | None, prefix: str = "") -> list[dict]:
-    """A nested parameter record as table rows ``{"name", "key", "value", "long"}``: nested
-    records flattened (``cutoff.min_k``), long lists (the reranker's 25 feature names) kept
-    for a details row."""
+    """A nested parameter record as table rows ``{"name", "key", "value", "long"}`` (keys
+    dotted: ``cutoff.min_k``); long lists (the reranker's features) kept for a details row."""
     rows = []
-    for key, value in (params or {}).items():
-        full = f"{prefix}{key}"
-        if isinstance(value, dict):
-            rows += param_rows(value, full + ".")
-            continue
+    for full, value in flatten(params, prefix):
+        key = full.rsplit(".", 1)[-1]
         long = isinstance(value, (list, tuple)) and len(value) > 4
         rows.append({"name": PARAM_NAMES.get(full, PARAM_NAMES.get(key, human(key))), "key": full,
                      "value": f"{len(value)} names" if long else setting(value),
@@ -221,11 +210,13 @@ def detail_rows(result: dict) -> list[tuple[str, str]]:
 
 
 def probability_rows(probabilities: dict) -> list[dict]:
+    """Each label's probability, named and rounded."""
     return [{"label": label, "name": label_name(label), "value": p, "shown": num(p, 3)}
             for label, p in probabilities.items()]
 
 
 def check_url(claim: str, method: str | None = None, page: str = "/") -> str:
+    """The URL of ``page`` checking ``claim`` (with ``method`` unless it is the model's choice)."""
     query = {"claim": claim} if method in (None, "", "best") else {"claim": claim, "method": method}
     return f"{page}?{urlencode(query)}"
 
@@ -255,10 +246,8 @@ def claim_view(result: dict) -> dict:
 
 
 def check_page(result: dict, reader_texts, titles_of) -> dict:
-    """Everything the check page shows for one check record.
-
-    ``reader_texts(ids)`` gives the passage texts the classifier read; ``titles_of(ids)``
-    their titles (None where the index has none)."""
+    """Everything the check page shows for one check record (``reader_texts(ids)`` and
+    ``titles_of(ids)``: the texts and titles of passages by id)."""
     method = result["method"]
     hit_ids = [h["id"] for h in result["hits"]]
     titles = dict(zip(hit_ids, titles_of(hit_ids)))
@@ -291,9 +280,7 @@ def check_page(result: dict, reader_texts, titles_of) -> dict:
 
 
 def compare_page(results: list[dict], titles_of) -> dict:
-    """The same claim under every retriever: one column each, and the passages shared.
-
-    ``results``: check records, one per retriever, in column order."""
+    """The same claim under every retriever: one column per check record, and the passages shared."""
     ranks = {}   # passage id -> {method: rank}
     for r in results:
         for i, h in enumerate(r["hits"], 1):
@@ -324,11 +311,7 @@ def compare_page(results: list[dict], titles_of) -> dict:
 
 
 def titles_of(index):
-    """``ids -> [title or None, ...]`` for ``index``.
-
-    Passage titles (a FEVER page's, a BEIR document's) come from the index when its
-    knowledge source had them (``index.has_titles`` and ``index.title(row)``); an index
-    without them gives None for every passage and the pages show ids only."""
+    """``ids -> [title or None, ...]`` for ``index`` (all None when it has no titles: the pages show ids)."""
     if not getattr(index, "has_titles", False):
         return lambda ids: [None] * len(ids)
     row_of = index.row_of

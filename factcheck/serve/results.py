@@ -1,9 +1,5 @@
-"""The results page's tables, pulled out of ``metrics.json``.
-
-Tolerant by design: a key a later version of the pipeline drops or renames leaves a
-row out instead of breaking the page, and any ``{"value", "ci95"}`` record is shown
-as a value with its 95% interval.
-"""
+"""The results page's tables from ``metrics.json``: a missing key leaves a row out, and any
+``{"value", "ci95"}`` record shows as a value with its interval."""
 
 from __future__ import annotations
 
@@ -45,6 +41,7 @@ def _intervals(d) -> list[tuple[str, dict]]:
 
 
 def tables(metrics: dict | None) -> dict:
+    """Every table of the results page."""
     if not isinstance(metrics, dict) or not metrics:
         return {}
     run = _o(metrics.get("run"))

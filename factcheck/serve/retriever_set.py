@@ -1,12 +1,6 @@
-"""Every retriever a model directory knows, fitted once on one tag index: the app's
-:class:`~factcheck.system.checker.FactChecker` for each retriever.
-
-``FactChecker.load`` builds the model's chosen retriever; the other tuned ones
-(``available_methods``) are fitted on the *same* :class:`TagIndex` and share the
-classifier, so switching retriever in the app costs nothing per request and the
-316K-passage index is held in memory once. A retriever that cannot be loaded here
-(e.g. the reranker missing from this installation) is reported, not fatal.
-"""
+"""Every retriever a model directory knows, fitted once on the same index and sharing the
+classifier: the app's :class:`~factcheck.system.checker.FactChecker` per retriever. One that
+cannot be loaded here is reported, not fatal."""
 
 from __future__ import annotations
 
@@ -25,40 +19,26 @@ logger = logging.getLogger(__name__)  # notes for whoever serves the app (the CL
 BEST = "best"
 
 
-class UnknownMethod(ValueError):
-    pass
-
-
 @dataclass
 class RetrieverSet:
+    """The checker of each loaded retriever, the model's choice (``best``) and, by name, why
+    any other could not be loaded."""
+
     by_method: dict[str, FactChecker]
     best: str
     unavailable: dict[str, str] = field(default_factory=dict)
-    load_seconds: dict[str, float] = field(default_factory=dict)
-    # Retrieval and classification are CPU-bound and the retrievers' memo caches are not
-    # meant for concurrent writers: one check at a time, the rest queue.
+    # One check at a time: the work is CPU-bound and the retrievers' caches have no concurrent writers.
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def methods(self) -> list[str]:
+        """The loaded retrievers' names, sorted."""
         return sorted(self.by_method)
 
     @property
-    def others(self) -> list[str]:
-        """The loaded retrievers other than the model's choice, by name."""
-        return [m for m in self.methods if m != self.best]
-
-    @property
     def index(self):
+        """The index every retriever is fitted on."""
         return self.by_method[self.best].index
-
-    def resolve(self, requested: str | None) -> str:
-        """``best``/empty -> the model's chosen retriever; otherwise a loaded method name."""
-        if requested in (None, "", BEST):
-            return self.best
-        if requested in self.by_method:
-            return requested
-        raise UnknownMethod(requested)
 
     def check(self, method: str, text: str):
         """(Verdict, seconds) for one claim with the named retriever."""
@@ -70,14 +50,13 @@ class RetrieverSet:
 
 
 def load_retriever_set(index_dir: Path, model_dir: Path, warm_up: bool = True, mode: str | None = None) -> RetrieverSet:
-    t = time.perf_counter()
+    """The model's chosen retriever and every other it names, each checked once if ``warm_up``."""
     chosen = FactChecker.load(index_dir, model_dir, mode=mode)
     best = chosen.meta.get("retriever", {}).get("method") or chosen.retriever.name
-    systems = RetrieverSet({best: chosen}, best, load_seconds={best: round(time.perf_counter() - t, 2)})
+    systems = RetrieverSet({best: chosen}, best)
     for method in available_methods(chosen.meta):
         if method == best:
             continue
-        t = time.perf_counter()
         try:
             retriever = load_retriever(model_dir, chosen.meta, method, chosen.index)
         except (InputError, ImportError, OSError) as exc:
@@ -85,7 +64,6 @@ def load_retriever_set(index_dir: Path, model_dir: Path, warm_up: bool = True, m
             logger.warning("retriever %r not available: %s", method, systems.unavailable[method])
             continue
         systems.by_method[method] = FactChecker(chosen.index, retriever, chosen.classifier, chosen.meta)
-        systems.load_seconds[method] = round(time.perf_counter() - t, 2)
     if warm_up:  # first calls pay for lazy caches (vocabularies, analyzer memo, sklearn)
         for method in systems.methods:
             systems.check(method, "Global temperatures are rising because of carbon dioxide emissions.")

@@ -1,13 +1,10 @@
 """Select, calibrate and train the claim classifier by cross-validation on the training claims.
 
-For each candidate reader (the retrievers tuned before), the passages it gives every
-training claim are produced out-of-fold (:mod:`factcheck.training.cv_evidence`), then
-every configuration of the grid is scored by repeated stratified k-fold CV
-(:mod:`factcheck.classification.cv`) and the simplest (reader, configuration) within one
-standard error of the best is kept. The same CV gives the baselines' out-of-fold
-predictions (always-majority: the fold's majority label; claim-only: selected the same
-way), the paired tests against them, and the out-of-fold decision values that fit the
-temperature (:mod:`factcheck.classification.calibration`). Dev is never touched here.
+For each candidate reader, its passages for every training claim are produced out-of-fold
+(:mod:`factcheck.training.cv_evidence`); every configuration of the grid is scored by
+repeated stratified k-fold CV and the simplest (reader, configuration) within one standard
+error of the best is kept. The same CV gives the baselines (always-majority, claim-only),
+the paired tests against them, and the out-of-fold decision values that fit the temperature.
 """
 
 from __future__ import annotations
@@ -16,10 +13,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 from sklearn.dummy import DummyClassifier
+from sklearn.metrics import confusion_matrix
 
 from factcheck.classification.calibration import apply_temperature, fit_temperature, reliability, scale
-from factcheck.classification.cv import (CLAIM_ONLY_GRID, GRID, CVResult, choose_one_se, cross_validate,
-                                         cv_splits, fit_final, release_workers)
+from factcheck.classification.cv import (CLAIM_ONLY_GRID, GRID, CVResult, choose_one_se, config_json,
+                                         cross_validate, cv_splits, fit_final, release_workers)
 from factcheck.classification.features import ALL_GROUPS, OPEN_GROUPS, views_of
 from factcheck.classification.stance import PairSet, fit_stance_final, stance_cross_validate
 from factcheck.errors import InputError
@@ -28,22 +26,19 @@ from factcheck.formats.claims import label_set
 from factcheck.training.cv_evidence import fold_memory_reranker, out_of_fold_evidence
 
 
-# The stance/aggregation model as a candidate: measured on the proxy run (5x3 CV, bm25 reader,
-# the direct winner's configuration) it scored 0.486 (sd 0.014) against 0.499 (sd 0.012)
-# without it, so it is not chosen, and evaluating it costs ~40 s of every run; off by default
-# (reports/sweeps/classifier-cv-stance.csv, reports/classifier.md).
+# The stance model loses under CV and costs ~40 s a run: off by default (docs/decisions.md).
 STANCE_CANDIDATE = False
 
 
 @dataclass
 class ClassifierSelection:
+    """:func:`select_classifier`'s result: the fitted model, its configuration and reader, the
+    fitted baselines, each reader's out-of-fold evidence and the summary for ``metrics.json``."""
+
     model: object
     config: object
     reader: str
-    chosen: CVResult
-    results: list
     claim_only: object
-    claim_only_result: CVResult
     majority: object
     evidence: dict               # reader -> {claim id: out-of-fold evidence ids}
     summary: dict = field(default_factory=dict)
@@ -55,6 +50,7 @@ def _majority(y) -> DummyClassifier:
 
 
 def _majority_oof(y: np.ndarray, splits) -> np.ndarray:
+    """The always-majority baseline's out-of-fold predictions, per repeat."""
     repeats = 1 + max(s.repeat for s in splits)
     out = np.empty((repeats, len(y)), dtype=object)
     for s in splits:
@@ -69,9 +65,8 @@ def open_grid(grid: dict) -> dict:
 
 def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = GRID,
                       progress=None, stance: bool = STANCE_CANDIDATE, dense: bool = False) -> ClassifierSelection:
-    """``dense`` (open mode): the CV is also offered the embedding features (:func:`open_grid`);
-    they are kept only if the one-standard-error rule chooses them (they count as one more group).
-    Their model is the one the index's passage vectors were built with."""
+    """The classifier and its reader chosen by CV over ``readers`` (name -> fitted retriever);
+    ``dense`` (open mode) also offers the embedding features of the index's vectors' model."""
     texts_of = index.texts_of
     embedding = None
     if dense:
@@ -100,8 +95,7 @@ def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = G
         read_views[name] = views_of(X_read[name], groups, embedding)
         results += cross_validate(y, splits, gold_views, [read_views[name]] * repeats, grid, name, jobs, labels)
     direct = choose_one_se(results)
-    # The stance/aggregation model on the direct winner's reader and configuration: kept
-    # only if it is better by more than one standard error (it is the more complex model).
+    # The stance model on the direct winner's reader and configuration (the more complex model).
     reader = direct.reader
     pairs_gold = PairSet(X_gold)
     pairs_read = PairSet(X_read[reader], [evidence[reader][c.id] for c in train], [c.evidences for c in train])
@@ -145,26 +139,17 @@ def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = G
         "readers": {name: max((r for r in results if r.reader == name), key=lambda r: r.mean).mean
                     for name in readers},
     }
-    return ClassifierSelection(model, chosen.config, chosen.reader, chosen, results, claim_only,
-                               claim_only_chosen, majority, evidence, summary)
+    return ClassifierSelection(model, chosen.config, chosen.reader, claim_only, majority, evidence, summary)
 
 
 def _sd(a) -> float:
+    """The sample standard deviation (0 for one value)."""
     return float(np.std(a, ddof=1)) if len(a) > 1 else 0.0
 
 
-def config_json(config) -> dict:
-    """A classifier configuration as JSON (``groups`` as a list)."""
-    from dataclasses import asdict
-    d = asdict(config)
-    d["groups"] = list(d["groups"])
-    return d
-
-
 def _cv_summary(chosen: CVResult, y, majority_oof, claim_only: CVResult) -> dict:
-    """Accuracy and macro-F1 over folds (mean, sd), a bootstrap interval over claims of the
-    out-of-fold accuracy (per claim: the share of repeats it was right), and per repeat
-    the paired tests against always-majority and claim-only on the same claims."""
+    """Accuracy and macro-F1 over folds, the out-of-fold accuracy's bootstrap interval over
+    claims, and per repeat the paired tests against always-majority and claim-only."""
     repeats = chosen.proba.shape[0]
     correct = np.array([chosen.predictions(r) == y for r in range(repeats)])
     per_claim = correct.mean(axis=0)
@@ -178,13 +163,9 @@ def _cv_summary(chosen: CVResult, y, majority_oof, claim_only: CVResult) -> dict
                       "vs_claim_only": {"difference": paired_bootstrap_diff(correct[r], co).to_json(),
                                         "mcnemar": mcnemar_exact(correct[r], co),
                                         "claim_only_accuracy": float(co.mean())}})
-    recall = {}
     labels = list(chosen.labels)
-    for label in labels:
-        mask = y == label
-        recall[label] = float(correct[:, mask].mean()) if mask.any() else None
+    recall = {label: float(correct[:, y == label].mean()) if (y == label).any() else None for label in labels}
     preds = np.concatenate([chosen.predictions(r) for r in range(repeats)])
-    from sklearn.metrics import confusion_matrix
     return {
         "accuracy_mean": chosen.mean, "accuracy_sd": _sd(chosen.accuracy), "accuracy_se": chosen.se,
         "macro_f1_mean": float(chosen.macro_f1.mean()), "macro_f1_sd": _sd(chosen.macro_f1),

@@ -1,14 +1,7 @@
-"""Out-of-fold evidence: what the classifier reads for a training claim must come from a
-reader that never saw that claim's label.
-
-The tag rule and BM25 have no claim-trained state (a few thresholds tuned on the training
-split), so one retrieval over all training claims is out-of-fold by construction. The
-reranker's label memory holds training claims and their gold passages; a memory that
-holds a claim would hand that claim its own gold (the text-match exclusion in the memory
-guards only exact repeats), so for every fold a copy of the reranker is built whose memory
-holds only the *other* folds' claims, and it retrieves for the fold's claims. Its boosted
-trees are kept (they score generic relevance features, trained on the 80% split with each
-claim excluded from its own memory features).
+"""Out-of-fold evidence: what the classifier reads for a training claim comes from a reader
+that never saw that claim's label. The tag rule and BM25 hold no claim-trained state, so one
+retrieval is out-of-fold; the reranker's label memory would hand a claim its own gold, so per
+fold a copy whose memory holds only the other folds' claims retrieves for the fold.
 """
 
 from __future__ import annotations
@@ -20,12 +13,8 @@ from factcheck.retrieval.registry import run_retrieval
 
 def out_of_fold_evidence(claims: list, folds: list, fit_reader: Callable[[list], object] | None = None,
                          reader=None) -> dict[str, list[str]]:
-    """Evidence ids per claim id. ``folds``: the test positions of one k-fold partition.
-
-    Either ``reader`` (a retriever without claim-trained state: one retrieval) or
-    ``fit_reader(train_claims) -> retriever`` (rebuilt per fold, retrieving for the
-    fold's claims only).
-    """
+    """Evidence ids per claim id, from ``reader`` (no claim-trained state: one retrieval) or
+    from ``fit_reader(train_claims)`` rebuilt per fold of ``folds`` (one partition's test positions)."""
     if reader is not None:
         return run_retrieval(reader, claims, depth=0)[0]
     out: dict[str, list[str]] = {}

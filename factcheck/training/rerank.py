@@ -1,21 +1,8 @@
-"""Training the reranker: the selection half of :mod:`factcheck.retrieval.rerank`.
-
-The retriever itself (:class:`~factcheck.retrieval.rerank.retriever.RerankRetriever`)
-only fits to an index, ranks, retrieves, loads and saves. Choosing its candidate
-settings, model and cut-off needs the course's evidence F, which lives in the
-evaluation layer, so it happens here:
-
-* Features of a *fit* claim are computed with that claim hidden from the label memory
-  (leave-one-out), so a memory hit in training means what it means on unseen claims.
-* Features of a *holdout* claim use the memory of the fit claims only.
-* Every model configuration in the grid is fitted on the fit claims and scored on the
-  holdout claims *after* tuning its cut-off there (:func:`tune_cutoff`); the best mean
-  holdout F wins (ties: first in grid order). Dev claims never enter this module.
-
-Usage::
-
-    retriever = train_reranker(index, fit_claims, holdout_claims)   # fitted to ``index``
-    retriever.save("rerank.skops")
+"""Training the reranker (its selection half; :mod:`factcheck.retrieval.rerank` holds the
+retriever). A *fit* claim's features are computed with the claim hidden from the label memory
+(leave-one-out), a *holdout* claim's with the fit claims' memory; every model configuration
+is fitted on the fit claims and scored on the holdout after tuning its cut-off there
+(:func:`tune_cutoff`); the best mean holdout evidence F wins (ties: the first). Never dev.
 """
 
 from __future__ import annotations
@@ -40,13 +27,10 @@ __all__ = ["DEFAULT_CANDIDATES", "DENSE_CANDIDATES", "DENSE_FEATURE_SETS", "DEFA
            "train_reranker", "tune_cutoff"]
 
 DEFAULT_CANDIDATES = (CandidateConfig(memory_k=20), CandidateConfig(memory_k=50))
-# Open mode (``dense=True``): the same memory depths plus the dense scorer's top 100 (and
-# the memory searched by embedding). Depth 300 was no better on the wiki hold-out (F 0.243
-# vs 0.241; reports/open-rerank.md), so it is not tried.
+# Open mode: plus the dense scorer's top 100 (300 was no better; docs/decisions.md).
 DENSE_CANDIDATES = (CandidateConfig(memory_k=20, dense_depth=100), CandidateConfig(memory_k=50, dense_depth=100))
-# Open mode feature sets, each tried on the hold-out like the candidate settings: which
-# dense memory group helps differed by corpus (hold-out F, proxy / wiki: all 0.214 / 0.240,
-# without mem_dense_* 0.220 / 0.245, without emem_* 0.204 / 0.238 at memory_k=20).
+# Open mode feature sets, chosen on the hold-out: which dense memory group helps differed by
+# corpus (reports/open-rerank.md).
 DENSE_FEATURE_SETS = (tuple(ALL_FEATURES),
                       tuple(f for f in ALL_FEATURES if not f.startswith("emem_")),
                       tuple(f for f in ALL_FEATURES if not f.startswith("mem_dense")))
@@ -63,8 +47,8 @@ MAX_KS = (1, 2, 3, 4, 5, 6, 8)
 
 
 class TrainingData:
-    """Everything computed once per (index, split, candidate settings) so that several
-    models can be trained on it: the corpus structures and the fit/holdout features."""
+    """The corpus structures and fit/holdout features of one (index, split, candidate
+    settings), computed once for every model trained on them."""
 
     def __init__(self, index, fit_claims, holdout_claims, config: CandidateConfig = CandidateConfig(),
                  terms: TermIndex | None = None, context: F.FeatureContext | None = None,
@@ -74,7 +58,6 @@ class TrainingData:
         self.fit_claims, self.holdout_claims = list(fit_claims), list(holdout_claims)
         self.terms = terms or TermIndex.for_index(index)
         self.context = context or F.FeatureContext(index, self.terms)
-        # the dense scorer (open mode) is loaded only for settings that use it
         self.dense = None if config.dense_depth <= 0 else dense if dense is not None else load_scorer(index)
         t1 = time.perf_counter()
         memory = ClaimMemory.from_claims(self.fit_claims).bind(index.row_of, len(index))
@@ -90,22 +73,18 @@ class TrainingData:
 def train_reranker(index, fit_claims, holdout_claims, *, dense: bool = False, configs=None, grid=DEFAULT_GRID,
                    features: list[str] | None = None, memory_claims=None,
                    data: TrainingData | None = None, progress: bool | None = None) -> RerankRetriever:
-    """Train a reranker on ``fit_claims``; choose the candidate settings, the model
-    configuration and the cut-off on ``holdout_claims`` (best mean evidence F; ties: first
-    in order).
+    """Train a reranker on ``fit_claims``; choose the candidate settings, the model and the
+    cut-off on ``holdout_claims`` (best mean evidence F; ties: the first).
 
     Parameters
     ----------
     index : TagIndex
         The knowledge source's index.
     fit_claims, holdout_claims : list of Claim
-        Labelled training claims: the model is fitted on the first, choices are made on
-        the second (never on dev).
+        Labelled training claims: the model is fitted on the first, choices made on the second.
     dense : bool, default False
-        The open mode: dense candidates and features from the index's passage vectors and
-        the bundled embedding model (default ``configs``: :data:`DENSE_CANDIDATES`; default
-        ``features``: each of :data:`DENSE_FEATURE_SETS`, chosen on the hold-out). False is
-        the course system.
+        The open mode: dense candidates and features from the index's passage vectors
+        (default ``configs`` :data:`DENSE_CANDIDATES`, ``features`` each of :data:`DENSE_FEATURE_SETS`).
     configs : list of CandidateConfig or None
         Candidate settings to try (default :data:`DEFAULT_CANDIDATES`).
     grid : list of ModelConfig
@@ -113,8 +92,7 @@ def train_reranker(index, fit_claims, holdout_claims, *, dense: bool = False, co
     features : list of str or None
         A subset of :data:`~factcheck.retrieval.rerank.semantic.ALL_FEATURES` (ablations).
     memory_claims : list of Claim or None
-        The labelled claims the returned retriever's label memory holds (default: fit +
-        holdout, every training label).
+        The claims the returned retriever's label memory holds (default: fit + holdout).
     data : TrainingData or None
         Reuse precomputed features (then ``configs`` is ignored).
     progress : bool or None
@@ -190,39 +168,37 @@ class ClaimSet:
     rows: list[np.ndarray]   # per claim: pool rows (candidate-stage order)
     X: np.ndarray            # all pools' features, stacked
     y: np.ndarray            # 1 = gold
-    owner: np.ndarray        # claim position of each stacked row
     n_gold: list[int]        # distinct gold passages per claim (also those outside the pool)
 
     def per_claim(self, scores: np.ndarray):
         """Per claim: (rows, scores, is-gold) ordered by score desc, ties by BM25 then row
         (the order :class:`~factcheck.retrieval.rerank.retriever.RerankRetriever` returns)."""
-        bounds = np.concatenate([[0], np.cumsum([len(r) for r in self.rows])])
-        bm25 = self.X[:, F.FEATURES.index("bm25")]
-        for i, rows in enumerate(self.rows):
-            s = scores[bounds[i]:bounds[i + 1]]
-            y = self.y[bounds[i]:bounds[i + 1]]
-            order = np.lexsort((rows, -bm25[bounds[i]:bounds[i + 1]], -s))
+        bm25 = self.split(self.X[:, F.FEATURES.index("bm25")])
+        for rows, s, y, b in zip(self.rows, self.split(scores), self.split(self.y), bm25):
+            order = np.lexsort((rows, -b, -s))
             yield rows[order], s[order], y[order]
+
+    def split(self, values: np.ndarray) -> list[np.ndarray]:
+        """``values`` (one per stacked row) cut into the claims' pools."""
+        return np.split(values, np.cumsum([len(r) for r in self.rows])[:-1])
 
 
 def build_claim_set(generator: CandidateGenerator, ctx, claims, row_of: dict, leave_one_out: bool,
                     progress: bool | None = None, desc: str = "reranker features") -> ClaimSet:
-    rows, Xs, ys, owners, n_gold = [], [], [], [], []
+    """The candidates, features and labels of ``claims`` (each hidden from the memory when
+    ``leave_one_out``); ~90 ms a claim at 1.2M passages, so it shows a bar."""
+    rows, Xs, ys, n_gold = [], [], [], []
     k1, b = generator.config.k1, generator.config.b
-    # ~90 ms a claim at 1.2M passages (candidates + features): minutes for the training
-    # claims, so it shows a bar.
     for i, claim in enumerate(progress_bar(claims, desc=desc, unit="claims", enabled=progress)):
         cands = generator.generate(claim.text, exclude_memory=i if leave_one_out else None)
         gold = np.array(sorted({row_of[e] for e in claim.evidences if e in row_of}), dtype=np.int64)
         rows.append(cands.rows)
         Xs.append(pool_features(ctx, cands, k1, b, generator.dense))
         ys.append(np.isin(cands.rows, gold).astype(np.int64))
-        owners.append(np.full(len(cands.rows), i, dtype=np.int64))
         n_gold.append(len(set(claim.evidences)))
     width = len(ALL_FEATURES if generator.dense is not None else F.FEATURES)
     X = np.vstack(Xs) if Xs else np.zeros((0, width))
-    return ClaimSet(rows, X, np.concatenate(ys) if ys else np.zeros(0, np.int64),
-                    np.concatenate(owners) if owners else np.zeros(0, np.int64), n_gold)
+    return ClaimSet(rows, X, np.concatenate(ys) if ys else np.zeros(0, np.int64), n_gold)
 
 
 @dataclass
@@ -248,37 +224,25 @@ def fit_and_tune(fit_set: ClaimSet, holdout_set: ClaimSet, features: list[str],
 
 
 def tune_holdout_cutoff(model: RelevanceModel, holdout_set: ClaimSet) -> tuple[Cutoff, float]:
-    scores = model.predict(holdout_set.X)
-    probs, correct = [], []
-    for _, s, y in holdout_set.per_claim(scores):
-        probs.append(s)
-        correct.append(y)
-    return tune_cutoff(probs, correct, holdout_set.n_gold)
+    """:func:`tune_cutoff` on the model's holdout rankings."""
+    pools = list(holdout_set.per_claim(model.predict(holdout_set.X)))
+    return tune_cutoff([s for _, s, _ in pools], [y for _, _, y in pools], holdout_set.n_gold)
 
 
 def recall_at(claim_set: ClaimSet, scores: np.ndarray | None, k: int) -> float:
     """Mean recall@k over claims: of the pool in candidate-stage order (``scores=None``)
     or ordered by ``scores``; gold outside the pool counts as missed."""
-    out = []
-    if scores is None:
-        bounds = np.concatenate([[0], np.cumsum([len(r) for r in claim_set.rows])])
-        for i in range(len(claim_set.rows)):
-            y = claim_set.y[bounds[i]:bounds[i + 1]]
-            out.append(y[:k].sum() / max(claim_set.n_gold[i], 1))
-    else:
-        for (_, _, y), g in zip(claim_set.per_claim(scores), claim_set.n_gold):
-            out.append(y[:k].sum() / max(g, 1))
+    pools = claim_set.split(claim_set.y) if scores is None else [y for _, _, y in claim_set.per_claim(scores)]
+    out = [y[:k].sum() / max(g, 1) for y, g in zip(pools, claim_set.n_gold)]
     return float(np.mean(out)) if out else 0.0
 
 
 def tune_cutoff(probs: list[np.ndarray], correct: list[np.ndarray], n_gold: list[int]) -> tuple[Cutoff, float]:
-    """Best cut-off rule for mean evidence F on the holdout claims (never dev).
+    """The cut-off rule of the grid with the best mean evidence F (ties: the first), and that F.
 
     ``probs[i]``/``correct[i]``: claim i's candidates best first (probabilities, is-gold
-    flags); ``n_gold[i]``: its number of distinct gold passages. Every rule of the grid
-    is evaluated on every claim at once from cumulative correct counts
-    (:func:`~factcheck.evaluation.course_metric.evidence_f_from_counts`); ties go to
-    the first rule in grid order, so tuning is deterministic.
+    flags); ``n_gold[i]``: its distinct gold passages. Every rule is evaluated on every
+    claim at once from cumulative gold counts.
     """
     k_max = max(MAX_KS)
     n = len(probs)

@@ -1,19 +1,8 @@
-"""Tune every retriever on the training split and pick the one to use.
-
-The tag rule and BM25 are swept (see :mod:`factcheck.training.tuning`); the reranker is
-trained on the 80% part with its cut-off chosen on the 20% part. Each candidate's
-evidence F on the 20% hold-out decides which retriever the system uses (``auto``);
-naming a method overrides the choice but every candidate is still reported.
-
-In the open mode the hybrid retriever (BM25 + dense, :mod:`factcheck.retrieval.dense`)
-joins the candidates, swept the same way (:func:`~factcheck.training.tuning.sweep_open`),
-and the reranker is trained with its dense features and candidates; the dense retriever
-alone is tuned only when named (it is weaker than BM25 on both evidence files).
-
-A hold-out under :data:`MIN_HOLDOUT_TO_CHOOSE` claims cannot choose: on the 16-claim demo
-the 3-claim hold-out picked the reranker by 0.567 vs 0.556, and it was then the worst
-retriever on dev (0.600 vs 0.958). Then ``auto`` uses :data:`DEFAULT_METHOD` and says so
-in one warning.
+"""Tune every retriever on the training split and pick the one to use: the tag rule and BM25
+are swept (:mod:`factcheck.training.tuning`; the open mode adds the hybrid), the reranker is
+trained on the 80% part, and evidence F on the 20% hold-out chooses (``auto``). Naming a
+method overrides the choice; a hold-out under :data:`MIN_HOLDOUT_TO_CHOOSE` claims cannot
+choose, so ``auto`` then uses :data:`DEFAULT_METHOD` and says so (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -27,11 +16,7 @@ from factcheck.evaluation.evaluate import evaluate
 from factcheck.training import tuning
 from factcheck.retrieval.registry import run_retrieval
 
-# Below this many hold-out claims one claim moves evidence F by more than the gaps
-# between retrievers (1/30 = 0.033; proxy hold-out gaps: 0.017 reranker vs BM25).
-MIN_HOLDOUT_TO_CHOOSE = 30
-# BM25 needs no learned model and is within 0.02 of the best retriever on the proxy
-# corpus (dev evidence F 0.183 vs the reranker's 0.200, reports/results.md).
+MIN_HOLDOUT_TO_CHOOSE = 30  # below it one claim moves F more than the gaps between retrievers
 DEFAULT_METHOD = "bm25"
 
 
@@ -50,34 +35,29 @@ class TunedRetrievers:
 
 def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progress=None,
                     mode: str = "course") -> TunedRetrievers:
+    """Every candidate tuned on ``fit`` and ``holdout`` (sweeps written to ``out/tuning``),
+    scored on the hold-out, and the one the system uses."""
     from factcheck.retrieval.bm25 import BM25Retriever
     from factcheck.retrieval.tag_rule import TagRuleRetriever
 
     c = TunedRetrievers()
-    tags = TagRuleRetriever().fit(index)
-    sweep = tuning.sweep_tags(tags, fit, holdout, progress=progress)
-    c.sweeps["tags"] = sweep
-    c.retrievers["tags"] = TagRuleRetriever(**sweep.chosen).fit(index)
 
-    sweep = tuning.sweep_bm25(index, fit, holdout, progress=progress)
-    c.sweeps["bm25"] = sweep
-    c.retrievers["bm25"] = BM25Retriever(**sweep.chosen).fit(index)
+    def add(name, sweep, cls):
+        c.sweeps[name] = sweep
+        c.retrievers[name] = cls(**sweep.chosen).fit(index)
 
+    add("tags", tuning.sweep_tags(TagRuleRetriever().fit(index), fit, holdout, progress=progress), TagRuleRetriever)
+    add("bm25", tuning.sweep_bm25(index, fit, holdout, progress=progress), BM25Retriever)
     if mode == "open":
         from factcheck.retrieval.dense import DenseRetriever, HybridRetriever
         bm25 = c.sweeps["bm25"].chosen
         hybrid, dense = tuning.sweep_open(index, fit, holdout, bm25["k1"], bm25["b"], progress=progress)
-        c.sweeps["hybrid"] = hybrid
-        c.retrievers["hybrid"] = HybridRetriever(**hybrid.chosen).fit(index)
-        if method == "dense":
-            c.sweeps["dense"] = dense
-            c.retrievers["dense"] = DenseRetriever(**dense.chosen).fit(index)
-
-    if method == "tfidf":  # no automatic candidate (the course system stays as it was); tuned when named
+        add("hybrid", hybrid, HybridRetriever)
+        if method == "dense":  # weaker than BM25 on both evidence files: tuned only when named
+            add("dense", dense, DenseRetriever)
+    if method == "tfidf":  # no automatic candidate: tuned only when named
         from factcheck.retrieval.tfidf import TfidfRetriever
-        c.sweeps["tfidf"] = tuning.sweep_tfidf(index, fit, holdout, progress=progress)
-        c.retrievers["tfidf"] = TfidfRetriever(**c.sweeps["tfidf"].chosen).fit(index)
-
+        add("tfidf", tuning.sweep_tfidf(index, fit, holdout, progress=progress), TfidfRetriever)
     if method in ("auto", "rerank"):  # training it takes minutes: not when another method is named
         from factcheck.training.rerank import train_reranker
         c.retrievers["rerank"] = train_reranker(index, fit, holdout, progress=progress, dense=(mode == "open"))

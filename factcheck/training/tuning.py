@@ -1,10 +1,6 @@
-"""Tune retrieval parameters on the training claims only (the fixed 80/20 split).
-
-Protocol, for each retriever: evaluate every grid point on the 80% part (the sweep),
-keep the best few (``SHORTLIST``) there, and choose among those on the 20% part. The
-80% part does the broad search, the untouched 20% decides between near-ties, and dev
-is never looked at. Every grid point's scores on both parts are kept for the CSV and
-the plots, so the choice can be audited.
+"""Tune retrieval parameters on the training claims only (the fixed 80/20 split): every grid
+point is scored on the 80% part, the best ``SHORTLIST`` there are compared on the 20% part,
+which chooses; dev is never read. Every point's scores are kept for the CSV and the plots.
 """
 
 from __future__ import annotations
@@ -28,9 +24,7 @@ TAG_GRID = {
 BM25_GRID = {"k1": (0.9, 1.2, 1.5), "b": (0.4, 0.75), "k": (1, 2, 3, 4, 5, 6, 8, 10)}
 # Only when named (``--method tfidf``): the TF-IDF cosine is no automatic candidate.
 TFIDF_GRID = {"analyzer": ("plain", "stems"), "k": BM25_GRID["k"]}
-# Open mode. Fusion "max" only: 5-fold CV over the training claims chose it over "rrf" in
-# every fold (docs/decisions.md); alpha 0.4 (proxy) / 0.6 (wiki) won there, so the grid
-# brackets both.
+# Open mode: fusion "max" only, and alphas around the 0.4 and 0.6 that CV chose (docs/decisions.md).
 HYBRID_GRID = {"alpha": (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8), "k": (1, 2, 3, 4, 5, 6, 8, 10)}
 
 
@@ -44,8 +38,8 @@ class Sweep:
     chosen: dict | None = None
 
     def choose(self) -> dict:
-        """The best of the ``SHORTLIST`` best on the fit part, by hold-out F (see the module docstring)."""
-        ranked = sorted(self.rows, key=lambda r: (-r["f_fit"], _param_key(r, self.param_names)))
+        """The best of the ``SHORTLIST`` best on the fit part, by hold-out F."""
+        ranked = sorted(self.rows, key=lambda r: (-r["f_fit"], tuple(r[n] for n in self.param_names)))
         shortlist = ranked[:SHORTLIST]
         best = max(shortlist, key=lambda r: (r["f_holdout"], r["f_fit"]))
         self.chosen = {k: best[k] for k in self.param_names}
@@ -55,10 +49,6 @@ class Sweep:
         """Every grid point and whether it was chosen."""
         write_csv_atomic(path, list(self.rows[0]) + ["chosen"],
                          ({**r, "chosen": all(r[k] == self.chosen[k] for k in self.param_names)} for r in self.rows))
-
-
-def _param_key(row, names):
-    return tuple(row[n] for n in names)
 
 
 def mean_f(ids_per_claim: list[list[str]], claims) -> float:
@@ -86,80 +76,69 @@ def sweep_tags(retriever, fit_claims, holdout_claims, grid=TAG_GRID, progress=No
     return sweep
 
 
-def sweep_bm25(index, fit_claims, holdout_claims, grid=BM25_GRID, progress=None) -> Sweep:
-    """Sweep k1, b and k (free). Each (k1, b) derives its weights from the index's one
-    term-count matrix (no re-indexing, nothing written into the index directory)."""
-    from factcheck.retrieval.bm25 import BM25Retriever
+def _add_rows(sweep: Sweep, setting: dict, ranked: dict, ks, parts: dict) -> None:
+    """One row per k of ``ks``: ``setting``'s rankings of each part's claims cut at k, scored."""
+    for k in ks:
+        sweep.rows.append({**setting, "k": k, **{f"f_{part}": mean_f([r[:k] for r in ranked[part]], claims)
+                                                 for part, claims in parts.items()}})
 
-    sweep = Sweep("bm25", ("k1", "b", "k"))
-    depth = max(grid["k"])
-    pairs = list(itertools.product(grid["k1"], grid["b"]))
-    for k1, b in progress_bar(pairs, desc="BM25 sweep", unit="settings", enabled=progress):
-        r = BM25Retriever(k1=k1, b=b, cache=False).fit(index)
-        ranked = {part: [rk.ids for rk in r.rank([c.text for c in claims], depth)]
-                  for part, claims in (("fit", fit_claims), ("holdout", holdout_claims))}
-        for k in grid["k"]:
-            row = {"k1": k1, "b": b, "k": k}
-            for part, claims in (("fit", fit_claims), ("holdout", holdout_claims)):
-                row[f"f_{part}"] = mean_f([rk[:k] for rk in ranked[part]], claims)
-            sweep.rows.append(row)
+
+def _sweep_depths(method: str, settings: list[dict], make, ks, parts: dict, desc: str, progress) -> Sweep:
+    """Each setting's fitted retriever (``make(**setting)``) ranks every claim once, to the
+    deepest k; every k is scored from that ranking."""
+    sweep = Sweep(method, (*settings[0], "k"))
+    for setting in progress_bar(settings, desc=desc, unit="settings", enabled=progress):
+        r = make(**setting)
+        ranked = {part: [rk.ids for rk in r.rank([c.text for c in claims], max(ks))] for part, claims in parts.items()}
+        _add_rows(sweep, setting, ranked, ks, parts)
     sweep.choose()
     return sweep
+
+
+def sweep_bm25(index, fit_claims, holdout_claims, grid=BM25_GRID, progress=None) -> Sweep:
+    """Sweep k1, b and k; each (k1, b) derives its weights from the index's term counts."""
+    from factcheck.retrieval.bm25 import BM25Retriever
+
+    settings = [{"k1": k1, "b": b} for k1, b in itertools.product(grid["k1"], grid["b"])]
+    return _sweep_depths("bm25", settings, lambda **s: BM25Retriever(**s, cache=False).fit(index), grid["k"],
+                         {"fit": fit_claims, "holdout": holdout_claims}, "BM25 sweep", progress)
 
 
 def sweep_tfidf(index, fit_claims, holdout_claims, grid=TFIDF_GRID, progress=None) -> Sweep:
-    """Sweep the TF-IDF retriever's analyzer and k (one ranking per analyzer and claim)."""
+    """Sweep the TF-IDF retriever's analyzer and k."""
     from factcheck.retrieval.tfidf import TfidfRetriever
 
-    sweep = Sweep("tfidf", ("analyzer", "k"))
-    depth = max(grid["k"])
-    for analyzer in progress_bar(grid["analyzer"], desc="TF-IDF sweep", unit="settings", enabled=progress):
-        r = TfidfRetriever(analyzer=analyzer).fit(index)
-        ranked = {part: [rk.ids for rk in r.rank([c.text for c in claims], depth)]
-                  for part, claims in (("fit", fit_claims), ("holdout", holdout_claims))}
-        for k in grid["k"]:
-            row = {"analyzer": analyzer, "k": k}
-            for part, claims in (("fit", fit_claims), ("holdout", holdout_claims)):
-                row[f"f_{part}"] = mean_f([rk[:k] for rk in ranked[part]], claims)
-            sweep.rows.append(row)
-    sweep.choose()
-    return sweep
+    return _sweep_depths("tfidf", [{"analyzer": a} for a in grid["analyzer"]],
+                         lambda **s: TfidfRetriever(**s).fit(index), grid["k"],
+                         {"fit": fit_claims, "holdout": holdout_claims}, "TF-IDF sweep", progress)
 
 
 def sweep_open(index, fit_claims, holdout_claims, k1: float, b: float, grid=HYBRID_GRID,
                progress=None) -> tuple[Sweep, Sweep]:
-    """Open mode: sweep the hybrid retriever's ``alpha`` and ``k`` (fusion ``max``, BM25's
-    ``k1`` and ``b`` as BM25's own sweep chose them) and the dense retriever's ``k``.
-
-    Each claim's BM25 and dense scores are computed once and fused for every ``alpha``.
-    Returns ``(hybrid sweep, dense sweep)``; the hybrid's ``chosen`` holds every
-    parameter of :class:`~factcheck.retrieval.dense.HybridRetriever`.
-    """
+    """Open mode: ``(hybrid sweep, dense sweep)`` of the hybrid's ``alpha`` and ``k`` (fusion
+    ``max``, BM25's ``k1`` and ``b`` given) and the dense retriever's ``k``; each claim's two
+    score vectors are computed once and fused for every ``alpha``."""
     from factcheck.retrieval.dense import HybridRetriever, fuse
     from factcheck.scoring.topk import top_k
 
     hybrid = HybridRetriever(k1=k1, b=b, fusion="max").fit(index)
     depth = max(grid["k"])
     ids = index.ids
-    fused = {part: {a: [] for a in grid["alpha"]} for part in ("fit", "holdout")}
-    dense_top = {"fit": [], "holdout": []}
-    for part, claims in (("fit", fit_claims), ("holdout", holdout_claims)):
+    parts = {"fit": fit_claims, "holdout": holdout_claims}
+    fused = {part: {a: [] for a in grid["alpha"]} for part in parts}
+    dense_top = {part: [] for part in parts}
+    for part, claims in parts.items():
         for c in progress_bar(claims, desc=f"hybrid sweep ({part})", unit="claims", enabled=progress):
             bm25, dense = hybrid.component_scores(c.text)
             dense_top[part].append([ids[r] for r in top_k(dense, depth)[0].tolist()])
             for a in grid["alpha"]:
                 fused[part][a].append([ids[r] for r in top_k(fuse(bm25, dense, a, "max"), depth)[0].tolist()])
-    claims_of = {"fit": fit_claims, "holdout": holdout_claims}
     h = Sweep("hybrid", ("alpha", "k"))
     for a in grid["alpha"]:
-        for k in grid["k"]:
-            h.rows.append({"alpha": a, "k": k, **{f"f_{part}": mean_f([r[:k] for r in fused[part][a]], claims_of[part])
-                                                  for part in claims_of}})
+        _add_rows(h, {"alpha": a}, {part: fused[part][a] for part in parts}, grid["k"], parts)
     h.choose()
     h.chosen = {**h.chosen, "fusion": "max", "k1": k1, "b": b}
     d = Sweep("dense", ("k",))
-    for k in grid["k"]:
-        d.rows.append({"k": k, **{f"f_{part}": mean_f([r[:k] for r in dense_top[part]], claims_of[part])
-                                  for part in claims_of}})
+    _add_rows(d, {}, dense_top, grid["k"], parts)
     d.choose()
     return h, d
