@@ -167,10 +167,12 @@ class OnnxEmbedder:
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length)
         # Measured (docs/decisions.md): one intra-op thread a worker process, no spinning (a
-        # shared machine's other processes keep their cores), onnxruntime's default graph level.
+        # shared machine's other processes keep their cores), and the basic graph level
+        # (constant folding, no fusions): 8% less CPU than the default's fused kernels.
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         options.log_severity_level = 3  # errors only: its warnings would reach the user's terminal
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:

@@ -31,3 +31,15 @@ def test_a_minilm_run_records_the_packaged_model_and_predict_reproduces_it(tmp_p
     proc = run_cli("check", "Sea levels are rising.", "--run", out, "--method", "hybrid", "--json")
     assert proc.returncode == 0, proc.stderr
     assert "dense" in json.loads(proc.stdout)["hits"][0]["scores"]
+
+
+def test_minilm_passage_vectors_are_the_same_bytes_whatever_jobs_and_shard_size(demo_index, tmp_path):
+    import shutil
+
+    from factcheck.tagging.vectors import PassageVectorJob
+    manifests = {}
+    for jobs, size in ((1, 7), (2, 7), (1, 1000)):
+        root = shutil.copytree(demo_index, tmp_path / f"j{jobs}-s{size}")
+        manifests[jobs, size] = PassageVectorJob(size, jobs, False, embedding_model="minilm").run(root)
+    assert manifests[1, 7]["shards"] == manifests[2, 7]["shards"]
+    assert len({m["content_sha256"] for m in manifests.values()}) == 1

@@ -243,8 +243,10 @@ def index_copy(demo_index, tmp_path):
 
 
 @pytest.mark.slow
-def test_onnx_vectors_are_identical_whatever_jobs_and_shard_size(index_copy, model_dir):
+@pytest.mark.parametrize("mix", ["mean", "attention"])  # texts run alone; texts batched
+def test_onnx_vectors_are_identical_whatever_jobs_and_shard_size(index_copy, mix, tmp_path):
     from factcheck.tagging.vectors import PassageVectorJob, load_vectors
+    model_dir = make_model(tmp_path / mix, TEXTS, mix=mix)
     runs = {}
     for jobs, size in ((1, 7), (2, 7), (1, 1000)):
         root = index_copy(f"j{jobs}-s{size}")
@@ -309,7 +311,8 @@ def test_relocation_finds_the_same_model_and_refuses_another(index_copy, model_d
 
 def test_the_classifiers_dense_features_embed_each_text_once(model_dir, monkeypatch):
     from factcheck.classification import features
-    embedder = load(model_dir)
+    from factcheck.text.embedding import load_embedder
+    embedder = load_embedder(load(model_dir).identity)  # the instance the features will get
     X = [(CLAIMS[0], TEXTS[:3]), (CLAIMS[1], TEXTS[2:4]), (CLAIMS[0], [])]
     monkeypatch.setattr(embedder, "_memo", {})
     seen = []
