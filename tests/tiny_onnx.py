@@ -9,7 +9,10 @@ encoder with the inputs and output of a sentence-transformers export::
     last_hidden_state = tanh((x + mean_seq(x)) @ W)
 
 The sequence mean makes every token depend on the whole sequence, as attention does, so a
-pad token that reached the model would change the other tokens' vectors.
+pad token that reached the model would change the other tokens' vectors. onnxruntime's
+ReduceMean gives a row other last bits in a batch, so the embedder runs this model's texts
+one at a time. ``mix="attention"`` replaces the mean with attention
+(``softmax(x x^T) x``), whose kernels treat rows independently: texts are then batched.
 :func:`reference_vectors` computes the expected sentence vectors with numpy alone.
 """
 
@@ -69,14 +72,18 @@ def _node(op: str, inputs: list[str], outputs: list[str], **ints_attrs) -> bytes
 
 
 def model_bytes(E: np.ndarray, T: np.ndarray, W: np.ndarray, inputs=("input_ids", "attention_mask",
-                                                                     "token_type_ids")) -> bytes:
+                                                                     "token_type_ids"), mix: str = "mean") -> bytes:
     nodes = [_node("Gather", ["E", "input_ids"], ["tok"])]
     if "token_type_ids" in inputs:
         nodes += [_node("Gather", ["T", "token_type_ids"], ["typ"]), _node("Add", ["tok", "typ"], ["x"])]
     else:
         nodes += [_node("Identity", ["tok"], ["x"])]
-    nodes += [_node("ReduceMean", ["x"], ["ctx"], axes=[1], keepdims=1),
-              _node("Add", ["x", "ctx"], ["mixed"]),
+    if mix == "attention":
+        nodes += [_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]), _node("MatMul", ["x", "xt"], ["scores"]),
+                  _node("Softmax", ["scores"], ["attn"], axis=-1), _node("MatMul", ["attn", "x"], ["ctx"])]
+    else:
+        nodes += [_node("ReduceMean", ["x"], ["ctx"], axes=[1], keepdims=1)]
+    nodes += [_node("Add", ["x", "ctx"], ["mixed"]),
               _node("MatMul", ["mixed", "W"], ["proj"]),
               _node("Tanh", ["proj"], ["last_hidden_state"])]
     graph = b"".join(_bytes(1, n) for n in nodes) + _bytes(2, "tiny")
@@ -100,7 +107,8 @@ def weights(vocabulary: int, dim: int = DIM, seed: int = 0):
             rng.normal(size=(dim, dim)).astype(np.float32) / np.float32(np.sqrt(dim)))
 
 
-def make_model(directory: Path, texts, seed: int = 0, dim: int = DIM, max_length: int | None = None) -> Path:
+def make_model(directory: Path, texts, seed: int = 0, dim: int = DIM, max_length: int | None = None,
+               mix: str = "mean") -> Path:
     """Write ``model.onnx`` and ``tokenizer.json`` (a word-level vocabulary of ``texts``)."""
     from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
     from tokenizers.models import WordLevel
@@ -116,8 +124,8 @@ def make_model(directory: Path, texts, seed: int = 0, dim: int = DIM, max_length
         tok.enable_truncation(max_length)
     tok.save(str(directory / "tokenizer.json"))
     E, T, W = weights(len(vocab), dim, seed)
-    (directory / "model.onnx").write_bytes(model_bytes(E, T, W))
-    (directory / "weights.json").write_text(json.dumps({"seed": seed, "dim": dim}))
+    (directory / "model.onnx").write_bytes(model_bytes(E, T, W, mix=mix))
+    (directory / "weights.json").write_text(json.dumps({"seed": seed, "dim": dim, "mix": mix}))
     return directory
 
 
@@ -136,7 +144,13 @@ def reference_vectors(directory: Path, texts, max_length: int = 512, pooling: st
         vocab = tok.get_vocab()
         ids = [1] + [vocab.get(w, 3) for w in words][: max_length - 2] + [2]
         x = E[ids].astype(np.float64) + T[0]
-        h = np.tanh((x + x.mean(axis=0)) @ W.astype(np.float64))
+        if meta.get("mix") == "attention":
+            scores = x @ x.T
+            attn = np.exp(scores - scores.max(axis=1, keepdims=True))
+            context = (attn / attn.sum(axis=1, keepdims=True)) @ x
+        else:
+            context = x.mean(axis=0)
+        h = np.tanh((x + context) @ W.astype(np.float64))
         v = h[0] if pooling == "cls" else h.mean(axis=0)
         out.append(v / np.linalg.norm(v))
     return np.array(out)

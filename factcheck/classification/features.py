@@ -28,36 +28,19 @@ HEDGES = frozenset("may might could possibly likely uncertain uncertainty debate
                    "controversial some suggest suggests suggested unclear".split())
 
 
-# Texts already embedded for the dense group, per model and kind: the CV's views share most
-# texts, and a local transformer embeds only ~50-100 a second. A text's vector does not
-# depend on its batch-mates, so the memo returns the same bits.
-_MEMO: dict[tuple, np.ndarray] = {}
-MEMO_TEXTS = 100_000  # then it starts again (at 384 dimensions, ~150 MB of float32)
-
-
-def _embedded(embedder, texts: list[str], kind: str) -> np.ndarray:
-    from factcheck.text.embedding import model_signature
-    model = model_signature(embedder.identity)
-    todo = [t for t in dict.fromkeys(texts) if (model, kind, t) not in _MEMO]
-    if todo:
-        if len(_MEMO) + len(todo) > MEMO_TEXTS:
-            _MEMO.clear()
-        for t, v in zip(todo, embedder.embed(todo, kind=kind)):
-            _MEMO[model, kind, t] = v
-    dim = getattr(embedder, "dim", 0)
-    return np.array([_MEMO[model, kind, t] for t in texts], dtype=np.float32).reshape(len(texts), dim)
-
-
 def dense_stats(X, embedding: dict | None = None) -> np.ndarray:
     """Per pair: (max, mean, min) claim-passage cosine and the cosine with the passages'
-    centroid (zeros without evidence); each distinct text embedded once."""
+    centroid; zeros for a claim with no evidence. Claims are embedded as queries, passages as
+    passages, each distinct text once (a transformer's memo keeps them across the
+    cross-validation's views). ``embedding``: the model's recorded identity (``None``: the
+    bundled model)."""
     from factcheck.text.embedding import load_embedder
     embedder = load_embedder(embedding)
     claims = sorted({c for c, _ in X})
     passages = sorted({e for _, ev in X for e in ev})
     claim_at, passage_at = ({t: i for i, t in enumerate(ts)} for ts in (claims, passages))
-    claim_vectors = _embedded(embedder, claims, "query").astype(np.float64)
-    passage_vectors = _embedded(embedder, passages, "passage").astype(np.float64)
+    claim_vectors = embedder.embed(claims, kind="query").astype(np.float64)
+    passage_vectors = embedder.embed(passages, kind="passage").astype(np.float64)
     out = np.zeros((len(X), 4))
     for i, (claim, evidence) in enumerate(X):
         if not evidence:

@@ -234,14 +234,15 @@ def add_mode_arg(p: argparse.ArgumentParser, from_model: bool = False) -> None:
 
 
 def add_embedding_args(p: argparse.ArgumentParser, build: bool = False) -> None:
-    """``--embedding-model DIR``: a local ONNX sentence-embedding model (open mode). Where
-    passage vectors are built (``build``: run, tag) with its settings; elsewhere, where the
-    model the vectors were built with is now (its settings come from their record)."""
-    g = p.add_argument_group("local embedding model (open mode; the optional extra: pip install -e '.[onnx]')")
+    """``--embedding-model minilm|DIR``: a transformer sentence-embedding model (open mode),
+    packaged or a local ONNX export. Where passage vectors are built (``build``: run, tag)
+    with its settings; elsewhere, where the model the vectors were built with is now (its
+    settings come from their record). A string, not a Path: ``./minilm`` is a directory."""
+    g = p.add_argument_group("transformer embedding model (open mode; docs/open-mode.md says what to install)")
     if build:
-        g.add_argument("--embedding-model", type=Path, default=None, metavar="DIR",
-                       help="embed with the ONNX model in DIR (model.onnx + tokenizer.json) instead of the "
-                            "bundled one (needs --mode open)")
+        g.add_argument("--embedding-model", default=None, metavar="minilm|DIR",
+                       help="embed with the packaged all-MiniLM-L6-v2 (minilm) or the ONNX model in DIR "
+                            "(model.onnx + tokenizer.json) instead of the bundled static one (needs --mode open)")
         g.add_argument("--embedding-max-length", type=positive_int, default=None, metavar="N",
                        help="tokens kept per text (default: the model's sentence_bert_config.json, "
                             "else its tokenizer's truncation, else 512)")
@@ -253,13 +254,13 @@ def add_embedding_args(p: argparse.ArgumentParser, build: bool = False) -> None:
         g.add_argument("--passage-prefix", default=None, metavar="TEXT",
                        help="prepended to passages, e.g. 'passage: ' for e5 (default: none)")
     else:
-        g.add_argument("--embedding-model", type=Path, default=None, metavar="DIR",
-                       help="where the local model the passage vectors were built with is now "
+        g.add_argument("--embedding-model", default=None, metavar="minilm|DIR",
+                       help="where the model the passage vectors were built with is now "
                             "(default: where it was; it must be the same files)")
 
 
 def embedding_model_from_args(args) -> dict | None:
-    """The local embedding model the build flags name (``None``: the bundled model)."""
+    """The transformer embedding model the build flags name (``None``: the bundled model)."""
     settings = {"max_length": args.embedding_max_length, "pooling": args.embedding_pooling,
                 "query_prefix": args.query_prefix, "passage_prefix": args.passage_prefix}
     flags = {"max_length": "embedding_max_length", "pooling": "embedding_pooling",
@@ -267,13 +268,13 @@ def embedding_model_from_args(args) -> dict | None:
     if args.embedding_model is None:
         given = [k for k, v in settings.items() if v is not None]
         if given:
-            raise InputError(None, None, "only with a local embedding model (--embedding-model DIR)",
+            raise InputError(None, None, "only with a transformer embedding model (--embedding-model minilm|DIR)",
                              param=flags[given[0]])
         return None
     if args.mode != "open":
-        raise InputError(None, None, "a local embedding model is for the open mode: add --mode open",
+        raise InputError(None, None, "an embedding model is for the open mode: add --mode open",
                          param="embedding_model")
-    return {"path": str(args.embedding_model), **{k: v for k, v in settings.items() if v is not None}}
+    return {"path": args.embedding_model, **{k: v for k, v in settings.items() if v is not None}}
 
 
 def relocate_from_args(args, index_dir) -> None:

@@ -29,7 +29,7 @@ def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims
                      claims_options: dict | None = None, mode: str | None = None, method: str | None = None,
                      jobs: int = 1, backend: str = "loky", scheduler: str | None = None,
                      batch_size: int = BATCH_SIZE, progress: bool | None = None, work_dir: Path | None = None,
-                     embedding_model: Path | None = None) -> tuple[Verdicts, dict]:
+                     embedding_model: str | Path | None = None) -> tuple[Verdicts, dict]:
     """Verdicts for every claim of ``claims_path``, checked ``batch_size`` claims at a time;
     returns ``(verdicts, spec)``, ``spec`` the retriever's record for the sidecar.
 
@@ -51,9 +51,12 @@ def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims
         system = FactChecker.load(index_dir, model_dir, method=method, mode=mode)
         verdicts = [v for a, b in _progress(bounds, progress) for v in system.check(claims[a:b])]
         return Verdicts(verdicts), retriever_spec(system.retriever)
+    if embedding_model is not None:
+        from factcheck.text.onnx_embedding import model_location
+        embedding_model = model_location(embedding_model)  # a packaged name, or a directory in full
     with scratch_folder(Path(work_dir or Path(claims_path).parent).resolve(), ".factcheck-batches-") as out:
         args = [(str(Path(index_dir).resolve()), str(Path(model_dir).resolve()), str(Path(claims_path).resolve()),
-                 options, mode, method, None if embedding_model is None else str(Path(embedding_model).resolve()),
+                 options, mode, method, embedding_model,
                  a, b, str(out / f"batch-{i:06d}.json")) for i, (a, b) in enumerate(bounds)]
         with WorkerPool(backend, jobs, scheduler) as pool:
             marker = out / "visible"
@@ -86,7 +89,7 @@ def _check_batch(index_dir: str, model_dir: str, claims_path: str, claims_option
         _SYSTEMS.clear()
         if embedding_model is not None:  # a moved local model: found before anything names it
             from factcheck.tagging.vectors import relocate_embedding_model
-            relocate_embedding_model(Path(index_dir), Path(embedding_model))
+            relocate_embedding_model(Path(index_dir), embedding_model)
         system = _SYSTEMS[key] = FactChecker.load(Path(index_dir), Path(model_dir), method=method, mode=mode)
     stamp = (claims_path, Path(claims_path).stat().st_mtime_ns, json.dumps(claims_options, sort_keys=True))
     claims = _CLAIMS.get(stamp)

@@ -4,7 +4,6 @@ a loaded retriever's name and a plot name from the table read at start-up, never
 
 from __future__ import annotations
 
-import json
 import threading
 from urllib.parse import urlencode
 from dataclasses import dataclass, field

