@@ -163,9 +163,7 @@ def prefixed_params(prefix: str = "claims_"):
     try:
         yield
     except InputError as exc:
-        if exc.param in CLAIM_OPTIONS:
-            raise InputError(exc.path, exc.place, exc.message, param=prefix + exc.param) from None
-        raise
+        raise exc.renamed({o: prefix + o for o in CLAIM_OPTIONS}) from None
 
 
 def write_claims(path, claims: list[Claim], format: str = "course") -> None:
