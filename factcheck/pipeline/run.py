@@ -34,15 +34,15 @@ mixes two runs and looks complete. No symbolic link among the names above is fol
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from factcheck.errors import InputError
-from factcheck.formats.claims import (detect_claims_format, label_set, prefixed_params, read_claims,
-                                     write_predictions)
-from factcheck.formats.evidence import source_spec
+from factcheck.errors import InputError, ref
+from factcheck.formats.claims import CLAIM_OPTIONS, detect_claims_format, label_set, read_claims, write_predictions
+from factcheck.formats.evidence import SOURCE_OPTIONS, source_spec
 from factcheck.formats.files import check_regular_file, sha256_file, write_json_atomic
 from factcheck.formats.rundir import MARKER, begin_run, end_run
 from factcheck.formats.splits import train_holdout_split
@@ -126,55 +126,98 @@ class Clock:
         return _Step()
 
 
-def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None, index_dir: Path | None = None,
-                 method: str = "auto", jobs: int = -1, force: bool = False, progress: bool | None = None,
-                 tag_args: dict | None = None, mode: str = "course", embedding_model=None, *,
-                 train: Path | None = None, dev: Path | None = None, test: Path | None = None,
-                 format: str | None = None, id_column: str | None = None, text_column: str | None = None,
-                 title_column: str | None = None, index_titles: bool | None = None,
-                 max_passage_chars: int | None = None, claims_format: str | None = None,
-                 claims_id_column: str | None = None, claims_text_column: str | None = None,
-                 claims_label_column: str | None = None, claims_evidence_column: str | None = None) -> dict:
-    """``factcheck run``: everything end to end (see the module docstring).
-
-    ``out`` is this run's alone while it runs (a second run into it fails at once, naming
-    this one's pid: without the lock both would finish, each writing part of the model,
-    predictions and metrics).
+@dataclass(frozen=True)
+class RunConfig:
+    """Every choice of a run besides its data and output directories (``factcheck run``'s options).
 
     Parameters
     ----------
-    data_dir : str, Path or None
-        Where the inputs are found (:func:`find_data`: the course's file names or FEVER's);
-        None when ``train``, ``dev``, ``test`` and ``evidence`` are all given.
-    out : str or Path
-        The run directory (index, model, predictions, metrics, report, plots).
-    evidence : Path or None
-        The knowledge source, when not the data directory's.
-    index_dir : Path or None
+    train, dev, test, evidence : str, Path or None
+        An input named explicitly instead of found in the data directory.
+    index_dir : str, Path or None
         An existing tag index to use instead of building ``OUT/index``.
+    source : dict
+        How to read the knowledge source: :func:`~factcheck.formats.evidence.source_spec`'s
+        options (``format``, ``id_column``, ``text_column``, ``title_column``,
+        ``index_titles``, ``max_passage_chars``); errors name them ``source.text_column``, ...
+    claims : dict
+        How to read the three claims files: :func:`~factcheck.read_claims`'s options
+        (``format``, ``id_column``, ``text_column``, ``label_column``,
+        ``evidence_column``); errors name them ``claims.text_column``, ...
     method : str, default "auto"
-        ``"auto"`` (the best hold-out evidence F) or a retriever of ``mode``'s
-        (:func:`~factcheck.retrieval.registry.methods_for`).
+        ``"auto"`` (the best hold-out evidence F) or a retriever of ``mode``'s.
+    mode : {"course", "open"}, default "course"
+        ``"open"`` adds the pretrained-embedding retrievers and features.
+    embedding_model : None, str, Path or dict
+        Open mode: a local ONNX model's directory or settings
+        (:func:`~factcheck.text.embedding.load_embedder`); None, the bundled model.
+    tagging : dict
+        :class:`~factcheck.tagging.job.TagJob` settings (``top_k``, ``max_features``,
+        ``tag_features``, ``shard_size``, ``backend``, ``scheduler``).
     jobs : int, default -1
         Worker processes for tagging and cross-validation (-1: all cores).
     force : bool, default False
         Replace an index built with other settings.
     progress : bool or None
-        Progress bars: None automatic, False never.
-    tag_args : dict or None
-        :class:`~factcheck.TagJob` settings (``top_k``, ``max_features``, ...).
-    mode : {"course", "open"}, default "course"
-        ``"open"`` adds the pretrained-embedding retrievers and features.
-    embedding_model : None, str, Path or dict
-        Open mode: a local ONNX model's directory (or its settings, see
-        :func:`~factcheck.text.embedding.load_embedder`); None, the bundled model.
-    train, dev, test : Path or None
-        A claims file named explicitly instead of found in ``data_dir``.
-    format, id_column, text_column, title_column, index_titles, max_passage_chars : optional
-        How to read the knowledge source (:func:`~factcheck.formats.evidence.source_spec`'s options).
-    claims_format, claims_id_column, claims_text_column, claims_label_column, claims_evidence_column : optional
-        How to read the three claims files (:func:`~factcheck.formats.claims.read_claims`'s
-        options, ``claims_`` in front).
+        Progress bars and stage lines: None automatic, False never.
+
+    Example
+    -------
+    >>> config = RunConfig(method="bm25", claims={"format": "jsonl"})
+    >>> config.method, config.claims
+    ('bm25', {'format': 'jsonl'})
+    >>> RunConfig(claims={"label": "x"})
+    Traceback (most recent call last):
+    ...
+    factcheck.errors.InputError: claims label: not a reader option; expected format, id_column, text_column, label_column, evidence_column
+    """
+
+    train: Path | None = None
+    dev: Path | None = None
+    test: Path | None = None
+    evidence: Path | None = None
+    index_dir: Path | None = None
+    source: dict = field(default_factory=dict)
+    claims: dict = field(default_factory=dict)
+    method: str = "auto"
+    mode: str = "course"
+    embedding_model: object = None
+    tagging: dict = field(default_factory=dict)
+    jobs: int = -1
+    force: bool = False
+    progress: bool | None = None
+
+    def __post_init__(self):
+        for name, known in (("source", SOURCE_OPTIONS), ("claims", CLAIM_OPTIONS)):
+            options = getattr(self, name)
+            if not isinstance(options, dict):
+                raise InputError(None, None, f"expected a dict of reader options, got {type(options).__name__}",
+                                 param=name)
+            for key in options:
+                if key not in known:
+                    raise InputError(None, key, f"not a reader option; expected {', '.join(known)}", param=name)
+        if self.embedding_model is not None and self.mode != "open":
+            raise InputError(None, None, f"a local embedding model is for the open mode ({ref('mode')} open)",
+                             param="embedding_model")
+
+
+def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> dict:
+    """``factcheck run``: everything end to end (see the module docstring).
+
+    ``out`` is this run's alone while it runs (a second run into it fails at once, naming
+    this one's pid).
+
+    Parameters
+    ----------
+    data_dir : str, Path or None
+        Where the inputs are found (:func:`find_data`: the course's file names or FEVER's);
+        None when ``config`` names all four.
+    out : str or Path
+        The run directory (index, model, predictions, metrics, report, plots).
+    config : RunConfig or None
+        The run's choices (None: the defaults).
+    **options
+        :class:`RunConfig` fields that replace ``config``'s (``method="bm25"``).
 
     Returns
     -------
@@ -183,37 +226,39 @@ def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None,
 
     Example
     -------
-    >>> metrics = run_pipeline("data/demo", "out/demo", progress=False)   # doctest: +SKIP
-    >>> metrics["evidence_f"], metrics["accuracy"]                        # doctest: +SKIP
+    >>> metrics = run_pipeline("data/demo", "out/demo", RunConfig(progress=False))   # doctest: +SKIP
+    >>> metrics["intervals"]["evidence_f"]["value"]                                 # doctest: +SKIP
     """
     from factcheck.tagging.backends import require_backend
     from factcheck.progress import progress_setting
     from factcheck.tagging.outdir import DirectoryLock, check_no_symlinks
-    if embedding_model is not None and mode != "open":
-        raise InputError(None, None, "a local embedding model is for the open mode (mode open)",
-                         param="embedding_model")
+    if config is not None and not isinstance(config, RunConfig):
+        raise InputError(None, None, f"expected a RunConfig, got {type(config).__name__}", param="config")
+    config = replace(config or RunConfig(), **options)
     # before any work: an open mode without its extra (or a bad model directory) is one line, now
-    check_method(method, mode, also=("auto",), embedding_model=embedding_model)
-    require_backend((tag_args or {}).get("backend", "loky"))  # so is --backend dask without its extra
-    source = {"format": format, "id_column": id_column, "text_column": text_column, "title_column": title_column,
-              "index_titles": index_titles, "max_passage_chars": max_passage_chars}
-    claims = {"format": claims_format, "id_column": claims_id_column, "text_column": claims_text_column,
-              "label_column": claims_label_column, "evidence_column": claims_evidence_column}
-    files = find_data(data_dir, evidence, train=train, dev=dev, test=test)
-    with DirectoryLock(Path(out)), progress_setting(progress):
+    check_method(config.method, config.mode, also=("auto",), embedding_model=config.embedding_model)
+    require_backend(config.tagging.get("backend", "loky"))  # so is the Dask backend without its extra
+    files = find_data(data_dir, config.evidence, train=config.train, dev=config.dev, test=config.test)
+    with DirectoryLock(Path(out)), progress_setting(config.progress):
         check_no_symlinks(Path(out), RUN_ENTRIES)
-        return _run_pipeline(data_dir, out, files, index_dir, method, jobs, force, progress, tag_args, mode,
-                             embedding_model, source, claims)
+        return _run_pipeline(data_dir, Path(out), files, config)
+
+
+@contextlib.contextmanager
+def _grouped(group: str, options):
+    """Errors naming a reader option name it as RunConfig groups it (``claims.format``)."""
+    try:
+        yield
+    except InputError as exc:
+        raise exc.renamed({o: f"{group}.{o}" for o in options}) from None
 
 
 def _read_claims(path, options: dict, require_labels: bool = False):
-    with prefixed_params("claims_"):
+    with _grouped("claims", CLAIM_OPTIONS):
         return read_claims(path, require_labels=require_labels, **options)
 
 
-def _run_pipeline(data_dir: Path | None, out: Path, files: dict, index_dir: Path | None,
-                  method: str, jobs: int, force: bool, progress: bool | None, tag_args: dict | None,
-                  mode: str, embedding_model, source: dict, claim_options: dict) -> dict:
+def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
     from factcheck.classification.calibration import reliability
     from factcheck.evaluation.ablation import ablation
     from factcheck.evaluation.evaluate import evaluate
@@ -224,42 +269,43 @@ def _run_pipeline(data_dir: Path | None, out: Path, files: dict, index_dir: Path
     from factcheck.tagging.index import TagIndex
     from factcheck.tagging.job import TagJob
 
-    out = Path(out)
-    quiet = progress is False
-    clock = Clock(quiet)
+    progress, jobs, mode, index_dir = config.progress, config.jobs, config.mode, config.index_dir
+    clock = Clock(progress is False)
     with clock.step("reading claims"):
-        train = _read_claims(files["train"], claim_options, require_labels=True)
-        dev = _read_claims(files["dev"], claim_options, require_labels=True)
-        test = _read_claims(files["test"], claim_options)
+        train = _read_claims(files["train"], config.claims, require_labels=True)
+        dev = _read_claims(files["dev"], config.claims, require_labels=True)
+        test = _read_claims(files["test"], config.claims)
         labels = label_set(c.label for c in train)
         _check_labels(dev, labels, files["dev"])
-        claims_format = claim_options["format"] or detect_claims_format(files["dev"])
+        claims_format = config.claims.get("format") or detect_claims_format(files["dev"])
 
     if index_dir is None:
         if not Path(files["evidence"]).is_dir():  # FEVER's wiki-pages/ is a directory
             check_regular_file(files["evidence"])  # before detection reads it: a FIFO would block
-        spec = source_spec(files["evidence"], **source)
+        with _grouped("source", SOURCE_OPTIONS):
+            spec = source_spec(files["evidence"], **config.source)
     else:
-        for name, value in source.items():
+        for name, value in config.source.items():
             if value is not None:
                 raise InputError(index_dir, None, "applies to the knowledge source read, and an index is "
-                                 "reused as built", param=name)
+                                 "reused as built", param=f"source.{name}")
     begin_run(out)  # the inputs are read: from here to end_run the directory is refused by its readers
     with clock.step("tagging the knowledge source"):
         if index_dir is None:
             index_dir = out / "index"
-            TagJob(jobs=jobs, progress=progress, **(tag_args or {})).run(spec, index_dir, force=force)
+            with _grouped("source", SOURCE_OPTIONS):
+                TagJob(jobs=jobs, progress=progress, **config.tagging).run(spec, index_dir, force=config.force)
         index = TagIndex.load(index_dir)
     if mode == "open":
         from factcheck.tagging.vectors import PassageVectorJob
         with clock.step("passage vectors (open mode)"):
-            PassageVectorJob(jobs=jobs, progress=progress, embedding_model=embedding_model).run(
+            PassageVectorJob(jobs=jobs, progress=progress, embedding_model=config.embedding_model).run(
                 index_dir, index.manifest)  # verified by load
     with clock.step("checking the claims' gold ids against the knowledge source"):
         index.require_gold(train, files["train"])
         index.require_gold(dev, files["dev"])
 
-    trained = train_system(index, train, out, method, progress, clock, jobs=jobs, mode=mode)
+    trained = train_system(index, train, out, config.method, progress, clock, jobs=jobs, mode=mode)
     system, candidates, config = trained.system, trained.candidates, trained.config
     classifier, texts_of = system.classifier, index.texts_of
     # Baselines, selected by the same cross-validation (see classifier_cv).
@@ -273,7 +319,7 @@ def _run_pipeline(data_dir: Path | None, out: Path, files: dict, index_dir: Path
             _write_fever_predictions(dev_path.with_suffix(".jsonl"), dev, verdicts)
     with clock.step("gold-versus-retrieved ablation on dev"):
         gold_X = [(c.text, texts_of(c.evidences)) for c in dev]
-        retrieved_X = [(c.text, texts_of(v.explanation["classifier_read"]["ids"])) for c, v in zip(dev, verdicts)]
+        retrieved_X = [(c.text, texts_of(v.explanation.classifier_read["ids"])) for c, v in zip(dev, verdicts)]
         y = [c.label for c in dev]
         base_preds = {name: list(m.predict(retrieved_X)) for name, m in baselines.items()}
         abl = to_json(ablation(y, list(classifier.predict(gold_X)), verdicts.labels, base_preds))
@@ -313,7 +359,7 @@ def _run_pipeline(data_dir: Path | None, out: Path, files: dict, index_dir: Path
     (out / "report.md").parent.mkdir(parents=True, exist_ok=True)
     report.write_report(out / "report.md", metrics, plots)
     end_run(out)
-    if not quiet:
+    if not clock.quiet:
         logger.info("[%6.1fs] done: %s/report.md", time.perf_counter() - clock.start, out)
     return metrics
 
@@ -376,7 +422,7 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     with clock.step("saving the model"):
         report.write_csv(out / "tuning" / "classifier-cv.csv", chosen.summary["variants"])
         save_system(model_dir or out / "model", chosen.model, retriever, meta, candidates.retrievers, reader)
-    system = FactChecker(index, retriever, chosen.model, {**meta, "reader": {"method": chosen.reader}}, reader)
+    system = FactChecker(index, retriever, chosen.model, reader, meta={**meta, "reader": {"method": chosen.reader}})
     return Trained(system, candidates, chosen.config, chosen.evidence[chosen.reader], chosen)
 
 
@@ -384,8 +430,7 @@ def write_verdicts(path: Path, claims, verdicts, system, predictions_format: str
     """A system's predictions and their explanations (the one sidecar schema); the
     predictions in the course format or FEVER's (default: FEVER's for a ``.jsonl`` path)."""
     by_id = verdicts.by_id
-    write_retrieval(path, claims, {cid: v.evidences for cid, v in by_id.items()},
-                    {cid: v.explanation for cid, v in by_id.items()}, system.retriever,
+    write_retrieval(path, claims, {cid: v.explanation for cid, v in by_id.items()}, system.retriever,
                     {cid: v.label for cid, v in by_id.items()}, predictions_format)
 
 
