@@ -12,10 +12,12 @@ line's checks of its flags, raised as an :class:`InputError` naming the paramete
 from __future__ import annotations
 
 import math
+import os
 import re
+from pathlib import Path
 from numbers import Integral, Real
 
-__all__ = ["FactcheckWarning", "InputError", "IntegrityError", "check_choice", "check_number", "ref"]
+__all__ = ["FactcheckWarning", "InputError", "IntegrityError", "as_path", "check_choice", "check_number", "ref"]
 
 _REF = re.compile("\u27e8([A-Za-z_][\\w.]*)\u27e9")
 
@@ -225,3 +227,18 @@ def check_choice(value, param: str, choices) -> str:
         raise InputError(None, None, f"unknown {param} {value!r}; expected one of {', '.join(choices)}",
                          param=param)
     return value
+
+
+def as_path(value, param: str) -> Path:
+    """``value`` as a :class:`~pathlib.Path`, or an InputError naming ``param``.
+
+    Example
+    -------
+    >>> as_path(42, "path")
+    Traceback (most recent call last):
+    ...
+    factcheck.errors.InputError: path: expected a path (str or os.PathLike), got int
+    """
+    if not isinstance(value, (str, os.PathLike)):
+        raise InputError(None, None, f"expected a path (str or os.PathLike), got {type(value).__name__}", param=param)
+    return Path(value)

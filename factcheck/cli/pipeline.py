@@ -81,7 +81,7 @@ def add_train(p):
         t = train_system(index, train, args.model, args.method, model_dir=args.model, mode=args.mode)
         print(f"{args.model}: trained on {len(train)} claims ({args.mode} mode)")
         print(describe("retriever " + t.candidates.best, t.system.retriever.params()))
-        print(describe("classifier", config_json(t.config)))
+        print(describe("classifier", config_json(t.selection.config)))
     return run
 
 

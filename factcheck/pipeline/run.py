@@ -1,35 +1,21 @@
-"""``factcheck run``: the whole pipeline, end to end, from a course data directory.
+"""``factcheck run``: the whole pipeline, end to end, from a data directory.
 
-tag (or reuse a verified index) -> tune the tag rule and BM25 and train the reranker on
-the training split -> pick the retriever with the best hold-out evidence F -> select and
-train the classifier -> predict and score dev -> gold-vs-retrieved ablation -> predict
-test -> metrics.json, report.md, plots. Dev is scored, never tuned on; test has no labels
-and is only predicted.
+Tag (or reuse a verified index; open mode: also the passage vectors) -> tune the retrievers
+and train the reranker on the training split -> pick the retriever with the best hold-out
+evidence F -> select and train the classifier by cross-validation -> predict and score dev
+-> gold-vs-retrieved ablation -> predict test -> metrics.json, report.md, plots. Dev is
+scored, never tuned on; test is only predicted.
 
-``mode="open"`` (the optional extra: pretrained embeddings) adds the passage vectors
-after tagging (:class:`~factcheck.tagging.vectors.PassageVectorJob`, computed once and
-reused), the hybrid retriever to the candidates and dense features to the reranker
-(:mod:`factcheck.training.selection`); the model records the mode. The embedding model
-is the bundled one, or with ``embedding_model`` a local ONNX model
-(:func:`~factcheck.text.embedding.load_embedder`); the passage vectors and the model
-directory record which. ``"course"``, the default, is the course's system and never
-imports the embedding package.
+Outputs (each written atomically; ``metrics.json`` and ``report.md`` last)::
 
-Outputs (all written atomically; ``metrics.json`` and ``report.md`` last)::
-
-    OUT/index/                          the tag index (unless --index was given)
-    OUT/index/vectors/                  open mode: the passage vectors (also with --index)
+    OUT/index/ (+ vectors/)             the tag index, unless an index was given
     OUT/model/                          classifier.skops (+ rerank.skops)
-    OUT/dev-claims-predictions.json     leaderboard format (+ .explain.json)
-    OUT/test-claims-predictions.json    leaderboard format (+ .explain.json)
+    OUT/{dev,test}-claims-predictions.json    leaderboard format (+ .explain.json)
     OUT/tuning/*.csv, OUT/plots/*.png   sweeps, confusion matrices, interval chart
     OUT/metrics.json, OUT/report.md
-    OUT/run-in-progress.json            only while the run writes: its readers refuse the
-                                        directory until it is gone (formats/rundir.py)
+    OUT/run-in-progress.json            while the run writes (formats/rundir.py)
 
-The output directory is one unit: the marker is written before the run's first write
-and removed after its last, so a run stopped part-way never leaves a directory that
-mixes two runs and looks complete. No symbolic link among the names above is followed.
+No symbolic link among these names is followed.
 """
 
 from __future__ import annotations
@@ -39,6 +25,7 @@ import logging
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from factcheck.errors import InputError, ref
 from factcheck.formats.claims import CLAIM_OPTIONS, detect_claims_format, label_set, read_claims, write_predictions
@@ -52,9 +39,7 @@ from factcheck.system.model_dir import save_system
 from factcheck.retrieval.registry import check_method, write_retrieval
 from factcheck.tagging.heap import return_freed_memory
 
-# Stage lines ("[  12.3s] predicting dev ...") go to this logger at INFO; the CLI shows
-# them on stderr as they are, a Python caller sees them only if it configures logging.
-logger = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)  # the stage lines (the CLI shows them on stderr)
 
 
 #: What a run writes directly under its output directory (none may be a symbolic link).
@@ -64,9 +49,8 @@ RUN_ENTRIES = (MARKER, "index", "model", "tuning", "plots", "metrics.json", "rep
 MODEL_ENTRIES = ("classifier.skops", "rerank.skops", "tuning")
 
 
-# Where ``run`` looks in a data directory, per split: the course's names, then FEVER's
-# (its distribution's names and plain ones). Two matches for one split is an error: which
-# one was meant cannot be guessed.
+# Where ``run`` looks in a data directory, per split: the course's names, then FEVER's.
+# Two matches for one split is an error.
 DATA_FILES = {
     "train": ("train-claims.json", "train.jsonl"),
     "dev": ("dev-claims.json", "dev.jsonl", "shared_task_dev.jsonl", "paper_dev.jsonl"),
@@ -106,24 +90,18 @@ def find_data(data_dir: Path | None, evidence: Path | None = None, *, train: Pat
 
 
 class Clock:
+    """Stage lines (``[  12.3s] predicting dev ...``, logged at INFO) and each stage's seconds."""
+
     def __init__(self, quiet: bool):
-        self.quiet = quiet
-        self.timings: dict[str, float] = {}
-        self.start = time.perf_counter()
+        self.quiet, self.timings, self.start = quiet, {}, time.perf_counter()
 
+    @contextlib.contextmanager
     def step(self, name: str):
-        clock = self
-
-        class _Step:
-            def __enter__(self):
-                self.t = time.perf_counter()
-                if not clock.quiet:
-                    logger.info("[%6.1fs] %s ...", time.perf_counter() - clock.start, name)
-
-            def __exit__(self, *exc):
-                clock.timings[name] = round(time.perf_counter() - self.t, 2)
-
-        return _Step()
+        started = time.perf_counter()
+        if not self.quiet:
+            logger.info("[%6.1fs] %s ...", started - self.start, name)
+        yield
+        self.timings[name] = round(time.perf_counter() - started, 2)
 
 
 @dataclass(frozen=True)
@@ -133,27 +111,22 @@ class RunConfig:
     Parameters
     ----------
     train, dev, test, evidence : str, Path or None
-        An input named explicitly instead of found in the data directory.
+        An input named instead of found in the data directory.
     index_dir : str, Path or None
         An existing tag index to use instead of building ``OUT/index``.
-    source : dict
-        How to read the knowledge source: :func:`~factcheck.formats.evidence.source_spec`'s
-        options (``format``, ``id_column``, ``text_column``, ``title_column``,
-        ``index_titles``, ``max_passage_chars``); errors name them ``source.text_column``, ...
-    claims : dict
-        How to read the three claims files: :func:`~factcheck.read_claims`'s options
-        (``format``, ``id_column``, ``text_column``, ``label_column``,
-        ``evidence_column``); errors name them ``claims.text_column``, ...
+    source, claims : dict
+        How to read the knowledge source (:func:`~factcheck.formats.evidence.source_spec`'s
+        options) and the claims files (:func:`~factcheck.read_claims`'s); errors name them
+        ``source.text_column``, ``claims.format``, ...
     method : str, default "auto"
         ``"auto"`` (the best hold-out evidence F) or a retriever of ``mode``'s.
     mode : {"course", "open"}, default "course"
         ``"open"`` adds the pretrained-embedding retrievers and features.
     embedding_model : None, str, Path or dict
-        Open mode: a local ONNX model's directory or settings
-        (:func:`~factcheck.text.embedding.load_embedder`); None, the bundled model.
+        Open mode: a local ONNX model (:func:`~factcheck.text.embedding.load_embedder`);
+        None, the bundled one.
     tagging : dict
-        :class:`~factcheck.tagging.job.TagJob` settings (``top_k``, ``max_features``,
-        ``tag_features``, ``shard_size``, ``backend``, ``scheduler``).
+        :class:`~factcheck.tagging.job.TagJob` settings (``top_k``, ``shard_size``, ``backend``, ...).
     jobs : int, default -1
         Worker processes for tagging and cross-validation (-1: all cores).
     force : bool, default False
@@ -163,9 +136,8 @@ class RunConfig:
 
     Example
     -------
-    >>> config = RunConfig(method="bm25", claims={"format": "jsonl"})
-    >>> config.method, config.claims
-    ('bm25', {'format': 'jsonl'})
+    >>> RunConfig(method="bm25", claims={"format": "jsonl"}).claims
+    {'format': 'jsonl'}
     >>> RunConfig(claims={"label": "x"})
     Traceback (most recent call last):
     ...
@@ -202,18 +174,16 @@ class RunConfig:
 
 
 def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> dict:
-    """``factcheck run``: everything end to end (see the module docstring).
-
-    ``out`` is this run's alone while it runs (a second run into it fails at once, naming
-    this one's pid).
+    """``factcheck run``: everything end to end (see the module docstring); ``out`` is
+    this run's alone while it runs (a second run into it fails at once).
 
     Parameters
     ----------
     data_dir : str, Path or None
-        Where the inputs are found (:func:`find_data`: the course's file names or FEVER's);
+        Where the inputs are found (:data:`DATA_FILES`: the course's names or FEVER's);
         None when ``config`` names all four.
     out : str or Path
-        The run directory (index, model, predictions, metrics, report, plots).
+        The run directory.
     config : RunConfig or None
         The run's choices (None: the defaults).
     **options
@@ -227,7 +197,6 @@ def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> d
     Example
     -------
     >>> metrics = run_pipeline("data/demo", "out/demo", RunConfig(progress=False))   # doctest: +SKIP
-    >>> metrics["intervals"]["evidence_f"]["value"]                                 # doctest: +SKIP
     """
     from factcheck.tagging.backends import require_backend
     from factcheck.progress import progress_setting
@@ -277,7 +246,6 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
         test = _read_claims(files["test"], config.claims)
         labels = label_set(c.label for c in train)
         _check_labels(dev, labels, files["dev"])
-        claims_format = config.claims.get("format") or detect_claims_format(files["dev"])
 
     if index_dir is None:
         if not Path(files["evidence"]).is_dir():  # FEVER's wiki-pages/ is a directory
@@ -306,35 +274,29 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
         index.require_gold(dev, files["dev"])
 
     trained = train_system(index, train, out, config.method, progress, clock, jobs=jobs, mode=mode)
-    system, candidates, config = trained.system, trained.candidates, trained.config
-    classifier, texts_of = system.classifier, index.texts_of
-    # Baselines, selected by the same cross-validation (see classifier_cv).
-    baselines = {"always-majority": trained.selection.majority, "claim-only": trained.selection.claim_only}
+    system, candidates, chosen = trained
+    as_fever = (config.claims.get("format") or detect_claims_format(files["dev"])) == "fever"
 
-    with clock.step("predicting dev"):
-        verdicts = system.check(dev)
-        dev_path = out / "dev-claims-predictions.json"
-        write_verdicts(dev_path, dev, verdicts, system)
-        if claims_format == "fever":  # also in FEVER's own predictions format, for its scorer
-            _write_fever_predictions(dev_path.with_suffix(".jsonl"), dev, verdicts)
+    def predict(split, claims):
+        with clock.step(f"predicting {split}"):
+            verdicts = system.check(claims)
+            write_verdicts(out / f"{split}-claims-predictions.json", claims, verdicts, system, also_fever=as_fever)
+        return verdicts
+
+    verdicts = predict("dev", dev)
     with clock.step("gold-versus-retrieved ablation on dev"):
-        gold_X = [(c.text, texts_of(c.evidences)) for c in dev]
-        retrieved_X = [(c.text, texts_of(v.explanation.classifier_read["ids"])) for c, v in zip(dev, verdicts)]
-        y = [c.label for c in dev]
-        base_preds = {name: list(m.predict(retrieved_X)) for name, m in baselines.items()}
-        abl = to_json(ablation(y, list(classifier.predict(gold_X)), verdicts.labels, base_preds))
-    with clock.step("predicting test"):
-        test_verdicts = system.check(test)
-        test_path = out / "test-claims-predictions.json"
-        write_verdicts(test_path, test, test_verdicts, system)
-        if claims_format == "fever":
-            _write_fever_predictions(test_path.with_suffix(".jsonl"), test, test_verdicts)
-
+        gold_X = [(c.text, index.texts_of(c.evidences)) for c in dev]
+        read_X = [(c.text, index.texts_of(v.explanation.classifier_read["ids"])) for c, v in zip(dev, verdicts)]
+        baselines = {"always-majority": chosen.majority, "claim-only": chosen.claim_only}  # chosen by the same CV
+        abl = to_json(ablation([c.label for c in dev], list(system.classifier.predict(gold_X)), verdicts.labels,
+                               {name: list(m.predict(read_X)) for name, m in baselines.items()}))
+    predict("test", test)
     with clock.step("scoring dev (the system and every retriever)"):
         predictions = verdicts.predictions()
-        metrics = evaluate(predictions, dev, {v.id: v.explanation for v in verdicts}, source=str(dev_path)).to_json()
+        metrics = evaluate(predictions, dev, {v.id: v.explanation for v in verdicts},
+                           source=str(out / "dev-claims-predictions.json")).to_json()
         dev_proba = [[p.get(lab, 0.0) for lab in labels] for p in verdicts.probabilities]
-        trained.selection.summary["calibration"]["dev"] = reliability([c.label for c in dev], dev_proba, labels)
+        chosen.summary["calibration"]["dev"] = reliability([c.label for c in dev], dev_proba, labels)
         on_dev = selection.dev_scores(candidates, dev)
     metrics["run"] = {
         "data_dir": str(Path(data_dir).resolve()) if data_dir is not None else None,
@@ -345,15 +307,13 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
                       "holdout": candidates.holdout_scores, "chosen_by": candidates.chosen_by,
                       "holdout_claims": len(train_holdout_split(train)[1])},
         "retrievers_on_dev": on_dev,
-        "classifier": {**config_json(config), "reader": candidates.reader,
+        "classifier": {**config_json(chosen.config), "reader": candidates.reader,
                        "reader_cv": candidates.reader_scores},
-        "classifier_cv": {k: v for k, v in trained.selection.summary.items() if k != "variants"},
+        "classifier_cv": {k: v for k, v in chosen.summary.items() if k != "variants"},
         "ablation": abl, "timings": clock.timings,
     }
     with clock.step("plots"):
         plots = draw_plots(out, candidates, abl, metrics)
-    # The steps above cover all but milliseconds; "total" is the wall time to this point
-    # (writing metrics.json and report.md after it takes a few ms).
     clock.timings["total"] = round(time.perf_counter() - clock.start, 2)
     write_json_atomic(out / "metrics.json", metrics)
     (out / "report.md").parent.mkdir(parents=True, exist_ok=True)
@@ -364,13 +324,10 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
     return metrics
 
 
-@dataclass
-class Trained:
+class Trained(NamedTuple):
     system: FactChecker
-    candidates: object           # factcheck.training.selection.TunedRetrievers
-    config: object
-    train_evidence: dict
-    selection: object = None     # factcheck.training.classifier_cv.ClassifierSelection
+    candidates: object  # factcheck.training.selection.TunedRetrievers
+    selection: object   # factcheck.training.classifier_cv.ClassifierSelection
 
 
 def train_system(index, train, out: Path, method: str = "auto", progress=None, clock=None,
@@ -400,10 +357,8 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
         candidates = selection.tune_retrievers(index, fit, holdout, out, method, progress, mode)
     retriever = candidates.retrievers[candidates.best]
 
-    # The classifier and its reader (whose passages it reads): chosen together by repeated
-    # stratified k-fold cross-validation over all training claims, reading out-of-fold
-    # evidence (see factcheck.training.classifier_cv). When the hold-out was too small to
-    # choose a retriever (the demo), the reader is not chosen either: the default's.
+    # The classifier and its reader chosen together by cross-validation (training.classifier_cv);
+    # a hold-out too small to choose a retriever (the demo) chooses no reader either.
     readers = (candidates.retrievers if candidates.chosen_by != "default"
                else {candidates.best: candidates.retrievers[candidates.best]})
     return_freed_memory()  # heap freed by retriever training, before the CV's workers start
@@ -417,28 +372,22 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
             "labels": [str(c) for c in chosen.model.classes_],  # what loading checks its classes against
             "classifier": config_json(chosen.config),
             "calibration": {"temperature": chosen.summary["calibration"]["temperature"]}}
-    # Its own step: skops-writing the reranker and classifier takes ~1 s on the demo, a
-    # quarter of the run's wall time, and the steps' timings must add up to the total.
-    with clock.step("saving the model"):
+    with clock.step("saving the model"):  # ~1 s of the demo's 4: the timings must add up
         report.write_csv(out / "tuning" / "classifier-cv.csv", chosen.summary["variants"])
         save_system(model_dir or out / "model", chosen.model, retriever, meta, candidates.retrievers, reader)
     system = FactChecker(index, retriever, chosen.model, reader, meta={**meta, "reader": {"method": chosen.reader}})
-    return Trained(system, candidates, chosen.config, chosen.evidence[chosen.reader], chosen)
+    return Trained(system, candidates, chosen)
 
 
-def write_verdicts(path: Path, claims, verdicts, system, predictions_format: str | None = None) -> None:
-    """A system's predictions and their explanations (the one sidecar schema); the
-    predictions in the course format or FEVER's (default: FEVER's for a ``.jsonl`` path)."""
-    by_id = verdicts.by_id
-    write_retrieval(path, claims, {cid: v.explanation for cid, v in by_id.items()}, system.retriever,
-                    {cid: v.label for cid, v in by_id.items()}, predictions_format)
-
-
-def _write_fever_predictions(path: Path, claims, verdicts) -> None:
-    """The predictions alone in FEVER's format (beside the course-format file and its sidecar)."""
-    by_id = verdicts.by_id
-    write_predictions(path, claims, {cid: v.evidences for cid, v in by_id.items()},
-                      {cid: v.label for cid, v in by_id.items()}, "fever")
+def write_verdicts(path: Path, claims, verdicts, system, predictions_format: str | None = None,
+                   also_fever: bool = False) -> None:
+    """A system's predictions and their explanations (the course format, or FEVER's for a
+    ``.jsonl`` path); ``also_fever``: the predictions in FEVER's format beside them too."""
+    labels = {v.id: v.label for v in verdicts}
+    write_retrieval(path, claims, {v.id: v.explanation for v in verdicts}, system.retriever, labels,
+                    predictions_format)
+    if also_fever:
+        write_predictions(path.with_suffix(".jsonl"), claims, {v.id: v.evidences for v in verdicts}, labels, "fever")
 
 
 def _check_labels(claims, labels, path) -> None:

@@ -315,6 +315,21 @@ def write_self_retrieval(result: SelfRetrieval, out) -> tuple[Path, Path]:
 
 # --------------------------------------------------------------------------- search
 
+def as_retriever(retriever):
+    """A fitted retriever as it is; an index (or its directory) as ``BM25Retriever()``
+    fitted to it; anything else an InputError naming ``retriever``."""
+    from factcheck.retrieval.base import Retriever
+    from factcheck.tagging.index import TagIndex
+    if isinstance(retriever, (TagIndex, str, os.PathLike)):
+        from factcheck.retrieval.bm25 import BM25Retriever
+        return BM25Retriever().fit(retriever)
+    if not isinstance(retriever, Retriever):
+        raise InputError(None, None, f"expected a fitted retriever, a TagIndex or an index directory, got "
+                         f"{type(retriever).__name__}", param="retriever")
+    retriever._check_fitted()
+    return retriever
+
+
 def search(retriever, queries, k: int = 10):
     """The top ``k`` passages for free text, with their texts; passages scoring 0 are left out.
 
@@ -345,14 +360,8 @@ def search(retriever, queries, k: int = 10):
     >>> len(search(index, ["Sea levels are rising.", "Arctic ice"], k=3))
     2
     """
-    from factcheck.retrieval.base import Ranking, Retriever, as_texts
-    from factcheck.tagging.index import TagIndex
-    if isinstance(retriever, (TagIndex, str, os.PathLike)):
-        from factcheck.retrieval.bm25 import BM25Retriever
-        retriever = BM25Retriever().fit(retriever)
-    elif not isinstance(retriever, Retriever):
-        raise InputError(None, None, f"expected a fitted retriever, a TagIndex or an index directory, got "
-                         f"{type(retriever).__name__}", param="retriever")
+    from factcheck.retrieval.base import Ranking, as_texts
+    retriever = as_retriever(retriever)
     texts, one = as_texts(queries, "queries")
     body_of = getattr(retriever.index_, "body", retriever.index_.text)
     out = []
@@ -374,8 +383,9 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
 
     Parameters
     ----------
-    retriever : Retriever
-        Fitted to the collection the qrels judge.
+    retriever : Retriever, TagIndex, str or Path
+        Fitted to the collection the qrels judge; or that collection's index, ranked with
+        ``BM25Retriever()``.
     queries : dict
         ``{qid: text}`` (e.g. :func:`~factcheck.formats.qrels.read_queries`); queries
         without judgments are skipped (a BEIR ``queries.jsonl`` holds every split).
@@ -415,6 +425,7 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
     >>> open("out/demo.trec").readline()
     'q1 Q0 evidence-39 1 0.42814268653648513 tfidf\\n'
     """
+    retriever = as_retriever(retriever)
     missing = [qid for qid in qrels if qid not in queries]
     if missing:
         raise InputError(qrels_path, f"query {missing[0]!r}", f"judged but not in the queries file {queries_path or ''} "

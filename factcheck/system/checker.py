@@ -191,6 +191,11 @@ class FactChecker:
     """
 
     def __init__(self, index, retriever, classifier, reader=None, *, meta: dict | None = None, model_dir=None):
+        for name, part, needs in (("retriever", retriever, "retrieve"), ("classifier", classifier, "predict_proba"),
+                                  ("reader", reader or retriever, "retrieve")):
+            if not callable(getattr(part, needs, None)):
+                raise InputError(None, None, f"expected an object with {needs}(), got {type(part).__name__}",
+                                 param=name)
         self.index = index
         self.retriever = retriever
         self.classifier = classifier

@@ -81,27 +81,36 @@ def test_search_takes_an_index_and_a_wrong_argument_names_its_parameter(index, d
              (lambda: factcheck.evaluate([], {}), "predictions"),
              (lambda: factcheck.run_pipeline(DEMO, "out/x", "bm25"), "config"),
              (lambda: factcheck.RunConfig(claims="jsonl"), "claims"),
-             (lambda: factcheck.RunConfig(source={"text": "body"}), "source")]
+             (lambda: factcheck.RunConfig(source={"text": "body"}), "source"),
+             (lambda: factcheck.judged_retrieval(42, {}, {}), "retriever"),
+             (lambda: factcheck.read_claims(42), "path"),
+             (lambda: factcheck.read_predictions(42), "path"),
+             (lambda: factcheck.TagIndex.load(42), "root"),
+             (lambda: factcheck.FactChecker(index, "bm25", None), "retriever"),
+             (lambda: factcheck.FactChecker(index, bm25, None), "classifier")]
     for call, param in wrong:
         with pytest.raises((TypeError, ValueError)) as err:
             call()
         assert str(err.value).startswith(param), (param, str(err.value))
 
 
-def test_scores_are_plain_floats_everywhere(bm25, checker, index):
-    # d18b6f9: np.float32 from one call, float from another.
+def test_scores_are_plain_floats_everywhere(bm25, index, request):
+    # d18b6f9: np.float32 from rank, float from retrieve.
+    ranking = bm25.rank(["Sea levels are rising."], 10)[0]
+    assert {type(s) for s in ranking.scores} == {float} and {type(r) for r in ranking.rows} == {int}
     found = bm25.search("Sea levels are rising.", k=10)
     assert {type(s) for s in found.ranking.scores} == {float} and {type(h.score) for h in found.hits} == {float}
-    assert {type(r) for r in found.ranking.rows} == {int}
     for retriever in (factcheck.TagRuleRetriever(t_sim=0.1, t_overlap=0.1), factcheck.TfidfRetriever(),
                       factcheck.ChunkedRetriever(factcheck.BM25Retriever(), window=10, overlap=3)):
         selection = retriever.fit(index).search("Sea levels are rising.", k=5)
         assert plain(selection.to_json()) == [] and plain(dataclasses.asdict(selection.ranking)) == []
+    dev = factcheck.read_claims(DEMO / "dev-claims.json", require_labels=True)
+    result = factcheck.evaluate({c.id: {"evidences": s.ids, "claim_label": "SUPPORTS"}
+                                 for c, s in zip(dev, bm25.retrieve([c.text for c in dev]))}, dev)
+    assert all(plain(dataclasses.asdict(m)) == [] for m in result.metrics.values())
+    checker = request.getfixturevalue("checker")
     verdict = checker.check("Sea levels are rising.")
     assert plain(verdict.probabilities) == [] and plain(verdict.explanation.to_json()) == []
-    dev = factcheck.read_claims(DEMO / "dev-claims.json", require_labels=True)
-    result = factcheck.evaluate(checker.check(dev).predictions(), dev)
-    assert all(plain(dataclasses.asdict(m)) == [] for m in result.metrics.values())
 
 
 def test_fact_checker_needs_no_meta(index, bm25, checker):
