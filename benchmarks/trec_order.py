@@ -3,9 +3,9 @@
 The unit tests check both on random runs; this checks them on the arXiv collection, where
 ties are real (BM25's float32 scores tie often, the tag rule's too). Each arXiv title is a
 judged query whose own abstract is its one relevant document (grade 1). For each retriever:
-rank every query to depth 1000 (:func:`factcheck.rank_queries`), write the TREC run
-(:func:`factcheck.write_trec_run`), read it back sorted as trec_eval sorts it (score
-descending, ties by docid descending: :func:`factcheck.read_trec_run`), and compare
+rank every query to depth 1000 (:func:`factcheck.pipeline.workbench.rank_queries`), write the TREC run
+(:func:`factcheck.formats.qrels.write_trec_run`), read it back sorted as trec_eval sorts it (score
+descending, ties by docid descending: :func:`factcheck.formats.qrels.read_trec_run`), and compare
 
 * the order of every query's documents with ours (must be identical), and
 * our metrics on our run with ir_measures' on the file read back (largest difference).
@@ -32,13 +32,14 @@ DEPTH, KS = 1000, (1, 5, 10, 100)
 def check(retriever, queries: dict, qrels: dict, folder: Path) -> dict:
     import ir_measures
 
-    import factcheck
     from factcheck.evaluation.ir_metrics import ir_measures_names, judged_metrics
+    from factcheck.formats.qrels import read_trec_run, write_trec_run
+    from factcheck.pipeline.workbench import rank_queries
 
-    run = factcheck.rank_queries(retriever, queries, depth=DEPTH, progress=False)
+    run = rank_queries(retriever, queries, k=DEPTH, progress=False)
     path = folder / f"{retriever.name}.trec"
-    lines = factcheck.write_trec_run(path, run, tag=retriever.name.replace("+", "-"))
-    back = factcheck.read_trec_run(path)
+    lines = write_trec_run(path, run, tag=retriever.name.replace("+", "-"))
+    back = read_trec_run(path)
     differ = sum([d for d, _ in back.get(q, [])] != [d for d, _ in ranked] for q, ranked in run.items())
     ties = sum(s == t for ranked in run.values() for (_, s), (_, t) in zip(ranked, ranked[1:]))
     ours = judged_metrics(run, qrels, ks=KS).metrics

@@ -46,61 +46,44 @@ import importlib
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it (one definition per name; see each module's docstring)
+# public name -> module that defines it (one definition per name). Everything else lives in
+# submodules (docs/python-api.md lists where: factcheck.retrieval.registry.METHODS, ...).
 _API = {
     # the offline job and its index
     "build_index": "factcheck.tagging.job",
-    "TagJob": "factcheck.tagging.job",
     "TagIndex": "factcheck.tagging.index",
-    # retrievers: fit(index) -> rank(claims, depth) / retrieve(claims)
+    # retrievers: fit(index), then rank(claims, k=) / retrieve(claims) / search(claims, k=)
     "Retriever": "factcheck.retrieval.base",
+    "Ranking": "factcheck.retrieval.base",
     "Selection": "factcheck.retrieval.base",
     "Hit": "factcheck.retrieval.base",
-    "Ranking": "factcheck.retrieval.base",
+    "Explanation": "factcheck.retrieval.base",
     "TagRuleRetriever": "factcheck.retrieval.tag_rule",
     "BM25Retriever": "factcheck.retrieval.bm25",
+    "TfidfRetriever": "factcheck.retrieval.tfidf",
     "RerankRetriever": "factcheck.retrieval.rerank.retriever",
     "ChunkedRetriever": "factcheck.retrieval.chunking",
-    "TfidfRetriever": "factcheck.retrieval.tfidf",
-    "make_retriever": "factcheck.retrieval.registry",
-    "run_retrieval": "factcheck.retrieval.registry",
-    "METHODS": "factcheck.retrieval.registry",
-    # the open mode (optional extra: pretrained embeddings; mode="open")
-    "MODES": "factcheck.retrieval.registry",
-    "PassageVectorJob": "factcheck.tagging.vectors",
     "DenseRetriever": "factcheck.retrieval.dense",
     "HybridRetriever": "factcheck.retrieval.dense",
-    "train_reranker": "factcheck.training.rerank",
-    # the claim classifier and a whole trained system
+    "make_retriever": "factcheck.retrieval.registry",
+    # the claim classifier and a whole system
     "make_classifier": "factcheck.classification.model",
-    "load_classifier": "factcheck.classification.model",
-    "save_classifier": "factcheck.classification.model",
     "FactChecker": "factcheck.system.checker",
     "Verdict": "factcheck.system.checker",
     "Verdicts": "factcheck.system.checker",
     "run_pipeline": "factcheck.pipeline.run",
+    "RunConfig": "factcheck.pipeline.run",
     # readers and writers
     "Claim": "factcheck.formats.claims",
-    "LABELS": "factcheck.formats.claims",
     "read_claims": "factcheck.formats.claims",
+    "read_passages": "factcheck.formats.evidence",
     "read_predictions": "factcheck.formats.claims",
     "write_predictions": "factcheck.formats.claims",
-    "source_spec": "factcheck.formats.evidence",
-    "read_passages": "factcheck.formats.evidence",
-    # evaluation
+    # scoring, and the workbench for any id + text collection
     "evaluate": "factcheck.evaluation.evaluate",
-    "evaluate_files": "factcheck.evaluation.evaluate",
-    "course_score": "factcheck.evaluation.course_metric",
-    # the retrieval workbench: any id + text collection, judged queries, TREC runs
-    "self_retrieval": "factcheck.pipeline.workbench",
-    "rank_queries": "factcheck.pipeline.workbench",
     "search": "factcheck.pipeline.workbench",
+    "self_retrieval": "factcheck.pipeline.workbench",
     "judged_retrieval": "factcheck.pipeline.workbench",
-    "judged_metrics": "factcheck.evaluation.ir_metrics",
-    "read_queries": "factcheck.formats.qrels",
-    "read_qrels": "factcheck.formats.qrels",
-    "read_trec_run": "factcheck.formats.qrels",
-    "write_trec_run": "factcheck.formats.qrels",
     # errors
     "InputError": "factcheck.errors",
     "IntegrityError": "factcheck.errors",

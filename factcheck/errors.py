@@ -5,9 +5,27 @@ command line's checks of its flags."""
 from __future__ import annotations
 
 import math
+import os
+import re
+from pathlib import Path
 from numbers import Integral, Real
 
-__all__ = ["FactcheckWarning", "InputError", "IntegrityError", "check_choice", "check_number"]
+__all__ = ["FactcheckWarning", "InputError", "IntegrityError", "as_path", "check_choice", "check_number", "ref"]
+
+_REF = re.compile("\u27e8([A-Za-z_][\\w.]*)\u27e9")
+
+
+def ref(param: str) -> str:
+    """Another parameter named inside an error message, rendered as the caller spells it
+    (``text_column`` from Python, ``--claims-text-column`` from the command line).
+
+    Example
+    -------
+    >>> error = InputError(None, None, f"name it with {ref('text_column')}", param="format")
+    >>> str(error), error.one_line({"format": "--format", "text_column": "--text-column"})
+    ('format: name it with text_column', '--format: name it with --text-column')
+    """
+    return f"\u27e8{param}\u27e9"
 
 
 class InputError(ValueError):
@@ -23,7 +41,10 @@ class InputError(ValueError):
     message : str
         What is wrong and, where it helps, what to do.
     param : str or None, keyword-only
-        The library parameter at fault; the CLI renders it as its flag (:meth:`one_line`).
+        The library parameter at fault (``"method"``, ``"chunk_window"``). Library code
+        names parameters, never command-line flags (other parameters inside ``message``
+        through :func:`ref`); the CLI renders them all as its flags
+        (``one_line({"method": "--method"})``), a Python user sees the parameter names.
 
     Example
     -------
@@ -52,8 +73,15 @@ class InputError(ValueError):
         where = " ".join(p for p in (name, self.place) if p)
         parts = [p for p in (self.path, where) if p]
         prefix = ": ".join(parts)
-        text = f"{prefix}: {self.message}" if prefix else self.message
+        message = _REF.sub(lambda m: flags.get(m[1], m[1]), self.message)
+        text = f"{prefix}: {message}" if prefix else message
         return " ".join(text.split())  # never more than one line
+
+    def renamed(self, names: dict[str, str]) -> "InputError":
+        """The same error with its parameters renamed by ``names`` (a function taking a
+        reader's options under other names: ``{"format": "claims.format"}``)."""
+        message = _REF.sub(lambda m: ref(names.get(m[1], m[1])), self.message)
+        return type(self)(self.path, self.place, message, param=names.get(self.param, self.param))
 
 
 def _rebuild(cls, path, place, message, param):
@@ -131,3 +159,18 @@ def check_choice(value, param: str, choices) -> str:
         raise InputError(None, None, f"unknown {param} {value!r}; expected one of {', '.join(choices)}",
                          param=param)
     return value
+
+
+def as_path(value, param: str) -> Path:
+    """``value`` as a :class:`~pathlib.Path`, or an InputError naming ``param``.
+
+    Example
+    -------
+    >>> as_path(42, "path")
+    Traceback (most recent call last):
+    ...
+    factcheck.errors.InputError: path: expected a path (str or os.PathLike), got int
+    """
+    if not isinstance(value, (str, os.PathLike)):
+        raise InputError(None, None, f"expected a path (str or os.PathLike), got {type(value).__name__}", param=param)
+    return Path(value)

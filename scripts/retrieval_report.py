@@ -32,8 +32,8 @@ def cell(d: dict | None) -> str:
 def score(retriever, dev) -> dict:
     from factcheck.evaluation.evaluate import evaluate
     from factcheck.retrieval.registry import run_retrieval
-    evidences, explain = run_retrieval(retriever, dev)
-    return evaluate({cid: {"evidences": ev} for cid, ev in evidences.items()}, dev, explain).to_json()
+    explained = run_retrieval(retriever, dev)
+    return evaluate({cid: {"evidences": e.ids} for cid, e in explained.items()}, dev, explained).to_json()
 
 
 def short_params(params: dict) -> dict:

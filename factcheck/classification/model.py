@@ -44,7 +44,7 @@ def make_classifier(C: float = 2.0, class_weight=None, stats_weight: float = 0.3
     -------
     sklearn.pipeline.Pipeline
         Unfitted; ``fit(X, y)`` with X a list of ``(claim text, [passage texts])`` pairs
-        and y their labels (:data:`factcheck.LABELS`).
+        and y their labels (:data:`factcheck.formats.claims.LABELS`).
 
     Example
     -------

@@ -205,6 +205,17 @@ def _command_flags(parser: argparse.ArgumentParser, command: str) -> dict[str, s
     for sub in [subparsers[command], *subparsers.values()]:
         for dest, flag in flags_of(sub).items():
             flags.setdefault(dest, flag)
+    # The library's names for what a flag names differently: RunConfig's grouped reader options
+    # (claims.text_column: --claims-text-column; source.format: --format) and directories
+    # (index_dir: --index).
+    for dest, flag in list(flags.items()):
+        flags[f"source.{dest}"] = flag
+        flags.setdefault(f"{dest}_dir", flag)
+        if dest.startswith("claims_"):
+            flags[f"claims.{dest.removeprefix('claims_')}"] = flag
+        else:  # a claims option whose flag has no --claims- prefix (--max-claim-chars)
+            flags.setdefault(f"claims.{dest}", flag)
+            flags.setdefault(f"claims_{dest}", flag)
     return flags
 
 

@@ -13,7 +13,7 @@ import math
 import sys
 from pathlib import Path
 
-from factcheck.errors import InputError
+from factcheck.errors import InputError, ref
 from factcheck.retrieval.registry import ALL_METHODS, MODES
 from factcheck.text.analyzer import ANALYZERS
 
@@ -285,31 +285,41 @@ def relocate_from_args(args, index_dir) -> None:
         relocate_embedding_model(index_dir, args.embedding_model)
 
 
-def add_retriever_args(p: argparse.ArgumentParser, default_method: str = "bm25") -> None:
-    """The mode, the retriever and its settings, one argument group per method."""
+# The retriever settings each method reads (flags' dests); ``k`` is the number of passages
+# returned per claim where --k means that (the tag rule's ``top_n``).
+METHOD_OPTIONS = {"tags": ("t_sim", "t_overlap", "k"), "bm25": ("k1", "b", "k"), "rerank": ("rerank_model",),
+                  "tfidf": ("analyzer", "k"), "dense": ("k",), "hybrid": ("k", "alpha", "fusion", "k1", "b")}
+#: --k's help where it is the evidence per claim; a test holds it to each method's default.
+EVIDENCE_K_HELP = ("passages returned per claim (default: the method's own: 6 for tags, 5 for bm25 and tfidf, "
+                   "4 for dense and hybrid; rerank cuts off per claim)")
+
+
+def add_retriever_args(p: argparse.ArgumentParser, k_help: str = EVIDENCE_K_HELP, k_default: int | None = None,
+                       old_k: str = "--top-n") -> None:
+    """The mode, the retriever and its settings, one argument group per method. ``--k``
+    is what this command ranks or returns per query (``k_help``); ``old_k`` its old spelling."""
     add_mode_arg(p)
-    p.add_argument("--method", default=default_method, choices=ALL_METHODS,
-                   help=f"retriever (default: {default_method}; dense and hybrid need --mode open)")
+    p.add_argument("--method", default="bm25", choices=ALL_METHODS,
+                   help="retriever (default: bm25; dense and hybrid need --mode open)")
+    add_renamed(p, "--k", old_k, type=positive_int, default=k_default, metavar="N", help=k_help)
     g = p.add_argument_group("tag rule (--method tags)")
     g.add_argument("--t-sim", type=bounded_float(0.0, 1.0), default=None, help="cosine threshold (default: 0.55)")
     g.add_argument("--t-overlap", type=bounded_float(0.0, 1.0), default=None, help="tag-overlap threshold (default: 0.5)")
-    g.add_argument("--top-n", type=positive_int, default=None, help="at most this many passages (default: 6)")
     g = p.add_argument_group("BM25 (--method bm25, and hybrid's BM25 side)")
     g.add_argument("--k1", type=bounded_float(0.0), default=None, help="term-frequency saturation (default: 1.2)")
     g.add_argument("--b", type=bounded_float(0.0, 1.0), default=None, help="length normalisation (default: 0.75)")
-    g.add_argument("--k", type=positive_int, default=None, help="passages returned per claim (default: 5)")
-    g = p.add_argument_group("TF-IDF (--method tfidf; --k as for BM25)")
+    g = p.add_argument_group("TF-IDF (--method tfidf)")
     add_analyzer_arg(g)
     g = p.add_argument_group("reranking (--method rerank)")
     g.add_argument("--rerank-model", type=Path, default=None, help="trained reranker (from factcheck train-rerank)")
-    g = p.add_argument_group("open mode (--method dense or hybrid, with --mode open; --k as for BM25)")
+    g = p.add_argument_group("open mode (--method dense or hybrid, with --mode open)")
     g.add_argument("--alpha", type=bounded_float(0.0, 1.0), default=None,
                    help="hybrid: weight of the dense score (default: 0.5)")
     g.add_argument("--fusion", choices=("max", "rrf"), default=None,
                    help="hybrid: max-normalised score mix or reciprocal-rank fusion (default: max)")
     g = p.add_argument_group("chunking")
     g.add_argument("--chunk-window", type=positive_int, default=None, help="index word windows of this size")
-    g.add_argument("--chunk-overlap", type=non_negative_int, default=20,
+    g.add_argument("--chunk-overlap", type=non_negative_int, default=None,
                    help="words shared by consecutive windows (default: 20)")
 
 
@@ -373,14 +383,25 @@ def tag_job_from_args(args, progress=None):
                   scheduler=args.scheduler, progress=progress)
 
 
-def retriever_from_args(args, embedding_model=None):
+def retriever_from_args(args, embedding_model=None, evidence_k: bool = True):
+    """The retriever ``--method`` and its settings name, unfitted. A setting the method
+    does not read is refused (``evidence_k``: ``--k`` is the evidence per claim, the tag
+    rule's ``top_n``; otherwise it is the command's depth, read by no retriever)."""
     from factcheck.retrieval.registry import make_retriever
-    params = {"tags": {"t_sim": args.t_sim, "t_overlap": args.t_overlap, "top_n": args.top_n},
-              "bm25": {"k1": args.k1, "b": args.b, "k": args.k},
-              "rerank": {"model": args.rerank_model},
-              "tfidf": {"k": args.k, "analyzer": args.analyzer},
-              "dense": {"k": args.k},
-              "hybrid": {"k": args.k, "alpha": args.alpha, "fusion": args.fusion, "k1": args.k1, "b": args.b},
-              }[args.method]
-    return make_retriever(args.method, params, args.chunk_window, args.chunk_overlap, mode=args.mode,
+    reads = METHOD_OPTIONS[args.method] if evidence_k else tuple(o for o in METHOD_OPTIONS[args.method] if o != "k")
+    for name in {o for options in METHOD_OPTIONS.values() for o in options} - {"k"} - set(reads):
+        if getattr(args, name) is not None:
+            raise InputError(None, None, f"is not read by {ref('method')} {args.method}", param=name)
+    if evidence_k and args.k is not None and "k" not in reads:
+        raise InputError(None, None, f"is not read by {ref('method')} {args.method} (it cuts off per claim)",
+                         param="k")
+    if args.chunk_overlap is not None and not args.chunk_window:
+        raise InputError(None, None, f"only with {ref('chunk_window')}", param="chunk_overlap")
+    params = {name: getattr(args, name) for name in reads}
+    if "k" in params and args.method == "tags":
+        params["top_n"] = params.pop("k")
+    if args.method == "rerank":
+        params = {"model": params.pop("rerank_model")}
+    return make_retriever(args.method, params, args.chunk_window,
+                          20 if args.chunk_overlap is None else args.chunk_overlap, mode=args.mode,
                           embedding_model=embedding_model)

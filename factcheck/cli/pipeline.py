@@ -11,6 +11,7 @@ from factcheck.cli.options import (add_claims_args, add_embedding_args, add_inde
                                    read_claims_from_args, relocate_from_args, source_options)
 from factcheck.retrieval.registry import ALL_METHODS
 
+TAG_SETTINGS = ("top_k", "max_features", "tag_features", "shard_size", "backend", "scheduler")
 AUTO_HELP = "retriever (default: auto = best evidence F on the training hold-out; dense and hybrid need --mode open)"
 
 __all__ = ["add_run", "add_train", "add_predict", "add_ablation", "add_predictions_format_arg", "describe"]
@@ -38,13 +39,14 @@ def add_run(p):
 
     def run(args):
         from factcheck.evaluation.intervals import format_interval
-        from factcheck.pipeline.run import run_pipeline
-        tag_args = {"top_k": args.top_k, "max_features": args.max_features, "tag_features": args.tag_features,
-                    "shard_size": args.shard_size, "backend": args.backend, "scheduler": args.scheduler}
-        m = run_pipeline(args.data_dir, args.out, args.evidence, args.index, args.method, args.jobs,
-                         args.force, False if args.quiet else None, tag_args, mode=args.mode,
-                         embedding_model=embedding_model_from_args(args), train=args.train, dev=args.dev,
-                         test=args.test, **source_options(args), **claims_options(args))
+        from factcheck.pipeline.run import RunConfig, run_pipeline
+        config = RunConfig(
+            train=args.train, dev=args.dev, test=args.test, evidence=args.evidence, index_dir=args.index,
+            source=source_options(args), claims={k.removeprefix("claims_"): v for k, v in claims_options(args).items()},
+            method=args.method, mode=args.mode, embedding_model=embedding_model_from_args(args),
+            tagging={name: getattr(args, name) for name in TAG_SETTINGS}, jobs=args.jobs, force=args.force,
+            progress=False if args.quiet else None)
+        m = run_pipeline(args.data_dir, args.out, config)
         iv = m["intervals"]
         ret = m["run"]["retriever"]
         how = {"default": ", the default", "user": ", named with --method"}.get(ret.get("chosen_by"), "")
@@ -79,7 +81,7 @@ def add_train(p):
         t = train_system(index, train, args.model, args.method, model_dir=args.model, mode=args.mode)
         print(f"{args.model}: trained on {len(train)} claims ({args.mode} mode)")
         print(describe("retriever " + t.candidates.best, t.system.retriever.params()))
-        print(describe("classifier", config_json(t.config)))
+        print(describe("classifier", config_json(t.selection.config)))
     return run
 
 
@@ -119,7 +121,7 @@ def add_predict(p):
             claims_options={k.removeprefix("claims_"): v for k, v in claims_options(args).items()})
         by_id = verdicts.by_id
         write_explained_predictions(args.out, claims, {cid: v.evidences for cid, v in by_id.items()},
-                                    {cid: v.explanation for cid, v in by_id.items()}, spec,
+                                    {cid: v.explanation.to_json() for cid, v in by_id.items()}, spec,
                                     {cid: v.label for cid, v in by_id.items()}, args.predictions_format)
         print(f"{args.out}: {len(claims)} claim{'' if len(claims) == 1 else 's'} with labels and evidence")
     return run

@@ -33,10 +33,9 @@ def add_retrieve(p):
         relocate_from_args(args, args.index)
         # The open mode's check loads the model the index's vectors were built with, if any.
         retriever = retriever_from_args(args, vectors_model(args.index)).fit(index)
-        evidences, explain = run_retrieval(retriever, claims)
-        sidecar = write_retrieval(args.out, claims, evidences, explain, retriever,
-                                  predictions_format=args.predictions_format)
-        fallback = sum(e.get("path") == "fallback" for e in explain.values())
+        explained = run_retrieval(retriever, claims)
+        sidecar = write_retrieval(args.out, claims, explained, retriever, predictions_format=args.predictions_format)
+        fallback = sum(e.path == "fallback" for e in explained.values())
         print(f"{args.out}: evidence for {plural(len(claims), 'claim')} ({retriever.name}"
               + (f", {fallback} by fallback" if args.method == "tags" else "") + f"); explanations in {sidecar}")
     return run

@@ -16,6 +16,16 @@ from factcheck.retrieval.registry import ALL_METHODS
 __all__ = ["add_selftest", "add_search", "add_evaluate_retrieval"]
 
 TEXT_SHOWN = 160  # characters of a passage that search shows
+SEARCH_K = 10     # passages search shows per query
+DEPTH = 100       # documents selftest ranks per query
+
+
+def depth_type(text: str) -> int:
+    """A positive integer; a comma-separated list says where the recall cut-offs went."""
+    if "," in text:
+        raise argparse.ArgumentTypeError(f"--k is the ranking depth (one number); recall cut-offs such as {text} "
+                                         "are --cutoffs")
+    return positive_int(text)
 
 
 def int_list(text: str) -> tuple[int, ...]:
@@ -55,7 +65,9 @@ def add_selftest(p):
                         "(default: 60; 0: whole documents only)")
     p.add_argument("--chunk-overlap", type=non_negative_int, default=20,
                    help="words shared by consecutive windows (default: 20)")
-    p.add_argument("--k", type=int_list, default=(1, 5, 10), help="recall cut-offs (default: 1,5,10)")
+    p.add_argument("--k", type=depth_type, default=DEPTH, metavar="N",
+                   help=f"documents ranked per query, for MRR, nDCG and MAP (default: {DEPTH})")
+    p.add_argument("--cutoffs", type=int_list, default=(1, 5, 10), help="recall cut-offs (default: 1,5,10)")
     p.add_argument("--out", type=Path, default=None,
                    help="write selftest.json and selftest.md here (and keep the index in OUT/index)")
     p.add_argument("--index", type=Path, default=None,
@@ -79,8 +91,9 @@ def add_selftest(p):
             check_outputs([args.out / name for name in SELFTEST_FILES], [args.evidence])
             remove_stale_temporaries(args.out, SELFTEST_FILES, recursive=False)  # a killed selftest's
         check_outputs([p for p in (index_dir,) if p], [args.evidence])
-        result = self_retrieval(source_from_args(args), args.query_column, methods, args.k, args.chunk_window or None,
-                                args.chunk_overlap, index_dir, args.mode, args.analyzer or "plain", args.jobs)
+        result = self_retrieval(source_from_args(args), args.query_column, methods, args.cutoffs, args.k,
+                                args.chunk_window or None, args.chunk_overlap, index_dir, args.mode,
+                                args.analyzer or "plain", args.jobs)
         if args.out:
             json_path, md_path = write_self_retrieval(result, args.out)
             print(f"{json_path}, {md_path}: {plural(len(result.results), 'result')}", file=sys.stderr)
@@ -92,7 +105,7 @@ def add_selftest(p):
 def add_search(p):
     p.add_argument("query", nargs="+", type=text_arg, help="free text to rank the index's passages for (several: one each)")
     p.add_argument("--index", type=Path, required=True, help="tag index directory (from factcheck tag)")
-    add_retriever_args(p)
+    add_retriever_args(p, f"passages shown per query (default: {SEARCH_K})", SEARCH_K)
     p.add_argument("--json", action="store_true", help="print one JSON object per query, one a line")
     p.add_argument("--show", type=non_negative_int, default=TEXT_SHOWN,
                    help=f"characters of each passage shown (default: {TEXT_SHOWN}; 0: the whole text)")
@@ -101,13 +114,15 @@ def add_search(p):
     def run(args):
         from factcheck.pipeline.workbench import search
         from factcheck.tagging.index import TagIndex
-        retriever = retriever_from_args(args).fit(TagIndex.load(args.index))
-        k = args.k or 10
-        for query, hits in zip(args.query, search(retriever, args.query, k, max_query_chars=args.max_query_chars)):
+        retriever = retriever_from_args(args, evidence_k=False).fit(TagIndex.load(args.index))
+        for query, found in zip(args.query, search(retriever, args.query, args.k, max_query_chars=args.max_query_chars)):
+            titles = found.titles or [None] * len(found)
+            hits = [{"rank": rank, "id": pid, "score": score, "text": text, **({"title": title} if title else {})}
+                    for rank, (pid, score, text, title) in enumerate(zip(found.ids, found.scores, found.texts, titles), 1)]
             if args.json:
                 print(json.dumps({"query": query, "method": retriever.name, "hits": hits}, ensure_ascii=False))
                 continue
-            print(f"{query}  ({retriever.name}, top {k})")
+            print(f"{query}  ({retriever.name}, top {args.k})")
             if not hits:
                 print("  no passage shares a term with this query")
             for h in hits:
@@ -129,9 +144,7 @@ def add_evaluate_retrieval(p):
     src.add_argument("--index", type=Path, help="tag index directory to rank (from factcheck tag)")
     src.add_argument("--trec-run", type=Path,
                      help="score this TREC run file instead of ranking (e.g. a Pyserini run)")
-    add_retriever_args(p)
-    p.add_argument("--depth", type=positive_int, default=1000,
-                   help="documents ranked per query (default: 1000, as TREC and BEIR runs)")
+    add_retriever_args(p, "documents ranked per query (default: 1000, as TREC and BEIR runs)", 1000, "--depth")
     p.add_argument("--cutoffs", type=int_list, default=(1, 5, 10, 100), help="recall cut-offs (default: 1,5,10,100)")
     p.add_argument("--run-out", type=Path, default=None,
                    help="write the run as a TREC run file (qid Q0 docid rank score tag)")
@@ -154,8 +167,8 @@ def add_evaluate_retrieval(p):
             if args.run_out:
                 check_outputs([args.run_out], [args.index, args.queries, args.qrels, args.rerank_model])
             queries = read_queries(args.queries, max_query_chars=args.max_query_chars)
-            retriever = retriever_from_args(args).fit(TagIndex.load(args.index))
-            result = judged_retrieval(retriever, queries, qrels, args.depth, args.cutoffs, args.run_out,
+            retriever = retriever_from_args(args, evidence_k=False).fit(TagIndex.load(args.index))
+            result = judged_retrieval(retriever, queries, qrels, args.k, args.cutoffs, args.run_out,
                                       args.run_tag, queries_path=args.queries, qrels_path=args.qrels,
                                       max_query_chars=args.max_query_chars)
             if args.run_out:

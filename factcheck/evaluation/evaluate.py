@@ -68,8 +68,8 @@ def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = N
         Labelled claims (:func:`factcheck.read_claims` with ``require_labels=True``);
         those without a prediction are listed in ``missing``.
     explanations : dict or None
-        Claim id -> explanation record; with a ``"ranking"`` for every claim, also
-        recall@k and MRR.
+        Claim id -> :class:`~factcheck.Explanation` (or its sidecar record); with a
+        ranking for every claim, also recall@k and MRR.
     source : str or None
         The predictions' file, named in errors.
     labels : sequence of str or None
@@ -107,6 +107,8 @@ def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = N
     selected = {cid: p["evidences"] for cid, p in predictions.items()}
     ranked = paths = None
     if explanations:
+        # Explanation objects (FactChecker's, run_retrieval's) or their sidecar records
+        explanations = {cid: e.to_json() if hasattr(e, "to_json") else e for cid, e in explanations.items()}
         ranked = {cid: e["ranking"] for cid, e in explanations.items() if "ranking" in e}
         ranked = ranked if set(ranked) == set(selected) else None
         paths = {cid: e.get("path") for cid, e in explanations.items()}
@@ -261,7 +263,10 @@ def read_scoring_inputs(predictions, groundtruth, **options) -> tuple[list, list
         raise SwappedInputs(groundtruth, None, f"a factcheck predictions file (its explanations, "
                             f"{explanations_path(groundtruth).name}, are beside it), not labelled claims",
                             param="groundtruth")
-    if "prediction" in groundtruth.name.lower() and "prediction" not in predictions.name.lower():
+    # A name alone is no proof: only a ground truth that also reads as predictions (course
+    # predictions and claims hold the same fields) is refused for its name.
+    if ("prediction" in groundtruth.name.lower() and "prediction" not in predictions.name.lower()
+            and _reads(lambda: read_predictions(groundtruth))):
         raise SwappedInputs(groundtruth, None, f"named as predictions, while the predictions are {predictions.name}",
                             param="groundtruth")
     try:

@@ -13,7 +13,7 @@ import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from factcheck.errors import FactcheckWarning, InputError
+from factcheck.errors import FactcheckWarning, InputError, as_path
 from factcheck.formats import climate_fever, course, csvfile, fever, jsonl
 from factcheck.formats.common import Claim
 from factcheck.formats.records import MAX_QUERY_CHARS, check_length, first_record, length_cap, shown
@@ -30,7 +30,7 @@ CLAIM_FORMATS = tuple(UNITS)
 PREDICTION_UNITS = {unit.NAME: unit for unit in (course, fever)}
 PREDICTION_FORMATS = tuple(PREDICTION_UNITS)
 # The reader options every claims reader takes (the CLI spells them --claims-format, ...).
-CLAIM_OPTIONS = ("format", "id_column", "text_column", "label_column", "evidence_column")
+CLAIM_OPTIONS = ("format", "id_column", "text_column", "label_column", "evidence_column", "max_claim_chars")
 
 
 def as_claims(claims) -> list[Claim]:
@@ -44,6 +44,8 @@ def as_claims(claims) -> list[Claim]:
     """
     if isinstance(claims, (str, Claim)):
         claims = [claims]
+    elif isinstance(claims, (bytes, bytearray)) or not hasattr(claims, "__iter__"):
+        raise TypeError(f"claims: expected a str, a Claim or a list of them, got {type(claims).__name__}")
     out = []
     for i, c in enumerate(claims):
         if isinstance(c, str):
@@ -130,7 +132,7 @@ def read_claims(path, *, require_labels: bool = False, format: str | None = None
     >>> claims[0].id, claims[0].label, claims[0].evidences
     ('claim-t1', 'SUPPORTS', ['evidence-1'])
     """
-    path = Path(path)
+    path = as_path(path, "path")
     if format is None:
         format = detect_claims_format(path)
     elif format not in CLAIM_FORMATS:
@@ -167,9 +169,7 @@ def prefixed_params(prefix: str = "claims_"):
     try:
         yield
     except InputError as exc:
-        if exc.param in CLAIM_OPTIONS:
-            raise InputError(exc.path, exc.place, exc.message, param=prefix + exc.param) from None
-        raise
+        raise exc.renamed({o: prefix + o for o in CLAIM_OPTIONS}) from None
 
 
 def write_claims(path, claims: list[Claim], format: str = "course") -> None:
@@ -211,7 +211,7 @@ def read_predictions(path, labels=None, format: str | None = None) -> dict[str, 
     >>> read_predictions("out/demo/dev-claims-predictions.json")["claim-d1"]["claim_label"]  # doctest: +SKIP
     'SUPPORTS'
     """
-    path = Path(path)
+    path = as_path(path, "path")
     if format is None:
         first = first_record(path)
         format = "fever" if first is not None and fever.is_predictions(first) else "course"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from factcheck.errors import InputError
+from factcheck.errors import InputError, ref
 from factcheck.formats.files import check_unicode
 from factcheck.formats.records import kind_of
 
@@ -139,7 +139,7 @@ def needs_evidence(label: str | None) -> bool:
 FORMATS_HINT = ("claims files are course JSON ({id: {claim_text, claim_label, evidences}}), JSON lines "
                 "(.jsonl, one {id, claim, label, evidences} a line; FEVER and Climate-FEVER files are "
                 "recognised) or CSV (.csv/.tsv with a header: id, claim, label, evidences); "
-                "choose one with format (course, jsonl, csv, fever, climate-fever)")
+                f"choose one with {ref('format')} (course, jsonl, csv, fever, climate-fever)")
 # Claim fields found without options (the first present in the first record wins).
 DEFAULT_FIELDS = {"id_column": ("id",), "text_column": ("claim", "claim_text"),
                   "label_column": ("label", "claim_label"), "evidence_column": ("evidences",)}
@@ -157,7 +157,7 @@ def claim_fields(path, place, present, columns: dict) -> dict:
             if chosen is None and role in ("id_column", "text_column"):
                 names = " or ".join(repr(f) for f in defaults)
                 raise InputError(path, None, f"no {names} field in the first record ({place}; found {found}); "
-                                 f"name it with {role} ({FORMATS_HINT})", param=role)
+                                 f"name it with {ref(role)} ({FORMATS_HINT})", param=role)
         elif chosen not in present and role in ("id_column", "text_column"):
             raise InputError(path, None, f"no field {chosen!r} in the first record ({place}; found {found})",
                              param=role)

@@ -17,7 +17,7 @@ from typing import Iterator
 
 import numpy as np
 
-from factcheck.errors import InputError
+from factcheck.errors import InputError, ref
 from factcheck.formats import beir, climate_fever, course, csvfile, fever, jsonl
 from factcheck.formats.files import check_regular_file, read_error, sha256_input
 from factcheck.formats.records import MAX_PASSAGE_CHARS, first_record, length_cap, over_limit
@@ -163,7 +163,7 @@ def source_spec(path, format: str | None = None, id_column: str | None = None, t
     if index_titles is not None and not isinstance(index_titles, bool):
         raise InputError(None, None, f"must be True, False or None, got {index_titles!r}", param="index_titles")
     if index_titles and not (format in TITLED_FORMATS or title_column is not None):
-        raise InputError(path, None, f"the {format} format has no titles (name a title_column for JSONL/CSV)",
+        raise InputError(path, None, f"the {format} format has no titles (name a {ref('title_column')} for JSONL/CSV)",
                          param="index_titles")
     if path.is_dir() and format not in DIRECTORY_FORMATS:
         raise InputError(path, None, "is a directory; only JSON-lines formats (fever, beir, jsonl) read one")

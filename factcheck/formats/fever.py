@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from factcheck.errors import InputError
+from factcheck.errors import InputError, ref
 from factcheck.formats.common import BATCH, Claim, plural
 from factcheck.formats.files import atomic_path, check_unicode
 from factcheck.formats.records import (SURROGATE_ESCAPE, decode_object, iter_lines, iter_records, kind_of, parse_int,
@@ -124,7 +124,7 @@ def id_out(pid: str, one_line_pages: bool, where) -> str:
         return pid
     pair = split_sentence_id(pid)
     if pair is None or pair[1] != 0:
-        raise InputError(where, None, f"sentence {pid!r} is not line 0 of a page: with one_line_pages every "
+        raise InputError(where, None, f"sentence {pid!r} is not line 0 of a page: with {ref('one_line_pages')} every "
                          "passage is its page's line 0", param="one_line_pages")
     return pair[0]
 

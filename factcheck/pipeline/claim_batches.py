@@ -17,6 +17,7 @@ from pathlib import Path
 from factcheck.errors import InputError
 from factcheck.formats.claims import read_claims
 from factcheck.formats.files import write_json_atomic
+from factcheck.retrieval.base import Explanation
 from factcheck.retrieval.registry import retriever_spec
 from factcheck.system.checker import FactChecker, Verdict, Verdicts
 
@@ -65,7 +66,7 @@ def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims
             pool.map(_check_batch, args, desc="checking claims", progress=progress)
         parts = [json.loads(Path(a[-1]).read_text("utf-8")) for a in args]
     # in claim order; JSON keeps dict order, and floats round-trip exactly through repr
-    verdicts = Verdicts([Verdict(*v) for p in parts for v in p["verdicts"]])
+    verdicts = Verdicts([Verdict(*v[:3], Explanation.from_json(v[3])) for p in parts for v in p["verdicts"]])
     if [v.id for v in verdicts] != [c.id for c in claims]:  # the workers read another file than this process
         raise InputError(claims_path, None, "changed while its claims were being checked")
     return verdicts, parts[0]["spec"]
@@ -97,5 +98,5 @@ def _check_batch(index_dir: str, model_dir: str, claims_path: str, claims_option
         _CLAIMS.clear()
         claims = _CLAIMS[stamp] = read_claims(Path(claims_path), **claims_options)
     verdicts = system.check(claims[start:stop])
-    write_json_atomic(Path(dest), {"verdicts": [[v.id, v.text, v.label, v.evidences, v.probabilities, v.explanation]
-                                                for v in verdicts], "spec": retriever_spec(system.retriever)})
+    write_json_atomic(Path(dest), {"verdicts": [[v.id, v.text, v.label, v.explanation.to_json()] for v in verdicts],
+                                   "spec": retriever_spec(system.retriever)})

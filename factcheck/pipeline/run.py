@@ -1,48 +1,35 @@
-"""``factcheck run``: the whole pipeline, end to end, from a course data directory.
+"""``factcheck run``: the whole pipeline, end to end, from a data directory.
 
-tag (or reuse a verified index) -> tune the tag rule and BM25 and train the reranker on
-the training split -> pick the retriever with the best hold-out evidence F -> select and
-train the classifier -> predict and score dev -> gold-vs-retrieved ablation -> predict
-test -> metrics.json, report.md, plots. Dev is scored, never tuned on; test has no labels
-and is only predicted.
+Tag (or reuse a verified index; open mode: also the passage vectors) -> tune the retrievers
+and train the reranker on the training split -> pick the retriever with the best hold-out
+evidence F -> select and train the classifier by cross-validation -> predict and score dev
+-> gold-vs-retrieved ablation -> predict test -> metrics.json, report.md, plots. Dev is
+scored, never tuned on; test is only predicted.
 
-``mode="open"`` (the optional extra: pretrained embeddings) adds the passage vectors
-after tagging (:class:`~factcheck.tagging.vectors.PassageVectorJob`, computed once and
-reused), the hybrid retriever to the candidates and dense features to the reranker
-(:mod:`factcheck.training.selection`); the model records the mode. The embedding model
-is the bundled one, or with ``embedding_model`` a local ONNX model
-(:func:`~factcheck.text.embedding.load_embedder`); the passage vectors and the model
-directory record which. ``"course"``, the default, is the course's system and never
-imports the embedding package.
+Outputs (each written atomically; ``metrics.json`` and ``report.md`` last)::
 
-Outputs (all written atomically; ``metrics.json`` and ``report.md`` last)::
-
-    OUT/index/                          the tag index (unless --index was given)
-    OUT/index/vectors/                  open mode: the passage vectors (also with --index)
+    OUT/index/ (+ vectors/)             the tag index, unless an index was given
     OUT/model/                          classifier.skops (+ rerank.skops)
-    OUT/dev-claims-predictions.json     leaderboard format (+ .explain.json)
-    OUT/test-claims-predictions.json    leaderboard format (+ .explain.json)
+    OUT/{dev,test}-claims-predictions.json    leaderboard format (+ .explain.json)
     OUT/tuning/*.csv, OUT/plots/*.png   sweeps, confusion matrices, interval chart
     OUT/metrics.json, OUT/report.md
-    OUT/run-in-progress.json            only while the run writes: its readers refuse the
-                                        directory until it is gone (formats/rundir.py)
+    OUT/run-in-progress.json            while the run writes (formats/rundir.py)
 
-The output directory is one unit: the marker is written before the run's first write
-and removed after its last, so a run stopped part-way never leaves a directory that
-mixes two runs and looks complete. No symbolic link among the names above is followed.
+No symbolic link among these names is followed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
-from factcheck.errors import InputError
-from factcheck.formats.claims import (detect_claims_format, label_set, prefixed_params, read_claims,
-                                     write_predictions)
-from factcheck.formats.evidence import source_spec
+from factcheck.errors import InputError, ref
+from factcheck.formats.claims import CLAIM_OPTIONS, detect_claims_format, label_set, read_claims, write_predictions
+from factcheck.formats.evidence import SOURCE_OPTIONS, source_spec
 from factcheck.formats.files import (check_no_symlinks, check_regular_file, remove_stale_temporaries, sha256_file,
                                      write_json_atomic)
 from factcheck.formats.rundir import MARKER, begin_run, end_run
@@ -53,9 +40,7 @@ from factcheck.system.model_dir import save_system
 from factcheck.retrieval.registry import check_method, write_retrieval
 from factcheck.tagging.heap import return_freed_memory
 
-# Stage lines ("[  12.3s] predicting dev ...") go to this logger at INFO; the CLI shows
-# them on stderr as they are, a Python caller sees them only if it configures logging.
-logger = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)  # the stage lines (the CLI shows them on stderr)
 
 
 #: What a run writes directly under its output directory (none may be a symbolic link).
@@ -66,9 +51,8 @@ RUN_ENTRIES = (MARKER, "index", "model", "tuning", "plots", "metrics.json", "rep
 MODEL_ENTRIES = ("classifier.skops", "rerank.skops", "tuning")
 
 
-# Where ``run`` looks in a data directory, per split: the course's names, then FEVER's
-# (its distribution's names and plain ones). Two matches for one split is an error: which
-# one was meant cannot be guessed.
+# Where ``run`` looks in a data directory, per split: the course's names, then FEVER's.
+# Two matches for one split is an error.
 DATA_FILES = {
     "train": ("train-claims.json", "train.jsonl"),
     "dev": ("dev-claims.json", "dev.jsonl", "shared_task_dev.jsonl", "paper_dev.jsonl"),
@@ -108,78 +92,104 @@ def find_data(data_dir: Path | None, evidence: Path | None = None, *, train: Pat
 
 
 class Clock:
+    """Stage lines (``[  12.3s] predicting dev ...``, logged at INFO) and each stage's seconds."""
+
     def __init__(self, quiet: bool):
-        self.quiet = quiet
-        self.timings: dict[str, float] = {}
-        self.start = time.perf_counter()
+        self.quiet, self.timings, self.start = quiet, {}, time.perf_counter()
 
+    @contextlib.contextmanager
     def step(self, name: str):
-        clock = self
-
-        class _Step:
-            def __enter__(self):
-                self.t = time.perf_counter()
-                if not clock.quiet:
-                    logger.info("[%6.1fs] %s ...", time.perf_counter() - clock.start, name)
-
-            def __exit__(self, *exc):
-                clock.timings[name] = round(time.perf_counter() - self.t, 2)
-
-        return _Step()
+        started = time.perf_counter()
+        if not self.quiet:
+            logger.info("[%6.1fs] %s ...", started - self.start, name)
+        yield
+        self.timings[name] = round(time.perf_counter() - started, 2)
 
 
-def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None, index_dir: Path | None = None,
-                 method: str = "auto", jobs: int = -1, force: bool = False, progress: bool | None = None,
-                 tag_args: dict | None = None, mode: str = "course", embedding_model=None, *,
-                 train: Path | None = None, dev: Path | None = None, test: Path | None = None,
-                 format: str | None = None, id_column: str | None = None, text_column: str | None = None,
-                 title_column: str | None = None, index_titles: bool | None = None,
-                 max_passage_chars: int | None = None, claims_format: str | None = None,
-                 claims_id_column: str | None = None, claims_text_column: str | None = None,
-                 claims_label_column: str | None = None, claims_evidence_column: str | None = None,
-                 max_claim_chars: int | None = None) -> dict:
-    """``factcheck run``: everything end to end (see the module docstring).
-
-    ``out`` is this run's alone while it runs (a second run into it fails at once, naming
-    this one's pid: without the lock both would finish, each writing part of the model,
-    predictions and metrics).
+@dataclass(frozen=True)
+class RunConfig:
+    """Every choice of a run besides its data and output directories (``factcheck run``'s options).
 
     Parameters
     ----------
-    data_dir : str, Path or None
-        Where the inputs are found (:func:`find_data`: the course's file names or FEVER's);
-        None when ``train``, ``dev``, ``test`` and ``evidence`` are all given.
-    out : str or Path
-        The run directory (index, model, predictions, metrics, report, plots).
-    evidence : Path or None
-        The knowledge source, when not the data directory's.
-    index_dir : Path or None
+    train, dev, test, evidence : str, Path or None
+        An input named instead of found in the data directory.
+    index_dir : str, Path or None
         An existing tag index to use instead of building ``OUT/index``.
+    source, claims : dict
+        How to read the knowledge source (:func:`~factcheck.formats.evidence.source_spec`'s
+        options) and the claims files (:func:`~factcheck.read_claims`'s); errors name them
+        ``source.text_column``, ``claims.format``, ...
     method : str, default "auto"
-        ``"auto"`` (the best hold-out evidence F) or a retriever of ``mode``'s
-        (:func:`~factcheck.retrieval.registry.methods_for`).
+        ``"auto"`` (the best hold-out evidence F) or a retriever of ``mode``'s.
+    mode : {"course", "open"}, default "course"
+        ``"open"`` adds the pretrained-embedding retrievers and features.
+    embedding_model : None, str, Path or dict
+        Open mode: a local ONNX model (:func:`~factcheck.text.embedding.load_embedder`);
+        None, the bundled one.
+    tagging : dict
+        :class:`~factcheck.tagging.job.TagJob` settings (``top_k``, ``shard_size``, ``backend``, ...).
     jobs : int, default -1
         Worker processes for tagging and cross-validation (-1: all cores).
     force : bool, default False
         Replace an index built with other settings.
     progress : bool or None
-        Progress bars: None automatic, False never.
-    tag_args : dict or None
-        :class:`~factcheck.TagJob` settings (``top_k``, ``max_features``, ...).
-    mode : {"course", "open"}, default "course"
-        ``"open"`` adds the pretrained-embedding retrievers and features.
-    embedding_model : None, str, Path or dict
-        Open mode: a local ONNX model's directory (or its settings, see
-        :func:`~factcheck.text.embedding.load_embedder`); None, the bundled model.
-    train, dev, test : Path or None
-        A claims file named explicitly instead of found in ``data_dir``.
-    format, id_column, text_column, title_column, index_titles, max_passage_chars : optional
-        How to read the knowledge source (:func:`~factcheck.formats.evidence.source_spec`'s options).
-    claims_format, claims_id_column, claims_text_column, claims_label_column, claims_evidence_column : optional
-        How to read the three claims files (:func:`~factcheck.formats.claims.read_claims`'s
-        options, ``claims_`` in front).
-    max_claim_chars : int or None
-        A longer claim is an error (:func:`~factcheck.formats.claims.read_claims`).
+        Progress bars and stage lines: None automatic, False never.
+
+    Example
+    -------
+    >>> RunConfig(method="bm25", claims={"format": "jsonl"}).claims
+    {'format': 'jsonl'}
+    >>> RunConfig(claims={"label": "x"})
+    Traceback (most recent call last):
+    ...
+    factcheck.errors.InputError: claims label: not a reader option; expected format, id_column, text_column, label_column, evidence_column
+    """
+
+    train: Path | None = None
+    dev: Path | None = None
+    test: Path | None = None
+    evidence: Path | None = None
+    index_dir: Path | None = None
+    source: dict = field(default_factory=dict)
+    claims: dict = field(default_factory=dict)
+    method: str = "auto"
+    mode: str = "course"
+    embedding_model: object = None
+    tagging: dict = field(default_factory=dict)
+    jobs: int = -1
+    force: bool = False
+    progress: bool | None = None
+
+    def __post_init__(self):
+        for name, known in (("source", SOURCE_OPTIONS), ("claims", CLAIM_OPTIONS)):
+            options = getattr(self, name)
+            if not isinstance(options, dict):
+                raise InputError(None, None, f"expected a dict of reader options, got {type(options).__name__}",
+                                 param=name)
+            for key in options:
+                if key not in known:
+                    raise InputError(None, key, f"not a reader option; expected {', '.join(known)}", param=name)
+        if self.embedding_model is not None and self.mode != "open":
+            raise InputError(None, None, f"a local embedding model is for the open mode ({ref('mode')} open)",
+                             param="embedding_model")
+
+
+def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> dict:
+    """``factcheck run``: everything end to end (see the module docstring); ``out`` is
+    this run's alone while it runs (a second run into it fails at once).
+
+    Parameters
+    ----------
+    data_dir : str, Path or None
+        Where the inputs are found (:data:`DATA_FILES`: the course's names or FEVER's);
+        None when ``config`` names all four.
+    out : str or Path
+        The run directory.
+    config : RunConfig or None
+        The run's choices (None: the defaults).
+    **options
+        :class:`RunConfig` fields that replace ``config``'s (``method="bm25"``).
 
     Returns
     -------
@@ -188,41 +198,41 @@ def run_pipeline(data_dir: Path | None, out: Path, evidence: Path | None = None,
 
     Example
     -------
-    >>> metrics = run_pipeline("data/demo", "out/demo", progress=False)   # doctest: +SKIP
-    >>> metrics["evidence_f"], metrics["accuracy"]                        # doctest: +SKIP
+    >>> metrics = run_pipeline("data/demo", "out/demo", RunConfig(progress=False))   # doctest: +SKIP
     """
     from factcheck.tagging.backends import require_backend
     from factcheck.progress import progress_setting
     from factcheck.tagging.outdir import DirectoryLock
-    if embedding_model is not None and mode != "open":
-        raise InputError(None, None, "a local embedding model is for the open mode (mode open)",
-                         param="embedding_model")
+    if config is not None and not isinstance(config, RunConfig):
+        raise InputError(None, None, f"expected a RunConfig, got {type(config).__name__}", param="config")
+    config = replace(config or RunConfig(), **options)
     # before any work: an open mode without its extra (or a bad model directory) is one line, now
-    check_method(method, mode, also=("auto",), embedding_model=embedding_model)
-    require_backend((tag_args or {}).get("backend", "loky"))  # so is --backend dask without its extra
-    source = {"format": format, "id_column": id_column, "text_column": text_column, "title_column": title_column,
-              "index_titles": index_titles, "max_passage_chars": max_passage_chars}
-    claims = {"format": claims_format, "id_column": claims_id_column, "text_column": claims_text_column,
-              "label_column": claims_label_column, "evidence_column": claims_evidence_column,
-              "max_claim_chars": max_claim_chars}
-    files = find_data(data_dir, evidence, train=train, dev=dev, test=test)
-    with DirectoryLock(Path(out)), progress_setting(progress):
+    check_method(config.method, config.mode, also=("auto",), embedding_model=config.embedding_model)
+    require_backend(config.tagging.get("backend", "loky"))  # so is the Dask backend without its extra
+    files = find_data(data_dir, config.evidence, train=config.train, dev=config.dev, test=config.test)
+    with DirectoryLock(Path(out)), progress_setting(config.progress):
         check_no_symlinks(Path(out), RUN_ENTRIES)
         # What a killed run's atomic writes left (the index's and the model's: their jobs')
         remove_stale_temporaries(Path(out), RUN_ENTRIES, recursive=False)
         remove_stale_temporaries(Path(out) / "plots", ("*.png",), recursive=False)
-        return _run_pipeline(data_dir, out, files, index_dir, method, jobs, force, progress, tag_args, mode,
-                             embedding_model, source, claims)
+        return _run_pipeline(data_dir, Path(out), files, config)
+
+
+@contextlib.contextmanager
+def _grouped(group: str, options):
+    """Errors naming a reader option name it as RunConfig groups it (``claims.format``)."""
+    try:
+        yield
+    except InputError as exc:
+        raise exc.renamed({o: f"{group}.{o}" for o in options}) from None
 
 
 def _read_claims(path, options: dict, require_labels: bool = False):
-    with prefixed_params("claims_"):
+    with _grouped("claims", CLAIM_OPTIONS):
         return read_claims(path, require_labels=require_labels, **options)
 
 
-def _run_pipeline(data_dir: Path | None, out: Path, files: dict, index_dir: Path | None,
-                  method: str, jobs: int, force: bool, progress: bool | None, tag_args: dict | None,
-                  mode: str, embedding_model, source: dict, claim_options: dict) -> dict:
+def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
     from factcheck.classification.calibration import reliability
     from factcheck.evaluation.ablation import ablation
     from factcheck.evaluation.evaluate import evaluate
@@ -233,71 +243,65 @@ def _run_pipeline(data_dir: Path | None, out: Path, files: dict, index_dir: Path
     from factcheck.tagging.index import TagIndex
     from factcheck.tagging.job import TagJob
 
-    out = Path(out)
-    quiet = progress is False
-    clock = Clock(quiet)
+    progress, jobs, mode, index_dir = config.progress, config.jobs, config.mode, config.index_dir
+    clock = Clock(progress is False)
     with clock.step("reading claims"):
-        train = _read_claims(files["train"], claim_options, require_labels=True)
-        dev = _read_claims(files["dev"], claim_options, require_labels=True)
-        test = _read_claims(files["test"], claim_options)
+        train = _read_claims(files["train"], config.claims, require_labels=True)
+        dev = _read_claims(files["dev"], config.claims, require_labels=True)
+        test = _read_claims(files["test"], config.claims)
         labels = label_set(c.label for c in train)
         _check_labels(dev, labels, files["dev"])
-        claims_format = claim_options["format"] or detect_claims_format(files["dev"])
 
     if index_dir is None:
         if not Path(files["evidence"]).is_dir():  # FEVER's wiki-pages/ is a directory
             check_regular_file(files["evidence"])  # before detection reads it: a FIFO would block
-        spec = source_spec(files["evidence"], **source)
+        with _grouped("source", SOURCE_OPTIONS):
+            spec = source_spec(files["evidence"], **config.source)
     else:
-        for name, value in source.items():
+        for name, value in config.source.items():
             if value is not None:
                 raise InputError(index_dir, None, "applies to the knowledge source read, and an index is "
-                                 "reused as built", param=name)
+                                 "reused as built", param=f"source.{name}")
     begin_run(out)  # the inputs are read: from here to end_run the directory is refused by its readers
     with clock.step("tagging the knowledge source"):
         if index_dir is None:
             index_dir = out / "index"
-            TagJob(jobs=jobs, progress=progress, **(tag_args or {})).run(spec, index_dir, force=force)
+            with _grouped("source", SOURCE_OPTIONS):
+                TagJob(jobs=jobs, progress=progress, **config.tagging).run(spec, index_dir, force=config.force)
         index = TagIndex.load(index_dir)
     if mode == "open":
         from factcheck.tagging.vectors import PassageVectorJob
         with clock.step("passage vectors (open mode)"):
-            PassageVectorJob(jobs=jobs, progress=progress, embedding_model=embedding_model).run(
+            PassageVectorJob(jobs=jobs, progress=progress, embedding_model=config.embedding_model).run(
                 index_dir, index.manifest)  # verified by load
     with clock.step("checking the claims' gold ids against the knowledge source"):
         index.require_gold(train, files["train"])
         index.require_gold(dev, files["dev"])
 
-    trained = train_system(index, train, out, method, progress, clock, jobs=jobs, mode=mode)
-    system, candidates, config = trained.system, trained.candidates, trained.config
-    classifier, texts_of = system.classifier, index.texts_of
-    # Baselines, selected by the same cross-validation (see classifier_cv).
-    baselines = {"always-majority": trained.selection.majority, "claim-only": trained.selection.claim_only}
+    trained = train_system(index, train, out, config.method, progress, clock, jobs=jobs, mode=mode)
+    system, candidates, chosen = trained
+    as_fever = (config.claims.get("format") or detect_claims_format(files["dev"])) == "fever"
 
-    with clock.step("predicting dev"):
-        verdicts = system.check(dev)
-        dev_path = out / "dev-claims-predictions.json"
-        write_verdicts(dev_path, dev, verdicts, system)
-        if claims_format == "fever":  # also in FEVER's own predictions format, for its scorer
-            _write_fever_predictions(dev_path.with_suffix(".jsonl"), dev, verdicts)
+    def predict(split, claims):
+        with clock.step(f"predicting {split}"):
+            verdicts = system.check(claims)
+            write_verdicts(out / f"{split}-claims-predictions.json", claims, verdicts, system, also_fever=as_fever)
+        return verdicts
+
+    verdicts = predict("dev", dev)
     with clock.step("gold-versus-retrieved ablation on dev"):
-        gold_X = [(c.text, texts_of(c.evidences)) for c in dev]
-        retrieved_X = [(c.text, texts_of(v.explanation["classifier_read"]["ids"])) for c, v in zip(dev, verdicts)]
-        y = [c.label for c in dev]
-        base_preds = {name: list(m.predict(retrieved_X)) for name, m in baselines.items()}
-        abl = to_json(ablation(y, list(classifier.predict(gold_X)), verdicts.labels, base_preds))
-    with clock.step("predicting test"):
-        test_verdicts = system.check(test)
-        test_path = out / "test-claims-predictions.json"
-        write_verdicts(test_path, test, test_verdicts, system)
-        if claims_format == "fever":
-            _write_fever_predictions(test_path.with_suffix(".jsonl"), test, test_verdicts)
-
+        gold_X = [(c.text, index.texts_of(c.evidences)) for c in dev]
+        read_X = [(c.text, index.texts_of(v.explanation.classifier_read["ids"])) for c, v in zip(dev, verdicts)]
+        baselines = {"always-majority": chosen.majority, "claim-only": chosen.claim_only}  # chosen by the same CV
+        abl = to_json(ablation([c.label for c in dev], list(system.classifier.predict(gold_X)), verdicts.labels,
+                               {name: list(m.predict(read_X)) for name, m in baselines.items()}))
+    predict("test", test)
     with clock.step("scoring dev (the system and every retriever)"):
         predictions = verdicts.predictions()
-        metrics = evaluate(predictions, dev, {v.id: v.explanation for v in verdicts}, source=str(dev_path)).to_json()
+        metrics = evaluate(predictions, dev, {v.id: v.explanation for v in verdicts},
+                           source=str(out / "dev-claims-predictions.json")).to_json()
         dev_proba = [[p.get(lab, 0.0) for lab in labels] for p in verdicts.probabilities]
-        trained.selection.summary["calibration"]["dev"] = reliability([c.label for c in dev], dev_proba, labels)
+        chosen.summary["calibration"]["dev"] = reliability([c.label for c in dev], dev_proba, labels)
         on_dev = selection.dev_scores(candidates, dev)
     metrics["run"] = {
         "data_dir": str(Path(data_dir).resolve()) if data_dir is not None else None,
@@ -308,32 +312,27 @@ def _run_pipeline(data_dir: Path | None, out: Path, files: dict, index_dir: Path
                       "holdout": candidates.holdout_scores, "chosen_by": candidates.chosen_by,
                       "holdout_claims": len(train_holdout_split(train)[1])},
         "retrievers_on_dev": on_dev,
-        "classifier": {**config_json(config), "reader": candidates.reader,
+        "classifier": {**config_json(chosen.config), "reader": candidates.reader,
                        "reader_cv": candidates.reader_scores},
-        "classifier_cv": {k: v for k, v in trained.selection.summary.items() if k != "variants"},
+        "classifier_cv": {k: v for k, v in chosen.summary.items() if k != "variants"},
         "ablation": abl, "timings": clock.timings,
     }
     with clock.step("plots"):
         plots = draw_plots(out, candidates, abl, metrics)
-    # The steps above cover all but milliseconds; "total" is the wall time to this point
-    # (writing metrics.json and report.md after it takes a few ms).
     clock.timings["total"] = round(time.perf_counter() - clock.start, 2)
     write_json_atomic(out / "metrics.json", metrics)
     (out / "report.md").parent.mkdir(parents=True, exist_ok=True)
     report.write_report(out / "report.md", metrics, plots)
     end_run(out)
-    if not quiet:
+    if not clock.quiet:
         logger.info("[%6.1fs] done: %s/report.md", time.perf_counter() - clock.start, out)
     return metrics
 
 
-@dataclass
-class Trained:
+class Trained(NamedTuple):
     system: FactChecker
-    candidates: object           # factcheck.training.selection.TunedRetrievers
-    config: object
-    train_evidence: dict
-    selection: object = None     # factcheck.training.classifier_cv.ClassifierSelection
+    candidates: object  # factcheck.training.selection.TunedRetrievers
+    selection: object   # factcheck.training.classifier_cv.ClassifierSelection
 
 
 def train_system(index, train, out: Path, method: str = "auto", progress=None, clock=None,
@@ -365,10 +364,8 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
         candidates = selection.tune_retrievers(index, fit, holdout, out, method, progress, mode)
     retriever = candidates.retrievers[candidates.best]
 
-    # The classifier and its reader (whose passages it reads): chosen together by repeated
-    # stratified k-fold cross-validation over all training claims, reading out-of-fold
-    # evidence (see factcheck.training.classifier_cv). When the hold-out was too small to
-    # choose a retriever (the demo), the reader is not chosen either: the default's.
+    # The classifier and its reader chosen together by cross-validation (training.classifier_cv);
+    # a hold-out too small to choose a retriever (the demo) chooses no reader either.
     readers = (candidates.retrievers if candidates.chosen_by != "default"
                else {candidates.best: candidates.retrievers[candidates.best]})
     return_freed_memory()  # heap freed by retriever training, before the CV's workers start
@@ -382,29 +379,22 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
             "labels": [str(c) for c in chosen.model.classes_],  # what loading checks its classes against
             "classifier": config_json(chosen.config),
             "calibration": {"temperature": chosen.summary["calibration"]["temperature"]}}
-    # Its own step: skops-writing the reranker and classifier takes ~1 s on the demo, a
-    # quarter of the run's wall time, and the steps' timings must add up to the total.
-    with clock.step("saving the model"):
+    with clock.step("saving the model"):  # ~1 s of the demo's 4: the timings must add up
         report.write_csv(out / "tuning" / "classifier-cv.csv", chosen.summary["variants"])
         save_system(model_dir, chosen.model, retriever, meta, candidates.retrievers, reader)
-    system = FactChecker(index, retriever, chosen.model, {**meta, "reader": {"method": chosen.reader}}, reader)
-    return Trained(system, candidates, chosen.config, chosen.evidence[chosen.reader], chosen)
+    system = FactChecker(index, retriever, chosen.model, reader, meta={**meta, "reader": {"method": chosen.reader}})
+    return Trained(system, candidates, chosen)
 
 
-def write_verdicts(path: Path, claims, verdicts, system, predictions_format: str | None = None) -> None:
-    """A system's predictions and their explanations (the one sidecar schema); the
-    predictions in the course format or FEVER's (default: FEVER's for a ``.jsonl`` path)."""
-    by_id = verdicts.by_id
-    write_retrieval(path, claims, {cid: v.evidences for cid, v in by_id.items()},
-                    {cid: v.explanation for cid, v in by_id.items()}, system.retriever,
-                    {cid: v.label for cid, v in by_id.items()}, predictions_format)
-
-
-def _write_fever_predictions(path: Path, claims, verdicts) -> None:
-    """The predictions alone in FEVER's format (beside the course-format file and its sidecar)."""
-    by_id = verdicts.by_id
-    write_predictions(path, claims, {cid: v.evidences for cid, v in by_id.items()},
-                      {cid: v.label for cid, v in by_id.items()}, "fever")
+def write_verdicts(path: Path, claims, verdicts, system, predictions_format: str | None = None,
+                   also_fever: bool = False) -> None:
+    """A system's predictions and their explanations (the course format, or FEVER's for a
+    ``.jsonl`` path); ``also_fever``: the predictions in FEVER's format beside them too."""
+    labels = {v.id: v.label for v in verdicts}
+    write_retrieval(path, claims, {v.id: v.explanation for v in verdicts}, system.retriever, labels,
+                    predictions_format)
+    if also_fever:
+        write_predictions(path.with_suffix(".jsonl"), claims, {v.id: v.evidences for v in verdicts}, labels, "fever")
 
 
 def _check_labels(claims, labels, path) -> None:

@@ -20,13 +20,14 @@ file (the first rows' own documents would be "found").
 from __future__ import annotations
 
 import logging
+import os
 import tempfile
 import time
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from factcheck.errors import FactcheckWarning, InputError
+from factcheck.errors import FactcheckWarning, InputError, check_number
 from factcheck.evaluation.intervals import Metric, Result
 from factcheck.evaluation.ir_metrics import DEFAULT_KS, judged_metrics
 from factcheck.formats.evidence import SourceSpec, as_source, iter_passage_batches
@@ -95,8 +96,8 @@ class JudgedRetrieval(Result):
     metrics: dict[str, Metric]
 
 
-def rank_queries(retriever, queries: dict[str, str], depth: int = DEPTH, progress: bool | None = None) -> dict:
-    """``{qid: [(docid, score), ...]}``: each query's top ``depth`` documents in rank
+def rank_queries(retriever, queries: dict[str, str], k: int = DEPTH, progress: bool | None = None) -> dict:
+    """``{qid: [(docid, score), ...]}``: each query's top ``k`` documents in rank
     order (ties by corpus order), documents scoring exactly 0 left out (see the module
     docstring).
 
@@ -106,7 +107,7 @@ def rank_queries(retriever, queries: dict[str, str], depth: int = DEPTH, progres
         Fitted; a chunked one answers with documents.
     queries : dict
         ``{qid: text}``.
-    depth : int
+    k : int
         Documents ranked per query.
     progress : bool or None
         A progress bar (``None``: on a terminal).
@@ -121,7 +122,7 @@ def rank_queries(retriever, queries: dict[str, str], depth: int = DEPTH, progres
     >>> import factcheck
     >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
     >>> tfidf = factcheck.TfidfRetriever().fit(index)
-    >>> run = rank_queries(tfidf, {"q1": "Sea levels are rising.", "q2": "Arctic ice is melting."}, depth=3)
+    >>> run = rank_queries(tfidf, {"q1": "Sea levels are rising.", "q2": "Arctic ice is melting."}, k=3)
     >>> [(docid, round(score, 3)) for docid, score in run["q1"]]
     [('evidence-39', 0.428), ('evidence-27', 0.166), ('evidence-8', 0.15)]
     """
@@ -133,7 +134,7 @@ def rank_queries(retriever, queries: dict[str, str], depth: int = DEPTH, progres
                       leave=False) as bar:
         for at in range(0, len(qids), QUERY_BATCH):
             batch = texts[at:at + QUERY_BATCH]
-            for qid, ranking in zip(qids[at:at + QUERY_BATCH], retriever.rank(batch, depth)):
+            for qid, ranking in zip(qids[at:at + QUERY_BATCH], retriever.rank(batch, k)):
                 run[qid] = [(i, s) for i, s in zip(ranking.ids, ranking.scores) if s != 0]
             bar.update(len(batch))
     return run
@@ -148,7 +149,7 @@ def read_query_column(source: SourceSpec, query_column: str) -> tuple[list[str],
     # whatever the column asked for, and every query would find itself trivially.
     if source.format not in ("csv", "jsonl"):
         raise InputError(source.path, None, f"a self-retrieval test reads its queries from a column: give a "
-                         f"CSV or JSONL collection, not {source.format} (with --query-column)", param="query_column")
+                         f"CSV or JSONL collection, not {source.format}", param="query_column")
     indexed = {source.id_column, source.text_column}
     if getattr(source, "index_titles", False):  # a title indexed with the text is no query either
         indexed.add(getattr(source, "title_column", None))
@@ -168,7 +169,7 @@ def read_query_column(source: SourceSpec, query_column: str) -> tuple[list[str],
     return ids, queries
 
 
-def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, ks=SELF_KS,
+def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, cutoffs=SELF_KS, k: int = DEPTH,
                    chunk_window: int | None = 60, chunk_overlap: int = 20, index_dir=None, mode: str = "course",
                    analyzer: str = "plain", jobs: int = 1, progress: bool | None = None, *,
                    format: str | None = None, id_column: str | None = None, text_column: str | None = None,
@@ -187,8 +188,10 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, ks=SELF_
     methods : sequence of str
         Retrievers to compare (``tfidf``, ``bm25``, ``tags``; ``dense``, ``hybrid`` with
         ``mode="open"``).
-    ks : sequence of int
+    cutoffs : sequence of int
         Recall cut-offs.
+    k : int, default 100
+        Documents ranked per query (MRR, nDCG and MAP read them); at least the largest cut-off.
     chunk_window, chunk_overlap : int
         Also search word windows of this size (sharing ``chunk_overlap`` words), each
         document scored by its best window; ``None`` or 0: whole documents only.
@@ -203,7 +206,9 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, ks=SELF_
     progress : bool or None
         Progress bars (``None``: on a terminal).
     format, id_column, text_column, title_column, index_titles, max_passage_chars
-        How to read ``source`` (:func:`~factcheck.formats.evidence.source_spec`).
+        How to read ``source`` (:func:`~factcheck.formats.evidence.source_spec`). Without a
+        ``title_column``, the query column is stored as each passage's title (not
+        indexed), so a search of the index shows it.
 
     Returns
     -------
@@ -239,14 +244,16 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, ks=SELF_
     for method in methods:
         _check_selftest_method(method, mode)
     check_mode(mode)
-    ks = tuple(sorted(set(ks)))
+    cutoffs = tuple(sorted(set(cutoffs)))
+    check_number(k, "k", integer=True, low=max(cutoffs))
     ids, texts = read_query_column(source, query_column)
     queries = {pid: q for pid, q in zip(ids, texts) if q.strip()}
     skipped = len(ids) - len(queries)
     if not queries:
         raise InputError(source.path, None, f"every row's {query_column!r} is empty: nothing to query",
                          param="query_column")
-    depth = max(DEPTH, max(ks))
+    if source.title_column is None:  # stored and shown, never indexed
+        source = replace(source, title_column=query_column, index_titles=False)
     with tempfile.TemporaryDirectory(prefix="factcheck-selftest-") as scratch:
         root = Path(index_dir) if index_dir is not None else Path(scratch) / "index"
         manifest = TagJob(jobs=jobs, progress=progress).run(source, root)
@@ -266,9 +273,9 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, ks=SELF_
                 started = time.perf_counter()
                 retriever.fit(index)
                 fitted = time.perf_counter()
-                run = rank_queries(retriever, queries, depth, progress)
+                run = rank_queries(retriever, queries, k, progress)
                 ranked = time.perf_counter()
-                scored = judged_metrics(run, qrels, ks)
+                scored = judged_metrics(run, qrels, cutoffs)
                 units = len(index)
                 if window:
                     chunks = units = len(retriever.chunks_.owner)
@@ -284,7 +291,7 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, ks=SELF_
     corpus = {**source.describe(), "path": str(source.path), "id_column": source.id_column,
               "text_column": source.text_column, "query_column": query_column, "rows": len(ids), "chunks": chunks,
               "chunk_window": chunk_window or None, "chunk_overlap": chunk_overlap if chunk_window else None}
-    return SelfRetrieval(corpus=corpus, queries=len(queries), skipped_empty=skipped, ks=list(ks), depth=depth,
+    return SelfRetrieval(corpus=corpus, queries=len(queries), skipped_empty=skipped, ks=list(cutoffs), depth=k,
                          mode=mode, analyzer=analyzer, results=results)
 
 
@@ -311,75 +318,91 @@ def write_self_retrieval(result: SelfRetrieval, out) -> tuple[Path, Path]:
 
 # --------------------------------------------------------------------------- search
 
-def search(retriever, texts: list[str], k: int = 10, max_query_chars: int | None = None) -> list[list[dict]]:
-    """The top ``k`` documents for each free-text query: ``rank``, ``id``, ``score``,
-    ``text`` (and ``title`` when the index has titles); documents scoring 0 are left out.
+def as_retriever(retriever):
+    """A fitted retriever as it is; an index (or its directory) as ``BM25Retriever()``
+    fitted to it; anything else an InputError naming ``retriever``."""
+    from factcheck.retrieval.base import Retriever
+    from factcheck.tagging.index import TagIndex
+    if isinstance(retriever, (TagIndex, str, os.PathLike)):
+        from factcheck.retrieval.bm25 import BM25Retriever
+        return BM25Retriever().fit(retriever)
+    if not isinstance(retriever, Retriever):
+        raise InputError(None, None, f"expected a fitted retriever, a TagIndex or an index directory, got "
+                         f"{type(retriever).__name__}", param="retriever")
+    retriever._check_fitted()
+    return retriever
+
+
+def search(retriever, queries, k: int = 10, max_query_chars: int | None = None):
+    """The top ``k`` passages for free text, with their texts; passages scoring 0 are left out.
 
     Parameters
     ----------
-    retriever : Retriever
-        Fitted to the index to search.
-    texts : list of str
-        The queries.
-    k : int
-        Documents per query.
+    retriever : Retriever, TagIndex, str or Path
+        A fitted retriever; or an index (or its directory), searched with
+        ``BM25Retriever()``.
+    queries : str or sequence of str
+        One query, or several.
+    k : int, default 10
+        Passages per query.
     max_query_chars : int or None
         A longer query is an error; None: :data:`~factcheck.formats.records.MAX_QUERY_CHARS`.
 
     Returns
     -------
-    list of list of dict
-        One list of hits per query, best first.
+    Ranking or list of Ranking
+        For a string one :class:`~factcheck.Ranking` (``ids``, ``scores``, ``rows``,
+        ``titles``, and ``texts``: each passage's text without its title); for a sequence
+        a list of them, in order.
 
     Example
     -------
     >>> import factcheck
     >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
-    >>> hit = search(factcheck.TfidfRetriever().fit(index), ["Arctic ice is melting."], k=2)[0][1]
-    >>> hit["rank"], hit["id"], round(hit["score"], 3), hit["text"][:40]
-    (2, 'evidence-5', 0.26, 'Arctic sea ice extent in September has d')
+    >>> found = search(factcheck.TfidfRetriever().fit(index), "Arctic ice is melting.", k=2)
+    >>> found.ids, [round(s, 3) for s in found.scores], found.texts[1][:40]
+    (['evidence-7', 'evidence-5'], [0.272, 0.26], 'Arctic sea ice extent in September has d')
+    >>> len(search(index, ["Sea levels are rising.", "Arctic ice"], k=3))
+    2
     """
-    texts = list(texts)
+    from factcheck.retrieval.base import Ranking, as_texts
+    retriever = as_retriever(retriever)
+    texts, one = as_texts(queries, "queries")
     cap = length_cap(max_query_chars, "max_query_chars", MAX_QUERY_CHARS)
     for i, text in enumerate(texts, 1):
         check_length(None, f"query {i}", text, cap, "max_query_chars")
-    index = retriever.index_
-    body_of = getattr(index, "body", index.text)
+    body_of = getattr(retriever.index_, "body", retriever.index_.text)
     out = []
-    for ranking in retriever.rank(texts, k):
-        hits = []
-        titles = ranking.titles or [None] * len(ranking)
-        for rank, (pid, row, score, title) in enumerate(zip(ranking.ids, ranking.rows, ranking.scores, titles), 1):
-            if score == 0:
-                continue
-            hit = {"rank": rank, "id": pid, "score": score, "text": body_of(row)}
-            if title:  # a BEIR document's or a FEVER page's title, shown beside the body
-                hit["title"] = title
-            hits.append(hit)
-        out.append(hits)
-    return out
+    for r in retriever.rank(texts, k):
+        keep = [i for i, score in enumerate(r.scores) if score != 0]
+        out.append(Ranking([r.ids[i] for i in keep], [r.scores[i] for i in keep], [r.rows[i] for i in keep],
+                           None if r.titles is None else [r.titles[i] for i in keep],
+                           [body_of(r.rows[i]) for i in keep]))
+    return out[0] if one else out
 
 
 # --------------------------------------------------------------------------- judged queries
 
-def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[str, int]], depth: int = 1000,
-                     ks=DEFAULT_KS, run_out=None, tag: str | None = None, progress: bool | None = None,
-                     queries_path=None, qrels_path=None, max_query_chars: int | None = None) -> JudgedRetrieval:
+def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[str, int]], k: int = 1000,
+                     cutoffs=DEFAULT_KS, run_out=None, tag: str | None = None, progress: bool | None = None,
+                     queries_path=None, qrels_path=None,
+                     max_query_chars: int | None = None) -> JudgedRetrieval:
     """Rank every judged query with a fitted retriever and score the run (trec_eval's
     metrics with 95% intervals); optionally write it as a TREC run file.
 
     Parameters
     ----------
-    retriever : Retriever
-        Fitted to the collection the qrels judge.
+    retriever : Retriever, TagIndex, str or Path
+        Fitted to the collection the qrels judge; or that collection's index, ranked with
+        ``BM25Retriever()``.
     queries : dict
         ``{qid: text}`` (e.g. :func:`~factcheck.formats.qrels.read_queries`); queries
         without judgments are skipped (a BEIR ``queries.jsonl`` holds every split).
     qrels : dict
         ``{qid: {docid: grade}}``; every judged query must have a non-blank text.
-    depth : int
+    k : int, default 1000
         Documents ranked per query (the run's depth: MAP and MRR read all of it).
-    ks : sequence of int
+    cutoffs : sequence of int
         Recall cut-offs.
     run_out : str or Path or None
         Write the run here (TREC format, scores strictly decreasing).
@@ -406,13 +429,14 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
     >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
     >>> queries = {"q1": "Sea levels are rising.", "q2": "Arctic ice is melting.", "q3": "not judged"}
     >>> qrels = {"q1": {"evidence-8": 1, "evidence-39": 0}, "q2": {"evidence-5": 2, "evidence-7": 1}}
-    >>> result = judged_retrieval(factcheck.TfidfRetriever().fit(index), queries, qrels, depth=10,
+    >>> result = judged_retrieval(factcheck.TfidfRetriever().fit(index), queries, qrels, k=10,
     ...                           run_out="out/demo.trec", progress=False)
     >>> result.queries, result.skipped_unjudged, round(result.metrics["ndcg@10"].value, 3)
     (2, 1, 0.68)
     >>> open("out/demo.trec").readline()
     'q1 Q0 evidence-39 1 0.42814268653648513 tfidf\\n'
     """
+    retriever = as_retriever(retriever)
     missing = [qid for qid in qrels if qid not in queries]
     if missing:
         raise InputError(qrels_path, f"query {missing[0]!r}", f"judged but not in the queries file {queries_path or ''} "
@@ -437,10 +461,10 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
         warnings.warn(FactcheckWarning(
             f"{absent} relevant judged documents are not in the index {retriever.index_.root}: they count as "
             "relevant and can never be retrieved"), stacklevel=2)
-    run = rank_queries(retriever, judged, depth, progress)
-    scored = judged_metrics(run, qrels, ks)
+    run = rank_queries(retriever, judged, k, progress)
+    scored = judged_metrics(run, qrels, cutoffs)
     if run_out is not None:
         write_trec_run(run_out, run, tag or retriever.name)
     return JudgedRetrieval(queries=scored.queries, skipped_unjudged=len(queries) - len(judged),
-                           judged_not_in_index=absent, depth=depth, retriever=retriever_spec(retriever),
+                           judged_not_in_index=absent, depth=k, retriever=retriever_spec(retriever),
                            no_match=sum(not r for r in run.values()), metrics=scored.metrics)

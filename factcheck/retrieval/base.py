@@ -24,7 +24,7 @@ from sklearn.utils import metadata_routing
 
 from factcheck.errors import InputError, check_number
 
-__all__ = ["Hit", "NotFittedError", "Ranking", "Retriever", "Selection", "TopK", "as_texts"]
+__all__ = ["Explanation", "Hit", "NotFittedError", "Ranking", "Retriever", "Selection", "TopK", "as_texts"]
 
 
 @dataclass
@@ -75,11 +75,13 @@ class Ranking:
     ids : list of str
         The passages' ids, best first.
     scores : list of float
-        Their scores under the method.
+        Their scores under the method (plain floats).
     rows : list of int
         Their rows in the index (``index.ids[rows[i]] == ids[i]``).
     titles : list of str or None, or None
         Their titles (None for a passage without one), when the index has titles.
+    texts : list of str or None
+        Their texts (without the title), from :func:`factcheck.search`; None otherwise.
 
     Example
     -------
@@ -92,6 +94,7 @@ class Ranking:
     scores: list[float]
     rows: list[int]
     titles: list[str | None] | None = None
+    texts: list[str] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -137,11 +140,72 @@ class Selection:
         return [h.id for h in self.hits]
 
     def to_json(self) -> dict:
-        """The claim's record in the explanations sidecar (path, details, hits, and the
-        ranking's ids when there is one)."""
-        out = {"path": self.path, **self.details, "hits": [h.to_json() for h in self.hits]}
-        if self.ranking is not None:
-            out["ranking"] = self.ranking.to_json()
+        """The claim's record in the explanations sidecar (:meth:`Explanation.to_json`)."""
+        return Explanation.of(self).to_json()
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why a claim got its evidence and, from :class:`~factcheck.FactChecker`, its label:
+    the ``.explain.json`` sidecar's record of one claim, as an object.
+
+    Parameters
+    ----------
+    path : str
+        How the evidence was chosen (:attr:`Selection.path`).
+    hits : list of dict
+        Each returned passage's record (:meth:`Hit.to_json`), best first.
+    details : dict
+        What the method records for the whole claim (:attr:`Selection.details`).
+    ranking : list of str or None
+        The claim's ranking's ids (for recall@k and MRR), when one was kept.
+    probabilities : dict of str to float or None
+        The classifier's probability of each label.
+    classifier_read : dict or None
+        ``{"method", "ids"}``: the passages the classifier read.
+
+    Example
+    -------
+    >>> e = Explanation.of(Selection([Hit(3, "evidence-3", 2.5, {"rank": 1})], "ranked"))
+    >>> e.ids, e.to_json()
+    (['evidence-3'], {'path': 'ranked', 'hits': [{'id': 'evidence-3', 'score': 2.5, 'rank': 1}]})
+    >>> Explanation.from_json(e.to_json()) == e
+    True
+    """
+
+    path: str
+    hits: list[dict]
+    details: dict = field(default_factory=dict)
+    ranking: list[str] | None = None
+    probabilities: dict[str, float] | None = None
+    classifier_read: dict | None = None
+
+    @classmethod
+    def of(cls, selection: Selection, **fields) -> "Explanation":
+        """The explanation of a :class:`Selection` (and of its ranking, if it has one)."""
+        ranking = selection.ranking.to_json() if selection.ranking is not None else None
+        return cls(selection.path, [h.to_json() for h in selection.hits], dict(selection.details), ranking, **fields)
+
+    @classmethod
+    def from_json(cls, record: dict) -> "Explanation":
+        """The inverse of :meth:`to_json`."""
+        rest = dict(record)
+        own = {name: rest.pop(name) for name in ("path", "hits", "ranking", "probabilities", "classifier_read")
+               if name in rest}
+        return cls(details=rest, **own)
+
+    @property
+    def ids(self) -> list[str]:
+        """The evidence's ids, best first."""
+        return [h["id"] for h in self.hits]
+
+    def to_json(self) -> dict:
+        """The sidecar's record: ``path``, the details, ``hits``, then ``ranking``,
+        ``probabilities`` and ``classifier_read`` where present."""
+        out = {"path": self.path, **self.details, "hits": self.hits}
+        for name in ("ranking", "probabilities", "classifier_read"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
         return out
 
 
@@ -356,19 +420,19 @@ def _signature_order(cls) -> list[str]:
             if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
-def as_texts(claims) -> tuple[list[str], bool]:
-    """``(texts, one)``: one claim string as a list of one (``one`` True), or every string
-    of a sequence (``one`` False). Anything else is an InputError naming ``claims``:
-    iterating a string by accident would retrieve for each of its characters."""
+def as_texts(claims, param: str = "claims") -> tuple[list[str], bool]:
+    """``(texts, one)``: one string as a list of one (``one`` True), or every string of a
+    sequence (``one`` False). Anything else is an InputError naming ``param``: iterating
+    a string by accident would retrieve for each of its characters."""
     if isinstance(claims, str):
         return [claims], True
+    what = "a claim string" if param == "claims" else "a string"
     if isinstance(claims, (bytes, bytearray)) or not hasattr(claims, "__iter__"):
-        raise InputError(None, None, f"expected a claim string or a list of them, got {type(claims).__name__}",
-                         param="claims")
+        raise InputError(None, None, f"expected {what} or a list of them, got {type(claims).__name__}", param=param)
     texts = list(claims)
     for i, text in enumerate(texts):
         if not isinstance(text, str):
-            raise InputError(None, f"[{i}]", f"expected a claim string, got {type(text).__name__}", param="claims")
+            raise InputError(None, f"[{i}]", f"expected {what}, got {type(text).__name__}", param=param)
     return texts, False
 
 

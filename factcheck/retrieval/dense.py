@@ -47,12 +47,13 @@ class DenseRetriever(Retriever):
 
     Example
     -------
-    The index needs its passage vectors (:class:`~factcheck.PassageVectorJob`, or
+    The index needs its passage vectors (:class:`~factcheck.tagging.vectors.PassageVectorJob`, or
     ``factcheck run --mode open``):
 
     >>> import factcheck
+    >>> from factcheck.tagging.vectors import PassageVectorJob
     >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
-    >>> _ = factcheck.PassageVectorJob(progress=False).run("out/demo-index")
+    >>> _ = PassageVectorJob(progress=False).run("out/demo-index")
     >>> dense = DenseRetriever(k=3).fit(index)
     >>> dense.retrieve("Sea levels are rising.").ids
     ['evidence-8', 'evidence-37', 'evidence-7']
@@ -155,8 +156,9 @@ class HybridRetriever(Retriever):
     Example
     -------
     >>> import factcheck
+    >>> from factcheck.tagging.vectors import PassageVectorJob
     >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
-    >>> _ = factcheck.PassageVectorJob(progress=False).run("out/demo-index")
+    >>> _ = PassageVectorJob(progress=False).run("out/demo-index")
     >>> hybrid = HybridRetriever(k=3, alpha=0.5).fit(index)
     >>> hybrid.params()
     {'k': 3, 'alpha': 0.5, 'fusion': 'max', 'k1': 0.9, 'b': 0.4}

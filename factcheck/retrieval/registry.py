@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from factcheck.errors import InputError
+from factcheck.errors import InputError, ref
 
 if TYPE_CHECKING:
     from factcheck.formats.claims import Claim
-    from factcheck.retrieval.base import Retriever
+    from factcheck.retrieval.base import Explanation, Retriever
 
 # Every retriever by name: the one list the library and the CLI's choices draw from. The
 # CLI imports this module to build its parser, so it imports nothing heavy at the top
@@ -50,7 +50,7 @@ def check_method(method: str, mode: str = "course", also: tuple[str, ...] = (), 
     retriever asked for in the course mode says so."""
     if method in OPEN_METHODS and mode == "course":
         raise InputError(None, None, f"{method!r} is an open-mode retriever (pretrained embeddings); the "
-                         f"course mode offers {', '.join((*also, *METHODS))} (or use mode open)", param="method")
+                         f"course mode offers {', '.join((*also, *METHODS))} (or use {ref('mode')} open)", param="method")
     methods = (*also, *methods_for(mode, embedding_model))
     if method not in methods:
         raise InputError(None, None, f"unknown method {method!r}; expected one of {', '.join(methods)}",
@@ -123,11 +123,9 @@ def make_retriever(method: str, params: dict | None = None, chunk_window: int | 
     return r
 
 
-def run_retrieval(retriever: Retriever, claims: list[Claim], depth: int = DEPTH):
-    """Evidence ids and the explanation record of every claim, keyed by claim id, in claim order.
-
-    Each claim is scored once (:meth:`~factcheck.retrieval.base.Retriever.search`): its
-    evidence and its ranking come from the same scoring.
+def run_retrieval(retriever: Retriever, claims: list[Claim], depth: int = DEPTH) -> dict[str, Explanation]:
+    """Each claim's :class:`~factcheck.retrieval.base.Explanation` (its evidence is
+    ``.ids``), by claim id in claim order, from one scoring of each claim.
 
     Parameters
     ----------
@@ -136,31 +134,32 @@ def run_retrieval(retriever: Retriever, claims: list[Claim], depth: int = DEPTH)
     claims : list of Claim
         The claims (:func:`factcheck.read_claims`); their ids key the results.
     depth : int, default 100
-        > 0 also records each claim's top-``depth`` ranking (for recall@k and MRR) in its
-        explanation, as ``"ranking"``; 0 skips ranking.
+        > 0 also keeps each claim's top-``depth`` ranking (for recall@k and MRR) as
+        ``ranking``; 0 ranks nothing beyond the evidence.
 
     Returns
     -------
-    evidences : dict of str to list of str
-        Claim id -> the ids of the passages returned as evidence.
-    explain : dict of str to dict
-        Claim id -> the explanation record (the ``.explain.json`` sidecar's claim entry).
+    dict of str to Explanation
 
     Example
     -------
     >>> import factcheck
     >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
     >>> claims = factcheck.read_claims("data/demo/dev-claims.json")
-    >>> evidences, explain = run_retrieval(factcheck.BM25Retriever(k=2).fit(index), claims, depth=5)
-    >>> evidences[claims[0].id] == explain[claims[0].id]["ranking"][:2]
+    >>> explained = run_retrieval(factcheck.BM25Retriever(k=2).fit(index), claims, depth=5)
+    >>> explained[claims[0].id].ids == explained[claims[0].id].ranking[:2]
     True
     """
+    from factcheck.retrieval.base import Explanation
     texts = [c.text for c in claims]
     # A duck-typed reader (a test's stand-in) may offer ``retrieve`` only.
     selections = retriever.search(texts, depth) if depth > 0 else retriever.retrieve(texts)
-    evidences = {c.id: sel.ids for c, sel in zip(claims, selections)}
-    explain = {c.id: sel.to_json() for c, sel in zip(claims, selections)}
-    return evidences, explain
+    return {c.id: Explanation.of(sel) for c, sel in zip(claims, selections)}
+
+
+def evidence_of(explained: dict[str, Explanation]) -> dict[str, list[str]]:
+    """Claim id -> evidence ids, from :func:`run_retrieval`'s explanations."""
+    return {cid: e.ids for cid, e in explained.items()}
 
 
 def retriever_spec(retriever: Retriever) -> dict:
@@ -178,11 +177,12 @@ def retriever_spec(retriever: Retriever) -> dict:
     return spec
 
 
-def write_retrieval(out: Path, claims: list[Claim], evidences: dict, explain: dict, retriever: Retriever,
+def write_retrieval(out: Path, claims: list[Claim], explained: dict[str, Explanation], retriever: Retriever,
                     labels: dict | None = None, predictions_format: str | None = None) -> Path:
     """Predictions (course format, or FEVER's: ``predictions_format``) plus the
     ``.explain.json`` sidecar of ``retriever``'s choices (see
     :mod:`factcheck.formats.explanations`); returns the sidecar's path."""
     from factcheck.formats.explanations import write_explained_predictions
-    return write_explained_predictions(Path(out), claims, evidences, explain, retriever_spec(retriever), labels,
-                                       predictions_format)
+    return write_explained_predictions(Path(out), claims, evidence_of(explained),
+                                       {cid: e.to_json() for cid, e in explained.items()}, retriever_spec(retriever),
+                                       labels, predictions_format)

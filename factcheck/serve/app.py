@@ -15,7 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from factcheck.errors import InputError
+from factcheck.errors import InputError, ref
 from factcheck.formats.files import loads_json
 from factcheck.formats.rundir import refuse_unfinished
 from factcheck.serve import dev as devview
@@ -103,11 +103,11 @@ def resolve_paths(run_dir: Path | None, index_dir: Path | None, model_dir: Path 
         index_dir = index_dir or _run_index(run_dir)
         model_dir = model_dir or run_dir / "model"
     if index_dir is None or model_dir is None:
-        raise InputError(None, None, "give a run directory (--run DIR) or both --index DIR and --model DIR",
-                         param="run")
+        raise InputError(None, None, f"give a run directory, or both {ref('index_dir')} and {ref('model_dir')}",
+                         param="run_dir")
     for path, what in ((index_dir, "tag index"), (model_dir, "model")):
         if not Path(path).is_dir():
-            hint = (" (a run made with --index keeps no copy: pass --index DIR too)"
+            hint = (f" (a run made with an existing index keeps no copy: pass {ref('index_dir')} too)"
                     if run_dir and what == "tag index" else "")
             raise InputError(path, None, f"no such {what} directory{hint}")
     return Path(index_dir), Path(model_dir)

@@ -33,7 +33,6 @@ def check_claim(claim: str, run_dir=None, index_dir=None, model_dir=None, method
     """``factcheck check``'s view of one claim (a claim longer than ``max_claim_chars``, default
     :data:`~factcheck.formats.records.MAX_QUERY_CHARS`, is an error)."""
     from factcheck.system.checker import FactChecker
-    from factcheck.system.model_dir import available_methods, load_retriever
     from factcheck.serve.app import resolve_paths
     from factcheck.serve.explain import check_view
 
@@ -44,16 +43,9 @@ def check_claim(claim: str, run_dir=None, index_dir=None, model_dir=None, method
         raise InputError(None, None, "the claim is empty; give the claim text in quotes", param="claim")
     index_dir, model_dir = resolve_paths(run_dir, index_dir, model_dir)
     chosen = FactChecker.load(index_dir, model_dir, mode=mode)
-    best = chosen.meta.get("retriever", {}).get("method") or chosen.retriever.name
+    best = chosen.chosen_method
     name = best if method in (None, "", "best") else method
-    if name == best:
-        system = chosen
-    else:  # as the app does: the other retriever, the same classifier reading its passages
-        if name not in available_methods(chosen.meta):
-            raise InputError(model_dir, None, f"this model has no {name!r} retriever; it has "
-                             + ", ".join(available_methods(chosen.meta)), param="method")
-        retriever = load_retriever(model_dir, chosen.meta, name, chosen.index)
-        system = FactChecker(chosen.index, retriever, chosen.classifier, chosen.meta)
+    system = chosen if name == best else chosen.using(name)  # as the app does
     return check_view(claim, name, best, system.check(claim), system.texts, None, system.retriever.params())
 
 

@@ -40,7 +40,7 @@ def build(artefacts, systems) -> DevExplorer:
     elif gold:
         verdicts = systems.by_method[systems.best].check(list(gold.values()))
         preds = verdicts.predictions()
-        explain, order = {v.id: v.explanation for v in verdicts}, list(gold)
+        explain, order = {v.id: v.explanation.to_json() for v in verdicts}, list(gold)
         source, method = f"checked at first view ({artefacts.gold_path})", systems.best
     else:
         return DevExplorer(source="no dev predictions and no gold dev claims (start with --run or --dev-claims)")

@@ -45,7 +45,7 @@ def ordered_probabilities(probabilities: dict) -> dict:
 def check_view(claim: str, method: str, best: str, verdict, texts_of, seconds: float | None = None,
                retriever_params: dict | None = None) -> dict:
     """The API/page record of one claim's :class:`~factcheck.system.checker.Verdict`."""
-    explain = verdict.explanation
+    explain = verdict.explanation.to_json()
     ids = [h["id"] for h in explain["hits"]]
     texts = texts_of(ids)
     return {

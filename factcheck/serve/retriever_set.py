@@ -12,7 +12,7 @@ from pathlib import Path
 
 from factcheck.errors import InputError
 from factcheck.system.checker import FactChecker
-from factcheck.system.model_dir import available_methods, load_retriever
+from factcheck.system.model_dir import available_methods
 
 logger = logging.getLogger(__name__)  # notes for whoever serves the app (the CLI shows them)
 
@@ -52,18 +52,17 @@ class RetrieverSet:
 def load_retriever_set(index_dir: Path, model_dir: Path, warm_up: bool = True, mode: str | None = None) -> RetrieverSet:
     """The model's chosen retriever and every other it names, each checked once if ``warm_up``."""
     chosen = FactChecker.load(index_dir, model_dir, mode=mode)
-    best = chosen.meta.get("retriever", {}).get("method") or chosen.retriever.name
+    best = chosen.chosen_method
     systems = RetrieverSet({best: chosen}, best)
     for method in available_methods(chosen.meta):
         if method == best:
             continue
         try:
-            retriever = load_retriever(model_dir, chosen.meta, method, chosen.index)
+            systems.by_method[method] = chosen.using(method)
         except (InputError, ImportError, OSError) as exc:
             systems.unavailable[method] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             logger.warning("retriever %r not available: %s", method, systems.unavailable[method])
             continue
-        systems.by_method[method] = FactChecker(chosen.index, retriever, chosen.classifier, chosen.meta)
     if warm_up:  # first calls pay for lazy caches (vocabularies, analyzer memo, sklearn)
         for method in systems.methods:
             systems.check(method, "Global temperatures are rising because of carbon dioxide emissions.")

@@ -13,17 +13,18 @@ from __future__ import annotations
 import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
 
 from factcheck.classification.model import load_classifier
-from factcheck.errors import FactcheckWarning, InputError
+from factcheck.errors import FactcheckWarning, InputError, ref
 from factcheck.formats.claims import Claim, as_claims
-from factcheck.retrieval.registry import check_mode, retriever_spec, run_retrieval
-from factcheck.system.model_dir import load_retriever, model_mode, require_mode
+from factcheck.retrieval.base import Explanation
+from factcheck.retrieval.registry import check_mode, evidence_of, retriever_spec, run_retrieval
+from factcheck.system.model_dir import available_methods, load_retriever, model_mode, require_mode
 
 __all__ = ["FactChecker", "Verdict", "Verdicts"]
 
@@ -39,29 +40,34 @@ class Verdict:
     text : str
         The claim.
     label : str
-        The predicted label, one of :data:`factcheck.LABELS`.
-    evidences : list of str
-        The ids of the passages returned as evidence, best first.
-    probabilities : dict of str to float
-        The classifier's probability of each label.
-    explanation : dict
-        Why: the retriever's record (hits and their scores), what the classifier read,
-        the probabilities (the ``.explain.json`` sidecar's claim entry).
+        The predicted label, one of :data:`factcheck.formats.claims.LABELS`.
+    explanation : Explanation
+        Why: the evidence with its scores, what the classifier read, the label
+        probabilities (:meth:`Explanation.to_json` is the ``.explain.json`` sidecar's record).
 
     Example
     -------
-    >>> v = Verdict("0", "Sea levels are rising.", "SUPPORTS", ["evidence-8"],
-    ...             {"SUPPORTS": 0.7, "REFUTES": 0.1, "NOT_ENOUGH_INFO": 0.1, "DISPUTED": 0.1}, {})
-    >>> v.label, v.evidences
-    ('SUPPORTS', ['evidence-8'])
+    >>> from factcheck.retrieval.base import Explanation
+    >>> why = Explanation("ranked", [{"id": "evidence-8", "score": 6.7}], probabilities={"SUPPORTS": 0.7, "REFUTES": 0.3})
+    >>> v = Verdict("0", "Sea levels are rising.", "SUPPORTS", why)
+    >>> v.label, v.evidences, v.probabilities["SUPPORTS"]
+    ('SUPPORTS', ['evidence-8'], 0.7)
     """
 
     id: str
     text: str
     label: str
-    evidences: list[str]
-    probabilities: dict[str, float]
-    explanation: dict
+    explanation: Explanation
+
+    @property
+    def evidences(self) -> list[str]:
+        """The ids of the passages returned as evidence, best first."""
+        return self.explanation.ids
+
+    @property
+    def probabilities(self) -> dict[str, float]:
+        """The classifier's probability of each label (plain floats)."""
+        return self.explanation.probabilities or {}
 
 
 class Verdicts(Sequence):
@@ -79,8 +85,9 @@ class Verdicts(Sequence):
 
     Example
     -------
-    >>> a = Verdict("claim-1", "Sea levels are rising.", "SUPPORTS", ["evidence-8"], {"SUPPORTS": 0.9}, {})
-    >>> b = Verdict("claim-2", "The Arctic is cooling.", "REFUTES", ["evidence-5"], {"REFUTES": 0.8}, {})
+    >>> from factcheck.retrieval.base import Explanation
+    >>> a = Verdict("claim-1", "Sea levels are rising.", "SUPPORTS", Explanation("ranked", [{"id": "evidence-8"}]))
+    >>> b = Verdict("claim-2", "The Arctic is cooling.", "REFUTES", Explanation("ranked", [{"id": "evidence-5"}]))
     >>> verdicts = Verdicts([a, b])
     >>> len(verdicts), verdicts[0].label, verdicts.labels
     (2, 'SUPPORTS', ['SUPPORTS', 'REFUTES'])
@@ -132,8 +139,8 @@ class Verdicts(Sequence):
         return [v.probabilities for v in self._verdicts]
 
     @property
-    def explanations(self) -> list[dict]:
-        """The explanation record of each claim, in input order."""
+    def explanations(self) -> list[Explanation]:
+        """The explanation of each claim, in input order."""
         return [v.explanation for v in self._verdicts]
 
     def predictions(self) -> dict[str, dict]:
@@ -153,10 +160,11 @@ class FactChecker:
         Fitted to ``index``; returns the evidence.
     classifier : scikit-learn estimator
         Reads ``(claim text, [passage texts])`` pairs (:func:`factcheck.make_classifier`).
-    meta : dict
-        The model directory's record (which retrievers, trained against which index).
     reader : Retriever or None
         Supplies the passages the classifier reads, when it is not ``retriever``.
+    meta, model_dir : dict, Path or None
+        Set by :meth:`load`: the model directory's record (its retrievers, its mode) and
+        where it is.
 
     Example
     -------
@@ -174,25 +182,36 @@ class FactChecker:
     >>> train = factcheck.read_claims("data/demo/train-claims.json", require_labels=True)
     >>> X = [(c.text, index.texts_of(s.ids)) for c, s in zip(train, bm25.retrieve([c.text for c in train]))]
     >>> classifier = factcheck.make_classifier().fit(X, [c.label for c in train])
-    >>> checker = FactChecker(index, bm25, classifier, meta={})
+    >>> checker = FactChecker(index, bm25, classifier)
     >>> verdicts = checker.check(["Sea levels are rising.", "The Arctic is cooling."])
     >>> verdicts[0].evidences
     ['evidence-8', 'evidence-39']
-    >>> all(label in factcheck.LABELS for label in verdicts.labels)
+    >>> all(label in classifier.classes_ for label in verdicts.labels)
     True
     """
 
-    def __init__(self, index, retriever, classifier, meta: dict, reader=None):
+    def __init__(self, index, retriever, classifier, reader=None, *, meta: dict | None = None, model_dir=None):
+        for name, part, needs in (("retriever", retriever, "retrieve"), ("classifier", classifier, "predict_proba"),
+                                  ("reader", reader or retriever, "retrieve")):
+            if not callable(getattr(part, needs, None)):
+                raise InputError(None, None, f"expected an object with {needs}(), got {type(part).__name__}",
+                                 param=name)
         self.index = index
         self.retriever = retriever
         self.classifier = classifier
-        self.meta = meta
         self.reader = reader or retriever
+        self.meta = meta or {}
+        self.model_dir = model_dir
 
     @property
     def mode(self) -> str:
         """``"course"`` or ``"open"``: the mode the model was trained in."""
         return model_mode(self.meta)
+
+    @property
+    def chosen_method(self) -> str:
+        """The retriever the model chose (its ``retriever`` record), else this one's name."""
+        return self.meta.get("retriever", {}).get("method") or self.retriever.name
 
     @classmethod
     def load(cls, index_dir: Path, model_dir: Path, method: str | None = None,
@@ -222,7 +241,7 @@ class FactChecker:
         trained_in = model_mode(meta)
         if mode is not None and check_mode(mode, meta.get("embedding_model")) != trained_in:
             raise InputError(model_dir, None, f"was trained in the {trained_in} mode, not the {mode} mode "
-                             f"(use mode {trained_in}, or train a model in the {mode} mode)", param="mode")
+                             f"(use {ref('mode')} {trained_in}, or train a model in the {mode} mode)", param="mode")
         require_mode(model_dir, trained_in, meta.get("embedding_model"))
         index = TagIndex.load(index_dir)
         trained_on = meta.get("index_plan_key")
@@ -234,19 +253,20 @@ class FactChecker:
         reader = None
         if reader_method and reader_method != retriever_spec(retriever)["method"]:
             reader = load_retriever(model_dir, meta, reader_method, index)
-        return cls(index, retriever, classifier, meta, reader)
+        return cls(index, retriever, classifier, reader, meta=meta, model_dir=model_dir)
+
+    def using(self, method: str) -> "FactChecker":
+        """This system with another of its model's tuned retrievers, whose passages the
+        classifier then reads (what the app and ``factcheck check --method`` show)."""
+        if method not in available_methods(self.meta):
+            raise InputError(self.model_dir, None, f"this model has no {method!r} retriever; it has "
+                             + ", ".join(available_methods(self.meta)), param="method")
+        retriever = load_retriever(self.model_dir, self.meta, method, self.index)
+        return FactChecker(self.index, retriever, self.classifier, meta=self.meta, model_dir=self.model_dir)
 
     def texts(self, ids: list[str]) -> list[str]:
         """The texts of these passage ids (ids not in the index are skipped)."""
         return self.index.texts_of(ids)
-
-    def read(self, claims, evidences: dict | None = None) -> dict[str, list[str]]:
-        """The passages the classifier reads for each claim (claim id -> passage ids):
-        ``evidences`` when the reader is the retriever, otherwise the reader's own."""
-        claims = as_claims(claims)
-        if self.reader is self.retriever and evidences is not None:
-            return evidences
-        return run_retrieval(self.reader, claims, depth=0)[0]
 
     def check(self, claims):
         """Evidence, label, label probabilities and explanation of one claim or of each of a list.
@@ -273,19 +293,17 @@ class FactChecker:
         one = isinstance(claims, (str, Claim))
         claims = as_claims(claims)
         _check_distinct([c.id for c in claims])  # before the work: results are keyed by id
-        evidences, explain = run_retrieval(self.retriever, claims)
-        read = self.read(claims, evidences)
+        explained = run_retrieval(self.retriever, claims)
+        read = (evidence_of(explained) if self.reader is self.retriever
+                else evidence_of(run_retrieval(self.reader, claims, depth=0)))
         X = [(c.text, self.texts(read[c.id])) for c in claims]
         proba = self.classifier.predict_proba(X) if claims else np.zeros((0, len(self.classifier.classes_)))
         classes = [str(c) for c in self.classifier.classes_]
         out = []
-        for claim, p in zip(claims, proba):
-            probabilities = {c: float(v) for c, v in zip(classes, p)}
-            explanation = explain[claim.id]
-            explanation["probabilities"] = probabilities
-            explanation["classifier_read"] = {"method": self.reader.name, "ids": read[claim.id]}
-            out.append(Verdict(claim.id, claim.text, classes[int(np.argmax(p))], evidences[claim.id], probabilities,
-                               explanation))
+        for claim, p in zip(claims, proba.tolist()):
+            why = replace(explained[claim.id], probabilities=dict(zip(classes, p)),
+                          classifier_read={"method": self.reader.name, "ids": read[claim.id]})
+            out.append(Verdict(claim.id, claim.text, classes[int(np.argmax(p))], why))
         return out[0] if one else Verdicts(out)
 
 

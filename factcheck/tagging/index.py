@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from factcheck.errors import InputError
+from factcheck.errors import InputError, as_path
 from factcheck.formats.files import atomic_path
 from factcheck.tagging import store
 from factcheck.scoring.tfidf import tfidf_rows
@@ -293,7 +293,7 @@ class TagIndex:
         -------
         TagIndex
         """
-        root = Path(root)
+        root = as_path(root, "root")
         manifest = store.verify_index(root) if verify else store.read_manifest(root)
         return cls(root, manifest, store.open_index(root, manifest))
 

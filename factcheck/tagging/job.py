@@ -106,7 +106,7 @@ class TagJob:
         ----------
         source : SourceSpec, str or Path
             The knowledge source: a path read with the reader options below, or a
-            ``SourceSpec`` (:func:`factcheck.source_spec`).
+            ``SourceSpec`` (:func:`factcheck.formats.evidence.source_spec`).
         out : str or Path
             The index directory (this run's alone while it runs).
         force : bool, default False

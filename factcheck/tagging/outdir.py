@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from factcheck.errors import InputError
+from factcheck.errors import InputError, ref
 from factcheck.formats.files import SYMLINK_REFUSED, TMP_PREFIX, check_no_symlinks, write_json_atomic
 from factcheck.formats.rundir import MARKER
 from factcheck.tagging import store
@@ -88,7 +88,7 @@ def _acquire(out: Path, path: Path):
         except Timeout:
             if path.exists():  # else its holder removed it as we came: try again
                 raise InputError(out, None, f"in use by another factcheck run (pid {_holder(path)}); "
-                                 "wait for it to finish or choose another --out") from None
+                                 f"wait for it to finish or choose another {ref('out')}") from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:  # filelock opens with O_NOFOLLOW: the lock file is a link
                 raise InputError(path, None, SYMLINK_REFUSED) from None
@@ -187,7 +187,7 @@ def wipe(out: Path) -> int:
             ours = False
         if not ours:
             raise InputError(manifest, None, "is not a factcheck tag index manifest; refusing to delete "
-                             "anything here even with --force (choose another --out)")
+                             f"anything here even with {ref('force')} (choose another {ref('out')})")
     removed = 0
     for sub in (*WRITTEN, store.VECTORS_DIR):
         base = out / sub
@@ -271,7 +271,7 @@ def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[
             if problem is not None and "older format" in problem.message:
                 raise problem  # names the command that rebuilds it
             raise InputError(manifest_path, None, "the directory holds a different run's index "
-                             "(other input or parameters); use --force to replace it")
+                             f"(other input or parameters); use {ref('force')} to replace it")
         else:
             wipe(out)
     elif plan_path.is_file():
@@ -285,14 +285,14 @@ def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[
             if not force and (_plan_params(plan_path) != plan["params"]
                               or (out / store.WORK_DIR / "split.json").is_file()):
                 raise InputError(out, None, "holds an unfinished run with other input or parameters; "
-                                 "use --force to discard it")
+                                 f"use {ref('force')} to discard it")
             wipe(out)
     elif out.exists() and (not out.is_dir() or _has_content(out)):
         if not out.is_dir():
             raise InputError(out, None, "exists and is not a directory")
         if not force:
             raise InputError(out, None, "exists, is not empty and is not a tag index; "
-                             "choose a new directory or use --force")
+                             f"choose a new directory or use {ref('force')}")
     remove_temporaries(out)
     write_json_atomic(plan_path, {"plan_key": plan_key, "plan": plan})
     return None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from factcheck.retrieval.registry import run_retrieval
+from factcheck.retrieval.registry import evidence_of, run_retrieval
 
 
 def out_of_fold_evidence(claims: list, folds: list, fit_reader: Callable[[list], object] | None = None,
@@ -16,7 +16,7 @@ def out_of_fold_evidence(claims: list, folds: list, fit_reader: Callable[[list],
     """Evidence ids per claim id, from ``reader`` (no claim-trained state: one retrieval) or
     from ``fit_reader(train_claims)`` rebuilt per fold of ``folds`` (one partition's test positions)."""
     if reader is not None:
-        return run_retrieval(reader, claims, depth=0)[0]
+        return evidence_of(run_retrieval(reader, claims, depth=0))
     out: dict[str, list[str]] = {}
     covered = set()
     for test in folds:
@@ -24,7 +24,7 @@ def out_of_fold_evidence(claims: list, folds: list, fit_reader: Callable[[list],
         covered |= held
         r = fit_reader([c for i, c in enumerate(claims) if i not in held])
         part = [claims[i] for i in sorted(held)]
-        out.update(run_retrieval(r, part, depth=0)[0])
+        out.update(evidence_of(run_retrieval(r, part, depth=0)))
     if covered != set(range(len(claims))):
         raise ValueError("folds must partition the claims")
     return {c.id: out[c.id] for c in claims}

@@ -14,7 +14,7 @@ from pathlib import Path
 from factcheck.errors import FactcheckWarning
 from factcheck.evaluation.evaluate import evaluate
 from factcheck.training import tuning
-from factcheck.retrieval.registry import run_retrieval
+from factcheck.retrieval.registry import evidence_of, run_retrieval
 
 MIN_HOLDOUT_TO_CHOOSE = 30  # below it one claim moves F more than the gaps between retrievers
 DEFAULT_METHOD = "bm25"
@@ -65,7 +65,7 @@ def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progre
     for name, sweep in c.sweeps.items():
         sweep.write_csv(out / "tuning" / f"{name}-sweep.csv")
     for name, retriever in c.retrievers.items():
-        evidences, _ = run_retrieval(retriever, holdout, depth=0)
+        evidences = evidence_of(run_retrieval(retriever, holdout, depth=0))
         c.holdout_scores[name] = tuning.mean_f([evidences[h.id] for h in holdout], holdout)
     if method != "auto":
         c.best, c.chosen_by = method, "user"
@@ -83,8 +83,8 @@ def dev_scores(c: TunedRetrievers, dev) -> dict:
     """Every candidate retriever on dev (reported once, never used for a choice)."""
     out = {}
     for name, retriever in c.retrievers.items():
-        evidences, explain = run_retrieval(retriever, dev)
-        result = evaluate({cid: {"evidences": ev} for cid, ev in evidences.items()}, dev, explain).to_json()
+        explained = run_retrieval(retriever, dev)
+        result = evaluate({cid: {"evidences": e.ids} for cid, e in explained.items()}, dev, explained).to_json()
         out[name] = {"params": retriever.params(), "evidence_f": result["intervals"]["evidence_f"],
                      "retrieval": result["retrieval"]}
     return out

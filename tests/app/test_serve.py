@@ -80,7 +80,7 @@ def test_api_agrees_with_the_library(app, client, demo_run):
         assert [h["id"] for h in data["hits"]] == verdict.evidences
         assert data["verdict"] == verdict.label
         assert data["probabilities"] == pytest.approx(verdict.probabilities)
-        assert data["path"] == verdict.explanation["path"]
+        assert data["path"] == verdict.explanation.path
 
 
 def test_every_tuned_retriever_can_be_chosen(client, demo_run):

@@ -110,7 +110,9 @@ def test_selftest_prints_a_table_and_reuses_its_index(tmp_path):
     (("--query-column", "title", "--method", "dense"), ("--method", "open-mode")),
     (("--query-column", "title", "--chunk-window", "5", "--chunk-overlap", "5"), ("--chunk-overlap", "overlap < window")),
     (("--query-column", "title", "--method", "tfidf,bm2"), ("--method", "unknown method 'bm2'")),
-    (("--query-column", "title", "--k", "0,5"), ("--k", "at least 1")),
+    (("--query-column", "title", "--cutoffs", "0,5"), ("--cutoffs", "at least 1")),
+    (("--query-column", "title", "--k", "0"), ("--k", "at least 1")),
+    (("--query-column", "title", "--k", "5", "--cutoffs", "1,10"), ("--k", "at least 10")),
 ])
 def test_selftest_bad_arguments_are_one_line_and_write_nothing(tmp_path, args, needles):
     out = tmp_path / "out"

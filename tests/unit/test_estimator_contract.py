@@ -90,7 +90,8 @@ def fitted_open(demo_index, tmp_path_factory):
     # A copy: the session's demo index must stay without vectors (other tests rely on it).
     root = tmp_path_factory.mktemp("open") / "index"
     shutil.copytree(demo_index, root)
-    factcheck.PassageVectorJob(progress=False).run(root)
+    from factcheck.tagging.vectors import PassageVectorJob
+    PassageVectorJob(progress=False).run(root)
     index = TagIndex.load(root)
     return index, {"dense": factcheck.DenseRetriever(k=3).fit(index), "hybrid": factcheck.HybridRetriever(k=3).fit(index)}
 

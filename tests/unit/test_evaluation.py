@@ -11,6 +11,8 @@ from factcheck.evaluation import intervals
 from factcheck.evaluation.intervals import (bootstrap_mean, format_interval, mcnemar_exact, paired_bootstrap_diff,
                                            to_json, wilson)
 from factcheck.evaluation.evaluate import recall_at, reciprocal_rank
+from factcheck.evaluation.ir_metrics import judged_metrics
+from factcheck.formats.evidence import source_spec
 from factcheck.formats.claims import Claim, read_claims, read_predictions
 
 
@@ -200,13 +202,13 @@ def test_every_metric_the_library_returns_is_one_type(tmp_path):
     from factcheck.evaluation.fever import fever_score
     dev = read_claims(DEMO / "dev-claims.json", require_labels=True)
     predictions = {c.id: {"evidences": c.evidences[:1], "claim_label": "SUPPORTS"} for c in dev}
-    spec = factcheck.source_spec(ROOT / "tests" / "data" / "workbench" / "papers.csv", id_column="paper_id",
+    spec = source_spec(ROOT / "tests" / "data" / "workbench" / "papers.csv", id_column="paper_id",
                                  text_column="abstract")
     selftest = factcheck.self_retrieval(spec, "title", methods=("tfidf",), chunk_window=None,
                                         index_dir=tmp_path / "index", progress=False)
     index = factcheck.TagIndex.load(tmp_path / "index")
     qrels = {"q1": {index.ids[0]: 1}}
-    judged = factcheck.judged_metrics({"q1": [(index.ids[0], 1.0)]}, qrels)
+    judged = judged_metrics({"q1": [(index.ids[0], 1.0)]}, qrels)
     # The inconsistency a newcomer met: selftest's figures were dicts, judged_metrics' objects.
     assert type(selftest.results[0].metrics["recall@1"]) is type(judged.metrics["recall@1"])
     from factcheck.evaluation.intervals import Metric
@@ -215,7 +217,7 @@ def test_every_metric_the_library_returns_is_one_type(tmp_path):
     fever_pred = {c.id: {"predicted_label": "SUPPORTS", "predicted_evidence": c.evidences} for c in dev}
     results = {
         "evaluate": factcheck.evaluate(predictions, dev),
-        "course_score": factcheck.course_score(predictions, dev),
+        "course_score": course_score(predictions, dev),
         "fever_score": fever_score(fever_pred, gold),
         "judged_metrics": judged,
         "judged_retrieval": factcheck.judged_retrieval(tfidf, {"q1": "sparse matrices"}, qrels, progress=False),

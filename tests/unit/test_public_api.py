@@ -66,7 +66,7 @@ def checker(tmp_path_factory):
     bm25 = factcheck.BM25Retriever(k=2).fit(index)
     train = factcheck.read_claims(ROOT / "data" / "demo" / "train-claims.json", require_labels=True)
     X = [(c.text, index.texts_of(s.ids)) for c, s in zip(train, bm25.retrieve([c.text for c in train]))]
-    return factcheck.FactChecker(index, bm25, factcheck.make_classifier().fit(X, [c.label for c in train]), {})
+    return factcheck.FactChecker(index, bm25, factcheck.make_classifier().fit(X, [c.label for c in train]))
 
 
 def test_fact_checker_answers_one_string_with_one_verdict_and_a_list_in_input_order(checker):
@@ -76,7 +76,7 @@ def test_fact_checker_answers_one_string_with_one_verdict_and_a_list_in_input_or
     assert isinstance(one, factcheck.Verdict) and isinstance(many, factcheck.Verdicts)
     assert len(many) == 3 and [v.text for v in many] == texts
     assert many[0] == one  # the same claim alone or among others: the same verdict
-    assert many.labels == [v.label for v in many] and set(many.labels) <= set(factcheck.LABELS)
+    assert many.labels == [v.label for v in many] and set(many.labels) <= set(checker.classifier.classes_)
     assert many.evidences[1] == many[1].evidences == checker.retriever.retrieve(texts[1]).ids
     assert many[-1].text == texts[-1] and [v.text for v in many[1:]] == texts[1:]
     assert many.probabilities[0] == one.probabilities and abs(sum(one.probabilities.values()) - 1) < 1e-9

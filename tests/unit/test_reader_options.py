@@ -13,6 +13,7 @@ import pytest
 
 from helpers import DEMO, assert_one_line_error, in_process, shared_file
 import factcheck
+from factcheck.formats.evidence import source_spec
 from factcheck.cli import build_parser
 from factcheck.cli import options
 from factcheck.errors import InputError
@@ -21,13 +22,14 @@ from factcheck.formats import convert
 from factcheck.formats import evidence as evidence_mod
 from factcheck.evaluation.evaluate import evaluate_files
 from factcheck.evaluation.fever import fever_score_files
-from factcheck.pipeline.run import run_pipeline
+from factcheck.pipeline.run import RunConfig, run_pipeline
+from factcheck.tagging.job import TagJob
 
 SOURCE = set(evidence_mod.SOURCE_OPTIONS)
 CLAIMS = {f"claims_{o}" for o in claims_mod.CLAIM_OPTIONS}
 READS_CLAIMS = {"claims", "groundtruth", "train", "dev", "test"}
 # command -> the library function whose keyword arguments its reader flags are
-CALLS = {"tag": [evidence_mod.source_spec, factcheck.build_index], "run": [run_pipeline],
+CALLS = {"tag": [evidence_mod.source_spec, factcheck.build_index], "run": [RunConfig],
          "train": [factcheck.build_index], "retrieve": [factcheck.build_index], "predict": [factcheck.build_index],
          "ablation": [factcheck.build_index], "train-rerank": [factcheck.build_index],
          "evaluate": [evaluate_files, fever_score_files], "convert claims": [convert.convert_claims],
@@ -76,8 +78,12 @@ def test_the_library_takes_the_cli_reader_options_as_keywords():
             continue
         flags = (SOURCE | CLAIMS) & set(dests(parser))
         for fn in CALLS[name]:
+            if fn is RunConfig:  # the reader options grouped: RunConfig(source={...}, claims={...})
+                config = RunConfig(source={o: None for o in SOURCE}, claims={o: None for o in claims_mod.CLAIM_OPTIONS})
+                assert flags == SOURCE | CLAIMS and {*config.source, *(f"claims_{o}" for o in config.claims)} == flags
+                continue
             params = inspect.signature(fn).parameters
-            used = flags & (SOURCE | CLAIMS if fn in (run_pipeline, convert.convert_claims) else
+            used = flags & (SOURCE | CLAIMS if fn is convert.convert_claims else
                             CLAIMS if fn in (evaluate_files, fever_score_files, convert.convert_predictions)
                             else SOURCE)
             missing = used - set(params)
@@ -99,7 +105,8 @@ def _public_functions():
         elif inspect.isclass(obj):
             yield from ((f"{name}.{m}", f) for m, f in vars(obj).items()
                         if inspect.isfunction(f) and not m.startswith("_"))
-    yield from (("convert_claims", convert.convert_claims), ("convert_evidence", convert.convert_evidence))
+    yield from (("convert_claims", convert.convert_claims), ("convert_evidence", convert.convert_evidence),
+                ("TagJob.run", TagJob.run), ("source_spec", evidence_mod.source_spec))
 
 
 def _collection_parameters(fn) -> list[str]:
@@ -116,10 +123,10 @@ def _collection_parameters(fn) -> list[str]:
 
 def test_every_public_function_reading_a_collection_takes_the_reader_options():
     # Today's main: self_retrieval took a SourceSpec only, read_passages and TagJob.run too.
-    indexing = {"build_index", "TagJob.run", "self_retrieval", "run_pipeline", "source_spec"}
+    indexing = {"build_index", "TagJob.run", "self_retrieval", "source_spec"}
     readers = {name: fn for name, fn in _public_functions()
                if _collection_parameters(fn) or name in ("source_spec", "convert_evidence")}
-    assert {"build_index", "TagJob.run", "read_passages", "self_retrieval", "run_pipeline", "source_spec",
+    assert {"build_index", "TagJob.run", "read_passages", "self_retrieval", "source_spec",
             "convert_claims", "convert_evidence"} <= set(readers), sorted(readers)
     for name, fn in readers.items():
         params = inspect.signature(fn).parameters
@@ -135,7 +142,7 @@ def test_self_retrieval_and_read_passages_take_a_path_and_the_options(tmp_path):
     result = factcheck.self_retrieval(papers, query_column="title", id_column="index", text_column="abstract",
                                       methods=("bm25",), chunk_window=None, progress=False)
     assert result.corpus["rows"] == 2 and result.corpus["id_column"] == "index"
-    spec = factcheck.source_spec(papers, id_column="index", text_column="abstract")
+    spec = source_spec(papers, id_column="index", text_column="abstract")
     assert factcheck.self_retrieval(spec, "title", ("bm25",), chunk_window=None, progress=False).queries == 2
     with pytest.raises(InputError) as err:
         factcheck.self_retrieval(spec, "title", id_column="index")
@@ -171,7 +178,7 @@ def test_build_index_takes_the_reader_options(tmp_path):
 
 def test_build_index_takes_a_source_spec(tmp_path):
     # Today's main: a raw traceback (AttributeError inside source_spec).
-    spec = factcheck.source_spec(arxiv_like(tmp_path), id_column="index", text_column="abstract")
+    spec = source_spec(arxiv_like(tmp_path), id_column="index", text_column="abstract")
     assert factcheck.build_index(spec, tmp_path / "idx", progress=False).ids == ["2501.1", "2501.2"]
     with pytest.raises(InputError) as err:
         factcheck.build_index(spec, tmp_path / "idx2", title_column="title")
@@ -185,11 +192,12 @@ def test_library_errors_name_parameters_not_flags(tmp_path):
     msg = err.value.one_line()
     assert msg.startswith(f"{tmp_path / 'papers.csv'}: id_column: no column 'id'") and "--" not in msg
     with pytest.raises(InputError) as err:
-        run_pipeline(DEMO, tmp_path / "out", evidence=arxiv_like(tmp_path), text_column="body", progress=False)
-    assert err.value.param in ("id_column", "text_column") and "--" not in err.value.one_line()
+        run_pipeline(DEMO, tmp_path / "out", evidence=arxiv_like(tmp_path), source={"text_column": "body"},
+                     progress=False)
+    assert err.value.param in ("source.id_column", "source.text_column") and "--" not in err.value.one_line()
     with pytest.raises(InputError) as err:
-        run_pipeline(DEMO, tmp_path / "out2", claims_format="xml", progress=False)
-    assert err.value.param == "claims_format"
+        run_pipeline(DEMO, tmp_path / "out2", claims={"format": "xml"}, progress=False)
+    assert err.value.param == "claims.format"
 
 
 def test_run_has_the_options_its_errors_name(tmp_path):

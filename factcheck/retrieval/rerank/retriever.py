@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from factcheck.errors import InputError, check_number
+from factcheck.errors import InputError, check_number, ref
 from factcheck.formats.files import dump_model_atomic
 from factcheck.formats.rundir import refuse_unfinished
 from factcheck.formats.safe_load import load_model
@@ -34,7 +34,7 @@ class RerankRetriever(Retriever):
     """A learned reranker: BM25 and label-memory candidates, P(gold) from boosted trees,
     a per-claim cut-off tuned for evidence F.
 
-    Trained by :func:`factcheck.train_reranker` (returned fitted) or loaded with :meth:`load`.
+    Trained by :func:`factcheck.training.rerank.train_reranker` (returned fitted) or loaded with :meth:`load`.
     ``fit(index, terms=None, context=None, dense=None)`` may reuse structures already built
     for ``index``.
 
@@ -71,9 +71,10 @@ class RerankRetriever(Retriever):
     Example
     -------
     >>> import factcheck
+    >>> from factcheck.training.rerank import train_reranker
     >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
     >>> train = factcheck.read_claims("data/demo/train-claims.json", require_labels=True)
-    >>> reranker = factcheck.train_reranker(index, train[:12], train[12:], progress=False)
+    >>> reranker = train_reranker(index, train[:12], train[12:], progress=False)
     >>> reranker.save("out/rerank.skops")
     >>> reranker = factcheck.RerankRetriever.load("out/rerank.skops")
     >>> reranker.memory, reranker.cutoff
@@ -110,7 +111,7 @@ class RerankRetriever(Retriever):
     def _check_params(self) -> None:
         if self.model is None:
             raise InputError(None, None, "the rerank method needs a trained model: "
-                             "run `factcheck train-rerank` and pass its output with --rerank-model",
+                             f"run `factcheck train-rerank` and pass its output as {ref('rerank_model')}",
                              param="rerank_model")
         if not callable(getattr(self.model, "predict", None)):
             raise InputError(None, None, f"expected a trained relevance model, got {type(self.model).__name__}",
