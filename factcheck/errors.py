@@ -69,7 +69,8 @@ class InputError(ValueError):
 
     def one_line(self, flags: dict[str, str] | None = None) -> str:
         """The error as one line; ``flags`` maps parameter names to how the caller spells them."""
-        name = (flags or {}).get(self.param, self.param) if self.param else None
+        flags = flags or {}
+        name = flags.get(self.param, self.param) if self.param else None
         where = " ".join(p for p in (name, self.place) if p)
         parts = [p for p in (self.path, where) if p]
         prefix = ": ".join(parts)

@@ -213,9 +213,6 @@ def _command_flags(parser: argparse.ArgumentParser, command: str) -> dict[str, s
         flags.setdefault(f"{dest}_dir", flag)
         if dest.startswith("claims_"):
             flags[f"claims.{dest.removeprefix('claims_')}"] = flag
-        else:  # a claims option whose flag has no --claims- prefix (--max-claim-chars)
-            flags.setdefault(f"claims.{dest}", flag)
-            flags.setdefault(f"claims_{dest}", flag)
     return flags
 
 

@@ -30,7 +30,7 @@ CLAIM_FORMATS = tuple(UNITS)
 PREDICTION_UNITS = {unit.NAME: unit for unit in (course, fever)}
 PREDICTION_FORMATS = tuple(PREDICTION_UNITS)
 # The reader options every claims reader takes (the CLI spells them --claims-format, ...).
-CLAIM_OPTIONS = ("format", "id_column", "text_column", "label_column", "evidence_column", "max_claim_chars")
+CLAIM_OPTIONS = ("format", "id_column", "text_column", "label_column", "evidence_column")
 
 
 def as_claims(claims) -> list[Claim]:

@@ -143,7 +143,7 @@ class RunConfig:
     >>> RunConfig(claims={"label": "x"})
     Traceback (most recent call last):
     ...
-    factcheck.errors.InputError: claims label: not a reader option; expected format, id_column, text_column, label_column, evidence_column
+    factcheck.errors.InputError: claims label: not a reader option; expected format, id_column, text_column, label_column, evidence_column, max_claim_chars
     """
 
     train: Path | None = None
@@ -162,7 +162,7 @@ class RunConfig:
     progress: bool | None = None
 
     def __post_init__(self):
-        for name, known in (("source", SOURCE_OPTIONS), ("claims", CLAIM_OPTIONS)):
+        for name, known in (("source", SOURCE_OPTIONS), ("claims", (*CLAIM_OPTIONS, "max_claim_chars"))):
             options = getattr(self, name)
             if not isinstance(options, dict):
                 raise InputError(None, None, f"expected a dict of reader options, got {type(options).__name__}",

