@@ -1,11 +1,7 @@
 """``FactChecker``, a trained system (tag index + retriever + classifier), and its ``Verdicts``.
 
-Two retrievers play two roles, each chosen on the training hold-out: the *retriever*
-returns the evidence (best evidence F), the *reader* supplies the passages the
-classifier reads (best label accuracy). They are often the same; when they are not
-(e.g. the reranker finds gold passages more precisely, while BM25's top passages
-serve the classifier better), both are run and the explanation records what the
-classifier read. What a trained system is saved as: :mod:`factcheck.system.model_dir`.
+The *retriever* returns the evidence, the *reader* (often the same) supplies the passages
+the classifier reads; the explanation records what it read.
 """
 
 from __future__ import annotations
@@ -42,8 +38,7 @@ class Verdict:
     label : str
         The predicted label, one of :data:`factcheck.formats.claims.LABELS`.
     explanation : Explanation
-        Why: the evidence with its scores, what the classifier read, the label
-        probabilities (:meth:`Explanation.to_json` is the ``.explain.json`` sidecar's record).
+        The evidence with its scores, what the classifier read, the label probabilities.
 
     Example
     -------
@@ -70,13 +65,13 @@ class Verdict:
         return self.explanation.probabilities or {}
 
 
+def _per_claim(field: str, doc: str) -> property:
+    return property(lambda self: [getattr(v, field) for v in self._verdicts], doc=doc)
+
+
 class Verdicts(Sequence):
     """What :meth:`FactChecker.check` found for a list of claims: one :class:`Verdict` per
-    claim, in input order.
-
-    Indexing is by position (``verdicts[0]``, slices, iteration), as for the rows of
-    ``predict``'s output; :attr:`by_id` reaches a claim by its id. The per-field lists
-    (``labels``, ``evidences``, ...) follow the input order too.
+    claim, indexed by position in input order; :attr:`by_id` reaches a claim by its id.
 
     Parameters
     ----------
@@ -118,30 +113,11 @@ class Verdicts(Sequence):
         """Claim id -> :class:`Verdict` (read-only), in input order."""
         return self._by_id
 
-    @property
-    def ids(self) -> list[str]:
-        """The claims' ids, in input order."""
-        return [v.id for v in self._verdicts]
-
-    @property
-    def labels(self) -> list[str]:
-        """The predicted labels, in input order."""
-        return [v.label for v in self._verdicts]
-
-    @property
-    def evidences(self) -> list[list[str]]:
-        """The evidence ids of each claim, in input order."""
-        return [v.evidences for v in self._verdicts]
-
-    @property
-    def probabilities(self) -> list[dict[str, float]]:
-        """The label probabilities of each claim, in input order."""
-        return [v.probabilities for v in self._verdicts]
-
-    @property
-    def explanations(self) -> list[Explanation]:
-        """The explanation of each claim, in input order."""
-        return [v.explanation for v in self._verdicts]
+    ids = _per_claim("id", "The claims' ids, in input order.")
+    labels = _per_claim("label", "The predicted labels, in input order.")
+    evidences = _per_claim("evidences", "The evidence ids of each claim, in input order.")
+    probabilities = _per_claim("probabilities", "The label probabilities of each claim, in input order.")
+    explanations = _per_claim("explanation", "The explanation of each claim, in input order.")
 
     def predictions(self) -> dict[str, dict]:
         """The leaderboard format: claim id -> ``{"evidences": [...], "claim_label": ...}``
@@ -163,8 +139,7 @@ class FactChecker:
     reader : Retriever or None
         Supplies the passages the classifier reads, when it is not ``retriever``.
     meta, model_dir : dict, Path or None
-        Set by :meth:`load`: the model directory's record (its retrievers, its mode) and
-        where it is.
+        Set by :meth:`load`: the model directory's record and where it is.
 
     Example
     -------
@@ -174,7 +149,7 @@ class FactChecker:
     >>> checker.check("Sea levels are rising.").label                   # doctest: +SKIP
     'SUPPORTS'
 
-    Or assembled from parts (the README's "Use it from Python" does this):
+    Or assembled from parts:
 
     >>> import factcheck
     >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
@@ -228,9 +203,7 @@ class FactChecker:
             Another tuned retriever of the model's instead of the chosen one
             (``"tags"``, ``"bm25"``, ``"rerank"``, ...).
         mode : {"course", "open"} or None
-            None: the model's own; otherwise the mode the caller expects. A model trained
-            in another mode is a one-line error, as is an open-mode model where the open
-            extra is not installed.
+            None: the model's own; otherwise the mode the caller expects (another is an error).
 
         Returns
         -------
@@ -256,8 +229,7 @@ class FactChecker:
         return cls(index, retriever, classifier, reader, meta=meta, model_dir=model_dir)
 
     def using(self, method: str) -> "FactChecker":
-        """This system with another of its model's tuned retrievers, whose passages the
-        classifier then reads (what the app and ``factcheck check --method`` show)."""
+        """This system with another of its model's tuned retrievers (also as the reader)."""
         if method not in available_methods(self.meta):
             raise InputError(self.model_dir, None, f"this model has no {method!r} retriever; it has "
                              + ", ".join(available_methods(self.meta)), param="method")
@@ -265,7 +237,7 @@ class FactChecker:
         return FactChecker(self.index, retriever, self.classifier, meta=self.meta, model_dir=self.model_dir)
 
     def texts(self, ids: list[str]) -> list[str]:
-        """The texts of these passage ids (ids not in the index are skipped)."""
+        """The texts of these passage ids."""
         return self.index.texts_of(ids)
 
     def check(self, claims):
@@ -280,15 +252,7 @@ class FactChecker:
         Returns
         -------
         Verdict or Verdicts
-            One :class:`Verdict` for a string or a claim; for a sequence, a :class:`Verdicts`
-            in input order (``verdicts[0]``, ``verdicts.labels``, ``verdicts.by_id[claim_id]``).
-
-        Example
-        -------
-        >>> checker.check("Sea levels are rising.").label             # doctest: +SKIP
-        'SUPPORTS'
-        >>> checker.check(["Sea levels are rising.", "The Arctic is cooling."]).labels  # doctest: +SKIP
-        ['SUPPORTS', 'REFUTES']
+            One :class:`Verdict` for a string or a claim; for a sequence, a :class:`Verdicts`.
         """
         one = isinstance(claims, (str, Claim))
         claims = as_claims(claims)
@@ -308,7 +272,6 @@ class FactChecker:
 
 
 def _check_distinct(ids: list[str]) -> None:
-    """Claim ids must be distinct: a result keyed by id would silently keep one of two."""
     first: dict[str, int] = {}
     for position, cid in enumerate(ids):
         if first.setdefault(cid, position) != position:

@@ -1,18 +1,6 @@
-"""The model directory format: what a trained system is saved as, and how it is rebuilt.
-
-A model directory holds ``classifier.skops`` (the scikit-learn pipeline and a ``meta``
-record: which retriever and reader with which parameters, every other tuned retriever,
-the index it was trained against, the mode -- ``course`` or ``open`` -- it was trained
-in) and, for the learned retriever, ``rerank.skops``. An open-mode model's dense and
-hybrid retrievers record the ``content_sha256`` of the passage vectors they were tuned on.
-``factcheck predict``/``ablation``/``serve`` rebuild the exact system from it
-(:meth:`factcheck.FactChecker.load`).
-
-The two files are one unit: the classifier's meta records the sha256 of the
-``rerank.skops`` it was trained with (``rerank_sha256``; ``None`` when it was trained
-without one), and the reranker is loaded only when its bytes match. Why: a training
-stopped between writing the two (``rerank.skops`` is written first) left a new reranker
-beside the old classifier, and both loaded.
+"""The model directory: ``classifier.skops`` (the pipeline and a ``meta`` record of the
+retrievers, the index and the mode it was trained with) and, for the learned retriever,
+``rerank.skops``, loaded only when its sha256 is the one the meta records (docs/main-job.md).
 """
 
 from __future__ import annotations
@@ -32,8 +20,7 @@ RERANK_FILE = "rerank.skops"
 
 def save_system(model_dir: Path, classifier, retriever, meta: dict, alternatives: dict | None = None,
                 reader=None) -> None:
-    """Save the classifier, the chosen retriever and reader, and every other tuned
-    retriever's spec, so a user (or the app) can switch retriever without re-tuning."""
+    """Save the classifier, the chosen retriever and reader, and every other tuned retriever's spec."""
     model_dir = Path(model_dir)
     spec = retriever_spec(retriever)
     meta = {**meta, "reader": retriever_spec(reader or retriever)}
@@ -49,17 +36,6 @@ def save_system(model_dir: Path, classifier, retriever, meta: dict, alternatives
                                             "rerank_sha256": rerank_sha256})
 
 
-def check_rerank_file(path: Path, meta: dict) -> None:
-    """``rerank.skops`` must be the file the classifier was trained with (models saved
-    before the sha256 was recorded are not checked)."""
-    if "rerank_sha256" not in meta:
-        return
-    recorded = meta["rerank_sha256"]
-    if recorded is None or sha256_file(path) != recorded:
-        raise InputError(path, None, "is not the reranker classifier.skops was trained with (its sha256 "
-                         "differs): the model directory mixes two trainings; train it again")
-
-
 def available_methods(meta: dict) -> list[str]:
     """The retrievers a model directory's record can rebuild, by name."""
     return sorted((meta.get("retrievers") or {meta["retriever"]["method"]: None}).keys())
@@ -71,8 +47,7 @@ def model_mode(meta: dict) -> str:
 
 
 def require_mode(model_dir: Path, mode: str, embedding_model=None) -> None:
-    """An open-mode model needs its embedding model (the open extra, or the local model the
-    model directory records as ``embedding_model``): say so in one line naming the model."""
+    """An open-mode model needs its embedding model: one line naming the model if it is missing."""
     try:
         check_mode(mode, embedding_model)
     except InputError as exc:
@@ -82,11 +57,8 @@ def require_mode(model_dir: Path, mode: str, embedding_model=None) -> None:
 
 
 def load_retriever(model_dir: Path, meta: dict, method: str | None = None, index=None):
-    """The chosen retriever, or another tuned one by name (``tags``, ``bm25``, ``rerank``,
-    and in an open-mode model ``dense``, ``hybrid``); fitted to ``index`` if given.
-
-    A dense or hybrid retriever fitted to vectors other than those it was tuned on (the
-    model records their ``content_sha256``) still works, with a warning."""
+    """The chosen retriever, or another tuned one by name; fitted to ``index`` if given (a
+    warning if its passage vectors are not those it was tuned on)."""
     chosen = meta.get("retriever") or {}
     method = method or chosen.get("method")
     if method is None:
@@ -97,7 +69,10 @@ def load_retriever(model_dir: Path, meta: dict, method: str | None = None, index
         path = Path(model_dir) / RERANK_FILE
         if not path.is_file():
             raise InputError(path, None, "no trained reranker in this model directory")
-        check_rerank_file(path, meta)
+        # A recorded None: trained without one. Models older than the record are not checked.
+        if "rerank_sha256" in meta and sha256_file(path) != meta["rerank_sha256"]:
+            raise InputError(path, None, "is not the reranker classifier.skops was trained with (its sha256 "
+                             "differs): the model directory mixes two trainings; train it again")
         params = {"model": path}
     retriever = make_retriever(method, params, spec.get("chunk_window"), spec.get("chunk_overlap", 20),
                                mode=model_mode(meta), embedding_model=meta.get("embedding_model"))
