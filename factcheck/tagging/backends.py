@@ -1,10 +1,5 @@
-"""Where shard tasks run: in this process, on joblib's loky workers, or on a Dask cluster
-(its futures: joblib's Dask backend never returns from a killed worker, docs/decisions.md).
-
-A task's arguments are paths, a shard number and a key, never passages; results come back
-in task order and nothing a task writes depends on its worker, so the bytes are the same
-for any backend or number of jobs. One :class:`WorkerPool` serves every map stage of a job
-and stops its workers when the job ends.
+"""Where shard tasks run: in this process, on joblib's loky workers, or on a Dask cluster.
+Results come back in task order and nothing a task writes depends on its worker.
 """
 
 from __future__ import annotations
@@ -64,8 +59,8 @@ def resolve_jobs(jobs: int | None) -> int:
 
 @contextlib.contextmanager
 def dask_client(scheduler: str | None, workers: int):
-    """A distributed Client: the given scheduler, or a LocalCluster of processes we own; a
-    bad address, a scheduler that does not answer or has no workers is one InputError."""
+    """A distributed Client: the given scheduler, or a LocalCluster of processes we own (an
+    InputError for a bad or silent scheduler)."""
     try:
         from dask.distributed import Client, LocalCluster
         from distributed.comm import get_address_host_port
@@ -74,7 +69,7 @@ def dask_client(scheduler: str | None, workers: int):
         raise InputError(None, "dask", CLUSTER_HINT, param="backend") from None
     if not scheduler:
         # The scheduler serves HTTP even without a dashboard: a free loopback port avoids
-        # "port in use" when two runs overlap. silence_logs takes a level, not a name.
+        # "port in use" when two runs overlap.
         with sigint_for_this_process_only():  # its event loop thread starts the worker processes
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
@@ -132,9 +127,8 @@ def require_backend(backend: str) -> str:
 
 
 class WorkerPool:
-    """Runs the map stages of one job (a context manager): loky workers, started by the
-    first stage with two tasks or more, or one Dask client made on first need; both
-    stopped on exit. ``keep_heap``: local workers keep their freed heap (:mod:`.heap`)."""
+    """Runs the map stages of one job (a context manager), stopping its workers on exit.
+    ``keep_heap``: local workers keep their freed heap (:mod:`.heap`)."""
 
     def __init__(self, backend: str = "loky", jobs: int | None = 1, scheduler: str | None = None,
                  keep_heap: bool = False):
@@ -161,13 +155,12 @@ class WorkerPool:
         return self
 
     def warm_up(self, func) -> None:
-        """Have each local worker run ``func`` (imports) first in the next stream, which then
-        starts its workers before its first task."""
+        """Have each local worker run ``func`` (imports) first in the next stream."""
         if self.backend == "loky" and self.jobs > 1:
             self._warm = func
 
     def check_shared(self, path: Path) -> None:
-        """Dask: every worker must see ``path`` (a file the driver just wrote), or one line."""
+        """Dask: every worker must see ``path`` (a file the driver just wrote)."""
         if self.backend != "dask":
             return
         path = Path(path).resolve()
@@ -178,18 +171,15 @@ class WorkerPool:
                              "directory must be on storage shared by this machine and every worker")
 
     def map(self, func, arglist: list[tuple], desc: str = "", progress: bool | None = None, common=None) -> list:
-        """``func(*args)`` (``func(*args, common)``: Dask sends ``common`` once) for every args
-        tuple, results in input order."""
+        """``func(*args)`` (``func(*args, common)``) for every args tuple, results in input order."""
         if not arglist:
             return []
         return self.stream(func, arglist, desc, progress, common, total=len(arglist))
 
     def stream(self, func, args_iter, desc: str = "", progress: bool | None = None, common=None,
                total: int | None = None, on_done=None) -> list:
-        """As :meth:`map`, each args tuple submitted as soon as ``args_iter`` yields it. An
-        error of ``args_iter`` or a task stops the stream. ``on_done(args)`` runs here for
-        each task in input order, once it and those before it have finished and every task
-        has been submitted."""
+        """As :meth:`map`, each args tuple submitted as soon as ``args_iter`` yields it;
+        ``on_done(args)`` runs here for each finished task, in input order."""
         extra = () if common is None else (common,)
         args_iter = iter(args_iter)
         with progress_bar(desc=desc, total=total, unit="shards", enabled=progress) as bar:
@@ -271,7 +261,6 @@ _HEAP_KEPT = False
 
 
 def _task(func, keep_heap: bool, args: tuple):
-    """One task on a loky worker (``keep_heap`` set once per worker process)."""
     global _HEAP_KEPT
     if keep_heap and not _HEAP_KEPT:
         keep_freed_memory()

@@ -1,27 +1,7 @@
-"""Caches derived from a tag index, kept inside its directory: one owner, one convention.
-
-Each cache (``bm25/``, ``rerank/``, ``chunks/``, ``tfidf/``) holds one folder per entry with
-its files and ``factcheck-key.json`` (``{"key": what it was built from, "files": {name:
+"""Caches derived from a tag index, kept inside its directory (``bm25/``, ``rerank/``, ...):
+one folder per entry with its files and ``factcheck-key.json`` (``{"key", "files": {name:
 sha256}}``). An entry is used only when its record names the caller's key and every file
-matches, otherwise rebuilt (docs/decisions.md, "Caches inside an index"); it is built in a
-``.tmp-*`` sibling and renamed; loaders read arrays and JSON only; a read-only index is
-served from a private temporary folder; a fresh build is loaded back from its files like a
-cached one. A nested cache (holding its own record) and passage vectors (their own
-manifest) vouch for themselves and are left out of their parent's file list.
-
-Example
--------
->>> import json, tempfile
->>> from pathlib import Path
->>> def build(folder):
-...     (folder / "value.json").write_text(json.dumps([1, 2]))
->>> def load(folder):
-...     return json.loads((folder / "value.json").read_text())
->>> cache = DerivedCache(tempfile.mkdtemp())
->>> cache.load_or_build("rerank/demo", {"v": 1}, build, load)
-[1, 2]
->>> [status.state for status in cache.check()]
-['ok']
+matches, otherwise rebuilt (docs/decisions.md, "Caches inside an index").
 """
 
 from __future__ import annotations
@@ -54,23 +34,22 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class CacheStatus:
-    """One cache entry as :meth:`DerivedCache.check` found it: ``ok``, ``damaged`` (files
-    differ from the record) or ``unrecorded`` (no record); both rebuilt when next used."""
+    """One cache entry as :meth:`DerivedCache.check` found it: ``ok``, ``damaged`` or ``unrecorded``."""
 
     path: Path
     state: str
 
 
 class DerivedCache:
-    """The derived caches inside the index directory ``index_dir`` (example: the module's)."""
+    """The derived caches inside the index directory ``index_dir``."""
 
     def __init__(self, index_dir):
         self.index_dir = Path(index_dir)
 
     def load_or_build(self, name: str, key, build: Callable[[Path], None], load: Callable[[Path], T]) -> T:
         """The entry ``name`` (``<kind>/<entry>``) for ``key``: loaded when its record matches,
-        else ``build(folder)`` writes it into an empty folder, saved, and ``load(folder)``
-        reads it back (from a private folder when the index directory is read-only)."""
+        else ``build(folder)`` writes it into an empty folder and ``load(folder)`` reads it back
+        (from a private folder when the index directory is read-only)."""
         entry = self.index_dir / name
         if self._matches(entry, key):
             try:
@@ -130,7 +109,6 @@ class DerivedCache:
 
 
 def _private(build: Callable[[Path], None], load: Callable[[Path], T]) -> T:
-    """Build into a private temporary folder (the index directory is read-only)."""
     # Not tempfile.mkdtemp: tests simulate a read-only index by patching it.
     folder = Path(tempfile.gettempdir()) / f"factcheck-cache-{os.getpid()}-{uuid.uuid4().hex}"
     folder.mkdir(mode=0o700)

@@ -1,9 +1,5 @@
-"""Load a verified tag index: the API the retrievers, the classifier and the app use.
-
-Every array stays memory-mapped; ids and texts are decoded when asked for, many at once
-with ``take``; id -> row is a sorted array of 64-bit hashes (docs/decisions.md,
-"Processes and memory").
-"""
+"""Load a verified tag index: arrays stay memory-mapped, ids and texts are decoded when
+asked for (docs/decisions.md, "Processes and memory")."""
 
 from __future__ import annotations
 
@@ -63,7 +59,7 @@ class PackedStrings(Sequence):
         return s
 
     def take(self, rows) -> list[str]:
-        """The strings of ``rows`` (negative counting from the end), in order, vectorised."""
+        """The strings of ``rows`` (negative counting from the end), in order."""
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
         n = len(self)
         if len(rows) and (rows.min() < -n or rows.max() >= n):
@@ -259,21 +255,19 @@ class TagIndex:
         self.root = Path(root)
         self.manifest = manifest
         p = arrays.passages
-        #: Every passage id, in row order (a sequence decoded on access; ``ids.take(rows)``
-        #: decodes many at once).
+        #: Every passage id, in row order (``ids.take(rows)`` decodes many at once).
         self.ids = PackedStrings([(s["ids"], s["id_offsets"]) for s in p])
         self._bodies = PackedStrings([(s["texts"], s["text_offsets"]) for s in p])
         titled = manifest.data["titles"]
         self._titles = PackedStrings([(s["titles"], s["title_offsets"]) for s in p]) if titled else None
         self.index_titles = bool(manifest.data["index_titles"] and titled)
-        #: Every passage's :meth:`text`, in row order (a sequence decoded on access).
+        #: Every passage's :meth:`text`, in row order.
         self.texts = TitledTexts(self._titles, self._bodies) if self.index_titles else self._bodies
         indptrs, base = [np.zeros(1, np.int64)], 0
         for t in arrays.tags:
             indptrs.append(t["indptr"][1:] + base)
             base += int(t["indptr"][-1])
-        #: The tags in CSR form: passage ``i``'s are ``tag_terms[tag_indptr[i]:tag_indptr[i + 1]]``
-        #: (columns of :attr:`vocabulary`), their weights :attr:`tag_weights`.
+        #: The tags in CSR form (columns of :attr:`vocabulary`; weights: :attr:`tag_weights`).
         self.tag_indptr = np.concatenate(indptrs)
         self.tag_terms = _concat([t["terms"] for t in arrays.tags], np.int32)
         self._arrays = arrays
@@ -297,7 +291,6 @@ class TagIndex:
         manifest = store.verify_index(root) if verify else store.read_manifest(root)
         return cls(root, manifest, store.open_index(root, manifest))
 
-    # ------------------------------------------------------------------ passages
     def __len__(self) -> int:
         return len(self.ids)
 
@@ -316,7 +309,6 @@ class TagIndex:
         return self._titles is not None
 
     def _row(self, passage) -> int:
-        """The row of ``passage``, an id (str) or a row (int)."""
         if isinstance(passage, str):
             row = int(self.rows_of([passage])[0])
             if row < 0:
@@ -338,8 +330,7 @@ class TagIndex:
         return self._bodies[self._row(passage)]
 
     def text(self, passage) -> str:
-        """``passage`` (an id or a row) as retrievers read it (``title + "\\n" + body`` when
-        titles are indexed)."""
+        """``passage`` (an id or a row) as retrievers read it (with its title, if indexed)."""
         return self.texts[self._row(passage)]
 
     def texts_of(self, ids) -> list[str]:
@@ -352,8 +343,7 @@ class TagIndex:
         return self.texts.take(rows)
 
     def require_gold(self, claims, path) -> None:
-        """Every gold evidence id of ``claims`` must be a passage of this index, or an
-        InputError names the claims file, the first claim at fault and the missing ids."""
+        """An InputError unless every gold evidence id of ``claims`` (read from ``path``) is in this index."""
         pairs = [(c.id, e) for c in claims for e in c.evidences]
         rows = self.rows_of([e for _, e in pairs]).tolist()
         missing = [pair for pair, r in zip(pairs, rows) if r < 0]
@@ -369,7 +359,6 @@ class TagIndex:
         from factcheck.progress import progress
         return progress(self.texts.batches(), desc=desc, total=len(self.manifest.shards), unit="shards")
 
-    # ------------------------------------------------------------------ tags
     @cached_property
     def tag_weights(self) -> np.ndarray:
         """Every tag's TF-IDF weight (float64, aligned with ``tag_terms``); joined on first use."""
@@ -409,14 +398,12 @@ class TagIndex:
 
     def tags(self, row: int) -> list[str]:
         """The tags of the passage in ``row``, best first."""
-        a, b = self.tag_indptr[row], self.tag_indptr[row + 1]
         vocab = self.vocabulary
-        return [vocab[j] for j in self.tag_terms[a:b]]
+        return [vocab[j] for j in self.tag_terms[self.tag_indptr[row]:self.tag_indptr[row + 1]]]
 
     def weights(self, row: int) -> list[float]:
         """The TF-IDF weights of the passage's tags, in :meth:`tags` order."""
-        a, b = self.tag_indptr[row], self.tag_indptr[row + 1]
-        return self.tag_weights[a:b].tolist()
+        return self.tag_weights[self.tag_indptr[row]:self.tag_indptr[row + 1]].tolist()
 
     @cached_property
     def _tag_columns(self) -> np.ndarray:
@@ -428,10 +415,7 @@ class TagIndex:
 
     def tag_space_rows(self, rows=None) -> sp.csr_matrix:
         """The given passages' tags (all when ``rows`` is None) in the tag vectoriser's TF-IDF
-        space, CSR: what the tag rule's cosine and the reranker's tag features read. Bit for
-        bit ``tag_vectorizer.transform(tag_strings)``, built from the tag arrays (each tag
-        counted once) at a fraction of the cost (docs/decisions.md, "``tag_space``").
-        """
+        space, CSR: bit for bit ``tag_vectorizer.transform(tag_strings)`` (docs/decisions.md)."""
         vec = self.tag_vectorizer
         if rows is None:
             indptr, terms = self.tag_indptr, self.tag_terms
@@ -478,13 +462,9 @@ def export_tags(root, dest, verify: bool = True) -> int:
     bounds = index.tag_indptr.tolist()
     terms = index.tag_terms.tolist()
     weights = index.tag_weights.tolist()
-    i = 0
     with atomic_path(Path(dest)) as tmp, open(tmp, "w", encoding="utf-8") as fh:
-        for _, ids in index.ids.batches():
-            for pid in ids:
-                a, b = bounds[i], bounds[i + 1]
-                fh.write(json.dumps({"id": pid, "tags": [vocab[j] for j in terms[a:b]],
-                                     "weights": weights[a:b]}, ensure_ascii=False))
-                fh.write("\n")
-                i += 1
-    return i
+        for i, pid in enumerate(index.ids):
+            a, b = bounds[i], bounds[i + 1]
+            record = {"id": pid, "tags": [vocab[j] for j in terms[a:b]], "weights": weights[a:b]}
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return len(index)

@@ -1,12 +1,6 @@
-"""The offline tagging job: split -> count (map; each shard merged into the corpus totals
-as soon as it is counted) -> vocabulary -> tag (map) -> finish.
-
-Shards are tokenised once (their counts kept under ``work/`` for the tag pass). Every
-stage writes each shard's folder under a temporary name, renames it, then records a
-"done" file with its files' sha256s and the key of everything it depends on: a rerun
-skips exactly the shards whose record and bytes match. ``manifest.json`` is written last.
-Memory is bounded by a shard: the driver streams the input and holds per-term totals and
-8 bytes a passage (the duplicate-id check); workers read their shards from the directory.
+"""The offline tagging job: split -> count (map) -> vocabulary -> tag (map) -> finish
+(docs/tagging.md). Each shard's output is recorded "done" with the key of everything it
+depends on, so a rerun skips exactly the shards whose record and bytes match.
 """
 
 from __future__ import annotations
@@ -34,8 +28,7 @@ __all__ = ["TagJob", "TagParams"]
 log = logging.getLogger(__name__)
 
 
-# Start the workers early only for an input of more than this many bytes a passage of one
-# shard (likely several shards); a wrong guess costs idle imports.
+# Start the workers early only for inputs of more than this many bytes a passage of a shard.
 WARM_UP_BYTES = 32
 
 
@@ -68,12 +61,9 @@ class TagJob:
     scheduler : str or None
         A Dask scheduler address; none starts a local cluster.
     progress : bool or None
-        Progress bars and messages: None shows bars on a terminal only, False shows
-        nothing, True always shows them.
+        Progress bars and messages: None on a terminal only, False never, True always.
     report : callable or None
-        Receives each one-line message about the output directory ("index is complete
-        and verified; nothing to do", "...; repairing"); the CLI passes one that writes
-        to stderr. None logs them (logger ``factcheck.tagging.job``, level INFO).
+        Receives each one-line message about the output directory (None: they are logged).
 
     Example
     -------
@@ -81,8 +71,7 @@ class TagJob:
     >>> manifest = TagJob(progress=False).run(source_spec("data/demo/evidence.json"), "idx")  # doctest: +SKIP
     """
 
-    # scikit-learn's conventions without BaseEstimator: the tagging driver never imports
-    # scikit-learn (docs/decisions.md, "Retrievers are scikit-learn estimators").
+    # scikit-learn's conventions without BaseEstimator: the tagging driver never imports scikit-learn.
     def __init__(self, top_k=10, max_features=20000, tag_features=1000, shard_size=100_000,
                  jobs=1, backend="loky", scheduler=None, progress=None,
                  report: Callable[[str], None] | None = None):
@@ -96,7 +85,6 @@ class TagJob:
         self.progress = progress
         self.report = report
 
-    # ------------------------------------------------------------------ entry point
     def run(self, source, out: Path, force: bool = False, *, format: str | None = None,
             id_column: str | None = None, text_column: str | None = None, title_column: str | None = None,
             index_titles: bool | None = None, max_passage_chars: int | None = None) -> store.Manifest:
@@ -130,17 +118,13 @@ class TagJob:
             try:
                 with WorkerPool(self.backend, self.jobs, self.scheduler, keep_heap=True) as self._pool:
                     return self._run(source, out, force)
-            except InputError:
-                # Nothing written from a refused input can serve a rerun (fixing it changes
-                # the plan), so it goes once the workers are done.
+            except InputError:  # nothing written from a refused input can serve a rerun
                 if self._input_refused:
                     outdir.wipe(out)
                 else:
                     outdir.remove_temporaries(out)
                 raise
-            except BaseException:
-                # A failed task makes joblib kill the other workers, some mid-write: their
-                # ``.tmp-*`` files go once the pool has stopped (a rerun resumes without them).
+            except BaseException:  # workers killed mid-write leave ``.tmp-*`` files
                 outdir.remove_temporaries(out)
                 raise
 
@@ -170,11 +154,9 @@ class TagJob:
         crashpoint("after-tag")
         return self._finish(out, plan, plan_key, shards, vocab, source)
 
-    # ------------------------------------------------------------------ stages
     def _split_and_count(self, source: SourceSpec, out: Path, plan_key: str) -> tuple[list[dict], TermStats]:
-        """Split the input into passage shards, counted by the workers as each is written and
-        merged into the corpus totals in input order (docs/decisions.md, "Splitting and
-        counting overlap")."""
+        """Split the input into passage shards, each counted as soon as it is written, merged in
+        input order (docs/decisions.md, "Splitting and counting overlap")."""
         shards: list[dict] = []
         stats = TermStats.empty()
         merged: set[int] = set()
@@ -199,8 +181,7 @@ class TagJob:
         return shards, stats
 
     def _split(self, source: SourceSpec, out: Path, plan_key: str, shards: list[dict]):
-        """Fill ``shards`` with the passage shards of ``source`` (written, or found done),
-        yielding each shard number once it is on disk."""
+        """Fill ``shards`` with the passage shards of ``source``, yielding each number once on disk."""
         split_path = out / store.WORK_DIR / "split.json"
         try:
             split = loads_json(split_path.read_text("utf-8"))
@@ -309,7 +290,6 @@ class TagJob:
         shutil.rmtree(out / store.WORK_DIR, ignore_errors=True)
         return store.Manifest(manifest)
 
-    # ------------------------------------------------------------------ helpers
     def _say(self, message: str) -> None:
         if self.progress is False:
             return
@@ -329,14 +309,12 @@ def build_index(evidence, out, *, format: str | None = None, id_column: str | No
     Parameters
     ----------
     evidence : str, Path or SourceSpec
-        The knowledge source: course JSON, JSONL, CSV, FEVER wiki-pages, Climate-FEVER or a
-        BEIR corpus (:func:`factcheck.formats.evidence.source_spec`), or a ``SourceSpec``.
+        The knowledge source (any format :func:`factcheck.formats.evidence.source_spec` reads).
     out : str or Path
-        The index directory: a complete index of the same input and parameters is verified
-        and reused, a partial one resumed.
+        The index directory: a complete index of the same input and parameters is reused,
+        a partial one resumed.
     format, id_column, text_column, title_column, index_titles, max_passage_chars
-        How to read ``evidence``: :func:`~factcheck.formats.evidence.source_spec`'s reader
-        options (the CLI's ``--format``, ``--id-column``, ...).
+        How to read ``evidence`` (:func:`~factcheck.formats.evidence.source_spec`).
     top_k, max_features, tag_features, shard_size
         The tagging knobs (:class:`TagParams`).
     jobs, backend, scheduler, force, progress

@@ -1,8 +1,5 @@
-"""Owning an output directory: one run at a time (filelock's ``flock``, released by the
-kernel when the holder dies), what a rerun finds there (:func:`prepare`), deleting only
-what we wrote (:func:`wipe`, never through a symbolic link among our names:
-:func:`~factcheck.formats.files.check_no_symlinks`), and no
-directory left behind that a failed command created.
+"""Owning an output directory: one run at a time (:class:`DirectoryLock`), what a rerun finds
+there (:func:`prepare`), deleting only what we wrote (:func:`wipe`, never through a link).
 """
 
 from __future__ import annotations
@@ -44,9 +41,9 @@ _OURS = re.compile(
 
 
 class DirectoryLock:
-    """``with DirectoryLock(out):`` -- exclusive use of ``out`` (created if missing); a second
-    run fails at once naming the holder's pid. After a failure, ``out`` and the parents made
-    for it go if nothing in them is worth keeping (:func:`worth_keeping`)."""
+    """``with DirectoryLock(out):`` -- exclusive use of ``out`` (created if missing; a flock the
+    kernel releases when the holder dies). After a failure, ``out`` and the parents made for it
+    go if nothing in them is worth keeping."""
 
     def __init__(self, out: Path):
         self.out = Path(out)
@@ -166,15 +163,9 @@ def is_ours(rel: str) -> bool:
     return bool(_OURS.match(rel))
 
 
-def _inside(out_real: Path, out: Path, path: Path) -> bool:
-    """``path`` (under ``out``) resolves to the same place under ``out``'s real path: no
-    component of it is a link to elsewhere."""
-    return Path(os.path.realpath(path)) == out_real / path.relative_to(out)
-
-
 def wipe(out: Path) -> int:
     """``--force``: delete the files our runs wrote, nothing else and nothing outside ``out``;
-    refuse a ``manifest.json`` that is not ours. Returns the number of files deleted."""
+    the number of files deleted."""
     out = Path(out)
     check_no_symlinks(out, INDEX_ENTRIES)
     out_real = Path(os.path.realpath(out))
@@ -247,7 +238,7 @@ def remove_temporaries(out: Path) -> int:
 
 def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[[str], None]):
     """For a run of ``plan`` into ``out``: the manifest of a complete index, or None to run
-    (resuming or afresh), or an InputError; ``report`` receives one-line messages."""
+    (resuming or afresh), or an InputError."""
     check_no_symlinks(out, INDEX_ENTRIES)
     manifest_path = out / store.MANIFEST
     plan_path = out / store.WORK_DIR / "plan.json"
@@ -299,7 +290,7 @@ def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[
 
 
 def _has_content(out: Path) -> bool:
-    """Anything but folders, our lock and the ``.tmp-*`` files of a run killed at its first write."""
+    """Anything but folders, our lock and ``.tmp-*`` files."""
     return any(not (p.is_dir() or p.name.startswith(TMP_PREFIX) or p.name == LOCK_FILE)
                for p in out.rglob("*"))
 

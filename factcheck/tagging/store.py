@@ -1,11 +1,6 @@
-"""The tag index on disk: its arrays, the manifest, done records, and the checks.
-
-The layout is in docs/tagging.md; every folder of ``.npy`` arrays is written whole under a
-``.tmp-*`` name and renamed, and the manifest (written last) lists each array's sha256 and
-shape. Checksums cannot prove who wrote a file, so :func:`open_index` also checks, once and
-vectorised, what numpy, scipy and the decoders trust: dtypes and shapes, offsets and
-``indptr`` from 0, never decreasing, ending at their buffer's end, valid UTF-8 cut on
-character starts, term ids inside the vocabulary, finite weights, distinct terms, positive IDF.
+"""The tag index on disk (layout: docs/tagging.md): its arrays, the manifest, done records,
+and the checks. Checksums cannot prove who wrote a file, so :func:`open_index` also checks
+what numpy, scipy and the decoders trust (dtypes, shapes, offsets, UTF-8, term ids, weights).
 """
 
 from __future__ import annotations
@@ -62,8 +57,7 @@ def counts_name(shard: int) -> str:
 # --------------------------------------------------------------------------- writing
 
 def write_arrays(dest: Path, kind: str, arrays: dict) -> dict[str, dict]:
-    """Write ``arrays`` as the folder ``dest`` of ``kind``, atomically; each file's
-    ``{"sha256", "shape"}`` by file name."""
+    """Write ``arrays`` as the folder ``dest`` of ``kind``, atomically; each file's ``{"sha256", "shape"}``."""
     spec = ARRAYS[kind]
     files = {}
     with atomic_dir(dest, suffix=".npy") as tmp:
@@ -104,8 +98,7 @@ class _Bad(Exception):
 
 
 def open_arrays(folder: Path, kind: str, files: dict) -> dict[str, np.ndarray]:
-    """The arrays of ``folder`` memory-mapped, no pickles, each header's dtype and shape
-    checked against the format and ``files`` (file name -> ``{"shape"}``)."""
+    """The arrays of ``folder`` memory-mapped, no pickles, dtypes and shapes checked against ``files``."""
     out = {}
     for fname, entry in files.items():
         name, path = fname.removesuffix(".npy"), Path(folder) / fname
@@ -151,8 +144,7 @@ def _packed(arrays: dict, name: str) -> None:
 
 
 def _check(kind: str, a: dict, expect: dict) -> None:
-    """Raise :class:`_Bad` unless the arrays of a ``kind`` folder hold what readers rely
-    on; ``expect``: ``columns`` (vocabulary size), ``top_k``."""
+    """Raise :class:`_Bad` unless the arrays hold what readers rely on (``expect``: ``columns``, ``top_k``)."""
     if kind == "passages":
         for name in ("ids", "texts", "titles"):
             if name in a:
@@ -181,7 +173,7 @@ def _check(kind: str, a: dict, expect: dict) -> None:
 
 
 def read_checked(root: Path, rel: str, kind: str, files: dict, **expect) -> dict[str, np.ndarray]:
-    """The arrays of folder ``rel`` of ``root``, opened and checked (one line naming the file at fault)."""
+    """The arrays of folder ``rel`` of ``root``, opened and checked."""
     folder = Path(root) / rel
     arrays = open_arrays(folder, kind, files)
     try:
@@ -229,8 +221,7 @@ def open_index(root: Path, manifest: "Manifest") -> IndexArrays:
 # --------------------------------------------------------------------------- done records
 
 def content_key(*parts) -> str:
-    """sha256 of the parts as canonical JSON: the key of a done record or a plan (anything
-    that changes an output's bytes goes into it)."""
+    """sha256 of the parts as canonical JSON: the key of a done record or a plan."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
@@ -239,8 +230,8 @@ def done_record_path(root: Path, name: str) -> Path:
 
 
 def mark_done(root: Path, name: str, key: str, files: dict) -> None:
-    """Record that ``name`` (a file or a folder) was written whole for ``key``; ``files``:
-    its files' ``{"sha256", ...}`` by name (a lone file: ``{"": ...}``)."""
+    """Record that ``name`` was written whole for ``key``; ``files``: its files' ``{"sha256", ...}``
+    by name (a lone file: ``{"": ...}``)."""
     write_json_atomic(done_record_path(root, name), {"key": key, "files": files})
 
 
@@ -253,8 +244,7 @@ def _files_of(path: Path) -> dict[str, str] | None:
 
 
 def is_done(root: Path, name: str, key: str) -> dict | None:
-    """The ``files`` of ``name``'s done record if it matches ``key`` and the bytes on disk
-    (no file missing, none extra), else None."""
+    """The ``files`` of ``name``'s done record if it matches ``key`` and the bytes on disk, else None."""
     try:
         rec = loads_json(done_record_path(root, name).read_text("utf-8"))
         files = rec["files"]
@@ -339,7 +329,7 @@ def read_manifest(root: Path) -> Manifest:
     found = data.get("format") if isinstance(data, dict) else None
     if found != MANIFEST_FORMAT:
         raise IntegrityError(path, None, _format_problem(root, data, found))
-    if data.pop(MANIFEST_CHECKSUM, None) != _manifest_digest(data):
+    if data.pop(MANIFEST_CHECKSUM, None) != manifest_digest(data):
         raise IntegrityError(path, None, f"manifest checksum mismatch (corrupted or edited); {REBUILD}")
     try:
         _check_manifest(data)
@@ -373,8 +363,7 @@ def _count(value, what: str) -> int:
 
 
 def _check_manifest(data: dict) -> None:
-    """The fields readers use, as the tagging job writes them: contiguous shards, counts
-    that add up, exactly the files this module names, each with a sha256 and a fitting shape."""
+    """The fields readers use, as the tagging job writes them."""
     shards = data["shards"]
     if not isinstance(shards, list):
         raise _Bad("'shards'", "is not a list")
@@ -408,13 +397,14 @@ def _check_manifest(data: dict) -> None:
             raise _Bad(folder, "does not hold one weight per term")
 
 
-def _manifest_digest(data: dict) -> str:
+def manifest_digest(data: dict) -> str:
+    """sha256 of a manifest's canonical JSON (without its own checksum field)."""
     return sha256_bytes(dumps_json(data).encode("utf-8"))
 
 
 def write_manifest(root: Path, data: dict) -> None:
     """Write the manifest, ending with the sha256 of its other fields."""
-    write_json_atomic(Path(root) / MANIFEST, {**data, MANIFEST_CHECKSUM: _manifest_digest(data)})
+    write_json_atomic(Path(root) / MANIFEST, {**data, MANIFEST_CHECKSUM: manifest_digest(data)})
 
 
 def verify_index(root: Path, manifest: Manifest | None = None) -> Manifest:
@@ -437,8 +427,8 @@ def verify_index(root: Path, manifest: Manifest | None = None) -> Manifest:
 
 
 def check_loadable(root: Path, manifest: Manifest) -> list:
-    """Open every listed array with :func:`open_index`'s checks, and check the derived caches
-    (a damaged one, rebuilt when next used, is a :class:`FactcheckWarning`); their statuses."""
+    """Open every listed array with :func:`open_index`'s checks; the derived caches' statuses
+    (a damaged one is a :class:`FactcheckWarning`)."""
     open_index(root, manifest)
     statuses = DerivedCache(root).check()
     for status in statuses:

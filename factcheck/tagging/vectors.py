@@ -1,17 +1,6 @@
-"""Passage vectors for the open mode: the offline embedding job and its verified loader.
-
-Layout, inside a tag index directory (the vectors belong to that index)::
-
-    vectors/manifest.json          written last, atomically: its presence means "complete"
-    vectors/vectors-NNNNN.npy      float16 (passages x dim) of rows [start, start + count)
-    vectors/work/done/*.json       resumable state (removed when done)
-
-A shard's bytes depend only on its rows and the model, never on ``jobs`` (a vector does
-not depend on its batch-mates, float16 rounding is per element, ``.npy`` headers are
-fixed); the manifest's ``content_sha256`` (all rows, in order) not on ``shard_size``
-either. Resumable like the tag job (done records keyed by the index's plan key, the
-model and the rows). :func:`load_vectors` checks the manifest, the index it was built for,
-the model and every shard's sha256, and reads with ``allow_pickle=False``.
+"""Passage vectors for the open mode (docs/open-mode.md): the offline embedding job and its
+verified loader. Inside a tag index directory: ``vectors/manifest.json`` (written last),
+``vectors/vectors-NNNNN.npy`` (float16, passages x dim) and resumable state under ``work/``.
 """
 
 from __future__ import annotations
@@ -24,8 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from factcheck.errors import InputError, IntegrityError
-from factcheck.formats.files import (atomic_path, dumps_json, remove_stale_temporaries, sha256_bytes,
-                                     sha256_file, write_json_atomic)
+from factcheck.formats.files import atomic_path, remove_stale_temporaries, sha256_file, write_json_atomic
 from factcheck.tagging import store
 from factcheck.tagging.backends import WorkerPool, resolve_jobs
 from factcheck.tagging.outdir import DirectoryLock, check_no_symlinks
@@ -54,21 +42,16 @@ class PassageVectorJob:
     Parameters
     ----------
     shard_size : int, optional
-        Passages per vector file (bounds a worker's memory: ~0.5 KB a passage). Default
-        100,000 for the bundled model (1.2M passages in under a minute); 10,000 for a
-        local ONNX model, which embeds ~50-100 passages a second a core: a shard is then a
-        few minutes of one worker, so the progress bar moves, a resumed run loses little,
-        and the last shards keep both cores busy. Vectors already complete for the same
-        model are kept whatever shard size built them (their bytes do not depend on it).
+        Passages per vector file: default 100,000 for the bundled model, 10,000 for a local
+        ONNX model (slower: the progress bar moves and a resumed run loses little). Vectors
+        complete for the same model are kept whatever shard size built them.
     jobs : int, default 1
         Worker processes (``-1``: all cores); the bytes written do not depend on it.
     progress : bool or None
         Progress bars: ``None`` automatic, ``False`` never.
     embedding_model : None, str, Path or dict
         ``None``: the bundled model (the ``open`` extra); a directory (or its settings as a
-        dict, see :func:`~factcheck.text.embedding.load_embedder`): your own local ONNX
-        model (the ``onnx`` extra). Its identity goes into the manifest; vectors of
-        another model are rebuilt.
+        dict, see :func:`~factcheck.text.embedding.load_embedder`): a local ONNX model.
 
     Example
     -------
@@ -96,8 +79,7 @@ class PassageVectorJob:
         index_dir : str or Path
             A tag index directory; the vectors go to its ``vectors/``.
         index_manifest : Manifest or None
-            The index's manifest when the caller has just verified it (the tagging job or
-            ``TagIndex.load`` did); otherwise the index is verified here first.
+            The index's manifest if the caller has just verified it; else it is verified here.
 
         Returns
         -------
@@ -133,8 +115,7 @@ class PassageVectorJob:
         keys = {i: store.content_key(plan_key, model, DTYPE, start, count) for i, start, count in shards}
         todo = [(str(root.resolve()), i, start, count, keys[i], identity) for i, start, count in shards
                 if not store.is_done(out, shard_name(i), keys[i])]
-        # No more workers than shards to embed: the cores a worker does not take go to the
-        # others' native thread pools (one shard alone runs in this process on every core).
+        # No more workers than shards: the cores left go to the workers' native thread pools.
         with WorkerPool("loky", min(resolve_jobs(self.jobs), max(1, len(todo)))) as pool:
             pool.map(_embed_task, todo, desc="embedding passages", progress=self.progress)
         entries, content = [], hashlib.sha256()
@@ -150,13 +131,9 @@ class PassageVectorJob:
         data = {"format": FORMAT, "model": identity, "dim": identity["dim"], "dtype": DTYPE,
                 "index": {"plan_key": plan_key, "passages": n}, "passages": n,
                 "shard_size": shard_size, "shards": entries, "content_sha256": content.hexdigest()}
-        write_json_atomic(out / MANIFEST, {**data, "manifest_sha256": _digest(data)})
+        write_json_atomic(out / MANIFEST, {**data, "manifest_sha256": store.manifest_digest(data)})
         shutil.rmtree(out / store.WORK_DIR, ignore_errors=True)
         return data
-
-
-def _digest(data: dict) -> str:
-    return sha256_bytes(dumps_json(data).encode("utf-8"))
 
 
 def _current(out: Path, index_manifest, identity: dict) -> dict | None:
@@ -181,7 +158,7 @@ def read_vectors_manifest(index_dir, index_manifest=None, identity: dict | None 
         raise IntegrityError(path, None, f"corrupt manifest ({type(exc).__name__}); {BUILD_HINT}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise IntegrityError(path, None, f"not a {FORMAT} manifest; {BUILD_HINT}")
-    if data.pop("manifest_sha256", None) != _digest(data):
+    if data.pop("manifest_sha256", None) != store.manifest_digest(data):
         raise IntegrityError(path, None, f"manifest checksum mismatch (corrupted or edited); {BUILD_HINT}")
     index_manifest = index_manifest or store.read_manifest(Path(index_dir))
     if data["index"]["plan_key"] != index_manifest.data.get("plan_key") or data["passages"] != index_manifest.n_passages:
@@ -202,9 +179,8 @@ def _verify_files(out: Path, data: dict) -> None:
 
 
 def vectors_model(index_dir) -> dict | None:
-    """The identity of the embedding model an index's vectors were built with, as their
-    manifest says (unverified: :func:`read_vectors_manifest` checks); ``None`` when the
-    index has no readable vectors manifest."""
+    """The identity of the model an index's vectors were built with, as their manifest says
+    (unverified); ``None`` without a readable vectors manifest."""
     try:
         data = json.loads((Path(index_dir) / VECTORS_DIR / MANIFEST).read_text("utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
@@ -214,10 +190,8 @@ def vectors_model(index_dir) -> dict | None:
 
 
 def relocate_embedding_model(index_dir, directory):
-    """Load the embedding model an index's vectors were built with from ``directory`` (where
-    it is now), checking it is the same model: the retrievers and classifier that name it
-    then use it (:func:`~factcheck.text.embedding.load_embedder` finds a model already
-    loaded, whatever its path). Returns the embedder."""
+    """Load the (local) embedding model an index's vectors were built with from ``directory``,
+    where it is now, checking it is the same model; the embedder."""
     from factcheck.text.embedding import relocate
     model = vectors_model(index_dir)
     if model is None:
@@ -230,8 +204,7 @@ def relocate_embedding_model(index_dir, directory):
 
 
 def verify_vectors(index_dir, index_manifest=None) -> dict | None:
-    """The vectors' manifest after checking it and every shard's sha256 (``None`` when the
-    index has no vectors; needs no embedding package: ``factcheck verify`` uses it)."""
+    """The vectors' manifest after checking it and every shard's sha256 (``None``: no vectors)."""
     if not (Path(index_dir) / VECTORS_DIR / MANIFEST).is_file():
         return None
     data = read_vectors_manifest(index_dir, index_manifest)
@@ -240,11 +213,8 @@ def verify_vectors(index_dir, index_manifest=None) -> dict | None:
 
 
 def load_vectors(index_dir, index_manifest=None, identity: dict | None = None) -> np.ndarray:
-    """All passage vectors of ``index_dir`` in index order, float16 (passages x dim), verified.
-
-    Every shard's sha256 is checked before it is read, and ``.npy`` files are read with
-    ``allow_pickle=False``; anything wrong is one :class:`~factcheck.errors.IntegrityError`.
-    """
+    """All passage vectors of ``index_dir`` in index order, float16 (passages x dim), each
+    shard's sha256 checked before it is read (an :class:`~factcheck.errors.IntegrityError`)."""
     out = Path(index_dir) / VECTORS_DIR
     data = read_vectors_manifest(index_dir, index_manifest, identity)
     _verify_files(out, data)
@@ -264,11 +234,8 @@ def _read_npy(path: Path) -> np.ndarray:
         raise IntegrityError(path, None, f"unreadable vector shard ({type(exc).__name__}); {BUILD_HINT}") from None
 
 
-# ---------------------------------------------------------------------- worker task
-
 def _embed_task(root: str, shard: int, start: int, count: int, key: str, model: dict | None = None) -> None:
-    """Embed rows [start, start + count) of the index at ``root`` into one vector shard
-    (``model``: the identity of the model to use; ``None``, the bundled one)."""
+    """Embed rows [start, start + count) of the index at ``root`` into one vector shard."""
     from factcheck.text.embedding import load_embedder
     root = Path(root)
     vectors = load_embedder(model).embed(_texts(root, start, start + count), "passage", memo=False).astype(DTYPE)
