@@ -1,8 +1,5 @@
-"""Temperature scaling (``softmax(z / T)``) fitted on the CV's out-of-fold decision values
-and folded into the final logistic regression (``coef_ / T``, ``intercept_ / T``): the saved
-model stays a plain pipeline and its labels do not change, only what the probabilities say.
-:func:`reliability` reports it: top-label confidence in equal-width bins (the points of
-``sklearn.calibration.calibration_curve``) and the expected calibration error.
+"""Temperature scaling (``softmax(z / T)``) fitted on the CV's out-of-fold decision values and
+folded into the final logistic regression; :func:`reliability` reports the calibration.
 """
 
 from __future__ import annotations
@@ -15,8 +12,7 @@ BINS = 10
 
 
 def fit_temperature(decision: np.ndarray, y_index: np.ndarray) -> float:
-    """The T > 0 minimising the log-loss of ``softmax(decision / T)``; rows are claims,
-    columns labels, ``y_index`` the column of each claim's true label."""
+    """The T > 0 minimising the log-loss of ``softmax(decision / T)`` (``y_index``: each row's true column)."""
     z = np.asarray(decision, dtype=np.float64)
     y_index = np.asarray(y_index)
     if len(z) == 0:

@@ -1,10 +1,6 @@
 """Choose the classifier by repeated stratified k-fold cross-validation over all training
-claims: every configuration is scored ``FOLDS`` x ``REPEATS`` times (fixed seed) and the
-simplest within one standard error of the best mean accuracy wins (docs/decisions.md).
-
-Inputs are precomputed :func:`~factcheck.classification.features.views_of` views (one per
-text source, the reader's out-of-fold), so a fold refits only the vectorisers and models.
-Folds run in single-threaded loky workers for any ``jobs``, so results do not depend on it.
+claims: the simplest configuration within one standard error of the best mean accuracy wins
+(docs/decisions.md). Folds run in single-threaded workers, so results do not depend on ``jobs``.
 """
 
 from __future__ import annotations
@@ -56,15 +52,9 @@ class ClassifierConfig:
 
 
 def configs(grid: dict) -> list[ClassifierConfig]:
-    """Every configuration of ``grid``."""
-    keys = list(grid)
-    out = []
-    for values in itertools.product(*(grid[k] for k in keys)):
-        cfg = ClassifierConfig(**dict(zip(keys, values)))
-        if "stats" not in cfg.groups and cfg.stats_weight != grid["stats_weight"][0]:
-            continue  # stats_weight is meaningless without the stats group
-        out.append(cfg)
-    return out
+    """Every configuration of ``grid`` (one ``stats_weight`` without the stats group: it has no effect)."""
+    every = [ClassifierConfig(**dict(zip(grid, values))) for values in itertools.product(*grid.values())]
+    return [c for c in every if "stats" in c.groups or c.stats_weight == grid["stats_weight"][0]]
 
 
 def config_json(config: ClassifierConfig) -> dict:
@@ -83,8 +73,8 @@ class Split:
 
 
 def cv_splits(labels, folds: int = FOLDS, repeats: int = REPEATS, seed: int = CV_SEED) -> list[Split]:
-    """Repeated stratified k-fold over positions of ``labels``; fewer folds when a label
-    has fewer than ``folds`` claims (the 16-claim demo data), never fewer than 2."""
+    """Repeated stratified k-fold over positions of ``labels``; fewer folds (at least 2) when a
+    label has fewer than ``folds`` claims."""
     smallest = min(Counter(labels).values())
     k = max(2, min(folds, smallest))
     if len(labels) < 2 * k:
@@ -158,19 +148,20 @@ def _fold_job(split: Split, y: np.ndarray, gold_views: dict, read_views: dict, c
     return out
 
 
-def _reorder(a: np.ndarray, order: list[int], missing: float) -> np.ndarray:
-    """Columns in the label set's order (``missing`` for a label the fold did not train on)."""
-    out = np.full((a.shape[0], len(order)), missing)
-    for j, k in enumerate(order):
-        if k >= 0:
-            out[:, j] = a[:, k]
+def in_label_order(a: np.ndarray, classes, labels, missing: float) -> np.ndarray:
+    """The columns of ``a`` (one per class of ``classes``) in ``labels`` order (``missing`` for
+    a label that is not a class: one absent from a fold's training data)."""
+    classes = list(classes)
+    out = np.full((a.shape[0], len(labels)), missing)
+    for j, label in enumerate(labels):
+        if label in classes:
+            out[:, j] = a[:, classes.index(label)]
     return out
 
 
 def cross_validate(y, splits: list[Split], gold_views: dict, read_views: list[dict], grid: dict,
                    reader: str, jobs: int = 1, labels=None) -> list[CVResult]:
-    """Every configuration of ``grid``, reading ``read_views[split.repeat]``, on every split;
-    ``labels``: the classes (default: :func:`~factcheck.formats.claims.label_set` of ``y``)."""
+    """Every configuration of ``grid``, reading ``read_views[split.repeat]``, on every split."""
     y = np.asarray(y)
     labels = tuple(labels if labels is not None else label_set(y.tolist()))
     cfgs = configs(grid)
@@ -186,7 +177,7 @@ _workers = None  # the process pool run_folds last used, until release_workers()
 
 def run_folds(fn, arg_tuples: list[tuple], jobs: int) -> list:
     """``fn(*args)`` for each tuple, in order, in ``jobs`` single-threaded worker processes
-    (kept between calls; :func:`release_workers` stops them)."""
+    (kept until :func:`release_workers`)."""
     global _workers
     # joblib's factory, not loky's: joblib's loky backend reuses this process-wide executor.
     n = max(1, min(effective_n_jobs(jobs), len(arg_tuples)))
@@ -226,12 +217,11 @@ def collect(y, splits: list[Split], per_split: list[dict], cfgs: list, reader: s
 
 
 def fit_scored(M, y_train, c: ClassifierConfig, M_read, M_gold, labels):
-    """Fit one configuration's model; (proba, decision) on ``M_read`` with one column per
-    label of ``labels``, in that order, and its predictions on ``M_gold``."""
+    """Fit one configuration's model: (proba, decision) on ``M_read``, columns in ``labels``
+    order, and its predictions on ``M_gold``."""
     model = LogisticRegression(C=c.C, class_weight=c.class_weight, max_iter=5000).fit(M, y_train)
-    order = [list(model.classes_).index(lab) if lab in model.classes_ else -1 for lab in labels]
-    return (_reorder(model.predict_proba(M_read), order, 0.0), _reorder(model.decision_function(M_read), order, -np.inf),
-            model.predict(M_gold))
+    return (in_label_order(model.predict_proba(M_read), model.classes_, labels, 0.0),
+            in_label_order(model.decision_function(M_read), model.classes_, labels, -np.inf), model.predict(M_gold))
 
 
 def choose_one_se(results: list[CVResult]) -> CVResult:

@@ -30,10 +30,7 @@ HEDGES = frozenset("may might could possibly likely uncertain uncertainty debate
 
 def dense_stats(X, embedding: dict | None = None) -> np.ndarray:
     """Per pair: (max, mean, min) claim-passage cosine and the cosine with the passages'
-    centroid; zeros for a claim with no evidence. Claims are embedded as queries, passages as
-    passages, each distinct text once (a transformer's memo keeps them across the
-    cross-validation's views). ``embedding``: the model's recorded identity (``None``: the
-    bundled model)."""
+    centroid; zeros for a claim with no evidence. ``embedding``: the model (``None``: bundled)."""
     from factcheck.text.embedding import load_embedder
     embedder = load_embedder(embedding)
     claims = sorted({c for c, _ in X})

@@ -128,8 +128,7 @@ def load_classifier(directory: Path):
 
 
 def _probe(obj) -> None:
-    """The loaded file works: a model and its meta, classes that are its recorded labels (the
-    course's, before labels were recorded), one finite distribution predicted over them."""
+    """The loaded file is a classifier that predicts one finite distribution over its labels."""
     if not isinstance(obj, dict) or "model" not in obj or not isinstance(obj.get("meta"), dict) \
             or not callable(getattr(obj["model"], "predict_proba", None)):
         raise BadModel("not a classifier file")

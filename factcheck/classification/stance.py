@@ -1,14 +1,7 @@
-"""Per-passage stance aggregated over a claim's passages, as Climate-FEVER labels are made
-(a candidate of the classifier CV, off by default).
-
-1. A stance model over (claim, one passage) pairs, SUPPORTS / REFUTES / IRRELEVANT: gold
-   passages of SUPPORTS and REFUTES claims carry the claim's stance, retrieved non-gold
-   passages are IRRELEVANT.
-2. Per claim, aggregates of the stance probabilities over its passages (max, mean and
-   rank-weighted mean of each; "both ways"; the count), appended to the direct features.
-
-Training aggregates are cross-fitted over ``INNER_FOLDS`` folds, so the claim model never
-learns from stance probabilities of a model that saw the claim.
+"""Per-passage stance (SUPPORTS / REFUTES / IRRELEVANT of one claim-passage pair) aggregated
+over a claim's passages and appended to the direct features: a candidate of the classifier
+CV, off by default. Training aggregates are cross-fitted over ``INNER_FOLDS`` folds, so the
+claim model never learns from stance probabilities of a model that saw the claim.
 """
 
 from __future__ import annotations
@@ -32,8 +25,7 @@ N_AGGREGATES = 11
 
 
 class PairSet:
-    """Every (claim, passage) pair of ``(claim, passages)`` items, analysed once; ``is_gold``
-    marks pairs whose passage id is among the claim's gold ids."""
+    """Every (claim, passage) pair of ``(claim, passages)`` items, analysed once."""
 
     def __init__(self, X, ids=None, gold=None):
         claim_of, rank, is_gold, pairs = [], [], [], []
@@ -69,12 +61,7 @@ def stance_proba(stance, views: dict) -> np.ndarray:
     features, model = stance
     if model is None or not len(views["claim"]):
         return np.zeros((0, len(STANCES)))
-    p = model.predict_proba(features.transform_views(views))
-    out = np.zeros((len(p), len(STANCES)))
-    for j, s in enumerate(STANCES):  # a stance absent from tiny training data: probability 0
-        if s in model.classes_:
-            out[:, j] = p[:, list(model.classes_).index(s)]
-    return out
+    return cv.in_label_order(model.predict_proba(features.transform_views(views)), model.classes_, STANCES, 0.0)
 
 
 def aggregate(proba: np.ndarray, claim_of: np.ndarray, rank: np.ndarray, n_claims: int) -> np.ndarray:
@@ -111,8 +98,8 @@ def _aggregates_for(stance, ps: PairSet, claims) -> np.ndarray:
 
 
 def cross_fitted_aggregates(pairs_gold: PairSet, pairs_read: PairSet, labels: np.ndarray, claims):
-    """Aggregates over the gold and the read passages of ``claims``, each from a stance model
-    that never saw the claim (inner folds), and the stance model fitted on all of them."""
+    """Aggregates over the gold and the read passages of ``claims`` (cross-fitted), and the
+    stance model fitted on all of them."""
     claims = np.asarray(claims, dtype=np.int64)
     gold_agg = np.zeros((len(claims), N_AGGREGATES))
     read_agg = np.zeros_like(gold_agg)
@@ -126,8 +113,7 @@ def cross_fitted_aggregates(pairs_gold: PairSet, pairs_read: PairSet, labels: np
 
 
 class StanceFeatures(BaseEstimator, TransformerMixin):
-    """Direct claim+evidence features plus stance aggregates, built from fitted parts (its
-    training needs cross-fitting, which ``fit`` cannot express)."""
+    """Direct claim+evidence features plus stance aggregates, built from fitted parts."""
 
     def __init__(self, direct=None, stance_features=None, stance_model=None, scaler=None, weight: float = 1.0):
         self.direct = direct
@@ -156,8 +142,7 @@ class StanceFeatures(BaseEstimator, TransformerMixin):
 
 
 def _direct_and_aggregates(cfg, gold_views, read_views, pairs_gold, pairs_read, y, train, embedding=None):
-    """Fitted StanceFeatures for one configuration on the ``train`` claim positions, the
-    stance model, and the training matrix and labels."""
+    """StanceFeatures fitted on the ``train`` claims, the stance model, the training matrix and labels."""
     train = np.asarray(train, dtype=np.int64)
     gold_agg, read_agg, stance = cross_fitted_aggregates(pairs_gold, pairs_read, y, train)
     views, A, y_train = take_views(gold_views, train), gold_agg, y[train]
