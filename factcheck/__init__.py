@@ -1,15 +1,8 @@
 """factcheck: explainable evidence retrieval and claim classification.
 
-The package root is the API: everything a notebook or a script needs is importable
-from ``factcheck`` itself. Names load lazily (on first use), so ``import factcheck``
-and ``factcheck --help`` stay fast.
-
-The estimators follow scikit-learn's conventions: settings are ``__init__`` parameters
-(``get_params``/``set_params``/``repr`` come from :class:`sklearn.base.BaseEstimator`),
-``fit`` checks them and binds to an index, fitted state ends in ``_``. ``rank``,
-``retrieve`` and ``FactChecker.check`` take one claim string (one result) or a list
-(a list of results, in order). Every public name has a numpydoc docstring with an
-example (``help(factcheck.BM25Retriever)``).
+The package root is the API (names load lazily, so ``import factcheck`` stays fast).
+The estimators follow scikit-learn's conventions; ``rank``, ``retrieve`` and
+``FactChecker.check`` take one claim string (one result) or a list (a list of results).
 
 Example
 -------
@@ -22,22 +15,7 @@ Example
 >>> checker.check("Sea levels are rising.").label                                # doctest: +SKIP
 'SUPPORTS'
 
-The README's "Use it from Python" section is the same walk-through, run as a test.
-
-Architecture, lowest layer first (no module imports a higher one; ``tests/unit/test_architecture.py``):
-
-- ``errors`` -- :class:`InputError` and friends: one-line errors naming the file and the place.
-- ``formats``, ``text`` -- every reader and writer of files users hand us; the one text analyzer.
-- ``tagging`` -- the offline job: TF-IDF tags of every passage, sharded index, derived caches.
-- ``retrieval``, ``classification`` -- the retrievers (tag rule, BM25, reranker, chunking,
-  dense, hybrid) and the claim classifier.
-- ``evaluation`` -- the course metric, recall@k/MRR, intervals; it never knows the model.
-- ``system``, ``training``, ``reporting`` -- a trained system and its model directory;
-  choosing and training one on the training claims; the report and plots.
-- ``pipeline`` -- the main job (``factcheck run``).
-- ``serve``, ``cli`` -- the explain app and the ``factcheck`` command.
-
-docs/python-api.md in the repository is the guide to these names.
+docs/python-api.md is the guide to these names; docs/architecture.md, to the layers.
 """
 
 from __future__ import annotations

@@ -29,8 +29,7 @@ def ref(param: str) -> str:
 
 
 class InputError(ValueError):
-    """A problem with something the user gave us (exit status 2, no traceback); a
-    :class:`ValueError`, as scikit-learn raises for bad input.
+    """A problem with something the user gave us (exit status 2, no traceback); a :class:`ValueError`.
 
     Parameters
     ----------
@@ -41,10 +40,8 @@ class InputError(ValueError):
     message : str
         What is wrong and, where it helps, what to do.
     param : str or None, keyword-only
-        The library parameter at fault (``"method"``, ``"chunk_window"``). Library code
-        names parameters, never command-line flags (other parameters inside ``message``
-        through :func:`ref`); the CLI renders them all as its flags
-        (``one_line({"method": "--method"})``), a Python user sees the parameter names.
+        The library parameter at fault (``"method"``); the CLI renders it, and those named in
+        ``message`` through :func:`ref`, as its flags (``one_line({"method": "--method"})``).
 
     Example
     -------
@@ -79,8 +76,7 @@ class InputError(ValueError):
         return " ".join(text.split())  # never more than one line
 
     def renamed(self, names: dict[str, str]) -> "InputError":
-        """The same error with its parameters renamed by ``names`` (a function taking a
-        reader's options under other names: ``{"format": "claims.format"}``)."""
+        """The same error with its parameters renamed by ``names`` (``{"format": "claims.format"}``)."""
         message = _REF.sub(lambda m: ref(names.get(m[1], m[1])), self.message)
         return type(self)(self.path, self.place, message, param=names.get(self.param, self.param))
 

@@ -1,11 +1,7 @@
-"""Progress bars, one policy for every long loop.
-
-``enabled``: ``False`` shows nothing; ``None`` (the default) a bar only where it can
-redraw, on a terminal or in a notebook (tqdm), and nothing in a log file or a pipe;
-``True`` the same bar, and elsewhere one log record per bar when it completes (logger
-``factcheck.progress``, INFO), never a carriage return. ``None`` takes the setting of an
-enclosing :func:`progress_setting` (``run_pipeline(progress=False)`` silences the bars of
-everything it calls).
+"""Progress bars, one policy for every long loop. ``enabled``: ``False`` shows nothing;
+``None`` (the default) a bar only where it can redraw (a terminal or a notebook), unless an
+enclosing :func:`progress_setting` says otherwise; ``True`` the same bar, and elsewhere one
+log record per bar when it completes (logger ``factcheck.progress``; never a carriage return).
 """
 
 from __future__ import annotations
