@@ -22,8 +22,8 @@ __all__ = ["IdRows", "PackedStrings", "TagIndex", "TitledTexts", "export_tags", 
 
 
 class PackedStrings(Sequence):
-    """Strings kept as per-shard (UTF-8 buffer, offsets) pairs, decoded when read: many rows
-    at once with :meth:`take`, one by index (memoised), a shard at a time when iterated."""
+    """Strings kept as per-shard (UTF-8 buffer, offsets) pairs, decoded when read (many rows at
+    once with :meth:`take`)."""
 
     MEMO = 1 << 20  # strings remembered at most (cleared when full)
 
@@ -106,8 +106,7 @@ class PackedStrings(Sequence):
 
 
 class TitledTexts(PackedStrings):
-    """Passage texts with their titles indexed (:func:`~factcheck.tagging.store.indexed_text`),
-    with :class:`PackedStrings`'s interface."""
+    """Passage texts with their titles indexed (:func:`~factcheck.tagging.store.indexed_text`)."""
 
     def __init__(self, titles: PackedStrings, bodies: PackedStrings):
         self._titles, self._bodies = titles, bodies
@@ -159,8 +158,8 @@ def hash_packed(buf: np.ndarray, off: np.ndarray) -> np.ndarray:
 
 
 class IdRows(Mapping):
-    """Passage id -> row, a read-only mapping over an index's packed ids: the sorted hashes
-    of every id and their rows (12 bytes a passage), candidates compared with the stored id."""
+    """Passage id -> row, a read-only mapping: the sorted hashes of every id and their rows
+    (12 bytes a passage), candidates compared with the stored id."""
 
     def __init__(self, ids: PackedStrings):
         self._ids = ids

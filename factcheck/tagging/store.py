@@ -54,8 +54,6 @@ def counts_name(shard: int) -> str:
     return f"{WORK_DIR}/counts-{shard:05d}"
 
 
-# --------------------------------------------------------------------------- writing
-
 def write_arrays(dest: Path, kind: str, arrays: dict) -> dict[str, dict]:
     """Write ``arrays`` as the folder ``dest`` of ``kind``, atomically; each file's ``{"sha256", "shape"}``."""
     spec = ARRAYS[kind]
@@ -90,8 +88,6 @@ def shard_texts(p: dict, index_titles: bool, start: int = 0, stop: int | None = 
         texts = [indexed_text(t, x) for t, x in zip(titles, texts)]
     return texts
 
-
-# --------------------------------------------------------------------------- reading and checks
 
 class _Bad(Exception):
     """A violation of what the readers rely on: ``(array name, what is wrong)``."""
@@ -218,8 +214,6 @@ def open_index(root: Path, manifest: "Manifest") -> IndexArrays:
     return IndexArrays(passages, tags, vocab, terms, tag_terms)
 
 
-# --------------------------------------------------------------------------- done records
-
 def content_key(*parts) -> str:
     """sha256 of the parts as canonical JSON: the key of a done record or a plan."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
@@ -259,8 +253,6 @@ def recorded_files(root: Path, name: str) -> dict:
     """The ``files`` of a done record, not hashed again (this run wrote or checked them)."""
     return loads_json(done_record_path(root, name).read_text("utf-8"))["files"]
 
-
-# --------------------------------------------------------------------------- manifest
 
 @dataclass
 class Manifest:

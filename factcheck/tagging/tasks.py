@@ -1,7 +1,5 @@
-"""The worker bodies of the tagging job's two map stages: count a shard, tag a shard.
-
-Each reads its shard from the shared output directory and writes its result and "done"
-record, so nothing large crosses the wire.
+"""The worker bodies of the tagging job's two map stages: count a shard, tag a shard. Each
+reads its shard from the output directory and writes its result and "done" record.
 """
 
 from __future__ import annotations

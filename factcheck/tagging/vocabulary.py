@@ -1,8 +1,6 @@
-"""Merge per-shard counts into one vocabulary and its IDF (the reduce step).
-
-The ``max_features`` terms with the highest total count, ties by term (scikit-learn's
-unstable argsort would make the cut platform-dependent), then sorted by term, as
-scikit-learn orders a vocabulary, so ties by term are ties by column.
+"""Merge per-shard counts into one vocabulary and its IDF (the reduce step): the
+``max_features`` terms with the highest total count, ties by term (not scikit-learn's
+platform-dependent argsort), then sorted by term, as scikit-learn orders a vocabulary.
 """
 
 from __future__ import annotations
@@ -18,8 +16,7 @@ from factcheck.scoring.topk import top_k
 
 @dataclass
 class TermStats:
-    """Corpus-wide totals and document frequencies, added shard by shard with numpy (terms
-    get a column on first sight)."""
+    """Corpus-wide totals and document frequencies, added shard by shard."""
 
     column: dict[str, int]
     totals: np.ndarray
@@ -76,8 +73,8 @@ class Vocabulary:
 
 def tag_vocabulary(vocab_terms: list[str], tag_counts: np.ndarray, n_docs: int,
                    tag_features: int) -> Vocabulary:
-    """The tag model's vocabulary and IDF: the ``tag_features`` most frequent tags, ties by
-    term; ``tag_counts[j]``: passages tagged ``vocab_terms[j]`` (its document frequency)."""
+    """The tag model's vocabulary and IDF: the ``tag_features`` most frequent tags, ties by term
+    (``tag_counts[j]``: passages tagged ``vocab_terms[j]``)."""
     present = np.flatnonzero(tag_counts > 0)
     names = [vocab_terms[j] for j in present]
     kept = top_terms(names, tag_counts[present], tag_features)
