@@ -13,7 +13,7 @@ import signal
 import threading
 from pathlib import Path
 
-from factcheck.errors import InputError
+from factcheck.errors import InputError, check_choice
 from factcheck.progress import progress as progress_bar
 from factcheck.tagging.heap import keep_freed_memory
 
@@ -115,10 +115,7 @@ def dask_client(scheduler: str | None, workers: int):
 
 def require_backend(backend: str) -> str:
     """``backend`` if known and installed (Dask is an optional extra)."""
-    if backend not in BACKENDS:
-        raise InputError(None, None, f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}",
-                         param="backend")
-    if backend == "dask":
+    if check_choice(backend, "backend", BACKENDS) == "dask":
         try:
             importlib.import_module("distributed")  # the extra's package (dask comes with it)
         except ImportError:

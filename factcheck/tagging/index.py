@@ -121,7 +121,6 @@ class TitledTexts(PackedStrings):
         return [store.indexed_text(t, b) for t, b in zip(self._titles.take(rows), self._bodies.take(rows))]
 
     def batches(self):
-        """``(first row, texts of one shard)`` for every shard, in order."""
         for (start, titles), (_, bodies) in zip(self._titles.batches(), self._bodies.batches()):
             yield start, [store.indexed_text(t, b) for t, b in zip(titles, bodies)]
 

@@ -266,14 +266,10 @@ def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[
         else:
             wipe(out)
     elif plan_path.is_file():
-        try:
-            previous = json.loads(plan_path.read_text("utf-8")).get("plan_key")
-        except (ValueError, AttributeError):
-            previous = None
-        if previous != plan_key:
+        if _saved(plan_path, "plan_key") != plan_key:
             # Without --force, only a run of the same settings whose input was fixed before
             # its split completed starts afresh.
-            if not force and (_plan_params(plan_path) != plan["params"]
+            if not force and (_saved(plan_path, "plan", "params") != plan["params"]
                               or (out / store.WORK_DIR / "split.json").is_file()):
                 raise InputError(out, None, "holds an unfinished run with other input or parameters; "
                                  f"use {ref('force')} to discard it")
@@ -295,8 +291,12 @@ def _has_content(out: Path) -> bool:
                for p in out.rglob("*"))
 
 
-def _plan_params(plan_path: Path):
+def _saved(plan_path: Path, *keys):
+    """The value at ``keys`` in a saved ``plan.json``, or None."""
     try:
-        return json.loads(plan_path.read_text("utf-8"))["plan"]["params"]
-    except (ValueError, KeyError, TypeError):
+        value = json.loads(plan_path.read_text("utf-8"))
+        for key in keys:
+            value = value[key]
+        return value
+    except (ValueError, LookupError, TypeError):
         return None
