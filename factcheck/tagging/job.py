@@ -195,40 +195,29 @@ class TagJob:
             yield from (s["shard"] for s in shards)
             return
         size = self._params.shard_size
-        ids: list[str] = []
-        texts: list[str] = []
-        titles: list[str] | None = [] if source.has_titles else None
+        pending: tuple[list[str], list[str], list[str]] = ([], [], [])  # ids, texts, titles
 
         def flush():
             shard, start = len(shards), sum(s["count"] for s in shards)
             name = store.passages_name(shard)
             if not store.is_done(out, name, plan_key):
-                store.mark_done(out, name, plan_key, store.write_passages(out / name, ids, texts, titles))
-            shards.append({"shard": shard, "start": start, "count": len(ids)})
+                titles = pending[2] if source.has_titles else None
+                store.mark_done(out, name, plan_key, store.write_passages(out / name, *pending[:2], titles))
+            shards.append({"shard": shard, "start": start, "count": len(pending[0])})
+            for column in pending:
+                column.clear()
             return shard
 
-        batches = iter_passage_records(source)
-        while True:
-            try:
-                batch_ids, batch_texts, batch_titles = next(batches)
-            except StopIteration:
-                break
-            except InputError:
-                self._input_refused = True
-                raise
-            at = 0
-            while at < len(batch_ids):
-                take = min(size - len(ids), len(batch_ids) - at)
-                ids += batch_ids[at:at + take]
-                texts += batch_texts[at:at + take]
-                if titles is not None:
-                    titles += batch_titles[at:at + take]
+        for batch in self._records(source):
+            at, n = 0, len(batch[0])
+            while at < n:
+                take = min(size - len(pending[0]), n - at)
+                for column, new in zip(pending, batch):
+                    column.extend((new or [])[at:at + take])  # a source without titles: None
                 at += take
-                if len(ids) == size:
+                if len(pending[0]) == size:
                     yield flush()
-                    ids, texts = [], []
-                    titles = [] if titles is not None else None
-        if ids:
+        if pending[0]:
             yield flush()
         # Only now is the input known to be whole; shards beyond its end belong to nobody.
         for path in sorted((out / store.PASSAGES_DIR).glob("passages-*"))[len(shards):]:
@@ -236,6 +225,14 @@ class TagJob:
                 shutil.rmtree(path)
         write_json_atomic(split_path, {"key": plan_key, "shards": shards})
         crashpoint("after-split")
+
+    def _records(self, source: SourceSpec):
+        """The ``(ids, texts, titles)`` batches of ``source``; a refused input is remembered."""
+        try:
+            yield from iter_passage_records(source)
+        except InputError:
+            self._input_refused = True
+            raise
 
     def _tag(self, out: Path, shards: list[dict], vocab: Vocabulary, tags_key: str) -> None:
         todo = [s["shard"] for s in shards if not store.is_done(out, store.tags_name(s["shard"]), tags_key)]
