@@ -73,8 +73,7 @@ class Split:
 
 
 def cv_splits(labels, folds: int = FOLDS, repeats: int = REPEATS, seed: int = CV_SEED) -> list[Split]:
-    """Repeated stratified k-fold over positions of ``labels``; fewer folds (at least 2) when a
-    label has fewer than ``folds`` claims."""
+    """Repeated stratified k-fold over positions of ``labels`` (fewer folds for a rare label)."""
     smallest = min(Counter(labels).values())
     k = max(2, min(folds, smallest))
     if len(labels) < 2 * k:
@@ -149,8 +148,7 @@ def _fold_job(split: Split, y: np.ndarray, gold_views: dict, read_views: dict, c
 
 
 def in_label_order(a: np.ndarray, classes, labels, missing: float) -> np.ndarray:
-    """The columns of ``a`` (one per class of ``classes``) in ``labels`` order (``missing`` for
-    a label that is not a class: one absent from a fold's training data)."""
+    """The columns of ``a`` (one per class) in ``labels`` order; ``missing`` for a label not a class."""
     classes = list(classes)
     out = np.full((a.shape[0], len(labels)), missing)
     for j, label in enumerate(labels):
@@ -176,8 +174,7 @@ _workers = None  # the process pool run_folds last used, until release_workers()
 
 
 def run_folds(fn, arg_tuples: list[tuple], jobs: int) -> list:
-    """``fn(*args)`` for each tuple, in order, in ``jobs`` single-threaded worker processes
-    (kept until :func:`release_workers`)."""
+    """``fn(*args)`` for each tuple, in order, in ``jobs`` single-threaded worker processes."""
     global _workers
     # joblib's factory, not loky's: joblib's loky backend reuses this process-wide executor.
     n = max(1, min(effective_n_jobs(jobs), len(arg_tuples)))
@@ -217,8 +214,7 @@ def collect(y, splits: list[Split], per_split: list[dict], cfgs: list, reader: s
 
 
 def fit_scored(M, y_train, c: ClassifierConfig, M_read, M_gold, labels):
-    """Fit one configuration's model: (proba, decision) on ``M_read``, columns in ``labels``
-    order, and its predictions on ``M_gold``."""
+    """Fit one configuration: (proba, decision) on ``M_read`` in ``labels`` order, predictions on ``M_gold``."""
     model = LogisticRegression(C=c.C, class_weight=c.class_weight, max_iter=5000).fit(M, y_train)
     return (in_label_order(model.predict_proba(M_read), model.classes_, labels, 0.0),
             in_label_order(model.decision_function(M_read), model.classes_, labels, -np.inf), model.predict(M_gold))

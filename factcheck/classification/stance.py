@@ -98,8 +98,7 @@ def _aggregates_for(stance, ps: PairSet, claims) -> np.ndarray:
 
 
 def cross_fitted_aggregates(pairs_gold: PairSet, pairs_read: PairSet, labels: np.ndarray, claims):
-    """Aggregates over the gold and the read passages of ``claims`` (cross-fitted), and the
-    stance model fitted on all of them."""
+    """Cross-fitted aggregates over the gold and the read passages of ``claims``, and the stance model."""
     claims = np.asarray(claims, dtype=np.int64)
     gold_agg = np.zeros((len(claims), N_AGGREGATES))
     read_agg = np.zeros_like(gold_agg)

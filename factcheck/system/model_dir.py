@@ -57,8 +57,7 @@ def require_mode(model_dir: Path, mode: str, embedding_model=None) -> None:
 
 
 def load_retriever(model_dir: Path, meta: dict, method: str | None = None, index=None):
-    """The chosen retriever, or another tuned one by name; fitted to ``index`` if given (a
-    warning if its passage vectors are not those it was tuned on)."""
+    """The chosen retriever, or another tuned one by name; fitted to ``index`` if given."""
     chosen = meta.get("retriever") or {}
     method = method or chosen.get("method")
     if method is None:

@@ -59,8 +59,7 @@ def resolve_jobs(jobs: int | None) -> int:
 
 @contextlib.contextmanager
 def dask_client(scheduler: str | None, workers: int):
-    """A distributed Client: the given scheduler, or a LocalCluster of processes we own (an
-    InputError for a bad or silent scheduler)."""
+    """A distributed Client: the given scheduler, or a LocalCluster of processes we own."""
     try:
         from dask.distributed import Client, LocalCluster
         from distributed.comm import get_address_host_port

@@ -20,8 +20,7 @@ def _libc():
 
 
 def keep_freed_memory() -> None:
-    """Serve blocks of up to 32 MB from the heap and keep what is freed for the next task
-    (for workers whose tasks allocate alike: a ``WorkerPool(keep_heap=True)``)."""
+    """Serve blocks of up to 32 MB from the heap and keep what is freed for the next task."""
     libc = _libc()
     if libc is not None:
         libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
@@ -29,8 +28,7 @@ def keep_freed_memory() -> None:
 
 
 def return_freed_memory() -> None:
-    """Give the heap's free pages back to the system now (``factcheck run``, before the
-    classifier's workers start: docs/decisions.md, "One worker pool per job")."""
+    """Give the heap's free pages back to the system now (docs/decisions.md, "One worker pool per job")."""
     gc.collect()
     libc = _libc()
     if libc is not None:

@@ -22,8 +22,7 @@ __all__ = ["IdRows", "PackedStrings", "TagIndex", "TitledTexts", "export_tags", 
 
 
 class PackedStrings(Sequence):
-    """Strings kept as per-shard (UTF-8 buffer, offsets) pairs, decoded when read (many rows at
-    once with :meth:`take`)."""
+    """Strings kept as per-shard (UTF-8 buffer, offsets) pairs, decoded when read."""
 
     MEMO = 1 << 20  # strings remembered at most (cleared when full)
 

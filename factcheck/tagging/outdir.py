@@ -164,8 +164,7 @@ def is_ours(rel: str) -> bool:
 
 
 def wipe(out: Path) -> int:
-    """``--force``: delete the files our runs wrote, nothing else and nothing outside ``out``;
-    the number of files deleted."""
+    """``--force``: delete the files our runs wrote, nothing else; the number of files deleted."""
     out = Path(out)
     check_no_symlinks(out, INDEX_ENTRIES)
     out_real = Path(os.path.realpath(out))
@@ -237,8 +236,7 @@ def remove_temporaries(out: Path) -> int:
 
 
 def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[[str], None]):
-    """For a run of ``plan`` into ``out``: the manifest of a complete index, or None to run
-    (resuming or afresh), or an InputError."""
+    """For a run of ``plan`` into ``out``: the manifest of a complete index, or None to run."""
     check_no_symlinks(out, INDEX_ENTRIES)
     manifest_path = out / store.MANIFEST
     plan_path = out / store.WORK_DIR / "plan.json"

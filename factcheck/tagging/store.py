@@ -224,8 +224,7 @@ def done_record_path(root: Path, name: str) -> Path:
 
 
 def mark_done(root: Path, name: str, key: str, files: dict) -> None:
-    """Record that ``name`` was written whole for ``key``; ``files``: its files' ``{"sha256", ...}``
-    by name (a lone file: ``{"": ...}``)."""
+    """Record that ``name`` was written whole for ``key``; ``files``: {file name: ``{"sha256", ...}``}."""
     write_json_atomic(done_record_path(root, name), {"key": key, "files": files})
 
 

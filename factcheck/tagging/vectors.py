@@ -179,8 +179,7 @@ def _verify_files(out: Path, data: dict) -> None:
 
 
 def vectors_model(index_dir) -> dict | None:
-    """The identity of the model an index's vectors were built with, as their manifest says
-    (unverified); ``None`` without a readable vectors manifest."""
+    """The model an index's vectors were built with, as their manifest says (unverified), or ``None``."""
     try:
         data = json.loads((Path(index_dir) / VECTORS_DIR / MANIFEST).read_text("utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
@@ -190,8 +189,7 @@ def vectors_model(index_dir) -> dict | None:
 
 
 def relocate_embedding_model(index_dir, directory):
-    """Load the (local) embedding model an index's vectors were built with from ``directory``,
-    where it is now, checking it is the same model; the embedder."""
+    """The embedder of the local model the vectors were built with, loaded from ``directory``."""
     from factcheck.text.embedding import relocate
     model = vectors_model(index_dir)
     if model is None:
@@ -213,8 +211,7 @@ def verify_vectors(index_dir, index_manifest=None) -> dict | None:
 
 
 def load_vectors(index_dir, index_manifest=None, identity: dict | None = None) -> np.ndarray:
-    """All passage vectors of ``index_dir`` in index order, float16 (passages x dim), each
-    shard's sha256 checked before it is read (an :class:`~factcheck.errors.IntegrityError`)."""
+    """All passage vectors of ``index_dir`` in index order, float16 (passages x dim), verified."""
     out = Path(index_dir) / VECTORS_DIR
     data = read_vectors_manifest(index_dir, index_manifest, identity)
     _verify_files(out, data)
