@@ -35,16 +35,14 @@ def make_classifier(C: float = 2.0, class_weight=None, stats_weight: float = 0.3
     stats_weight : float, default 0.3
         Weight of the standardised agreement statistics against the sparse groups (>= 0).
     groups : sequence of str, default ALL_GROUPS
-        Feature groups: ``"claim"``, ``"evidence"``, ``"shared"``, ``"unshared"``, ``"stats"``
-        (and, in the open mode, ``"dense"``); ``("claim",)`` is the claim-only baseline.
+        Feature groups (:mod:`factcheck.classification.features`); ``("claim",)`` is the claim-only baseline.
     embedding : dict or None, default None
         The ``dense`` group's embedding model as its passage vectors record it (None: the bundled one).
 
     Returns
     -------
     sklearn.pipeline.Pipeline
-        Unfitted; ``fit(X, y)`` with X a list of ``(claim text, [passage texts])`` pairs
-        and y their labels (:data:`factcheck.formats.claims.LABELS`).
+        Unfitted; ``fit(X, y)`` with X a list of ``(claim text, [passage texts])`` pairs.
 
     Example
     -------

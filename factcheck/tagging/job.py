@@ -93,8 +93,7 @@ class TagJob:
         Parameters
         ----------
         source : SourceSpec, str or Path
-            The knowledge source: a path read with the reader options below, or a
-            ``SourceSpec`` (:func:`factcheck.formats.evidence.source_spec`).
+            The knowledge source (a path is read with the reader options below).
         out : str or Path
             The index directory (this run's alone while it runs).
         force : bool, default False
@@ -105,7 +104,7 @@ class TagJob:
         Returns
         -------
         Manifest
-            The complete index's manifest (open the index with :meth:`factcheck.TagIndex.load`).
+            The complete index's manifest.
         """
         source = as_source(source, "source", format=format, id_column=id_column, text_column=text_column,
                            title_column=title_column, index_titles=index_titles, max_passage_chars=max_passage_chars)
