@@ -27,7 +27,6 @@ class Hit:
     row : int
         The passage's row in the index (corpus order).
     id : str
-        The passage's id.
     score : float
         The method's score.
     explanation : dict
@@ -269,7 +268,6 @@ class Retriever(BaseEstimator, ABC):
         Parameters
         ----------
         claims : str or sequence of str
-            One claim, or several.
         k : int, default 100
             How many passages to rank at most.
 
@@ -288,7 +286,6 @@ class Retriever(BaseEstimator, ABC):
         Parameters
         ----------
         claims : str or sequence of str
-            One claim, or several.
 
         Returns
         -------
@@ -305,7 +302,6 @@ class Retriever(BaseEstimator, ABC):
         Parameters
         ----------
         claims : str or sequence of str
-            One claim, or several.
         k : int, default 100
             The depth of each claim's ranking.
 

@@ -6,7 +6,7 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from factcheck.errors import InputError, ref
+from factcheck.errors import InputError, check_choice, ref
 
 if TYPE_CHECKING:
     from factcheck.formats.claims import Claim
@@ -30,9 +30,7 @@ def methods_for(mode: str = "course", embedding_model=None) -> tuple[str, ...]:
 
 def check_mode(mode: str, embedding_model=None) -> str:
     """``mode`` if known; for ``"open"``, also that its embedding model loads (before any work starts)."""
-    if mode not in MODES:
-        raise InputError(None, None, f"unknown mode {mode!r}; expected one of {', '.join(MODES)}", param="mode")
-    if mode == "open":
+    if check_choice(mode, "mode", MODES) == "open":
         from factcheck.text.embedding import load_embedder
         load_embedder(embedding_model)
     return mode
@@ -43,11 +41,7 @@ def check_method(method: str, mode: str = "course", also: tuple[str, ...] = (), 
     if method in OPEN_METHODS and mode == "course":
         raise InputError(None, None, f"{method!r} is an open-mode retriever (pretrained embeddings); the "
                          f"course mode offers {', '.join((*also, *METHODS))} (or use {ref('mode')} open)", param="method")
-    methods = (*also, *methods_for(mode, embedding_model))
-    if method not in methods:
-        raise InputError(None, None, f"unknown method {method!r}; expected one of {', '.join(methods)}",
-                         param="method")
-    return method
+    return check_choice(method, "method", (*also, *methods_for(mode, embedding_model)))
 
 
 def make_retriever(method: str, params: dict | None = None, chunk_window: int | None = None,

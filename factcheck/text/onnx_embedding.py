@@ -110,14 +110,14 @@ class OnnxEmbedder:
                  threads: int, batch_tokens: int = BATCH_TOKENS):
         try:
             import onnxruntime as ort
-            from tokenizers import Tokenizer
+            import tokenizers
         except ImportError:
             raise InputError(None, None, INSTALL_HINT, param="embedding_model") from None
         self.max_length, self.pooling, self.batch_tokens = max_length, pooling, batch_tokens
         self.prefixes = {"query": query_prefix, "passage": passage_prefix}
         self._model_path = files.paths[MODEL_FILE]
         try:
-            self.tokenizer = Tokenizer.from_str(files.data[TOKENIZER_FILE].decode("utf-8"))
+            self.tokenizer = tokenizers.Tokenizer.from_str(files.data[TOKENIZER_FILE].decode("utf-8"))
         except Exception as exc:  # tokenizers raises its own Exception subclass, one line
             raise InputError(files.paths[TOKENIZER_FILE], None, f"not a tokenizers file ({_first_line(exc)})") from None
         self.tokenizer.no_padding()
@@ -141,7 +141,7 @@ class OnnxEmbedder:
             "model_sha256": _sha256(files.data[MODEL_FILE]), "tokenizer_sha256": _sha256(files.data[TOKENIZER_FILE]),
             "pooling": pooling, "normalization": "l2", "max_length": max_length,
             "query_prefix": query_prefix, "passage_prefix": passage_prefix,
-            "path": files.where, "runtime": _runtime(ort),
+            "path": files.where, "runtime": f"onnxruntime {ort.__version__}, tokenizers {tokenizers.__version__}",
         }
         self._independent: bool | None = None
         self._memo: dict[tuple[str, str], np.ndarray] = {}
@@ -253,7 +253,7 @@ def load_onnx_embedder(model, max_length: int | None = None, pooling: str | None
     max_length = settings.get("max_length") if max_length is None else max_length
     if max_length is None:
         max_length = _tokenizer_truncation(files) or DEFAULT_MAX_LENGTH
-    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
+    if not _is_int(max_length) or max_length < 2:
         raise InputError(None, None, f"must be an integer of at least 2, got {max_length!r}",
                          param="embedding_max_length")
     pooling = pooling or settings.get("pooling") or "mean"
@@ -308,7 +308,7 @@ def _sentence_transformers_settings(files: _Files) -> dict:
     out = {}
     if ST_CONFIG in files.data:
         value = _json(files, ST_CONFIG).get("max_seq_length")
-        if isinstance(value, int) and not isinstance(value, bool):
+        if _is_int(value):
             out["max_length"] = value
     if POOLING_CONFIG in files.data:
         data = _json(files, POOLING_CONFIG)
@@ -325,7 +325,11 @@ def _sentence_transformers_settings(files: _Files) -> dict:
 def _tokenizer_truncation(files: _Files) -> int | None:
     truncation = _json(files, TOKENIZER_FILE).get("truncation")
     value = truncation.get("max_length") if isinstance(truncation, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if _is_int(value) else None
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _json(files: _Files, name: str) -> dict:
@@ -355,21 +359,13 @@ def _default_threads() -> int:
         return os.cpu_count() or 1
 
 
-def _runtime(ort) -> str:
-    import tokenizers
-    return f"onnxruntime {ort.__version__}, tokenizers {tokenizers.__version__}"
-
-
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _first_line(exc: Exception) -> str:
