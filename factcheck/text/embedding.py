@@ -30,23 +30,8 @@ BATCH = 1024  # texts pooled at a time (bounds the gather; never changes a resul
 
 @dataclass
 class Embedder:
-    """A loaded static embedding model: a token-vector table and its tokenizer.
-
-    Parameters
-    ----------
-    table : ndarray of shape (vocabulary, dim), float32
-        One vector per token id.
-    tokenizer : tokenizers.Tokenizer
-        Padding and truncation off.
-    identity : dict
-        What produced the vectors (name, package version, file checksums).
-
-    Example
-    -------
-    >>> embedder = load_embedder()                              # doctest: +SKIP
-    >>> embedder.embed(["sea level rise"]).shape                # doctest: +SKIP
-    (1, 256)
-    """
+    """A loaded static embedding model: a float32 token-vector ``table``, its ``tokenizer``
+    (padding and truncation off) and the ``identity`` of its vectors."""
 
     table: np.ndarray
     tokenizer: object

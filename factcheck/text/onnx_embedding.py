@@ -98,12 +98,6 @@ class OnnxEmbedder:
         onnxruntime's intra-op threads.
     batch_tokens : int, default BATCH_TOKENS
         Tokens per batch of equal-length texts (1: every text alone).
-
-    Example
-    -------
-    >>> embedder = load_onnx_embedder("minilm")                          # doctest: +SKIP
-    >>> embedder.embed(["Sea levels are rising."], kind="query").shape   # doctest: +SKIP
-    (1, 384)
     """
 
     def __init__(self, files: _Files, max_length: int, pooling: str, query_prefix: str, passage_prefix: str,
