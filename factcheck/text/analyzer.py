@@ -99,15 +99,7 @@ class TextAnalyzer:
         return stem
 
     def __call__(self, text: str) -> list[str]:
-        memo_get = self._memo.get
-        out = []
-        for token in word_tokens(text):
-            stem = memo_get(token)
-            if stem is None:
-                stem = self.stem(token)
-            if stem:
-                out.append(stem)
-        return out
+        return [stem for stem in map(self.stem, word_tokens(text)) if stem]
 
     # The memo is a cache, not state: keep pickles small and identical across runs.
     def __getstate__(self):
