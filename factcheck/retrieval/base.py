@@ -1,20 +1,11 @@
-"""The retriever interface every method implements, and its result types.
-
-A retriever is a scikit-learn estimator: settings are ``__init__`` parameters stored
-unchanged (``get_params``, ``set_params``, ``clone`` and ``repr`` come from
-:class:`~sklearn.base.BaseEstimator`), checked at ``fit(index)``; fitted state ends in
-``_``. Then, from one scoring of each claim: ``rank(claims, k)`` (a :class:`Ranking`),
-``retrieve(claims)`` (a :class:`Selection` of :class:`Hit` s) and ``search(claims, k)``
-(both). One claim string gives one result, a sequence a list. Subclasses implement
-``_scored`` and ``_select``; the checks, the top-k and the one-or-many rule live here.
-"""
+"""The retriever interface every method implements (a scikit-learn estimator), and its result types."""
 
 from __future__ import annotations
 
 import inspect
 import os
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, NamedTuple
 
 import numpy as np
@@ -36,13 +27,12 @@ class Hit:
     row : int
         The passage's row in the index (corpus order).
     id : str
-        The passage's id.
     score : float
-        The method's score (BM25, combined cosine + overlap, P(gold), ...).
+        The method's score.
     explanation : dict
-        The numbers and terms behind the pick (the ``.explain.json`` sidecar's hit record).
+        The numbers and terms behind the pick.
     title : str or None
-        The passage's title, when the index has titles (FEVER, BEIR).
+        The passage's title, when the index has titles.
 
     Example
     -------
@@ -57,8 +47,7 @@ class Hit:
     title: str | None = None
 
     def to_json(self) -> dict:
-        """The hit as the explanations sidecar records it (``id``, ``score``, the
-        explanation, then ``title`` when there is one)."""
+        """The hit as the explanations sidecar records it."""
         out = {"id": self.id, "score": float(self.score), **self.explanation}
         if self.title is not None:
             out["title"] = self.title
@@ -67,21 +56,20 @@ class Hit:
 
 @dataclass
 class Ranking:
-    """A claim's passages by descending score (ties by corpus order), to a depth
-    (:meth:`Retriever.rank`): only passages the method scored.
+    """A claim's scored passages by descending score (ties by corpus order), to a depth.
 
     Parameters
     ----------
     ids : list of str
         The passages' ids, best first.
     scores : list of float
-        Their scores under the method (plain floats).
+        Their scores.
     rows : list of int
-        Their rows in the index (``index.ids[rows[i]] == ids[i]``).
+        Their rows in the index.
     titles : list of str or None, or None
-        Their titles (None for a passage without one), when the index has titles.
+        Their titles, when the index has titles.
     texts : list of str or None
-        Their texts (without the title), from :func:`factcheck.search`; None otherwise.
+        Their texts, from :func:`factcheck.search`.
 
     Example
     -------
@@ -100,7 +88,7 @@ class Ranking:
         return len(self.ids)
 
     def to_json(self) -> list[str]:
-        """The ids, best first (the sidecar's ``"ranking"``)."""
+        """The ids, best first."""
         return list(self.ids)
 
 
@@ -113,10 +101,9 @@ class Selection:
     hits : list of Hit
         The passages returned, best first.
     path : str
-        How they were chosen: ``"filtered"`` or ``"fallback"`` (tag rule), ``"ranked"``
-        (BM25, TF-IDF, dense, hybrid), ``"reranked"`` or ``"fallback"`` (reranker).
+        How they were chosen: ``"filtered"``, ``"ranked"``, ``"reranked"`` or ``"fallback"``.
     details : dict
-        What the method records for the whole claim (its parameters, the claim's tags, ...).
+        What the method records for the whole claim.
     ranking : Ranking or None
         The claim's ranking from the same scoring (:meth:`Retriever.search`).
 
@@ -140,14 +127,13 @@ class Selection:
         return [h.id for h in self.hits]
 
     def to_json(self) -> dict:
-        """The claim's record in the explanations sidecar (:meth:`Explanation.to_json`)."""
+        """The claim's record in the explanations sidecar."""
         return Explanation.of(self).to_json()
 
 
 @dataclass(frozen=True)
 class Explanation:
-    """Why a claim got its evidence and, from :class:`~factcheck.FactChecker`, its label:
-    the ``.explain.json`` sidecar's record of one claim, as an object.
+    """The ``.explain.json`` sidecar's record of one claim: why it got its evidence (and label).
 
     Parameters
     ----------
@@ -156,9 +142,9 @@ class Explanation:
     hits : list of dict
         Each returned passage's record (:meth:`Hit.to_json`), best first.
     details : dict
-        What the method records for the whole claim (:attr:`Selection.details`).
+        What the method records for the whole claim.
     ranking : list of str or None
-        The claim's ranking's ids (for recall@k and MRR), when one was kept.
+        The claim's ranking's ids, when one was kept.
     probabilities : dict of str to float or None
         The classifier's probability of each label.
     classifier_read : dict or None
@@ -182,7 +168,7 @@ class Explanation:
 
     @classmethod
     def of(cls, selection: Selection, **fields) -> "Explanation":
-        """The explanation of a :class:`Selection` (and of its ranking, if it has one)."""
+        """The explanation of a :class:`Selection`."""
         ranking = selection.ranking.to_json() if selection.ranking is not None else None
         return cls(selection.path, [h.to_json() for h in selection.hits], dict(selection.details), ranking, **fields)
 
@@ -200,8 +186,7 @@ class Explanation:
         return [h["id"] for h in self.hits]
 
     def to_json(self) -> dict:
-        """The sidecar's record: ``path``, the details, ``hits``, then ``ranking``,
-        ``probabilities`` and ``classifier_read`` where present."""
+        """The sidecar's record (fields that are None left out)."""
         out = {"path": self.path, **self.details, "hits": self.hits}
         for name in ("ranking", "probabilities", "classifier_read"):
             if getattr(self, name) is not None:
@@ -210,15 +195,14 @@ class Explanation:
 
 
 class TopK(NamedTuple):
-    """Rows by descending score and their scores: a ranking before ids are attached."""
+    """Rows by descending score and their scores."""
 
     rows: np.ndarray
     scores: np.ndarray
 
 
 class Scored(NamedTuple):
-    """What a method scored for one claim: the rows (None: every row), their scores, and
-    whatever else its selection and explanations read (``state``)."""
+    """One claim's scored rows (None: every row), their scores, and what the selection reads."""
 
     rows: np.ndarray | None
     scores: np.ndarray
@@ -228,10 +212,7 @@ class Scored(NamedTuple):
 class Retriever(BaseEstimator, ABC):
     """Base class of the retrievers: ``fit(index)`` once, then ``rank``/``retrieve``/``search`` claims.
 
-    Subclasses take their settings as ``__init__`` parameters (stored unchanged), check
-    them in ``fit`` (an :class:`~factcheck.errors.InputError` naming the parameter) and
-    implement ``_fit`` and ``_scored`` (and ``_explain``, or ``_select``); ``name`` is the
-    method's name in the CLI and in model directories.
+    Subclasses implement ``_fit``, ``_scored`` and ``_explain`` (or ``_select``).
 
     Attributes
     ----------
@@ -259,27 +240,21 @@ class Retriever(BaseEstimator, ABC):
     name = "retriever"
     # ``fit``'s ``index`` is the data, not metadata to route: no generated ``set_fit_request``.
     __metadata_request__fit = {"index": metadata_routing.UNUSED}
-    # Parameters that cannot change any result (a cache switch, a block size): left out
-    # of :meth:`params`, the record written into explanations and model directories.
-    _unrecorded: tuple[str, ...] = ()
+    _unrecorded: tuple[str, ...] = ()  # parameters that cannot change a result (left out of params)
 
-    # ------------------------------------------------------------------ the interface
     def fit(self, index, **fit_params) -> "Retriever":
         """Check the parameters and bind the retriever to ``index``.
 
         Parameters
         ----------
         index : TagIndex or str or path
-            The knowledge source's tag index (:func:`factcheck.build_index`), or its
-            directory (loaded and verified with :meth:`TagIndex.load`).
+            The tag index (:func:`factcheck.build_index`), or its directory.
         **fit_params
-            Structures already built for ``index`` that a retriever may reuse (the
-            reranker's ``terms``/``context``/``dense``).
+            Structures already built for ``index`` that a retriever may reuse.
 
         Returns
         -------
         self
-            Fitted: ``index_`` and the method's own state are set.
         """
         index = _as_index(index)
         self._check_params()
@@ -288,19 +263,18 @@ class Retriever(BaseEstimator, ABC):
         return self
 
     def rank(self, claims, k: int = 100):
-        """The passages the method scores for one claim or for each of a list, best first, to depth ``k``.
+        """The passages the method scores for one claim or each of a list, best first, to depth ``k``.
 
         Parameters
         ----------
         claims : str or sequence of str
-            One claim, or several.
         k : int, default 100
-            How many passages to rank at most (fewer when fewer were scored).
+            How many passages to rank at most.
 
         Returns
         -------
         Ranking or list of Ranking
-            One :class:`Ranking` for a string; a list of them, in order, for a sequence.
+            One for a string; a list of them for a sequence.
         """
         texts, one = self._prepare(claims, k)
         out = [self._ranking(top) for _, top in self._search(texts, k, False)]
@@ -312,12 +286,11 @@ class Retriever(BaseEstimator, ABC):
         Parameters
         ----------
         claims : str or sequence of str
-            One claim, or several.
 
         Returns
         -------
         Selection or list of Selection
-            One :class:`Selection` for a string; a list of them, in order, for a sequence.
+            One for a string; a list of them for a sequence.
         """
         texts, one = self._prepare(claims, None)
         out = [sel for sel, _ in self._search(texts, 0, True)]
@@ -329,7 +302,6 @@ class Retriever(BaseEstimator, ABC):
         Parameters
         ----------
         claims : str or sequence of str
-            One claim, or several.
         k : int, default 100
             The depth of each claim's ranking.
 
@@ -339,27 +311,21 @@ class Retriever(BaseEstimator, ABC):
             The evidence, each with its claim's top-``k`` :class:`Ranking` in ``ranking``.
         """
         texts, one = self._prepare(claims, k)
-        out = []
-        for sel, top in self._search(texts, k, True):
-            sel.ranking = self._ranking(top)
-            out.append(sel)
+        out = [replace(sel, ranking=self._ranking(top)) for sel, top in self._search(texts, k, True)]
         return out[0] if one else out
 
     def params(self) -> dict:
-        """The parameters that determine the results, as explanations and model
-        directories record them: :meth:`get_params` in signature order, less the settings
-        that cannot change a result (e.g. ``cache``)."""
+        """The parameters that determine the results (:meth:`get_params` in signature order, less ``_unrecorded``)."""
         values = self.get_params(deep=False)
         return {name: values[name] for name in _signature_order(type(self)) if name not in self._unrecorded}
 
-    # ------------------------------------------------------------------ for subclasses
     @abstractmethod
     def _fit(self, index, **fit_params) -> None:
         """Build the method's state for ``index`` (``self.index_`` is set after it)."""
 
     @abstractmethod
     def _scored(self, texts: list[str]) -> Iterable[Scored]:
-        """Per claim, in order, everything the method scores (one scoring per claim)."""
+        """Per claim, in order, what the method scores."""
 
     @property
     def _evidence_depth(self) -> int:
@@ -367,7 +333,7 @@ class Retriever(BaseEstimator, ABC):
         return self.k
 
     def _select(self, claim: str, scored: Scored, top: TopK) -> Selection:
-        """The evidence: the top ``k``, explained by :meth:`_explain`."""
+        """The top ``k``, explained by :meth:`_explain`."""
         rows, scores = top.rows[:self.k], top.scores[:self.k]
         hits = [self._hit(r, s, e) for r, s, e in
                 zip(rows.tolist(), scores.tolist(), self._explain(claim, rows, scores, scored.state))]
@@ -386,10 +352,9 @@ class Retriever(BaseEstimator, ABC):
             yield sel, (TopK(top.rows[:k], top.scores[:k]) if k else None)
 
     def _check_params(self) -> None:
-        """Raise an :class:`~factcheck.errors.InputError` naming the parameter of a bad value."""
+        """Raise an InputError naming the parameter of a bad value."""
 
     def _hit(self, row: int, score: float, explanation: dict) -> Hit:
-        """The :class:`Hit` of passage ``row``: its id, and its title when the index has titles."""
         index = self.index_
         title = index.title(row) if getattr(index, "has_titles", False) else None
         return Hit(row, index.ids[row], float(score), explanation, title)
@@ -421,9 +386,8 @@ def _signature_order(cls) -> list[str]:
 
 
 def as_texts(claims, param: str = "claims") -> tuple[list[str], bool]:
-    """``(texts, one)``: one string as a list of one (``one`` True), or every string of a
-    sequence (``one`` False). Anything else is an InputError naming ``param``: iterating
-    a string by accident would retrieve for each of its characters."""
+    """``(texts, one)``: one string as a list of one (``one`` True), or a sequence's strings;
+    anything else is an InputError naming ``param``."""
     if isinstance(claims, str):
         return [claims], True
     what = "a claim string" if param == "claims" else "a string"

@@ -1,10 +1,4 @@
-"""BM25 over the full passage text (the project's stems): Lucene's variant, scored by the core.
-
-The index's stems are counted once into a term-major matrix; any (k1, b)'s weights derive
-from it (:func:`~factcheck.scoring.bm25.bm25_weights`). Both are cached in the index
-(``bm25/counts/``, ``bm25/lucene-k1_<k1>-b_<b>/``: :class:`~factcheck.tagging.derived.DerivedCache`)
-and memory-mapped.
-"""
+"""BM25 (Lucene's) over the full passage text's stems; counts and weights cached in the index."""
 
 from __future__ import annotations
 
@@ -21,7 +15,6 @@ from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.packing import pack_strings, unpack_strings
 from factcheck.text.analyzer import analyze, shared_stems
 
-#: The BM25 variants offered: Lucene's only (what model directories record as ``method``).
 BM25_METHODS = ("lucene",)
 COUNTS_VERSION = "stems-term-major/1"
 
@@ -32,35 +25,20 @@ class BM25Retriever(Retriever):
     Parameters
     ----------
     k1 : float, default 1.2
-        Term-frequency saturation (finite, at least 0).
+        Term-frequency saturation.
     b : float, default 0.75
         Length normalisation, in [0, 1].
     k : int, default 5
         Passages returned as evidence by :meth:`retrieve`.
     method : {"lucene"}, default "lucene"
-        The BM25 variant (:mod:`factcheck.scoring.bm25`).
     cache : bool, default True
-        Keep the term counts and weights inside the tag index directory (``DIR/bm25/...``)
-        and reuse them; never changes a result.
-
-    Attributes
-    ----------
-    index_ : TagIndex
-        The index fitted to.
-    vocabulary_ : dict of str to int
-        Stem -> row of ``weights_``.
-    weights_ : TermMatrix
-        The BM25 weight of every (stem, passage).
+        Keep the counts and weights in the index directory; never changes a result.
 
     Example
     -------
     >>> import factcheck
     >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
     >>> bm25 = factcheck.BM25Retriever(k=3).fit(index)
-    >>> bm25
-    BM25Retriever(k=3)
-    >>> bm25.get_params()
-    {'b': 0.75, 'cache': True, 'k': 3, 'k1': 1.2, 'method': 'lucene'}
     >>> selection = bm25.retrieve("Sea levels are rising.")
     >>> selection.ids
     ['evidence-8', 'evidence-39', 'evidence-7']
@@ -103,7 +81,6 @@ class BM25Retriever(Retriever):
                                                                          self.b).data}),
                 lambda folder: load_array(folder, "data"))
             terms, self.weights_ = counts.terms, counts.counts.with_data(data)
-            # Once on disk, the in-memory counts (a tuning sweep's) are read no more.
             _COUNTS.pop(index, None)
         self.vocabulary_ = {t: j for j, t in enumerate(terms)}
 
@@ -138,7 +115,7 @@ def corpus_counts(index) -> CorpusCounts:
 
 
 def save_terms(folder, terms: list[str], **arrays) -> None:
-    """``terms`` packed (``terms_utf8``, ``terms_offsets``) and ``arrays``, as ``.npy`` in ``folder``."""
+    """``terms`` packed and ``arrays``, as ``.npy`` in ``folder``."""
     buf, offsets = pack_strings(terms)
     save_arrays(folder, {"terms_utf8": buf, "terms_offsets": offsets, **arrays})
 

@@ -1,11 +1,5 @@
-"""Long passages as overlapping word windows, for any retriever.
-
-The chunks are tagged by the offline job (ids ``<passage id>#<chunk>``) into a derived
-cache of the passage index (``chunks/w<window>-o<overlap>/``), so every retriever works on
-them as on passages; a passage ranks as its best chunk
-(:func:`~factcheck.scoring.topk.first_per_group`). A retriever that reads passage vectors
-gets the chunks' own, embedded into the chunk index on first use.
-"""
+"""Long passages as overlapping word windows, tagged into a derived index, for any retriever;
+a passage ranks as its best chunk."""
 
 from __future__ import annotations
 
@@ -79,20 +73,9 @@ class ChunkedRetriever(Retriever):
     inner : Retriever
         The retriever that searches the chunks (a clone of it is fitted to the chunk index).
     window : int, default 100
-        Words per chunk (at least 1).
+        Words per chunk.
     overlap : int, default 20
-        Words shared by consecutive chunks (0 <= overlap < window).
-
-    Attributes
-    ----------
-    index_ : TagIndex
-        The passage index fitted to.
-    inner_ : Retriever
-        The clone of ``inner`` fitted to ``chunk_index_``.
-    chunks_ : Chunks
-        Each chunk's text, owning passage row and word span.
-    chunk_index_ : TagIndex
-        The tag index of the chunks (a derived cache inside ``index_``'s directory).
+        Words shared by consecutive chunks.
 
     Example
     -------
@@ -117,7 +100,7 @@ class ChunkedRetriever(Retriever):
         return f"{self.inner.name}+chunks"
 
     def params(self) -> dict:
-        """The inner retriever's :meth:`~Retriever.params` plus ``chunk_window`` and ``chunk_overlap``."""
+        """The inner retriever's params plus ``chunk_window`` and ``chunk_overlap``."""
         return {**self.inner.params(), "chunk_window": self.window, "chunk_overlap": self.overlap}
 
     def _check_params(self) -> None:
@@ -151,7 +134,6 @@ class ChunkedRetriever(Retriever):
         self.inner_ = clone(self.inner).fit(self.chunk_index_)
 
     def _scored(self, texts):
-        """The inner retriever's scores of the chunks (:meth:`_search` collapses them)."""
         return self.inner_._scored(texts)
 
     def _search(self, texts, k, select):

@@ -1,10 +1,4 @@
-"""Open mode retrieval: dense (embedding cosine) and hybrid (BM25 + dense) retrievers.
-
-Dense search is exact, one claim at a time, so a claim's ranking never depends on its
-batch-mates (docs/decisions.md, "Exact dense search"). Hybrid fusion (:func:`fuse`):
-``"max"`` scales each score list by the claim's best and mixes them with weight ``alpha``
-on the dense side; ``"rrf"`` is weighted reciprocal-rank fusion of the two top lists.
-"""
+"""Open mode retrieval: dense (embedding cosine, exact, one claim at a time) and hybrid (BM25 + dense)."""
 
 from __future__ import annotations
 
@@ -31,24 +25,11 @@ class DenseRetriever(Retriever):
     k : int, default 4
         Passages returned as evidence.
     block_rows : int, default 65536
-        Passage vectors multiplied at a time (bounds the temporary; never changes a result).
-
-    Attributes
-    ----------
-    index_ : TagIndex
-        The index fitted to (its passage vectors: :class:`~factcheck.PassageVectorJob`).
-    vectors_ : ndarray (passages x dim), float32
-        The index's passage vectors (L2-normalised), after ``fit``.
-    vectors_sha256_ : str
-        Their manifest's ``content_sha256`` (recorded in model directories).
-    embedder_ : Embedder or OnnxEmbedder
-        The model that embeds claims: the one that embedded the passages, as their
-        manifest records it (:func:`~factcheck.text.embedding.load_embedder`).
+        Passage vectors multiplied at a time (never changes a result).
 
     Example
     -------
-    The index needs its passage vectors (:class:`~factcheck.tagging.vectors.PassageVectorJob`, or
-    ``factcheck run --mode open``):
+    The index needs its passage vectors (:class:`~factcheck.tagging.vectors.PassageVectorJob`):
 
     >>> import factcheck
     >>> from factcheck.tagging.vectors import PassageVectorJob
@@ -94,8 +75,7 @@ class DenseRetriever(Retriever):
         return [{"dense": s, "rank": i} for i, s in enumerate(scores.tolist(), 1)]
 
 
-# Loaded vector matrices, shared by every retriever fitted to the same vectors while any
-# holds them (each float32 copy is 316 MB at 316K passages).
+# Loaded vector matrices, shared by the retrievers fitted to the same vectors.
 _LOADED = weakref.WeakValueDictionary()
 
 
@@ -113,8 +93,8 @@ def _shared_vectors(index, identity: dict) -> tuple[np.ndarray, str]:
 
 def fuse(bm25: np.ndarray, dense: np.ndarray, alpha: float, fusion: str = "max",
          rrf_depth: int = 1000) -> np.ndarray:
-    """One fused score per passage from its BM25 and dense scores; ``alpha``: the dense
-    side's weight (0 ranks like BM25, 1 like dense)."""
+    """One fused score per passage: ``"max"`` mixes the scores scaled by the claim's best,
+    ``"rrf"`` is weighted reciprocal-rank fusion; ``alpha``: the dense side's weight."""
     if check_choice(fusion, "fusion", FUSIONS) == "max":
         # float64 so the scaling never merges two distinct float32 scores into a tie.
         lexical, semantic = (s.astype(np.float64) / s.max() if s.max() > 0 else np.zeros(len(s))
@@ -140,18 +120,9 @@ class HybridRetriever(Retriever):
     fusion : {"max", "rrf"}, default "max"
         How the two score lists are combined (:func:`fuse`).
     k1, b : float
-        BM25 parameters (chosen on the training split like the BM25 retriever's).
+        BM25 parameters.
     rrf_depth : int, default 1000
-        Depth of each list under ``"rrf"`` (recorded only with that fusion).
-
-    Attributes
-    ----------
-    index_ : TagIndex
-        The index fitted to.
-    bm25_ : BM25Retriever
-    dense_ : DenseRetriever
-    vectors_sha256_ : str
-        The passage vectors' ``content_sha256`` (as ``dense_``'s).
+        Depth of each list under ``"rrf"``.
 
     Example
     -------
@@ -201,7 +172,7 @@ class HybridRetriever(Retriever):
         self.vectors_sha256_ = self.dense_.vectors_sha256_
 
     def component_scores(self, claim: str) -> tuple[np.ndarray, np.ndarray]:
-        """(BM25, dense) score of every passage for one claim: what :func:`fuse` combines."""
+        """(BM25, dense) score of every passage for one claim."""
         self._check_fitted()
         return self.bm25_.scores(claim), self.dense_.scores(claim)
 

@@ -1,11 +1,4 @@
-"""The 2024 tag rule (docs/retrieval.md), reproduced exactly and vectorised.
-
-The shared-tag counts and the cosines are two sparse products of the claim with
-term-major matrices touching only its stems' postings; a cosine adds the claim's terms in
-ascending term order from zero, as the per-passage reference in the tests does, so every
-threshold decision agrees bit for bit. The fallback still fills ``top_n`` with zero-score
-passages in corpus order, as the 2024 rule did.
-"""
+"""The 2024 tag rule (docs/retrieval.md), reproduced bit for bit and vectorised."""
 
 from __future__ import annotations
 
@@ -25,16 +18,11 @@ class TagRuleRetriever(Retriever):
     Parameters
     ----------
     t_sim : float, default 0.55
-        A passage passes only if its tag cosine with the claim is above it (in [0, 1]).
+        A passage passes only if its tag cosine with the claim is above it.
     t_overlap : float, default 0.5
-        |shared tags| / min(|claim tags|, |passage tags|) must be above it too (in [0, 1]).
+        |shared tags| / min(|claim tags|, |passage tags|) must be above it too.
     top_n : int, default 6
         At most this many passages are returned.
-
-    Attributes
-    ----------
-    index_ : TagIndex
-        The index fitted to.
 
     Example
     -------
@@ -62,7 +50,6 @@ class TagRuleRetriever(Retriever):
         check_number(self.t_overlap, "t_overlap", low=0.0, high=1.0)
         check_number(self.top_n, "top_n", integer=True, low=1)
 
-    # ------------------------------------------------------------------ fitting
     def _fit(self, index) -> None:
         n, vocab = len(index), index.vocabulary
         self._vocab_col = {t: j for j, t in enumerate(vocab)}
@@ -74,7 +61,6 @@ class TagRuleRetriever(Retriever):
         self._n_tags = np.diff(index.tag_indptr)
         self._tag_vec = index.tag_vectorizer
 
-    # ------------------------------------------------------------------ scoring
     def claim_tags(self, claim: str) -> list[str]:
         """The claim's stems, sorted, duplicates kept (step 1 of the rule)."""
         return sorted(analyze(claim))
@@ -121,8 +107,7 @@ class TagRuleRetriever(Retriever):
         return rows, "fallback", 0
 
     def sweep(self, claims, t_sims, t_overlaps, top_ns) -> dict:
-        """:meth:`choose` at every (t_sim, t_overlap, top_n) -> per-claim (rows, paths), each
-        claim scored and sorted once (a smaller ``top_n`` is a prefix of a larger one)."""
+        """:meth:`choose` at every (t_sim, t_overlap, top_n) -> per-claim (rows, paths), each claim scored once."""
         self._check_fitted()
         out = {(a, b, n): ([], []) for a in t_sims for b in t_overlaps for n in top_ns}
         max_n = max(top_ns)
@@ -153,14 +138,9 @@ class TagRuleRetriever(Retriever):
         stats = [(cosine[p], overlap[p], combined[p]) if f else (0.0, 0.0, 0.0)
                  for p, f in zip(pos.tolist(), found.tolist())]
         claim_set = set(distinct)
-        hits = []
-        for row, (cos, ov, comb) in zip(rows.tolist(), stats):
-            passage_tags = self.index_.tags(row)
-            hits.append(self._hit(row, float(comb), {
-                "cosine": float(cos), "overlap": float(ov), "combined": float(comb),
-                "shared_tags": [t for t in passage_tags if t in claim_set],
-                "passage_tags": passage_tags,
-            }))
+        hits = [self._hit(row, float(comb), {"cosine": float(cos), "overlap": float(ov), "combined": float(comb),
+                                             "shared_tags": [t for t in tags if t in claim_set], "passage_tags": tags})
+                for row, (cos, ov, comb), tags in zip(rows.tolist(), stats, map(self.index_.tags, rows.tolist()))]
         return Selection(hits, path, {"claim_tags": self.claim_tags(claim), "thresholds": self.params(),
                                       "passed_filter": int(n_passed)})
 

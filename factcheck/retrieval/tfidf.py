@@ -1,10 +1,4 @@
-"""TF-IDF cosine over the full text: the minimal retrieval pipeline's scorer.
-
-Units are weighted ``(1 + ln tf) * idf`` and L2-normalised (scikit-learn's
-``TfidfVectorizer(sublinear_tf=True)``: :class:`~factcheck.scoring.tfidf.TfidfSpace`); a
-query the same way with the corpus's IDF, so the dot product is the cosine. The units'
-vectors are term-major and cached in the index (``tfidf/<analyzer>/``).
-"""
+"""TF-IDF cosine (sublinear tf, L2) over the full text: the minimal retrieval pipeline's scorer."""
 
 from __future__ import annotations
 
@@ -27,8 +21,7 @@ CACHE_VERSION = "tfidf-sublinear-smooth-l2/2"
 
 
 class TfidfModel:
-    """A fitted TF-IDF ``space``, its units' vectors term-major (``postings``) and the
-    ``analyzer`` its terms come from.
+    """A fitted TF-IDF ``space``, its units' vectors term-major (``postings``), and its ``analyzer``.
 
     Example
     -------
@@ -76,42 +69,22 @@ class TfidfRetriever(Retriever):
     Parameters
     ----------
     analyzer : {"plain", "stems"}, default "plain"
-        ``"plain"``: lower-cased letter/digit tokens, no stemming (the minimal pipeline's);
-        ``"stems"``: the project's Porter stems (as BM25 and the tags read).
+        Unstemmed letter/digit tokens, or the project's Porter stems.
     k : int, default 5
         Passages returned per claim by :meth:`retrieve`.
     cache : bool, default True
-        Keep the derived matrices in the index directory (``tfidf/<analyzer>/``) and
-        reuse them on the next fit; never changes a result.
-
-    Attributes
-    ----------
-    index_ : TagIndex
-        The index fitted to.
-    model_ : TfidfModel
-        The fitted space (terms, IDF) and the units' vectors.
+        Keep the matrices in the index directory; never changes a result.
 
     Example
     -------
     >>> import factcheck
     >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
     >>> tfidf = factcheck.TfidfRetriever(k=3).fit(index)
-    >>> tfidf
-    TfidfRetriever(k=3)
-    >>> tfidf.get_params()
-    {'analyzer': 'plain', 'cache': True, 'k': 3}
     >>> selection = tfidf.retrieve("Sea levels are rising.")
     >>> selection.ids
     ['evidence-39', 'evidence-27', 'evidence-8']
     >>> selection.hits[0].explanation
     {'tfidf': 0.42814268653648513, 'rank': 1, 'shared_terms': ['rising', 'sea']}
-    >>> tfidf.rank("Sea levels are rising.", k=2).ids
-    ['evidence-39', 'evidence-27']
-    >>> len(tfidf.model_.space.terms), round(float(tfidf.model_.space.idf_.max()), 3)  # the fitted space
-    (291, 4.02)
-
-    The project's stems match "levels"/"level" and "rising"/"rise", as BM25 does:
-
     >>> stems = factcheck.TfidfRetriever(analyzer="stems", k=3).fit(index).retrieve("Sea levels are rising.")
     >>> stems.ids, stems.hits[0].explanation["shared_terms"]
     (['evidence-8', 'evidence-39', 'evidence-7'], ['level', 'rise', 'sea'])

@@ -1,9 +1,4 @@
-"""The sparse scoring core: one weight matrix per scorer, one product, one top-k.
-
-``counting`` (text -> term counts), ``tfidf`` (:class:`TfidfSpace`), ``bm25`` (Lucene's
-weights), ``matrix`` (:class:`TermMatrix`, terms x units, scored by a sparse product) and
-``topk`` (score descending, ties by row, nothing padded).
-"""
+"""The sparse scoring core: one weight matrix per scorer, one product, one top-k."""
 
 from factcheck.scoring.bm25 import bm25_weight, bm25_weights, length_norm, lucene_idf
 from factcheck.scoring.counting import ShardCounts, count_docs, count_terms

@@ -1,9 +1,4 @@
-"""BM25, Lucene's variant: the one formula behind the BM25 retriever and the reranker's BM25.
-
-``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``, ``weight = idf * tf / (tf + k1 * (1 - b + b
-* dl / avgdl))``; a query sums its terms' weights. Rounded as bm25s's ``lucene`` index
-(float32 IDF, float64 intermediates, float32 weights; ``tests/unit/test_bm25_reference.py``).
-"""
+"""BM25, Lucene's variant, rounded as bm25s's ``lucene`` index (float32 IDF and weights)."""
 
 from __future__ import annotations
 
@@ -42,9 +37,7 @@ def bm25_weight(tf, norm, idf) -> np.ndarray:
 
 
 def bm25_weights(counts: TermMatrix, doc_len: np.ndarray, k1: float, b: float) -> TermMatrix:
-    """The BM25 weights of term counts (a term-major :class:`TermMatrix` of ``tf``) and
-    unit lengths: the same postings, float32 weights, computed a block of terms at a time
-    (bounded float64 intermediates).
+    """The BM25 weights of term counts (term-major) and unit lengths, a block of terms at a time.
 
     Example
     -------

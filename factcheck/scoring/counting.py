@@ -1,8 +1,4 @@
-"""Text -> term counts: the one vectorised counter (tagging's shards, every scorer's queries).
-
-Texts are tokenised a batch at a time, each distinct token is stemmed once per process,
-and numpy builds the rows and counts (docs/decisions.md, "Tokenising a batch").
-"""
+"""Text -> term counts: the one vectorised counter (docs/decisions.md, "Tokenising a batch")."""
 
 from __future__ import annotations
 
@@ -23,8 +19,7 @@ UNSEEN, DROPPED, BREAK = -3, -1, -2
 
 
 class TokenIds:
-    """Token -> id of its term (or DROPPED), kept across shards so that a shard only
-    analyses new tokens; ids in first-seen order. ``term_of``: the analyzer's token rule."""
+    """Token -> id of its term (or DROPPED), kept across shards; ids in first-seen order."""
 
     def __init__(self, term_of=None):
         self.term_of = term_of or term_of_token("stems")
@@ -35,7 +30,7 @@ class TokenIds:
     MAX_TOKENS = TextAnalyzer.MAX_MEMO
 
     def limit_memory(self) -> None:
-        """Start afresh once the table is full (a long-lived caller sees unbounded tokens)."""
+        """Start afresh once the table is full."""
         if len(self.of) > self.MAX_TOKENS:
             self.of, self.stems, self.stem_id = {}, [], {}
 
@@ -78,8 +73,7 @@ class ShardCounts:
         return np.bincount(self.matrix.indices, minlength=len(self.terms)).astype(np.int64)
 
     def to_columns(self, column: dict[str, int], dtype=None) -> sp.csr_matrix:
-        """The counts on a fixed vocabulary's columns (``column``: term -> column; other
-        terms dropped), canonical, int32 indices (as a :class:`TermMatrix` product reads)."""
+        """The counts on a fixed vocabulary's columns (other terms dropped), canonical, int32 indices."""
         m = self.matrix
         local = np.fromiter(map(column.get, self.terms, itertools.repeat(-1)), dtype=np.int64, count=len(self.terms))
         mapped = local[m.indices]
@@ -104,8 +98,7 @@ def count_docs(docs: list[list[str]]) -> ShardCounts:
 
 
 def count_terms(texts: list[str], analyzer: str = "stems") -> ShardCounts:
-    """The term counts of ``texts`` under ``analyzer`` (:data:`~factcheck.text.analyzer.ANALYZERS`),
-    one row each, local terms sorted; tokenised ``BATCH`` texts at a time (~100 bytes a token)."""
+    """The term counts of ``texts`` under ``analyzer``, one row each, local terms sorted."""
     token_ids = _TOKEN_IDS.get(check_analyzer(analyzer))
     if token_ids is None:
         token_ids = _TOKEN_IDS[analyzer] = TokenIds(term_of_token(analyzer))
@@ -131,9 +124,8 @@ BATCH = 10_000
 
 
 def token_cells(ids: np.ndarray, n_ids: int):
-    """A batch's token ids (``BREAK`` closing each text, other negatives dropped) as ``(rows,
-    ids, cell_rows, cell_ids, counts)``: every kept token's row and id in order, and the
-    distinct (row, id) cells with their counts, sorted (``n_ids`` bounds the ids)."""
+    """A batch's token ids (``BREAK`` closing each text) as ``(rows, ids, cell_rows, cell_ids,
+    counts)``: each kept token's row and id, and the distinct (row, id) cells with counts."""
     ends = ids == BREAK
     rows = np.cumsum(ends) - ends  # the marker after text r closes row r
     kept = ids >= 0
@@ -162,8 +154,7 @@ class CorpusCounts:
 
 
 def count_corpus(batches, analyzer: str = "stems") -> CorpusCounts:
-    """Count ``(first row, texts)`` batches in corpus order (``TagIndex.text_batches``) into
-    one term-major matrix, terms sorted, holding one batch's Python lists at a time."""
+    """Count ``(first row, texts)`` batches in corpus order into one term-major matrix, terms sorted."""
     from factcheck.scoring.matrix import TermMatrix
     shards, lengths, column = [], [], {}
     for _, texts in batches:

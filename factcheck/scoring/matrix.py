@@ -1,10 +1,5 @@
-"""A term-major weight matrix and the one way to score queries against it.
-
-A batch of queries (queries x terms) is one sparse product ``Q @ W`` touching only the
-query terms' postings. Each entry sums its query's terms in ascending term order from
-zero, so a score has the same bits whatever the batch. Queries get the matrix's index and
-data dtypes (a mismatch makes scipy copy the whole matrix at every product).
-"""
+"""A term-major weight matrix, scored by one sparse product ``Q @ W`` (a score has the same
+bits whatever the batch: each entry sums its query's terms in ascending term order)."""
 
 from __future__ import annotations
 
@@ -17,7 +12,6 @@ from factcheck.scoring.topk import top_k
 
 __all__ = ["PRODUCT_BUDGET", "TermMatrix"]
 
-#: Entries of one batch's product at most (one query may exceed it alone); ~1M stays in cache.
 PRODUCT_BUDGET = 1_000_000
 _ARRAYS = ("indptr", "indices", "data")
 
@@ -31,14 +25,9 @@ class TermMatrix:
 
     Parameters
     ----------
-    indptr : ndarray of int32 or int64, shape (n_terms + 1,)
-        Term ``t``'s entries are ``indptr[t]:indptr[t + 1]``.
-    indices : ndarray, the same dtype as ``indptr``
-        The unit of each entry, ascending within a term.
-    data : ndarray
-        The weight of each entry.
+    indptr, indices, data : ndarray
+        CSR arrays, units ascending within a term.
     n_units : int
-        The number of units (columns).
 
     Example
     -------
@@ -60,7 +49,7 @@ class TermMatrix:
         if len(self.indptr) < 1 or int(self.indptr[-1]) != len(self.indices) or len(self.data) != len(self.indices):
             raise ValueError("inconsistent term matrix arrays")
         self.csr = sp.csr_matrix((self.data, self.indices, self.indptr), shape=(self.n_terms, self.n_units))
-        self.csr.has_sorted_indices = True  # units ascend within a term (as built): no scan of every entry
+        self.csr.has_sorted_indices = True  # as built: no scan of every entry
 
     @property
     def n_terms(self) -> int:
@@ -87,12 +76,10 @@ class TermMatrix:
         """The same postings with other weights (one per entry, in entry order)."""
         return TermMatrix(self.indptr, self.indices, data, self.n_units)
 
-    # ------------------------------------------------------------------ scoring
     def products(self, queries, sort: bool = False):
-        """Each query's ``(units, scores)`` in order: the units sharing a term with it
-        (ascending with ``sort``). ``queries``: n_queries x n_terms term weights."""
+        """Each query's ``(units, scores)``: the units sharing a term with it (ascending with ``sort``)."""
         q = sp.csr_matrix(queries)
-        dtype = self.indptr.dtype
+        dtype = self.indptr.dtype  # a dtype mismatch makes scipy copy the matrix at every product
         q = sp.csr_matrix((q.data.astype(self.data.dtype, copy=False), q.indices.astype(dtype, copy=False),
                            q.indptr.astype(dtype, copy=False)), shape=(q.shape[0], self.n_terms))
         # each query's product entries at most: the postings of its terms
@@ -124,9 +111,8 @@ class TermMatrix:
         out[units] = scores
         return out
 
-    # ------------------------------------------------------------------ files
     def save(self, folder, prefix: str = "") -> None:
-        """``{prefix}`` + ``indptr``, ``indices``, ``data`` and ``shape`` ``.npy`` in ``folder``."""
+        """The arrays as ``{prefix}NAME.npy`` in ``folder``."""
         save_arrays(folder, {"indptr": self.indptr, "indices": self.indices, "data": self.data,
                              "shape": np.array([self.n_terms, self.n_units], dtype=np.int64)}, prefix)
 
@@ -148,5 +134,5 @@ def save_arrays(folder, arrays: dict, prefix: str = "") -> None:
 
 
 def load_array(folder, name: str, mmap: bool = True) -> np.ndarray:
-    """``{name}.npy`` of ``folder``, memory-mapped unless ``mmap`` is False, no pickles."""
+    """``{name}.npy`` of ``folder``, memory-mapped unless ``mmap`` is False."""
     return np.load(Path(folder) / f"{name}.npy", mmap_mode="r" if mmap else None, allow_pickle=False)

@@ -1,9 +1,5 @@
-"""TF-IDF: smoothed IDF, optional sublinear tf, L2-normalised rows (scikit-learn's, bit for bit).
-
-``idf = ln((1 + n) / (1 + df)) + 1``, weight ``tf * idf`` (``(1 + ln tf) * idf`` when
-sublinear), rows divided by their L2 norm, computed as scikit-learn's ``TfidfTransformer``
-computes them without importing it (docs/decisions.md, "Tagging workers").
-"""
+"""TF-IDF: smoothed IDF, optional sublinear tf, L2-normalised rows (scikit-learn's, bit for bit,
+without importing it: docs/decisions.md)."""
 
 from __future__ import annotations
 
@@ -18,7 +14,7 @@ __all__ = ["TfidfSpace", "smoothed_idf", "tfidf_rows"]
 
 
 def smoothed_idf(doc_freq: np.ndarray, n_docs: int) -> np.ndarray:
-    """``ln((1 + n_docs) / (1 + df)) + 1`` per term (float64), in scikit-learn's operations."""
+    """``ln((1 + n_docs) / (1 + df)) + 1`` per term, in scikit-learn's operations."""
     df = np.asarray(doc_freq).astype(np.float64)
     df += 1.0
     idf = np.full_like(df, fill_value=n_docs + 1, dtype=np.float64)
@@ -29,9 +25,7 @@ def smoothed_idf(doc_freq: np.ndarray, n_docs: int) -> np.ndarray:
 
 
 def tfidf_rows(counts, idf: np.ndarray, sublinear: bool = False) -> sp.csr_matrix:
-    """The L2-normalised TF-IDF rows (float64 CSR) of canonical term ``counts``, one row a
-    document, given each column's ``idf``; ``sublinear``: ``1 + ln(tf)`` for ``tf``. A row's
-    squares are added in order by scipy's mat-vec, as scikit-learn's loop adds them.
+    """The L2-normalised TF-IDF rows of canonical term ``counts`` (squares summed in order, as scikit-learn).
 
     Example
     -------
@@ -52,8 +46,7 @@ def tfidf_rows(counts, idf: np.ndarray, sublinear: bool = False) -> sp.csr_matri
 
 
 class TfidfSpace:
-    """A fitted TF-IDF space: ``terms`` (column ``j`` is ``terms[j]``), their ``idf``
-    (``idf_``; ``vocabulary_``: term -> column) and whether tf is ``sublinear``.
+    """A fitted TF-IDF space: ``terms`` (the columns), their ``idf_`` and whether tf is ``sublinear``.
 
     Example
     -------
@@ -75,13 +68,13 @@ class TfidfSpace:
 
     @classmethod
     def fit(cls, docs, sublinear: bool = False) -> tuple["TfidfSpace", sp.csr_matrix]:
-        """The space of a corpus (:class:`ShardCounts`, or each document's terms) and its rows."""
+        """The space of a corpus (ShardCounts, or each document's terms) and its rows."""
         counts = docs if isinstance(docs, ShardCounts) else count_docs(docs)
         space = cls(counts.terms, smoothed_idf(counts.doc_freq, counts.matrix.shape[0]), sublinear)
         return space, tfidf_rows(counts.matrix, space.idf_, sublinear)
 
     def weigh(self, counts: ShardCounts) -> sp.csr_matrix:
-        """Counts (their own terms) as rows of this space; unknown terms dropped before normalising."""
+        """Counts as rows of this space (unknown terms dropped)."""
         return tfidf_rows(counts.to_columns(self.vocabulary_), self.idf_, self.sublinear)
 
     def vectors(self, docs: list[list[str]]) -> sp.csr_matrix:

@@ -1,9 +1,4 @@
-"""The one top-k: score descending, ties by row ascending, nothing padded.
-
-A ranking holds what was scored (a sparse scorer's rows sharing no term are not in it).
-Ties go by row, never by the platform's sort: a partition keeps the k best and the ties at
-the cut, a :func:`numpy.lexsort` orders them.
-"""
+"""The one top-k: score descending, ties by row ascending, nothing padded."""
 
 from __future__ import annotations
 
@@ -17,9 +12,8 @@ _LONG_ROWS = 256
 
 
 def top_k(scores, k: int, rows=None) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` best of ``scores`` as ``(rows, scores)`` (int64 rows, the input's dtype),
-    best first, ties by row ascending. ``rows``: the distinct row of each score, in any
-    order (None: the positions).
+    """The ``k`` best of ``scores`` as ``(rows, scores)``, best first, ties by row; ``rows``: the
+    distinct row of each score (None: the positions).
 
     Example
     -------
@@ -53,8 +47,7 @@ def top_k(scores, k: int, rows=None) -> tuple[np.ndarray, np.ndarray]:
 
 
 def top_k_rows(matrix, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`top_k` of every row of a sparse matrix (explicit zeros left out), in CSR form
-    ``(indptr, columns, values)``: row ``i``'s best columns are ``columns[indptr[i]:indptr[i + 1]]``.
+    """:func:`top_k` of every row of a sparse matrix (zeros left out), as CSR ``(indptr, columns, values)``.
 
     Example
     -------
@@ -85,8 +78,7 @@ def top_k_rows(matrix, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     else:
         rows = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(bounds))[nonzero]
         cols, vals = m.indices[nonzero], m.data[nonzero]
-        # By row, then value descending, ties in column order: one stable sort of a complex
-        # key (real, then imaginary part), ~7x faster than a three-key lexsort.
+        # By row, then value descending: one stable sort of a complex key, ~7x faster than lexsort.
         order = np.argsort(rows + 1j * -vals.astype(np.float64), kind="stable")
         rows, cols, vals = rows[order], cols[order], vals[order]
         per_row = np.bincount(rows, minlength=n_rows)
@@ -101,8 +93,7 @@ def top_k_rows(matrix, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def first_per_group(rows, group: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """A ranking collapsed to its groups (chunks to passages): the positions in ``rows`` of
-    each group's first row, and the groups, at most ``limit``.
+    """A ranking collapsed to its groups: the positions of each group's first row, and the groups.
 
     Example
     -------

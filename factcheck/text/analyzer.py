@@ -1,11 +1,8 @@
 """The analyzers: text -> Porter stems (``"stems"``) or plain terms (``"plain"``).
 
-``"stems"`` (the 2024 rule): lower-case; a token is a maximal run of word characters;
-keep alphabetic tokens (``co2`` and ``1998`` go, ``niño`` stays) that are not NLTK English
-stop words; stem them with nltk's ``PorterStemmer``. ``"plain"`` (the TF-IDF retriever's
-default): lower-cased runs of letters and digits (the underscore separates) minus stop
-words and single characters, unstemmed. Stems are memoised per distinct token (~20M
-tokens but ~200K distinct ones at 1.2M passages); the memo is never pickled.
+``"stems"`` (the 2024 rule): lower-cased runs of word characters, alphabetic ones that are
+not stop words, stemmed (memoised per distinct token). ``"plain"``: lower-cased runs of
+letters and digits minus stop words and single characters, unstemmed.
 """
 
 from __future__ import annotations
@@ -20,7 +17,6 @@ from factcheck.text.stopwords import ENGLISH_STOP_WORDS
 _WORD_RUNS = re.compile(r"\w+")
 _LETTER_DIGIT_RUNS = re.compile(r"[^\W_]+")  # \w without the underscore
 
-#: The analyzers by name (see the module docstring).
 ANALYZERS = ("plain", "stems")
 
 
@@ -32,7 +28,7 @@ def stem_token(token: str) -> str:
 
 
 def plain_term(token: str) -> str:
-    """The ``"plain"`` term of one lower-cased token: itself, or '' for a stop word or one character."""
+    """The ``"plain"`` term of one lower-cased token, or '' when the token is not kept."""
     return token if len(token) > 1 and token not in ENGLISH_STOP_WORDS else ""
 
 
@@ -56,8 +52,7 @@ def word_tokens(text: str) -> list[str]:
 _TEXT_BREAK = " Q "
 
 # For ASCII, ``\w`` is exactly [A-Za-z0-9_]: one ``str.translate`` lower-cases, blanks the
-# other characters and turns the joining NUL into the marker (texts holding a NUL or
-# non-ASCII characters take the regex path).
+# other characters and turns the joining NUL into the marker.
 _ASCII_WORDS = {i: (chr(i).lower() if chr(i).isalnum() or chr(i) == "_" else " ") for i in range(128)}
 _ASCII_WORDS[0] = _TEXT_BREAK.strip()
 _ASCII_LETTERS_DIGITS = {**_ASCII_WORDS, ord("_"): " "}  # the "plain" analyzer's runs
@@ -69,11 +64,8 @@ def _ascii_fast(text: str) -> bool:
 
 
 def word_tokens_of_texts(texts: list[str], underscore: bool = True) -> tuple[list[str], str]:
-    """``word_tokens`` of many texts in a few C calls: (every text's tokens in order, each
-    text followed by the marker; the marker). ``underscore=False`` splits at underscores
-    too (the ``"plain"`` runs). ASCII runs of texts are joined, translated and split; the
-    others joined with the marker and matched in one regex pass (docs/decisions.md).
-    """
+    """``word_tokens`` of many texts in a few C calls: (the tokens, each text followed by the
+    marker; the marker). ``underscore=False`` splits at underscores too."""
     marker = _TEXT_BREAK.strip()
     table, runs = (_ASCII_WORDS, _WORD_RUNS) if underscore else (_ASCII_LETTERS_DIGITS, _LETTER_DIGIT_RUNS)
     tokens: list[str] = []
@@ -91,8 +83,7 @@ def word_runs(text: str):
 
 
 class TextAnalyzer:
-    """Callable text -> list of stems (scikit-learn's ``analyzer=``), memoised per distinct
-    token; a full memo (a server sees unbounded vocabulary) is cleared."""
+    """Callable text -> list of stems, memoised per distinct token (a full memo is cleared)."""
 
     MAX_MEMO = 4_000_000
 
@@ -108,15 +99,7 @@ class TextAnalyzer:
         return stem
 
     def __call__(self, text: str) -> list[str]:
-        memo_get = self._memo.get
-        out = []
-        for token in word_tokens(text):
-            stem = memo_get(token)
-            if stem is None:
-                stem = self.stem(token)
-            if stem:
-                out.append(stem)
-        return out
+        return [stem for stem in map(self.stem, word_tokens(text)) if stem]
 
     # The memo is a cache, not state: keep pickles small and identical across runs.
     def __getstate__(self):
@@ -154,12 +137,12 @@ def term_of_token(name: str):
 
 
 def check_analyzer(name: str) -> str:
-    """``name`` if it is one of :data:`ANALYZERS`, else an InputError naming ``analyzer``."""
+    """``name`` if it is one of :data:`ANALYZERS`, else an InputError."""
     return check_choice(name, "analyzer", ANALYZERS)
 
 
 def shared_stems(claim_stems: set[str], passage: str) -> list[str]:
-    """The claim's stems that ``passage`` also has, sorted (a hit's explanation).
+    """The claim's stems that ``passage`` also has, sorted.
 
     Example
     -------

@@ -1,29 +1,11 @@
-"""Sentence embeddings for the open mode: the ``wordllama`` wheel's bundled static model.
+"""Sentence embeddings for the open mode: the ``wordllama`` wheel's bundled static model,
+or a transformer (:mod:`factcheck.text.onnx_embedding`).
 
-Why this model: it ships *inside* a registry package (``pip install -e '.[open]'``), 16 MB
-of 256-dimension token vectors (``l2_supercat``) plus its tokenizer, so nothing is ever
-fetched from a model hub. wordllama's default loader looks for the tokenizer in the wrong
-folder and then goes to the network; :func:`load_embedder` instead points its cache at
-the installed package directory and disables downloads, so a missing file is an error,
-never a socket.
-
-Why our own pooling instead of ``WordLlamaInference.embed``: that pads each batch to its
-longest text, so a text's vector is computed in an array whose shape depends on its
-batch-mates. Here each text's token vectors are summed on their own (``np.add.reduceat``
-adds a segment's rows in order), so a passage's vector is the same bits whatever the
-batch size, shard size or number of processes. The sum is L2-normalised (the mean's
-direction; the model's similarity is the cosine), and a text with no known token gets
-the zero vector (similarity 0 to everything) rather than NaN.
-
-The course mode never imports this module's model: ``wordllama`` is imported only inside
-:func:`load_embedder` (a test checks the course-mode modules leave it out of
-``sys.modules``).
-
-A transformer instead (``load_embedder("minilm")``, ``--embedding-model minilm``, or a
-local ONNX export: ``load_embedder(DIR)``; :mod:`factcheck.text.onnx_embedding`). Whichever
-model it is, an embedder has ``embed(texts, kind="passage" | "query", memo=True)``, ``dim``
-and an ``identity`` (what produced its vectors), and :func:`load_embedder` given a recorded
-identity returns that same model or refuses in one line.
+The bundled model is loaded from the installed package with downloads disabled. Each
+text's token vectors are summed on their own (``np.add.reduceat``, not wordllama's padded
+batches), so a vector has the same bits whatever its batch; the sum is L2-normalised, and
+a text with no known token gets the zero vector. An embedder has ``embed(texts, kind,
+memo)``, ``dim`` and an ``identity`` (what produced its vectors).
 """
 
 from __future__ import annotations
@@ -43,31 +25,13 @@ __all__ = ["Embedder", "MODEL_CONFIG", "MODEL_DIM", "describe_model", "embed", "
 MODEL_CONFIG = "l2_supercat"
 MODEL_DIM = 256
 INSTALL_HINT = "the open mode needs the optional extra: pip install -e '.[open]'"
-# Texts tokenised and pooled at a time: bounds the (tokens x 256) float32 gather to a few
-# tens of MB; the result does not depend on it.
-BATCH = 1024
+BATCH = 1024  # texts pooled at a time (bounds the gather; never changes a result)
 
 
 @dataclass
 class Embedder:
-    """A loaded static embedding model: a token-vector table and its tokenizer.
-
-    Parameters
-    ----------
-    table : ndarray of shape (vocabulary, dim), float32
-        One vector per token id.
-    tokenizer : tokenizers.Tokenizer
-        The model's tokenizer (padding and truncation off).
-    identity : dict
-        What produced the vectors (model name, package version, file checksums); stored
-        in every vector manifest so vectors of another model are never mixed in.
-
-    Example
-    -------
-    >>> embedder = load_embedder()                              # doctest: +SKIP
-    >>> embedder.embed(["sea level rise"]).shape                # doctest: +SKIP
-    (1, 256)
-    """
+    """A loaded static embedding model: a float32 token-vector ``table``, its ``tokenizer``
+    (padding and truncation off) and the ``identity`` of its vectors."""
 
     table: np.ndarray
     tokenizer: object
@@ -79,10 +43,7 @@ class Embedder:
 
     def embed(self, texts: list[str], kind: str = "passage", memo: bool = True,
               batch_size: int = BATCH) -> np.ndarray:
-        """L2-normalised float32 vectors, one row per text (zero rows for texts with no token).
-
-        ``kind`` and ``memo`` are accepted for the embedders' common interface: a static
-        model embeds queries and passages alike, faster than a memo would look them up."""
+        """L2-normalised float32 vectors, one row per text (``kind`` and ``memo`` are ignored)."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(texts), batch_size):
             chunk = list(texts[start:start + batch_size])
@@ -116,17 +77,9 @@ def load_embedder(model=None):
     Parameters
     ----------
     model : None, str, Path or dict
-        ``None``: the bundled model, from the installed ``wordllama`` package. ``"minilm"``:
-        the packaged transformer; a directory: a local ONNX model there
-        (:func:`~factcheck.text.onnx_embedding.load_onnx_embedder`, default settings). A
-        dict: a packaged name's or a directory's ``path`` with its settings
-        (``max_length``, ``pooling``, ``query_prefix``, ``passage_prefix``), or the
-        ``identity`` recorded with vectors, a model directory or a classifier -- then the
-        same model is returned (one already loaded, whatever its path, or the one at the
-        recorded ``path``), and anything else is refused.
-
-    Raises a one-line :class:`~factcheck.errors.InputError` saying what to install when
-    an extra is missing, naming the file when one is missing or wrong.
+        ``None``: the bundled model. A packaged name or a directory: an ONNX model
+        (:func:`~factcheck.text.onnx_embedding.load_onnx_embedder`). A dict: a ``path`` with
+        its settings, or a recorded ``identity`` (the same model is returned, or refused).
     """
     global _LOADED
     if model is None or (isinstance(model, dict) and _is_bundled(model)):
@@ -159,9 +112,8 @@ SETTINGS = ("max_length", "pooling", "query_prefix", "passage_prefix")
 
 
 def relocate(identity: dict, directory):
-    """The model a recorded ``identity`` names, loaded from ``directory`` (where it is now)
-    with the recorded settings, and from then on the one every consumer naming that
-    identity gets in this process. Refused in one line if the files there differ."""
+    """The model a recorded ``identity`` names, loaded from ``directory`` (where it is now);
+    from then on the one that identity gets in this process."""
     embedder = _load_onnx({**{k: identity.get(k) for k in SETTINGS}, "path": directory})
     if not same_model(identity, embedder.identity):
         raise InputError(directory, None, f"is not the embedding model recorded ({describe_model(identity)}; "
@@ -198,14 +150,12 @@ def model_signature(identity: dict) -> str:
 
 
 def same_model(a: dict, b: dict) -> bool:
-    """Whether two recorded identities describe the same vectors (where the model's files
-    are, and which runtime version ran them, do not count)."""
+    """Whether two recorded identities describe the same vectors."""
     return _key(a) == _key(b)
 
 
 def describe_model(identity: dict) -> str:
-    """A model in a few words: its name and version, or for an ONNX model its name and the
-    start of its ``model.onnx`` checksum."""
+    """A model in a few words: its name and version (or checksum)."""
     if identity.get("kind") == "onnx":
         return f"{identity.get('name')} (model.onnx sha256 {str(identity.get('model_sha256'))[:12]})"
     return f"{identity.get('name')} {identity.get('package_version', '')}".strip()
@@ -220,9 +170,9 @@ def _load() -> Embedder:
     except ImportError:
         raise InputError(None, None, INSTALL_HINT, param="mode") from None
     finally:
-        # wordllama.inference calls logging.basicConfig(level=INFO) at import: a library
-        # must not configure the application's logging, so undo it.
+        # wordllama's import calls logging.basicConfig: undo it.
         root.handlers[:], root.level = handlers, level
+    from factcheck.text.onnx_embedding import file_sha256
     package_dir = Path(wordllama.__file__).resolve().parent
     try:
         model = WordLlama.load(config=MODEL_CONFIG, dim=MODEL_DIM, cache_dir=package_dir, disable_download=True)
@@ -236,16 +186,10 @@ def _load() -> Embedder:
     tokenizer_file = package_dir / "tokenizers" / f"{MODEL_CONFIG}_tokenizer_config.json"
     identity = {
         "name": f"wordllama/{MODEL_CONFIG}", "package_version": wordllama.__version__, "dim": MODEL_DIM,
-        "weights_sha256": _sha256(weights), "tokenizer_sha256": _sha256(tokenizer_file),
+        "weights_sha256": file_sha256(weights), "tokenizer_sha256": file_sha256(tokenizer_file),
         "pooling": "sum-l2",
     }
     return Embedder(np.ascontiguousarray(model.embedding, dtype=np.float32), tokenizer, identity)
-
-
-def _sha256(path: Path) -> str:
-    # text sits beside formats in the layers, so it imports nothing from it
-    from factcheck.text.onnx_embedding import file_sha256
-    return file_sha256(path)
 
 
 def embed(texts: list[str], model=None, kind: str = "passage") -> np.ndarray:

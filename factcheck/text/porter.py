@@ -1,12 +1,7 @@
-"""nltk's PorterStemmer, loaded without running nltk's package ``__init__`` (which costs
-1.1-1.6 CPU-s per process: docs/decisions.md, "Tagging workers").
-
-For the import, ``sys.modules`` holds bare package objects for ``nltk`` and ``nltk.stem``;
-afterwards every ``nltk`` entry added is removed, so a later ``import nltk`` gets the whole
-package. With nltk already imported, or if the bare load fails, the normal import is used.
-Two limits: a thread importing nltk during the ~10 ms window would get the bare package
-(factcheck loads the stemmer before it starts threads), and the class is not a later full
-import's ``PorterStemmer`` (``isinstance`` and pickling fail; nothing pickles it).
+"""nltk's PorterStemmer, loaded without running nltk's costly package ``__init__``
+(docs/decisions.md, "Tagging workers"): bare ``nltk`` and ``nltk.stem`` packages stand in
+for the import, then are removed. Limits: a thread importing nltk meanwhile gets the bare
+package, and the class is not a later full import's ``PorterStemmer``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,4 @@
-"""NLTK's English stop-word list, embedded so that nothing is downloaded at run time.
-
-This is the 179-word list shipped by ``nltk.corpus.stopwords.words("english")`` in the
-nltk_data release the 2024 system used. Entries with apostrophes can never match a token
-(apostrophes are split off first) and are kept only so the list stays verbatim.
-"""
+"""NLTK's 179-word English stop-word list as the 2024 system used it, embedded (kept verbatim)."""
 
 ENGLISH_STOP_WORDS = frozenset(
     """

@@ -1,7 +1,5 @@
-"""Token views besides the stems: the reranker's (:func:`split_stems`, :func:`standalone_numbers`,
-:func:`letter_runs`) and the classifier's (:func:`cue_words`, :func:`number_strings`).
-
-The two number views differ on purpose (each model was fitted with its own).
+"""Token views besides the stems: the reranker's and the classifier's (whose number views
+differ on purpose: each model was fitted with its own).
 
 Example
 -------
@@ -43,13 +41,12 @@ def split_stems(text: str) -> list[str]:
 
 
 def standalone_numbers(text: str) -> list[str]:
-    """Distinct digit runs not glued to letters, sorted (``1,000`` == ``1000``; ``1990s``
-    counts as 1990; the 2 of ``CO2`` is not a number)."""
+    """Distinct digit runs not glued to letters, sorted (``1,000`` is 1000, ``1990s`` 1990)."""
     return sorted(set(_STANDALONE_NUMBER.findall(_DIGIT_COMMA.sub("", text))))
 
 
 def letter_runs(text: str) -> Iterator[re.Match]:
-    """Maximal runs of letters (no digits, no underscore), as matches (case and position kept)."""
+    """Maximal runs of letters, as matches."""
     return _LETTER_RUN.finditer(text)
 
 

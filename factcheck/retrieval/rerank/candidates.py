@@ -1,9 +1,6 @@
-"""Candidate generation: the passages the reranker may look at, per claim.
-
-BM25's top ``depth`` passages, and the gold passages of the ``memory_k`` most similar
-training claims (:mod:`.memory`; evidence out of BM25's reach but cited by a paraphrase).
-The pool is ordered by a fixed fusion: BM25 over the claim's best BM25, plus the summed
-similarity of the memory neighbours citing the passage (ties by row).
+"""Candidate generation: BM25's top ``depth`` passages and the gold passages of the
+``memory_k`` most similar training claims, ordered by BM25 relative to the best plus the
+neighbours' summed similarity (ties by row).
 """
 
 from __future__ import annotations
@@ -18,8 +15,7 @@ from factcheck.retrieval.rerank.terms import TermIndex
 from factcheck.scoring.topk import top_k
 from factcheck.text.tokens import split_stems as stems
 
-# Open mode: the dense side's weight in the pool's order and ``fused_max`` (docs/decisions.md,
-# "Hybrid fusion").
+# Open mode: the dense side's weight in the pool's order (docs/decisions.md, "Hybrid fusion").
 FUSION_ALPHA = 0.4
 
 
@@ -36,7 +32,7 @@ class CandidateConfig:
     def to_json(self) -> dict:
         """The settings as a dict (``dense_depth`` only when set)."""
         out = asdict(self)
-        if not self.dense_depth:  # course settings serialise exactly as before the open mode
+        if not self.dense_depth:
             del out["dense_depth"]
         return out
 

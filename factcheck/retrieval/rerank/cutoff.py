@@ -1,9 +1,4 @@
-"""How many passages to return per claim: the cut-off, tuned for the course's evidence F.
-
-Keep the passages whose probability is at least ``threshold`` and at least ``relative`` x
-the claim's top one, clamped to ``[min_k, max_k]`` (``min_k >= 1``: the leaderboard needs
-evidence). Tuned on the hold-out claims by :func:`factcheck.training.rerank.tune_cutoff`.
-"""
+"""How many passages to return per claim: the cut-off, tuned for the course's evidence F."""
 
 from __future__ import annotations
 
@@ -14,7 +9,7 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Cutoff:
-    """How many of a claim's ranked passages to return (see the module docstring)."""
+    """Keep passages of probability at least ``threshold`` and ``relative`` x the top one, within ``[min_k, max_k]``."""
 
     threshold: float = 0.1
     relative: float = 0.5

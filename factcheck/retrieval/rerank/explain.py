@@ -1,6 +1,4 @@
-"""Why a passage was returned: what the claim and the passage share (stems, bigrams,
-numbers, names), the similar training claim that cited it, and every feature value.
-"""
+"""Why a passage was returned: what it shares with the claim, who cited it, every feature value."""
 
 from __future__ import annotations
 
@@ -25,14 +23,8 @@ def explain_hit(retriever, cands, x: np.ndarray, row: int, rank: int) -> dict:
     passage_numbers = {x for x in standalone_numbers(cands.query.text) if x in terms.number_vocab
                        and terms.numbers[row, terms.number_vocab[x]] > 0}
     names = [n for n in F.claim_names(cands.query.text) if terms.vocab.get(n) in passage_terms]
-    out = {
-        "rank": rank,
-        "bm25": float(x[F.FEATURES.index("bm25")]),
-        "shared_terms": shared,
-        "shared_bigrams": bigrams,
-        "shared_numbers": sorted(passage_numbers),
-        "shared_names": names,
-    }
+    out = {"rank": rank, "bm25": float(x[F.FEATURES.index("bm25")]), "shared_terms": shared,
+           "shared_bigrams": bigrams, "shared_numbers": sorted(passage_numbers), "shared_names": names}
     nb = cands.memory
     if nb is not None and len(nb.rows):
         at = int(np.searchsorted(nb.rows, row))

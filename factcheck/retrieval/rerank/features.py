@@ -1,20 +1,8 @@
 """Candidate features, in named groups (:data:`GROUPS`) so each group can be ablated.
 
-Every feature measures how a passage relates to *the claim* (or to evidence its neighbours
-cited), never what the passage looks like alone, so the model cannot tell Wikipedia
-sentences from dictionary distractors by style (docs/decisions.md): passages are read only
-as :func:`~factcheck.text.tokens.split_stems`, digit runs and tags; no absolute length, no
-count of the passage's own capitals or numbers; length enters only through a standard
-score's normalisation of matches (BM25's ``b``, the tag overlap, cosines); ranks are
-competition ranks; products are row sums, never BLAS calls whose rounding depends on a
-row's position.
-
-Groups: ``bm25`` (score, relative to the best, log rank), ``coverage`` (of the claim's
-idf mass, terms, 3 rarest terms), ``phrases`` (claim bigrams), ``entities`` (claim numbers
-and names), ``tags`` (the tag rule's cosine and overlap), ``prf`` (cosine with the top
-BM25 passages' centroid, BM25 of RM3 expansion terms), ``memory`` (similarity of the
-training claims citing the passage, cosine with what they cited), ``claim`` (claim-level
-context that calibrates across claims).
+Every feature measures how a passage relates to the claim (or to evidence its neighbours
+cited), never what the passage looks like alone, so the model cannot learn the corpus's
+style (docs/decisions.md); products are row sums, never BLAS calls.
 """
 
 from __future__ import annotations
@@ -65,8 +53,7 @@ def claim_names(text: str) -> list[str]:
 
 
 class UnitRows:
-    """The TF-IDF unit vectors of any passages (:func:`~factcheck.scoring.tfidf.tfidf_rows`
-    with the Lucene IDF), computed when asked (a row depends on its passage alone)."""
+    """The TF-IDF unit vectors (Lucene IDF) of any passages, computed when asked."""
 
     def __init__(self, forward: sp.csr_matrix, idf: np.ndarray):
         self.forward = forward
@@ -77,8 +64,7 @@ class UnitRows:
 
 
 class FeatureContext:
-    """Corpus-wide structures the features read, built once per index; a pool's rows are
-    computed from them when asked."""
+    """Corpus-wide structures the features read, built once per index."""
 
     def __init__(self, index, terms):
         self.terms = terms
@@ -89,7 +75,7 @@ class FeatureContext:
         self.unit = UnitRows(terms.forward, terms.idf)  # idf-weighted, L2-normalised passages
 
     def shared_tags(self, rows: np.ndarray, cols: list[int]) -> np.ndarray:
-        """How many of the tag columns ``cols`` each passage of ``rows`` has (float64)."""
+        """How many of the tag columns ``cols`` each passage of ``rows`` has."""
         indptr = self.index.tag_indptr
         at, owner = multi_arange(indptr[rows], indptr[rows + 1])
         hit = np.isin(self.index.tag_terms[at], np.asarray(cols, dtype=np.int64))
@@ -100,7 +86,7 @@ class FeatureContext:
 
 
 class _PoolRows:
-    """Unit rows, taken from the pool's own matrix when all are in it (one normalisation a claim)."""
+    """Unit rows, from the pool's own matrix when all are in it."""
 
     def __init__(self, unit: UnitRows, rows: np.ndarray, vecs: sp.csr_matrix):
         self.unit, self.vecs = unit, vecs
@@ -116,7 +102,7 @@ class _PoolRows:
 
 
 def _centroid(vecs: sp.csr_matrix, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Weighted mean of some unit rows, as (terms, L2-normalised weights), built sparsely."""
+    """Weighted mean of some unit rows, as (terms, L2-normalised weights)."""
     rows = np.repeat(np.arange(vecs.shape[0]), np.diff(vecs.indptr))
     nz, inv = np.unique(vecs.indices, return_inverse=True)
     w = np.bincount(inv, weights=vecs.data * np.asarray(weights, dtype=np.float64)[rows], minlength=len(nz))

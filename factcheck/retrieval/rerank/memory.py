@@ -1,10 +1,7 @@
-"""Label memory: which passages did the most similar *training* claims cite as evidence?
+"""Label memory: the passages the most similar training claims (TF-IDF cosine) cited.
 
-A nearest-neighbour table over the training claims (TF-IDF over their stems, cosine) with
-each claim's gold ids: a new claim's neighbours' gold passages become candidates, scored
-by the similarity of the closest and of all citing neighbours. It uses training labels
-only; a claim being featurised is excluded (``exclude=``), and so is any memory claim with
-the query's very text (docs/decisions.md, "The label memory never shows a claim its own gold").
+A claim never sees its own gold: ``exclude=`` and memory claims of the same text are left
+out (docs/decisions.md, "The label memory never shows a claim its own gold").
 """
 
 from __future__ import annotations
@@ -34,7 +31,7 @@ class Neighbours:
 
 def pool_similarities(nb: Neighbours, rows: np.ndarray):
     """The nearest neighbour's similarity, and each pool row's max and summed similarity over
-    the neighbours citing it (0 where none; both None when they cite nothing)."""
+    the neighbours citing it (both None when they cite nothing)."""
     if not len(nb.rows):
         return nb.sims[0], None, None
     at = np.minimum(np.searchsorted(nb.rows, rows), len(nb.rows) - 1)
@@ -84,8 +81,7 @@ class ClaimMemory:
         return self.matrix.full(rows, sims)
 
     def neighbours(self, text: str, k: int, exclude: int | None = None, sims: np.ndarray | None = None) -> Neighbours:
-        """The ``k`` most similar memory claims and the passages they cite; ``sims``: similarities
-        from another space (the open mode's embeddings) instead of the memory's TF-IDF."""
+        """The ``k`` most similar memory claims and the passages they cite (``sims``: given similarities)."""
         sims = self.similarities(text) if sims is None else np.array(sims, dtype=np.float64)
         if exclude is not None and len(sims):
             sims[exclude] = 0.0

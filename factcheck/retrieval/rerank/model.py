@@ -1,10 +1,5 @@
-"""The relevance model: P(gold | claim, candidate) from the candidate features.
-
-A pointwise ``HistGradientBoostingClassifier`` (the cut-off needs probabilities comparable
-across claims), fixed ``random_state``, no early stopping, OpenMP on one thread: training
-is deterministic whatever the machine (docs/decisions.md, "The reranker's trees").
-``features`` names the columns used, so a feature group is ablated by leaving it out.
-"""
+"""The relevance model: P(gold | claim, candidate), deterministic boosted trees (docs/decisions.md,
+"The reranker's trees")."""
 
 from __future__ import annotations
 
@@ -61,9 +56,7 @@ class RelevanceModel:
         return f"RelevanceModel(features={len(self.features)}, config={self.config!r})"
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> "RelevanceModel":
-        """``X``: every column of :data:`~.semantic.ALL_FEATURES` (the dense ones if used);
-        only ``self.features`` are read. A fixed-seed ``negative_rate`` of the negatives is
-        kept, weighted ``1 / negative_rate`` (calibrated, faster)."""
+        """Fit on ``X`` (every column of ``ALL_FEATURES``), a fixed-seed sample of the negatives weighted back up."""
         c = self.config
         y = np.asarray(y, dtype=np.int64)
         weight = np.ones(len(y))

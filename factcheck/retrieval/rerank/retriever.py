@@ -1,9 +1,4 @@
-"""``RerankRetriever``: candidates -> features -> P(gold) -> per-claim cut-off.
-
-The saved model holds the candidate settings, the trees, the cut-off, the label memory's
-claims (its TF-IDF is refitted on load) and the training report; corpus statistics are
-rebuilt from (or loaded from the cache of) whatever index it is fitted to.
-"""
+"""``RerankRetriever``: candidates -> features -> P(gold) -> per-claim cut-off."""
 
 from __future__ import annotations
 
@@ -34,39 +29,20 @@ class RerankRetriever(Retriever):
     """A learned reranker: BM25 and label-memory candidates, P(gold) from boosted trees,
     a per-claim cut-off tuned for evidence F.
 
-    Trained by :func:`factcheck.training.rerank.train_reranker` (returned fitted) or loaded with :meth:`load`.
-    ``fit(index, terms=None, context=None, dense=None)`` may reuse structures already built
-    for ``index``.
+    Trained by :func:`factcheck.training.rerank.train_reranker` or loaded with :meth:`load`.
 
     Parameters
     ----------
     candidates : CandidateConfig or dict or None
-        The candidate stage (BM25 ``k1``/``b``/``depth``, ``memory_k``, ``dense_depth``);
-        None: the defaults.
+        The candidate stage's settings (None: the defaults).
     model : RelevanceModel or None
         The trained relevance model; required at ``fit``.
     cutoff : Cutoff or dict or None
-        How many passages to return per claim (``threshold``, ``relative``, ``min_k``,
-        ``max_k``); None: the defaults.
+        How many passages to return per claim (None: the defaults).
     memory : ClaimMemory or None
-        The label memory: training claims and their gold ids (None: no memory candidates).
+        The label memory: training claims and their gold ids.
     report : dict or None
-        The training report (what was tried and chosen); saved with the model.
-
-    Attributes
-    ----------
-    index_ : TagIndex
-        The index fitted to.
-    candidates_ : CandidateConfig
-        ``candidates`` as a configuration.
-    cutoff_ : Cutoff
-        ``cutoff`` as a rule.
-    memory_ : ClaimMemory or None
-        A copy of ``memory`` whose gold ids are bound to ``index_``'s rows.
-    terms_ : TermIndex
-        The corpus statistics of ``index_`` (term postings, bigrams, numbers).
-    dense_ : object or None
-        The dense scorer of a model trained with dense candidates (the open mode).
+        The training report; saved with the model.
 
     Example
     -------
@@ -95,8 +71,7 @@ class RerankRetriever(Retriever):
         self.report = report
 
     def params(self) -> dict:
-        """What model directories and explanations record: candidate settings, cut-off, the
-        model's configuration and features, the memory's size."""
+        """What model directories and explanations record."""
         return {"candidates": self._candidate_config().to_json(), "cutoff": self._cutoff_rule().to_json(),
                 "model": self.model.config.to_json() if self.model else None,
                 "features": self.model.features if self.model else None,
@@ -123,11 +98,8 @@ class RerankRetriever(Retriever):
         if self.memory is not None and not isinstance(self.memory, ClaimMemory):
             raise InputError(None, None, f"expected a ClaimMemory, got {type(self.memory).__name__}", param="memory")
 
-    # ------------------------------------------------------------------ fitting
     def _fit(self, index, terms: TermIndex | None = None, context: F.FeatureContext | None = None,
              dense=None) -> None:
-        """Attach to an index, reusing ``terms``/``context``/``dense`` if given (a model with
-        dense candidates otherwise loads the index's vectors and their model)."""
         self.candidates_ = self._candidate_config()
         self.cutoff_ = self._cutoff_rule()
         self.terms_ = terms or TermIndex.for_index(index)
@@ -139,10 +111,8 @@ class RerankRetriever(Retriever):
             self.dense_ = dense if dense is not None else load_scorer(index)
         self.generator_ = CandidateGenerator(self.terms_, self.memory_, self.candidates_, self.dense_)
 
-    # ------------------------------------------------------------------ scoring
     def scored(self, claim: str):
-        """One claim's (candidates, features, pool positions by probability desc -- ties by
-        BM25, then row -- and those probabilities)."""
+        """One claim's (candidates, features, pool positions by probability desc, those probabilities)."""
         self._check_fitted()
         cands = self.generator_.generate(claim)
         X = pool_features(self.context_, cands, self.candidates_.k1, self.candidates_.b, self.dense_)
@@ -171,30 +141,26 @@ class RerankRetriever(Retriever):
         if not len(cands.rows):  # no known term and no similar training claim
             return self._fallback()
         k = self.cutoff_.count(probs)
-        hits = []
-        for i in range(k):
-            j = int(order[i])
-            row = int(cands.rows[j])
-            hits.append(self._hit(row, float(probs[i]), explain_hit(self, cands, X[j], row, i + 1)))
+        rows = cands.rows[order[:k]].tolist()
+        hits = [self._hit(r, float(probs[i]), explain_hit(self, cands, X[order[i]], r, i + 1))
+                for i, r in enumerate(rows)]
         return Selection(hits, "reranked", {
             "candidates": int(len(cands.rows)), "returned": k, "cutoff": self.cutoff_.to_json(),
             "top_probability": float(probs[0]) if len(probs) else 0.0})
 
     def _fallback(self) -> Selection:
-        """Nothing to rank: the first ``min_k`` passages (the leaderboard needs evidence), and why."""
+        """Nothing to rank: the first ``min_k`` passages, and why."""
         hits = [self._hit(r, 0.0, {"rank": r + 1, "reason": "the claim shares no term with the corpus and "
                                                              "resembles no training claim"})
                 for r in range(min(max(self.cutoff_.min_k, 1), len(self.index_)))]
         return Selection(hits, "fallback", {"candidates": 0, "returned": len(hits), "cutoff": self.cutoff_.to_json()})
 
-    # ------------------------------------------------------------------ persistence
     def save(self, path) -> None:
-        """Write the trained reranker to ``path`` (skops; :meth:`load` reads it back).
+        """Write the trained reranker to ``path`` (skops, atomically).
 
         Parameters
         ----------
         path : str or Path
-            The file to write (atomically), conventionally ``rerank.skops``.
         """
         if self.model is None:
             raise InputError(None, None, "nothing to save: the reranker is not trained", param="model")
@@ -208,7 +174,7 @@ class RerankRetriever(Retriever):
 
     @classmethod
     def load(cls, path) -> "RerankRetriever":
-        """A reranker saved by :meth:`save` (unfitted), read through the model allow-list.
+        """A reranker saved by :meth:`save` (unfitted).
 
         Parameters
         ----------
@@ -241,7 +207,6 @@ class RerankRetriever(Retriever):
 
 
 def _as_settings(kind, value, param: str):
-    """``value`` (None, a dict of fields or an instance) as the dataclass ``kind``."""
     if value is None:
         return kind()
     if isinstance(value, kind):
@@ -257,8 +222,7 @@ def _as_settings(kind, value, param: str):
 
 
 def _probe(obj) -> None:
-    """A loaded reranker file works: settings in range, memory lists that line up, a model
-    that scores a pool with probabilities in [0, 1]."""
+    """Refuse a loaded reranker file whose settings, memory or model do not work."""
     from factcheck.formats.safe_load import BadModel
     from factcheck.retrieval.rerank.semantic import ALL_FEATURES
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:

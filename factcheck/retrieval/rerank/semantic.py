@@ -1,15 +1,5 @@
-"""Dense (embedding) evidence for the reranker: the open mode's extra candidates and features.
-
-A *scorer* (:class:`~factcheck.retrieval.dense.DenseRetriever`, loaded lazily by
-:func:`load_scorer`, so the course mode never touches pretrained weights) gives
-``scores(text)``, ``vectors_`` and ``embedder_.embed(texts, kind="query")``. Its top
-``dense_depth`` passages and the gold of the ``memory_k`` training claims nearest by
-embedding join the pool. The features (:data:`DENSE_FEATURES`) relate a passage to the
-claim or its neighbours' evidence, as the lexical ones do: the cosine, relative to the best
-and its log rank; ``fused_max`` (the hybrid's max fusion); the best and centroid cosine with
-the neighbours' gold; the claim's best cosine; the embedding-searched memory's
-similarities. Products are float64 ``einsum`` row sums, never BLAS calls.
-"""
+"""Dense (embedding) evidence for the reranker: the open mode's extra features, float64
+``einsum`` row sums (never BLAS calls)."""
 
 from __future__ import annotations
 
@@ -24,14 +14,12 @@ from factcheck.scoring.topk import top_k
 DENSE_FEATURES: list[str] = ["dense_cos", "dense_rel_top", "dense_log_rank", "fused_max",
                              "mem_dense_max", "mem_dense_centroid", "claim_dense_top",
                              "emem_max_sim", "emem_sum_sim", "emem_nearest_sim"]
-#: Every column a relevance model may use: the lexical features, then the dense ones (a
-#: course model's columns are the same positions of a shorter matrix).
 ALL_FEATURES: list[str] = FEATURES + DENSE_FEATURES
 MEMORY_PASSAGES = 30  # as the lexical memory features: the neighbours' most-cited passages
 
 
 def load_scorer(index):
-    """The open mode's scorer for ``index`` (its passage vectors and the bundled model)."""
+    """The open mode's scorer for ``index``."""
     from factcheck.retrieval.dense import DenseRetriever
     return DenseRetriever(k=1).fit(index)
 
@@ -43,7 +31,7 @@ def pool_features(ctx, cands, k1: float, b: float, dense=None) -> np.ndarray:
 
 
 def compute(vectors: np.ndarray, cands) -> np.ndarray:
-    """Dense feature matrix (len(cands.rows), len(DENSE_FEATURES)) of a pool with dense scores."""
+    """Dense feature matrix (len(cands.rows), len(DENSE_FEATURES))."""
     rows = cands.rows
     n = len(rows)
     out = np.zeros((n, len(DENSE_FEATURES)))

@@ -1,12 +1,6 @@
-"""Term statistics of the whole corpus under the reranker's analysis: counts, bigrams, numbers.
-
-Passages are read through :func:`~factcheck.text.tokens.split_stems` (stems after splitting
-letter/digit runs: ``CO2`` matches ``CO 2``) and :func:`~factcheck.text.tokens.standalone_numbers`,
-from the lower-cased word stream, so nothing here sees a passage's format. One pass gives
-``postings`` (term-major counts: the core's BM25 for any ``k1``/``b``), ``forward`` (CSR,
-passage -> terms), ``bigrams`` (each passage's sorted codes of consecutive stem pairs) and
-``numbers`` (CSR, passage -> digit runs). The arrays are cached in the index
-(``rerank/terms-<key>/``), keyed by its plan key and :data:`ANALYSIS_VERSION`.
+"""Term statistics of the corpus under the reranker's analysis (:func:`~factcheck.text.tokens.split_stems`,
+standalone numbers): term-major ``postings``, ``forward`` (passage -> terms), each passage's
+stem bigram codes and ``numbers``; cached in the index directory.
 """
 
 from __future__ import annotations
@@ -54,11 +48,9 @@ class TermIndex:
         self._norms: dict = {}    # (k1, b) -> each passage's length norm
         self._cache = None  # (DerivedCache, key): where the BM25 weights of each (k1, b) are kept
 
-    # ------------------------------------------------------------------ building
     @classmethod
     def build_batches(cls, batches) -> "TermIndex":
-        """The term index of ``(first row, texts)`` batches in corpus order, ids in first-seen
-        order (the features read it: query terms are summed by id, ties go to the lower id)."""
+        """The term index of ``(first row, texts)`` batches in corpus order, ids in first-seen order."""
         analysis = _BatchAnalysis()
         parts = [analysis.add(texts) for _, texts in batches]
         n = sum(p[0] for p in parts)
@@ -95,7 +87,6 @@ class TermIndex:
         return out
 
     def _save(self, folder: Path) -> None:
-        """One ``.npy`` file per array."""
         terms = self.term_of
         nums = sorted(self.number_vocab, key=self.number_vocab.get)
         arrays = {"terms": np.array(terms, dtype=str), "shape": np.array(self.forward.shape),
@@ -108,7 +99,6 @@ class TermIndex:
 
     @classmethod
     def _load(cls, folder: Path) -> "TermIndex":
-        """Memory-mapped: loading converts nothing (the term-major copy and lengths are stored)."""
         def arr(name, mmap=True):
             return load_array(folder, name, mmap)
         shape = tuple(int(x) for x in arr("shape", False))
@@ -123,7 +113,7 @@ class TermIndex:
                    TermMatrix.load(folder, "postings_"), arr("doc_len"))
 
     def bm25(self, k1: float, b: float) -> TermMatrix:
-        """The core's BM25 weights for ``k1``, ``b`` (cached beside this term index's)."""
+        """The core's BM25 weights for ``k1``, ``b`` (cached)."""
         weights = self._weights.get((k1, b))
         if weights is None:
             def derive():
@@ -138,7 +128,6 @@ class TermIndex:
             weights = self._weights[(k1, b)] = self.postings.with_data(data)
         return weights
 
-    # ------------------------------------------------------------------ queries
     @cached_property
     def term_of(self) -> list[str]:
         """The term of each id."""
@@ -187,7 +176,7 @@ class TermIndex:
 
     def bm25_rows(self, rows: np.ndarray, term_ids: np.ndarray, weights: np.ndarray,
                   k1: float, b: float) -> np.ndarray:
-        """The BM25 of a few passages for a weighted bag of terms (RM3's), summed in float64."""
+        """The BM25 of a few passages for a weighted bag of terms, summed in float64."""
         tf = self.tf_matrix(rows, term_ids)
         if not tf.size:
             return np.zeros(len(rows))
@@ -198,7 +187,7 @@ class TermIndex:
         return (w.astype(np.float64) * np.asarray(weights, dtype=np.float64)[None, :]).sum(axis=1)
 
     def tf_matrix(self, rows: np.ndarray, term_ids: np.ndarray) -> np.ndarray:
-        """Dense (len(rows), len(term_ids)) term frequencies: small, for candidate features."""
+        """Dense (len(rows), len(term_ids)) term frequencies."""
         if not len(rows) or not len(term_ids):
             return np.zeros((len(rows), len(term_ids)))
         return self.forward[rows][:, term_ids].toarray().astype(np.float64)
@@ -208,8 +197,7 @@ _HAS_DIGIT = re.compile(r"\d").search
 
 
 class _BatchAnalysis:
-    """:func:`~factcheck.text.tokens.split_stems` and :func:`numbers` of whole batches of
-    texts, ids in first-seen order across batches, each distinct token stemmed once."""
+    """Split stems and numbers of whole batches of texts, ids in first-seen order across batches."""
 
     def __init__(self):
         self._ids = TokenIds(stem_token)
@@ -217,9 +205,7 @@ class _BatchAnalysis:
         self.number_vocab: dict[str, int] = {}
 
     def add(self, texts: list[str]):
-        """Analyse one batch: (passages, stems per passage, forward columns, forward counts,
-        bigrams per passage, bigram first ids, bigram second ids, numbers per passage,
-        number columns)."""
+        """One batch's passages, and per-row counts and columns of forward, bigrams and numbers."""
         # Splitting and numbers change nothing in a text without a digit (most passages).
         texts = list(texts)
         split, nums = list(texts), [[] for _ in texts]
