@@ -30,13 +30,7 @@ CLAIM_OPTIONS = ("format", "id_column", "text_column", "label_column", "evidence
 
 def as_claims(claims) -> list[Claim]:
     """Claims from what a caller has: one string, or a sequence of strings and
-    :class:`Claim` objects; a string's id is its position (``"0"``, ``"1"``, ...).
-
-    Example
-    -------
-    >>> [c.id for c in as_claims(["Sea levels rise.", "CO2 is a gas."])]
-    ['0', '1']
-    """
+    :class:`Claim` objects; a string's id is its position (``"0"``, ``"1"``, ...)."""
     if isinstance(claims, (str, Claim)):
         claims = [claims]
     elif isinstance(claims, (bytes, bytearray)) or not hasattr(claims, "__iter__"):

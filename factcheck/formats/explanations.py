@@ -14,13 +14,7 @@ __all__ = ["explanations_path", "write_explained_predictions"]
 
 
 def explanations_path(predictions: Path) -> Path:
-    """The sidecar's path for a predictions file: ``dev.json`` -> ``dev.explain.json``.
-
-    Example
-    -------
-    >>> explanations_path(Path("out/dev-claims-predictions.json")).name
-    'dev-claims-predictions.explain.json'
-    """
+    """The sidecar's path for a predictions file: ``dev.json`` -> ``dev.explain.json``."""
     name = predictions.name
     stem = name[:-5] if name.endswith(".json") else name[:-6] if name.endswith(".jsonl") else name
     return predictions.with_name(stem + ".explain.json")
