@@ -31,8 +31,7 @@ _HINT = re.compile(rb"\\u[dD][89a-fA-F]")
 # Each escape in turn: a surrogate pair, a lone surrogate (group 1), any other escape.
 _ESCAPES = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u([dD][89a-fA-F][0-9a-fA-F]{2})"
                       rb"|\\.", re.DOTALL)
-_NUMBER = frozenset(b"0123456789+-.eE")
-_NUMBER_RUN = re.compile(rb"[0-9+\-.eE]*")
+_NUMBER = b"0123456789+-.eE"
 _TOP_LEVEL = 'expected a JSON object {"id": "text", ...} at the top level'
 
 
@@ -94,7 +93,7 @@ class _Feed:
         """Bytes to feed when feeding one at a time: a run of number characters whole (yajl
         re-reads a cut token from its start: quadratic), else 1."""
         while True:
-            run = _NUMBER_RUN.match(self.pending).end()
+            run = len(self.pending) - len(self.pending.lstrip(_NUMBER))
             more = self._read(CHUNK_BYTES) if run == len(self.pending) else b""
             if not more:
                 return max(run, 1)
@@ -282,12 +281,8 @@ def _value_start(feed: _Feed, event: str, value) -> int:
         return 3
     if event == "boolean":
         return 3 if value else 4
-    run = 0  # a number is emitted at the byte after it
-    for b in reversed(feed.recent[:-1]):
-        if b not in _NUMBER:
-            break
-        run += 1
-    return run
+    before = feed.recent[:-1]  # a number is emitted at the byte after it
+    return len(before) - len(before.rstrip(_NUMBER))
 
 
 # --------------------------------------------------------------------------- claims and predictions
