@@ -1,7 +1,5 @@
-"""BEIR's files: ``corpus.jsonl`` (``_id``, ``title``, ``text``; a knowledge source whose
-titles are indexed with the text by default, BEIR's convention), ``queries.jsonl``
-(``_id``, ``text``; other fields ignored) and the qrels TSV ``query-id corpus-id score``
-(its header line optional)."""
+"""BEIR's files: ``corpus.jsonl`` (``_id``, ``title``, ``text``), ``queries.jsonl`` (``_id``,
+``text``) and the qrels TSV ``query-id corpus-id score`` (header optional)."""
 
 from __future__ import annotations
 
@@ -46,8 +44,7 @@ def read_queries(path: Path):
 
 
 def judgment(fields: list[str], first: bool):
-    """``(qid, docid, grade)`` of a qrels line; None for the header (a first line whose
-    score is no number)."""
+    """``(qid, docid, grade)`` of a qrels line; None for the header."""
     if first:
         try:
             float(fields[2])

@@ -1,10 +1,5 @@
-"""Claims and predictions files: which format unit reads or writes one (chosen by
-``format`` or detected from the name and the first record), and the label sets.
-
-Claims formats: ``course``, ``jsonl``, ``csv``, ``fever``, ``climate-fever``
-(:data:`CLAIM_FORMATS`; docs/formats.md). Predictions formats: ``course`` (the
-leaderboard's) and ``fever``. Labels are any non-empty strings; the label set is the
-training file's (:func:`label_set`).
+"""Claims and predictions files: which format unit reads or writes one (``format``, or
+detected from the name and the first record), and the label sets (docs/formats.md).
 """
 
 from __future__ import annotations
@@ -35,13 +30,7 @@ CLAIM_OPTIONS = ("format", "id_column", "text_column", "label_column", "evidence
 
 def as_claims(claims) -> list[Claim]:
     """Claims from what a caller has: one string, or a sequence of strings and
-    :class:`Claim` objects; a string's id is its position (``"0"``, ``"1"``, ...).
-
-    Example
-    -------
-    >>> [c.id for c in as_claims(["Sea levels rise.", "CO2 is a gas."])]
-    ['0', '1']
-    """
+    :class:`Claim` objects; a string's id is its position (``"0"``, ``"1"``, ...)."""
     if isinstance(claims, (str, Claim)):
         claims = [claims]
     elif isinstance(claims, (bytes, bytearray)) or not hasattr(claims, "__iter__"):
@@ -57,10 +46,9 @@ def as_claims(claims) -> list[Claim]:
 
 
 def label_set(labels) -> tuple[str, ...]:
-    """The label set of a training file, in a fixed order: the course's four when every
-    label is one of them, FEVER's three when every one is FEVER's, otherwise the labels
-    found, sorted (with a :class:`FactcheckWarning` when they mix a known set with others:
-    ``SUPORTS`` is most likely a typo).
+    """The label set of a training file: the course's four or FEVER's three when every label
+    is among them, otherwise the labels found, sorted (with a :class:`FactcheckWarning`
+    when they mix a known set with others: a typo?).
 
     Example
     -------
@@ -90,9 +78,8 @@ def ordered_labels(labels) -> list[str]:
 
 
 def detect_claims_format(path) -> str:
-    """The format of a claims file: ``.csv``/``.tsv`` are CSV; otherwise the first record
-    decides (course, FEVER, Climate-FEVER, else JSON lines); a first line that is not a
-    whole JSON object is a course file."""
+    """The format of a claims file: CSV by its name, else what its first record is (a first
+    line that is not a whole JSON object: course)."""
     path = Path(path)
     name = path.name.lower().removesuffix(".gz")
     if name.endswith(csvfile.SUFFIXES):
@@ -133,20 +120,15 @@ def read_claims(path, *, require_labels: bool = False, format: str | None = None
     ('claim-t1', 'SUPPORTS', ['evidence-1'])
     """
     path = as_path(path, "path")
-    if format is None:
-        format = detect_claims_format(path)
-    elif format not in CLAIM_FORMATS:
-        raise InputError(path, None, f"unknown claims format {format!r}; expected one of {', '.join(CLAIM_FORMATS)}",
-                         param="format")
+    unit = _unit(UNITS, path, detect_claims_format(path) if format is None else format)
     columns = {"id_column": id_column, "text_column": text_column, "label_column": label_column,
                "evidence_column": evidence_column}
-    if format not in ("jsonl", "csv"):
+    if unit.NAME not in ("jsonl", "csv"):
         for name, value in columns.items():
             if value is not None:
-                raise InputError(path, None, f"applies to JSONL and CSV claims only; the {format} format's "
+                raise InputError(path, None, f"applies to JSONL and CSV claims only; the {unit.NAME} format's "
                                  "fields are fixed", param=name)
     max_claim_chars = length_cap(max_claim_chars, "max_claim_chars", MAX_QUERY_CHARS)
-    unit = UNITS[format]
     claims = unit.read_claims(path, require_labels, columns)
     if not claims:
         raise InputError(path, None, "no claims (empty file)")
@@ -164,8 +146,7 @@ def read_claims(path, *, require_labels: bool = False, format: str | None = None
 
 @contextmanager
 def prefixed_params(prefix: str = "claims_"):
-    """Inside a function that takes the claims reader's options under another name
-    (``run_pipeline(claims_format=...)``), an error about ``format`` names ``claims_format``."""
+    """An error about ``format`` inside names ``claims_format`` (the caller's name for it)."""
     try:
         yield
     except InputError as exc:
@@ -173,19 +154,15 @@ def prefixed_params(prefix: str = "claims_"):
 
 
 def write_claims(path, claims: list[Claim], format: str = "course") -> None:
-    """Claims in ``format`` (course, jsonl, csv, fever, climate-fever), written atomically;
-    what the format cannot hold is the caller's to report (:mod:`factcheck.formats.convert`)."""
-    if format not in UNITS:
-        raise InputError(path, None, f"unknown claims format {format!r}; expected one of {', '.join(CLAIM_FORMATS)}",
+    """Claims in ``format``, written atomically (what it cannot hold is the caller's to report)."""
+    _unit(UNITS, path, format).write_claims(Path(path), claims)
+
+
+def _unit(units: dict, path, format, what: str = "claims"):
+    if format not in units:
+        raise InputError(path, None, f"unknown {what} format {format!r}; expected one of {', '.join(units)}",
                          param="format")
-    UNITS[format].write_claims(Path(path), claims)
-
-
-def _prediction_unit(path, format):
-    if format not in PREDICTION_UNITS:
-        raise InputError(path, None, f"unknown predictions format {format!r}; expected one of "
-                         f"{', '.join(PREDICTION_FORMATS)}", param="format")
-    return PREDICTION_UNITS[format]
+    return units[format]
 
 
 def read_predictions(path, labels=None, format: str | None = None) -> dict[str, dict]:
@@ -215,7 +192,7 @@ def read_predictions(path, labels=None, format: str | None = None) -> dict[str, 
     if format is None:
         first = first_record(path)
         format = "fever" if first is not None and fever.is_predictions(first) else "course"
-    out = _prediction_unit(path, format).read_predictions(path)
+    out = _unit(PREDICTION_UNITS, path, format, "predictions").read_predictions(path)
     if labels is not None:
         allowed = set(labels)
         for cid, p in out.items():
@@ -249,4 +226,4 @@ def write_predictions(path, claims: list[Claim], evidences: dict[str, list[str]]
     >>> read_predictions("out/pred.json")
     {'claim-1': {'evidences': ['evidence-8'], 'claim_label': 'SUPPORTS'}}
     """
-    _prediction_unit(path, format).write_predictions(Path(path), claims, evidences, labels)
+    _unit(PREDICTION_UNITS, path, format, "predictions").write_predictions(Path(path), claims, evidences, labels)

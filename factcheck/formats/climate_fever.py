@@ -1,15 +1,7 @@
 """Climate-FEVER's release file (``climate-fever.jsonl``): its claims, and its evidence
-sentences as a knowledge source. One claim a line::
-
-    {"claim_id": "0", "claim": "...", "claim_label": "SUPPORTS",
-     "evidences": [{"evidence_id": "Extreme weather:14", "evidence_label": "NOT_ENOUGH_INFO",
-                    "article": "Extreme weather", "evidence": "...", "entropy": 0.69, "votes": [...]}, ...]}
-
-**Gold evidence** of a claim: its sentences whose ``evidence_label`` is not
-NOT_ENOUGH_INFO, or all of them for a NOT_ENOUGH_INFO claim (the course files' pattern); a
-sentence without a label counts as gold. As a knowledge source: each distinct
-``evidence_id`` once, in order of first appearance, titled by its article; a repeat with
-another text is an error.
+sentences as a knowledge source (each distinct ``evidence_id`` once, titled by its
+article). A claim's gold evidence: its sentences not labelled NOT_ENOUGH_INFO, or all of
+them for a NOT_ENOUGH_INFO claim (docs/formats.md).
 """
 
 from __future__ import annotations
@@ -18,7 +10,7 @@ import json
 from pathlib import Path
 
 from factcheck.errors import InputError
-from factcheck.formats.common import BATCH, Claim, plural
+from factcheck.formats.common import Claim, batched, plural
 from factcheck.formats.files import atomic_path, check_unicode
 from factcheck.formats.records import iter_records, kind_of
 
@@ -80,37 +72,31 @@ def claims_losses(claims, to: str) -> list[str]:
 
 def passages(spec, path: Path):
     """Batches ``(ids, texts, titles, place)``: every distinct evidence sentence once."""
-    seen: dict[str, tuple[str, str]] = {}   # id -> (text, where first seen)
-    ids, texts, titles, places = [], [], [], []
-    for place, rec in iter_records(path, what=_WHAT, max_passage_chars=spec.max_passage_chars):
-        where = f"{place} (claim {_string(path, place, rec, 'claim_id')!r})"
-        for ev in _evidences(path, where, rec):
-            eid = _string(path, where, ev, "evidence_id")
-            text = ev.get("evidence")
-            if not isinstance(text, str):
-                raise InputError(path, where, f"evidence {eid!r}: missing 'evidence' (the sentence)" if text is None
-                                 else f"evidence {eid!r}: 'evidence' must be a string, got {kind_of(text)}")
-            check_unicode(path, where, text, "an evidence sentence")
-            if eid in seen:
-                if seen[eid][0] != text:
-                    raise InputError(path, where, f"evidence {eid!r} has another text than at {seen[eid][1]}")
-                continue
-            seen[eid] = (text, where)
-            article = ev.get("article")
-            ids.append(eid)
-            texts.append(text)
-            titles.append(article.replace("_", " ") if isinstance(article, str) and article.strip() else "")
-            places.append(where)
-            if len(ids) == BATCH:
-                yield ids, texts, titles, places.__getitem__
-                ids, texts, titles, places = [], [], [], []
-    if ids:
-        yield ids, texts, titles, places.__getitem__
+    def records():
+        seen: dict[str, tuple[str, str]] = {}   # id -> (text, where first seen)
+        for place, rec in iter_records(path, what=_WHAT, max_passage_chars=spec.max_passage_chars):
+            where = f"{place} (claim {_string(path, place, rec, 'claim_id')!r})"
+            for ev in _evidences(path, where, rec):
+                eid = _string(path, where, ev, "evidence_id")
+                text = ev.get("evidence")
+                if not isinstance(text, str):
+                    raise InputError(path, where, f"evidence {eid!r}: missing 'evidence' (the sentence)" if text is None
+                                     else f"evidence {eid!r}: 'evidence' must be a string, got {kind_of(text)}")
+                check_unicode(path, where, text, "an evidence sentence")
+                if eid in seen:
+                    if seen[eid][0] != text:
+                        raise InputError(path, where, f"evidence {eid!r} has another text than at {seen[eid][1]}")
+                    continue
+                seen[eid] = (text, where)
+                article = ev.get("article")
+                title = article.replace("_", " ") if isinstance(article, str) and article.strip() else ""
+                yield eid, text, title, where
+    return batched(records(), True)
 
 
 def write_converted(path: Path, claims, notes: list[str], passages=None, name: str | None = None) -> None:
-    """Converted claims, their sentences and articles from ``passages(wanted ids) -> (texts,
-    titles)`` (the knowledge source ``name``) when given; what is unknown listed in ``notes``."""
+    """Converted claims, with sentences and articles from ``passages(wanted ids) -> (texts,
+    titles)`` (the knowledge source ``name``) when given; what is unknown goes to ``notes``."""
     texts = titles = None
     if passages is not None:
         wanted = {e for c in claims for e in c.evidences}
@@ -126,9 +112,8 @@ def write_converted(path: Path, claims, notes: list[str], passages=None, name: s
 
 
 def write_claims(path: Path, claims, texts: dict[str, str] | None = None, titles: dict[str, str] | None = None) -> None:
-    """Each claim with its evidence ids as ``evidences``; the sentence and article from
-    ``texts``/``titles`` when given, else null; labels, entropy and votes null (read back,
-    every listed sentence is gold)."""
+    """Each claim with its evidence ids as ``evidences``, sentence and article from
+    ``texts``/``titles`` (else null); labels, entropy and votes null."""
     with atomic_path(Path(path)) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         for c in claims:
             rec = {"claim_id": c.id, "claim": c.text}

@@ -1,18 +1,16 @@
 """What the format units share: the :class:`Claim` record, the checks of one record's
-fields (each failure one :class:`~factcheck.errors.InputError` naming the file and the
-place) and the batching of passages.
+fields and the batching of passages.
 
-A format unit (``course``, ``jsonl``, ``csvfile``, ``fever``, ``climate_fever``, ``beir``)
-is a module with ``NAME`` and whichever of these apply: ``passages(spec, path)`` (batches
-``(ids, texts, titles or None, place)``, ``place(i)`` naming passage i), ``write_passages``,
-``is_source(record)``, ``read_claims(path, require_labels, columns)``, ``is_claims(record)``,
-``write_claims``, ``read_predictions``, ``write_predictions``. The registries are
-:mod:`factcheck.formats.evidence` and :mod:`factcheck.formats.claims`.
+A format unit is a module with ``NAME`` and whichever of these apply: ``passages(spec,
+path)`` (batches ``(ids, texts, titles or None, place)``, ``place(i)`` naming passage i),
+``write_passages``, ``is_source``, ``read_claims``, ``is_claims``, ``write_claims``,
+``read_predictions``, ``write_predictions``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Callable, Iterator
 
 from factcheck.errors import InputError, ref
@@ -57,16 +55,9 @@ class Claim:
 
 def batched(records, titled: bool) -> Iterator[Batch]:
     """``(id, text, title, place)`` records as batches of :data:`BATCH`."""
-    ids, texts, titles, places = [], [], [], []
-    for pid, text, title, place in records:
-        ids.append(pid)
-        texts.append(text)
-        titles.append(title)
-        places.append(place)
-        if len(ids) == BATCH:
-            yield ids, texts, titles if titled else None, places.__getitem__
-            ids, texts, titles, places = [], [], [], []
-    if ids:
+    records = iter(records)
+    while chunk := list(islice(records, BATCH)):
+        ids, texts, titles, places = map(list, zip(*chunk))
         yield ids, texts, titles if titled else None, places.__getitem__
 
 
@@ -146,8 +137,7 @@ DEFAULT_FIELDS = {"id_column": ("id",), "text_column": ("claim", "claim_text"),
 
 
 def claim_fields(path, place, present, columns: dict) -> dict:
-    """The field of each role (``id_column``, ...): the option's, or the first default
-    present in the first record."""
+    """The field of each role: the option's, or the first default present in the first record."""
     fields = {}
     for role, defaults in DEFAULT_FIELDS.items():
         chosen = columns.get(role)

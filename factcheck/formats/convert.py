@@ -1,14 +1,6 @@
 """``factcheck convert``: claims, knowledge sources and predictions from one format to
-another. Lossless where the formats allow; whatever the target cannot hold is listed (each
-function returns the notes, the CLI prints them), never dropped quietly.
-
-Passage ids: FEVER names a sentence ``page:line``; with ``one_line_pages`` each passage
-``X`` is line 0 of its own page ``X`` (FEVER id ``X:0``), and back. Without it every id
-must already read as ``page:line``.
-
-Example
--------
->>> notes = convert_claims("data/demo/dev-claims.json", "dev.jsonl", "fever", one_line_pages=True)  # doctest: +SKIP
+another; each function returns the notes of what the target cannot hold. With
+``one_line_pages`` passage ``X`` is FEVER's ``X:0``, and back.
 """
 
 from __future__ import annotations
@@ -82,8 +74,7 @@ def convert_claims(src, dest, to: str, *, claims_format: str | None = None, clai
 
 
 def _renaming(source, target, one_line_pages: bool, where):
-    """How passage ids change from ``source``'s format to ``target``'s (None: they do not):
-    into the target's ids if it has its own (FEVER's ``page:line``), else out of the source's."""
+    """How passage ids change from ``source``'s format to ``target``'s (None: they do not)."""
     if hasattr(target, "id_in"):
         return lambda pid: target.id_in(pid, one_line_pages, where)
     if source is not target and hasattr(source, "id_out") and one_line_pages:
@@ -110,10 +101,9 @@ def _passages_of(spec, wanted: set[str]) -> tuple[dict, dict]:
 def convert_evidence(src, dest, to: str, *, format: str | None = None, id_column: str | None = None,
                      text_column: str | None = None, title_column: str | None = None,
                      one_line_pages: bool = False, max_passage_chars: int | None = None) -> list[str]:
-    """Write the knowledge source ``src`` to ``dest`` as ``to`` (course JSON, JSONL
-    ``{id, text[, title]}``, or FEVER wiki pages grouped by ``page:line`` ids); returns what
-    ``to`` cannot hold. The reader options are :func:`~factcheck.formats.evidence.source_spec`'s.
-    """
+    """Write the knowledge source ``src`` to ``dest`` as ``to`` (course, jsonl or fever);
+    returns what ``to`` cannot hold. The reader options are
+    :func:`~factcheck.formats.evidence.source_spec`'s."""
     src, dest = Path(src), Path(dest)
     _check_target(to, EVIDENCE_TARGETS)
     spec = source_spec(src, format=format, id_column=id_column, text_column=text_column, title_column=title_column,
@@ -131,12 +121,9 @@ def convert_predictions(src, dest, to: str, *, one_line_pages: bool = False, cla
                         claims_format: str | None = None, claims_id_column: str | None = None,
                         claims_text_column: str | None = None, claims_label_column: str | None = None,
                         claims_evidence_column: str | None = None, max_claim_chars: int | None = None) -> list[str]:
-    """Predictions from the course format to FEVER's predictions JSONL or back.
-
-    ``claims`` (a claims file, read with the ``claims_*`` options and ``max_claim_chars``): the claims' order and
-    texts, which FEVER's predictions do not hold; without it the course file has no
-    ``claim_text`` (listed) and keeps the predictions' order.
-    """
+    """Predictions from the course format to FEVER's predictions JSONL or back; returns the notes.
+    ``claims`` (a claims file, read with the ``claims_*`` options): the claims' order and
+    texts, which FEVER's predictions do not hold."""
     src, dest = Path(src), Path(dest)
     _check_target(to, PREDICTION_TARGETS)
     preds = read_predictions(src)

@@ -1,14 +1,11 @@
 """The course's JSON formats: a knowledge source ``{"evidence-1": "text", ...}``, claims
 ``{"claim-1": {"claim_text", "claim_label", "evidences": [ids]}}`` and predictions (the
-leaderboard format, the claims' shape).
+claims' shape). Claims and predictions are read whole.
 
-A knowledge source is often one 160 MB line and is streamed with ijson's C backend
-(yajl), one buffer at a time. Three things that backend does not do are done here, on the
-bytes it is given: a lone surrogate escape (which it would decode to ``?``) is refused, a
-member longer than a passage within ``max_passage_chars`` can be is refused before it is
-held, and the place of an error is found by reading the file again up to it, the last
-buffer one byte at a time (yajl's messages carry no offset). Claims and predictions files
-are small and read whole, with a key seen twice refused.
+A knowledge source (often one 160 MB line) is streamed with ijson's yajl backend, which
+decodes a lone surrogate escape to ``?`` and reports no offset: so the bytes it is given
+are scanned for lone surrogates and over-long members here, and an error's place is found
+by reading the file again up to it.
 """
 
 from __future__ import annotations
@@ -34,8 +31,7 @@ _HINT = re.compile(rb"\\u[dD][89a-fA-F]")
 # Each escape in turn: a surrogate pair, a lone surrogate (group 1), any other escape.
 _ESCAPES = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u([dD][89a-fA-F][0-9a-fA-F]{2})"
                       rb"|\\.", re.DOTALL)
-_NUMBER = frozenset(b"0123456789+-.eE")
-_NUMBER_RUN = re.compile(rb"[0-9+\-.eE]*")
+_NUMBER = b"0123456789+-.eE"
 _TOP_LEVEL = 'expected a JSON object {"id": "text", ...} at the top level'
 
 
@@ -44,11 +40,8 @@ class _Stop(Exception):
 
 
 class _Feed:
-    """The file as ijson reads it (after a byte-order mark), with the checks above.
-
-    ``progress`` (members read so far) enables the streaming bound and the surrogate scan;
-    ``slow_from``/``stop_at`` re-read up to an error, tracking line and column.
-    """
+    """The file as ijson reads it (after a byte-order mark): ``progress`` (members read so
+    far) enables the checks above; ``slow_from``/``stop_at`` re-read up to an error."""
 
     def __init__(self, path, max_chars=None, progress=None, slow_from=None, stop_at=None):
         self.path, self.progress, self.slow_from, self.stop_at = path, progress, slow_from, stop_at
@@ -97,19 +90,18 @@ class _Feed:
         return chunk
 
     def _number_run(self) -> int:
-        """Bytes to feed at once when feeding one at a time: a run of number characters
-        whole (yajl re-reads a token cut by a feed from its start: 400K digits one byte at
-        a time took 19 s, quadratic), else 1."""
+        """Bytes to feed when feeding one at a time: a run of number characters whole (yajl
+        re-reads a cut token from its start: quadratic), else 1."""
         while True:
-            run = _NUMBER_RUN.match(self.pending).end()
+            run = len(self.pending) - len(self.pending.lstrip(_NUMBER))
             more = self._read(CHUNK_BYTES) if run == len(self.pending) else b""
             if not more:
                 return max(run, 1)
             self.pending += more
 
     def _bound(self, chunk: bytes) -> None:
-        """Refuse a member that no passage within the cap can be: at least its bytes less
-        11 a backslash (an escape is at most 12 bytes of one character), over 4 (UTF-8)."""
+        """Refuse a member no passage within the cap can be: over ``longest`` characters
+        counting 12 bytes an escape and 4 a character otherwise."""
         done = self.progress()
         if done != self.done:  # a member ended in the last chunk: the next starts after self.fed
             self.done, self.mark, self.escapes = done, self.fed, 0
@@ -121,8 +113,8 @@ class _Feed:
                              "bytes of JSON, longer than a passage within this limit can be")
 
     def _scan(self, chunk: bytes, final: bool = False) -> None:
-        """Refuse a lone surrogate escape. The escapes are walked from a place no backslash
-        escapes; the last 12 bytes wait for the next chunk (a pair may be cut there)."""
+        """Refuse a lone surrogate escape; the last 12 bytes wait for the next chunk (a pair
+        may be cut there)."""
         window = self.carry + chunk
         final = final or not chunk
         end = len(window) if final else len(window) - 12
@@ -158,8 +150,7 @@ class _LoneSurrogate(Exception):
 
 
 def passages(spec, path: Path):
-    """Batches ``(ids, texts, None, place)`` of a course knowledge source, ``place(i)``
-    ``"passage N"``; every error one InputError naming the file and the place."""
+    """Batches ``(ids, texts, None, place)`` of a course knowledge source."""
     ids, texts = [], []
     count = 0
     feed = _Feed(path, spec.max_passage_chars, progress=lambda: count + len(ids))
@@ -208,7 +199,7 @@ def _batch(path, ids, texts, before):
 
 
 def _parse_error(path, feed: _Feed, exc: Exception) -> InputError:
-    """What ijson refused: a lone surrogate in the last bytes, bad UTF-8, or the parser's error."""
+    """What ijson refused: a lone surrogate, bad UTF-8, or the parser's error."""
     try:
         feed._scan(b"", final=True)
     except _LoneSurrogate as lone:
@@ -227,7 +218,7 @@ def _lone(path, feed: _Feed, lone: _LoneSurrogate) -> InputError:
 
 
 def _check_utf8(path, upto: int) -> None:
-    """The first bad UTF-8 byte before ``upto`` (or the file's end) as an InputError naming its offset."""
+    """Raise for the first bad UTF-8 byte before ``upto`` (or the file's end)."""
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
     at = 0
     with open_binary(path) as fh:
@@ -244,9 +235,8 @@ def _check_utf8(path, upto: int) -> None:
 
 
 def _error(path, feed: _Feed, message, *, stop_at=None, member=None, passage=False) -> InputError:
-    """An InputError at the place of an error, found by reading ``path`` again: the byte
-    ``stop_at`` (``passage``: naming its passage too), member ``member``'s value, or where
-    the parser fails (``message`` None: the parser's own, in our words)."""
+    """An InputError at the byte ``stop_at``, at member ``member``'s value, or where the
+    parser fails (``message`` None: the parser's own, in our words), found by reading again."""
     slow_from = max(feed.chunk_start - 64, 0) if stop_at is None else None
     again = _Feed(path, slow_from=slow_from, stop_at=stop_at)
     done = depth = back = 0
@@ -291,23 +281,19 @@ def _value_start(feed: _Feed, event: str, value) -> int:
         return 3
     if event == "boolean":
         return 3 if value else 4
-    run = 0  # a number is emitted at the byte after it
-    for b in reversed(feed.recent[:-1]):
-        if b not in _NUMBER:
-            break
-        run += 1
-    return run
+    before = feed.recent[:-1]  # a number is emitted at the byte after it
+    return len(before) - len(before.rstrip(_NUMBER))
 
 
 # --------------------------------------------------------------------------- claims and predictions
 
 #: The most bytes a claims or predictions file read whole may hold (FEVER's 145K training
-#: claims are 30 MB): a .json.gz inflating to gigabytes is refused after reading this much.
+#: claims are 30 MB).
 MAX_WHOLE_BYTES = 1 << 28
 
 
 def _load_object(path: Path, what: str) -> dict:
-    """A small JSON object read whole: bad UTF-8, bad JSON and a key twice refused in one line."""
+    """A small JSON object read whole, a key twice refused."""
     with open_binary(path) as fh:
         try:
             raw = fh.read(MAX_WHOLE_BYTES + 1)
@@ -395,8 +381,7 @@ def write_predictions(path: Path, claims, evidences: dict, labels: dict | None =
 
 
 def write_passages(dest: Path, records, titled: bool, notes: list[str], rename=str) -> None:
-    """``{"id": "text", ...}``, one passage a line, from ``(id, text, title)`` records (ids
-    written as ``rename`` gives them)."""
+    """``{"id": "text", ...}``, one passage a line, from ``(id, text, title)`` records."""
     if titled:
         notes.append("titles are not kept (course has no titles; the JSONL target keeps them)")
     with atomic_path(dest) as tmp, open(tmp, "w", encoding="utf-8") as fh:

@@ -1,10 +1,6 @@
-"""Knowledge sources: how one is read (:func:`source_spec`), which format module reads it
-(``format``, or :func:`detect_format`), and the stream of passages every consumer reads.
-
-A passage is an id, a text and, for some formats, a title. Every id is a non-empty string
-and distinct (checked exactly, at 8 bytes a passage), every id, text and title at most
-``max_passage_chars`` characters; every error is one InputError naming the file and the
-place. ``index_titles`` indexes the titles with the text (default: BEIR only).
+"""Knowledge sources: how one is read (:func:`source_spec`), which format module reads it,
+and the stream of passages (an id, a text and, for some formats, a title) every consumer
+reads: ids non-empty and distinct, each id, text and title within ``max_passage_chars``.
 """
 
 from __future__ import annotations
@@ -91,9 +87,8 @@ class SourceSpec:
 
 
 def detect_format(path: Path, max_passage_chars: int | None = None) -> str:
-    """The format of a knowledge source: from its name (``.json``/``.json.gz`` course,
-    ``.csv``/``.tsv`` CSV) or, for JSON lines and directories, from the first record
-    (FEVER wiki pages, a BEIR corpus, Climate-FEVER, else generic JSONL), read within the cap."""
+    """The format of a knowledge source: from its name, or for JSON lines and directories
+    from the first record (FEVER wiki pages, BEIR, Climate-FEVER, else generic JSONL)."""
     path = Path(path)
     if path.is_dir():
         return _detect_records(SourceSpec(path, "jsonl").files()[0], max_passage_chars)
@@ -174,7 +169,7 @@ def source_spec(path, format: str | None = None, id_column: str | None = None, t
 
 def as_source(source, param: str = "source", **options) -> SourceSpec:
     """``source`` as a :class:`SourceSpec`: a path read with the reader ``options``, or a
-    spec as it is (an option beside a spec would be ignored: an error naming it)."""
+    spec as it is (then an option is an error)."""
     if isinstance(source, SourceSpec):
         given = [name for name, value in options.items() if value is not None]
         if given:
@@ -188,8 +183,7 @@ def as_source(source, param: str = "source", **options) -> SourceSpec:
 
 def iter_passage_records(spec: SourceSpec) -> Iterator[tuple[list[str], list[str], list[str] | None]]:
     """``(ids, texts, titles)`` batches in file order (``titles`` None for a source without
-    them, ``""`` for a passage without one); an InputError at the first bad record, or at
-    the end for a duplicate id (before any consumer can declare its output complete)."""
+    them); a duplicate id is an InputError at the end, before any consumer can finish."""
     seen = _DuplicateIds(spec)
     count = 0
     for ids, texts, titles, place in _records(spec):
@@ -250,7 +244,6 @@ def read_passages(source, *, titles: bool = False, format: str | None = None, id
 
 
 def _records(spec: SourceSpec):
-    """The format unit's batches ``(ids, texts, titles, place)``, each file of a directory in turn."""
     unit = UNITS[spec.format]
     files = spec.files()
     if files == [spec.path]:
@@ -262,7 +255,6 @@ def _records(spec: SourceSpec):
 
 
 def _check_lengths(spec: SourceSpec, ids: list[str], texts: list[str], titles, place) -> None:
-    """A batch against the passage cap."""
     cap = spec.max_passage_chars
     for what, values in (("id", ids), ("text", texts), ("title", titles or ())):
         if values and max(map(len, values)) > cap:
@@ -272,9 +264,8 @@ def _check_lengths(spec: SourceSpec, ids: list[str], texts: list[str], titles, p
 
 
 class _DuplicateIds:
-    """Exact duplicate-id detection at 8 bytes a passage: a 64-bit hash per id; equal
-    hashes are re-checked against the real ids in a second streaming pass, so a hash
-    collision never gives a false error."""
+    """Exact duplicate-id detection at 8 bytes a passage: a 64-bit hash per id, equal hashes
+    re-checked against the ids in a second streaming pass."""
 
     def __init__(self, spec: SourceSpec):
         self.spec = spec

@@ -1,8 +1,5 @@
-"""The ``.explain.json`` sidecar written next to predictions (``run``, ``predict``,
-``retrieve``): ``{"method", "params"[, "chunk_window", "chunk_overlap"], "claims": {claim id:
-record}}``, the retriever's spec (:func:`factcheck.retrieval.registry.retriever_spec`) and
-each claim's record (its ``Selection``, the ranking and, from a full system, what the
-classifier read and its probabilities)."""
+"""The ``.explain.json`` sidecar written next to predictions: the retriever's spec and
+``"claims": {claim id: record}`` (docs/explanations.md)."""
 
 from __future__ import annotations
 
@@ -17,13 +14,7 @@ __all__ = ["explanations_path", "write_explained_predictions"]
 
 
 def explanations_path(predictions: Path) -> Path:
-    """The sidecar's path for a predictions file: ``dev.json`` -> ``dev.explain.json``.
-
-    Example
-    -------
-    >>> explanations_path(Path("out/dev-claims-predictions.json")).name
-    'dev-claims-predictions.explain.json'
-    """
+    """The sidecar's path for a predictions file: ``dev.json`` -> ``dev.explain.json``."""
     name = predictions.name
     stem = name[:-5] if name.endswith(".json") else name[:-6] if name.endswith(".jsonl") else name
     return predictions.with_name(stem + ".explain.json")
@@ -32,36 +23,10 @@ def explanations_path(predictions: Path) -> Path:
 def write_explained_predictions(out: Path, claims: list[Claim], evidences: dict[str, list[str]],
                                 explanations: dict[str, dict], retriever_spec: dict,
                                 labels: dict[str, str] | None = None, predictions_format: str | None = None) -> Path:
-    """Predictions and their ``.explain.json`` sidecar; returns the sidecar's path.
-
-    Parameters
-    ----------
-    out : Path
-        The predictions file to write.
-    claims : list of Claim
-        The claims, in the order the file lists them.
-    evidences : dict
-        Claim id -> evidence ids.
-    explanations : dict
-        Claim id -> explanation record (the sidecar's ``claims``).
-    retriever_spec : dict
-        ``{"method", "params"[, "chunk_window", "chunk_overlap"]}`` of the retriever.
-    labels : dict or None
-        Claim id -> label, when a classifier predicted them.
-    predictions_format : {"course", "fever"} or None
-        The predictions' format (:func:`~factcheck.formats.claims.write_predictions`);
-        None: FEVER's predictions JSONL for a ``.jsonl`` name, else the course format.
-
-    The sidecar is written first and removed again if the predictions cannot be written:
-    predictions never exist without their explanations, nor new explanations beside old
-    predictions.
-
-    Example
-    -------
-    >>> write_explained_predictions(Path("pred.json"), claims, evidences, explain,  # doctest: +SKIP
-    ...                             {"method": "bm25", "params": {"k1": 1.2, "b": 0.75, "k": 5}})
-    PosixPath('pred.explain.json')
-    """
+    """Predictions (:func:`~factcheck.formats.claims.write_predictions`; ``predictions_format``
+    None: FEVER's for a ``.jsonl`` name, else course) and their sidecar, whose path it returns.
+    The sidecar is written first and removed if the predictions fail: predictions never
+    exist without their explanations, nor new explanations beside old predictions."""
     out = Path(out)
     sidecar = explanations_path(out)
     for dest in (out, sidecar):

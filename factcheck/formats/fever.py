@@ -1,16 +1,7 @@
-"""FEVER's files: claims JSONL, the ``wiki-pages/*.jsonl`` dump, predictions JSONL.
-
-Claims: ``{"id": 75397, "verifiable": "VERIFIABLE", "label": "SUPPORTS", "claim": "...",
-"evidence": [[[92206, 104971, "Nikolaj_Coster-Waldau", 7], ...], ...]}``: ``evidence`` is a
-list of evidence *sets* of ``[annotation_id, evidence_id, page, line]``, any one set enough;
-``[[annotation_id, null, null, null]]`` is no sentence. Test files have ``id`` and ``claim``.
-
-Wiki pages: ``{"id": "Page_title", "text": "...", "lines": "0\\tFirst sentence.\\tlink\\n1\\t..."}``:
-one passage per non-empty line, id ``page:line``, text the sentence (not the links after
-it), title the page id made readable. A page without a non-empty line gives no passage.
-
-Predictions: ``{"id", "predicted_label", "predicted_evidence": [[page, line], ...]}``, a
-line per claim in the claims' order (the official scorer pairs them by line).
+"""FEVER's files: claims JSONL (``evidence``: a list of alternative evidence sets of
+``[annotation_id, evidence_id, page, line]``), the ``wiki-pages/*.jsonl`` dump (a passage
+``page:line`` per non-empty line) and predictions JSONL (a line per claim, in the claims'
+order). Layouts in docs/formats.md.
 """
 
 from __future__ import annotations
@@ -44,16 +35,7 @@ MAX_PAGE_LINES = 1 << 16
 
 
 def split_sentence_id(pid: str) -> tuple[str, int] | None:
-    """``(page, line)`` of a ``page:line`` id (the line after the last colon: page titles
-    may hold colons), or None when ``pid`` has no such form (a line of over 18 digits has none).
-
-    Example
-    -------
-    >>> split_sentence_id("Star_Wars:_Episode_I:3")
-    ('Star_Wars:_Episode_I', 3)
-    >>> split_sentence_id("evidence-12") is None
-    True
-    """
+    """``(page, line)`` of a ``page:line`` id (split at the last colon: titles hold colons), or None."""
     page, sep, line = pid.rpartition(":")
     if not sep or not page or not line.isdigit() or not line.isascii() or len(line) > 18:
         return None
@@ -61,13 +43,7 @@ def split_sentence_id(pid: str) -> tuple[str, int] | None:
 
 
 def readable_title(page: str) -> str:
-    """A page id as a title: underscores as spaces, ``-LRB-`` as ``(`` and FEVER's other escapes.
-
-    Example
-    -------
-    >>> readable_title("Savages_-LRB-2012_film-RRB-")
-    'Savages (2012 film)'
-    """
+    """A page id as a title: underscores as spaces, ``-LRB-`` as ``(`` and FEVER's other escapes."""
     title = page.replace("_", " ")
     if "-" in title:
         for escaped, char in _ESCAPES.items():
@@ -86,7 +62,7 @@ def is_source(record: dict) -> bool:
 
 
 def claim_id_out(cid: str):
-    """A claim id as FEVER writes it: an integer when it reads as one (FEVER's ids are)."""
+    """A claim id as FEVER writes it: an integer when it reads as one."""
     return int(cid) if cid.isdigit() and cid.isascii() and len(cid) <= 18 and str(int(cid)) == cid else cid
 
 
@@ -104,8 +80,7 @@ def _pair(path, cid, pid) -> list:
 
 
 def id_in(pid: str, one_line_pages: bool, where) -> str:
-    """A passage id as FEVER's ``page:line``: with ``one_line_pages``, passage ``X`` is line
-    0 of page ``X``; without, it must read as ``page:line`` already."""
+    """A passage id as FEVER's ``page:line`` (with ``one_line_pages``: ``X`` is ``X:0``)."""
     if one_line_pages:
         return sentence_id(pid, 0)
     pair = split_sentence_id(pid)
@@ -132,7 +107,7 @@ def id_out(pid: str, one_line_pages: bool, where) -> str:
 # --------------------------------------------------------------------------- claims
 
 def _evidence_sets(path, place, value) -> list[list[str]]:
-    """FEVER's evidence sets as lists of ``page:line`` ids (an empty set is no sentence)."""
+    """FEVER's evidence sets as lists of ``page:line`` ids."""
     if not isinstance(value, list):
         raise InputError(path, place, f"'evidence' must be a list of evidence sets, got {kind_of(value)}")
     sets = []
@@ -162,8 +137,7 @@ def _evidence_sets(path, place, value) -> list[list[str]]:
 
 
 def read_claims(path: Path, require_labels: bool, columns: dict) -> list[Claim]:
-    """Claims keeping their evidence sets (``evidences``: their union); label and sets None
-    in a test file."""
+    """Claims keeping their evidence sets (``evidences``: their union)."""
     claims = []
     for place, rec in iter_records(path, what="a FEVER claim object"):
         cid = _claim_id(path, place, rec.get("id"))
@@ -183,8 +157,7 @@ def read_claims(path: Path, require_labels: bool, columns: dict) -> list[Claim]:
 
 
 def write_claims(path: Path, claims) -> None:
-    """Every evidence id ``page:line``; a claim without ``evidence_sets`` gets one set per
-    evidence id (its gold passages, each enough alone)."""
+    """Every evidence id ``page:line``; without ``evidence_sets``, one set per evidence id."""
     with atomic_path(Path(path)) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         for c in claims:
             rec = {"id": claim_id_out(c.id)}
@@ -268,8 +241,7 @@ def write_predictions(path: Path, claims, evidences: dict, labels: dict | None =
 # --------------------------------------------------------------------------- wiki pages
 
 def passages(spec, path: Path):
-    """Batches ``(ids, texts, titles, place)``, ``place(i)`` the file line of passage i; a
-    page line longer than a page of passages within the cap can be is refused as it streams."""
+    """Batches ``(ids, texts, titles, place)``, ``place(i)`` the file line of passage i."""
     ids, texts, titles, linenos = [], [], [], []
     for lineno, raw in iter_lines(path, spec.max_passage_chars):
         if not raw or raw.isspace():
@@ -292,14 +264,12 @@ def passages(spec, path: Path):
         for raw_line in lines.split("\n"):
             number, tab, rest = raw_line.partition("\t")
             sentence = rest.partition("\t")[0]
-            if not sentence.strip():
-                if number and not number.isdigit():
-                    raise InputError(path, place, f"page {page!r}: a line must start with its number and a "
-                                     f"tab, got {raw_line[:40]!r}")
-                continue  # an empty line: no passage
-            if not tab or not number.isdigit() or not number.isascii():
+            blank = not sentence.strip()
+            if (number or not blank) and not (number.isdigit() and (blank or (tab and number.isascii()))):
                 raise InputError(path, place, f"page {page!r}: a line must start with its number and a tab, "
                                  f"got {raw_line[:40]!r}")
+            if blank:
+                continue  # an empty line: no passage
             if title is None:
                 if suspect:
                     check_unicode(path, place, page, "the page id")
@@ -322,10 +292,8 @@ def _places(linenos: list[int]):
 
 
 def write_passages(dest: Path, records, titled: bool, notes: list[str], rename=str) -> None:
-    """Wiki pages from ``(id, text, title)`` records (``rename(id)`` reads ``page:line``),
-    pages in order of first appearance; a tab or newline in a text becomes a space and an
-    empty text is no line (both listed in ``notes``); a line number without a sentence is
-    written empty."""
+    """Wiki pages from ``(id, text, title)`` records (``rename(id)`` reads ``page:line``), in
+    order of first appearance; tabs and newlines become spaces, an empty text no line."""
     pages: dict[str, dict[int, str]] = {}
     cleaned = empty = 0
     first_empty = None

@@ -1,13 +1,8 @@
 """Low-level file plumbing: opening (gzip-aware), atomic writes, checksums.
 
-Every output is written to a temporary name in the destination directory and renamed
-into place, so a crash leaves either the old file, the new file, or a ``.tmp-*`` file
-that no reader ever opens -- never a half-written file under the real name.
-
-An output path never follows a symbolic link: the writers here refuse a link at the name
-they write, and a command that writes a tree under a directory the user named checks the
-names it writes there with :func:`check_no_symlinks` before its first write (the directory
-the user named may itself be a link: it is theirs to place anywhere).
+Every output is written to a ``.tmp-*`` name beside it and renamed into place (a crash
+never leaves a half-written file under the real name); no writer here follows a symbolic
+link at the name it writes (:func:`check_no_symlinks` checks a tree's names).
 """
 
 from __future__ import annotations
@@ -35,12 +30,8 @@ SYMLINK_REFUSED = ("is a symbolic link; refusing to write or delete through it (
 
 
 def crashpoint(name: str, partial: str | os.PathLike | None = None) -> None:
-    """Announce a named point of a write or of the tagging job as the audit event
-    ``factcheck.crashpoint`` (``partial``: the half-written file, if any).
-
-    Crash tests hook the event to kill the process exactly there (``harness/crashpoints.py``,
-    outside the package); with no audit hook installed :func:`sys.audit` costs almost nothing.
-    """
+    """Announce a named point of a write as the audit event ``factcheck.crashpoint``
+    (``partial``: the half-written file), where crash tests kill the process."""
     sys.audit("factcheck.crashpoint", name, None if partial is None else os.fspath(partial))
 
 
@@ -56,8 +47,7 @@ def read_error(path: Path, exc: OSError) -> InputError:
 
 
 def check_regular_file(path: Path) -> None:
-    """Refuse what is not a regular file before opening it: opening a FIFO blocks until a
-    writer comes, and our readers read an input twice (checksum, then parse)."""
+    """Refuse what is not a regular file (a FIFO would block, and inputs are read twice)."""
     try:
         mode = os.stat(path).st_mode
     except OSError as exc:
@@ -104,26 +94,18 @@ def open_binary(path: Path):
 
 def atomic_path(dest: Path):
     """``with atomic_path(dest) as tmp:`` -- a temporary path next to ``dest``, renamed onto
-    ``dest`` on success.
-
-    An OS error while writing (a full disk, a quota, an I/O error) leaves no file behind
-    and propagates as an :class:`OSError` naming ``dest`` (the temporary name means nothing
-    to a user), which the CLI reports in one line.
-    """
+    ``dest`` on success; an OS error leaves no file and names ``dest``, not the temporary."""
     return _atomic(Path(dest), folder=False)
 
 
 def atomic_dir(dest: Path, suffix: str = ""):
-    """``with atomic_dir(dest) as tmp:`` -- an empty temporary folder next to ``dest``,
-    renamed onto ``dest`` on success, as :func:`atomic_path` does for a file. An older
-    ``dest`` is replaced if it holds only files whose names end with ``suffix`` (a user's
-    other file in it is an InputError)."""
+    """:func:`atomic_path` for a folder; an older ``dest`` is replaced if it holds only files
+    whose names end with ``suffix``."""
     return _atomic(Path(dest), folder=True, suffix=suffix)
 
 
 def check_no_symlinks(out: Path, names) -> None:
-    """Refuse (one line, naming the link) when any of ``names`` directly under ``out``, or
-    anything below those of them that are folders, is a symbolic link."""
+    """Refuse when any of ``names`` under ``out``, or anything below them, is a symbolic link."""
     out = Path(out)
     for name in names:
         top = out / name
@@ -165,8 +147,7 @@ def _atomic(dest: Path, folder: bool, suffix: str = ""):
                else exc.strerror or str(exc))
         raise InputError(dest, None, f"cannot write here: {why}") from None
     try:
-        # mkstemp/mkdtemp create 0600/0700; an output is shared like any other file (an
-        # index on cluster storage is read by other users' workers): honour the umask.
+        # mkstemp/mkdtemp create 0600/0700; an output is shared like any other file: honour the umask.
         os.chmod(tmp, (0o777 if folder else 0o666) & ~current_umask())
         yield tmp
         files = sorted(tmp.iterdir()) if folder else [tmp]
@@ -199,13 +180,9 @@ def current_umask() -> int:
     return mask
 
 
-def write_bytes_atomic(dest: Path, data: bytes) -> None:
-    with atomic_path(dest) as tmp:
-        Path(tmp).write_bytes(data)
-
-
 def write_text_atomic(dest: Path, text: str) -> None:
-    write_bytes_atomic(dest, text.encode("utf-8"))
+    with atomic_path(dest) as tmp:
+        tmp.write_bytes(text.encode("utf-8"))
 
 
 def write_csv_atomic(dest: Path, fieldnames: list[str], rows) -> None:
@@ -218,8 +195,7 @@ def write_csv_atomic(dest: Path, fieldnames: list[str], rows) -> None:
 
 
 def loads_json(text: str | bytes):
-    """:func:`json.loads`, with JSON nested too deeply for the parser (a RecursionError) a
-    :class:`ValueError` like any other invalid JSON: what reads a file of ours catches that."""
+    """:func:`json.loads`, JSON nested too deeply a :class:`ValueError` like any invalid JSON."""
     try:
         return json.loads(text)
     except RecursionError:
@@ -244,15 +220,9 @@ def dump_model_atomic(dest: Path, obj) -> str:
     return digest
 
 
-def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
-    h = hashlib.sha256()
+def sha256_file(path: Path) -> str:
     with open(path, "rb") as fh:
-        while True:
-            block = fh.read(chunk)
-            if not block:
-                break
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -264,11 +234,9 @@ TEMPORARY = re.compile(re.escape(TMP_PREFIX) + r"(?P<dest>.+)\.[a-z0-9_]{8}")
 
 
 def remove_stale_temporaries(directory: Path, names=("*",), recursive: bool = True) -> int:
-    """Delete the temporary files and folders :func:`atomic_path` and :func:`atomic_dir` left
-    in ``directory`` (and the folders below it, with ``recursive``) when a run was killed:
-    only names of their shape (:data:`TEMPORARY`) whose destination matches one of ``names``
-    (glob patterns), never a link, never a user's other file. Called at the start of a rerun
-    that owns the directory; returns how many were deleted."""
+    """Delete the temporaries a killed run left in ``directory`` (and below, with ``recursive``):
+    only :data:`TEMPORARY` names whose destination matches a glob of ``names``, never a link;
+    returns how many were deleted."""
     removed = 0
     directory = Path(directory)
     if not directory.is_dir() or directory.is_symlink():

@@ -1,8 +1,5 @@
-"""Judged queries as plain dicts, as BEIR and Pyserini pass them: queries ``{qid: text}``
-(BEIR ``queries.jsonl`` or a TREC ``qid<TAB>text`` topics file), qrels ``{qid: {docid:
-grade}}`` (TREC's four columns or BEIR's three, told by the first line), runs ``{qid:
-[(docid, score), ...]}`` (:mod:`factcheck.formats.trec`). A grade of at least 1 is relevant
-and nDCG's gain is the grade, as in trec_eval."""
+"""Judged queries as plain dicts, as BEIR and Pyserini pass them: queries ``{qid: text}``,
+qrels ``{qid: {docid: grade}}``, runs ``{qid: [(docid, score), ...]}``."""
 
 from __future__ import annotations
 
@@ -65,8 +62,7 @@ def read_queries(path, max_query_chars: int | None = None) -> dict[str, str]:
 
 def read_qrels(path) -> dict[str, dict[str, int]]:
     """``{qid: {docid: grade}}``, queries in file order, from TREC qrels (``qid iter docid
-    grade``) or a BEIR qrels TSV (``query-id corpus-id score``, header optional): the first
-    line's layout must hold for every line, and a (query, document) judged twice is refused.
+    grade``) or a BEIR qrels TSV (``query-id corpus-id score``, header optional).
 
     Parameters
     ----------

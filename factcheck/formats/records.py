@@ -1,13 +1,6 @@
 """The streaming primitives every reader builds on: the lines of a plain or gzipped UTF-8
 file, JSON lines and CSV rows, each with its place (``line 7``, ``line 7 (row 6)``, ``byte
-1234`` for bad UTF-8) and each problem as one :class:`~factcheck.errors.InputError`.
-
-Example
--------
->>> from pathlib import Path
->>> _ = Path("claims.jsonl").write_text('{"id": 1, "claim": "CO2 is a gas."}\\n')
->>> [(place, record["claim"]) for place, record in iter_records(Path("claims.jsonl"))]
-[('line 1', 'CO2 is a gas.')]
+1234``) and each problem as one :class:`~factcheck.errors.InputError`.
 """
 
 from __future__ import annotations
@@ -24,15 +17,14 @@ from typing import Iterator
 from factcheck.errors import InputError
 from factcheck.formats.files import open_binary
 
-__all__ = ["MAX_PASSAGE_CHARS", "MAX_QUERY_CHARS", "raw_limit", "over_limit", "length_cap", "check_length", "kind_of", "shown", "parse_int", "parse_float",
-           "iter_lines", "decode_object", "iter_records", "first_record", "iter_csv"]
+__all__ = ["MAX_PASSAGE_CHARS", "MAX_QUERY_CHARS", "raw_limit", "over_limit", "length_cap", "check_length",
+           "kind_of", "shown", "parse_int", "parse_float", "iter_lines", "decode_object", "iter_records",
+           "first_record", "iter_csv"]
 
-#: The longest passage id, text or title a knowledge source may hold, in characters, unless
-#: the caller says otherwise (``max_passage_chars``; see docs/decisions.md for why a cap).
+#: The default cap on a passage's id, text or title, in characters (``max_passage_chars``).
 MAX_PASSAGE_CHARS = 1 << 22
-#: The longest claim or query, in characters, unless the caller says otherwise
-#: (``max_claim_chars``, ``max_query_chars``): far beyond a real one (a 100 MB claim took
-#: 4.5-7 GB to check).
+#: The default cap on a claim or query (``max_claim_chars``, ``max_query_chars``): far beyond
+#: a real one (a 100 MB claim took 4.5-7 GB to check).
 MAX_QUERY_CHARS = 1 << 16
 TOO_LONG_NUMBER = "a number with more than 4,300 digits (more than Python converts)"
 # An escape that may decode to a lone surrogate (only lines holding one are checked).
@@ -40,14 +32,12 @@ SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def raw_limit(max_chars: int) -> int:
-    """The most characters one record (a JSON line, a CSV row) within the passage cap can
-    have: JSON spends at most 6 characters on one of text, for the id and the text, plus
-    room for other fields."""
+    """The most characters a record within the passage cap can have (JSON spends at most 6 a
+    character, on the id and the text, plus room for other fields)."""
     return 12 * max_chars + (1 << 16)
 
 
 def over_limit(path, max_chars: int, what: str, param: str = "max_passage_chars") -> InputError:
-    """The one-line error for a text over its length cap (naming the cap's parameter)."""
     return InputError(path, f"{max_chars}", what, param=param)
 
 
@@ -61,8 +51,7 @@ def length_cap(value, param: str, default: int) -> int:
 
 
 def check_length(path, what: str, text: str, max_chars: int, param: str) -> str:
-    """``text`` when at most ``max_chars`` characters long, else the one-line error: one cap
-    for passages, claims and queries, each with its own parameter."""
+    """``text`` when at most ``max_chars`` characters long, else the error naming ``param``."""
     if len(text) > max_chars:
         raise over_limit(path, max_chars, f"{what} is {len(text):,} characters long, more than this limit", param)
     return text
@@ -77,8 +66,7 @@ def kind_of(value) -> str:
 
 
 def shown(text: str, width: int = 40) -> str:
-    """``text`` quoted for a one-line message: its first ``width`` characters and its length
-    when longer."""
+    """``text`` quoted for a one-line message, cut to ``width`` characters and its length."""
     return repr(text) if len(text) <= width else f"{text[:width]!r}... ({len(text):,} characters)"
 
 
@@ -87,9 +75,8 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def parse_int(path, place, text: str, what: str, low: int = INT64[0], high: int = INT64[1]) -> int:
-    """``text`` (ASCII digits, a sign allowed) as an integer in ``[low, high]``, or the
-    one-line error naming ``what``: every integer read from a user's file is read here, so
-    a number of 400 or 5,000 digits is an error, never an overflow further on."""
+    """``text`` (ASCII digits, a sign allowed) as an integer in ``[low, high]``, or the error
+    naming ``what`` (never an overflow further on)."""
     digits = text.strip()
     if not _INTEGER.fullmatch(digits):
         raise InputError(path, place, f"{what} must be an integer, got {shown(text)}")
@@ -118,15 +105,10 @@ READ_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error, OSError)
 
 
 def iter_lines(path: Path, max_passage_chars: int | None = None) -> Iterator[tuple[int, str]]:
-    """``(line number, line)`` of a plain or gzipped UTF-8 file, each line with its ``\\n``.
-
-    Split on ``\\n`` only (``str.splitlines`` also breaks at U+2028 and more, which
-    ``json.dumps(..., ensure_ascii=False)`` and ``csv.writer`` leave inside records); a
-    leading byte-order mark is dropped. ``max_passage_chars``: a line longer than
-    :func:`raw_limit` of it is refused before more than four bytes a character of it are read;
-    None: the default cap's bound, unnamed (no line is read whole however long: a claims or
-    queries file may be a gzip bomb too).
-    """
+    """``(line number, line)`` of a plain or gzipped UTF-8 file, each line with its ``\\n``
+    (split on ``\\n`` only: U+2028 may stand inside a record; a byte-order mark dropped). A
+    line longer than :func:`raw_limit` of ``max_passage_chars`` (None: the default) is refused
+    before it is read whole."""
     path = Path(path)
     limit = raw_limit(MAX_PASSAGE_CHARS if max_passage_chars is None else max_passage_chars)
     size = 4 * limit + 1
@@ -175,8 +157,7 @@ def _no_duplicates(pairs):
 
 
 def decode_object(path, place: str | None, line: str, *, what: str = "a JSON object") -> dict:
-    """One line (``place`` None: a whole file) as a JSON object, a key twice refused, or the
-    one-line error saying why not."""
+    """One line (``place`` None: a whole file) as a JSON object, a key twice refused."""
     try:
         obj = json.loads(line, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
@@ -199,18 +180,16 @@ def decode_object(path, place: str | None, line: str, *, what: str = "a JSON obj
 
 def iter_records(path: Path, *, what: str = "a JSON object",
                  max_passage_chars: int | None = None) -> Iterator[tuple[str, dict]]:
-    """``(place, object)`` for every non-blank line of a JSON-lines file, in file order;
-    ``place`` is ``"line N"`` (blank lines counted). ``what`` names the expected record in
-    errors; ``max_passage_chars`` as for :func:`iter_lines`."""
+    """``(place, object)`` for every non-blank line of a JSON-lines file; ``what`` names the
+    expected record in errors."""
     for lineno, line in iter_lines(path, max_passage_chars):
         if line and not line.isspace():
             yield f"line {lineno}", decode_object(path, f"line {lineno}", line, what=what)
 
 
 def first_record(path: Path, max_passage_chars: int | None = None) -> dict | None:
-    """The first record of a JSON-lines file (what format detection looks at), or None when
-    the first non-blank line is not a JSON object on its own (a pretty-printed JSON file);
-    ``max_passage_chars`` as for :func:`iter_lines`."""
+    """The first record of a JSON-lines file, or None when the first non-blank line is not a
+    JSON object on its own (a pretty-printed JSON file)."""
     for _, line in iter_lines(path, max_passage_chars):
         if line.strip():
             try:
@@ -221,14 +200,9 @@ def first_record(path: Path, max_passage_chars: int | None = None) -> dict | Non
 
 
 def iter_csv(path: Path, max_field_chars: int | None = None) -> Iterator[tuple[str, list[str]]]:
-    """``(place, fields)`` of a CSV file (``.tsv``: tab-separated): the header first
-    (``"line 1 (header)"``), then each non-empty row (``"line 7 (row 6)"``; a quoted field
-    may span lines) with exactly the header's width.
-
-    Parsed strictly (a stray quote is an error, not rows merged); a header naming a column
-    twice is refused (which would be the text?). ``max_field_chars``: the passage cap,
-    checked by the parser as a field grows.
-    """
+    """``(place, fields)`` of a CSV file (``.tsv``: tab-separated), parsed strictly: the
+    header first, then each non-empty row with exactly its width; ``max_field_chars`` is
+    checked by the parser as a field grows."""
     path = Path(path)
     delimiter = "\t" if path.name.lower().removesuffix(".gz").endswith(".tsv") else ","
     csv.field_size_limit(raw_limit(MAX_PASSAGE_CHARS) if max_field_chars is None else max_field_chars)

@@ -1,8 +1,6 @@
 """A ``factcheck run`` output directory as one unit: :data:`MARKER` is written before the
-run changes anything and removed after its last file, and every reader of a run's files
-(``check``, ``serve``, ``predict``, ``ablation``, ``evaluate``; the model directory and the
-predictions inside it) refuses a directory holding it (:func:`refuse_unfinished`): its files
-may come from two runs. The tag index inside is a unit of its own (manifest written last).
+run's first write and removed after its last; every reader of a run's files refuses a
+directory holding it (:func:`refuse_unfinished`): its files may come from two runs.
 """
 
 from __future__ import annotations
@@ -26,15 +24,13 @@ def begin_run(out: Path) -> None:
 
 
 def end_run(out: Path) -> None:
-    """After the run's last write: ``out`` holds one complete run. (A run that fails or is
-    killed never gets here, and its directory stays refused.)"""
+    """After the run's last write: ``out`` holds one complete run."""
     (Path(out) / MARKER).unlink()
 
 
 def unfinished_marker(path: Path) -> Path | None:
-    """The marker that makes ``path`` part of an unfinished run, or ``None``: for a
-    directory, in it (a run directory) or its parent (a run's ``model/``); for a file, in
-    its folder (a run's predictions) or that folder's parent (``model/rerank.skops``)."""
+    """The marker that makes ``path`` part of an unfinished run, or ``None``: in ``path`` (or
+    a file's folder) or its parent (a run's ``model/``)."""
     path = Path(path)
     near = path if path.is_dir() else path.parent
     for folder in (near, near.parent):

@@ -1,30 +1,7 @@
-"""Loading trained models that someone else may have written, without running their code.
-
-Trust model: a model directory is *data*. Whoever can write one must not be able to run
-code in the process that opens it -- ``pickle.load`` would run any callable the file
-names. (A tag index holds only ``.npy`` arrays, read with ``allow_pickle=False``:
-:mod:`factcheck.tagging.store`.) So:
-
-* **Trained models** (the classifier, the reranker) are written with skops and read by
-  :func:`load_model`, which lists the file's types *before* loading and refuses the file
-  unless every type is one skops trusts by default (numpy, scipy, builtins, scikit-learn
-  estimators) or is listed in :data:`TRUSTED_MODEL_TYPES`. skops never unpickles: it
-  rebuilds objects of trusted types from their stored state.
-* Trusted types are not trusted *values*: a file made only of allowed types can still
-  hold a ``coef_`` of the wrong shape, NaN weights, a label ``<script>`` or a tree whose
-  child indices point outside it (scikit-learn's compiled predictor reads them unchecked).
-  Before loading, the archive's inflated size is capped (:data:`MODEL_SIZE_LIMIT`: a
-  2.5 MB file once inflated a 2 GiB ``coef_``) and every array's header must match its
-  bytes; after loading, :func:`check_model_values` checks the structure scikit-learn
-  relies on, and the caller's probe runs the model once. Any violation: one line.
-* Model files are **byte-reproducible**: skops names arrays and references objects by
-  ``id()`` and stamps zip entries with the current time, so :func:`dump_model` rewrites
-  the archive canonically (ids and file names numbered in schema order, a fixed
-  timestamp). What is loaded is unchanged (the same objects, sharing the same arrays).
-
-:data:`TRUSTED_MODEL_TYPES` is the one allow-list of model types; a new estimator or a
-new factcheck transformer class must be added there (the round-trip tests fail until it
-is). It holds type *names*, so this low layer imports nothing from the layers above.
+"""Loading trained models that someone else may have written, without running their code:
+skops files whose types are all trusted (:data:`TRUSTED_MODEL_TYPES`, the one allow-list,
+held as names so this low layer imports nothing above it) and whose values are sane, and
+written byte-reproducibly. See docs/trust-model.md.
 """
 
 from __future__ import annotations
@@ -37,12 +14,8 @@ import numpy as np
 
 from factcheck.errors import InputError
 
-# --------------------------------------------------------------------------- models (skops)
-
-#: The types a saved classifier or reranker may contain beyond skops's own defaults
-#: (numpy, scipy, builtins and scikit-learn estimators, which it rebuilds from state).
-#: Extend it here when a model gains a factcheck-defined class or an estimator skops
-#: does not trust by default; a file with any other type is refused before loading.
+#: The types a saved classifier or reranker may contain beyond skops's own defaults; a file
+#: with any other type is refused before loading (a new model class must be added here).
 TRUSTED_MODEL_TYPES: tuple[str, ...] = (
     # factcheck's own classes and functions (stored by reference, never as code)
     "factcheck.classification.features.ClaimEvidenceFeatures",
@@ -56,10 +29,8 @@ TRUSTED_MODEL_TYPES: tuple[str, ...] = (
     "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
 )
 
-
-#: The most a model file may hold once inflated (the sum of its archive entries' sizes),
-#: checked before anything is inflated. The course's models hold ~22 MB (classifier) and
-#: ~3 MB (reranker); this is ~50 times that.
+#: The most a model file may hold once inflated, checked before anything is inflated
+#: (~50 times the course's models).
 MODEL_SIZE_LIMIT = 1 << 30
 
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can carry
@@ -72,19 +43,10 @@ def dump_model(obj, dest: Path) -> None:
 
 
 def canonical_skops(data: bytes) -> bytes:
-    """The same skops archive with its run-dependent parts made canonical.
-
-    skops (0.16) writes ``"__id__": id(obj)`` for every object (on loading, equal ids are
-    one shared object), names array files ``<id>.npy`` (bytes ``<uuid4>.bin``) and gives
-    each zip entry the current time; it has no option for either. Ids are renumbered 1,
-    2, ... and files 000001.npy, ... in the order the schema first names them (a
-    bijection: what shares an id still does), and every entry gets the same timestamp;
-    contents, order and compression are kept. One value scikit-learn itself stores is an
-    ``id()`` too: a text vectoriser's ``_stop_words_id``, the cache key of a warning check
-    (``id(self.stop_words)`` when it last ran). Stale in any other process, it is written
-    as 0 (an object of its own), which no live object's id equals: the check runs again
-    after loading, as it did with the stale id.
-    """
+    """The same skops archive with its run-dependent parts made canonical: ``id()``-based ids
+    and file names renumbered in the order the schema first names them (what shares an id
+    still does), every entry the same timestamp. A vectoriser's ``_stop_words_id`` (a stale
+    ``id()``) is written as 0, which no live object's id equals: its check runs again."""
     import zipfile
     src = zipfile.ZipFile(io.BytesIO(data))
     schema = json.loads(src.read("schema.json"))
@@ -100,8 +62,7 @@ def canonical_skops(data: bytes) -> bytes:
                 elif key == "file" and isinstance(value, str):
                     out[key] = files.setdefault(value, f"{len(files) + 1:06d}{Path(value).suffix}")
                 elif key == "_stop_words_id" and isinstance(value, dict) and value.get("__loader__") == "JsonNode":
-                    # Id 0 is never shared (skops memoizes no falsy id): the same bytes
-                    # whether the stale value happened to be a small int shared elsewhere.
+                    # skops memoizes no falsy id: the same bytes whatever the stale value was
                     out[key] = {**value, "content": "0", "__id__": 0}
                 else:
                     out[key] = renumber(value)
@@ -125,12 +86,8 @@ def canonical_skops(data: bytes) -> bytes:
 
 
 def load_model(path: Path, what: str, probe=None):
-    """Load a skops file whose every type is trusted and whose values are sane; anything
-    else -> one-line InputError.
-
-    ``probe(obj)``: the caller's check that the loaded model works (it runs it once on a
-    tiny input and checks the output); any exception it raises is refused in one line.
-    """
+    """Load a skops file whose every type is trusted and whose values are sane, else a
+    one-line InputError; ``probe(obj)`` runs the loaded model once (any exception: refused)."""
     import skops.io as sio
     path = Path(path)
     try:
@@ -142,12 +99,9 @@ def load_model(path: Path, what: str, probe=None):
                          "(models are saved with skops since this version; retrain it)")
     try:
         _check_archive(data)
+        untrusted = sio.get_untrusted_types(data=data)
     except BadModel as exc:
         raise InputError(path, None, f"refusing to load {what}: {exc}") from None
-    except Exception as exc:  # not a zip, ...: say so in one line
-        raise InputError(path, None, f"not a readable {what} ({type(exc).__name__})") from None
-    try:
-        untrusted = sio.get_untrusted_types(data=data)
     except Exception as exc:  # not a zip, no schema, ...: say so in one line
         raise InputError(path, None, f"not a readable {what} ({type(exc).__name__})") from None
     refused = sorted(set(untrusted) - set(TRUSTED_MODEL_TYPES))
@@ -171,14 +125,12 @@ def load_model(path: Path, what: str, probe=None):
 
 
 class BadModel(Exception):
-    """A model file's contents break what scikit-learn or our code relies on (a probe
-    raises it to say why in the one-line error)."""
+    """A model file's contents break what scikit-learn or our code relies on."""
 
 
 def _check_archive(data: bytes) -> None:
-    """Before anything is inflated: the archive's declared sizes within the limit (zipfile
-    never inflates an entry past its declared size), and every ``.npy`` entry's header
-    describing exactly the bytes it holds (``np.load`` allocates what the header says)."""
+    """Before inflating: the declared sizes within the limit (zipfile never inflates past
+    them), every ``.npy`` header describing exactly its bytes (``np.load`` allocates it)."""
     import zipfile
     archive = zipfile.ZipFile(io.BytesIO(data))
     infos = archive.infolist()
@@ -203,18 +155,12 @@ def _check_archive(data: bytes) -> None:
 
 
 def _label_text(value) -> bool:
-    """A class label is short printable text without markup characters."""
     return isinstance(value, str) and 0 < len(value) <= 100 and value.isprintable() and not set(value) & set("<>&\"'")
 
 
 def check_model_values(obj) -> None:
-    """Raise :class:`BadModel` unless every array in ``obj``'s object graph has the
-    structure scikit-learn's code relies on: float arrays finite; classes distinct (and, as
-    text, printable labels); a linear model's ``coef_``/``intercept_`` shaped by its
-    classes; a vectoriser's vocabulary exactly the columns of its IDF; a scaler's arrays
-    one per feature; a gradient-boosted tree's children inside it and after their parent
-    (its compiled predictor follows them unchecked), on known features, no categorical
-    splits (ours have none). No sparse matrix at all (ours have none)."""
+    """Raise :class:`BadModel` unless ``obj``'s object graph has the structure
+    scikit-learn's code relies on (docs/trust-model.md lists the checks)."""
     seen: set[int] = set()
     stack = [obj]
     while stack:

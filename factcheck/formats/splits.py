@@ -1,9 +1,5 @@
-"""The one fixed 80/20 split of the training claims used for every tuning decision.
-
-Thresholds, k, classifier and reranker hyper-parameters are all chosen on this split;
-the dev claims are only ever used for final numbers. Membership depends only on the
-claim ids and the seed, so every component and every run sees the same split.
-"""
+"""The one fixed 80/20 split of the training claims every tuning decision is made on (the
+dev claims give final numbers only); membership depends only on the claim ids and the seed."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
-"""TREC's files: qrels ``qid iter docid grade``, topics ``qid<TAB>text`` (as Pyserini and
-MS MARCO ship them) and run files ``qid Q0 docid rank score tag``.
+"""TREC's files: qrels ``qid iter docid grade``, topics ``qid<TAB>text`` and run files
+``qid Q0 docid rank score tag``.
 
-Run files are written with strictly decreasing scores: trec_eval (and ir_measures,
-pytrec_eval) ignore the rank column and sort each query's lines by score, ties by docid
-descending, and pytrec_eval compares scores in single precision; our retrievers break ties
-by corpus order. So a score whose float32 is not below the previous line's is written as
-the float32 just below it (one unit in the last place per tie, ~6e-8 relative): any
-trec_eval-style reader sees exactly our order. :func:`read_trec_run` sorts as trec_eval does.
+trec_eval-style readers ignore the rank column and sort by score (pytrec_eval in float32),
+ties by docid descending, while our retrievers break ties by corpus order: so run files are
+written with strictly decreasing float32 scores, a tie as the float32 just below.
 """
 
 from __future__ import annotations
@@ -61,8 +58,7 @@ def check_trec_id(value: str, what: str, path=None) -> str:
 
 
 def write_trec_run(path, run: dict, tag: str = "factcheck") -> int:
-    """Write a run as a TREC run file, atomically, with strictly decreasing scores (see the
-    module docstring).
+    """Write a run as a TREC run file, atomically, with strictly decreasing scores.
 
     Parameters
     ----------
@@ -114,8 +110,7 @@ def write_trec_run(path, run: dict, tag: str = "factcheck") -> int:
 
 
 def read_trec_run(path) -> dict[str, list[tuple[str, float]]]:
-    """A run file's rankings, each as trec_eval sorts it (:func:`trec_order`; the rank
-    column ignored).
+    """A run file's rankings, each as trec_eval sorts it (the rank column ignored).
 
     Parameters
     ----------
