@@ -1,21 +1,7 @@
-"""``factcheck run``: the whole pipeline, end to end, from a data directory.
-
-Tag (or reuse a verified index; open mode: also the passage vectors) -> tune the retrievers
-and train the reranker on the training split -> pick the retriever with the best hold-out
-evidence F -> select and train the classifier by cross-validation -> predict and score dev
--> gold-vs-retrieved ablation -> predict test -> metrics.json, report.md, plots. Dev is
-scored, never tuned on; test is only predicted.
-
-Outputs (each written atomically; ``metrics.json`` and ``report.md`` last)::
-
-    OUT/index/ (+ vectors/)             the tag index, unless an index was given
-    OUT/model/                          classifier.skops (+ rerank.skops)
-    OUT/{dev,test}-claims-predictions.json    leaderboard format (+ .explain.json)
-    OUT/tuning/*.csv, OUT/plots/*.png   sweeps, confusion matrices, interval chart
-    OUT/metrics.json, OUT/report.md
-    OUT/run-in-progress.json            while the run writes (formats/rundir.py)
-
-No symbolic link among these names is followed.
+"""``factcheck run``: tag, tune the retrievers, train the classifier, predict and score dev,
+predict test, write metrics.json, report.md and plots (docs/main-job.md). Dev is scored,
+never tuned on; test is only predicted. Every output is written atomically, and no
+symbolic link among :data:`RUN_ENTRIES` is followed.
 """
 
 from __future__ import annotations
@@ -43,16 +29,13 @@ from factcheck.tagging.heap import return_freed_memory
 logger = logging.getLogger(__name__)  # the stage lines (the CLI shows them on stderr)
 
 
-#: What a run writes directly under its output directory (none may be a symbolic link).
 RUN_ENTRIES = (MARKER, "index", "model", "tuning", "plots", "metrics.json", "report.md",
                *(f"{split}-claims-predictions{ext}" for split in ("dev", "test")
                  for ext in (".json", ".explain.json", ".jsonl")))
-#: What ``train`` writes into a model directory.
 MODEL_ENTRIES = ("classifier.skops", "rerank.skops", "tuning")
 
 
 # Where ``run`` looks in a data directory, per split: the course's names, then FEVER's.
-# Two matches for one split is an error.
 DATA_FILES = {
     "train": ("train-claims.json", "train.jsonl"),
     "dev": ("dev-claims.json", "dev.jsonl", "shared_task_dev.jsonl", "paper_dev.jsonl"),
@@ -64,9 +47,7 @@ DATA_FILES = {
 
 def find_data(data_dir: Path | None, evidence: Path | None = None, *, train: Path | None = None,
               dev: Path | None = None, test: Path | None = None) -> dict[str, Path]:
-    """The four inputs of a run: each given explicitly, or found in ``data_dir`` under one
-    of :data:`DATA_FILES`' names (a course directory, or FEVER's layout: ``train.jsonl``,
-    ``shared_task_dev.jsonl`` or ``paper_dev.jsonl``, ... and ``wiki-pages/``)."""
+    """The four inputs of a run: each given, or found in ``data_dir`` under one of :data:`DATA_FILES`."""
     given = {"train": train, "dev": dev, "test": test, "evidence": evidence}
     if data_dir is not None:
         data_dir = Path(data_dir)
@@ -117,18 +98,16 @@ class RunConfig:
     index_dir : str, Path or None
         An existing tag index to use instead of building ``OUT/index``.
     source, claims : dict
-        How to read the knowledge source (:func:`~factcheck.formats.evidence.source_spec`'s
-        options) and the claims files (:func:`~factcheck.read_claims`'s); errors name them
-        ``source.text_column``, ``claims.format``, ...
+        Reader options of the knowledge source (``source_spec``'s) and the claims files
+        (``read_claims``'s); errors name them ``source.text_column``, ``claims.format``, ...
     method : str, default "auto"
         ``"auto"`` (the best hold-out evidence F) or a retriever of ``mode``'s.
     mode : {"course", "open"}, default "course"
         ``"open"`` adds the pretrained-embedding retrievers and features.
     embedding_model : None, str, Path or dict
-        Open mode: a local ONNX model (:func:`~factcheck.text.embedding.load_embedder`);
-        None, the bundled one.
+        Open mode: a local ONNX model; None, the bundled one.
     tagging : dict
-        :class:`~factcheck.tagging.job.TagJob` settings (``top_k``, ``shard_size``, ``backend``, ...).
+        :class:`~factcheck.tagging.job.TagJob` settings.
     jobs : int, default -1
         Worker processes for tagging and cross-validation (-1: all cores).
     force : bool, default False
@@ -176,14 +155,12 @@ class RunConfig:
 
 
 def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> dict:
-    """``factcheck run``: everything end to end (see the module docstring); ``out`` is
-    this run's alone while it runs (a second run into it fails at once).
+    """``factcheck run``: everything end to end; a second run into ``out`` fails at once.
 
     Parameters
     ----------
     data_dir : str, Path or None
-        Where the inputs are found (:data:`DATA_FILES`: the course's names or FEVER's);
-        None when ``config`` names all four.
+        Where the inputs are found (:data:`DATA_FILES`); None when ``config`` names all four.
     out : str or Path
         The run directory.
     config : RunConfig or None
@@ -194,7 +171,7 @@ def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> d
     Returns
     -------
     dict
-        The run's metrics (what ``OUT/metrics.json`` holds).
+        What ``OUT/metrics.json`` holds.
 
     Example
     -------
@@ -206,7 +183,7 @@ def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> d
     if config is not None and not isinstance(config, RunConfig):
         raise InputError(None, None, f"expected a RunConfig, got {type(config).__name__}", param="config")
     config = replace(config or RunConfig(), **options)
-    # before any work: an open mode without its extra (or a bad model directory) is one line, now
+    # before any work: an open mode without its extra is one line, now
     check_method(config.method, config.mode, also=("auto",), embedding_model=config.embedding_model)
     require_backend(config.tagging.get("backend", "loky"))  # so is the Dask backend without its extra
     files = find_data(data_dir, config.evidence, train=config.train, dev=config.dev, test=config.test)
@@ -337,9 +314,8 @@ class Trained(NamedTuple):
 
 def train_system(index, train, out: Path, method: str = "auto", progress=None, clock=None,
                  model_dir: Path | None = None, jobs: int = -1, mode: str = "course") -> Trained:
-    """Tune retrievers, pick one, select and train the classifier; save the model dir
-    (recording ``mode``). In the open mode the index must have its passage vectors; their
-    embedding model is recorded as ``embedding_model``."""
+    """Tune retrievers, pick one, select and train the classifier; save the model dir (open
+    mode: the index's vectors' model recorded as ``embedding_model``)."""
     from factcheck.reporting import report
     from factcheck.training import selection
     from factcheck.training.classifier_cv import select_classifier
@@ -347,8 +323,7 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     embedding = None
     if mode == "open":
         from factcheck.tagging.vectors import read_vectors_manifest, vectors_model
-        # The vectors' model (the bundled one if none yet) must load; then no vectors is
-        # one line now, not after the course retrievers' sweeps.
+        # The vectors' model must load: no vectors is one line now, not after the sweeps.
         check_method(method, mode, also=("auto",), embedding_model=vectors_model(index.root))
         embedding = read_vectors_manifest(index.root, index.manifest)["model"]
     else:
@@ -388,8 +363,7 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
 
 def write_verdicts(path: Path, claims, verdicts, system, predictions_format: str | None = None,
                    also_fever: bool = False) -> None:
-    """A system's predictions and their explanations (the course format, or FEVER's for a
-    ``.jsonl`` path); ``also_fever``: the predictions in FEVER's format beside them too."""
+    """A system's predictions and explanations; ``also_fever``: FEVER's format beside them too."""
     labels = {v.id: v.label for v in verdicts}
     write_retrieval(path, claims, {v.id: v.explanation for v in verdicts}, system.retriever, labels,
                     predictions_format)
@@ -398,7 +372,6 @@ def write_verdicts(path: Path, claims, verdicts, system, predictions_format: str
 
 
 def _check_labels(claims, labels, path) -> None:
-    """Every label of ``claims`` must be one the classifier can predict (the training set's)."""
     for c in claims:
         if c.label not in labels:
             raise InputError(path, f"claim {c.id!r}", f"label {c.label!r} is not among the training claims' labels "

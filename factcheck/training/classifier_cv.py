@@ -1,10 +1,7 @@
-"""Select, calibrate and train the claim classifier by cross-validation on the training claims.
-
-For each candidate reader, its passages for every training claim are produced out-of-fold
-(:mod:`factcheck.training.cv_evidence`); every configuration of the grid is scored by
-repeated stratified k-fold CV and the simplest (reader, configuration) within one standard
-error of the best is kept. The same CV gives the baselines (always-majority, claim-only),
-the paired tests against them, and the out-of-fold decision values that fit the temperature.
+"""Select, calibrate and train the claim classifier by repeated stratified k-fold CV on the
+training claims, each reader's passages produced out-of-fold: the simplest (reader,
+configuration) within one standard error of the best is kept. The same CV gives the
+baselines, the paired tests against them and the temperature.
 """
 
 from __future__ import annotations
@@ -32,8 +29,7 @@ STANCE_CANDIDATE = False
 
 @dataclass
 class ClassifierSelection:
-    """:func:`select_classifier`'s result: the fitted model, its configuration and reader, the
-    fitted baselines, each reader's out-of-fold evidence and the summary for ``metrics.json``."""
+    """:func:`select_classifier`'s result (``summary``: for ``metrics.json``)."""
 
     model: object
     config: object
@@ -50,7 +46,6 @@ def _majority(y) -> DummyClassifier:
 
 
 def _majority_oof(y: np.ndarray, splits) -> np.ndarray:
-    """The always-majority baseline's out-of-fold predictions, per repeat."""
     repeats = 1 + max(s.repeat for s in splits)
     out = np.empty((repeats, len(y)), dtype=object)
     for s in splits:
@@ -66,7 +61,7 @@ def open_grid(grid: dict) -> dict:
 def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = GRID,
                       progress=None, stance: bool = STANCE_CANDIDATE, dense: bool = False) -> ClassifierSelection:
     """The classifier and its reader chosen by CV over ``readers`` (name -> fitted retriever);
-    ``dense`` (open mode) also offers the embedding features of the index's vectors' model."""
+    ``dense``: the open mode's embedding features too."""
     texts_of = index.texts_of
     embedding = None
     if dense:
@@ -143,13 +138,11 @@ def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = G
 
 
 def _sd(a) -> float:
-    """The sample standard deviation (0 for one value)."""
     return float(np.std(a, ddof=1)) if len(a) > 1 else 0.0
 
 
 def _cv_summary(chosen: CVResult, y, majority_oof, claim_only: CVResult) -> dict:
-    """Accuracy and macro-F1 over folds, the out-of-fold accuracy's bootstrap interval over
-    claims, and per repeat the paired tests against always-majority and claim-only."""
+    """Accuracy and macro-F1 over folds, the out-of-fold accuracy's interval, and the paired tests."""
     repeats = chosen.proba.shape[0]
     correct = np.array([chosen.predictions(r) == y for r in range(repeats)])
     per_claim = correct.mean(axis=0)
