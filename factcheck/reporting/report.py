@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from factcheck.evaluation.intervals import format_interval as _e
+from factcheck.formats.common import plural
 from factcheck.formats.files import write_csv_atomic, write_text_atomic
 from factcheck.reporting.plots import PLOT_CAPTIONS
 
@@ -47,10 +48,6 @@ def config_table(config: dict) -> list[str]:
 def write_csv(path: Path, rows: list[dict]) -> None:
     """``rows`` as a CSV file, the first row's keys as the header."""
     write_csv_atomic(path, list(rows[0]), rows)
-
-
-def _claims(n: int) -> str:
-    return f"{n} claim" + ("" if n == 1 else "s")
 
 
 def write_report(path: Path, metrics: dict, plots: dict) -> None:
@@ -101,7 +98,7 @@ def write_report(path: Path, metrics: dict, plots: dict) -> None:
     g = abl["gold_vs_retrieved"]
     L += ["", f"Gold minus retrieved accuracy: {_e(g['accuracy_difference'])} (paired bootstrap); "
           f"McNemar exact p = {g['mcnemar']['p_value']:.4g} "
-          f"({_claims(g['mcnemar']['only_a_correct'])} right only with gold, "
+          f"({plural(g['mcnemar']['only_a_correct'], 'claim')} right only with gold, "
           f"{g['mcnemar']['only_b_correct']} only with retrieved)."]
     for name, b in abl.get("baselines", {}).items():
         c = b["retrieved_vs_baseline"]

@@ -1,5 +1,4 @@
-"""The workbench's tables: a self-retrieval test and a judged-query evaluation as markdown
-(what ``factcheck selftest`` prints and writes, and ``evaluate-retrieval`` prints)."""
+"""The workbench's markdown tables (``factcheck selftest`` and ``evaluate-retrieval``)."""
 
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ def _units(record: dict) -> str:
 
 
 def self_retrieval_markdown(result: dict) -> str:
-    """The self-retrieval table: one row per (method, whole or chunked), recall@k and
-    MRR@10 with 95% intervals, and what was counted."""
+    """The self-retrieval table: one row per (method, units), and what was counted."""
     corpus = result["corpus"]
     ks = result["ks"]
     metrics = [f"recall@{k}" for k in ks] + ["mrr@10", "mrr"]

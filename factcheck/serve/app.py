@@ -117,9 +117,8 @@ def create_app(run_dir: Path | None = None, index_dir: Path | None = None, model
                dev_claims: Path | None = None, *, max_claim_chars: int = MAX_CLAIM_CHARS,
                allowed_hosts: list[str] | None = None, warm_up: bool = True, debug: bool = False,
                mode: str | None = None) -> FastAPI:
-    """Load the system and the run's artefacts once, and build the app around them. ``mode``:
-    the mode the caller expects (None: the model's); ``allowed_hosts``: the Host headers
-    accepted (against DNS rebinding)."""
+    """Load the system and the run's artefacts once and build the app around them
+    (``allowed_hosts``: the Host headers accepted, against DNS rebinding)."""
     index_dir, model_dir = resolve_paths(run_dir, index_dir, model_dir)
     systems = load_retriever_set(index_dir, model_dir, warm_up=warm_up, mode=mode)
     artefacts = load_artefacts(Path(run_dir) if run_dir else None, Path(dev_claims) if dev_claims else None)
@@ -127,7 +126,6 @@ def create_app(run_dir: Path | None = None, index_dir: Path | None = None, model
 
 
 def _environment() -> jinja2.Environment:
-    """The templates' environment (autoescaped) and the filters they use."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["interval"] = format_interval
@@ -262,8 +260,7 @@ def host_of(header: str) -> str:
 
 
 class _HostCheck:
-    """Rejects requests whose Host is not one of ``allowed`` (Starlette's TrustedHostMiddleware
-    cuts the Host at the first colon, which breaks IPv6 literals)."""
+    """Rejects requests whose Host is not one of ``allowed`` (Starlette's own breaks IPv6 literals)."""
 
     def __init__(self, app, allowed):
         self.app = app

@@ -1,9 +1,6 @@
-"""What a ``factcheck run`` output directory holds besides the system: metrics, plots,
-dev predictions with their explanations, and (via ``metrics.json``) the gold dev file.
-
-Everything is read at start-up. Plots are read into memory from the files listed in
-``RUN/plots/*.png`` then, so the plot route serves from a fixed name -> bytes table
-and never opens a path taken from a request.
+"""What a run directory holds besides the system (metrics, plots, dev predictions and
+explanations, the gold dev file), read at start-up: the plot route serves from a name ->
+bytes table and never opens a path taken from a request.
 """
 
 from __future__ import annotations
@@ -64,10 +61,8 @@ def list_plots(plot_dir: Path) -> dict[str, bytes]:
 
 
 def _gold_file(run_dir: Path, metrics: dict) -> Path | None:
-    """The run's dev claims in ``data_dir`` under the names ``run`` looks for
-    (``dev-claims.json``, FEVER's ``shared_task_dev.jsonl``, ...); a relative data_dir is tried
-    against the current directory and then the run directory's parents (it was relative to
-    the cwd of ``factcheck run``)."""
+    """The run's dev claims in its ``data_dir``; a relative one is tried against the current
+    directory, then the run directory's parents."""
     data_dir = _object(metrics.get("run")).get("data_dir")
     data_dir = Path(data_dir if isinstance(data_dir, str) else "")
     if not str(data_dir):

@@ -1,9 +1,5 @@
-"""The app's check page in a terminal (the library part of ``factcheck check``).
-
-One claim against a run directory (or an index + model): the verdict, the class
-probabilities and every returned passage with why it was picked. ``--json`` prints the
-record ``GET /api/check`` returns (without the timing, so the same input gives the same
-bytes), built by the same :func:`~factcheck.serve.explain.check_view`.
+"""The app's check page in a terminal (``factcheck check``): the verdict, the probabilities
+and every returned passage with why it was picked, from the record ``GET /api/check`` returns.
 """
 
 from __future__ import annotations
@@ -30,8 +26,7 @@ PATHS = {
 
 def check_claim(claim: str, run_dir=None, index_dir=None, model_dir=None, method: str = "best",
                 mode: str | None = None, max_claim_chars: int | None = None) -> dict:
-    """``factcheck check``'s view of one claim (a claim longer than ``max_claim_chars``, default
-    :data:`~factcheck.formats.records.MAX_QUERY_CHARS`, is an error)."""
+    """``factcheck check``'s view of one claim (no timing: the same input gives the same bytes)."""
     from factcheck.system.checker import FactChecker
     from factcheck.serve.app import resolve_paths
     from factcheck.serve.explain import check_view

@@ -1,5 +1,5 @@
-"""The dev explorer's rows: each dev claim's retrieved passages (hits or not) and missed gold,
-from the run's own predictions and explanations, or else checked once on first view."""
+"""The dev explorer's rows: each dev claim's retrieved passages and missed gold, from the
+run's predictions or else checked once on first view."""
 
 from __future__ import annotations
 

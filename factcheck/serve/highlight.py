@@ -22,8 +22,7 @@ def highlight_spans(text: str, shared) -> list[dict]:
 
 
 def segments(text: str, spans: list[dict]) -> list[tuple[str, str | None]]:
-    """``text`` cut at the spans: ``(piece, stem)``, ``stem`` None for plain text (templates
-    autoescape every piece, so passage text never becomes markup)."""
+    """``text`` cut at the spans: ``(piece, stem)``, ``stem`` None for plain text."""
     out, pos = [], 0
     for s in spans:
         if s["start"] > pos:

@@ -1,7 +1,5 @@
-"""What the pages call things and how they round them, and the page records built from the
-API's check record (:func:`~factcheck.serve.explain.check_view`): the JSON keeps field names
-and full precision, a page shows human names, rounded numbers and the shared words as they
-appear in the text, and what the classifier read."""
+"""The page records built from the API's check record: human names, rounded numbers and the
+shared words as they appear in the text (the JSON keeps field names and full precision)."""
 
 from __future__ import annotations
 
@@ -49,8 +47,7 @@ METRIC_NAMES = {"evidence_f": "evidence F", "accuracy": "label accuracy",
 DETAIL_NAMES = {"passed_filter": "passages that passed both thresholds", "candidates": "candidate passages rescored",
                 "returned": "passages kept by the cut-off", "top_probability": "highest reranker probability",
                 "cutoff": "cut-off"}
-# Fields shown elsewhere on the page (claim stems in a details row; BM25's params are the
-# retriever's parameters, shown once).
+# Fields shown elsewhere on the page.
 _DETAILS_SHOWN_ELSEWHERE = {"claim_tags", "params"}
 EXAMPLES_PER_LABEL = 2
 
@@ -77,16 +74,14 @@ def human(key) -> str:
 
 def num(x, digits: int | None = None) -> str:
     """A score for a person: ``24.3153`` -> ``24.32``, ``0.6371233`` -> ``0.637``, ``316312`` ->
-    ``316,312``; ``digits`` fixes the decimals (probabilities: 3)."""
+    ``316,312``; ``digits`` fixes the decimals."""
     if x is None:
         return "—"
     if isinstance(x, bool):
         return "yes" if x else "no"
     if isinstance(x, int):
         return f"{x:,}"
-    if not isinstance(x, float):
-        return str(x)
-    if not math.isfinite(x):
+    if not isinstance(x, float) or not math.isfinite(x):
         return str(x)
     if digits is not None:
         return f"{x:.{digits}f}"
@@ -114,8 +109,8 @@ def setting(v) -> str:
 
 
 def param_rows(params: dict | None, prefix: str = "") -> list[dict]:
-    """A nested parameter record as table rows ``{"name", "key", "value", "long"}`` (keys
-    dotted: ``cutoff.min_k``); long lists (the reranker's features) kept for a details row."""
+    """A nested parameter record as table rows ``{"name", "key", "value", "long"}`` (long
+    lists kept for a details row)."""
     rows = []
     for full, value in flatten(params, prefix):
         key = full.rsplit(".", 1)[-1]
@@ -138,8 +133,7 @@ def shared_words(text: str, spans: list[dict]) -> list[str]:
 
 
 def score_rows(hit: dict, method: str) -> list[tuple[str, str]]:
-    """A hit's scores as ``(name, value)``: the reranker's ``score`` is its probability; the
-    tag rule's and BM25's ``score`` repeat another score and are left out."""
+    """A hit's scores as ``(name, value)``; a ``score`` repeating another is left out."""
     scores, rows = hit.get("scores") or {}, []
     for key, value in scores.items():
         if key == "score":
@@ -154,8 +148,7 @@ def score_rows(hit: dict, method: str) -> list[tuple[str, str]]:
 
 
 def passage_view(hit: dict, method: str, title: str | None = None) -> dict:
-    """One evidence passage for a page: the hit with its scores named and rounded, the
-    shared words as they appear, and the stems (shared, tags, stem pairs) for a details row."""
+    """One evidence passage for a page: scores named and rounded, shared words, stems."""
     extra = hit.get("extra") or {}
     stems = [("shared stems", hit.get("shared_tags") or [])]
     if hit.get("passage_tags") is not None:
@@ -210,7 +203,6 @@ def detail_rows(result: dict) -> list[tuple[str, str]]:
 
 
 def probability_rows(probabilities: dict) -> list[dict]:
-    """Each label's probability, named and rounded."""
     return [{"label": label, "name": label_name(label), "value": p, "shown": num(p, 3)}
             for label, p in probabilities.items()]
 
@@ -222,8 +214,7 @@ def check_url(claim: str, method: str | None = None, page: str = "/") -> str:
 
 
 def examples(gold, per_label: int = EXAMPLES_PER_LABEL) -> list[dict]:
-    """A few gold dev claims per label, in the file's order: ``[{"label", "name", "claims"}]``;
-    the course's labels in their order, any other label set's after them, sorted."""
+    """A few gold dev claims per label: ``[{"label", "name", "claims"}]``."""
     groups = {}
     for claim in gold or []:
         group = groups.setdefault(claim.label, [])
@@ -246,8 +237,7 @@ def claim_view(result: dict) -> dict:
 
 
 def check_page(result: dict, reader_texts, titles_of) -> dict:
-    """Everything the check page shows for one check record (``reader_texts(ids)`` and
-    ``titles_of(ids)``: the texts and titles of passages by id)."""
+    """Everything the check page shows for one check record."""
     method = result["method"]
     hit_ids = [h["id"] for h in result["hits"]]
     titles = dict(zip(hit_ids, titles_of(hit_ids)))
@@ -311,7 +301,7 @@ def compare_page(results: list[dict], titles_of) -> dict:
 
 
 def titles_of(index):
-    """``ids -> [title or None, ...]`` for ``index`` (all None when it has no titles: the pages show ids)."""
+    """``ids -> [title or None, ...]`` for ``index``."""
     if not getattr(index, "has_titles", False):
         return lambda ids: [None] * len(ids)
     row_of = index.row_of
@@ -322,7 +312,6 @@ def titles_of(index):
 
 
 def texts_of(index):
-    """``ids -> [text or None, ...]``, aligned with ``ids``: a page shows an id it does not
-    have as missing (``TagIndex.texts_of`` refuses such ids in one line)."""
+    """``ids -> [text or None, ...]``: a page shows an id the index lacks as missing."""
     row_of = index.row_of
     return lambda ids: [index.text(row_of[pid]) if pid in row_of else None for pid in ids]
