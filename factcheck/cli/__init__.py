@@ -169,8 +169,7 @@ def flags_of(parser: argparse.ArgumentParser) -> dict[str, str]:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):  # a command's own sub-commands (convert KIND)
             for sub in action.choices.values():
-                for dest, flag in flags_of(sub).items():
-                    flags.setdefault(dest, flag)
+                flags = {**flags_of(sub), **flags}
             continue
         if action.option_strings:
             long = [s for s in action.option_strings if s.startswith("--")] or action.option_strings
@@ -182,11 +181,7 @@ def flags_of(parser: argparse.ArgumentParser) -> dict[str, str]:
 
 def _command_flags(parser: argparse.ArgumentParser, command: str) -> dict[str, str]:
     """This command's flags first, then the other commands' (for a library error naming another)."""
-    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
-    flags = {}
-    for sub in [subparsers[command], *subparsers.values()]:
-        for dest, flag in flags_of(sub).items():
-            flags.setdefault(dest, flag)
+    flags = {**flags_of(parser), **flags_of(_chosen_subparser(parser, argparse.Namespace(command=command)))}
     # The library's other names for a flag: claims.text_column, source.format, index_dir.
     for dest, flag in list(flags.items()):
         flags[f"source.{dest}"] = flag

@@ -77,9 +77,9 @@ def add_selftest(p):
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
     def run(args):
-        from factcheck.pipeline.workbench import OPEN_SELFTEST_METHODS, SELFTEST_METHODS, self_retrieval
         from factcheck.formats.files import check_no_symlinks, remove_stale_temporaries
-        from factcheck.pipeline.workbench import SELFTEST_FILES, write_self_retrieval
+        from factcheck.pipeline.workbench import (OPEN_SELFTEST_METHODS, SELFTEST_FILES, SELFTEST_METHODS,
+                                                  self_retrieval, write_self_retrieval)
         from factcheck.reporting.workbench import self_retrieval_markdown
         from factcheck.retrieval.chunking import check_window
         if args.chunk_window:

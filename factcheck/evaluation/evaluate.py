@@ -52,19 +52,16 @@ class Evaluation(Result):
 
 def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = None,
              source: str | None = None, labels=None) -> Evaluation:
-    """The course metric (evidence F, label accuracy, their harmonic mean) and retrieval
-    metrics, each with a 95% interval, per label too.
+    """The course metric and retrieval metrics, each with a 95% interval, per label too.
 
     Parameters
     ----------
     predictions : dict of str to dict
-        Claim id -> ``{"evidences": [...], "claim_label": ...}`` (without labels, only
-        evidence is scored).
+        Claim id -> ``{"evidences": [...], "claim_label": ...}`` (the label optional).
     groundtruth : list of Claim
         Labelled claims; those without a prediction are listed in ``missing``.
     explanations : dict or None
-        Claim id -> :class:`~factcheck.Explanation` (or its sidecar record); with a
-        ranking for every claim, also recall@k and MRR.
+        Claim id -> :class:`~factcheck.Explanation`; with a ranking for each, also recall@k and MRR.
     source : str or None
         The predictions' file, named in errors.
     labels : sequence of str or None

@@ -98,8 +98,7 @@ class RunConfig:
     index_dir : str, Path or None
         An existing tag index to use instead of building ``OUT/index``.
     source, claims : dict
-        Reader options of the knowledge source (``source_spec``'s) and the claims files
-        (``read_claims``'s); errors name them ``source.text_column``, ``claims.format``, ...
+        Reader options of the knowledge source and the claims (errors name ``claims.format``, ...).
     method : str, default "auto"
         ``"auto"`` (the best hold-out evidence F) or a retriever of ``mode``'s.
     mode : {"course", "open"}, default "course"

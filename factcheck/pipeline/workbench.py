@@ -71,7 +71,7 @@ class SelfRetrieval(Result):
 
 @dataclass
 class JudgedRetrieval(Result):
-    """:func:`judged_retrieval`'s result: ``metrics`` and what was counted."""
+    """:func:`judged_retrieval`'s result (``judged_not_in_index``: relevant, never findable)."""
 
     queries: int
     skipped_unjudged: int
@@ -83,8 +83,7 @@ class JudgedRetrieval(Result):
 
 
 def rank_queries(retriever, queries: dict[str, str], k: int = DEPTH, progress: bool | None = None) -> dict:
-    """``{qid: [(docid, score), ...]}``: each query's top ``k`` documents in rank
-    order, those scoring exactly 0 left out.
+    """``{qid: [(docid, score), ...]}``: each query's top ``k`` documents, those scoring 0 left out.
 
     Parameters
     ----------
@@ -100,7 +99,6 @@ def rank_queries(retriever, queries: dict[str, str], k: int = DEPTH, progress: b
     Returns
     -------
     dict
-        The run, in the queries' order.
 
     Example
     -------
@@ -174,8 +172,7 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, cutoffs=
     k : int, default 100
         Documents ranked per query; at least the largest cut-off.
     chunk_window, chunk_overlap : int
-        Also search word windows of this size, each document scored by its best one;
-        ``None`` or 0: whole documents only.
+        Also search word windows, each document scored by its best; ``None`` or 0: no chunks.
     index_dir : str or Path or None
         Where the tag index is built or reused; ``None``: a temporary directory.
     mode : {"course", "open"}
@@ -187,14 +184,12 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, cutoffs=
     progress : bool or None
         Progress bars (``None``: on a terminal).
     format, id_column, text_column, title_column, index_titles, max_passage_chars
-        How to read ``source`` (:func:`~factcheck.formats.evidence.source_spec`); without a
-        ``title_column`` the query column is stored (not indexed) as the title.
+        How to read ``source``; without a ``title_column`` the query column is stored as the title.
 
     Returns
     -------
     SelfRetrieval
-        ``corpus``, ``queries`` scored, ``skipped_empty``, and ``results``: one
-        :class:`SelfRetrievalRun` per (method, units).
+        One :class:`SelfRetrievalRun` per (method, units) in ``results``.
 
     Example
     -------
@@ -326,8 +321,7 @@ def search(retriever, queries, k: int = 10, max_query_chars: int | None = None):
     Returns
     -------
     Ranking or list of Ranking
-        One :class:`~factcheck.Ranking` (with ``texts``: each passage without its title)
-        per query; a list for a sequence.
+        With ``texts``: each passage without its title; a list for a sequence of queries.
 
     Example
     -------
@@ -361,8 +355,7 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
                      cutoffs=DEFAULT_KS, run_out=None, tag: str | None = None, progress: bool | None = None,
                      queries_path=None, qrels_path=None,
                      max_query_chars: int | None = None) -> JudgedRetrieval:
-    """Rank every judged query and score the run (trec_eval's metrics with 95% intervals);
-    optionally write it as a TREC run file.
+    """Rank every judged query and score the run, optionally written as a TREC run file.
 
     Parameters
     ----------
@@ -390,8 +383,6 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
     Returns
     -------
     JudgedRetrieval
-        ``metrics`` and the counts (``judged_not_in_index``: judged documents the index
-        lacks, which count as relevant).
 
     Example
     -------

@@ -24,19 +24,22 @@ def flatten(config: dict | None, prefix: str = ""):
             yield f"{prefix}{key}", value
 
 
+def setting(value) -> str:
+    """A parameter's value as it was set: ``0.04``, ``lucene``, ``a, b``."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value)) or "none"
+    return str(value)
+
+
 def config_rows(config: dict, prefix: str = "") -> list[tuple[str, str]]:
     """A nested configuration as ``(setting, value)`` rows: ``candidates.k1 | 0.9``."""
     rows = []
     for name, value in flatten(config, prefix):
-        if isinstance(value, (list, tuple)):
-            items = [str(v) for v in value]
-            shown = ", ".join(items) if len(items) <= LIST_SHOWN else \
-                f"{len(items)}: " + ", ".join(items[:LIST_SHOWN // 2]) + ", … (all in metrics.json)"
-            rows.append((name, shown or "none"))
-        elif isinstance(value, float):
-            rows.append((name, f"{value:g}"))
-        else:
-            rows.append((name, str(value)))
+        if isinstance(value, (list, tuple)) and len(value) > LIST_SHOWN:
+            value = f"{len(value)}: " + ", ".join(map(str, value[:LIST_SHOWN // 2])) + ", … (all in metrics.json)"
+        rows.append((name, setting(value)))
     return rows
 
 

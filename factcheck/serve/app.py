@@ -163,18 +163,19 @@ def build_app(state: AppState, allowed_hosts: list[str] | None = None, debug: bo
     def page(name: str, status_code: int = 200, **ctx) -> HTMLResponse:
         return HTMLResponse(env.get_template(name).render(**nav, **ctx), status_code=status_code)
 
+    def error(request: Request, status: int, detail):
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"detail": detail}, status_code=status)
+        return page("error.html", status, status=status, message=detail, active="")
+
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
-        if request.url.path.startswith("/api/"):
-            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
-        return page("error.html", exc.status_code, status=exc.status_code, message=exc.detail, active="")
+        return error(request, exc.status_code, exc.detail)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):
-        detail = "; ".join(f"{'.'.join(map(str, e.get('loc', ())))}: {e.get('msg')}" for e in exc.errors())
-        if request.url.path.startswith("/api/"):
-            return JSONResponse({"detail": detail}, status_code=422)
-        return page("error.html", 422, status=422, message=detail, active="")
+        return error(request, 422, "; ".join(f"{'.'.join(map(str, e.get('loc', ())))}: {e.get('msg')}"
+                                             for e in exc.errors()))
 
     @get("/", response_class=HTMLResponse)
     def check_page(claim: str | None = None, method: str = BEST):

@@ -13,6 +13,7 @@ from factcheck.errors import InputError
 from factcheck.formats.claims import read_claims, read_predictions
 from factcheck.formats.records import decode_object
 from factcheck.pipeline.run import DATA_FILES
+from factcheck.serve.results import _o as _object
 
 logger = logging.getLogger(__name__)  # notes for whoever serves the app (the CLI shows them)
 
@@ -39,11 +40,6 @@ def _read_json(path: Path) -> dict:
     except UnicodeDecodeError as exc:
         raise InputError(path, f"byte {exc.start}", "invalid UTF-8") from None
     return decode_object(path, None, text)
-
-
-def _object(value) -> dict:
-    """``value`` when a JSON object, else an empty one: a field of another shape is left out."""
-    return value if isinstance(value, dict) else {}
 
 
 def list_plots(plot_dir: Path) -> dict[str, bytes]:

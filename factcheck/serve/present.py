@@ -7,7 +7,7 @@ import math
 from urllib.parse import urlencode
 
 from factcheck.formats.claims import LABELS
-from factcheck.reporting.report import flatten
+from factcheck.reporting.report import flatten, setting
 from factcheck.serve.highlight import highlight_spans
 from factcheck.text.analyzer import analyze, shared_stems
 
@@ -97,17 +97,6 @@ def num(x, digits: int | None = None) -> str:
     return f"{x:.2g}"
 
 
-def setting(v) -> str:
-    """A parameter's value as it was set: ``0.04``, ``lucene``, ``25 names``."""
-    if isinstance(v, bool) or v is None:
-        return str(v)
-    if isinstance(v, float):
-        return f"{v:g}"
-    if isinstance(v, (list, tuple)):
-        return ", ".join(map(str, v)) or "none"
-    return str(v)
-
-
 def param_rows(params: dict | None, prefix: str = "") -> list[dict]:
     """A nested parameter record as table rows ``{"name", "key", "value", "long"}`` (long
     lists kept for a details row)."""
@@ -194,10 +183,8 @@ def detail_rows(result: dict) -> list[tuple[str, str]]:
             # the row says "cut-off" already: "probability at least 0.04, passages at most 4"
             shown = ", ".join(f"{PARAM_NAMES.get(f'{key}.{k}', human(k)).split(': ', 1)[-1]} {setting(v)}"
                               for k, v in value.items())
-        elif isinstance(value, list):
-            shown = ", ".join(map(str, value)) or "none"
         else:
-            shown = num(value)
+            shown = setting(value) if isinstance(value, list) else num(value)
         rows.append((DETAIL_NAMES.get(key, PARAM_NAMES.get(key, human(key))), shown))
     return rows
 
