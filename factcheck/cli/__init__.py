@@ -1,9 +1,8 @@
-"""The ``factcheck`` command: argument parsing and the one place errors become exit codes.
+"""The ``factcheck`` command: argument parsing and the one place errors become exit codes
+(an InputError, OSError or MemoryError: one stderr line, status 2; anything else is a bug).
 
-Each sub-command adds its options to a parser and returns the function that runs it,
-importing library code only then (``--help`` stays fast). An InputError, an OSError or a
-MemoryError becomes one line on stderr and exit status 2; anything else is a bug and keeps
-its traceback.
+Each sub-command's builder adds its options and returns its run function, which imports
+library code only when called (``--help`` stays fast).
 """
 
 from __future__ import annotations
@@ -49,8 +48,7 @@ COMMANDS = (
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage errors as one line, from the command that failed, with "did you mean --quiet?"
-    for a misspelled option or choice."""
+    """Usage errors as one line, with "did you mean --quiet?" for a misspelled option or choice."""
 
     _given: list[str] = []      # the arguments this parser was last asked to parse
     _extras: list[str] = []     # the ones it did not recognise
@@ -267,8 +265,7 @@ def _library_log(command: str):
 
 
 def _route_warnings(command: str) -> None:
-    """Our own warnings become one plain line; library warnings are silenced (unless -W or
-    PYTHONWARNINGS says otherwise)."""
+    """Our own warnings become one plain line; library warnings are silenced (-W still wins)."""
     original = warnings.showwarning
 
     def show(message, category, filename, lineno, file=None, line=None):

@@ -14,8 +14,8 @@ from factcheck.text.analyzer import ANALYZERS
 
 __all__ = ["plural", "Deprecated", "add_renamed", "text_arg", "int_type", "positive_int", "non_negative_int", "jobs_type",
            "bounded_float", "check_output_dir", "check_outputs", "add_source_args", "add_reader_args",
-           "add_claims_args", "add_cap_arg", "add_index_args", "add_tag_args", "add_backend_args", "add_mode_arg", "add_retriever_args",
-           "add_analyzer_arg",
+           "add_claims_args", "add_cap_arg", "add_index_args", "add_tag_args", "add_backend_args", "add_mode_arg",
+           "add_retriever_args", "add_analyzer_arg",
            "source_from_args", "source_options", "claims_options", "read_claims_from_args", "index_from_args",
            "tag_job_from_args", "retriever_from_args", "add_embedding_args", "embedding_model_from_args",
            "relocate_from_args", "SOURCE_FORMATS", "CLAIM_FORMATS"]
@@ -112,20 +112,16 @@ def check_output_dir(path) -> None:
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise InputError(p, None, "exists and is not a directory")
-    for parent in p.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise InputError(p, None, f"cannot be created: {parent} is not a directory")
-            break
+    parent = next((q for q in p.parents if q.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise InputError(p, None, f"cannot be created: {parent} is not a directory")
 
 
 def check_outputs(outputs, inputs) -> None:
     """No output may overwrite an input, nor a file inside an input directory."""
     for out in outputs:
         o = Path(out).resolve()
-        for inp in inputs:
-            if inp is None:
-                continue
+        for inp in (i for i in inputs if i is not None):
             i = Path(inp).resolve()
             if o == i or (i.is_dir() and i in o.parents):
                 raise InputError(out, None, f"would overwrite the input {inp}; choose another output path")

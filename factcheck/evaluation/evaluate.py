@@ -231,8 +231,7 @@ def evaluate_files(predictions, groundtruth, explanations=None, *, claims_format
 
 
 def read_scoring_inputs(predictions, groundtruth, **options) -> tuple[list, list, dict]:
-    """The labelled claims (read with ``options``), their label set and the predictions;
-    refuses a ground truth without labels and files that look swapped."""
+    """The labelled claims, their label set and the predictions; refuses files that look swapped."""
     predictions, groundtruth = Path(predictions), Path(groundtruth)
     refuse_unfinished(predictions)
     if explanations_path(groundtruth).is_file():

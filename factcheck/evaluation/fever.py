@@ -22,8 +22,7 @@ FIGURES = ("fever_score", "label_accuracy", "evidence_precision", "evidence_reca
 
 @dataclass
 class FeverScore(Result):
-    """The five figures as ``metrics`` and the per-claim outcomes behind them, in gold order
-    (``precision`` and ``recall`` per verifiable claim)."""
+    """The five figures as ``metrics`` and the per-claim outcomes behind them, in gold order."""
 
     claim_ids: list[str]
     strict: np.ndarray
@@ -132,15 +131,11 @@ def _gold(cid: str, g) -> tuple[str, list[list[tuple]]]:
         raise InputError(None, f"claim {cid!r}", "gold claim needs a 'label' string", param="gold")
     if g.get("evidence") is not None and not isinstance(g["evidence"], list):
         raise InputError(None, f"claim {cid!r}", "gold 'evidence' must be a list of evidence sets", param="gold")
-    sets = g.get("evidence") or []
-    out = []
-    for s in sets if isinstance(sets, list) else [None]:
-        pairs = [_sentence(e) for e in s] if isinstance(s, (list, tuple)) else [None]
-        if any(p is None for p in pairs):
-            raise InputError(None, f"claim {cid!r}", "gold 'evidence' must be a list of evidence sets, each a "
-                             "list of [page, line] pairs", param="gold")
-        out.append(pairs)
-    return g["label"], out
+    sets = [[_sentence(e) for e in s] if isinstance(s, (list, tuple)) else [None] for s in g.get("evidence") or []]
+    if any(p is None for pairs in sets for p in pairs):
+        raise InputError(None, f"claim {cid!r}", "gold 'evidence' must be a list of evidence sets, each a "
+                         "list of [page, line] pairs", param="gold")
+    return g["label"], sets
 
 
 def _prediction(source, cid: str, p) -> tuple[str, list[tuple]]:

@@ -62,8 +62,7 @@ def _query_values(ranked: list[str], judged: dict[str, int], ks, ndcg_cutoff: in
 
 def per_query(run: dict, qrels: dict, ks=DEFAULT_KS, ndcg_cutoff: int = NDCG_CUTOFF,
               mrr_cutoff: int = MRR_CUTOFF) -> dict[str, dict[str, float]]:
-    """``{metric: {qid: value}}`` for every judged query, in qrels order; a run's entries
-    may be ``(docid, score)`` pairs or docids, and a document ranked twice is a ValueError."""
+    """``{metric: {qid: value}}`` for every judged query; a document ranked twice is a ValueError."""
     names = metric_names(ks, ndcg_cutoff, mrr_cutoff)
     out: dict[str, dict[str, float]] = {name: {} for name in names}
     for qid, judged in qrels.items():

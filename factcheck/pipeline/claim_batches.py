@@ -1,7 +1,6 @@
-"""Checking many claims in fixed batches, in this process or on workers (local processes or
-a Dask cluster). A task gets paths and two positions; a worker loads the index and model
-once, writes its verdicts to a part file, and this process reads the parts in claim order.
-A claim's evidence never depends on its batch, so the bytes are the same for any backend.
+"""Checking many claims in fixed batches, here or on workers that load the index and model
+once and write part files; a claim's evidence never depends on its batch, so the bytes are
+the same for any backend.
 """
 
 from __future__ import annotations
@@ -39,7 +38,9 @@ def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims
     local = backend == "loky" and resolve_jobs(jobs) == 1
     if local:
         system = FactChecker.load(index_dir, model_dir, method=method, mode=mode)
-        verdicts = [v for a, b in _progress(bounds, progress) for v in system.check(claims[a:b])]
+        from factcheck.progress import progress as progress_bar
+        batches = progress_bar(bounds, desc="checking claims", unit="batches", enabled=len(bounds) > 1 and progress)
+        verdicts = [v for a, b in batches for v in system.check(claims[a:b])]
         return Verdicts(verdicts), retriever_spec(system.retriever)
     if embedding_model is not None:
         from factcheck.text.onnx_embedding import model_location
@@ -59,11 +60,6 @@ def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims
     if [v.id for v in verdicts] != [c.id for c in claims]:  # the workers read another file than this process
         raise InputError(claims_path, None, "changed while its claims were being checked")
     return verdicts, parts[0]["spec"]
-
-
-def _progress(bounds, progress):
-    from factcheck.progress import progress as progress_bar
-    return progress_bar(bounds, desc="checking claims", unit="batches", enabled=False if len(bounds) < 2 else progress)
 
 
 _SYSTEMS: dict = {}

@@ -1,7 +1,5 @@
-"""``factcheck run``: tag, tune the retrievers, train the classifier, predict and score dev,
-predict test, write metrics.json, report.md and plots (docs/main-job.md). Dev is scored,
-never tuned on; test is only predicted. Every output is written atomically, and no
-symbolic link among :data:`RUN_ENTRIES` is followed.
+"""``factcheck run`` end to end (docs/main-job.md): dev is scored, never tuned on; test is only
+predicted. Outputs are written atomically; no symbolic link among :data:`RUN_ENTRIES` is followed.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from factcheck.errors import InputError, ref
 from factcheck.formats.claims import CLAIM_OPTIONS, detect_claims_format, label_set, read_claims, write_predictions
 from factcheck.formats.evidence import SOURCE_OPTIONS, source_spec
 from factcheck.formats.files import (check_no_symlinks, check_regular_file, remove_stale_temporaries, sha256_file,
-                                     write_json_atomic)
+                                     write_csv_atomic, write_json_atomic)
 from factcheck.formats.rundir import MARKER, begin_run, end_run
 from factcheck.formats.splits import train_holdout_split
 from factcheck.training.classifier_cv import config_json
@@ -226,7 +224,10 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
         dev = _read_claims(files["dev"], config.claims, require_labels=True)
         test = _read_claims(files["test"], config.claims)
         labels = label_set(c.label for c in train)
-        _check_labels(dev, labels, files["dev"])
+        unknown = next((c for c in dev if c.label not in labels), None)
+        if unknown is not None:  # the classifier can predict the training claims' labels only
+            raise InputError(files["dev"], f"claim {unknown.id!r}", f"label {unknown.label!r} is not among the "
+                             f"training claims' labels ({', '.join(labels)})")
 
     if index_dir is None:
         if not Path(files["evidence"]).is_dir():  # FEVER's wiki-pages/ is a directory
@@ -254,8 +255,7 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
         index.require_gold(train, files["train"])
         index.require_gold(dev, files["dev"])
 
-    trained = train_system(index, train, out, config.method, progress, clock, jobs=jobs, mode=mode)
-    system, candidates, chosen = trained
+    system, candidates, chosen = train_system(index, train, out, config.method, progress, clock, jobs=jobs, mode=mode)
     as_fever = (config.claims.get("format") or detect_claims_format(files["dev"])) == "fever"
 
     def predict(split, claims):
@@ -313,9 +313,7 @@ class Trained(NamedTuple):
 
 def train_system(index, train, out: Path, method: str = "auto", progress=None, clock=None,
                  model_dir: Path | None = None, jobs: int = -1, mode: str = "course") -> Trained:
-    """Tune retrievers, pick one, select and train the classifier; save the model dir (open
-    mode: the index's vectors' model recorded as ``embedding_model``)."""
-    from factcheck.reporting import report
+    """Tune retrievers, pick one, select and train the classifier; save the model directory."""
     from factcheck.training import selection
     from factcheck.training.classifier_cv import select_classifier
 
@@ -354,7 +352,8 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
             "classifier": config_json(chosen.config),
             "calibration": {"temperature": chosen.summary["calibration"]["temperature"]}}
     with clock.step("saving the model"):  # ~1 s of the demo's 4: the timings must add up
-        report.write_csv(out / "tuning" / "classifier-cv.csv", chosen.summary["variants"])
+        variants = chosen.summary["variants"]
+        write_csv_atomic(out / "tuning" / "classifier-cv.csv", list(variants[0]), variants)
         save_system(model_dir, chosen.model, retriever, meta, candidates.retrievers, reader)
     system = FactChecker(index, retriever, chosen.model, reader, meta={**meta, "reader": {"method": chosen.reader}})
     return Trained(system, candidates, chosen)
@@ -369,9 +368,3 @@ def write_verdicts(path: Path, claims, verdicts, system, predictions_format: str
     if also_fever:
         write_predictions(path.with_suffix(".jsonl"), claims, {v.id: v.evidences for v in verdicts}, labels, "fever")
 
-
-def _check_labels(claims, labels, path) -> None:
-    for c in claims:
-        if c.label not in labels:
-            raise InputError(path, f"claim {c.id!r}", f"label {c.label!r} is not among the training claims' labels "
-                             f"({', '.join(labels)})")

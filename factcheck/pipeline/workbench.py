@@ -123,8 +123,6 @@ def rank_queries(retriever, queries: dict[str, str], k: int = DEPTH, progress: b
     return run
 
 
-# --------------------------------------------------------------------------- self-retrieval
-
 def read_query_column(source: SourceSpec, query_column: str) -> tuple[list[str], list[str]]:
     """(ids, query texts) of every row of a CSV or JSONL source, read by its own reader."""
     # A fixed-field format would read its text field whatever the column asked for.
@@ -216,7 +214,11 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, cutoffs=
                        title_column=title_column, index_titles=index_titles, max_passage_chars=max_passage_chars)
     methods = list(methods)
     for method in methods:
-        _check_selftest_method(method, mode)
+        check_method(method, mode)
+        if method == "rerank":
+            raise InputError(None, method, "the reranker is trained on claims with gold evidence; a "
+                             "self-retrieval test compares untrained scorers (tfidf, bm25, tags; dense, hybrid "
+                             "with mode open)", param="method")
     check_mode(mode)
     cutoffs = tuple(sorted(set(cutoffs)))
     check_number(k, "k", integer=True, low=max(cutoffs))
@@ -269,14 +271,6 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, cutoffs=
                          mode=mode, analyzer=analyzer, results=results)
 
 
-def _check_selftest_method(method: str, mode: str) -> None:
-    check_method(method, mode)
-    if method == "rerank":
-        raise InputError(None, method, "the reranker is trained on claims with gold evidence; a "
-                         "self-retrieval test compares untrained scorers (tfidf, bm25, tags; dense, hybrid "
-                         "with mode open)", param="method")
-
-
 def write_self_retrieval(result: SelfRetrieval, out) -> tuple[Path, Path]:
     """``OUT/selftest.md``, then ``OUT/selftest.json`` (what programs read), each atomically."""
     from factcheck.reporting.workbench import self_retrieval_markdown
@@ -287,8 +281,6 @@ def write_self_retrieval(result: SelfRetrieval, out) -> tuple[Path, Path]:
     write_json_atomic(json_path, data)
     return json_path, md_path
 
-
-# --------------------------------------------------------------------------- search
 
 def as_retriever(retriever):
     """A fitted retriever as it is; an index (or its directory) as ``BM25Retriever()`` fitted to it."""
@@ -348,8 +340,6 @@ def search(retriever, queries, k: int = 10, max_query_chars: int | None = None):
                            [body_of(r.rows[i]) for i in keep]))
     return out[0] if one else out
 
-
-# --------------------------------------------------------------------------- judged queries
 
 def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[str, int]], k: int = 1000,
                      cutoffs=DEFAULT_KS, run_out=None, tag: str | None = None, progress: bool | None = None,

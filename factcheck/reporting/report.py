@@ -6,7 +6,7 @@ from pathlib import Path
 
 from factcheck.evaluation.intervals import format_interval as _e
 from factcheck.formats.common import plural
-from factcheck.formats.files import write_csv_atomic, write_text_atomic
+from factcheck.formats.files import write_text_atomic
 from factcheck.reporting.plots import PLOT_CAPTIONS
 
 # The 2024 system's figures, on the course's 154 dev claims: shown only beside a run on that file.
@@ -46,11 +46,6 @@ def config_rows(config: dict, prefix: str = "") -> list[tuple[str, str]]:
 def config_table(config: dict) -> list[str]:
     """A nested configuration as a markdown table."""
     return ["| setting | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in config_rows(config)]
-
-
-def write_csv(path: Path, rows: list[dict]) -> None:
-    """``rows`` as a CSV file, the first row's keys as the header."""
-    write_csv_atomic(path, list(rows[0]), rows)
 
 
 def write_report(path: Path, metrics: dict, plots: dict) -> None:

@@ -7,12 +7,6 @@ from factcheck.evaluation.intervals import format_interval
 __all__ = ["self_retrieval_markdown", "judged_markdown"]
 
 
-def _units(record: dict) -> str:
-    if record["units"] == "whole":
-        return f"whole ({record['indexed_units']:,})"
-    return f"chunks {record['chunk_window']}/{record['chunk_overlap']} ({record['indexed_units']:,})"
-
-
 def self_retrieval_markdown(result: dict) -> str:
     """The self-retrieval table: one row per (method, units), and what was counted."""
     corpus = result["corpus"]
@@ -35,7 +29,9 @@ def self_retrieval_markdown(result: dict) -> str:
     ]
     for r in result["results"]:
         cells = [format_interval(r["metrics"][m]) for m in metrics]
-        lines.append(f"| {r['method']} | {_units(r)} | " + " | ".join(cells) + f" | {r['no_match']:,} |")
+        units = "whole" if r["units"] == "whole" else f"chunks {r['chunk_window']}/{r['chunk_overlap']}"
+        lines.append(f"| {r['method']} | {units} ({r['indexed_units']:,}) | " + " | ".join(cells)
+                     + f" | {r['no_match']:,} |")
     return "\n".join(lines) + "\n"
 
 

@@ -1,6 +1,5 @@
-"""The FastAPI app (:func:`create_app`). Pages are Jinja2 templates with autoescaping, under a
-Content-Security-Policy that allows no script; a request gives only a claim (length-limited),
-a loaded retriever's name and a plot name from the table read at start-up, never a path."""
+"""The FastAPI app: autoescaped Jinja2 pages under a Content-Security-Policy that allows no
+script; a request names a claim, a loaded retriever or a plot, never a path."""
 
 from __future__ import annotations
 
@@ -117,8 +116,7 @@ def create_app(run_dir: Path | None = None, index_dir: Path | None = None, model
                dev_claims: Path | None = None, *, max_claim_chars: int = MAX_CLAIM_CHARS,
                allowed_hosts: list[str] | None = None, warm_up: bool = True, debug: bool = False,
                mode: str | None = None) -> FastAPI:
-    """Load the system and the run's artefacts once and build the app around them
-    (``allowed_hosts``: the Host headers accepted, against DNS rebinding)."""
+    """Load the system and the run's artefacts once and build the app (``allowed_hosts``: against DNS rebinding)."""
     index_dir, model_dir = resolve_paths(run_dir, index_dir, model_dir)
     systems = load_retriever_set(index_dir, model_dir, warm_up=warm_up, mode=mode)
     artefacts = load_artefacts(Path(run_dir) if run_dir else None, Path(dev_claims) if dev_claims else None)

@@ -1,6 +1,5 @@
-"""What a run directory holds besides the system (metrics, plots, dev predictions and
-explanations, the gold dev file), read at start-up: the plot route serves from a name ->
-bytes table and never opens a path taken from a request.
+"""What a run directory holds besides the system, read at start-up (plots too: the plot route
+never opens a path taken from a request).
 """
 
 from __future__ import annotations
@@ -57,8 +56,7 @@ def list_plots(plot_dir: Path) -> dict[str, bytes]:
 
 
 def _gold_file(run_dir: Path, metrics: dict) -> Path | None:
-    """The run's dev claims in its ``data_dir``; a relative one is tried against the current
-    directory, then the run directory's parents."""
+    """The run's dev claims in its ``data_dir`` (relative: to the cwd, or a run directory's parent)."""
     data_dir = _object(metrics.get("run")).get("data_dir")
     data_dir = Path(data_dir if isinstance(data_dir, str) else "")
     if not str(data_dir):

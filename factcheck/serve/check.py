@@ -1,12 +1,11 @@
-"""The app's check page in a terminal (``factcheck check``): the verdict, the probabilities
-and every returned passage with why it was picked, from the record ``GET /api/check`` returns.
-"""
+"""The app's check page in a terminal (``factcheck check``), from ``GET /api/check``'s record."""
 
 from __future__ import annotations
 
 import textwrap
 
 from factcheck.errors import InputError
+from factcheck.formats.common import plural
 from factcheck.formats.records import MAX_QUERY_CHARS, check_length, length_cap
 
 BAR = 24  # characters of the widest probability bar
@@ -96,8 +95,7 @@ def format_check(view: dict, width: int = 100) -> str:
     for label, v in probs.items():
         out.append(f"  {label:<{label_w}}  {v:5.3f}  " + "#" * max(1, round(BAR * v / top)))
     hits = view["hits"]
-    n = len(hits)
-    out += ["", f"Evidence: {n} passage{'' if n == 1 else 's'}, retriever {method}",
+    out += ["", f"Evidence: {plural(len(hits), 'passage')}, retriever {method}",
             wrap(f"how: {PATHS.get(view['path'] + '/' + view['method'], PATHS.get(view['path'], view['path']))}"
                  + (" (" + ", ".join(f"{k}={_fmt(v)}" for k, v in (view.get("thresholds") or {}).items()) + ")"
                     if view.get("thresholds") else ""), "  ")]

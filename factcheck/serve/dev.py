@@ -1,5 +1,4 @@
-"""The dev explorer's rows: each dev claim's retrieved passages and missed gold, from the
-run's predictions or else checked once on first view."""
+"""The dev explorer's rows: each dev claim's retrieved passages and missed gold."""
 
 from __future__ import annotations
 

@@ -17,8 +17,7 @@ _SCORE_ORDER = ("combined", "cosine", "overlap", "fused", "bm25", "dense", "rank
 
 
 def hit_view(hit: dict, text: str, claim: str) -> dict:
-    """A hit with its text, shared tags, highlight spans, numeric fields under ``scores`` and
-    structured ones under ``extra``."""
+    """A hit with its text, shared tags, highlight spans, ``scores`` and structured ``extra``."""
     out = dict(hit)
     out["text"] = text
     recorded = next((k for k in _SHARED_KEYS if isinstance(hit.get(k), list)), None)

@@ -88,18 +88,11 @@ def num(x, digits: int | None = None) -> str:
     if x == int(x) and abs(x) < 1e6:
         return f"{int(x):,}"
     a = abs(x)
-    if a >= 100:
-        return f"{x:,.1f}"
-    if a >= 1:
-        return f"{x:.2f}"
-    if a >= 0.001:
-        return f"{x:.3f}"
-    return f"{x:.2g}"
+    return format(x, ",.1f" if a >= 100 else ".2f" if a >= 1 else ".3f" if a >= 0.001 else ".2g")
 
 
 def param_rows(params: dict | None, prefix: str = "") -> list[dict]:
-    """A nested parameter record as table rows ``{"name", "key", "value", "long"}`` (long
-    lists kept for a details row)."""
+    """A nested parameter record as table rows ``{"name", "key", "value", "long"}``."""
     rows = []
     for full, value in flatten(params, prefix):
         key = full.rsplit(".", 1)[-1]
@@ -112,13 +105,11 @@ def param_rows(params: dict | None, prefix: str = "") -> list[dict]:
 
 def shared_words(text: str, spans: list[dict]) -> list[str]:
     """The highlighted words as they appear in ``text``, each once (case-insensitively), in order."""
-    seen, out = set(), []
+    first = {}
     for s in spans:
         word = text[s["start"]:s["end"]]
-        if word.lower() not in seen:
-            seen.add(word.lower())
-            out.append(word)
-    return out
+        first.setdefault(word.lower(), word)
+    return list(first.values())
 
 
 def score_rows(hit: dict, method: str) -> list[tuple[str, str]]:
@@ -266,11 +257,8 @@ def compare_page(results: list[dict], titles_of) -> dict:
     titles = dict(zip(ids, titles_of(ids)))
     columns = []
     for r in results:
-        passages = []
-        for h in r["hits"]:
-            view = passage_view(h, r["method"], titles.get(h["id"]))
-            view["also_in"] = [retriever_name(m) for m in ranks[h["id"]] if m != r["method"]]
-            passages.append(view)
+        passages = [{**passage_view(h, r["method"], titles.get(h["id"])),
+                     "also_in": [retriever_name(m) for m in ranks[h["id"]] if m != r["method"]]} for h in r["hits"]]
         read = r.get("classifier_read") or {}
         columns.append({"method": r["method"], "name": retriever_name(r["method"]),
                         "best": r["method"] == r["best_method"], "verdict": r["verdict"],

@@ -1,5 +1,4 @@
-"""The results page's tables from ``metrics.json``: a missing key leaves a row out, and any
-``{"value", "ci95"}`` record shows as a value with its interval."""
+"""The results page's tables from ``metrics.json`` (a missing or malformed key leaves a row out)."""
 
 from __future__ import annotations
 

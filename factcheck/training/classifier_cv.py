@@ -1,7 +1,6 @@
-"""Select, calibrate and train the claim classifier by repeated stratified k-fold CV on the
-training claims, each reader's passages produced out-of-fold: the simplest (reader,
-configuration) within one standard error of the best is kept. The same CV gives the
-baselines, the paired tests against them and the temperature.
+"""Select, calibrate and train the claim classifier by repeated stratified k-fold CV (readers'
+passages out-of-fold): the simplest (reader, configuration) within one standard error of the
+best is kept; the same CV gives the baselines, the paired tests and the temperature.
 """
 
 from __future__ import annotations
@@ -60,8 +59,7 @@ def open_grid(grid: dict) -> dict:
 
 def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = GRID,
                       progress=None, stance: bool = STANCE_CANDIDATE, dense: bool = False) -> ClassifierSelection:
-    """The classifier and its reader chosen by CV over ``readers`` (name -> fitted retriever);
-    ``dense``: the open mode's embedding features too."""
+    """The classifier and its reader chosen by CV over ``readers`` (name -> fitted retriever)."""
     texts_of = index.texts_of
     embedding = None
     if dense:
@@ -146,16 +144,13 @@ def _cv_summary(chosen: CVResult, y, majority_oof, claim_only: CVResult) -> dict
     repeats = chosen.proba.shape[0]
     correct = np.array([chosen.predictions(r) == y for r in range(repeats)])
     per_claim = correct.mean(axis=0)
-    tests = []
-    for r in range(repeats):
-        maj = majority_oof[r] == y
-        co = claim_only.predictions(r) == y
-        tests.append({"repeat": r, "accuracy": float(correct[r].mean()),
-                      "vs_majority": {"difference": paired_bootstrap_diff(correct[r], maj).to_json(),
-                                      "mcnemar": mcnemar_exact(correct[r], maj), "majority_accuracy": float(maj.mean())},
-                      "vs_claim_only": {"difference": paired_bootstrap_diff(correct[r], co).to_json(),
-                                        "mcnemar": mcnemar_exact(correct[r], co),
-                                        "claim_only_accuracy": float(co.mean())}})
+
+    def versus(r: int, other: np.ndarray, name: str) -> dict:
+        return {"difference": paired_bootstrap_diff(correct[r], other).to_json(),
+                "mcnemar": mcnemar_exact(correct[r], other), f"{name}_accuracy": float(other.mean())}
+    tests = [{"repeat": r, "accuracy": float(correct[r].mean()),
+              "vs_majority": versus(r, majority_oof[r] == y, "majority"),
+              "vs_claim_only": versus(r, claim_only.predictions(r) == y, "claim_only")} for r in range(repeats)]
     labels = list(chosen.labels)
     recall = {label: float(correct[:, y == label].mean()) if (y == label).any() else None for label in labels}
     preds = np.concatenate([chosen.predictions(r) for r in range(repeats)])

@@ -11,8 +11,7 @@ from factcheck.retrieval.registry import evidence_of, run_retrieval
 
 def out_of_fold_evidence(claims: list, folds: list, fit_reader: Callable[[list], object] | None = None,
                          reader=None) -> dict[str, list[str]]:
-    """Evidence ids per claim id, from ``reader`` (one retrieval) or from
-    ``fit_reader(train_claims)`` rebuilt per fold of ``folds``."""
+    """Evidence ids per claim id, from ``reader``, or from ``fit_reader(train_claims)`` per fold."""
     if reader is not None:
         return evidence_of(run_retrieval(reader, claims, depth=0))
     out: dict[str, list[str]] = {}

@@ -177,8 +177,7 @@ class ClaimSet:
 
 def build_claim_set(generator: CandidateGenerator, ctx, claims, row_of: dict, leave_one_out: bool,
                     progress: bool | None = None, desc: str = "reranker features") -> ClaimSet:
-    """The candidates, features and labels of ``claims`` (each hidden from the memory when
-    ``leave_one_out``)."""
+    """The candidates, features and labels of ``claims`` (``leave_one_out``: hidden from the memory)."""
     rows, Xs, ys, n_gold = [], [], [], []
     k1, b = generator.config.k1, generator.config.b
     for i, claim in enumerate(progress_bar(claims, desc=desc, unit="claims", enabled=progress)):

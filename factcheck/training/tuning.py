@@ -36,13 +36,11 @@ class Sweep:
     rows: list[dict] = field(default_factory=list)  # params + f_fit, f_holdout, (fallback_*)
     chosen: dict | None = None
 
-    def choose(self) -> dict:
+    def choose(self) -> None:
         """The best of the ``SHORTLIST`` best on the fit part, by hold-out F."""
-        ranked = sorted(self.rows, key=lambda r: (-r["f_fit"], tuple(r[n] for n in self.param_names)))
-        shortlist = ranked[:SHORTLIST]
+        shortlist = sorted(self.rows, key=lambda r: (-r["f_fit"], tuple(r[n] for n in self.param_names)))[:SHORTLIST]
         best = max(shortlist, key=lambda r: (r["f_holdout"], r["f_fit"]))
         self.chosen = {k: best[k] for k in self.param_names}
-        return self.chosen
 
     def write_csv(self, path: Path) -> None:
         """Every grid point and whether it was chosen."""
@@ -113,8 +111,7 @@ def sweep_tfidf(index, fit_claims, holdout_claims, grid=TFIDF_GRID, progress=Non
 
 def sweep_open(index, fit_claims, holdout_claims, k1: float, b: float, grid=HYBRID_GRID,
                progress=None) -> tuple[Sweep, Sweep]:
-    """Open mode: ``(hybrid sweep, dense sweep)``: the hybrid's ``alpha`` and ``k`` (fusion
-    ``max``), the dense retriever's ``k``; each claim's two score vectors computed once."""
+    """Open mode: ``(hybrid sweep, dense sweep)``, each claim's two score vectors computed once."""
     from factcheck.retrieval.dense import HybridRetriever, fuse
     from factcheck.scoring.topk import top_k
 
