@@ -250,7 +250,6 @@ class _StderrLines(logging.Handler):
 
 @contextlib.contextmanager
 def _library_log(command: str):
-    """Show the ``factcheck`` loggers' records on stderr while a command runs."""
     logger, handler = logging.getLogger("factcheck"), _StderrLines(command)
     level, propagate = logger.level, logger.propagate
     logger.addHandler(handler)

@@ -27,7 +27,8 @@ def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims
                      embedding_model: str | Path | None = None) -> tuple[Verdicts, dict]:
     """``(verdicts, spec)`` for every claim of ``claims_path`` (``claims``: already read with
     ``claims_options``), ``spec`` the retriever's record; ``work_dir`` holds the part files
-    (storage every worker sees; default: beside the claims file)."""
+    (storage every worker sees; default: beside the claims file); ``embedding_model``: where
+    the index's local embedding model is now."""
     from factcheck.tagging.backends import WorkerPool, resolve_jobs
     from factcheck.tagging.outdir import scratch_folder
     if not isinstance(batch_size, int) or batch_size < 1:

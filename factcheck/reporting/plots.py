@@ -59,7 +59,6 @@ def plot_tags(sweep, path: Path) -> None:
 
 
 def plot_bm25(sweep, path: Path) -> None:
-    """BM25's sweep."""
     plot_sweep(sweep, path, "k", ("k1", "b"), "BM25", "k (passages returned)")
 
 

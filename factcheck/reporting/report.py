@@ -44,7 +44,6 @@ def config_rows(config: dict, prefix: str = "") -> list[tuple[str, str]]:
 
 
 def config_table(config: dict) -> list[str]:
-    """A nested configuration as a markdown table."""
     return ["| setting | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in config_rows(config)]
 
 

@@ -19,7 +19,6 @@ FILTERS = {
 
 @dataclass
 class DevExplorer:
-    """The rows, where they came from, and their summary."""
     rows: list[dict] = field(default_factory=list)
     source: str = ""
     method: str | None = None

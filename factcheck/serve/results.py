@@ -40,7 +40,6 @@ def _intervals(d) -> list[tuple[str, dict]]:
 
 
 def tables(metrics: dict | None) -> dict:
-    """Every table of the results page."""
     if not isinstance(metrics, dict) or not metrics:
         return {}
     run = _o(metrics.get("run"))

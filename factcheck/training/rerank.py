@@ -215,7 +215,6 @@ def fit_and_tune(fit_set: ClaimSet, holdout_set: ClaimSet, features: list[str],
 
 
 def tune_holdout_cutoff(model: RelevanceModel, holdout_set: ClaimSet) -> tuple[Cutoff, float]:
-    """:func:`tune_cutoff` on the model's holdout rankings."""
     pools = list(holdout_set.per_claim(model.predict(holdout_set.X)))
     return tune_cutoff([s for _, s, _ in pools], [y for _, _, y in pools], holdout_set.n_gold)
 

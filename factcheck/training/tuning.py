@@ -49,7 +49,6 @@ class Sweep:
 
 
 def mean_f(ids_per_claim: list[list[str]], claims) -> float:
-    """Mean evidence F of the retrieved ids against the claims' gold."""
     return float(np.mean([evidence_f(ids, c.evidences) for ids, c in zip(ids_per_claim, claims)]))
 
 
