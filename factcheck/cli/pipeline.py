@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 from factcheck.cli.options import (add_backend_args, add_claims_args, add_embedding_args, add_index_args, add_mode_arg,
-                                   add_reader_args, add_renamed, add_tag_args, check_output_dir, check_outputs, claims_options,
-                                   embedding_model_from_args, index_from_args, jobs_type, plural, positive_int,
-                                   read_claims_from_args, relocate_from_args, source_options)
+                                   add_reader_args, add_renamed, add_tag_args, check_output_dir, check_outputs,
+                                   claims_options, embedding_model_from_args, index_from_args, jobs_type, plural,
+                                   positive_int, read_claims_from_args, relocate_from_args, source_options)
 from factcheck.retrieval.registry import ALL_METHODS
 
 TAG_SETTINGS = ("top_k", "max_features", "tag_features", "shard_size", "backend", "scheduler")
