@@ -1,20 +1,8 @@
-"""The ``factcheck`` command: argument parsing and the one place errors become exit codes.
+"""The ``factcheck`` command: argument parsing and the one place errors become exit codes
+(an InputError, OSError or MemoryError: one stderr line, status 2; anything else is a bug).
 
-Each sub-command is a thin adapter from flags to a library call, so everything the CLI
-does can be done from Python too. :data:`COMMANDS` lists them, in ``--help`` order; each
-module adds its options to a parser and returns the function that runs the command,
-importing library code only then (``factcheck --help`` builds every parser and stays
-fast). Text meets the terminal through :mod:`factcheck.cli.terminal` (control characters
-escaped). An :class:`~factcheck.errors.InputError` becomes one line on stderr and exit
-status 2, its parameter named by this command's flag; so does an :class:`OSError` (a
-full disk while writing: the path and the system's message) and a :class:`MemoryError`.
-Anything else is a bug and keeps its traceback.
-
-Example
--------
->>> from factcheck.cli import main
->>> main(["verify", "runs/demo/index"])  # doctest: +SKIP
-0
+Each sub-command's builder adds its options and returns its run function, which imports
+library code only when called (``--help`` stays fast).
 """
 
 from __future__ import annotations
@@ -60,16 +48,13 @@ COMMANDS = (
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage errors as one line too (argparse prints the whole usage block first), from
-    the command that failed, with "did you mean --quiet?" for a misspelled option or
-    choice (difflib over this parser's own spellings)."""
+    """Usage errors as one line, with "did you mean --quiet?" for a misspelled option or choice."""
 
     _given: list[str] = []      # the arguments this parser was last asked to parse
     _extras: list[str] = []     # the ones it did not recognise
 
     def parse_known_args(self, args=None, namespace=None):
-        # Remembered for error(): a misspelled required option is reported by argparse as
-        # missing, and the misspelling itself is only among the arguments it set aside.
+        # For error(): argparse reports a misspelled required option as missing.
         self._given = list(sys.argv[1:] if args is None else args)
         namespace, extras = super().parse_known_args(args, namespace)
         self._extras = list(extras)
@@ -78,8 +63,7 @@ class _Parser(argparse.ArgumentParser):
     def parse_args(self, args=None, namespace=None):
         namespace, extras = self.parse_known_args(args, namespace)
         if extras:
-            # Each sub-command's parser keeps what it did not recognise: report those from
-            # that command (its usage, its options); the rest came before the command name.
+            # Reported by the sub-command that did not recognise them; the rest came before its name.
             sub = _chosen_subparser(self, namespace)
             if sub is not None and sub._extras:
                 sub.error(f"unrecognized arguments: {' '.join(sub._extras)}")
@@ -112,8 +96,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _closest(word: str, candidates: list[str]) -> str | None:
-    """The candidate nearest ``word`` (difflib), compared without leading dashes: every
-    option shares them, which would make any two options look alike."""
+    """The candidate nearest ``word`` (difflib), compared without leading dashes."""
     import difflib
     bare = {c.lstrip("-"): c for c in candidates}
     match = difflib.get_close_matches(word.lstrip("-"), list(bare), n=1)
@@ -127,8 +110,7 @@ def _option_spellings(parser: argparse.ArgumentParser) -> list[str]:
 
 
 def _unknown_options(parser: argparse.ArgumentParser, args: list[str]) -> list[str]:
-    """The arguments that look like options but are none of ``parser``'s (nor a prefix of
-    one, which argparse accepts), in order, each once."""
+    """The arguments that look like options but are none of ``parser``'s (nor a prefix of one)."""
     known = [s for a in parser._actions for s in a.option_strings]
     out = []
     for arg in args:
@@ -180,14 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def flags_of(parser: argparse.ArgumentParser) -> dict[str, str]:
-    """Parameter name -> how this command spells it: ``--chunk-window`` for an option
-    (its first, non-deprecated spelling), ``CLAIM`` for a positional argument."""
+    """Parameter name -> how this command spells it (``--chunk-window``, ``CLAIM``)."""
     flags = {}
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):  # a command's own sub-commands (convert KIND)
             for sub in action.choices.values():
-                for dest, flag in flags_of(sub).items():
-                    flags.setdefault(dest, flag)
+                flags = {**flags_of(sub), **flags}
             continue
         if action.option_strings:
             long = [s for s in action.option_strings if s.startswith("--")] or action.option_strings
@@ -198,16 +178,9 @@ def flags_of(parser: argparse.ArgumentParser) -> dict[str, str]:
 
 
 def _command_flags(parser: argparse.ArgumentParser, command: str) -> dict[str, str]:
-    """This command's flags first, then the other commands' (a library error can name a
-    parameter this command has no flag for, e.g. a model's recorded ``method``)."""
-    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
-    flags = {}
-    for sub in [subparsers[command], *subparsers.values()]:
-        for dest, flag in flags_of(sub).items():
-            flags.setdefault(dest, flag)
-    # The library's names for what a flag names differently: RunConfig's grouped reader options
-    # (claims.text_column: --claims-text-column; source.format: --format) and directories
-    # (index_dir: --index).
+    """This command's flags first, then the other commands' (for a library error naming another)."""
+    flags = {**flags_of(parser), **flags_of(_chosen_subparser(parser, argparse.Namespace(command=command)))}
+    # The library's other names for a flag: claims.text_column, source.format, index_dir.
     for dest, flag in list(flags.items()):
         flags[f"source.{dest}"] = flag
         flags.setdefault(f"{dest}_dir", flag)
@@ -217,13 +190,10 @@ def _command_flags(parser: argparse.ArgumentParser, command: str) -> dict[str, s
 
 
 def main(argv=None) -> int:
-    # Parallelism here is explicit (joblib processes); BLAS threads on top of it only
-    # oversubscribe the cores (10x slower logistic regression on 2 busy cores).
+    # Parallelism here is explicit (joblib processes); BLAS threads on top only oversubscribe.
     for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
-    # loky's resource tracker outlives a killed run and reports, as multi-line warnings, the
-    # semaphores and memmapping folders it then deletes: nothing for the user to do. It is a
-    # child process, so only its environment reaches it (-W/PYTHONWARNINGS given still win).
+    # loky's resource tracker (a child process) warns about what a killed run left: nothing to do.
     if not sys.warnoptions and "PYTHONWARNINGS" not in os.environ:
         os.environ["PYTHONWARNINGS"] = "ignore:resource_tracker:UserWarning"
     parser = build_parser()
@@ -251,8 +221,7 @@ def main(argv=None) -> int:
 
 
 def os_error_line(exc: OSError) -> str:
-    """``PATH: No space left on device (ENOSPC)``: the path (or both, for a rename) and the
-    system's own message and error name."""
+    """``PATH: No space left on device (ENOSPC)``."""
     import errno
     paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
     name = errno.errorcode.get(exc.errno) if exc.errno is not None else None
@@ -262,9 +231,8 @@ def os_error_line(exc: OSError) -> str:
 
 
 class _StderrLines(logging.Handler):
-    """The library's log records as stderr lines: progress (INFO, e.g. a run's stage lines
-    with their own time stamps) as they are, notes (WARNING and up) as
-    ``factcheck CMD: note``. ``sys.stderr`` is looked up per line (tests swap it)."""
+    """The library's log records as stderr lines (WARNING and up as ``factcheck CMD: note``);
+    ``sys.stderr`` is looked up per line (tests swap it)."""
 
     def __init__(self, command: str):
         super().__init__(logging.INFO)
@@ -282,8 +250,6 @@ class _StderrLines(logging.Handler):
 
 @contextlib.contextmanager
 def _library_log(command: str):
-    """Show the ``factcheck`` loggers' records on stderr while a command runs (``main``
-    may be called many times in one process: the handler goes again afterwards)."""
     logger, handler = logging.getLogger("factcheck"), _StderrLines(command)
     level, propagate = logger.level, logger.propagate
     logger.addHandler(handler)
@@ -298,13 +264,7 @@ def _library_log(command: str):
 
 
 def _route_warnings(command: str) -> None:
-    """Our own warnings become one plain line; library warnings are silenced.
-
-    Library warnings reach a user as multi-line site-packages paths that say nothing
-    actionable (the demo run printed 7 scikit-learn ``UndefinedMetricWarning``s: macro-F1
-    over a 3-claim hold-out with absent labels, scored as 0 as documented). Python's own
-    ``-W``/``PYTHONWARNINGS`` options still win, for debugging.
-    """
+    """Our own warnings become one plain line; library warnings are silenced (-W still wins)."""
     original = warnings.showwarning
 
     def show(message, category, filename, lineno, file=None, line=None):

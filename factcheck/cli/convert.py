@@ -1,10 +1,5 @@
-"""``factcheck convert``: claims, knowledge sources and predictions between formats.
-
-``convert claims``, ``convert evidence`` and ``convert predictions``: each reads with the
-usual reader options, writes ``--to`` a format, and prints one ``note:`` line for each kind
-of thing the target cannot hold (nothing is dropped quietly). See
-:mod:`factcheck.formats.convert` and docs/formats.md.
-"""
+"""``factcheck convert claims|evidence|predictions``: between formats, with one ``note:`` line
+for each kind of thing the target cannot hold (:mod:`factcheck.formats.convert`)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Option parsers and checks shared by the sub-commands.
-
-Argparse types (integers, bounded floats, worker counts), deprecated option spellings,
-the option groups several commands share (knowledge source, tagging, retriever) and the
-checks every command makes on its output paths before any work starts. Nothing here
-imports library code at module level: ``factcheck --help`` builds every parser.
-"""
+"""Option parsers, option groups and output-path checks shared by the sub-commands (no
+library import at module level: ``factcheck --help`` builds every parser)."""
 
 from __future__ import annotations
 
@@ -19,14 +14,13 @@ from factcheck.text.analyzer import ANALYZERS
 
 __all__ = ["plural", "Deprecated", "add_renamed", "text_arg", "int_type", "positive_int", "non_negative_int", "jobs_type",
            "bounded_float", "check_output_dir", "check_outputs", "add_source_args", "add_reader_args",
-           "add_claims_args", "add_cap_arg", "add_index_args", "add_tag_args", "add_mode_arg", "add_retriever_args",
-           "add_analyzer_arg",
+           "add_claims_args", "add_cap_arg", "add_index_args", "add_tag_args", "add_backend_args", "add_mode_arg",
+           "add_retriever_args", "add_analyzer_arg",
            "source_from_args", "source_options", "claims_options", "read_claims_from_args", "index_from_args",
            "tag_job_from_args", "retriever_from_args", "add_embedding_args", "embedding_model_from_args",
            "relocate_from_args", "SOURCE_FORMATS", "CLAIM_FORMATS"]
 
-# The readers' formats (factcheck.formats.evidence.FORMATS and factcheck.formats.claims.CLAIM_FORMATS;
-# a test checks they agree): spelled out so building the parsers imports no library code.
+# The readers' formats, spelled out so building the parsers imports no library code (a test checks them).
 SOURCE_FORMATS = ("course", "jsonl", "csv", "fever", "climate-fever", "beir")
 CLAIM_FORMATS = ("course", "jsonl", "csv", "fever", "climate-fever")
 
@@ -34,7 +28,7 @@ OPEN_HELP = "open: also pretrained embeddings (the optional extra: pip install -
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 shard``, ``2 shards`` (numbers stay plain: scripts and tests parse them)."""
+    """``1 shard``, ``2 shards``."""
     return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
@@ -61,8 +55,7 @@ def add_renamed(p: argparse.ArgumentParser, new: str, old: str, required: bool =
 
 
 def text_arg(text: str) -> str:
-    """A text argument (a query, a claim): bytes that are not UTF-8 arrive as lone surrogates,
-    which no output can hold (``search --json`` wrote invalid UTF-8)."""
+    """A text argument (a query, a claim) must be UTF-8: other bytes arrive as lone surrogates."""
     bad = next((c for c in text if "\udc80" <= c <= "\udcff"), None)
     if bad is not None:
         raise argparse.ArgumentTypeError(f"is not valid UTF-8 (byte 0x{ord(bad) - 0xdc00:02x}); "
@@ -115,26 +108,20 @@ def bounded_float(lo: float, hi: float | None = None):
 
 
 def check_output_dir(path) -> None:
-    """An output directory must be creatable: refuse at once, before hours of work (a
-    file in its place, or a parent that is a file, would otherwise fail at the first write)."""
+    """An output directory must be creatable: refuse at once, before hours of work."""
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise InputError(p, None, "exists and is not a directory")
-    for parent in p.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise InputError(p, None, f"cannot be created: {parent} is not a directory")
-            break
+    parent = next((q for q in p.parents if q.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise InputError(p, None, f"cannot be created: {parent} is not a directory")
 
 
 def check_outputs(outputs, inputs) -> None:
-    """No output may overwrite an input: not the same file, not a file inside an input
-    directory (``export-tags IDX --out IDX/manifest.json`` would replace the manifest)."""
+    """No output may overwrite an input, nor a file inside an input directory."""
     for out in outputs:
         o = Path(out).resolve()
-        for inp in inputs:
-            if inp is None:
-                continue
+        for inp in (i for i in inputs if i is not None):
             i = Path(inp).resolve()
             if o == i or (i.is_dir() and i in o.parents):
                 raise InputError(out, None, f"would overwrite the input {inp}; choose another output path")
@@ -148,9 +135,7 @@ def add_source_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_reader_args(p: argparse.ArgumentParser, indexing: bool = True) -> None:
-    """How to read a knowledge source: the same options on every command that reads one,
-    named as :func:`factcheck.formats.evidence.source_spec`'s parameters (``--index-titles``
-    only where the source is indexed: not for ``convert``)."""
+    """How to read a knowledge source, named as ``source_spec``'s parameters."""
     g = p.add_argument_group("reading the knowledge source (docs/formats.md)")
     g.add_argument("--format", choices=SOURCE_FORMATS, default=None,
                    help="knowledge-source format (default: from the file name, and for JSON lines from the first "
@@ -171,9 +156,7 @@ def add_reader_args(p: argparse.ArgumentParser, indexing: bool = True) -> None:
 
 
 def add_claims_args(p: argparse.ArgumentParser, cap: bool = True) -> None:
-    """How to read claims files: the same options on every command that reads one, named
-    as :func:`factcheck.formats.claims.read_claims`'s parameters with ``claims_`` in front
-    (``--max-claim-chars`` as it is, with ``cap``)."""
+    """How to read claims files, named as ``read_claims``'s parameters with ``claims_`` in front."""
     g = p.add_argument_group("reading claims files (docs/formats.md)")
     if cap:
         add_cap_arg(g, "claim")
@@ -189,15 +172,13 @@ def add_claims_args(p: argparse.ArgumentParser, cap: bool = True) -> None:
 
 
 def add_cap_arg(p, what: str) -> None:
-    """``--max-claim-chars`` or ``--max-query-chars``: the length cap of a claim or a query."""
     from factcheck.formats.records import MAX_QUERY_CHARS
     p.add_argument(f"--max-{what}-chars", type=positive_int, default=None, metavar="N",
                    help=f"refuse a {what} longer than N characters (default: {MAX_QUERY_CHARS:,})")
 
 
 def add_index_args(p: argparse.ArgumentParser, help_text: str = "tag index directory (from tag or run: OUT/index)"):
-    """``--index DIR``, and ``--evidence FILE`` to build it there first (or reuse the
-    complete index of the same file and settings already there), with the reader options."""
+    """``--index DIR``, and ``--evidence FILE`` to build it there first, with the reader options."""
     p.add_argument("--index", type=Path, required=True, help=help_text)
     p.add_argument("--evidence", type=Path, default=None,
                    help="knowledge source to tag into --index first (reused when that index is complete and of "
@@ -206,7 +187,6 @@ def add_index_args(p: argparse.ArgumentParser, help_text: str = "tag index direc
 
 
 def add_tag_args(p: argparse.ArgumentParser) -> None:
-    """The tagging job's settings (``tag`` and ``run``)."""
     p.add_argument("--top-k", type=positive_int, default=10, help="tags per passage (default: 10)")
     p.add_argument("--max-features", type=positive_int, default=20000,
                    help="TF-IDF vocabulary size (default: 20000)")
@@ -215,16 +195,19 @@ def add_tag_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shard-size", type=positive_int, default=100_000,
                    help="passages per shard file (default: 100000)")
     p.add_argument("--jobs", type=jobs_type, default=-1, help="worker processes (default: -1 = all cores)")
+    add_backend_args(p)
+    p.add_argument("--force", action="store_true", help="replace an existing index of a different run")
+
+
+def add_backend_args(p) -> None:
     p.add_argument("--backend", choices=("loky", "dask"), default="loky",
                    help="loky: local processes; dask: a Dask cluster (default: loky)")
     p.add_argument("--scheduler", default=None,
                    help="Dask scheduler address (with --backend dask; default: start a LocalCluster)")
-    p.add_argument("--force", action="store_true", help="replace an existing index of a different run")
 
 
 def add_mode_arg(p: argparse.ArgumentParser, from_model: bool = False) -> None:
-    """``--mode``: course (the default: the course's rules) or open. Commands that load a
-    trained model default to the model's mode; naming another one is an error."""
+    """``--mode``; commands that load a trained model default to the model's."""
     if from_model:
         p.add_argument("--mode", choices=MODES, default=None,
                        help=f"course or open (default: the mode the model was trained in; {OPEN_HELP})")
@@ -234,10 +217,8 @@ def add_mode_arg(p: argparse.ArgumentParser, from_model: bool = False) -> None:
 
 
 def add_embedding_args(p: argparse.ArgumentParser, build: bool = False) -> None:
-    """``--embedding-model minilm|DIR``: a transformer sentence-embedding model (open mode),
-    packaged or a local ONNX export. Where passage vectors are built (``build``: run, tag)
-    with its settings; elsewhere, where the model the vectors were built with is now (its
-    settings come from their record). A string, not a Path: ``./minilm`` is a directory."""
+    """``--embedding-model minilm|DIR`` (a string: ``./minilm`` is a directory), with its settings
+    where vectors are built (``build``); elsewhere, where the vectors' model is now."""
     g = p.add_argument_group("transformer embedding model (open mode; docs/open-mode.md says what to install)")
     if build:
         g.add_argument("--embedding-model", default=None, metavar="minilm|DIR",
@@ -261,10 +242,9 @@ def add_embedding_args(p: argparse.ArgumentParser, build: bool = False) -> None:
 
 def embedding_model_from_args(args) -> dict | None:
     """The transformer embedding model the build flags name (``None``: the bundled model)."""
-    settings = {"max_length": args.embedding_max_length, "pooling": args.embedding_pooling,
-                "query_prefix": args.query_prefix, "passage_prefix": args.passage_prefix}
     flags = {"max_length": "embedding_max_length", "pooling": "embedding_pooling",
              "query_prefix": "query_prefix", "passage_prefix": "passage_prefix"}
+    settings = {k: getattr(args, dest) for k, dest in flags.items()}
     if args.embedding_model is None:
         given = [k for k, v in settings.items() if v is not None]
         if given:
@@ -278,15 +258,13 @@ def embedding_model_from_args(args) -> dict | None:
 
 
 def relocate_from_args(args, index_dir) -> None:
-    """``--embedding-model DIR`` on a command that uses existing vectors: load the model they
-    were built with from DIR (checked to be the same files) before anything names it."""
+    """``--embedding-model DIR`` on a command that uses existing vectors: their model is now in DIR."""
     if getattr(args, "embedding_model", None) is not None and index_dir is not None:
         from factcheck.tagging.vectors import relocate_embedding_model
         relocate_embedding_model(index_dir, args.embedding_model)
 
 
-# The retriever settings each method reads (flags' dests); ``k`` is the number of passages
-# returned per claim where --k means that (the tag rule's ``top_n``).
+# The retriever settings each method reads (flags' dests).
 METHOD_OPTIONS = {"tags": ("t_sim", "t_overlap", "k"), "bm25": ("k1", "b", "k"), "rerank": ("rerank_model",),
                   "tfidf": ("analyzer", "k"), "dense": ("k",), "hybrid": ("k", "alpha", "fusion", "k1", "b")}
 #: --k's help where it is the evidence per claim; a test holds it to each method's default.
@@ -296,8 +274,7 @@ EVIDENCE_K_HELP = ("passages returned per claim (default: the method's own: 6 fo
 
 def add_retriever_args(p: argparse.ArgumentParser, k_help: str = EVIDENCE_K_HELP, k_default: int | None = None,
                        old_k: str = "--top-n") -> None:
-    """The mode, the retriever and its settings, one argument group per method. ``--k``
-    is what this command ranks or returns per query (``k_help``); ``old_k`` its old spelling."""
+    """The mode, the retriever and its settings, one argument group per method."""
     add_mode_arg(p)
     p.add_argument("--method", default="bm25", choices=ALL_METHODS,
                    help="retriever (default: bm25; dense and hybrid need --mode open)")
@@ -324,7 +301,7 @@ def add_retriever_args(p: argparse.ArgumentParser, k_help: str = EVIDENCE_K_HELP
 
 
 def source_options(args) -> dict:
-    """The reader options of ``args`` as :func:`~factcheck.formats.evidence.source_spec` keywords."""
+    """The reader options of ``args`` as ``source_spec`` keywords."""
     options = {"format": args.format, "id_column": args.id_column, "text_column": args.text_column,
                "title_column": args.title_column, "max_passage_chars": args.max_passage_chars}
     if hasattr(args, "index_titles"):
@@ -333,8 +310,7 @@ def source_options(args) -> dict:
 
 
 def claims_options(args) -> dict:
-    """The claims reader options of ``args`` as ``claims_*`` keywords (``run_pipeline``'s),
-    and ``max_claim_chars`` where the command has it."""
+    """The claims reader options of ``args`` as ``claims_*`` keywords (and ``max_claim_chars``)."""
     options = {f"claims_{k}": getattr(args, f"claims_{k}") for k in
                ("format", "id_column", "text_column", "label_column", "evidence_column")}
     if hasattr(args, "max_claim_chars"):
@@ -343,7 +319,6 @@ def claims_options(args) -> dict:
 
 
 def add_analyzer_arg(p) -> None:
-    """``--analyzer``: the TF-IDF retriever's text analysis."""
     p.add_argument("--analyzer", choices=ANALYZERS, default=None,
                    help="plain: lower-cased letter/digit tokens, no stemming (the default); "
                         "stems: the project's Porter stems, as BM25 reads")
@@ -384,9 +359,8 @@ def tag_job_from_args(args, progress=None):
 
 
 def retriever_from_args(args, embedding_model=None, evidence_k: bool = True):
-    """The retriever ``--method`` and its settings name, unfitted. A setting the method
-    does not read is refused (``evidence_k``: ``--k`` is the evidence per claim, the tag
-    rule's ``top_n``; otherwise it is the command's depth, read by no retriever)."""
+    """The retriever ``--method`` names, unfitted; a setting it does not read is refused
+    (``evidence_k``: ``--k`` is the evidence per claim, else the command's depth)."""
     from factcheck.retrieval.registry import make_retriever
     reads = METHOD_OPTIONS[args.method] if evidence_k else tuple(o for o in METHOD_OPTIONS[args.method] if o != "k")
     for name in {o for options in METHOD_OPTIONS.values() for o in options} - {"k"} - set(reads):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from factcheck.cli.options import (add_claims_args, add_embedding_args, add_index_args, add_mode_arg, add_reader_args,
-                                   add_renamed, add_tag_args, check_output_dir, check_outputs, claims_options,
-                                   embedding_model_from_args, index_from_args, jobs_type, positive_int,
-                                   read_claims_from_args, relocate_from_args, source_options)
+from factcheck.cli.options import (add_backend_args, add_claims_args, add_embedding_args, add_index_args, add_mode_arg,
+                                   add_reader_args, add_renamed, add_tag_args, check_output_dir, check_outputs,
+                                   claims_options, embedding_model_from_args, index_from_args, jobs_type, plural,
+                                   positive_int, read_claims_from_args, relocate_from_args, source_options)
 from factcheck.retrieval.registry import ALL_METHODS
 
 TAG_SETTINGS = ("top_k", "max_features", "tag_features", "shard_size", "backend", "scheduler")
@@ -102,10 +102,7 @@ def add_predict(p):
     g.add_argument("--batch-size", type=positive_int, default=1000, help="claims per task (default: 1000)")
     g.add_argument("--jobs", type=jobs_type, default=1,
                    help="worker processes, each loading the index and model once (default: 1 = this process)")
-    g.add_argument("--backend", choices=("loky", "dask"), default="loky",
-                   help="loky: local processes; dask: a Dask cluster (default: loky)")
-    g.add_argument("--scheduler", default=None,
-                   help="Dask scheduler address (with --backend dask; default: start a LocalCluster)")
+    add_backend_args(g)
 
     def run(args):
         from factcheck.formats.explanations import explanations_path, write_explained_predictions
@@ -123,7 +120,7 @@ def add_predict(p):
         write_explained_predictions(args.out, claims, {cid: v.evidences for cid, v in by_id.items()},
                                     {cid: v.explanation.to_json() for cid, v in by_id.items()}, spec,
                                     {cid: v.label for cid, v in by_id.items()}, args.predictions_format)
-        print(f"{args.out}: {len(claims)} claim{'' if len(claims) == 1 else 's'} with labels and evidence")
+        print(f"{args.out}: {plural(len(claims), 'claim')} with labels and evidence")
     return run
 
 

@@ -1,9 +1,5 @@
-"""``factcheck train-rerank``: train the learned retriever on the fixed training split.
-
-The claims file is split with :func:`~factcheck.formats.splits.train_holdout_split`:
-the model is fitted on the 80% part, its configuration and cut-off are chosen on the
-20% part. Use the *training* claims here; dev claims are for final numbers only.
-"""
+"""``factcheck train-rerank``: the learned retriever, fitted on 80% of the training claims and
+tuned on the other 20% (:func:`~factcheck.formats.splits.train_holdout_split`)."""
 
 from __future__ import annotations
 
@@ -44,13 +40,10 @@ def add_train_rerank(p):
         index = index_from_args(args)
         index.require_gold(claims, args.claims)
         fit, holdout = train_holdout_split(claims)
-        kwargs = {}
-        if args.depth is not None or args.memory_k is not None:
-            kwargs["configs"] = [replace(c, **{k: v for k, v in (("depth", args.depth), ("memory_k", args.memory_k))
-                                               if v is not None}) for c in DEFAULT_CANDIDATES]
-            kwargs["configs"] = list(dict.fromkeys(kwargs["configs"]))  # same settings once
+        given = {k: v for k, v in (("depth", args.depth), ("memory_k", args.memory_k)) if v is not None}
+        configs = list(dict.fromkeys(replace(c, **given) for c in DEFAULT_CANDIDATES)) if given else None
         # Bars on a terminal only: piped output (logs, scripts) keeps its one-line messages.
-        retriever = train_reranker(index, fit, holdout, **kwargs,
+        retriever = train_reranker(index, fit, holdout, configs=configs,
                                    progress=None if sys.stderr.isatty() else False)
         retriever.save(args.rerank_model)
         r = retriever.report

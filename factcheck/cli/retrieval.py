@@ -59,23 +59,19 @@ def add_evaluate(p):
     add_claims_args(p, cap=False)  # its claims are compared, not processed
 
     def run(args):
-        from factcheck.evaluation.evaluate import evaluate_files, format_report
         if args.metric == "fever":
-            return _evaluate_fever(args)
-        if args.max_evidence is not None:
+            from factcheck.evaluation.fever import MAX_EVIDENCE, fever_score_files
+            from factcheck.evaluation.fever import format_fever_report as report
+            result = fever_score_files(args.predictions, args.groundtruth, args.max_evidence or MAX_EVIDENCE,
+                                       **claims_options(args))
+        elif args.max_evidence is not None:
             from factcheck.errors import InputError
             raise InputError(None, None, "only with --metric fever", param="max_evidence")
-        result = evaluate_files(args.predictions, args.groundtruth, args.explanations, **claims_options(args))
+        else:
+            from factcheck.evaluation.evaluate import evaluate_files
+            from factcheck.evaluation.evaluate import format_report as report
+            result = evaluate_files(args.predictions, args.groundtruth, args.explanations, **claims_options(args))
         for cid in result.missing:
             print(f"warning: claim {cid} has no prediction; left out of the averages", file=sys.stderr)
-        print(json.dumps(result.to_json(), indent=2) if args.json else format_report(result))
+        print(json.dumps(result.to_json(), indent=2) if args.json else report(result))
     return run
-
-
-def _evaluate_fever(args) -> None:
-    from factcheck.evaluation.fever import MAX_EVIDENCE, fever_score_files, format_fever_report
-    result = fever_score_files(args.predictions, args.groundtruth, args.max_evidence or MAX_EVIDENCE,
-                               **claims_options(args))
-    for cid in result.missing:
-        print(f"warning: claim {cid} has no prediction; left out of the averages", file=sys.stderr)
-    print(json.dumps(result.to_json(), indent=2) if args.json else format_fever_report(result))

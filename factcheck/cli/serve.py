@@ -1,8 +1,5 @@
 """``factcheck serve`` (the explain app) and ``factcheck check`` (its check page in a terminal).
-
-``serve`` binds to loopback by default: the app has no authentication, so reaching it
-from another machine must be a deliberate ``--host`` choice.
-"""
+``serve`` binds to loopback by default: the app has no authentication."""
 
 from __future__ import annotations
 
@@ -37,9 +34,7 @@ def url_of(host: str, port: int) -> str:
 
 
 def check_can_listen(host: str, port: int) -> None:
-    """Bind (and release) ``host:port`` once: a port in use or an address that is not this
-    machine's would otherwise surface after start-up as uvicorn's own log line and exit
-    status 3, after the "ready" line had already been printed."""
+    """Bind (and release) ``host:port`` once, to refuse a port in use before start-up."""
     import errno
     import socket
 

@@ -1,15 +1,6 @@
-"""Where text meets a terminal: a control character of a passage, a claim or a message is
-shown as its escape (``\\u001b``), so text from a file can neither move the cursor, retitle
-the window nor clear the screen.
-
-* stdout, when it is a terminal, is :class:`EscapedStream` for the whole command; ``--json``
-  output stays valid JSON of the same text (the escapes are JSON's own). Written to a file or
-  a pipe, text is written as it is.
-* the lines we print on stderr (the error, notes, warnings) go through :func:`escaped`
-  wherever they go.
-
-Tab and newline are kept; C0 and C1 controls, DEL and lone surrogates (bytes that were not
-UTF-8) are escaped.
+"""Where text meets a terminal: control characters (C0 and C1 but tab and newline, DEL, lone
+surrogates) are shown as escapes (``\\u001b``), on stdout when it is a terminal and on every
+stderr line we print, so text from a file cannot move the cursor or clear the screen.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""``factcheck selftest``, ``search`` and ``evaluate-retrieval``: the retrieval workbench
-for any id + text collection (:mod:`factcheck.pipeline.workbench`)."""
+"""``factcheck selftest``, ``search`` and ``evaluate-retrieval`` (:mod:`factcheck.pipeline.workbench`)."""
 
 from __future__ import annotations
 
@@ -77,9 +76,9 @@ def add_selftest(p):
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
     def run(args):
-        from factcheck.pipeline.workbench import OPEN_SELFTEST_METHODS, SELFTEST_METHODS, self_retrieval
         from factcheck.formats.files import check_no_symlinks, remove_stale_temporaries
-        from factcheck.pipeline.workbench import SELFTEST_FILES, write_self_retrieval
+        from factcheck.pipeline.workbench import (OPEN_SELFTEST_METHODS, SELFTEST_FILES, SELFTEST_METHODS,
+                                                  self_retrieval, write_self_retrieval)
         from factcheck.reporting.workbench import self_retrieval_markdown
         from factcheck.retrieval.chunking import check_window
         if args.chunk_window:
@@ -153,13 +152,20 @@ def add_evaluate_retrieval(p):
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
     def run(args):
-        from factcheck.formats.qrels import read_qrels, read_queries
+        from factcheck.errors import InputError
+        from factcheck.formats.qrels import read_qrels, read_queries, read_trec_run
         from factcheck.reporting.workbench import judged_markdown
         qrels = read_qrels(args.qrels)
-        if args.trec_run is not None:
-            result = _score_run_file(args, qrels)
+        if args.trec_run is not None:  # scored as trec_eval reads it: no index, no retriever
+            from factcheck.evaluation.ir_metrics import judged_metrics
+            from factcheck.pipeline.workbench import JudgedRetrieval
+            if args.run_out:
+                raise InputError(None, None, "only with --index (a run file is scored, not rewritten)", param="run_out")
+            scored = judged_metrics(read_trec_run(args.trec_run), qrels, args.cutoffs)
+            result = JudgedRetrieval(queries=scored.queries, skipped_unjudged=scored.unjudged, judged_not_in_index=0,
+                                     depth=scored.depth, retriever={"method": f"run file {args.trec_run.name}"},
+                                     no_match=len(scored.missing), metrics=scored.metrics)
         else:
-            from factcheck.errors import InputError
             from factcheck.pipeline.workbench import judged_retrieval
             from factcheck.tagging.index import TagIndex
             if args.queries is None:
@@ -177,16 +183,3 @@ def add_evaluate_retrieval(p):
         print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else judged_markdown(data), end="")
     return run
 
-
-def _score_run_file(args, qrels):
-    """``--trec-run FILE``: a TREC run scored as trec_eval reads it (no index, no retriever)."""
-    from factcheck.errors import InputError
-    from factcheck.evaluation.ir_metrics import judged_metrics
-    from factcheck.formats.qrels import read_trec_run
-    from factcheck.pipeline.workbench import JudgedRetrieval
-    if args.run_out:
-        raise InputError(None, None, "only with --index (a run file is scored, not rewritten)", param="run_out")
-    scored = judged_metrics(read_trec_run(args.trec_run), qrels, args.cutoffs)
-    return JudgedRetrieval(queries=scored.queries, skipped_unjudged=scored.unjudged, judged_not_in_index=0,
-                           depth=scored.depth, retriever={"method": f"run file {args.trec_run.name}"},
-                           no_match=len(scored.missing), metrics=scored.metrics)

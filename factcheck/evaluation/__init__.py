@@ -1,2 +1,1 @@
-"""Scoring from predictions and gold, never a model (BEIR-style); every figure is an
-:class:`~factcheck.evaluation.intervals.Metric`."""
+"""Scoring from predictions and gold, never a model; every figure is a ``Metric``."""

@@ -59,8 +59,7 @@ def compare(y_true, pred_a, pred_b, name_a: str, name_b: str) -> dict:
 
 
 def ablation(y_true, pred_gold, pred_retrieved, baselines: dict | None = None, labels=None) -> dict:
-    """Gold versus retrieved evidence (and baselines) over ``labels`` (default: every gold and
-    predicted label): nested dicts of :class:`~factcheck.evaluation.intervals.Metric`."""
+    """Gold versus retrieved evidence (and baselines) over ``labels`` (default: every label seen)."""
     if labels is None:
         every = [*y_true, *pred_gold, *pred_retrieved, *(p for ps in (baselines or {}).values() for p in ps)]
         labels = label_set(every)

@@ -1,6 +1,5 @@
 """The COMP90042 2024 scorer, reproduced exactly: per predicted claim, label accuracy and
-evidence F (the retrieved ids as a set; 0 when none is gold), averaged; the headline is the
-harmonic mean of the two averages. Claims without a prediction are left out."""
+evidence F, averaged; the headline is the harmonic mean of the two averages."""
 
 from __future__ import annotations
 
@@ -15,18 +14,15 @@ from factcheck.evaluation.intervals import Metric, bootstrap_harmonic, bootstrap
 def evidence_f(predicted: list[str], gold: list[str]) -> float:
     """Evidence F of one claim, in the course scorer's arithmetic."""
     retrieved = set(predicted)
-    gold_set = set(gold)
-    correct = sum(1 for e in retrieved if e in gold_set)
-    if correct == 0 or not retrieved:
+    correct = len(retrieved & set(gold))
+    if correct == 0:
         return 0.0
-    precision = correct / len(retrieved)
-    recall = correct / len(gold)
+    precision, recall = correct / len(retrieved), correct / len(gold)
     return 2 * precision * recall / (precision + recall)
 
 
 def evidence_f_from_counts(correct, retrieved, gold):
-    """Evidence F of many claims at once from counts (``correct`` of ``retrieved`` distinct
-    passages, ``gold`` gold): 2PR / (P + R) = 2c / (r + g), equal to :func:`evidence_f` to 1e-12."""
+    """Evidence F of many claims at once from counts: 2PR / (P + R) = 2c / (r + g)."""
     return np.where(correct > 0, 2 * correct / np.maximum(retrieved + gold, 1), 0.0)
 
 
@@ -61,8 +57,7 @@ def course_score(predictions: dict[str, dict], groundtruth: list) -> CourseScore
     Returns
     -------
     CourseScore
-        ``metrics``: ``evidence_f``, and ``accuracy`` and ``harmonic_mean`` when the
-        predictions carry labels, each with its bootstrap interval.
+        ``metrics``: ``evidence_f``, and with labels ``accuracy`` and ``harmonic_mean``.
 
     Example
     -------

@@ -1,5 +1,4 @@
-"""``factcheck evaluate``: the course metric and retrieval metrics, each with its interval,
-from plain ids (``metrics.json`` is :func:`evaluate`'s result on a run's dev predictions)."""
+"""``factcheck evaluate``: the course metric and retrieval metrics, each with its interval."""
 
 from __future__ import annotations
 
@@ -24,10 +23,7 @@ FALLBACK_CAPABLE = {"filtered", "reranked", "fallback"}
 
 @dataclass
 class Evaluation(Result):
-    """:func:`evaluate`'s result: ``metrics`` (the course metric's and :func:`retrieval_metrics`'),
-    ``claims`` scored, ``missing``, ``retrieval`` (counts), ``per_label`` (label -> ``evidence_f``,
-    ``recall``), ``without_gold`` (claims without gold evidence and ``evidence_f_others`` over
-    the rest). ``to_json()`` is ``metrics.json``'s layout."""
+    """:func:`evaluate`'s result; ``to_json()`` is ``metrics.json``'s layout."""
 
     claims: int
     missing: list[str]
@@ -56,20 +52,16 @@ class Evaluation(Result):
 
 def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = None,
              source: str | None = None, labels=None) -> Evaluation:
-    """The course metric (evidence F, label accuracy, their harmonic mean) and retrieval
-    metrics, each with a 95% interval, per label too.
+    """The course metric and retrieval metrics, each with a 95% interval, per label too.
 
     Parameters
     ----------
     predictions : dict of str to dict
-        Claim id -> ``{"evidences": [...], "claim_label": ...}`` (the leaderboard format;
-        without labels, only evidence is scored).
+        Claim id -> ``{"evidences": [...], "claim_label": ...}`` (the label optional).
     groundtruth : list of Claim
-        Labelled claims (:func:`factcheck.read_claims` with ``require_labels=True``);
-        those without a prediction are listed in ``missing``.
+        Labelled claims; those without a prediction are listed in ``missing``.
     explanations : dict or None
-        Claim id -> :class:`~factcheck.Explanation` (or its sidecar record); with a
-        ranking for every claim, also recall@k and MRR.
+        Claim id -> :class:`~factcheck.Explanation`; with a ranking for each, also recall@k and MRR.
     source : str or None
         The predictions' file, named in errors.
     labels : sequence of str or None
@@ -79,12 +71,6 @@ def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = N
     -------
     Evaluation
         ``metrics``: name -> :class:`~factcheck.evaluation.intervals.Metric`.
-
-    Raises
-    ------
-    InputError
-        Naming ``groundtruth`` for a claim without a gold label, ``predictions`` for a
-        claim the ground truth lacks or when the two look swapped.
 
     Example
     -------
@@ -154,10 +140,8 @@ class SwappedInputs(InputError):
 
 def retrieval_metrics(claims, ranked: dict[str, list[str]] | None, selected: dict[str, list[str]],
                       paths: dict[str, str] | None = None, ks=DEFAULT_KS) -> tuple[dict[str, Metric], dict]:
-    """``(metrics, counts)`` over the claims in ``selected`` with gold evidence: ``recall@k``
-    (k within the ranking depth) and ``mrr`` given ``ranked``, ``any_gold``, ``selected_recall``,
-    ``fallback_share`` when ``paths`` show a retriever that can fall back; the counts ``claims``,
-    ``without_gold``, ``ranking_depth``, ``mean_selected``."""
+    """``(metrics, counts)`` over the claims in ``selected`` with gold evidence (``recall@k``
+    and ``mrr`` only given ``ranked``, ``fallback_share`` only for a retriever that can fall back)."""
     present = [c for c in claims if c.id in selected and c.evidences]
     counts: dict = {"claims": len(present)}
     skipped = sum(1 for c in claims if c.id in selected and not c.evidences)
@@ -207,15 +191,14 @@ def format_report(result: Evaluation) -> str:
 def evaluate_files(predictions, groundtruth, explanations=None, *, claims_format: str | None = None,
                    claims_id_column: str | None = None, claims_text_column: str | None = None,
                    claims_label_column: str | None = None, claims_evidence_column: str | None = None) -> Evaluation:
-    """:func:`evaluate` on files (``factcheck evaluate``; :func:`format_report` prints it).
+    """:func:`evaluate` on files (``factcheck evaluate``).
 
     Parameters
     ----------
     predictions : str or Path
-        The leaderboard format or FEVER's predictions JSONL (detected); a predicted label
-        outside the ground truth's label set is an error.
+        The leaderboard format or FEVER's predictions JSONL (detected).
     groundtruth : str or Path
-        Labelled claims (any claims format, :func:`~factcheck.formats.claims.read_claims`).
+        Labelled claims (any claims format).
     explanations : str or Path or None
         The explanations sidecar; default: the one beside the predictions, if present.
     claims_format, claims_id_column, claims_text_column, claims_label_column, claims_evidence_column
@@ -224,13 +207,7 @@ def evaluate_files(predictions, groundtruth, explanations=None, *, claims_format
     Returns
     -------
     Evaluation
-        As :func:`evaluate`.
-
-    Raises
-    ------
-    InputError
-        Naming ``groundtruth`` when it has no labels or the files look swapped
-        (:func:`read_scoring_inputs`).
+        As :func:`evaluate`; files that look swapped are an InputError naming ``groundtruth``.
 
     Example
     -------
@@ -254,17 +231,14 @@ def evaluate_files(predictions, groundtruth, explanations=None, *, claims_format
 
 
 def read_scoring_inputs(predictions, groundtruth, **options) -> tuple[list, list, dict]:
-    """The labelled claims (read with ``options``), their label set and the predictions.
-    Refused: a ground truth without labels, and files that look swapped (the ground truth
-    has a predictions sidecar, is named as predictions, or each reads only as the other kind)."""
+    """The labelled claims, their label set and the predictions; refuses files that look swapped."""
     predictions, groundtruth = Path(predictions), Path(groundtruth)
     refuse_unfinished(predictions)
     if explanations_path(groundtruth).is_file():
         raise SwappedInputs(groundtruth, None, f"a factcheck predictions file (its explanations, "
                             f"{explanations_path(groundtruth).name}, are beside it), not labelled claims",
                             param="groundtruth")
-    # A name alone is no proof: only a ground truth that also reads as predictions (course
-    # predictions and claims hold the same fields) is refused for its name.
+    # A name alone is no proof: only a ground truth that also reads as predictions is refused for it.
     if ("prediction" in groundtruth.name.lower() and "prediction" not in predictions.name.lower()
             and _reads(lambda: read_predictions(groundtruth))):
         raise SwappedInputs(groundtruth, None, f"named as predictions, while the predictions are {predictions.name}",
@@ -285,7 +259,6 @@ def read_scoring_inputs(predictions, groundtruth, **options) -> tuple[list, list
 
 
 def _reads(attempt) -> bool:
-    """``attempt()``'s truth, False when it raises an InputError."""
     try:
         return bool(attempt())
     except InputError:

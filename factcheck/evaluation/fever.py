@@ -1,8 +1,5 @@
-"""The FEVER shared task's score, as the official scorer (``fever-scorer``) defines it,
-per claim so each figure has a 95% interval: ``fever_score`` (strict), ``label_accuracy``,
-``evidence_precision``, ``evidence_recall`` and ``evidence_f1`` over the first
-``max_evidence`` predicted sentences. docs/fever-score.md states every rule and corner case.
-"""
+"""The FEVER shared task's score as the official scorer defines it, per claim so each figure
+has a 95% interval (docs/fever-score.md states every rule and corner case)."""
 
 from __future__ import annotations
 
@@ -25,9 +22,7 @@ FIGURES = ("fever_score", "label_accuracy", "evidence_precision", "evidence_reca
 
 @dataclass
 class FeverScore(Result):
-    """The five figures as ``metrics`` and the per-claim outcomes behind them, in gold order:
-    ``strict``, ``correct``, ``verifiable`` per claim, ``precision`` and ``recall`` per
-    verifiable claim; ``missing``: gold claims without a prediction."""
+    """The five figures as ``metrics`` and the per-claim outcomes behind them, in gold order."""
 
     claim_ids: list[str]
     strict: np.ndarray
@@ -67,20 +62,18 @@ def fever_score(predictions: dict, gold: dict, max_evidence: int = MAX_EVIDENCE,
     Parameters
     ----------
     predictions : dict
-        Claim id -> ``{"predicted_label": str, "predicted_evidence": [(page, line), ...]}``,
-        the evidence in rank order.
+        Claim id -> ``{"predicted_label": str, "predicted_evidence": [(page, line), ...]}``.
     gold : dict
         Claim id -> ``{"label": str, "evidence": [evidence set, ...]}``, each set a list of
         ``(page, line)`` pairs (or FEVER's ``[annotation_id, evidence_id, page, line]``).
     max_evidence : int, default 5
-        Predicted sentences that count, from the first (the shared task's five).
+        Predicted sentences that count, from the first.
     source : str, optional
         The predictions' file, named in errors.
 
     Returns
     -------
     FeverScore
-        A predicted claim that is not in ``gold`` is an :class:`~factcheck.errors.InputError`.
 
     Example
     -------
@@ -138,15 +131,11 @@ def _gold(cid: str, g) -> tuple[str, list[list[tuple]]]:
         raise InputError(None, f"claim {cid!r}", "gold claim needs a 'label' string", param="gold")
     if g.get("evidence") is not None and not isinstance(g["evidence"], list):
         raise InputError(None, f"claim {cid!r}", "gold 'evidence' must be a list of evidence sets", param="gold")
-    sets = g.get("evidence") or []
-    out = []
-    for s in sets if isinstance(sets, list) else [None]:
-        pairs = [_sentence(e) for e in s] if isinstance(s, (list, tuple)) else [None]
-        if any(p is None for p in pairs):
-            raise InputError(None, f"claim {cid!r}", "gold 'evidence' must be a list of evidence sets, each a "
-                             "list of [page, line] pairs", param="gold")
-        out.append(pairs)
-    return g["label"], out
+    sets = [[_sentence(e) for e in s] if isinstance(s, (list, tuple)) else [None] for s in g.get("evidence") or []]
+    if any(p is None for pairs in sets for p in pairs):
+        raise InputError(None, f"claim {cid!r}", "gold 'evidence' must be a list of evidence sets, each a "
+                         "list of [page, line] pairs", param="gold")
+    return g["label"], sets
 
 
 def _prediction(source, cid: str, p) -> tuple[str, list[tuple]]:
@@ -166,8 +155,7 @@ def fever_score_files(predictions, groundtruth, max_evidence: int = MAX_EVIDENCE
                       claims_format: str | None = None, claims_id_column: str | None = None,
                       claims_text_column: str | None = None, claims_label_column: str | None = None,
                       claims_evidence_column: str | None = None) -> FeverScore:
-    """:func:`fever_score` on files read as ``evaluate_files`` reads them; claims without
-    FEVER evidence sets (the course's, Climate-FEVER's) make each gold passage a set."""
+    """:func:`fever_score` on files; without FEVER evidence sets each gold passage is a set."""
     claims, _, predicted = read_scoring_inputs(predictions, groundtruth, format=claims_format,
                                                id_column=claims_id_column, text_column=claims_text_column,
                                                label_column=claims_label_column, evidence_column=claims_evidence_column)

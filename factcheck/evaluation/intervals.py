@@ -1,6 +1,5 @@
-"""The one metric type, :class:`Metric` (a value with its 95% interval), and its intervals:
-percentile bootstrap over items for means (:func:`scipy.stats.bootstrap`, fixed seed), the
-Wilson interval for proportions, the paired bootstrap and McNemar's exact test for pairs."""
+"""The one metric type, :class:`Metric` (a value with its 95% interval): percentile bootstrap
+(fixed seed) for means, Wilson for proportions, paired bootstrap and exact McNemar for pairs."""
 
 from __future__ import annotations
 
@@ -71,8 +70,7 @@ def to_json(obj):
 
 
 def format_interval(estimate: Metric | dict | None, digits: int = 3, missing: str = "n/a") -> str:
-    """A :class:`Metric` (or its JSON form) as every report shows one, ``0.183 [0.151, 0.217]``;
-    ``missing`` when there is no value."""
+    """A :class:`Metric` (or its JSON form) as every report shows one: ``0.183 [0.151, 0.217]``."""
     if isinstance(estimate, Metric):
         estimate = estimate.to_json()
     if not estimate or estimate.get("value") is None:
@@ -105,8 +103,7 @@ def bootstrap_interval(n: int, statistic, n_boot: int = N_BOOT, seed: int = SEED
 
 
 def bootstrap_means(columns: dict, n_boot: int = N_BOOT, seed: int = SEED) -> dict[str, Metric]:
-    """:func:`bootstrap_mean` of several value lists over the same items, from one set of
-    resamples (each equal to its own ``bootstrap_mean`` bit for bit)."""
+    """:func:`bootstrap_mean` of several value lists over the same items, from one set of resamples."""
     arrays = {name: np.asarray(v, dtype=np.float64) for name, v in columns.items()}
     sizes = {len(v) for v in arrays.values()}
     if len(sizes) > 1:

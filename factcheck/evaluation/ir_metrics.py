@@ -1,13 +1,7 @@
-"""Judged-query metrics as trec_eval defines them (the tests compare with ``ir_measures``
-to 1e-9), on BEIR's plain dicts: ``run`` is ``{qid: [(docid, score), ...]}`` in rank order
-(never re-sorted, so a retriever's tie order counts), ``qrels`` ``{qid: {docid: grade}}``.
-
-Relevant means grade >= 1. ``recall@k`` (ir_measures ``R@k``) = relevant in the top k /
-relevant judged; ``mrr`` (``RR``) = 1 / rank of the first relevant, ``mrr@10`` the same
-within the top 10; ``ndcg@k`` gains the grade, discounts log2(rank + 1), against the ideal
-ordering of every judged document; ``map`` (``AP``) averages the precision at each relevant
-document's rank, 0 for those not retrieved. A judged query missing from the run scores 0;
-run queries without judgments are left out. Each mean has a bootstrap 95% interval.
+"""Judged-query metrics as trec_eval defines them (tested against ``ir_measures``), on
+BEIR's plain dicts: ``run`` ``{qid: [(docid, score), ...]}`` in rank order (never re-sorted),
+``qrels`` ``{qid: {docid: grade}}``; relevant means grade >= 1. A judged query missing from
+the run scores 0; run queries without judgments are left out.
 """
 
 from __future__ import annotations
@@ -68,8 +62,7 @@ def _query_values(ranked: list[str], judged: dict[str, int], ks, ndcg_cutoff: in
 
 def per_query(run: dict, qrels: dict, ks=DEFAULT_KS, ndcg_cutoff: int = NDCG_CUTOFF,
               mrr_cutoff: int = MRR_CUTOFF) -> dict[str, dict[str, float]]:
-    """``{metric: {qid: value}}`` for every judged query, in qrels order; a run's entries
-    may be ``(docid, score)`` pairs or docids, and a document ranked twice is a ValueError."""
+    """``{metric: {qid: value}}`` for every judged query; a document ranked twice is a ValueError."""
     names = metric_names(ks, ndcg_cutoff, mrr_cutoff)
     out: dict[str, dict[str, float]] = {name: {} for name in names}
     for qid, judged in qrels.items():
@@ -84,9 +77,8 @@ def per_query(run: dict, qrels: dict, ks=DEFAULT_KS, ndcg_cutoff: int = NDCG_CUT
 
 @dataclass
 class JudgedMetrics(Result):
-    """:func:`judged_metrics`' result: ``metrics`` (name -> mean over the judged queries),
-    ``queries`` scored, ``missing`` (judged, not in the run: scored 0), ``unjudged`` (run
-    queries left out), ``depth`` (the longest ranking), ``per_query``."""
+    """:func:`judged_metrics`' result (``missing``: judged, not in the run; ``unjudged``: run
+    queries left out; ``depth``: the longest ranking)."""
 
     queries: int
     missing: list[str]

@@ -1,3 +1,1 @@
-"""The main job: ``factcheck run`` end to end (:mod:`factcheck.pipeline.run`), built from
-the training (:mod:`factcheck.training`), system (:mod:`factcheck.system`) and
-reporting (:mod:`factcheck.reporting`) layers."""
+"""The main job (``factcheck run``), the batch checker and the retrieval workbench."""

@@ -1,12 +1,6 @@
-"""Checking many claims in fixed batches of ``batch_size`` claims, in this process or on
-workers (local processes or a Dask cluster: :class:`~factcheck.tagging.backends.WorkerPool`).
-
-A task gets paths and two positions, never claims or passages: a worker opens the index
-and model from shared storage once per process, checks its batch and writes its verdicts
-to a part file; this process reads the parts in claim order and writes the predictions
-with the single-process writer. The batches are the same whatever the backend or number
-of jobs, and a claim's evidence never depends on its batch-mates, so the bytes are the
-same too (``tests/scaleout`` checks it).
+"""Checking many claims in fixed batches, here or on workers that load the index and model
+once and write part files; a claim's evidence never depends on its batch, so the bytes are
+the same for any backend.
 """
 
 from __future__ import annotations
@@ -31,15 +25,10 @@ def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims
                      jobs: int = 1, backend: str = "loky", scheduler: str | None = None,
                      batch_size: int = BATCH_SIZE, progress: bool | None = None, work_dir: Path | None = None,
                      embedding_model: str | Path | None = None) -> tuple[Verdicts, dict]:
-    """Verdicts for every claim of ``claims_path``, checked ``batch_size`` claims at a time;
-    returns ``(verdicts, spec)``, ``spec`` the retriever's record for the sidecar.
-
-    ``claims``: the file's claims read with ``claims_options`` (read here when None; the
-    workers read it with the same options). ``jobs``/``backend``/``scheduler``: where the
-    batches run (``jobs=1`` with loky: here). ``work_dir``: where the part files go (storage
-    every worker sees; default: beside the claims file). ``embedding_model``: where the
-    index's local embedding model is now, for the workers.
-    """
+    """``(verdicts, spec)`` for every claim of ``claims_path`` (``claims``: already read with
+    ``claims_options``), ``spec`` the retriever's record; ``work_dir`` holds the part files
+    (storage every worker sees; default: beside the claims file); ``embedding_model``: where
+    the index's local embedding model is now."""
     from factcheck.tagging.backends import WorkerPool, resolve_jobs
     from factcheck.tagging.outdir import scratch_folder
     if not isinstance(batch_size, int) or batch_size < 1:
@@ -50,7 +39,9 @@ def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims
     local = backend == "loky" and resolve_jobs(jobs) == 1
     if local:
         system = FactChecker.load(index_dir, model_dir, method=method, mode=mode)
-        verdicts = [v for a, b in _progress(bounds, progress) for v in system.check(claims[a:b])]
+        from factcheck.progress import progress as progress_bar
+        batches = progress_bar(bounds, desc="checking claims", unit="batches", enabled=len(bounds) > 1 and progress)
+        verdicts = [v for a, b in batches for v in system.check(claims[a:b])]
         return Verdicts(verdicts), retriever_spec(system.retriever)
     if embedding_model is not None:
         from factcheck.text.onnx_embedding import model_location
@@ -72,18 +63,13 @@ def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims
     return verdicts, parts[0]["spec"]
 
 
-def _progress(bounds, progress):
-    from factcheck.progress import progress as progress_bar
-    return progress_bar(bounds, desc="checking claims", unit="batches", enabled=False if len(bounds) < 2 else progress)
-
-
 _SYSTEMS: dict = {}
 _CLAIMS: dict = {}
 
 
 def _check_batch(index_dir: str, model_dir: str, claims_path: str, claims_options: dict, mode, method,
                  embedding_model, start: int, stop: int, dest: str) -> None:
-    """One task, on a worker: check claims [start, stop) and write them to ``dest``."""
+    """One task, on a worker: check claims [start, stop) into ``dest``."""
     key = (index_dir, model_dir, mode, method, embedding_model)
     system = _SYSTEMS.get(key)
     if system is None:  # once per worker process: the index and model from shared storage

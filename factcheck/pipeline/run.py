@@ -1,21 +1,5 @@
-"""``factcheck run``: the whole pipeline, end to end, from a data directory.
-
-Tag (or reuse a verified index; open mode: also the passage vectors) -> tune the retrievers
-and train the reranker on the training split -> pick the retriever with the best hold-out
-evidence F -> select and train the classifier by cross-validation -> predict and score dev
--> gold-vs-retrieved ablation -> predict test -> metrics.json, report.md, plots. Dev is
-scored, never tuned on; test is only predicted.
-
-Outputs (each written atomically; ``metrics.json`` and ``report.md`` last)::
-
-    OUT/index/ (+ vectors/)             the tag index, unless an index was given
-    OUT/model/                          classifier.skops (+ rerank.skops)
-    OUT/{dev,test}-claims-predictions.json    leaderboard format (+ .explain.json)
-    OUT/tuning/*.csv, OUT/plots/*.png   sweeps, confusion matrices, interval chart
-    OUT/metrics.json, OUT/report.md
-    OUT/run-in-progress.json            while the run writes (formats/rundir.py)
-
-No symbolic link among these names is followed.
+"""``factcheck run`` end to end (docs/main-job.md): dev is scored, never tuned on; test is only
+predicted. Outputs are written atomically; no symbolic link among :data:`RUN_ENTRIES` is followed.
 """
 
 from __future__ import annotations
@@ -31,7 +15,7 @@ from factcheck.errors import InputError, ref
 from factcheck.formats.claims import CLAIM_OPTIONS, detect_claims_format, label_set, read_claims, write_predictions
 from factcheck.formats.evidence import SOURCE_OPTIONS, source_spec
 from factcheck.formats.files import (check_no_symlinks, check_regular_file, remove_stale_temporaries, sha256_file,
-                                     write_json_atomic)
+                                     write_csv_atomic, write_json_atomic)
 from factcheck.formats.rundir import MARKER, begin_run, end_run
 from factcheck.formats.splits import train_holdout_split
 from factcheck.training.classifier_cv import config_json
@@ -43,16 +27,13 @@ from factcheck.tagging.heap import return_freed_memory
 logger = logging.getLogger(__name__)  # the stage lines (the CLI shows them on stderr)
 
 
-#: What a run writes directly under its output directory (none may be a symbolic link).
 RUN_ENTRIES = (MARKER, "index", "model", "tuning", "plots", "metrics.json", "report.md",
                *(f"{split}-claims-predictions{ext}" for split in ("dev", "test")
                  for ext in (".json", ".explain.json", ".jsonl")))
-#: What ``train`` writes into a model directory.
 MODEL_ENTRIES = ("classifier.skops", "rerank.skops", "tuning")
 
 
 # Where ``run`` looks in a data directory, per split: the course's names, then FEVER's.
-# Two matches for one split is an error.
 DATA_FILES = {
     "train": ("train-claims.json", "train.jsonl"),
     "dev": ("dev-claims.json", "dev.jsonl", "shared_task_dev.jsonl", "paper_dev.jsonl"),
@@ -64,9 +45,7 @@ DATA_FILES = {
 
 def find_data(data_dir: Path | None, evidence: Path | None = None, *, train: Path | None = None,
               dev: Path | None = None, test: Path | None = None) -> dict[str, Path]:
-    """The four inputs of a run: each given explicitly, or found in ``data_dir`` under one
-    of :data:`DATA_FILES`' names (a course directory, or FEVER's layout: ``train.jsonl``,
-    ``shared_task_dev.jsonl`` or ``paper_dev.jsonl``, ... and ``wiki-pages/``)."""
+    """The four inputs of a run: each given, or found in ``data_dir`` under one of :data:`DATA_FILES`."""
     given = {"train": train, "dev": dev, "test": test, "evidence": evidence}
     if data_dir is not None:
         data_dir = Path(data_dir)
@@ -117,18 +96,15 @@ class RunConfig:
     index_dir : str, Path or None
         An existing tag index to use instead of building ``OUT/index``.
     source, claims : dict
-        How to read the knowledge source (:func:`~factcheck.formats.evidence.source_spec`'s
-        options) and the claims files (:func:`~factcheck.read_claims`'s); errors name them
-        ``source.text_column``, ``claims.format``, ...
+        Reader options of the knowledge source and the claims (errors name ``claims.format``, ...).
     method : str, default "auto"
         ``"auto"`` (the best hold-out evidence F) or a retriever of ``mode``'s.
     mode : {"course", "open"}, default "course"
         ``"open"`` adds the pretrained-embedding retrievers and features.
     embedding_model : None, str, Path or dict
-        Open mode: a local ONNX model (:func:`~factcheck.text.embedding.load_embedder`);
-        None, the bundled one.
+        Open mode: a local ONNX model; None, the bundled one.
     tagging : dict
-        :class:`~factcheck.tagging.job.TagJob` settings (``top_k``, ``shard_size``, ``backend``, ...).
+        :class:`~factcheck.tagging.job.TagJob` settings.
     jobs : int, default -1
         Worker processes for tagging and cross-validation (-1: all cores).
     force : bool, default False
@@ -176,14 +152,12 @@ class RunConfig:
 
 
 def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> dict:
-    """``factcheck run``: everything end to end (see the module docstring); ``out`` is
-    this run's alone while it runs (a second run into it fails at once).
+    """``factcheck run``: everything end to end; a second run into ``out`` fails at once.
 
     Parameters
     ----------
     data_dir : str, Path or None
-        Where the inputs are found (:data:`DATA_FILES`: the course's names or FEVER's);
-        None when ``config`` names all four.
+        Where the inputs are found (:data:`DATA_FILES`); None when ``config`` names all four.
     out : str or Path
         The run directory.
     config : RunConfig or None
@@ -194,7 +168,7 @@ def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> d
     Returns
     -------
     dict
-        The run's metrics (what ``OUT/metrics.json`` holds).
+        What ``OUT/metrics.json`` holds.
 
     Example
     -------
@@ -206,7 +180,7 @@ def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> d
     if config is not None and not isinstance(config, RunConfig):
         raise InputError(None, None, f"expected a RunConfig, got {type(config).__name__}", param="config")
     config = replace(config or RunConfig(), **options)
-    # before any work: an open mode without its extra (or a bad model directory) is one line, now
+    # before any work: an open mode without its extra is one line, now
     check_method(config.method, config.mode, also=("auto",), embedding_model=config.embedding_model)
     require_backend(config.tagging.get("backend", "loky"))  # so is the Dask backend without its extra
     files = find_data(data_dir, config.evidence, train=config.train, dev=config.dev, test=config.test)
@@ -250,7 +224,10 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
         dev = _read_claims(files["dev"], config.claims, require_labels=True)
         test = _read_claims(files["test"], config.claims)
         labels = label_set(c.label for c in train)
-        _check_labels(dev, labels, files["dev"])
+        unknown = next((c for c in dev if c.label not in labels), None)
+        if unknown is not None:  # the classifier can predict the training claims' labels only
+            raise InputError(files["dev"], f"claim {unknown.id!r}", f"label {unknown.label!r} is not among the "
+                             f"training claims' labels ({', '.join(labels)})")
 
     if index_dir is None:
         if not Path(files["evidence"]).is_dir():  # FEVER's wiki-pages/ is a directory
@@ -278,8 +255,7 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
         index.require_gold(train, files["train"])
         index.require_gold(dev, files["dev"])
 
-    trained = train_system(index, train, out, config.method, progress, clock, jobs=jobs, mode=mode)
-    system, candidates, chosen = trained
+    system, candidates, chosen = train_system(index, train, out, config.method, progress, clock, jobs=jobs, mode=mode)
     as_fever = (config.claims.get("format") or detect_claims_format(files["dev"])) == "fever"
 
     def predict(split, claims):
@@ -337,18 +313,14 @@ class Trained(NamedTuple):
 
 def train_system(index, train, out: Path, method: str = "auto", progress=None, clock=None,
                  model_dir: Path | None = None, jobs: int = -1, mode: str = "course") -> Trained:
-    """Tune retrievers, pick one, select and train the classifier; save the model dir
-    (recording ``mode``). In the open mode the index must have its passage vectors; their
-    embedding model is recorded as ``embedding_model``."""
-    from factcheck.reporting import report
+    """Tune retrievers, pick one, select and train the classifier; save the model directory."""
     from factcheck.training import selection
     from factcheck.training.classifier_cv import select_classifier
 
     embedding = None
     if mode == "open":
         from factcheck.tagging.vectors import read_vectors_manifest, vectors_model
-        # The vectors' model (the bundled one if none yet) must load; then no vectors is
-        # one line now, not after the course retrievers' sweeps.
+        # The vectors' model must load: no vectors is one line now, not after the sweeps.
         check_method(method, mode, also=("auto",), embedding_model=vectors_model(index.root))
         embedding = read_vectors_manifest(index.root, index.manifest)["model"]
     else:
@@ -380,7 +352,8 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
             "classifier": config_json(chosen.config),
             "calibration": {"temperature": chosen.summary["calibration"]["temperature"]}}
     with clock.step("saving the model"):  # ~1 s of the demo's 4: the timings must add up
-        report.write_csv(out / "tuning" / "classifier-cv.csv", chosen.summary["variants"])
+        variants = chosen.summary["variants"]
+        write_csv_atomic(out / "tuning" / "classifier-cv.csv", list(variants[0]), variants)
         save_system(model_dir, chosen.model, retriever, meta, candidates.retrievers, reader)
     system = FactChecker(index, retriever, chosen.model, reader, meta={**meta, "reader": {"method": chosen.reader}})
     return Trained(system, candidates, chosen)
@@ -388,18 +361,10 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
 
 def write_verdicts(path: Path, claims, verdicts, system, predictions_format: str | None = None,
                    also_fever: bool = False) -> None:
-    """A system's predictions and their explanations (the course format, or FEVER's for a
-    ``.jsonl`` path); ``also_fever``: the predictions in FEVER's format beside them too."""
+    """A system's predictions and explanations; ``also_fever``: FEVER's format beside them too."""
     labels = {v.id: v.label for v in verdicts}
     write_retrieval(path, claims, {v.id: v.explanation for v in verdicts}, system.retriever, labels,
                     predictions_format)
     if also_fever:
         write_predictions(path.with_suffix(".jsonl"), claims, {v.id: v.evidences for v in verdicts}, labels, "fever")
 
-
-def _check_labels(claims, labels, path) -> None:
-    """Every label of ``claims`` must be one the classifier can predict (the training set's)."""
-    for c in claims:
-        if c.label not in labels:
-            raise InputError(path, f"claim {c.id!r}", f"label {c.label!r} is not among the training claims' labels "
-                             f"({', '.join(labels)})")

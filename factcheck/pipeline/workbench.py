@@ -1,20 +1,9 @@
-"""The retrieval workbench: any id + text collection, its self-retrieval test, free-text
-search and judged queries -- without claims, labels or a trained system.
+"""The retrieval workbench for any id + text collection, without claims or a trained system:
+the self-retrieval test, free-text search and judged queries.
 
-* :func:`self_retrieval` -- each row's query column (a title, say; not part of the
-  indexed text) as a query whose one relevant document is its own row: recall@k and MRR
-  per retriever, whole documents and word-window chunks, each with a 95% interval;
-* :func:`search` -- the top passages for free text, with their scores;
-* :func:`judged_retrieval` -- BEIR-style queries and qrels scored with trec_eval's
-  metrics (:mod:`factcheck.evaluation.ir_metrics`), optionally writing a TREC run;
-* :func:`rank_queries` -- any retriever over ``{qid: text}``: the plain run dict the
-  metrics and the TREC writer read.
-
-What counts as retrieved: a document whose score is exactly 0 shares nothing with the
-query (every lexical scorer gives 0 then, and a zero vector gives 0 cosine), so it is left
-out of a run. A retriever's ranking fills its depth with such documents in corpus order;
-counting them would reward a query that matches nothing for its row's position in the
-file (the first rows' own documents would be "found").
+A document scoring exactly 0 shares nothing with the query and is left out of a run: a
+ranking fills its depth with such documents in corpus order, which would "find" the first
+rows' own documents.
 """
 
 from __future__ import annotations
@@ -42,11 +31,9 @@ __all__ = ["SELFTEST_METHODS", "SELF_KS", "JudgedRetrieval", "SelfRetrieval", "S
 
 logger = logging.getLogger(__name__)
 
-#: What a self-retrieval test runs by default: the minimal pipeline's TF-IDF and the
-#: project's BM25, side by side (the open mode adds dense and hybrid).
+#: What a self-retrieval test runs by default (the open mode adds dense and hybrid).
 SELFTEST_METHODS = ("tfidf", "bm25")
 OPEN_SELFTEST_METHODS = ("dense", "hybrid")
-#: What ``write_self_retrieval`` writes into its directory.
 SELFTEST_FILES = ("selftest.json", "selftest.md")
 SELF_KS = (1, 5, 10)
 # Queries ranked at a time (progress steps; a retriever may batch inside one).
@@ -55,8 +42,7 @@ QUERY_BATCH = 1000
 
 @dataclass
 class SelfRetrievalRun(Result):
-    """One retriever's self-retrieval test (whole documents or chunks): its ``metrics``
-    (recall@k, MRR@10, MRR, nDCG@10, MAP), queries that matched nothing, seconds spent."""
+    """One retriever's self-retrieval test (whole documents or chunks)."""
 
     method: str
     units: str
@@ -85,7 +71,7 @@ class SelfRetrieval(Result):
 
 @dataclass
 class JudgedRetrieval(Result):
-    """:func:`judged_retrieval`'s result: ``metrics`` and what was counted."""
+    """:func:`judged_retrieval`'s result (``judged_not_in_index``: relevant, never findable)."""
 
     queries: int
     skipped_unjudged: int
@@ -97,9 +83,7 @@ class JudgedRetrieval(Result):
 
 
 def rank_queries(retriever, queries: dict[str, str], k: int = DEPTH, progress: bool | None = None) -> dict:
-    """``{qid: [(docid, score), ...]}``: each query's top ``k`` documents in rank
-    order (ties by corpus order), documents scoring exactly 0 left out (see the module
-    docstring).
+    """``{qid: [(docid, score), ...]}``: each query's top ``k`` documents, those scoring 0 left out.
 
     Parameters
     ----------
@@ -115,7 +99,6 @@ def rank_queries(retriever, queries: dict[str, str], k: int = DEPTH, progress: b
     Returns
     -------
     dict
-        The run, in the queries' order.
 
     Example
     -------
@@ -140,13 +123,9 @@ def rank_queries(retriever, queries: dict[str, str], k: int = DEPTH, progress: b
     return run
 
 
-# --------------------------------------------------------------------------- self-retrieval
-
 def read_query_column(source: SourceSpec, query_column: str) -> tuple[list[str], list[str]]:
-    """(ids, query texts) of every row of a CSV or JSONL source, in file order, read with
-    the source's own reader (same rows, same ids, same errors) from ``query_column``."""
-    # Only the formats with named columns: a fixed-field format would read its text field
-    # whatever the column asked for, and every query would find itself trivially.
+    """(ids, query texts) of every row of a CSV or JSONL source, read by its own reader."""
+    # A fixed-field format would read its text field whatever the column asked for.
     if source.format not in ("csv", "jsonl"):
         raise InputError(source.path, None, f"a self-retrieval test reads its queries from a column: give a "
                          f"CSV or JSONL collection, not {source.format}", param="query_column")
@@ -181,41 +160,34 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, cutoffs=
     Parameters
     ----------
     source : str, Path or SourceSpec
-        The collection (CSV or JSONL), read with the reader options below; or a
-        ``SourceSpec`` already made (:func:`~factcheck.formats.evidence.source_spec`).
+        The collection (CSV or JSONL), or a ``SourceSpec`` already made.
     query_column : str
-        The column (field) holding each row's query, e.g. ``"title"``.
+        The column holding each row's query, e.g. ``"title"``.
     methods : sequence of str
-        Retrievers to compare (``tfidf``, ``bm25``, ``tags``; ``dense``, ``hybrid`` with
-        ``mode="open"``).
+        Retrievers to compare (``dense``, ``hybrid`` need ``mode="open"``).
     cutoffs : sequence of int
         Recall cut-offs.
     k : int, default 100
-        Documents ranked per query (MRR, nDCG and MAP read them); at least the largest cut-off.
+        Documents ranked per query; at least the largest cut-off.
     chunk_window, chunk_overlap : int
-        Also search word windows of this size (sharing ``chunk_overlap`` words), each
-        document scored by its best window; ``None`` or 0: whole documents only.
+        Also search word windows, each document scored by its best; ``None`` or 0: no chunks.
     index_dir : str or Path or None
         Where the tag index is built or reused; ``None``: a temporary directory.
     mode : {"course", "open"}
-        ``"open"`` also builds the passage vectors the dense retrievers read.
+        ``"open"`` also builds the passage vectors.
     analyzer : {"plain", "stems"}
-        The TF-IDF retriever's analysis (BM25 and the tags always read stems).
+        The TF-IDF retriever's analysis.
     jobs : int
         Worker processes for tagging.
     progress : bool or None
         Progress bars (``None``: on a terminal).
     format, id_column, text_column, title_column, index_titles, max_passage_chars
-        How to read ``source`` (:func:`~factcheck.formats.evidence.source_spec`). Without a
-        ``title_column``, the query column is stored as each passage's title (not
-        indexed), so a search of the index shows it.
+        How to read ``source``; without a ``title_column`` the query column is stored as the title.
 
     Returns
     -------
     SelfRetrieval
-        ``corpus`` (file, rows, chunks), ``queries`` (scored), ``skipped_empty`` (rows with
-        an empty query, not scored), ``results``: one :class:`SelfRetrievalRun` per
-        (method, units), its ``metrics`` each a :class:`~factcheck.evaluation.intervals.Metric`.
+        One :class:`SelfRetrievalRun` per (method, units) in ``results``.
 
     Example
     -------
@@ -242,7 +214,11 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, cutoffs=
                        title_column=title_column, index_titles=index_titles, max_passage_chars=max_passage_chars)
     methods = list(methods)
     for method in methods:
-        _check_selftest_method(method, mode)
+        check_method(method, mode)
+        if method == "rerank":
+            raise InputError(None, method, "the reranker is trained on claims with gold evidence; a "
+                             "self-retrieval test compares untrained scorers (tfidf, bm25, tags; dense, hybrid "
+                             "with mode open)", param="method")
     check_mode(mode)
     cutoffs = tuple(sorted(set(cutoffs)))
     check_number(k, "k", integer=True, low=max(cutoffs))
@@ -295,18 +271,8 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, cutoffs=
                          mode=mode, analyzer=analyzer, results=results)
 
 
-def _check_selftest_method(method: str, mode: str) -> str:
-    check_method(method, mode)
-    if method == "rerank":
-        raise InputError(None, method, "the reranker is trained on claims with gold evidence; a "
-                         "self-retrieval test compares untrained scorers (tfidf, bm25, tags; dense, hybrid "
-                         "with mode open)", param="method")
-    return method
-
-
 def write_self_retrieval(result: SelfRetrieval, out) -> tuple[Path, Path]:
-    """``OUT/selftest.md`` and ``OUT/selftest.json`` (each written atomically; the JSON,
-    what programs read, last)."""
+    """``OUT/selftest.md``, then ``OUT/selftest.json`` (what programs read), each atomically."""
     from factcheck.reporting.workbench import self_retrieval_markdown
     out = Path(out)
     json_path, md_path = (out / name for name in SELFTEST_FILES)
@@ -316,11 +282,8 @@ def write_self_retrieval(result: SelfRetrieval, out) -> tuple[Path, Path]:
     return json_path, md_path
 
 
-# --------------------------------------------------------------------------- search
-
 def as_retriever(retriever):
-    """A fitted retriever as it is; an index (or its directory) as ``BM25Retriever()``
-    fitted to it; anything else an InputError naming ``retriever``."""
+    """A fitted retriever as it is; an index (or its directory) as ``BM25Retriever()`` fitted to it."""
     from factcheck.retrieval.base import Retriever
     from factcheck.tagging.index import TagIndex
     if isinstance(retriever, (TagIndex, str, os.PathLike)):
@@ -339,8 +302,7 @@ def search(retriever, queries, k: int = 10, max_query_chars: int | None = None):
     Parameters
     ----------
     retriever : Retriever, TagIndex, str or Path
-        A fitted retriever; or an index (or its directory), searched with
-        ``BM25Retriever()``.
+        A fitted retriever, or an index (or its directory) searched with ``BM25Retriever()``.
     queries : str or sequence of str
         One query, or several.
     k : int, default 10
@@ -351,9 +313,7 @@ def search(retriever, queries, k: int = 10, max_query_chars: int | None = None):
     Returns
     -------
     Ranking or list of Ranking
-        For a string one :class:`~factcheck.Ranking` (``ids``, ``scores``, ``rows``,
-        ``titles``, and ``texts``: each passage's text without its title); for a sequence
-        a list of them, in order.
+        With ``texts``: each passage without its title; a list for a sequence of queries.
 
     Example
     -------
@@ -381,31 +341,26 @@ def search(retriever, queries, k: int = 10, max_query_chars: int | None = None):
     return out[0] if one else out
 
 
-# --------------------------------------------------------------------------- judged queries
-
 def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[str, int]], k: int = 1000,
                      cutoffs=DEFAULT_KS, run_out=None, tag: str | None = None, progress: bool | None = None,
                      queries_path=None, qrels_path=None,
                      max_query_chars: int | None = None) -> JudgedRetrieval:
-    """Rank every judged query with a fitted retriever and score the run (trec_eval's
-    metrics with 95% intervals); optionally write it as a TREC run file.
+    """Rank every judged query and score the run, optionally written as a TREC run file.
 
     Parameters
     ----------
     retriever : Retriever, TagIndex, str or Path
-        Fitted to the collection the qrels judge; or that collection's index, ranked with
-        ``BM25Retriever()``.
+        Fitted to the judged collection, or its index (ranked with ``BM25Retriever()``).
     queries : dict
-        ``{qid: text}`` (e.g. :func:`~factcheck.formats.qrels.read_queries`); queries
-        without judgments are skipped (a BEIR ``queries.jsonl`` holds every split).
+        ``{qid: text}``; queries without judgments are skipped.
     qrels : dict
         ``{qid: {docid: grade}}``; every judged query must have a non-blank text.
     k : int, default 1000
-        Documents ranked per query (the run's depth: MAP and MRR read all of it).
+        Documents ranked per query.
     cutoffs : sequence of int
         Recall cut-offs.
     run_out : str or Path or None
-        Write the run here (TREC format, scores strictly decreasing).
+        Write the run here (TREC format).
     tag : str or None
         The run's tag (default: the method's name).
     progress : bool or None
@@ -418,10 +373,6 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
     Returns
     -------
     JudgedRetrieval
-        ``queries`` (scored), ``skipped_unjudged``, ``judged_not_in_index`` (judged
-        documents the index lacks: they count as relevant and can never be found),
-        ``depth``, ``retriever`` (its spec), ``metrics`` (each a
-        :class:`~factcheck.evaluation.intervals.Metric`).
 
     Example
     -------

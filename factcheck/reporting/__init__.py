@@ -1,2 +1,1 @@
-"""What a run reports: ``report`` (``report.md`` and the configuration tables) and
-``plots`` (sweeps, confusion matrices, the interval chart)."""
+"""What a run reports: ``report.md``, its tables and plots."""

@@ -1,5 +1,4 @@
-"""Every figure of a run (matplotlib, headless, loaded on the first figure): the tuning
-sweeps, the confusion matrices and the interval chart, and their captions."""
+"""Every figure of a run (matplotlib, headless) and their captions."""
 
 from __future__ import annotations
 
@@ -25,8 +24,7 @@ PLOT_CAPTIONS = {
 
 def plot_sweep(sweep, path: Path, x: str, series: tuple[str, ...], title: str, xlabel: str,
                fixed: dict | None = None) -> None:
-    """F against ``x``, one line per value of ``series``, on the 80% and 20% parts side by
-    side; lines differ in style and marker too, and the caption says when all coincide."""
+    """F against ``x``, one line per value of ``series``, on the 80% and 20% parts side by side."""
     plt = pyplot()
     fixed = fixed or {}
     rows = [r for r in sweep.rows if all(r[k] == v for k, v in fixed.items())]
@@ -61,7 +59,6 @@ def plot_tags(sweep, path: Path) -> None:
 
 
 def plot_bm25(sweep, path: Path) -> None:
-    """BM25's sweep."""
     plot_sweep(sweep, path, "k", ("k1", "b"), "BM25", "k (passages returned)")
 
 
@@ -127,9 +124,7 @@ def plot_intervals(metrics: dict, path: Path) -> None:
 
 
 def draw_plots(out: Path, candidates, abl: dict, metrics_so_far: dict) -> dict:
-    """Render every figure of a run into ``out/plots``: the sweeps of the run's
-    :class:`~factcheck.training.selection.TunedRetrievers`, the dev ablation's confusion
-    matrices, the intervals of ``metrics_so_far``. Returns name -> path relative to ``out``."""
+    """Render every figure of a run into ``out/plots``; name -> path relative to ``out``."""
     draw = {f"sweep-{m}": partial(plot, candidates.sweeps[m])
             for m, plot in (("tags", plot_tags), ("bm25", plot_bm25)) if m in candidates.sweeps}
     draw.update({"confusion": partial(plot_confusions, abl), "intervals": partial(plot_intervals, metrics_so_far)})

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from factcheck.evaluation.intervals import format_interval as _e
-from factcheck.formats.files import write_csv_atomic, write_text_atomic
+from factcheck.formats.common import plural
+from factcheck.formats.files import write_text_atomic
 from factcheck.reporting.plots import PLOT_CAPTIONS
 
 # The 2024 system's figures, on the course's 154 dev claims: shown only beside a run on that file.
@@ -23,34 +24,27 @@ def flatten(config: dict | None, prefix: str = ""):
             yield f"{prefix}{key}", value
 
 
+def setting(value) -> str:
+    """A parameter's value as it was set: ``0.04``, ``lucene``, ``a, b``."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value)) or "none"
+    return str(value)
+
+
 def config_rows(config: dict, prefix: str = "") -> list[tuple[str, str]]:
     """A nested configuration as ``(setting, value)`` rows: ``candidates.k1 | 0.9``."""
     rows = []
     for name, value in flatten(config, prefix):
-        if isinstance(value, (list, tuple)):
-            items = [str(v) for v in value]
-            shown = ", ".join(items) if len(items) <= LIST_SHOWN else \
-                f"{len(items)}: " + ", ".join(items[:LIST_SHOWN // 2]) + ", … (all in metrics.json)"
-            rows.append((name, shown or "none"))
-        elif isinstance(value, float):
-            rows.append((name, f"{value:g}"))
-        else:
-            rows.append((name, str(value)))
+        if isinstance(value, (list, tuple)) and len(value) > LIST_SHOWN:
+            value = f"{len(value)}: " + ", ".join(map(str, value[:LIST_SHOWN // 2])) + ", … (all in metrics.json)"
+        rows.append((name, setting(value)))
     return rows
 
 
 def config_table(config: dict) -> list[str]:
-    """A nested configuration as a markdown table."""
     return ["| setting | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in config_rows(config)]
-
-
-def write_csv(path: Path, rows: list[dict]) -> None:
-    """``rows`` as a CSV file, the first row's keys as the header."""
-    write_csv_atomic(path, list(rows[0]), rows)
-
-
-def _claims(n: int) -> str:
-    return f"{n} claim" + ("" if n == 1 else "s")
 
 
 def write_report(path: Path, metrics: dict, plots: dict) -> None:
@@ -101,7 +95,7 @@ def write_report(path: Path, metrics: dict, plots: dict) -> None:
     g = abl["gold_vs_retrieved"]
     L += ["", f"Gold minus retrieved accuracy: {_e(g['accuracy_difference'])} (paired bootstrap); "
           f"McNemar exact p = {g['mcnemar']['p_value']:.4g} "
-          f"({_claims(g['mcnemar']['only_a_correct'])} right only with gold, "
+          f"({plural(g['mcnemar']['only_a_correct'], 'claim')} right only with gold, "
           f"{g['mcnemar']['only_b_correct']} only with retrieved)."]
     for name, b in abl.get("baselines", {}).items():
         c = b["retrieved_vs_baseline"]

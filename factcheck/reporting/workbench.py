@@ -1,5 +1,4 @@
-"""The workbench's tables: a self-retrieval test and a judged-query evaluation as markdown
-(what ``factcheck selftest`` prints and writes, and ``evaluate-retrieval`` prints)."""
+"""The workbench's markdown tables (``factcheck selftest`` and ``evaluate-retrieval``)."""
 
 from __future__ import annotations
 
@@ -8,15 +7,8 @@ from factcheck.evaluation.intervals import format_interval
 __all__ = ["self_retrieval_markdown", "judged_markdown"]
 
 
-def _units(record: dict) -> str:
-    if record["units"] == "whole":
-        return f"whole ({record['indexed_units']:,})"
-    return f"chunks {record['chunk_window']}/{record['chunk_overlap']} ({record['indexed_units']:,})"
-
-
 def self_retrieval_markdown(result: dict) -> str:
-    """The self-retrieval table: one row per (method, whole or chunked), recall@k and
-    MRR@10 with 95% intervals, and what was counted."""
+    """The self-retrieval table: one row per (method, units), and what was counted."""
     corpus = result["corpus"]
     ks = result["ks"]
     metrics = [f"recall@{k}" for k in ks] + ["mrr@10", "mrr"]
@@ -37,7 +29,9 @@ def self_retrieval_markdown(result: dict) -> str:
     ]
     for r in result["results"]:
         cells = [format_interval(r["metrics"][m]) for m in metrics]
-        lines.append(f"| {r['method']} | {_units(r)} | " + " | ".join(cells) + f" | {r['no_match']:,} |")
+        units = "whole" if r["units"] == "whole" else f"chunks {r['chunk_window']}/{r['chunk_overlap']}"
+        lines.append(f"| {r['method']} | {units} ({r['indexed_units']:,}) | " + " | ".join(cells)
+                     + f" | {r['no_match']:,} |")
     return "\n".join(lines) + "\n"
 
 

@@ -1,2 +1,1 @@
-"""The explain app (``factcheck serve``): check a claim and see why each passage was picked,
-browse a run's dev predictions, read its metrics and plots. Everything loads at start-up."""
+"""The explain app (``factcheck serve``): checks, dev predictions, metrics and plots of a run."""

@@ -1,6 +1,5 @@
-"""The FastAPI app (:func:`create_app`). Pages are Jinja2 templates with autoescaping, under a
-Content-Security-Policy that allows no script; a request gives only a claim (length-limited),
-a loaded retriever's name and a plot name from the table read at start-up, never a path."""
+"""The FastAPI app: autoescaped Jinja2 pages under a Content-Security-Policy that allows no
+script; a request names a claim, a loaded retriever or a plot, never a path."""
 
 from __future__ import annotations
 
@@ -117,9 +116,7 @@ def create_app(run_dir: Path | None = None, index_dir: Path | None = None, model
                dev_claims: Path | None = None, *, max_claim_chars: int = MAX_CLAIM_CHARS,
                allowed_hosts: list[str] | None = None, warm_up: bool = True, debug: bool = False,
                mode: str | None = None) -> FastAPI:
-    """Load the system and the run's artefacts once, and build the app around them. ``mode``:
-    the mode the caller expects (None: the model's); ``allowed_hosts``: the Host headers
-    accepted (against DNS rebinding)."""
+    """Load the system and the run's artefacts once and build the app (``allowed_hosts``: against DNS rebinding)."""
     index_dir, model_dir = resolve_paths(run_dir, index_dir, model_dir)
     systems = load_retriever_set(index_dir, model_dir, warm_up=warm_up, mode=mode)
     artefacts = load_artefacts(Path(run_dir) if run_dir else None, Path(dev_claims) if dev_claims else None)
@@ -127,7 +124,6 @@ def create_app(run_dir: Path | None = None, index_dir: Path | None = None, model
 
 
 def _environment() -> jinja2.Environment:
-    """The templates' environment (autoescaped) and the filters they use."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["interval"] = format_interval
@@ -165,18 +161,19 @@ def build_app(state: AppState, allowed_hosts: list[str] | None = None, debug: bo
     def page(name: str, status_code: int = 200, **ctx) -> HTMLResponse:
         return HTMLResponse(env.get_template(name).render(**nav, **ctx), status_code=status_code)
 
+    def error(request: Request, status: int, detail):
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"detail": detail}, status_code=status)
+        return page("error.html", status, status=status, message=detail, active="")
+
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
-        if request.url.path.startswith("/api/"):
-            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
-        return page("error.html", exc.status_code, status=exc.status_code, message=exc.detail, active="")
+        return error(request, exc.status_code, exc.detail)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):
-        detail = "; ".join(f"{'.'.join(map(str, e.get('loc', ())))}: {e.get('msg')}" for e in exc.errors())
-        if request.url.path.startswith("/api/"):
-            return JSONResponse({"detail": detail}, status_code=422)
-        return page("error.html", 422, status=422, message=detail, active="")
+        return error(request, 422, "; ".join(f"{'.'.join(map(str, e.get('loc', ())))}: {e.get('msg')}"
+                                             for e in exc.errors()))
 
     @get("/", response_class=HTMLResponse)
     def check_page(claim: str | None = None, method: str = BEST):
@@ -262,8 +259,7 @@ def host_of(header: str) -> str:
 
 
 class _HostCheck:
-    """Rejects requests whose Host is not one of ``allowed`` (Starlette's TrustedHostMiddleware
-    cuts the Host at the first colon, which breaks IPv6 literals)."""
+    """Rejects requests whose Host is not one of ``allowed`` (Starlette's own breaks IPv6 literals)."""
 
     def __init__(self, app, allowed):
         self.app = app

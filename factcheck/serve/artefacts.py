@@ -1,9 +1,5 @@
-"""What a ``factcheck run`` output directory holds besides the system: metrics, plots,
-dev predictions with their explanations, and (via ``metrics.json``) the gold dev file.
-
-Everything is read at start-up. Plots are read into memory from the files listed in
-``RUN/plots/*.png`` then, so the plot route serves from a fixed name -> bytes table
-and never opens a path taken from a request.
+"""What a run directory holds besides the system, read at start-up (plots too: the plot route
+never opens a path taken from a request).
 """
 
 from __future__ import annotations
@@ -16,6 +12,7 @@ from factcheck.errors import InputError
 from factcheck.formats.claims import read_claims, read_predictions
 from factcheck.formats.records import decode_object
 from factcheck.pipeline.run import DATA_FILES
+from factcheck.serve.results import _o as _object
 
 logger = logging.getLogger(__name__)  # notes for whoever serves the app (the CLI shows them)
 
@@ -44,11 +41,6 @@ def _read_json(path: Path) -> dict:
     return decode_object(path, None, text)
 
 
-def _object(value) -> dict:
-    """``value`` when a JSON object, else an empty one: a field of another shape is left out."""
-    return value if isinstance(value, dict) else {}
-
-
 def list_plots(plot_dir: Path) -> dict[str, bytes]:
     plots, total = {}, 0
     if not plot_dir.is_dir():
@@ -64,10 +56,7 @@ def list_plots(plot_dir: Path) -> dict[str, bytes]:
 
 
 def _gold_file(run_dir: Path, metrics: dict) -> Path | None:
-    """The run's dev claims in ``data_dir`` under the names ``run`` looks for
-    (``dev-claims.json``, FEVER's ``shared_task_dev.jsonl``, ...); a relative data_dir is tried
-    against the current directory and then the run directory's parents (it was relative to
-    the cwd of ``factcheck run``)."""
+    """The run's dev claims in its ``data_dir`` (relative: to the cwd, or a run directory's parent)."""
     data_dir = _object(metrics.get("run")).get("data_dir")
     data_dir = Path(data_dir if isinstance(data_dir, str) else "")
     if not str(data_dir):

@@ -1,16 +1,11 @@
-"""The app's check page in a terminal (the library part of ``factcheck check``).
-
-One claim against a run directory (or an index + model): the verdict, the class
-probabilities and every returned passage with why it was picked. ``--json`` prints the
-record ``GET /api/check`` returns (without the timing, so the same input gives the same
-bytes), built by the same :func:`~factcheck.serve.explain.check_view`.
-"""
+"""The app's check page in a terminal (``factcheck check``), from ``GET /api/check``'s record."""
 
 from __future__ import annotations
 
 import textwrap
 
 from factcheck.errors import InputError
+from factcheck.formats.common import plural
 from factcheck.formats.records import MAX_QUERY_CHARS, check_length, length_cap
 
 BAR = 24  # characters of the widest probability bar
@@ -30,8 +25,7 @@ PATHS = {
 
 def check_claim(claim: str, run_dir=None, index_dir=None, model_dir=None, method: str = "best",
                 mode: str | None = None, max_claim_chars: int | None = None) -> dict:
-    """``factcheck check``'s view of one claim (a claim longer than ``max_claim_chars``, default
-    :data:`~factcheck.formats.records.MAX_QUERY_CHARS`, is an error)."""
+    """``factcheck check``'s view of one claim (no timing: the same input gives the same bytes)."""
     from factcheck.system.checker import FactChecker
     from factcheck.serve.app import resolve_paths
     from factcheck.serve.explain import check_view
@@ -101,8 +95,7 @@ def format_check(view: dict, width: int = 100) -> str:
     for label, v in probs.items():
         out.append(f"  {label:<{label_w}}  {v:5.3f}  " + "#" * max(1, round(BAR * v / top)))
     hits = view["hits"]
-    n = len(hits)
-    out += ["", f"Evidence: {n} passage{'' if n == 1 else 's'}, retriever {method}",
+    out += ["", f"Evidence: {plural(len(hits), 'passage')}, retriever {method}",
             wrap(f"how: {PATHS.get(view['path'] + '/' + view['method'], PATHS.get(view['path'], view['path']))}"
                  + (" (" + ", ".join(f"{k}={_fmt(v)}" for k, v in (view.get("thresholds") or {}).items()) + ")"
                     if view.get("thresholds") else ""), "  ")]

@@ -1,5 +1,4 @@
-"""The dev explorer's rows: each dev claim's retrieved passages (hits or not) and missed gold,
-from the run's own predictions and explanations, or else checked once on first view."""
+"""The dev explorer's rows: each dev claim's retrieved passages and missed gold."""
 
 from __future__ import annotations
 
@@ -20,7 +19,6 @@ FILTERS = {
 
 @dataclass
 class DevExplorer:
-    """The rows, where they came from, and their summary."""
     rows: list[dict] = field(default_factory=list)
     source: str = ""
     method: str | None = None

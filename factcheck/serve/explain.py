@@ -1,6 +1,5 @@
-"""One claim's check as the JSON the API returns and the check page renders: the retriever's
-explanation passed through, each hit with its text, shared tags, highlight spans and its
-numeric fields gathered under ``scores``, so the page and the API never disagree."""
+"""One claim's check as the JSON the API returns and the check page renders (so the two never
+disagree): each hit with its text, shared tags, highlight spans and ``scores``."""
 
 from __future__ import annotations
 
@@ -18,9 +17,7 @@ _SCORE_ORDER = ("combined", "cosine", "overlap", "fused", "bm25", "dense", "rank
 
 
 def hit_view(hit: dict, text: str, claim: str) -> dict:
-    """A hit with its passage text, shared tags (as recorded, or computed), highlight
-    spans, the numeric explanation fields under ``scores`` and the other structured
-    ones (lists, records) under ``extra``."""
+    """A hit with its text, shared tags, highlight spans, ``scores`` and structured ``extra``."""
     out = dict(hit)
     out["text"] = text
     recorded = next((k for k in _SHARED_KEYS if isinstance(hit.get(k), list)), None)

@@ -13,17 +13,12 @@ def highlight_spans(text: str, shared) -> list[dict]:
     shared = set(shared or ())
     if not shared or not text:
         return []
-    spans = []
-    for m in word_runs(text):
-        stem = _ANALYZER.stem(m.group().lower())
-        if stem and stem in shared:
-            spans.append({"start": m.start(), "end": m.end(), "stem": stem})
-    return spans
+    stemmed = ((m, _ANALYZER.stem(m.group().lower())) for m in word_runs(text))
+    return [{"start": m.start(), "end": m.end(), "stem": stem} for m, stem in stemmed if stem and stem in shared]
 
 
 def segments(text: str, spans: list[dict]) -> list[tuple[str, str | None]]:
-    """``text`` cut at the spans: ``(piece, stem)``, ``stem`` None for plain text (templates
-    autoescape every piece, so passage text never becomes markup)."""
+    """``text`` cut at the spans: ``(piece, stem)``, ``stem`` None for plain text."""
     out, pos = [], 0
     for s in spans:
         if s["start"] > pos:

@@ -1,10 +1,6 @@
-"""What the app refuses before a request reaches a page:
-
-* :class:`StrictQueryString`: a query string that is not UTF-8 (Starlette would decode
-  ``%ff`` to U+FFFD and answer) gets 400;
-* :class:`TimedH11Protocol`: uvicorn times out idle connections only between requests, so
-  this closes one whose request head is not complete :data:`HEADER_TIMEOUT` seconds after
-  it opened (or after the previous response).
+"""What the app refuses before a request reaches a page: a query string that is not UTF-8
+(Starlette would decode ``%ff`` to U+FFFD), and a request head not complete
+:data:`HEADER_TIMEOUT` seconds after the connection (uvicorn times out idle ones only).
 """
 
 from __future__ import annotations
@@ -49,7 +45,7 @@ class StrictQueryString:
 
 
 class TimedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline for each request's head (see the module docstring)."""
+    """uvicorn's h11 protocol with a deadline for each request's head."""
 
     header_timeout = HEADER_TIMEOUT
 
@@ -74,8 +70,7 @@ class TimedH11Protocol(H11Protocol):
         super().connection_lost(exc)
 
     def _arm_head_timer(self) -> None:
-        # Armed once per request head, never pushed back by more bytes (a client sending a
-        # byte every few seconds must not keep the connection forever).
+        # Armed once per request head, never pushed back by more bytes (a slow client).
         if self._head_timer is None and not self.transport.is_closing():
             self._head_timer = self.loop.call_later(self.header_timeout, self._head_timed_out)
 

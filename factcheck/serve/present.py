@@ -1,7 +1,5 @@
-"""What the pages call things and how they round them, and the page records built from the
-API's check record (:func:`~factcheck.serve.explain.check_view`): the JSON keeps field names
-and full precision, a page shows human names, rounded numbers and the shared words as they
-appear in the text, and what the classifier read."""
+"""The page records built from the API's check record: human names, rounded numbers and the
+shared words as they appear in the text (the JSON keeps field names and full precision)."""
 
 from __future__ import annotations
 
@@ -9,7 +7,7 @@ import math
 from urllib.parse import urlencode
 
 from factcheck.formats.claims import LABELS
-from factcheck.reporting.report import flatten
+from factcheck.reporting.report import flatten, setting
 from factcheck.serve.highlight import highlight_spans
 from factcheck.text.analyzer import analyze, shared_stems
 
@@ -49,8 +47,7 @@ METRIC_NAMES = {"evidence_f": "evidence F", "accuracy": "label accuracy",
 DETAIL_NAMES = {"passed_filter": "passages that passed both thresholds", "candidates": "candidate passages rescored",
                 "returned": "passages kept by the cut-off", "top_probability": "highest reranker probability",
                 "cutoff": "cut-off"}
-# Fields shown elsewhere on the page (claim stems in a details row; BM25's params are the
-# retriever's parameters, shown once).
+# Fields shown elsewhere on the page.
 _DETAILS_SHOWN_ELSEWHERE = {"claim_tags", "params"}
 EXAMPLES_PER_LABEL = 2
 
@@ -77,45 +74,25 @@ def human(key) -> str:
 
 def num(x, digits: int | None = None) -> str:
     """A score for a person: ``24.3153`` -> ``24.32``, ``0.6371233`` -> ``0.637``, ``316312`` ->
-    ``316,312``; ``digits`` fixes the decimals (probabilities: 3)."""
+    ``316,312``; ``digits`` fixes the decimals."""
     if x is None:
         return "—"
     if isinstance(x, bool):
         return "yes" if x else "no"
     if isinstance(x, int):
         return f"{x:,}"
-    if not isinstance(x, float):
-        return str(x)
-    if not math.isfinite(x):
+    if not isinstance(x, float) or not math.isfinite(x):
         return str(x)
     if digits is not None:
         return f"{x:.{digits}f}"
     if x == int(x) and abs(x) < 1e6:
         return f"{int(x):,}"
     a = abs(x)
-    if a >= 100:
-        return f"{x:,.1f}"
-    if a >= 1:
-        return f"{x:.2f}"
-    if a >= 0.001:
-        return f"{x:.3f}"
-    return f"{x:.2g}"
-
-
-def setting(v) -> str:
-    """A parameter's value as it was set: ``0.04``, ``lucene``, ``25 names``."""
-    if isinstance(v, bool) or v is None:
-        return str(v)
-    if isinstance(v, float):
-        return f"{v:g}"
-    if isinstance(v, (list, tuple)):
-        return ", ".join(map(str, v)) or "none"
-    return str(v)
+    return format(x, ",.1f" if a >= 100 else ".2f" if a >= 1 else ".3f" if a >= 0.001 else ".2g")
 
 
 def param_rows(params: dict | None, prefix: str = "") -> list[dict]:
-    """A nested parameter record as table rows ``{"name", "key", "value", "long"}`` (keys
-    dotted: ``cutoff.min_k``); long lists (the reranker's features) kept for a details row."""
+    """A nested parameter record as table rows ``{"name", "key", "value", "long"}``."""
     rows = []
     for full, value in flatten(params, prefix):
         key = full.rsplit(".", 1)[-1]
@@ -128,18 +105,15 @@ def param_rows(params: dict | None, prefix: str = "") -> list[dict]:
 
 def shared_words(text: str, spans: list[dict]) -> list[str]:
     """The highlighted words as they appear in ``text``, each once (case-insensitively), in order."""
-    seen, out = set(), []
+    first = {}
     for s in spans:
         word = text[s["start"]:s["end"]]
-        if word.lower() not in seen:
-            seen.add(word.lower())
-            out.append(word)
-    return out
+        first.setdefault(word.lower(), word)
+    return list(first.values())
 
 
 def score_rows(hit: dict, method: str) -> list[tuple[str, str]]:
-    """A hit's scores as ``(name, value)``: the reranker's ``score`` is its probability; the
-    tag rule's and BM25's ``score`` repeat another score and are left out."""
+    """A hit's scores as ``(name, value)``; a ``score`` repeating another is left out."""
     scores, rows = hit.get("scores") or {}, []
     for key, value in scores.items():
         if key == "score":
@@ -154,8 +128,7 @@ def score_rows(hit: dict, method: str) -> list[tuple[str, str]]:
 
 
 def passage_view(hit: dict, method: str, title: str | None = None) -> dict:
-    """One evidence passage for a page: the hit with its scores named and rounded, the
-    shared words as they appear, and the stems (shared, tags, stem pairs) for a details row."""
+    """One evidence passage for a page: scores named and rounded, shared words, stems."""
     extra = hit.get("extra") or {}
     stems = [("shared stems", hit.get("shared_tags") or [])]
     if hit.get("passage_tags") is not None:
@@ -201,16 +174,13 @@ def detail_rows(result: dict) -> list[tuple[str, str]]:
             # the row says "cut-off" already: "probability at least 0.04, passages at most 4"
             shown = ", ".join(f"{PARAM_NAMES.get(f'{key}.{k}', human(k)).split(': ', 1)[-1]} {setting(v)}"
                               for k, v in value.items())
-        elif isinstance(value, list):
-            shown = ", ".join(map(str, value)) or "none"
         else:
-            shown = num(value)
+            shown = setting(value) if isinstance(value, list) else num(value)
         rows.append((DETAIL_NAMES.get(key, PARAM_NAMES.get(key, human(key))), shown))
     return rows
 
 
 def probability_rows(probabilities: dict) -> list[dict]:
-    """Each label's probability, named and rounded."""
     return [{"label": label, "name": label_name(label), "value": p, "shown": num(p, 3)}
             for label, p in probabilities.items()]
 
@@ -222,8 +192,7 @@ def check_url(claim: str, method: str | None = None, page: str = "/") -> str:
 
 
 def examples(gold, per_label: int = EXAMPLES_PER_LABEL) -> list[dict]:
-    """A few gold dev claims per label, in the file's order: ``[{"label", "name", "claims"}]``;
-    the course's labels in their order, any other label set's after them, sorted."""
+    """A few gold dev claims per label: ``[{"label", "name", "claims"}]``."""
     groups = {}
     for claim in gold or []:
         group = groups.setdefault(claim.label, [])
@@ -246,8 +215,7 @@ def claim_view(result: dict) -> dict:
 
 
 def check_page(result: dict, reader_texts, titles_of) -> dict:
-    """Everything the check page shows for one check record (``reader_texts(ids)`` and
-    ``titles_of(ids)``: the texts and titles of passages by id)."""
+    """Everything the check page shows for one check record."""
     method = result["method"]
     hit_ids = [h["id"] for h in result["hits"]]
     titles = dict(zip(hit_ids, titles_of(hit_ids)))
@@ -289,11 +257,8 @@ def compare_page(results: list[dict], titles_of) -> dict:
     titles = dict(zip(ids, titles_of(ids)))
     columns = []
     for r in results:
-        passages = []
-        for h in r["hits"]:
-            view = passage_view(h, r["method"], titles.get(h["id"]))
-            view["also_in"] = [retriever_name(m) for m in ranks[h["id"]] if m != r["method"]]
-            passages.append(view)
+        passages = [{**passage_view(h, r["method"], titles.get(h["id"])),
+                     "also_in": [retriever_name(m) for m in ranks[h["id"]] if m != r["method"]]} for h in r["hits"]]
         read = r.get("classifier_read") or {}
         columns.append({"method": r["method"], "name": retriever_name(r["method"]),
                         "best": r["method"] == r["best_method"], "verdict": r["verdict"],
@@ -311,7 +276,7 @@ def compare_page(results: list[dict], titles_of) -> dict:
 
 
 def titles_of(index):
-    """``ids -> [title or None, ...]`` for ``index`` (all None when it has no titles: the pages show ids)."""
+    """``ids -> [title or None, ...]`` for ``index``."""
     if not getattr(index, "has_titles", False):
         return lambda ids: [None] * len(ids)
     row_of = index.row_of
@@ -322,7 +287,6 @@ def titles_of(index):
 
 
 def texts_of(index):
-    """``ids -> [text or None, ...]``, aligned with ``ids``: a page shows an id it does not
-    have as missing (``TagIndex.texts_of`` refuses such ids in one line)."""
+    """``ids -> [text or None, ...]``: a page shows an id the index lacks as missing."""
     row_of = index.row_of
     return lambda ids: [index.text(row_of[pid]) if pid in row_of else None for pid in ids]

@@ -1,5 +1,4 @@
-"""The results page's tables from ``metrics.json``: a missing key leaves a row out, and any
-``{"value", "ci95"}`` record shows as a value with its interval."""
+"""The results page's tables from ``metrics.json`` (a missing or malformed key leaves a row out)."""
 
 from __future__ import annotations
 
@@ -41,7 +40,6 @@ def _intervals(d) -> list[tuple[str, dict]]:
 
 
 def tables(metrics: dict | None) -> dict:
-    """Every table of the results page."""
     if not isinstance(metrics, dict) or not metrics:
         return {}
     run = _o(metrics.get("run"))

@@ -1,6 +1,5 @@
 """Every retriever a model directory knows, fitted once on the same index and sharing the
-classifier: the app's :class:`~factcheck.system.checker.FactChecker` per retriever. One that
-cannot be loaded here is reported, not fatal."""
+classifier; one that cannot be loaded is reported, not fatal."""
 
 from __future__ import annotations
 
@@ -21,8 +20,7 @@ BEST = "best"
 
 @dataclass
 class RetrieverSet:
-    """The checker of each loaded retriever, the model's choice (``best``) and, by name, why
-    any other could not be loaded."""
+    """The checker of each loaded retriever, the model's choice and why any other is missing."""
 
     by_method: dict[str, FactChecker]
     best: str
@@ -32,7 +30,6 @@ class RetrieverSet:
 
     @property
     def methods(self) -> list[str]:
-        """The loaded retrievers' names, sorted."""
         return sorted(self.by_method)
 
     @property
@@ -62,7 +59,6 @@ def load_retriever_set(index_dir: Path, model_dir: Path, warm_up: bool = True, m
         except (InputError, ImportError, OSError) as exc:
             systems.unavailable[method] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             logger.warning("retriever %r not available: %s", method, systems.unavailable[method])
-            continue
     if warm_up:  # first calls pay for lazy caches (vocabularies, analyzer memo, sklearn)
         for method in systems.methods:
             systems.check(method, "Global temperatures are rising because of carbon dioxide emissions.")

@@ -1,10 +1,6 @@
-"""Select, calibrate and train the claim classifier by cross-validation on the training claims.
-
-For each candidate reader, its passages for every training claim are produced out-of-fold
-(:mod:`factcheck.training.cv_evidence`); every configuration of the grid is scored by
-repeated stratified k-fold CV and the simplest (reader, configuration) within one standard
-error of the best is kept. The same CV gives the baselines (always-majority, claim-only),
-the paired tests against them, and the out-of-fold decision values that fit the temperature.
+"""Select, calibrate and train the claim classifier by repeated stratified k-fold CV (readers'
+passages out-of-fold): the simplest (reader, configuration) within one standard error of the
+best is kept; the same CV gives the baselines, the paired tests and the temperature.
 """
 
 from __future__ import annotations
@@ -32,8 +28,7 @@ STANCE_CANDIDATE = False
 
 @dataclass
 class ClassifierSelection:
-    """:func:`select_classifier`'s result: the fitted model, its configuration and reader, the
-    fitted baselines, each reader's out-of-fold evidence and the summary for ``metrics.json``."""
+    """:func:`select_classifier`'s result (``summary``: for ``metrics.json``)."""
 
     model: object
     config: object
@@ -50,7 +45,6 @@ def _majority(y) -> DummyClassifier:
 
 
 def _majority_oof(y: np.ndarray, splits) -> np.ndarray:
-    """The always-majority baseline's out-of-fold predictions, per repeat."""
     repeats = 1 + max(s.repeat for s in splits)
     out = np.empty((repeats, len(y)), dtype=object)
     for s in splits:
@@ -65,8 +59,7 @@ def open_grid(grid: dict) -> dict:
 
 def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = GRID,
                       progress=None, stance: bool = STANCE_CANDIDATE, dense: bool = False) -> ClassifierSelection:
-    """The classifier and its reader chosen by CV over ``readers`` (name -> fitted retriever);
-    ``dense`` (open mode) also offers the embedding features of the index's vectors' model."""
+    """The classifier and its reader chosen by CV over ``readers`` (name -> fitted retriever)."""
     texts_of = index.texts_of
     embedding = None
     if dense:
@@ -143,26 +136,21 @@ def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = G
 
 
 def _sd(a) -> float:
-    """The sample standard deviation (0 for one value)."""
     return float(np.std(a, ddof=1)) if len(a) > 1 else 0.0
 
 
 def _cv_summary(chosen: CVResult, y, majority_oof, claim_only: CVResult) -> dict:
-    """Accuracy and macro-F1 over folds, the out-of-fold accuracy's bootstrap interval over
-    claims, and per repeat the paired tests against always-majority and claim-only."""
+    """Accuracy and macro-F1 over folds, the out-of-fold accuracy's interval, and the paired tests."""
     repeats = chosen.proba.shape[0]
     correct = np.array([chosen.predictions(r) == y for r in range(repeats)])
     per_claim = correct.mean(axis=0)
-    tests = []
-    for r in range(repeats):
-        maj = majority_oof[r] == y
-        co = claim_only.predictions(r) == y
-        tests.append({"repeat": r, "accuracy": float(correct[r].mean()),
-                      "vs_majority": {"difference": paired_bootstrap_diff(correct[r], maj).to_json(),
-                                      "mcnemar": mcnemar_exact(correct[r], maj), "majority_accuracy": float(maj.mean())},
-                      "vs_claim_only": {"difference": paired_bootstrap_diff(correct[r], co).to_json(),
-                                        "mcnemar": mcnemar_exact(correct[r], co),
-                                        "claim_only_accuracy": float(co.mean())}})
+
+    def versus(r: int, other: np.ndarray, name: str) -> dict:
+        return {"difference": paired_bootstrap_diff(correct[r], other).to_json(),
+                "mcnemar": mcnemar_exact(correct[r], other), f"{name}_accuracy": float(other.mean())}
+    tests = [{"repeat": r, "accuracy": float(correct[r].mean()),
+              "vs_majority": versus(r, majority_oof[r] == y, "majority"),
+              "vs_claim_only": versus(r, claim_only.predictions(r) == y, "claim_only")} for r in range(repeats)]
     labels = list(chosen.labels)
     recall = {label: float(correct[:, y == label].mean()) if (y == label).any() else None for label in labels}
     preds = np.concatenate([chosen.predictions(r) for r in range(repeats)])

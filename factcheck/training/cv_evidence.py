@@ -1,7 +1,5 @@
-"""Out-of-fold evidence: what the classifier reads for a training claim comes from a reader
-that never saw that claim's label. The tag rule and BM25 hold no claim-trained state, so one
-retrieval is out-of-fold; the reranker's label memory would hand a claim its own gold, so per
-fold a copy whose memory holds only the other folds' claims retrieves for the fold.
+"""Out-of-fold evidence: a training claim's passages come from a reader that never saw its
+label (the reranker: per fold, a copy whose memory holds only the other folds' claims).
 """
 
 from __future__ import annotations
@@ -13,8 +11,7 @@ from factcheck.retrieval.registry import evidence_of, run_retrieval
 
 def out_of_fold_evidence(claims: list, folds: list, fit_reader: Callable[[list], object] | None = None,
                          reader=None) -> dict[str, list[str]]:
-    """Evidence ids per claim id, from ``reader`` (no claim-trained state: one retrieval) or
-    from ``fit_reader(train_claims)`` rebuilt per fold of ``folds`` (one partition's test positions)."""
+    """Evidence ids per claim id, from ``reader``, or from ``fit_reader(train_claims)`` per fold."""
     if reader is not None:
         return evidence_of(run_retrieval(reader, claims, depth=0))
     out: dict[str, list[str]] = {}

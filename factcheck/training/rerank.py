@@ -1,8 +1,6 @@
-"""Training the reranker (its selection half; :mod:`factcheck.retrieval.rerank` holds the
-retriever). A *fit* claim's features are computed with the claim hidden from the label memory
-(leave-one-out), a *holdout* claim's with the fit claims' memory; every model configuration
-is fitted on the fit claims and scored on the holdout after tuning its cut-off there
-(:func:`tune_cutoff`); the best mean holdout evidence F wins (ties: the first). Never dev.
+"""Training the reranker (:mod:`factcheck.retrieval.rerank` holds the retriever). A fit
+claim's features hide it from the label memory (leave-one-out); every configuration is fitted
+on the fit claims, its cut-off tuned on the holdout, and the best holdout evidence F wins.
 """
 
 from __future__ import annotations
@@ -27,10 +25,9 @@ __all__ = ["DEFAULT_CANDIDATES", "DENSE_CANDIDATES", "DENSE_FEATURE_SETS", "DEFA
            "train_reranker", "tune_cutoff"]
 
 DEFAULT_CANDIDATES = (CandidateConfig(memory_k=20), CandidateConfig(memory_k=50))
-# Open mode: plus the dense scorer's top 100 (300 was no better; docs/decisions.md).
+# Open mode: plus the dense scorer's top 100 (docs/decisions.md).
 DENSE_CANDIDATES = (CandidateConfig(memory_k=20, dense_depth=100), CandidateConfig(memory_k=50, dense_depth=100))
-# Open mode feature sets, chosen on the hold-out: which dense memory group helps differed by
-# corpus (reports/open-rerank.md).
+# Open mode feature sets, chosen on the hold-out (reports/open-rerank.md).
 DENSE_FEATURE_SETS = (tuple(ALL_FEATURES),
                       tuple(f for f in ALL_FEATURES if not f.startswith("emem_")),
                       tuple(f for f in ALL_FEATURES if not f.startswith("mem_dense")))
@@ -47,8 +44,7 @@ MAX_KS = (1, 2, 3, 4, 5, 6, 8)
 
 
 class TrainingData:
-    """The corpus structures and fit/holdout features of one (index, split, candidate
-    settings), computed once for every model trained on them."""
+    """The fit/holdout features of one (index, split, candidate settings), computed once."""
 
     def __init__(self, index, fit_claims, holdout_claims, config: CandidateConfig = CandidateConfig(),
                  terms: TermIndex | None = None, context: F.FeatureContext | None = None,
@@ -81,18 +77,17 @@ def train_reranker(index, fit_claims, holdout_claims, *, dense: bool = False, co
     index : TagIndex
         The knowledge source's index.
     fit_claims, holdout_claims : list of Claim
-        Labelled training claims: the model is fitted on the first, choices made on the second.
+        Labelled training claims: fitted on the first, choices made on the second.
     dense : bool, default False
-        The open mode: dense candidates and features from the index's passage vectors
-        (default ``configs`` :data:`DENSE_CANDIDATES`, ``features`` each of :data:`DENSE_FEATURE_SETS`).
+        The open mode: dense candidates and features from the index's passage vectors.
     configs : list of CandidateConfig or None
         Candidate settings to try (default :data:`DEFAULT_CANDIDATES`).
     grid : list of ModelConfig
         Relevance-model settings to try.
     features : list of str or None
-        A subset of :data:`~factcheck.retrieval.rerank.semantic.ALL_FEATURES` (ablations).
+        A subset of :data:`~factcheck.retrieval.rerank.semantic.ALL_FEATURES`.
     memory_claims : list of Claim or None
-        The claims the returned retriever's label memory holds (default: fit + holdout).
+        The returned retriever's label memory (default: fit + holdout).
     data : TrainingData or None
         Reuse precomputed features (then ``configs`` is ignored).
     progress : bool or None
@@ -101,7 +96,7 @@ def train_reranker(index, fit_claims, holdout_claims, *, dense: bool = False, co
     Returns
     -------
     RerankRetriever
-        Already fitted to ``index``; its ``report`` records what was tried and chosen.
+        Fitted to ``index``; its ``report`` records what was tried and chosen.
 
     Example
     -------
@@ -120,14 +115,12 @@ def train_reranker(index, fit_claims, holdout_claims, *, dense: bool = False, co
     if configs is None:
         configs = DENSE_CANDIDATES if dense else DEFAULT_CANDIDATES
     datas = [data] if data is not None else []
-    if data is None:
-        scorer = None
-        for config in configs:
-            prev = datas[0] if datas else None
-            datas.append(TrainingData(index, fit_claims, holdout_claims, config,
-                                      prev.terms if prev else None, prev.context if prev else None, progress,
-                                      scorer))
-            scorer = scorer or datas[-1].dense
+    scorer = None
+    for config in configs if data is None else ():
+        first = datas[0] if datas else None  # the corpus structures are shared
+        datas.append(TrainingData(index, fit_claims, holdout_claims, config, first and first.terms,
+                                  first and first.context, progress, scorer))
+        scorer = scorer or datas[-1].dense
     uses_dense = all(d.dense is not None for d in datas)
     feature_sets = [list(features)] if features else [list(f) for f in DENSE_FEATURE_SETS] if uses_dense \
         else [list(F.FEATURES)]
@@ -171,8 +164,7 @@ class ClaimSet:
     n_gold: list[int]        # distinct gold passages per claim (also those outside the pool)
 
     def per_claim(self, scores: np.ndarray):
-        """Per claim: (rows, scores, is-gold) ordered by score desc, ties by BM25 then row
-        (the order :class:`~factcheck.retrieval.rerank.retriever.RerankRetriever` returns)."""
+        """Per claim: (rows, scores, is-gold) in the retriever's order (score, then BM25, then row)."""
         bm25 = self.split(self.X[:, F.FEATURES.index("bm25")])
         for rows, s, y, b in zip(self.rows, self.split(scores), self.split(self.y), bm25):
             order = np.lexsort((rows, -b, -s))
@@ -185,8 +177,7 @@ class ClaimSet:
 
 def build_claim_set(generator: CandidateGenerator, ctx, claims, row_of: dict, leave_one_out: bool,
                     progress: bool | None = None, desc: str = "reranker features") -> ClaimSet:
-    """The candidates, features and labels of ``claims`` (each hidden from the memory when
-    ``leave_one_out``); ~90 ms a claim at 1.2M passages, so it shows a bar."""
+    """The candidates, features and labels of ``claims`` (``leave_one_out``: hidden from the memory)."""
     rows, Xs, ys, n_gold = [], [], [], []
     k1, b = generator.config.k1, generator.config.b
     for i, claim in enumerate(progress_bar(claims, desc=desc, unit="claims", enabled=progress)):
@@ -224,26 +215,20 @@ def fit_and_tune(fit_set: ClaimSet, holdout_set: ClaimSet, features: list[str],
 
 
 def tune_holdout_cutoff(model: RelevanceModel, holdout_set: ClaimSet) -> tuple[Cutoff, float]:
-    """:func:`tune_cutoff` on the model's holdout rankings."""
     pools = list(holdout_set.per_claim(model.predict(holdout_set.X)))
     return tune_cutoff([s for _, s, _ in pools], [y for _, _, y in pools], holdout_set.n_gold)
 
 
 def recall_at(claim_set: ClaimSet, scores: np.ndarray | None, k: int) -> float:
-    """Mean recall@k over claims: of the pool in candidate-stage order (``scores=None``)
-    or ordered by ``scores``; gold outside the pool counts as missed."""
+    """Mean recall@k of the pools in candidate order (``scores=None``) or by ``scores``."""
     pools = claim_set.split(claim_set.y) if scores is None else [y for _, _, y in claim_set.per_claim(scores)]
     out = [y[:k].sum() / max(g, 1) for y, g in zip(pools, claim_set.n_gold)]
     return float(np.mean(out)) if out else 0.0
 
 
 def tune_cutoff(probs: list[np.ndarray], correct: list[np.ndarray], n_gold: list[int]) -> tuple[Cutoff, float]:
-    """The cut-off rule of the grid with the best mean evidence F (ties: the first), and that F.
-
-    ``probs[i]``/``correct[i]``: claim i's candidates best first (probabilities, is-gold
-    flags); ``n_gold[i]``: its distinct gold passages. Every rule is evaluated on every
-    claim at once from cumulative gold counts.
-    """
+    """The grid's cut-off rule with the best mean evidence F (ties: the first), and that F;
+    ``probs[i]``/``correct[i]``: claim i's candidates best first, ``n_gold[i]`` its gold count."""
     k_max = max(MAX_KS)
     n = len(probs)
     P = np.full((n, k_max), -1.0)

@@ -1,8 +1,5 @@
-"""Tune every retriever on the training split and pick the one to use: the tag rule and BM25
-are swept (:mod:`factcheck.training.tuning`; the open mode adds the hybrid), the reranker is
-trained on the 80% part, and evidence F on the 20% hold-out chooses (``auto``). Naming a
-method overrides the choice; a hold-out under :data:`MIN_HOLDOUT_TO_CHOOSE` claims cannot
-choose, so ``auto`` then uses :data:`DEFAULT_METHOD` and says so (docs/decisions.md).
+"""Tune every retriever on the training split and pick the one with the best hold-out
+evidence F; a hold-out under :data:`MIN_HOLDOUT_TO_CHOOSE` claims uses :data:`DEFAULT_METHOD`.
 """
 
 from __future__ import annotations
@@ -35,8 +32,7 @@ class TunedRetrievers:
 
 def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progress=None,
                     mode: str = "course") -> TunedRetrievers:
-    """Every candidate tuned on ``fit`` and ``holdout`` (sweeps written to ``out/tuning``),
-    scored on the hold-out, and the one the system uses."""
+    """Every candidate tuned (sweeps written to ``out/tuning``) and scored on the hold-out."""
     from factcheck.retrieval.bm25 import BM25Retriever
     from factcheck.retrieval.tag_rule import TagRuleRetriever
 

@@ -1,6 +1,5 @@
-"""Tune retrieval parameters on the training claims only (the fixed 80/20 split): every grid
-point is scored on the 80% part, the best ``SHORTLIST`` there are compared on the 20% part,
-which chooses; dev is never read. Every point's scores are kept for the CSV and the plots.
+"""Tune retrieval parameters on the training claims: every grid point is scored on the 80%
+part, and the best ``SHORTLIST`` there are compared on the 20% hold-out, which chooses.
 """
 
 from __future__ import annotations
@@ -37,13 +36,11 @@ class Sweep:
     rows: list[dict] = field(default_factory=list)  # params + f_fit, f_holdout, (fallback_*)
     chosen: dict | None = None
 
-    def choose(self) -> dict:
+    def choose(self) -> None:
         """The best of the ``SHORTLIST`` best on the fit part, by hold-out F."""
-        ranked = sorted(self.rows, key=lambda r: (-r["f_fit"], tuple(r[n] for n in self.param_names)))
-        shortlist = ranked[:SHORTLIST]
+        shortlist = sorted(self.rows, key=lambda r: (-r["f_fit"], tuple(r[n] for n in self.param_names)))[:SHORTLIST]
         best = max(shortlist, key=lambda r: (r["f_holdout"], r["f_fit"]))
         self.chosen = {k: best[k] for k in self.param_names}
-        return self.chosen
 
     def write_csv(self, path: Path) -> None:
         """Every grid point and whether it was chosen."""
@@ -52,7 +49,6 @@ class Sweep:
 
 
 def mean_f(ids_per_claim: list[list[str]], claims) -> float:
-    """Mean evidence F of the retrieved ids against the claims' gold."""
     return float(np.mean([evidence_f(ids, c.evidences) for ids, c in zip(ids_per_claim, claims)]))
 
 
@@ -84,8 +80,7 @@ def _add_rows(sweep: Sweep, setting: dict, ranked: dict, ks, parts: dict) -> Non
 
 
 def _sweep_depths(method: str, settings: list[dict], make, ks, parts: dict, desc: str, progress) -> Sweep:
-    """Each setting's fitted retriever (``make(**setting)``) ranks every claim once, to the
-    deepest k; every k is scored from that ranking."""
+    """Each setting's retriever ranks every claim once, to the deepest k; each k is scored from it."""
     sweep = Sweep(method, (*settings[0], "k"))
     for setting in progress_bar(settings, desc=desc, unit="settings", enabled=progress):
         r = make(**setting)
@@ -115,9 +110,7 @@ def sweep_tfidf(index, fit_claims, holdout_claims, grid=TFIDF_GRID, progress=Non
 
 def sweep_open(index, fit_claims, holdout_claims, k1: float, b: float, grid=HYBRID_GRID,
                progress=None) -> tuple[Sweep, Sweep]:
-    """Open mode: ``(hybrid sweep, dense sweep)`` of the hybrid's ``alpha`` and ``k`` (fusion
-    ``max``, BM25's ``k1`` and ``b`` given) and the dense retriever's ``k``; each claim's two
-    score vectors are computed once and fused for every ``alpha``."""
+    """Open mode: ``(hybrid sweep, dense sweep)``, each claim's two score vectors computed once."""
     from factcheck.retrieval.dense import HybridRetriever, fuse
     from factcheck.scoring.topk import top_k
 
