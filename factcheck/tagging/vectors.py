@@ -30,7 +30,7 @@ from factcheck.tagging import store
 from factcheck.tagging.backends import WorkerPool, resolve_jobs
 from factcheck.tagging.outdir import DirectoryLock, check_no_symlinks
 from factcheck.text.embedding import describe_model, same_model
-from factcheck.text.onnx_embedding import model_key
+from factcheck.text.onnx_embedding import changed_files, model_key
 
 __all__ = ["PassageVectorJob", "VECTORS_DIR", "load_vectors", "read_vectors_manifest", "relocate_embedding_model",
            "vectors_model", "verify_vectors"]
@@ -236,6 +236,11 @@ def verify_vectors(index_dir, index_manifest=None) -> dict | None:
         return None
     data = read_vectors_manifest(index_dir, index_manifest)
     _verify_files(Path(index_dir) / VECTORS_DIR, data)
+    changed = changed_files(data["model"])
+    if changed:
+        raise IntegrityError(Path(data["model"]["path"]) / changed[0], None, f"differs from the file the vectors "
+                             f"were built with ({describe_model(data['model'])}; changed: {', '.join(changed)}); "
+                             f"{BUILD_HINT}")
     return data
 
 

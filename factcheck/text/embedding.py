@@ -28,6 +28,7 @@ identity returns that same model or refuses in one line.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from dataclasses import dataclass
@@ -207,8 +208,17 @@ def describe_model(identity: dict) -> str:
     """A model in a few words: its name and version, or for an ONNX model its name and the
     start of its ``model.onnx`` checksum."""
     if identity.get("kind") == "onnx":
-        return f"{identity.get('name')} (model.onnx sha256 {str(identity.get('model_sha256'))[:12]})"
+        return f"{identity.get('name')} (model.onnx sha256 {str(identity.get('model_sha256'))[:12]}{_weights(identity)})"
     return f"{identity.get('name')} {identity.get('package_version', '')}".strip()
+
+
+def _weights(identity: dict) -> str:
+    """The external data files' part of :func:`describe_model`."""
+    files = identity.get("external_data") or {}
+    if len(files) == 1:
+        return "".join(f", {name} sha256 {sha[:12]}" for name, sha in files.items())
+    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode("utf-8")).hexdigest()
+    return f", {len(files)} external data files, sha256 of their list {digest[:12]}" if files else ""
 
 
 def _load() -> Embedder:

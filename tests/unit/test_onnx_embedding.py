@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from helpers import DEMO, needs_minilm, needs_onnx, run_python
-from tiny_onnx import make_model, model_bytes, reference_vectors, weights
+from tiny_onnx import make_model, model_bytes, reference_vectors, weights, weights_bytes
 from factcheck.errors import InputError, IntegrityError
 
 pytestmark = needs_onnx
@@ -134,6 +134,46 @@ def test_identity_names_both_files_and_every_setting(model_dir, tmp_path):
     assert not same_model(ident, load(model_dir, max_length=64).identity)             # another prefix is not
     other = make_model(tmp_path / "other", TEXTS, seed=1)
     assert not same_model(ident, load(other, max_length=64, query_prefix="q: ").identity)
+
+
+def vocab_size(directory) -> int:
+    from tokenizers import Tokenizer
+    return Tokenizer.from_file(str(directory / "tokenizer.json")).get_vocab_size()
+
+
+@pytest.mark.parametrize("location", ["weights.bin", "model.onnx.data", "data/weights.bin"])
+def test_external_weights_are_read_beside_model_onnx_whatever_the_working_directory(location, tmp_path, monkeypatch):
+    from factcheck.text.onnx_embedding import file_sha256
+    directory = make_model(tmp_path / "ext", TEXTS, seed=21, external=location)
+    monkeypatch.chdir(tmp_path)
+    embedder = load(directory)
+    assert np.abs(embedder.embed(CLAIMS) - reference_vectors(directory, CLAIMS)).max() < 1e-6
+    assert embedder.identity["external_data"] == {location: file_sha256(directory / location)}
+
+
+def test_changed_external_weights_are_another_model(tmp_path, monkeypatch):
+    from factcheck.text.embedding import describe_model, same_model
+    directory = make_model(tmp_path / "ext", TEXTS, seed=25, external="weights.bin")
+    monkeypatch.chdir(directory)  # (where onnxruntime looked for the weights before they were found beside the model)
+    first = load(directory)
+    (directory / "weights.bin").write_bytes(weights_bytes(*weights(vocab_size(directory), seed=26)))
+    second = load(directory)  # the same model.onnx, new weights: another model, in this process too
+    assert second.identity["model_sha256"] == first.identity["model_sha256"]
+    assert not same_model(first.identity, second.identity)
+    assert describe_model(first.identity) != describe_model(second.identity)
+    assert np.abs(second.embed(CLAIMS) - first.embed(CLAIMS)).max() > 0.01
+
+
+def test_missing_or_outside_external_weights_are_one_line_errors(tmp_path):
+    missing = make_model(tmp_path / "missing", TEXTS, external="weights.bin")
+    (missing / "weights.bin").unlink()
+    with pytest.raises(InputError) as err:
+        load(missing)
+    assert f"{missing.resolve() / 'weights.bin'}: missing" in one_line(err)
+    outside = make_model(tmp_path / "outside", TEXTS, external="../weights.bin")
+    with pytest.raises(InputError) as err:
+        load(outside)
+    assert "model.onnx: its external data '../weights.bin' is outside the model directory" in one_line(err)
 
 
 def test_defaults_come_from_the_sentence_transformers_files_then_the_tokenizer(tmp_path):
@@ -277,6 +317,21 @@ def test_vectors_of_another_model_are_rebuilt_or_refused(index_copy, model_dir, 
     # the same model from another directory: the vectors stand, nothing is redone
     moved = shutil.copytree(other, tmp_path / "moved")
     assert PassageVectorJob(progress=False, embedding_model=moved).run(root)["content_sha256"] == second["content_sha256"]
+
+
+def test_changed_external_weights_rebuild_the_vectors_and_verify_notices(index_copy, tmp_path):
+    from factcheck.tagging.vectors import PassageVectorJob, verify_vectors
+    directory = make_model(tmp_path / "ext", TEXTS, seed=23, external="model.onnx.data")
+    root = index_copy()
+    first = PassageVectorJob(progress=False, embedding_model=directory).run(root)
+    assert verify_vectors(root)["content_sha256"] == first["content_sha256"]
+    (directory / "model.onnx.data").write_bytes(weights_bytes(*weights(vocab_size(directory), seed=24)))
+    with pytest.raises(IntegrityError) as err:
+        verify_vectors(root)
+    assert "ext/model.onnx.data: differs from the file the vectors were built with" in err.value.one_line()
+    second = PassageVectorJob(progress=False, embedding_model=directory).run(root)
+    assert second["content_sha256"] != first["content_sha256"]
+    assert verify_vectors(root)["content_sha256"] == second["content_sha256"]
 
 
 def test_dense_retrieval_embeds_claims_with_the_vectors_model_and_its_query_prefix(index_copy, model_dir):
