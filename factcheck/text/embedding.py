@@ -103,8 +103,17 @@ class Embedder:
         # reduceat of an empty segment would return the next row: only non-empty ones are summed.
         vectors[present] = np.add.reduceat(self.table[ids], starts[present], axis=0)
         norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
-        vectors[present] /= norms[present, None]
-        return vectors
+        with np.errstate(invalid="ignore", divide="ignore"):  # a zero sum becomes NaN: refused below
+            vectors[present] /= norms[present, None]
+        return _checked(vectors, self.identity, lengths)
+
+
+def _checked(vectors: np.ndarray, identity: dict, tokens) -> np.ndarray:
+    from factcheck.text.onnx_embedding import vector_problem
+    problem = vector_problem(vectors, identity.get("dim"), tokens)
+    if problem:
+        raise InputError(identity.get("name"), None, f"the model gives {problem}")
+    return vectors
 
 
 _LOADED: Embedder | None = None

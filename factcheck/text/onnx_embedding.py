@@ -30,7 +30,7 @@ import numpy as np
 from factcheck.errors import InputError
 
 __all__ = ["BATCH_TOKENS", "OnnxEmbedder", "PACKAGED", "POOLINGS", "changed_files", "external_data", "file_sha256",
-           "is_packaged", "load_onnx_embedder", "model_key", "model_location", "pool"]
+           "is_packaged", "load_onnx_embedder", "model_key", "model_location", "pool", "vector_problem"]
 
 POOLINGS = ("mean", "cls")
 MODEL_FILE, TOKENIZER_FILE = "model.onnx", "tokenizer.json"
@@ -167,8 +167,10 @@ class OnnxEmbedder:
             raise InputError(self._model_path, None, "its external data files cannot be listed (not an ONNX protobuf)")
         self._inputs = self._check_inputs()
         # Run once on a word: a model that does not run, or whose first output is not
-        # (batch, sequence, dim), is refused now, in one line.
-        self.dim = int(self._run(np.asarray([self.tokenizer.encode("probe").ids], dtype=np.int64)).shape[1])
+        # (batch, sequence, dim), or whose vector cannot be right, is refused now, in one line.
+        probe = self._run(np.asarray([self.tokenizer.encode("probe").ids], dtype=np.int64))
+        self.dim = int(probe.shape[1])
+        self._check(probe, [1])
         self.identity = {
             "name": files.name, "kind": "onnx", "dim": self.dim, **_digests(files),
             "pooling": pooling, "normalization": "l2", "max_length": max_length,
@@ -243,13 +245,45 @@ class OnnxEmbedder:
         for i, row in enumerate(ids):
             by_length[len(row)].append(i)
         for length, members in sorted(by_length.items()):
+            if length == 0:  # a text with no token at all (no special tokens either): the zero vector
+                out[members] = 0.0
+                continue
             size = max(1, self.batch_tokens // length)
             if size > 1 and len(members) > 1 and not self.rows_independent():
                 size = 1
             for start in range(0, len(members), size):
                 part = members[start:start + size]
-                out[part] = self._run(np.asarray([ids[i] for i in part], dtype=np.int64))
+                out[part] = self._check(self._run(np.asarray([ids[i] for i in part], dtype=np.int64)),
+                                        [length] * len(part))
         return out
+
+    def _check(self, vectors: np.ndarray, tokens) -> np.ndarray:
+        problem = vector_problem(vectors, self.dim, tokens)
+        if problem:
+            raise InputError(self._model_path, None, f"the model gives {problem}")
+        return vectors
+
+
+def vector_problem(vectors, dim: int, tokens=None) -> str | None:
+    """What is wrong with embedding output, or None: vectors are a 2-D float array of ``dim``
+    (at least 1) columns, every value finite, and no row all zeros for a text that has tokens
+    (``tokens``: each row's token count; None, unknown: zero rows pass)."""
+    if not isinstance(vectors, np.ndarray) or vectors.ndim != 2 or vectors.dtype.kind != "f":
+        return (f"not 2-D float vectors (shape {getattr(vectors, 'shape', None)}, "
+                f"dtype {getattr(vectors, 'dtype', type(vectors).__name__)})")
+    if vectors.shape[1] < 1:
+        return f"vectors of dimension {vectors.shape[1]}"
+    if vectors.shape[1] != dim:
+        return f"vectors of dimension {vectors.shape[1]}, not the declared {dim}"
+    bad = int((~np.isfinite(vectors)).any(axis=1).sum())
+    if bad:
+        return f"NaN or infinite values in {bad} of {len(vectors)} vectors"
+    if tokens is not None:
+        has_tokens = np.asarray(tokens) > 0
+        zero = int((has_tokens & ~vectors.any(axis=1)).sum())
+        if zero:
+            return f"an all-zero vector for {zero} of {int(has_tokens.sum())} texts that have tokens"
+    return None
 
 
 def pool(hidden: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:

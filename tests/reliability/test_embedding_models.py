@@ -1,15 +1,21 @@
-"""Local ONNX embedding models that change, through the commands: new weights in an
-external data file are another model (``tag`` re-embeds, ``verify`` and ``search`` notice).
+"""Local ONNX embedding models that change or misbehave, through the commands: new weights
+in an external data file are another model (``tag`` re-embeds, ``verify`` and ``search``
+notice); a model whose vectors cannot be right (NaN, all zeros, dimension 0), and vectors
+stored from one, stop ``tag``, ``verify`` and ``search`` in one line, exit status 2.
 
-Before: ``tag`` said the vectors were complete and kept them, and ``verify`` said OK.
+Before: ``tag`` said the vectors were complete and kept them, ``verify`` said OK, and dense
+search found nothing for a model giving NaN or zeros.
 """
 
 from __future__ import annotations
 
 import json
 
-from helpers import DEMO, assert_one_line_error, in_process, needs_onnx
-from tiny_onnx import make_model, weights, weights_bytes
+import numpy as np
+import pytest
+
+from helpers import DEMO, assert_one_line_error, in_process, needs_onnx, reseal_vectors
+from tiny_onnx import make_model, model_bytes, weights, weights_bytes
 
 pytestmark = needs_onnx
 
@@ -52,3 +58,40 @@ def test_new_weights_in_an_external_data_file_are_another_model(tmp_path, monkey
     assert content(index) != before and "weights.bin sha256" in proc.stdout  # re-embedded with the new weights
     assert cli(monkeypatch, "verify", index).returncode == 0
     assert cli(monkeypatch, *search(index)).returncode == 0
+
+
+def broken_model(directory, case: str):
+    model = make_model(directory, TEXTS)
+    vocabulary = json.loads((model / "tokenizer.json").read_text())["model"]["vocab"]
+    E, T, W = weights(len(vocabulary))
+    if case == "nan-one-word":  # the model loads (its probe is fine); the passages with "ice" are not
+        E[vocabulary["ice"]] = np.nan
+    else:
+        W = {"nan": W * np.nan, "zero": W * 0, "dim0": W[:, :0]}[case]
+    (model / "model.onnx").write_bytes(model_bytes(E, T, W.astype(np.float32)))
+    return model
+
+
+@pytest.mark.parametrize("case, needle", [("nan", "NaN or infinite values"),
+                                          ("nan-one-word", "NaN or infinite values"),
+                                          ("zero", "an all-zero vector"), ("dim0", "vectors of dimension 0")])
+def test_a_model_whose_vectors_cannot_be_right_stops_tag_in_one_line(case, needle, tmp_path, monkeypatch):
+    model, index = broken_model(tmp_path / case, case), tmp_path / "index"
+    proc = cli(monkeypatch, *tag(index, model))
+    assert_one_line_error(proc, f"{model.resolve() / 'model.onnx'}: the model gives {needle}")
+    assert not (index / "vectors" / "manifest.json").exists()
+
+
+def test_stored_vectors_that_cannot_be_right_are_refused_then_rebuilt(tmp_path, monkeypatch):
+    model, index = make_model(tmp_path / "model", TEXTS), tmp_path / "index"
+    assert cli(monkeypatch, *tag(index, model)).returncode == 0
+    good = content(index)
+    vectors = np.load(index / "vectors" / "vectors-00000.npy")
+    reseal_vectors(index, vectors * np.float16(np.nan))  # as stored from a model giving NaN
+    for args in (("verify", index), search(index), search(index, "hybrid")):
+        assert_one_line_error(cli(monkeypatch, *args), "vectors-00000.npy: NaN or infinite values in 40 of 40 vectors")
+    reseal_vectors(index, vectors * np.float16(0))
+    for args in (("verify", index), search(index), search(index, "hybrid")):
+        assert_one_line_error(cli(monkeypatch, *args), "vectors/manifest.json: every passage vector is all zeros")
+    assert cli(monkeypatch, *tag(index, model)).returncode == 0 and content(index) == good  # rebuilt
+    assert cli(monkeypatch, "verify", index).returncode == 0
