@@ -4,7 +4,7 @@ notice); a model whose vectors cannot be right (NaN, all zeros, dimension 0), an
 stored from one, stop ``tag``, ``verify`` and ``search`` in one line, exit status 2.
 
 Before: ``tag`` said the vectors were complete and kept them, ``verify`` said OK, and dense
-search found nothing for a model giving NaN or zeros.
+search printed a lexical "no passage shares a term" for a model giving NaN or zeros.
 """
 
 from __future__ import annotations
@@ -95,3 +95,15 @@ def test_stored_vectors_that_cannot_be_right_are_refused_then_rebuilt(tmp_path, 
         assert_one_line_error(cli(monkeypatch, *args), "vectors/manifest.json: every passage vector is all zeros")
     assert cli(monkeypatch, *tag(index, model)).returncode == 0 and content(index) == good  # rebuilt
     assert cli(monkeypatch, "verify", index).returncode == 0
+
+
+def test_dense_search_without_hits_does_not_speak_of_terms(tmp_path, monkeypatch):
+    from factcheck.retrieval.dense import DenseRetriever
+    model, index = make_model(tmp_path / "model", TEXTS), tmp_path / "index"
+    assert cli(monkeypatch, *tag(index, model)).returncode == 0
+    # a query whose vector is zero (no token the model knows) scores 0 with every passage
+    monkeypatch.setattr(DenseRetriever, "scores", lambda self, claim: np.zeros(len(self.vectors_), np.float32))
+    for method in ("dense", "hybrid"):
+        proc = cli(monkeypatch, *search(index, method)[:-1], "zzz qqq")
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.splitlines()[1:] == ["  no passage has a non-zero score for this query"], proc.stdout
