@@ -149,7 +149,8 @@ def load_embedder(model=None):
             try:
                 embedder = _load_onnx(model)
             except InputError as exc:
-                if not _is_identity(model):
+                # A model still at its recorded place is not lost: its own error says what is wrong.
+                if not _is_identity(model) or (model.get("path") and Path(model["path"], "model.onnx").is_file()):
                     raise
                 raise InputError(exc.path, exc.place, f"the local embedding model recorded "
                                  f"({describe_model(model)}) cannot be loaded from where it was: {exc.message} "

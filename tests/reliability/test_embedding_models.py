@@ -82,6 +82,17 @@ def test_a_model_whose_vectors_cannot_be_right_stops_tag_in_one_line(case, needl
     assert not (index / "vectors" / "manifest.json").exists()
 
 
+def test_a_recorded_model_broken_where_it_is_says_what_is_wrong_not_where_to_look(tmp_path, monkeypatch):
+    model, index = make_model(tmp_path / "model", TEXTS), tmp_path / "index"
+    assert cli(monkeypatch, *tag(index, model)).returncode == 0
+    broken_model(tmp_path / "broken", "nan")
+    (model / "model.onnx").write_bytes((tmp_path / "broken" / "model.onnx").read_bytes())
+    line = assert_one_line_error(cli(monkeypatch, *search(index)),
+                                 f"{model.resolve() / 'model.onnx'}: the model gives NaN or infinite values")
+    assert "give the directory it is in now" not in line
+    assert_one_line_error(cli(monkeypatch, "verify", index), "model.onnx: differs from the file the vectors were built with")
+
+
 def test_stored_vectors_that_cannot_be_right_are_refused_then_rebuilt(tmp_path, monkeypatch):
     model, index = make_model(tmp_path / "model", TEXTS), tmp_path / "index"
     assert cli(monkeypatch, *tag(index, model)).returncode == 0
