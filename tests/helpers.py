@@ -89,6 +89,23 @@ def reseal_index(root: Path, shapes: bool = False) -> None:
     store.write_manifest(root, data)
 
 
+def reseal_vectors(root: Path, shard, **manifest) -> None:
+    """Replace an index's first vector shard with the array ``shard`` (and set ``manifest``'s
+    keys), then reseal the vectors' manifest, as whoever can write the index could (or as
+    an older factcheck stored a broken model's vectors)."""
+    import numpy as np
+    from factcheck.formats.files import sha256_file
+    from factcheck.tagging import vectors
+    path = root / vectors.VECTORS_DIR / vectors.MANIFEST
+    data = json.loads(path.read_text("utf-8"))
+    data.pop("manifest_sha256")
+    data.update(manifest)
+    first = root / vectors.VECTORS_DIR / data["shards"][0]["file"]
+    np.save(first, shard, allow_pickle=False)
+    data["shards"][0]["sha256"] = sha256_file(first)
+    path.write_text(json.dumps({**data, "manifest_sha256": vectors._digest(data)}), "utf-8")
+
+
 def assert_one_line_error(proc, *must_contain):
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     lines = [l for l in proc.stderr.splitlines() if l.strip()]

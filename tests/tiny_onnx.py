@@ -55,6 +55,14 @@ def _tensor(name: str, array: np.ndarray) -> bytes:
             + _bytes(9, np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes()))
 
 
+def _external_tensor(name: str, array: np.ndarray, location: str, offset: int) -> bytes:
+    """A float32 TensorProto whose data is in another file: external_data entries (13) and
+    data_location EXTERNAL (14), as large exports keep their weights."""
+    entries = {"location": location, "offset": str(offset), "length": str(array.nbytes)}
+    return (b"".join(_int(1, d) for d in array.shape) + _int(2, 1) + _bytes(8, name)
+            + b"".join(_bytes(13, _bytes(1, k) + _bytes(2, v)) for k, v in entries.items()) + _int(14, 1))
+
+
 def _value_info(name: str, elem_type: int, dims: list) -> bytes:
     shape = b"".join(_bytes(1, _bytes(2, d) if isinstance(d, str) else _int(1, d)) for d in dims)
     return _bytes(1, name) + _bytes(2, _bytes(1, _int(1, elem_type) + _bytes(2, shape)))
@@ -72,7 +80,10 @@ def _node(op: str, inputs: list[str], outputs: list[str], **ints_attrs) -> bytes
 
 
 def model_bytes(E: np.ndarray, T: np.ndarray, W: np.ndarray, inputs=("input_ids", "attention_mask",
-                                                                     "token_type_ids"), mix: str = "mean") -> bytes:
+                                                                     "token_type_ids"), mix: str = "mean",
+                external: str | None = None) -> bytes:
+    """The graph's bytes; ``external``: the file (relative to the model) holding E, T and W
+    (:func:`weights_bytes`) instead of the graph."""
     nodes = [_node("Gather", ["E", "input_ids"], ["tok"])]
     if "token_type_ids" in inputs:
         nodes += [_node("Gather", ["T", "token_type_ids"], ["typ"]), _node("Add", ["tok", "typ"], ["x"])]
@@ -87,11 +98,18 @@ def model_bytes(E: np.ndarray, T: np.ndarray, W: np.ndarray, inputs=("input_ids"
               _node("MatMul", ["mixed", "W"], ["proj"]),
               _node("Tanh", ["proj"], ["last_hidden_state"])]
     graph = b"".join(_bytes(1, n) for n in nodes) + _bytes(2, "tiny")
-    graph += b"".join(_bytes(5, _tensor(n, a)) for n, a in (("E", E), ("T", T), ("W", W)))
+    offsets = np.cumsum([0, E.nbytes, T.nbytes])
+    graph += b"".join(_bytes(5, _external_tensor(n, a, external, int(o)) if external else _tensor(n, a))
+                      for (n, a), o in zip((("E", E), ("T", T), ("W", W)), offsets))
     graph += b"".join(_bytes(11, _value_info(name, 7, ["batch", "sequence"])) for name in inputs)
     graph += _bytes(12, _value_info("last_hidden_state", 1, ["batch", "sequence", W.shape[1]]))
     opset = _bytes(1, "") + _int(2, 13)
     return _int(1, 8) + _bytes(2, "factcheck-tests") + _bytes(7, graph) + _bytes(8, opset)
+
+
+def weights_bytes(E: np.ndarray, T: np.ndarray, W: np.ndarray) -> bytes:
+    """E, T and W as an external data file holds them: float32 little-endian, one after another."""
+    return b"".join(np.ascontiguousarray(a, dtype="<f4").tobytes() for a in (E, T, W))
 
 
 # ---------------------------------------------------------------- the model directory
@@ -108,8 +126,9 @@ def weights(vocabulary: int, dim: int = DIM, seed: int = 0):
 
 
 def make_model(directory: Path, texts, seed: int = 0, dim: int = DIM, max_length: int | None = None,
-               mix: str = "mean") -> Path:
-    """Write ``model.onnx`` and ``tokenizer.json`` (a word-level vocabulary of ``texts``)."""
+               mix: str = "mean", external: str | None = None) -> Path:
+    """Write ``model.onnx`` and ``tokenizer.json`` (a word-level vocabulary of ``texts``);
+    ``external``: the weights go to that file beside ``model.onnx`` (ONNX external data)."""
     from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
     from tokenizers.models import WordLevel
     directory = Path(directory)
@@ -124,7 +143,10 @@ def make_model(directory: Path, texts, seed: int = 0, dim: int = DIM, max_length
         tok.enable_truncation(max_length)
     tok.save(str(directory / "tokenizer.json"))
     E, T, W = weights(len(vocab), dim, seed)
-    (directory / "model.onnx").write_bytes(model_bytes(E, T, W, mix=mix))
+    (directory / "model.onnx").write_bytes(model_bytes(E, T, W, mix=mix, external=external))
+    if external:
+        (directory / external).parent.mkdir(parents=True, exist_ok=True)
+        (directory / external).write_bytes(weights_bytes(E, T, W))
     (directory / "weights.json").write_text(json.dumps({"seed": seed, "dim": dim, "mix": mix}))
     return directory
 

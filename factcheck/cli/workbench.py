@@ -122,8 +122,10 @@ def add_search(p):
                 print(json.dumps({"query": query, "method": retriever.name, "hits": hits}, ensure_ascii=False))
                 continue
             print(f"{query}  ({retriever.name}, top {args.k})")
-            if not hits:
-                print("  no passage shares a term with this query")
+            if not hits:  # search leaves out the passages scoring 0; dense and hybrid score vectors, not terms
+                dense = getattr(getattr(retriever, "inner", retriever), "needs_vectors", False)
+                print("  no passage has a non-zero score for this query" if dense
+                      else "  no passage shares a term with this query")
             for h in hits:
                 text = " ".join(h["text"].split())
                 if args.show and len(text) > args.show:

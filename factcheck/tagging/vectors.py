@@ -18,7 +18,7 @@ from factcheck.tagging import store
 from factcheck.tagging.backends import WorkerPool, resolve_jobs
 from factcheck.tagging.outdir import DirectoryLock, check_no_symlinks
 from factcheck.text.embedding import describe_model, same_model
-from factcheck.text.onnx_embedding import model_key
+from factcheck.text.onnx_embedding import changed_files, model_key, vector_problem
 
 __all__ = ["PassageVectorJob", "VECTORS_DIR", "load_vectors", "read_vectors_manifest", "relocate_embedding_model",
            "vectors_model", "verify_vectors"]
@@ -141,6 +141,8 @@ def _current(out: Path, index_manifest, identity: dict) -> dict | None:
     try:
         data = read_vectors_manifest(out.parent, index_manifest, identity)
         _verify_files(out, data)
+        for _ in _checked_shards(out, data):  # vectors an older factcheck stored from a broken model
+            pass
     except InputError:
         return None
     return data
@@ -207,6 +209,13 @@ def verify_vectors(index_dir, index_manifest=None) -> dict | None:
         return None
     data = read_vectors_manifest(index_dir, index_manifest)
     _verify_files(Path(index_dir) / VECTORS_DIR, data)
+    for _ in _checked_shards(Path(index_dir) / VECTORS_DIR, data):
+        pass
+    changed = changed_files(data["model"])
+    if changed:
+        raise IntegrityError(Path(data["model"]["path"]) / changed[0], None, f"differs from the file the vectors "
+                             f"were built with ({describe_model(data['model'])}; changed: {', '.join(changed)}); "
+                             f"{BUILD_HINT}")
     return data
 
 
@@ -216,12 +225,28 @@ def load_vectors(index_dir, index_manifest=None, identity: dict | None = None) -
     data = read_vectors_manifest(index_dir, index_manifest, identity)
     _verify_files(out, data)
     vectors = np.empty((data["passages"], data["dim"]), dtype=DTYPE)
+    for s, part in _checked_shards(out, data):
+        vectors[s["start"]:s["start"] + s["count"]] = part
+    return vectors
+
+
+def _checked_shards(out: Path, data: dict):
+    """Each shard's entry and rows, read and checked: shape and type, then the values as the
+    embedders check them (:func:`~factcheck.text.onnx_embedding.vector_problem`; which
+    passages have tokens is not known here, so only all of them zero is refused)."""
+    nonzero = data["passages"] == 0
     for s in data["shards"]:
         part = _read_npy(out / s["file"])
         if part.shape != (s["count"], data["dim"]) or part.dtype != np.dtype(DTYPE):
             raise IntegrityError(out / s["file"], None, f"wrong shape or type; {BUILD_HINT}")
-        vectors[s["start"]:s["start"] + s["count"]] = part
-    return vectors
+        problem = vector_problem(part, data["model"].get("dim"))
+        if problem:
+            raise IntegrityError(out / s["file"], None, f"{problem} ({describe_model(data['model'])}); {BUILD_HINT}")
+        nonzero = nonzero or bool(part.any())
+        yield s, part
+    if not nonzero:
+        raise IntegrityError(out / MANIFEST, None, f"every passage vector is all zeros "
+                             f"({describe_model(data['model'])}); {BUILD_HINT}")
 
 
 def _read_npy(path: Path) -> np.ndarray:

