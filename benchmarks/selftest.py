@@ -35,6 +35,7 @@ import csv
 import gc
 import heapq
 import math
+import os
 import re
 import shutil
 import statistics
@@ -317,10 +318,13 @@ def main(argv=None) -> int:
                  "`python -m benchmarks.selftest --large-only`.", *large_run()]
         write_report(args.out or ROOT / "reports" / "workbench-selftest-large.md", lines)
         return 0
+    load_before = os.getloadavg()
     arxiv = compare(ARXIV, "index", "abstract", "title", args.repeats)
+    load_after = os.getloadavg()
     lines = [
         "# Benchmark: the self-retrieval test against a plain-Python reference", "",
-        f"Machine: {machine()} (shared with other work while this ran: CPU seconds are the steadier "
+        f"Machine: {machine()}; load average (1/5/15 min) {'/'.join(f'{x:.2f}' for x in load_before)} before "
+        f"the arXiv rounds, {'/'.join(f'{x:.2f}' for x in load_after)} after (CPU seconds are the steadier "
         "figure, wall seconds are quoted beside them).", "",
         f"Command: `python -m benchmarks.selftest --repeats {args.repeats} --rows {args.rows} --queries {args.queries}"
         + (" --large" if args.large else "") + "`. The reference and ours run in one process, alternately (who "

@@ -277,7 +277,7 @@ class Retriever(BaseEstimator, ABC):
             One for a string; a list of them for a sequence.
         """
         texts, one = self._prepare(claims, k)
-        out = [self._ranking(top) for _, top in self._search(texts, k, False)]
+        out = self._rankings([top for _, top in self._search(texts, k, False)])
         return out[0] if one else out
 
     def retrieve(self, claims):
@@ -311,7 +311,8 @@ class Retriever(BaseEstimator, ABC):
             The evidence, each with its claim's top-``k`` :class:`Ranking` in ``ranking``.
         """
         texts, one = self._prepare(claims, k)
-        out = [replace(sel, ranking=self._ranking(top)) for sel, top in self._search(texts, k, True)]
+        found = list(self._search(texts, k, True))
+        out = [replace(sel, ranking=r) for (sel, _), r in zip(found, self._rankings([top for _, top in found]))]
         return out[0] if one else out
 
     def params(self) -> dict:
@@ -359,11 +360,25 @@ class Retriever(BaseEstimator, ABC):
         title = index.title(row) if getattr(index, "has_titles", False) else None
         return Hit(row, index.ids[row], float(score), explanation, title)
 
-    def _ranking(self, top: TopK) -> Ranking:
+    def _rankings(self, tops: list[TopK]) -> list[Ranking]:
+        # Ids (and titles) of every ranking in one vectorised take: a lookup per row cost
+        # more than the scoring itself.
         index = self.index_
-        rows = top.rows.tolist()
-        titles = [index.title(r) for r in rows] if getattr(index, "has_titles", False) else None
-        return Ranking([index.ids[r] for r in rows], top.scores.tolist(), rows, titles)
+        rows = np.concatenate([top.rows for top in tops]) if tops else np.zeros(0, dtype=np.int64)
+        # Rankings share most rows on a small collection: each distinct row is decoded once.
+        distinct, where = np.unique(rows, return_inverse=True)
+        take = getattr(index.ids, "take", None)
+        ids = np.asarray(take(distinct) if take is not None else [index.ids[r] for r in distinct.tolist()],
+                         dtype=object)[where].tolist()
+        titles = (np.asarray(index.titles_of(distinct), dtype=object)[where].tolist()
+                  if getattr(index, "has_titles", False) else None)
+        out, at = [], 0
+        for top in tops:
+            end = at + len(top.rows)
+            out.append(Ranking(ids[at:end], top.scores.tolist(), top.rows.tolist(),
+                               None if titles is None else titles[at:end]))
+            at = end
+        return out
 
     def _prepare(self, claims, k) -> tuple[list[str], bool]:
         self._check_fitted()

@@ -322,6 +322,12 @@ class TagIndex:
             return None
         return self._titles[row] or None
 
+    def titles_of(self, rows) -> list[str | None]:
+        """The titles of ``rows`` (None for a passage without one), in one vectorised read."""
+        if self._titles is None:
+            return [None] * len(rows)
+        return [t or None for t in self._titles.take(rows)]
+
     def body(self, passage) -> str:
         """The own text of ``passage`` (an id or a row), without its title."""
         return self._bodies[self._row(passage)]
