@@ -28,6 +28,7 @@ MODEL_FILE, TOKENIZER_FILE = "model.onnx", "tokenizer.json"
 ST_CONFIG, POOLING_CONFIG = "sentence_bert_config.json", "1_Pooling/config.json"
 INSTALL_HINT = "a local ONNX embedding model needs the optional extra: pip install -e '.[onnx]'"
 DEFAULT_MAX_LENGTH = 512
+MAX_LENGTH_LIMIT = 1 << 20  # tokens; a transformer's position table is far shorter
 BATCH_TOKENS = 4096  # tokens a batch (rows x length); chosen by measurement (docs/decisions.md)
 MEMO_TEXTS = 100_000  # vectors remembered per model, then it starts again (~150 MB at 384 dims)
 NOT_COMPARED = ("path", "runtime")  # recorded in an identity, never compared
@@ -285,12 +286,17 @@ def load_onnx_embedder(model, max_length: int | None = None, pooling: str | None
     """
     files = _packaged_files(model) if is_packaged(model) else _directory_files(model)
     settings = _sentence_transformers_settings(files)
-    max_length = settings.get("max_length") if max_length is None else max_length
+    source, param = None, "embedding_max_length"  # where the length comes from, for its error
+    if max_length is None and "max_length" in settings:
+        max_length, source, param = settings["max_length"], files.paths.get(ST_CONFIG), None
+    if max_length is None and _tokenizer_truncation(files):
+        max_length, source, param = _tokenizer_truncation(files), files.paths.get(TOKENIZER_FILE), None
     if max_length is None:
-        max_length = _tokenizer_truncation(files) or DEFAULT_MAX_LENGTH
-    if not _is_int(max_length) or max_length < 2:
-        raise InputError(None, None, f"must be an integer of at least 2, got {max_length!r}",
-                         param="embedding_max_length")
+        max_length = DEFAULT_MAX_LENGTH
+    # The tokenizer takes a machine-size integer: a length past any real model's is refused here.
+    if not _is_int(max_length) or not 2 <= max_length <= MAX_LENGTH_LIMIT:
+        raise InputError(source, None, f"{'max length ' if source else ''}must be an integer from 2 to "
+                         f"{MAX_LENGTH_LIMIT:,}, got {max_length!r}", param=param)
     pooling = pooling or settings.get("pooling") or "mean"
     if pooling not in POOLINGS:
         raise InputError(None, None, f"unknown pooling {pooling!r}; expected one of {', '.join(POOLINGS)}",

@@ -191,6 +191,18 @@ def test_defaults_come_from_the_sentence_transformers_files_then_the_tokenizer(t
     assert (load(st, max_length=16, pooling="mean").max_length, load(st, pooling="mean").pooling) == (16, "mean")
 
 
+def test_a_max_length_out_of_range_is_one_line_naming_where_it_came_from(tmp_path):
+    model = make_model(tmp_path / "m", TEXTS)
+    for given in (10**20, 1e20, 1):  # past the tokenizer's integer, not an integer, too short
+        with pytest.raises(InputError) as err:
+            load(model, max_length=given)
+        assert err.value.param == "embedding_max_length" and "must be an integer from 2 to" in one_line(err)
+    (model / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 1}))
+    with pytest.raises(InputError) as err:  # read from a file: the file is named, not a flag never given
+        load(model)
+    assert err.value.param is None and one_line(err).startswith(f"{model.resolve() / 'sentence_bert_config.json'}: max length")
+
+
 @pytest.mark.slow
 def test_loading_opens_no_network_connection(model_dir):
     proc = run_python(f"""
