@@ -11,6 +11,7 @@ those of the 2024 system on the real 1.2M-sentence corpus.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 from pathlib import Path
 
@@ -74,7 +75,6 @@ def main(argv=None) -> int:
         for k in ("SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO", "DISPUTED")), "REFUTES, DISPUTED never")
     row("any gold passage retrieved (Wilson)", lambda m: e(m["retrieval"]["any_gold"]), "13/154 = 0.084")
     row("recall@100 of the ranking", lambda m: e(m["retrieval"].get("recall@100")), "—")
-    row("run time (s)", lambda m: f"{m['run']['timings'].get('total', sum(m['run']['timings'].values())):.0f}")
 
     L += ["", "## Every retriever on dev", ""]
     for p, m in runs.items():
@@ -92,6 +92,13 @@ def main(argv=None) -> int:
     for label in ("SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO", "DISPUTED"):
         L.append(f"| {label} | " + " | ".join(e(m["run"]["ablation"]["retrieved"]["per_label"][label]["recall"])
                                              for m in runs.values()) + " |")
+    L += ["", "## Predictions (sha256)", "",
+          "The same input gives the same bytes; a change of these is a change of the system.", "",
+          "| evidence | dev-claims-predictions.json | test-claims-predictions.json |", "|---|---|---|"]
+    for p, m in runs.items():
+        digests = [hashlib.sha256((p / f"{split}-claims-predictions.json").read_bytes()).hexdigest()
+                   for split in ("dev", "test")]
+        L.append(f"| {m['run']['evidence']} | `{digests[0]}` | `{digests[1]}` |")
     L += ["", "Full reports with plots: " + ", ".join(f"`{p.name}/report.md`" for p in runs) +
           " (in the run directories; not committed)."]
     write_report(args.out, L)
