@@ -56,7 +56,7 @@ def test_open_mode_without_the_extra_is_one_line_saying_what_to_install(command,
 def test_course_mode_does_not_offer_the_open_retrievers(tmp_path, demo_index):
     proc = run_cli("retrieve", "--index", demo_index, "--claims", DEMO / "dev-claims.json",
                    "--out", tmp_path / "p.json", "--method", "dense")
-    assert_one_line_error(proc, "--method", "'dense' is an open-mode retriever", "use mode open")
+    assert_one_line_error(proc, "--method", "'dense' is an open-mode retriever", "use --mode open")
     proc = run_cli("run", "--data-dir", DEMO, "--out", tmp_path / "run", "--method", "hybrid")
     assert_one_line_error(proc, "--method", "'hybrid' is an open-mode retriever")
     assert not (tmp_path / "run").exists()
