@@ -11,12 +11,12 @@ those of the 2024 system on the real 1.2M-sentence corpus.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from pathlib import Path
 
 from harness.measure import ROOT, machine, write_report
 from factcheck.evaluation.intervals import format_interval
+from factcheck.formats.files import sha256_file
 
 
 def e(d: dict | None) -> str:
@@ -96,8 +96,7 @@ def main(argv=None) -> int:
           "The same input gives the same bytes; a change of these is a change of the system.", "",
           "| evidence | dev-claims-predictions.json | test-claims-predictions.json |", "|---|---|---|"]
     for p, m in runs.items():
-        digests = [hashlib.sha256((p / f"{split}-claims-predictions.json").read_bytes()).hexdigest()
-                   for split in ("dev", "test")]
+        digests = [sha256_file(p / f"{split}-claims-predictions.json") for split in ("dev", "test")]
         L.append(f"| {m['run']['evidence']} | `{digests[0]}` | `{digests[1]}` |")
     L += ["", "Full reports with plots: " + ", ".join(f"`{p.name}/report.md`" for p in runs) +
           " (in the run directories; not committed)."]

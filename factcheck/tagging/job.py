@@ -117,14 +117,13 @@ class TagJob:
             try:
                 with WorkerPool(self.backend, self.jobs, self.scheduler, keep_heap=True) as self._pool:
                     return self._run(source, out, force)
-            except InputError:  # nothing written from a refused input can serve a rerun
-                if self._input_refused:
+            except BaseException as exc:
+                # Nothing written from a refused input can serve a rerun; any other failure
+                # keeps the finished shards and drops the ``.tmp-*`` files of workers killed mid-write.
+                if isinstance(exc, InputError) and self._input_refused:
                     outdir.wipe(out)
                 else:
                     outdir.remove_temporaries(out)
-                raise
-            except BaseException:  # workers killed mid-write leave ``.tmp-*`` files
-                outdir.remove_temporaries(out)
                 raise
 
     def _run(self, source: SourceSpec, out: Path, force: bool) -> store.Manifest:

@@ -289,8 +289,8 @@ def load_onnx_embedder(model, max_length: int | None = None, pooling: str | None
     source, param = None, "embedding_max_length"  # where the length comes from, for its error
     if max_length is None and "max_length" in settings:
         max_length, source, param = settings["max_length"], files.paths.get(ST_CONFIG), None
-    if max_length is None and _tokenizer_truncation(files):
-        max_length, source, param = _tokenizer_truncation(files), files.paths.get(TOKENIZER_FILE), None
+    if max_length is None and (truncation := _tokenizer_truncation(files)):
+        max_length, source, param = truncation, files.paths.get(TOKENIZER_FILE), None
     if max_length is None:
         max_length = DEFAULT_MAX_LENGTH
     # The tokenizer takes a machine-size integer: a length past any real model's is refused here.
