@@ -320,10 +320,9 @@ def test_input_errors_are_value_errors_that_survive_pickling():
         assert isinstance(err, ValueError)
         back = pickle.loads(pickle.dumps(err))
         assert type(back) is cls and back.one_line() == err.one_line() and back.param == "claims"
-    try:
+    with pytest.raises(ValueError) as caught:  # a caller's ``except ValueError`` catches our errors too
         factcheck.make_retriever("nope")
-    except ValueError as exc:  # a caller's ``except ValueError`` catches our errors too
-        assert isinstance(exc, factcheck.InputError)
+    assert isinstance(caught.value, factcheck.InputError)
 
 
 def test_make_classifier_checks_its_parameters():
