@@ -31,6 +31,7 @@ def add_run(p):
     p.add_argument("--index", type=Path, default=None, help="reuse this verified tag index instead of tagging")
     p.add_argument("--method", default="auto", choices=("auto", *ALL_METHODS), help=AUTO_HELP)
     add_mode_arg(p)
+    add_max_tuning_claims_arg(p)
     p.add_argument("--quiet", action="store_true", help="no progress output")
     add_tag_args(p)
     add_embedding_args(p, build=True)
@@ -45,7 +46,7 @@ def add_run(p):
             source=source_options(args), claims={k.removeprefix("claims_"): v for k, v in claims_options(args).items()},
             method=args.method, mode=args.mode, embedding_model=embedding_model_from_args(args),
             tagging={name: getattr(args, name) for name in TAG_SETTINGS}, jobs=args.jobs, force=args.force,
-            progress=False if args.quiet else None)
+            progress=False if args.quiet else None, max_tuning_claims=args.max_tuning_claims)
         m = run_pipeline(args.data_dir, args.out, config)
         iv = m["intervals"]
         ret = m["run"]["retriever"]
@@ -65,6 +66,7 @@ def add_train(p):
     add_renamed(p, "--model", "--model-out", required=True, type=Path, help="model directory to write")
     p.add_argument("--method", default="auto", choices=("auto", *ALL_METHODS), help=AUTO_HELP)
     add_mode_arg(p)
+    add_max_tuning_claims_arg(p)
     add_embedding_args(p)
     add_claims_args(p)
 
@@ -78,8 +80,10 @@ def add_train(p):
         index = index_from_args(args)
         relocate_from_args(args, args.index)
         index.require_gold(train, args.claims)
-        t = train_system(index, train, args.model, args.method, model_dir=args.model, mode=args.mode)
-        print(f"{args.model}: trained on {len(train)} claims ({args.mode} mode)")
+        t = train_system(index, train, args.model, args.method, model_dir=args.model, mode=args.mode,
+                         max_tuning_claims=args.max_tuning_claims)
+        sample = f" (a sample of {len(train)})" if len(t.claims) < len(train) else ""
+        print(f"{args.model}: trained on {len(t.claims)} claims{sample} ({args.mode} mode)")
         print(describe("retriever " + t.candidates.best, t.system.retriever.params()))
         print(describe("classifier", config_json(t.selection.config)))
     return run
@@ -155,6 +159,13 @@ def add_ablation(p):
         print(f"gold - retrieved: {format_interval(g['accuracy_difference'])}  "
               f"McNemar exact p = {g['mcnemar']['p_value']:.4g}")
     return run
+
+
+def add_max_tuning_claims_arg(p) -> None:
+    from factcheck.formats.splits import MAX_TUNING_CLAIMS
+    p.add_argument("--max-tuning-claims", type=positive_int, default=MAX_TUNING_CLAIMS, metavar="N",
+                   help="training claims that tuning, classifier selection and training use at most; beyond, a "
+                        f"deterministic sample of N (default: {MAX_TUNING_CLAIMS:,})")
 
 
 def add_predictions_format_arg(p) -> None:

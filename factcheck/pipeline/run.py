@@ -17,7 +17,7 @@ from factcheck.formats.evidence import SOURCE_OPTIONS, source_spec
 from factcheck.formats.files import (check_no_symlinks, check_regular_file, remove_stale_temporaries, sha256_file,
                                      write_csv_atomic, write_json_atomic)
 from factcheck.formats.rundir import MARKER, begin_run, end_run
-from factcheck.formats.splits import train_holdout_split
+from factcheck.formats.splits import MAX_TUNING_CLAIMS, train_holdout_split, tuning_subsample
 from factcheck.training.classifier_cv import config_json
 from factcheck.system.checker import FactChecker
 from factcheck.system.model_dir import save_system
@@ -111,6 +111,8 @@ class RunConfig:
         Replace an index built with other settings.
     progress : bool or None
         Progress bars and stage lines: None automatic, False never.
+    max_tuning_claims : int, default 20000
+        Training claims that tuning and training use at most (a deterministic sample beyond).
 
     Example
     -------
@@ -136,6 +138,7 @@ class RunConfig:
     jobs: int = -1
     force: bool = False
     progress: bool | None = None
+    max_tuning_claims: int = MAX_TUNING_CLAIMS
 
     def __post_init__(self):
         for name, known in (("source", SOURCE_OPTIONS), ("claims", (*CLAIM_OPTIONS, "max_claim_chars"))):
@@ -255,7 +258,8 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
         index.require_gold(train, files["train"])
         index.require_gold(dev, files["dev"])
 
-    system, candidates, chosen = train_system(index, train, out, config.method, progress, clock, jobs=jobs, mode=mode)
+    system, candidates, chosen, tuned_on = train_system(index, train, out, config.method, progress, clock, jobs=jobs,
+                                                         mode=mode, max_tuning_claims=config.max_tuning_claims)
     as_fever = (config.claims.get("format") or detect_claims_format(files["dev"])) == "fever"
 
     def predict(split, claims):
@@ -286,7 +290,8 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
         "index": str(Path(index_dir).resolve()), "passages": len(index),
         "retriever": {"chosen": candidates.best, "params": system.retriever.params(),
                       "holdout": candidates.holdout_scores, "chosen_by": candidates.chosen_by,
-                      "holdout_claims": len(train_holdout_split(train)[1])},
+                      "holdout_claims": len(train_holdout_split(tuned_on)[1])},
+        "training_claims": {"given": len(train), "used": len(tuned_on), "max_tuning_claims": config.max_tuning_claims},
         "retrievers_on_dev": on_dev,
         "classifier": {**config_json(chosen.config), "reader": candidates.reader,
                        "reader_cv": candidates.reader_scores},
@@ -309,11 +314,14 @@ class Trained(NamedTuple):
     system: FactChecker
     candidates: object  # factcheck.training.selection.TunedRetrievers
     selection: object   # factcheck.training.classifier_cv.ClassifierSelection
+    claims: list        # the training claims used (tuning_subsample's)
 
 
 def train_system(index, train, out: Path, method: str = "auto", progress=None, clock=None,
-                 model_dir: Path | None = None, jobs: int = -1, mode: str = "course") -> Trained:
-    """Tune retrievers, pick one, select and train the classifier; save the model directory."""
+                 model_dir: Path | None = None, jobs: int = -1, mode: str = "course",
+                 max_tuning_claims: int = MAX_TUNING_CLAIMS) -> Trained:
+    """Tune retrievers, pick one, select and train the classifier; save the model directory.
+    Beyond ``max_tuning_claims`` training claims, all of it uses a deterministic sample of them."""
     from factcheck.training import selection
     from factcheck.training.classifier_cv import select_classifier
 
@@ -331,6 +339,8 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     remove_stale_temporaries(model_dir, MODEL_ENTRIES, recursive=False)  # a killed training's
     remove_stale_temporaries(Path(out) / "tuning", ("*.csv",), recursive=False)
     clock = clock or Clock(progress is False)
+    # Tuning, cross-validation and training grow with the claims: bounded here, the course's unaffected.
+    train = tuning_subsample(train, max_tuning_claims)
     fit, holdout = train_holdout_split(train)
     with clock.step("tuning and training retrievers on the training split"):
         candidates = selection.tune_retrievers(index, fit, holdout, out, method, progress, mode)
@@ -356,7 +366,7 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
         write_csv_atomic(out / "tuning" / "classifier-cv.csv", list(variants[0]), variants)
         save_system(model_dir, chosen.model, retriever, meta, candidates.retrievers, reader)
     system = FactChecker(index, retriever, chosen.model, reader, meta={**meta, "reader": {"method": chosen.reader}})
-    return Trained(system, candidates, chosen)
+    return Trained(system, candidates, chosen, train)
 
 
 def write_verdicts(path: Path, claims, verdicts, system, predictions_format: str | None = None,
