@@ -109,21 +109,30 @@ def add_predict(p):
     add_backend_args(g)
 
     def run(args):
-        from factcheck.formats.explanations import explanations_path, write_explained_predictions
-        from factcheck.pipeline.claim_batches import check_in_batches
+        import contextlib
+
+        from factcheck.formats.explanations import explained_predictions_writer, explanations_path
+        from factcheck.pipeline.claim_batches import stream_batches
         check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.model])
         claims = read_claims_from_args(args, args.claims)
         index_from_args(args)
         relocate_from_args(args, args.index)
-        verdicts, spec = check_in_batches(
-            args.index, args.model, args.claims, claims, mode=args.mode, method=args.method, jobs=args.jobs,
-            backend=args.backend, scheduler=args.scheduler, batch_size=args.batch_size, work_dir=args.out.parent,
-            embedding_model=args.embedding_model,
-            claims_options={k.removeprefix("claims_"): v for k, v in claims_options(args).items()})
-        by_id = verdicts.by_id
-        write_explained_predictions(args.out, claims, {cid: v.evidences for cid, v in by_id.items()},
-                                    {cid: v.explanation.to_json() for cid, v in by_id.items()}, spec,
-                                    {cid: v.label for cid, v in by_id.items()}, args.predictions_format)
+        with contextlib.ExitStack() as stack:
+            writer = None
+
+            def write(batch, verdicts, spec):  # each batch as it is done: no verdict is kept
+                nonlocal writer
+                if writer is None:  # the files' temporaries, renamed when every batch is written
+                    writer = stack.enter_context(explained_predictions_writer(args.out, spec,
+                                                                              args.predictions_format))
+                writer.write(batch, {v.id: v.evidences for v in verdicts},
+                             {v.id: v.explanation.to_json() for v in verdicts}, {v.id: v.label for v in verdicts})
+
+            stream_batches(
+                args.index, args.model, args.claims, claims, write, mode=args.mode, method=args.method,
+                jobs=args.jobs, backend=args.backend, scheduler=args.scheduler, batch_size=args.batch_size,
+                work_dir=args.out.parent, embedding_model=args.embedding_model,
+                claims_options={k.removeprefix("claims_"): v for k, v in claims_options(args).items()})
         print(f"{args.out}: {plural(len(claims), 'claim')} with labels and evidence")
     return run
 
