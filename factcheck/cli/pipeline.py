@@ -32,6 +32,7 @@ def add_run(p):
     p.add_argument("--method", default="auto", choices=("auto", *ALL_METHODS), help=AUTO_HELP)
     add_mode_arg(p)
     add_max_tuning_claims_arg(p)
+    add_max_evidence_arg(p, "; the FEVER score in metrics.json counts as many")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     add_tag_args(p)
     add_embedding_args(p, build=True)
@@ -46,7 +47,8 @@ def add_run(p):
             source=source_options(args), claims={k.removeprefix("claims_"): v for k, v in claims_options(args).items()},
             method=args.method, mode=args.mode, embedding_model=embedding_model_from_args(args),
             tagging={name: getattr(args, name) for name in TAG_SETTINGS}, jobs=args.jobs, force=args.force,
-            progress=False if args.quiet else None, max_tuning_claims=args.max_tuning_claims)
+            progress=False if args.quiet else None, max_tuning_claims=args.max_tuning_claims,
+            max_evidence=args.max_evidence)
         m = run_pipeline(args.data_dir, args.out, config)
         iv = m["intervals"]
         ret = m["run"]["retriever"]
@@ -54,6 +56,11 @@ def add_run(p):
         how += "; open mode" if args.mode == "open" else ""
         print(f"dev evidence F {format_interval(iv['evidence_f'])}, accuracy {format_interval(iv['accuracy'])}, "
               f"harmonic mean {format_interval(iv['harmonic_mean'])} (retriever: {ret['chosen']}{how})")
+        if "fever" in m:
+            fiv = m["fever"]["intervals"]
+            print(f"dev FEVER score {format_interval(fiv['fever_score'])}, label accuracy "
+                  f"{format_interval(fiv['label_accuracy'])} (evidence: the first {m['fever']['max_evidence']} "
+                  "predicted sentences)")
         fever = " (and .jsonl in FEVER's format)" if (args.out / "dev-claims-predictions.jsonl").is_file() else ""
         print(f"wrote {args.out}/dev-claims-predictions.json, test-claims-predictions.json{fever}, metrics.json, "
               "report.md")
@@ -97,6 +104,7 @@ def add_predict(p):
     p.add_argument("--out", type=Path, required=True,
                    help="predictions file to write (+ .explain.json beside it)")
     add_predictions_format_arg(p)
+    add_max_evidence_arg(p)
     p.add_argument("--method", default=None, choices=ALL_METHODS,
                    help="retriever for the evidence (default: the model's choice; any retriever the model tuned)")
     add_mode_arg(p, from_model=True)
@@ -111,10 +119,17 @@ def add_predict(p):
     def run(args):
         import contextlib
 
+        from factcheck.evaluation.fever import MAX_EVIDENCE
+        from factcheck.formats.claims import detect_claims_format
         from factcheck.formats.explanations import explained_predictions_writer, explanations_path
         from factcheck.pipeline.claim_batches import stream_batches
+        from factcheck.system.checker import evidence_slots
         check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.model])
         claims = read_claims_from_args(args, args.claims)
+        fever = "fever" in ((args.predictions_format or ("fever" if args.out.name.lower().endswith(".jsonl")
+                                                          else "course")),
+                            args.claims_format or detect_claims_format(args.claims))
+        slots = args.max_evidence if args.max_evidence is not None else MAX_EVIDENCE if fever else None
         index_from_args(args)
         relocate_from_args(args, args.index)
         with contextlib.ExitStack() as stack:
@@ -125,7 +140,7 @@ def add_predict(p):
                 if writer is None:  # the files' temporaries, renamed when every batch is written
                     writer = stack.enter_context(explained_predictions_writer(args.out, spec,
                                                                               args.predictions_format))
-                writer.write(batch, {v.id: v.evidences for v in verdicts},
+                writer.write(batch, {v.id: evidence_slots(v, slots) for v in verdicts},
                              {v.id: v.explanation.to_json() for v in verdicts}, {v.id: v.label for v in verdicts})
 
             stream_batches(
@@ -168,6 +183,13 @@ def add_ablation(p):
         print(f"gold - retrieved: {format_interval(g['accuracy_difference'])}  "
               f"McNemar exact p = {g['mcnemar']['p_value']:.4g}")
     return run
+
+
+def add_max_evidence_arg(p, more: str = "") -> None:
+    p.add_argument("--max-evidence", type=positive_int, default=None, metavar="N",
+                   help="FEVER's evidence slots: N evidence sentences per claim, the retriever's then the next of "
+                        "its ranking (default: 5 for FEVER-format claims or predictions, else the retriever's own "
+                        f"count){more}")
 
 
 def add_max_tuning_claims_arg(p) -> None:
