@@ -253,8 +253,8 @@ class JsonObjectStream:
 
     def close(self) -> None:
         """The closing brackets and the final newline."""
-        self.fh.write(("\n" + "  " * (self.depth - 1) + "}" if self.n else "}") + ("\n}" if self.key is not None else "")
-                      + "\n")
+        entries = "\n" + "  " * (self.depth - 1) + "}" if self.n else "}"
+        self.fh.write(entries + ("\n}" if self.key is not None else "") + "\n")
 
 
 def dump_model_atomic(dest: Path, obj) -> str:
