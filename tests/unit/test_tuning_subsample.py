@@ -52,3 +52,11 @@ def test_train_uses_the_sample_and_says_so(tmp_path, demo_index):
     proc = in_process("train", "--index", demo_index, "--claims", DEMO / "train-claims.json",
                       "--model", tmp_path / "model2", "--max-tuning-claims", "0")
     assert proc.returncode == 2 and "--max-tuning-claims" in proc.stderr
+
+
+@pytest.mark.parametrize("name", ["max_tuning_claims", "max_evidence"])
+@pytest.mark.parametrize("bad", [0, -3, 1.5, True])
+def test_run_config_refuses_a_bad_cap_naming_it(name, bad):
+    from factcheck.pipeline.run import RunConfig
+    with pytest.raises(InputError, match=f"^{name}: must be a positive integer"):
+        RunConfig(**{name: bad})
