@@ -121,13 +121,14 @@ def add_predict(p):
 
         from factcheck.evaluation.fever import MAX_EVIDENCE
         from factcheck.formats.claims import detect_claims_format
-        from factcheck.formats.explanations import explained_predictions_writer, explanations_path
+        from factcheck.formats.explanations import (explained_predictions_writer, explanations_path,
+                                                    predictions_format_of)
         from factcheck.pipeline.claim_batches import stream_batches
         from factcheck.system.checker import evidence_slots
         check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.model])
         claims = read_claims_from_args(args, args.claims)
-        fever = "fever" in ((args.predictions_format or ("fever" if args.out.name.lower().endswith(".jsonl")
-                                                          else "course")),
+        # FEVER's evidence slots for FEVER-format claims or predictions
+        fever = "fever" in (predictions_format_of(args.out, args.predictions_format),
                             args.claims_format or detect_claims_format(args.claims))
         slots = args.max_evidence if args.max_evidence is not None else MAX_EVIDENCE if fever else None
         index_from_args(args)

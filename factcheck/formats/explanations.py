@@ -11,7 +11,7 @@ from factcheck.formats.claims import Claim, predictions_stream
 from factcheck.formats.fever import split_sentence_id
 from factcheck.formats.files import JsonObjectStream, atomic_path
 
-__all__ = ["explained_predictions_writer", "explanations_path", "write_explained_predictions"]
+__all__ = ["explained_predictions_writer", "explanations_path", "predictions_format_of", "write_explained_predictions"]
 
 
 def explanations_path(predictions: Path) -> Path:
@@ -19,6 +19,12 @@ def explanations_path(predictions: Path) -> Path:
     name = predictions.name
     stem = name[:-5] if name.endswith(".json") else name[:-6] if name.endswith(".jsonl") else name
     return predictions.with_name(stem + ".explain.json")
+
+
+def predictions_format_of(out: Path, predictions_format: str | None = None) -> str:
+    """The format predictions are written in: ``predictions_format``, else FEVER's for a
+    ``.jsonl`` name and the course's otherwise."""
+    return predictions_format or ("fever" if Path(out).name.lower().endswith(".jsonl") else "course")
 
 
 def write_explained_predictions(out: Path, claims: list[Claim], evidences: dict[str, list[str]],
@@ -65,7 +71,7 @@ def explained_predictions_writer(out: Path, retriever_spec: dict, predictions_fo
     for dest in (out, sidecar):
         if dest.is_dir():
             raise InputError(dest, None, "is a directory, expected a file name")
-    fmt = predictions_format or ("fever" if out.name.lower().endswith(".jsonl") else "course")
+    fmt = predictions_format_of(out, predictions_format)
     if fmt not in ("course", "fever"):
         raise InputError(out, None, f"unknown predictions format {fmt!r}; expected course or fever",
                          param="predictions_format")
