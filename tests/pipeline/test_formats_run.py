@@ -160,7 +160,7 @@ def test_run_names_what_it_cannot_find_or_choose(tmp_path):
 # ---------------------------------------------------------------- the course data in FEVER's layout
 
 @pytest.mark.slow
-def test_course_data_in_fever_layout_gives_the_course_predictions(demo_run, tmp_path):
+def test_course_data_in_fever_layout_gives_the_course_predictions_in_five_slots(demo_run, tmp_path):
     layout = tmp_path / "fever-layout"
     for split, name in (("train", "train"), ("dev", "shared_task_dev"), ("test", "shared_task_test")):
         proc = run_cli("convert", "claims", DEMO / SPLITS[split], "--to", "fever", "--one-line-pages",
@@ -178,7 +178,17 @@ def test_course_data_in_fever_layout_gives_the_course_predictions(demo_run, tmp_
         proc = run_cli("convert", "predictions", out / f"{split}-claims-predictions.jsonl", "--to", "course",
                        "--one-line-pages", "--claims", DEMO / SPLITS[split], "--out", back)
         assert proc.returncode == 0, proc.stderr
-        assert sha(back) == sha(demo_run / f"{split}-claims-predictions.json")
+        # FEVER-format claims fill FEVER's five evidence slots: the course run's evidence first,
+        # then its ranking's next; the labels and claims are the course run's
+        ours = json.loads(back.read_text(encoding="utf-8"))
+        course = json.loads((demo_run / f"{split}-claims-predictions.json").read_text(encoding="utf-8"))
+        assert list(ours) == list(course)
+        for cid, p in course.items():
+            assert {k: v for k, v in ours[cid].items() if k != "evidences"} == \
+                {k: v for k, v in p.items() if k != "evidences"}
+            assert ours[cid]["evidences"][:len(p["evidences"])] == p["evidences"]
+            assert len(p["evidences"]) <= len(ours[cid]["evidences"]) <= 5
+        assert any(len(ours[cid]["evidences"]) > len(p["evidences"]) for cid, p in course.items())
 
 
 # ---------------------------------------------------------------- FEVER's evidence slots and score
