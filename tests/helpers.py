@@ -139,7 +139,7 @@ def make_run(out: Path, *extra, data: Path = DEMO):
     succeeds; returns its CompletedProcess-like result (``in_process``)."""
     from factcheck.classification import cv
 
-    def in_this_process(fn, arg_tuples, jobs):
+    def in_this_process(fn, arg_tuples, jobs, desc=None):
         return [fn(*args) for args in arg_tuples]
 
     with pytest.MonkeyPatch.context() as patch:

@@ -18,6 +18,7 @@ from sklearn.model_selection import RepeatedStratifiedKFold
 
 from factcheck.classification.features import ALL_GROUPS, ClaimEvidenceFeatures, concat_views, take_views
 from factcheck.formats.claims import label_set
+from factcheck.progress import progress as progress_bar
 from factcheck.tagging.backends import NATIVE_THREAD_VARS, sigint_for_this_process_only
 
 FOLDS, REPEATS, CV_SEED = 5, 3, 90042
@@ -173,15 +174,17 @@ _ONE_THREAD = {v: "1" for v in NATIVE_THREAD_VARS}
 _workers = None  # the process pool run_folds last used, until release_workers()
 
 
-def run_folds(fn, arg_tuples: list[tuple], jobs: int) -> list:
-    """``fn(*args)`` for each tuple, in order, in ``jobs`` single-threaded worker processes."""
+def run_folds(fn, arg_tuples: list[tuple], jobs: int, desc: str = "classifier cross-validation") -> list:
+    """``fn(*args)`` for each tuple, in order, in ``jobs`` single-threaded worker processes,
+    with a progress bar ``desc`` (one step a fold; :func:`factcheck.progress.progress`)."""
     global _workers
     # joblib's factory, not loky's: joblib's loky backend reuses this process-wide executor.
     n = max(1, min(effective_n_jobs(jobs), len(arg_tuples)))
     with sigint_for_this_process_only():  # Ctrl-C interrupts this process, never the workers (see there)
         executor = _workers = get_memmapping_executor(n, env=_ONE_THREAD, timeout=60)
         results = executor.map(fn, *zip(*arg_tuples))  # submits every task: the workers start here
-    return list(results)
+    # Minutes on a large training set: the bar advances as each fold's results arrive, in order.
+    return list(progress_bar(results, desc=desc, total=len(arg_tuples), unit="folds"))
 
 
 def release_workers() -> None:

@@ -175,7 +175,7 @@ def stance_cross_validate(y, splits, gold_views, read_views, pairs_gold, pairs_r
     y = np.asarray(y)
     labels = tuple(labels if labels is not None else label_set(y.tolist()))
     per_split = cv.run_folds(stance_fold_job, [(s, y, gold_views, read_views, pairs_gold, pairs_read, cfgs, labels)
-                                            for s in splits], jobs)
+                                            for s in splits], jobs, desc="stance cross-validation")
     return cv.collect(y, splits, per_split, cfgs, reader, labels)
 
 

@@ -31,6 +31,8 @@ def add_run(p):
     p.add_argument("--index", type=Path, default=None, help="reuse this verified tag index instead of tagging")
     p.add_argument("--method", default="auto", choices=("auto", *ALL_METHODS), help=AUTO_HELP)
     add_mode_arg(p)
+    add_max_tuning_claims_arg(p)
+    add_max_evidence_arg(p, "; the FEVER score in metrics.json counts as many")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     add_tag_args(p)
     add_embedding_args(p, build=True)
@@ -45,7 +47,8 @@ def add_run(p):
             source=source_options(args), claims={k.removeprefix("claims_"): v for k, v in claims_options(args).items()},
             method=args.method, mode=args.mode, embedding_model=embedding_model_from_args(args),
             tagging={name: getattr(args, name) for name in TAG_SETTINGS}, jobs=args.jobs, force=args.force,
-            progress=False if args.quiet else None)
+            progress=False if args.quiet else None, max_tuning_claims=args.max_tuning_claims,
+            max_evidence=args.max_evidence)
         m = run_pipeline(args.data_dir, args.out, config)
         iv = m["intervals"]
         ret = m["run"]["retriever"]
@@ -53,6 +56,11 @@ def add_run(p):
         how += "; open mode" if args.mode == "open" else ""
         print(f"dev evidence F {format_interval(iv['evidence_f'])}, accuracy {format_interval(iv['accuracy'])}, "
               f"harmonic mean {format_interval(iv['harmonic_mean'])} (retriever: {ret['chosen']}{how})")
+        if "fever" in m:
+            fiv = m["fever"]["intervals"]
+            print(f"dev FEVER score {format_interval(fiv['fever_score'])}, label accuracy "
+                  f"{format_interval(fiv['label_accuracy'])} (evidence: the first {m['fever']['max_evidence']} "
+                  "predicted sentences)")
         fever = " (and .jsonl in FEVER's format)" if (args.out / "dev-claims-predictions.jsonl").is_file() else ""
         print(f"wrote {args.out}/dev-claims-predictions.json, test-claims-predictions.json{fever}, metrics.json, "
               "report.md")
@@ -65,6 +73,7 @@ def add_train(p):
     add_renamed(p, "--model", "--model-out", required=True, type=Path, help="model directory to write")
     p.add_argument("--method", default="auto", choices=("auto", *ALL_METHODS), help=AUTO_HELP)
     add_mode_arg(p)
+    add_max_tuning_claims_arg(p)
     add_embedding_args(p)
     add_claims_args(p)
 
@@ -78,8 +87,10 @@ def add_train(p):
         index = index_from_args(args)
         relocate_from_args(args, args.index)
         index.require_gold(train, args.claims)
-        t = train_system(index, train, args.model, args.method, model_dir=args.model, mode=args.mode)
-        print(f"{args.model}: trained on {len(train)} claims ({args.mode} mode)")
+        t = train_system(index, train, args.model, args.method, model_dir=args.model, mode=args.mode,
+                         max_tuning_claims=args.max_tuning_claims)
+        sample = f" (a sample of {len(train)})" if len(t.claims) < len(train) else ""
+        print(f"{args.model}: trained on {len(t.claims)} claims{sample} ({args.mode} mode)")
         print(describe("retriever " + t.candidates.best, t.system.retriever.params()))
         print(describe("classifier", config_json(t.selection.config)))
     return run
@@ -93,6 +104,7 @@ def add_predict(p):
     p.add_argument("--out", type=Path, required=True,
                    help="predictions file to write (+ .explain.json beside it)")
     add_predictions_format_arg(p)
+    add_max_evidence_arg(p)
     p.add_argument("--method", default=None, choices=ALL_METHODS,
                    help="retriever for the evidence (default: the model's choice; any retriever the model tuned)")
     add_mode_arg(p, from_model=True)
@@ -105,21 +117,38 @@ def add_predict(p):
     add_backend_args(g)
 
     def run(args):
-        from factcheck.formats.explanations import explanations_path, write_explained_predictions
-        from factcheck.pipeline.claim_batches import check_in_batches
+        import contextlib
+
+        from factcheck.evaluation.fever import MAX_EVIDENCE
+        from factcheck.formats.claims import detect_claims_format
+        from factcheck.formats.explanations import (explained_predictions_writer, explanations_path,
+                                                    predictions_format_of)
+        from factcheck.pipeline.claim_batches import stream_batches
+        from factcheck.system.checker import evidence_slots
         check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.model])
         claims = read_claims_from_args(args, args.claims)
+        # FEVER's evidence slots for FEVER-format claims or predictions
+        fever = "fever" in (predictions_format_of(args.out, args.predictions_format),
+                            args.claims_format or detect_claims_format(args.claims))
+        slots = args.max_evidence if args.max_evidence is not None else MAX_EVIDENCE if fever else None
         index_from_args(args)
         relocate_from_args(args, args.index)
-        verdicts, spec = check_in_batches(
-            args.index, args.model, args.claims, claims, mode=args.mode, method=args.method, jobs=args.jobs,
-            backend=args.backend, scheduler=args.scheduler, batch_size=args.batch_size, work_dir=args.out.parent,
-            embedding_model=args.embedding_model,
-            claims_options={k.removeprefix("claims_"): v for k, v in claims_options(args).items()})
-        by_id = verdicts.by_id
-        write_explained_predictions(args.out, claims, {cid: v.evidences for cid, v in by_id.items()},
-                                    {cid: v.explanation.to_json() for cid, v in by_id.items()}, spec,
-                                    {cid: v.label for cid, v in by_id.items()}, args.predictions_format)
+        with contextlib.ExitStack() as stack:
+            writer = None
+
+            def write(batch, verdicts, spec):  # each batch as it is done: no verdict is kept
+                nonlocal writer
+                if writer is None:  # the files' temporaries, renamed when every batch is written
+                    writer = stack.enter_context(explained_predictions_writer(args.out, spec,
+                                                                              args.predictions_format))
+                writer.write(batch, {v.id: evidence_slots(v, slots) for v in verdicts},
+                             {v.id: v.explanation.to_json() for v in verdicts}, {v.id: v.label for v in verdicts})
+
+            stream_batches(
+                args.index, args.model, args.claims, claims, write, mode=args.mode, method=args.method,
+                jobs=args.jobs, backend=args.backend, scheduler=args.scheduler, batch_size=args.batch_size,
+                work_dir=args.out.parent, embedding_model=args.embedding_model,
+                claims_options={k.removeprefix("claims_"): v for k, v in claims_options(args).items()})
         print(f"{args.out}: {plural(len(claims), 'claim')} with labels and evidence")
     return run
 
@@ -155,6 +184,20 @@ def add_ablation(p):
         print(f"gold - retrieved: {format_interval(g['accuracy_difference'])}  "
               f"McNemar exact p = {g['mcnemar']['p_value']:.4g}")
     return run
+
+
+def add_max_evidence_arg(p, more: str = "") -> None:
+    p.add_argument("--max-evidence", type=positive_int, default=None, metavar="N",
+                   help="FEVER's evidence slots: N evidence sentences per claim, the retriever's then the next of "
+                        "its ranking (default: 5 for FEVER-format claims or predictions, else the retriever's own "
+                        f"count){more}")
+
+
+def add_max_tuning_claims_arg(p) -> None:
+    from factcheck.formats.splits import MAX_TUNING_CLAIMS
+    p.add_argument("--max-tuning-claims", type=positive_int, default=MAX_TUNING_CLAIMS, metavar="N",
+                   help="training claims that tuning, classifier selection and training use at most; beyond, a "
+                        f"deterministic sample of N (default: {MAX_TUNING_CLAIMS:,})")
 
 
 def add_predictions_format_arg(p) -> None:

@@ -12,7 +12,8 @@ from factcheck.errors import InputError
 from factcheck.evaluation.evaluate import read_scoring_inputs
 from factcheck.evaluation.intervals import Metric, Result, bootstrap_harmonic, bootstrap_mean, describe, wilson
 
-__all__ = ["FeverScore", "MAX_EVIDENCE", "NEI_LABELS", "fever_score", "fever_score_files", "format_fever_report"]
+__all__ = ["FeverScore", "MAX_EVIDENCE", "NEI_LABELS", "fever_gold", "fever_score", "fever_score_files",
+           "format_fever_report"]
 
 MAX_EVIDENCE = 5  # the shared task's rule: only the first five predicted sentences count
 #: Gold labels whose claims need no evidence, upper-cased: FEVER's spelling and the course's.
@@ -159,10 +160,7 @@ def fever_score_files(predictions, groundtruth, max_evidence: int = MAX_EVIDENCE
     claims, _, predicted = read_scoring_inputs(predictions, groundtruth, format=claims_format,
                                                id_column=claims_id_column, text_column=claims_text_column,
                                                label_column=claims_label_column, evidence_column=claims_evidence_column)
-    gold = {}
-    for c in claims:
-        sets = getattr(c, "evidence_sets", None)
-        gold[c.id] = {"label": c.label, "evidence": sets if sets is not None else [[e] for e in c.evidences]}
+    gold = fever_gold(claims)
     unlabelled = next((cid for cid, p in predicted.items() if p.get("claim_label") is None), None)
     if unlabelled is not None:
         raise InputError(predictions, f"claim {unlabelled!r}", "no predicted label: the FEVER score "
@@ -170,6 +168,16 @@ def fever_score_files(predictions, groundtruth, max_evidence: int = MAX_EVIDENCE
     pred = {cid: {"predicted_label": p["claim_label"], "predicted_evidence": p["evidences"]}
             for cid, p in predicted.items()}
     return fever_score(pred, gold, max_evidence, source=str(predictions))
+
+
+def fever_gold(claims) -> dict:
+    """:func:`fever_score`'s ``gold`` from labelled claims: FEVER's evidence sets, or without
+    them (the course's claims) each gold passage a set of its own."""
+    gold = {}
+    for c in claims:
+        sets = getattr(c, "evidence_sets", None)
+        gold[c.id] = {"label": c.label, "evidence": sets if sets is not None else [[e] for e in c.evidences]}
+    return gold
 
 
 def format_fever_report(result: FeverScore) -> str:

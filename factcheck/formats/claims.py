@@ -227,3 +227,9 @@ def write_predictions(path, claims: list[Claim], evidences: dict[str, list[str]]
     {'claim-1': {'evidences': ['evidence-8'], 'claim_label': 'SUPPORTS'}}
     """
     _unit(PREDICTION_UNITS, path, format, "predictions").write_predictions(Path(path), claims, evidences, labels)
+
+
+def predictions_stream(fh, path, format: str = "course"):
+    """:func:`write_predictions`'s bytes written to the open text file ``fh`` (``path``'s
+    temporary) claim by claim: ``add(claim, evidences, labels)``, then ``close()``."""
+    return _unit(PREDICTION_UNITS, path, format, "predictions").PredictionsStream(fh, Path(path))

@@ -19,7 +19,8 @@ import ijson
 from factcheck.errors import InputError
 from factcheck.formats.common import (BATCH, FORMATS_HINT, Claim, claim_label, claim_text, evidence_ids,
                                       needs_evidence, plural)
-from factcheck.formats.files import atomic_path, check_unicode, dumps_json, open_binary, write_json_atomic
+from factcheck.formats.files import (JsonObjectStream, atomic_path, check_unicode, dumps_json, open_binary,
+                                     write_json_atomic)
 from factcheck.formats.records import READ_ERRORS, decode_object, kind_of, over_limit, read_failure
 
 NAME = "course"
@@ -370,14 +371,29 @@ def read_predictions(path: Path) -> dict[str, dict]:
 
 def write_predictions(path: Path, claims, evidences: dict, labels: dict | None = None, texts: bool = True) -> None:
     """The leaderboard format, claims in input order (``texts``: with each ``claim_text``)."""
-    out = {}
-    for c in claims:
-        entry = {"claim_text": c.text} if texts else {}
+    with atomic_path(Path(path)) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        stream = PredictionsStream(fh, path, texts)
+        for c in claims:
+            stream.add(c, evidences[c.id], labels)
+        stream.close()
+
+
+class PredictionsStream:
+    """The leaderboard format written to the open file ``fh`` claim by claim (the bytes of
+    one JSON object, never held whole); :meth:`close` after the last claim."""
+
+    def __init__(self, fh, path: Path, texts: bool = True):
+        self.json, self.texts = JsonObjectStream(fh), texts
+
+    def add(self, c, evidences: list, labels: dict | None = None) -> None:
+        entry = {"claim_text": c.text} if self.texts else {}
         if labels is not None:
             entry["claim_label"] = labels[c.id]
-        entry["evidences"] = list(evidences[c.id])
-        out[c.id] = entry
-    write_json_atomic(Path(path), out)
+        entry["evidences"] = list(evidences)
+        self.json.add(c.id, entry)
+
+    def close(self) -> None:
+        self.json.close()
 
 
 def write_passages(dest: Path, records, titled: bool, notes: list[str], rename=str) -> None:

@@ -229,13 +229,28 @@ def read_predictions(path: Path) -> dict[str, dict]:
 
 def write_predictions(path: Path, claims, evidences: dict, labels: dict | None = None) -> None:
     """Claims in input order, every evidence id ``page:line``."""
-    with atomic_path(Path(path)) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+    with atomic_path(Path(path)) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        stream = PredictionsStream(fh, path)
         for c in claims:
-            rec = {"id": claim_id_out(c.id)}
-            if labels is not None:
-                rec["predicted_label"] = labels[c.id]
-            rec["predicted_evidence"] = [_pair(path, c.id, e) for e in evidences[c.id]]
-            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            stream.add(c, evidences[c.id], labels)
+        stream.close()
+
+
+class PredictionsStream:
+    """FEVER's predictions written to the open file ``fh`` claim by claim, a line each."""
+
+    def __init__(self, fh, path: Path):
+        self.fh, self.path = fh, path
+
+    def add(self, c, evidences: list, labels: dict | None = None) -> None:
+        rec = {"id": claim_id_out(c.id)}
+        if labels is not None:
+            rec["predicted_label"] = labels[c.id]
+        rec["predicted_evidence"] = [_pair(self.path, c.id, e) for e in evidences]
+        self.fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+
+    def close(self) -> None:
+        pass
 
 
 # --------------------------------------------------------------------------- wiki pages

@@ -211,6 +211,52 @@ def write_json_atomic(dest: Path, obj, *, indent: int | None = 2) -> None:
     write_text_atomic(dest, dumps_json(obj, indent=indent))
 
 
+class JsonObjectStream:
+    """Writes to the text file ``fh``, one entry at a time, the bytes :func:`dumps_json` gives
+    for ``{**head, key: {entries}}`` (for the entries alone when ``key`` is None): an output
+    of many entries is never held whole. Call :meth:`close` once, after the last entry.
+
+    Example
+    -------
+    >>> import io
+    >>> fh = io.StringIO()
+    >>> stream = JsonObjectStream(fh, {"method": "bm25"}, "claims")
+    >>> stream.add("claim-1", {"ids": ["evidence-8"]})
+    >>> stream.close()
+    >>> fh.getvalue() == dumps_json({"method": "bm25", "claims": {"claim-1": {"ids": ["evidence-8"]}}})
+    True
+    """
+
+    def __init__(self, fh, head: dict | None = None, key: str | None = None):
+        if head and key is None:
+            raise ValueError("head: only with key")
+        if head and key in head:
+            raise ValueError(f"head: holds {key!r}, the key of the entries")
+        self.fh, self.key, self.n = fh, key, 0
+        self.depth = 1 if key is None else 2
+        fh.write("{")
+        if key is not None:
+            for k, v in (head or {}).items():
+                fh.write("\n  " + self._dump(k, 1) + ": " + self._dump(v, 1) + ",")
+            fh.write("\n  " + self._dump(key, 1) + ": {")
+
+    @staticmethod
+    def _dump(value, depth: int) -> str:
+        # JSON strings hold no raw newline: every newline starts a line to indent one level deeper.
+        return dumps_json(value).rstrip("\n").replace("\n", "\n" + "  " * depth)
+
+    def add(self, key: str, value) -> None:
+        """The next entry (keys must be distinct, as a dict's are)."""
+        self.fh.write(("," if self.n else "") + "\n" + "  " * self.depth + self._dump(key, self.depth) + ": "
+                      + self._dump(value, self.depth))
+        self.n += 1
+
+    def close(self) -> None:
+        """The closing brackets and the final newline."""
+        entries = "\n" + "  " * (self.depth - 1) + "}" if self.n else "}"
+        self.fh.write(entries + ("\n}" if self.key is not None else "") + "\n")
+
+
 def dump_model_atomic(dest: Path, obj) -> str:
     """A trained model to ``dest`` in skops format (loading it cannot run code); its sha256."""
     from factcheck.formats.safe_load import dump_model

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from factcheck.errors import InputError
+
 SPLIT_SEED = 90042
 HOLDOUT_SHARE = 0.2
+#: Training claims that tuning and training use at most: above the course's 1,228, so the
+#: course data is used whole; FEVER's 145,449 are sampled (docs/main-job.md).
+MAX_TUNING_CLAIMS = 20_000
 
 
 def train_holdout_split(claims: list, holdout_share: float = HOLDOUT_SHARE, seed: int = SPLIT_SEED):
@@ -18,3 +23,23 @@ def train_holdout_split(claims: list, holdout_share: float = HOLDOUT_SHARE, seed
     fit = [c for c in claims if c.id not in held]
     holdout = [c for c in claims if c.id in held]
     return fit, holdout
+
+
+def tuning_subsample(claims: list, max_claims: int = MAX_TUNING_CLAIMS, seed: int = SPLIT_SEED) -> list:
+    """``claims`` itself when there are at most ``max_claims``, else ``max_claims`` of them in the
+    input order; which ones depends only on the claim ids and the seed, as the split's.
+
+    Example
+    -------
+    >>> from factcheck.formats.claims import Claim
+    >>> claims = [Claim(f"c{i}", "text") for i in range(5)]
+    >>> tuning_subsample(claims, 10) is claims, [c.id for c in tuning_subsample(claims, 3)]
+    (True, ['c2', 'c3', 'c4'])
+    """
+    if isinstance(max_claims, bool) or not isinstance(max_claims, int) or max_claims < 1:
+        raise InputError(None, None, f"must be a positive integer, got {max_claims!r}", param="max_tuning_claims")
+    if len(claims) <= max_claims:
+        return claims
+    ids = sorted(c.id for c in claims)
+    kept = {ids[i] for i in np.random.default_rng(seed).permutation(len(ids))[:max_claims]}
+    return [c for c in claims if c.id in kept]

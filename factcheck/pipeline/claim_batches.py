@@ -15,20 +15,31 @@ from factcheck.retrieval.base import Explanation
 from factcheck.retrieval.registry import retriever_spec
 from factcheck.system.checker import FactChecker, Verdict, Verdicts
 
-__all__ = ["BATCH_SIZE", "check_in_batches"]
+__all__ = ["BATCH_SIZE", "check_in_batches", "stream_batches"]
 
 BATCH_SIZE = 1000  # claims per task: ~1-5 s of work at 1.2M passages, a few MB of results
 
 
-def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims: list | None = None, *,
-                     claims_options: dict | None = None, mode: str | None = None, method: str | None = None,
-                     jobs: int = 1, backend: str = "loky", scheduler: str | None = None,
-                     batch_size: int = BATCH_SIZE, progress: bool | None = None, work_dir: Path | None = None,
-                     embedding_model: str | Path | None = None) -> tuple[Verdicts, dict]:
-    """``(verdicts, spec)`` for every claim of ``claims_path`` (``claims``: already read with
-    ``claims_options``), ``spec`` the retriever's record; ``work_dir`` holds the part files
-    (storage every worker sees; default: beside the claims file); ``embedding_model``: where
-    the index's local embedding model is now."""
+def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims: list | None = None,
+                     **options) -> tuple[Verdicts, dict]:
+    """``(verdicts, spec)`` for every claim of ``claims_path``, ``spec`` the retriever's record
+    (:func:`stream_batches`' options; every verdict held: for many claims, stream them)."""
+    verdicts: list = []
+    spec = stream_batches(index_dir, model_dir, claims_path, claims, lambda _claims, v, _spec: verdicts.extend(v),
+                          **options)
+    return Verdicts(verdicts), spec
+
+
+def stream_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims: list | None, on_batch, *,
+                   claims_options: dict | None = None, mode: str | None = None, method: str | None = None,
+                   jobs: int = 1, backend: str = "loky", scheduler: str | None = None,
+                   batch_size: int = BATCH_SIZE, progress: bool | None = None, work_dir: Path | None = None,
+                   embedding_model: str | Path | None = None) -> dict:
+    """Check every claim of ``claims_path`` (``claims``: already read with ``claims_options``)
+    and call ``on_batch(claims, verdicts, spec)`` here for each batch as it is done, in claim
+    order, ``spec`` the retriever's record, which it returns; no batch is kept after its call.
+    ``work_dir`` holds the workers' part files (storage every worker sees; default: beside the
+    claims file); ``embedding_model``: where the index's local embedding model is now."""
     from factcheck.tagging.backends import WorkerPool, resolve_jobs
     from factcheck.tagging.outdir import scratch_folder
     if not isinstance(batch_size, int) or batch_size < 1:
@@ -39,28 +50,39 @@ def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims
     local = backend == "loky" and resolve_jobs(jobs) == 1
     if local:
         system = FactChecker.load(index_dir, model_dir, method=method, mode=mode)
+        spec = retriever_spec(system.retriever)
         from factcheck.progress import progress as progress_bar
         batches = progress_bar(bounds, desc="checking claims", unit="batches", enabled=len(bounds) > 1 and progress)
-        verdicts = [v for a, b in batches for v in system.check(claims[a:b])]
-        return Verdicts(verdicts), retriever_spec(system.retriever)
+        for a, b in batches:
+            on_batch(claims[a:b], system.check(claims[a:b]), spec)
+        return spec
     if embedding_model is not None:
         from factcheck.text.onnx_embedding import model_location
         embedding_model = model_location(embedding_model)  # a packaged name, or a directory in full
+    spec = None
     with scratch_folder(Path(work_dir or Path(claims_path).parent).resolve(), ".factcheck-batches-") as out:
         args = [(str(Path(index_dir).resolve()), str(Path(model_dir).resolve()), str(Path(claims_path).resolve()),
                  options, mode, method, embedding_model,
                  a, b, str(out / f"batch-{i:06d}.json")) for i, (a, b) in enumerate(bounds)]
+
+        def done(task: tuple) -> None:  # here, in claim order: the batch's part file, then gone
+            nonlocal spec
+            a, b, part = task[-3], task[-2], Path(task[-1])
+            record = json.loads(part.read_text("utf-8"))
+            part.unlink()
+            # floats round-trip exactly through repr
+            verdicts = Verdicts([Verdict(*v[:3], Explanation.from_json(v[3])) for v in record["verdicts"]])
+            if [v.id for v in verdicts] != [c.id for c in claims[a:b]]:  # the workers read another file
+                raise InputError(claims_path, None, "changed while its claims were being checked")
+            spec = record["spec"] if spec is None else spec
+            on_batch(claims[a:b], verdicts, spec)
+
         with WorkerPool(backend, jobs, scheduler) as pool:
             marker = out / "visible"
             marker.write_text("", "utf-8")
             pool.check_shared(marker)  # Dask: every worker must see the part files' folder
-            pool.map(_check_batch, args, desc="checking claims", progress=progress)
-        parts = [json.loads(Path(a[-1]).read_text("utf-8")) for a in args]
-    # in claim order; JSON keeps dict order, and floats round-trip exactly through repr
-    verdicts = Verdicts([Verdict(*v[:3], Explanation.from_json(v[3])) for p in parts for v in p["verdicts"]])
-    if [v.id for v in verdicts] != [c.id for c in claims]:  # the workers read another file than this process
-        raise InputError(claims_path, None, "changed while its claims were being checked")
-    return verdicts, parts[0]["spec"]
+            pool.stream(_check_batch, args, desc="checking claims", progress=progress, total=len(args), on_done=done)
+    return spec
 
 
 _SYSTEMS: dict = {}

@@ -17,11 +17,12 @@ from factcheck.formats.evidence import SOURCE_OPTIONS, source_spec
 from factcheck.formats.files import (check_no_symlinks, check_regular_file, remove_stale_temporaries, sha256_file,
                                      write_csv_atomic, write_json_atomic)
 from factcheck.formats.rundir import MARKER, begin_run, end_run
-from factcheck.formats.splits import train_holdout_split
+from factcheck.formats.splits import MAX_TUNING_CLAIMS, train_holdout_split, tuning_subsample
+from factcheck.evaluation.fever import MAX_EVIDENCE
 from factcheck.training.classifier_cv import config_json
-from factcheck.system.checker import FactChecker
+from factcheck.system.checker import FactChecker, evidence_slots
 from factcheck.system.model_dir import save_system
-from factcheck.retrieval.registry import check_method, write_retrieval
+from factcheck.retrieval.registry import check_method, retriever_spec
 from factcheck.tagging.heap import return_freed_memory
 
 logger = logging.getLogger(__name__)  # the stage lines (the CLI shows them on stderr)
@@ -111,6 +112,12 @@ class RunConfig:
         Replace an index built with other settings.
     progress : bool or None
         Progress bars and stage lines: None automatic, False never.
+    max_tuning_claims : int, default 20000
+        Training claims that tuning and training use at most (a deterministic sample beyond).
+    max_evidence : int or None
+        Evidence ids per claim in the predictions, the retriever's then its ranking's next (FEVER's
+        evidence slots), and the sentences the FEVER score counts; None: 5 for FEVER-format claims,
+        else the retriever's own.
 
     Example
     -------
@@ -136,8 +143,14 @@ class RunConfig:
     jobs: int = -1
     force: bool = False
     progress: bool | None = None
+    max_tuning_claims: int = MAX_TUNING_CLAIMS
+    max_evidence: int | None = None
 
     def __post_init__(self):
+        for name in ("max_tuning_claims", "max_evidence"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise InputError(None, None, f"must be a positive integer, got {value!r}", param=name)
         for name, known in (("source", SOURCE_OPTIONS), ("claims", (*CLAIM_OPTIONS, "max_claim_chars"))):
             options = getattr(self, name)
             if not isinstance(options, dict):
@@ -210,6 +223,7 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
     from factcheck.classification.calibration import reliability
     from factcheck.evaluation.ablation import ablation
     from factcheck.evaluation.evaluate import evaluate
+    from factcheck.evaluation.fever import fever_gold, fever_score
     from factcheck.evaluation.intervals import to_json
     from factcheck.reporting import report
     from factcheck.training import selection
@@ -255,13 +269,16 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
         index.require_gold(train, files["train"])
         index.require_gold(dev, files["dev"])
 
-    system, candidates, chosen = train_system(index, train, out, config.method, progress, clock, jobs=jobs, mode=mode)
+    system, candidates, chosen, tuned_on = train_system(index, train, out, config.method, progress, clock, jobs=jobs,
+                                                         mode=mode, max_tuning_claims=config.max_tuning_claims)
     as_fever = (config.claims.get("format") or detect_claims_format(files["dev"])) == "fever"
+    slots = config.max_evidence if config.max_evidence is not None else MAX_EVIDENCE if as_fever else None
 
     def predict(split, claims):
         with clock.step(f"predicting {split}"):
             verdicts = system.check(claims)
-            write_verdicts(out / f"{split}-claims-predictions.json", claims, verdicts, system, also_fever=as_fever)
+            write_verdicts(out / f"{split}-claims-predictions.json", claims, verdicts, system, also_fever=as_fever,
+                           max_evidence=slots)
         return verdicts
 
     verdicts = predict("dev", dev)
@@ -273,9 +290,15 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
                                {name: list(m.predict(read_X)) for name, m in baselines.items()}))
     predict("test", test)
     with clock.step("scoring dev (the system and every retriever)"):
-        predictions = verdicts.predictions()
+        predictions = {v.id: {"evidences": evidence_slots(v, slots), "claim_label": v.label} for v in verdicts}
         metrics = evaluate(predictions, dev, {v.id: v.explanation for v in verdicts},
                            source=str(out / "dev-claims-predictions.json")).to_json()
+        if as_fever:  # FEVER's own score beside the course metric, on the same predictions
+            metrics["fever"] = fever_score({cid: {"predicted_label": p["claim_label"],
+                                                  "predicted_evidence": p["evidences"]}
+                                            for cid, p in predictions.items()},
+                                           fever_gold(dev), slots, source=str(out / "dev-claims-predictions.jsonl")
+                                           ).to_json()
         dev_proba = [[p.get(lab, 0.0) for lab in labels] for p in verdicts.probabilities]
         chosen.summary["calibration"]["dev"] = reliability([c.label for c in dev], dev_proba, labels)
         on_dev = selection.dev_scores(candidates, dev)
@@ -286,7 +309,8 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
         "index": str(Path(index_dir).resolve()), "passages": len(index),
         "retriever": {"chosen": candidates.best, "params": system.retriever.params(),
                       "holdout": candidates.holdout_scores, "chosen_by": candidates.chosen_by,
-                      "holdout_claims": len(train_holdout_split(train)[1])},
+                      "holdout_claims": len(train_holdout_split(tuned_on)[1])},
+        "training_claims": {"given": len(train), "used": len(tuned_on), "max_tuning_claims": config.max_tuning_claims},
         "retrievers_on_dev": on_dev,
         "classifier": {**config_json(chosen.config), "reader": candidates.reader,
                        "reader_cv": candidates.reader_scores},
@@ -309,11 +333,14 @@ class Trained(NamedTuple):
     system: FactChecker
     candidates: object  # factcheck.training.selection.TunedRetrievers
     selection: object   # factcheck.training.classifier_cv.ClassifierSelection
+    claims: list        # the training claims used (tuning_subsample's)
 
 
 def train_system(index, train, out: Path, method: str = "auto", progress=None, clock=None,
-                 model_dir: Path | None = None, jobs: int = -1, mode: str = "course") -> Trained:
-    """Tune retrievers, pick one, select and train the classifier; save the model directory."""
+                 model_dir: Path | None = None, jobs: int = -1, mode: str = "course",
+                 max_tuning_claims: int = MAX_TUNING_CLAIMS) -> Trained:
+    """Tune retrievers, pick one, select and train the classifier; save the model directory.
+    Beyond ``max_tuning_claims`` training claims, all of it uses a deterministic sample of them."""
     from factcheck.training import selection
     from factcheck.training.classifier_cv import select_classifier
 
@@ -331,6 +358,8 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     remove_stale_temporaries(model_dir, MODEL_ENTRIES, recursive=False)  # a killed training's
     remove_stale_temporaries(Path(out) / "tuning", ("*.csv",), recursive=False)
     clock = clock or Clock(progress is False)
+    # Tuning, cross-validation and training grow with the claims: bounded here, the course's unaffected.
+    train = tuning_subsample(train, max_tuning_claims)
     fit, holdout = train_holdout_split(train)
     with clock.step("tuning and training retrievers on the training split"):
         candidates = selection.tune_retrievers(index, fit, holdout, out, method, progress, mode)
@@ -356,15 +385,18 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
         write_csv_atomic(out / "tuning" / "classifier-cv.csv", list(variants[0]), variants)
         save_system(model_dir, chosen.model, retriever, meta, candidates.retrievers, reader)
     system = FactChecker(index, retriever, chosen.model, reader, meta={**meta, "reader": {"method": chosen.reader}})
-    return Trained(system, candidates, chosen)
+    return Trained(system, candidates, chosen, train)
 
 
 def write_verdicts(path: Path, claims, verdicts, system, predictions_format: str | None = None,
-                   also_fever: bool = False) -> None:
-    """A system's predictions and explanations; ``also_fever``: FEVER's format beside them too."""
+                   also_fever: bool = False, max_evidence: int | None = None) -> None:
+    """A system's predictions and explanations; ``also_fever``: FEVER's format beside them too;
+    ``max_evidence``: the evidence slots per claim (:func:`evidence_slots`)."""
+    from factcheck.formats.explanations import write_explained_predictions
     labels = {v.id: v.label for v in verdicts}
-    write_retrieval(path, claims, {v.id: v.explanation for v in verdicts}, system.retriever, labels,
-                    predictions_format)
+    evidences = {v.id: evidence_slots(v, max_evidence) for v in verdicts}
+    write_explained_predictions(path, claims, evidences, {v.id: v.explanation.to_json() for v in verdicts},
+                                retriever_spec(system.retriever), labels, predictions_format)
     if also_fever:
-        write_predictions(path.with_suffix(".jsonl"), claims, {v.id: v.evidences for v in verdicts}, labels, "fever")
+        write_predictions(path.with_suffix(".jsonl"), claims, evidences, labels, "fever")
 

@@ -64,6 +64,17 @@ def write_report(path: Path, metrics: dict, plots: dict) -> None:
     for key, name in (("evidence_f", "evidence F"), ("accuracy", "label accuracy"), ("harmonic_mean", "harmonic mean")):
         L.append(f"| {name} | {_e(iv[key])} |" + (f" {FIGURES_2024[key]} |" if course else ""))
     L.append("")
+    if "fever" in metrics:  # FEVER-format claims: the shared task's own score on the same predictions
+        fv = metrics["fever"]
+        L += [f"The FEVER shared task's score on the same predictions (evidence: the first {fv['max_evidence']} "
+              f"predicted sentences; {fv['claims']} claims, {fv['verifiable_claims']} verifiable; "
+              "the rules: docs/fever-score.md), 95% intervals:", "",
+              "| metric | this run |", "|---|---|"]
+        for key, name in (("fever_score", "FEVER score"), ("label_accuracy", "label accuracy"),
+                          ("evidence_precision", "evidence precision"), ("evidence_recall", "evidence recall"),
+                          ("evidence_f1", "evidence F1")):
+            L.append(f"| {name} | {_e(fv['intervals'][key])} |")
+        L.append("")
     if "without_gold" in metrics:  # FEVER's NOT ENOUGH INFO claims: no gold sentence
         w = metrics["without_gold"]
         L += [f"{w['claims']} dev claims have no gold evidence (FEVER's NOT ENOUGH INFO) and count 0 in the "

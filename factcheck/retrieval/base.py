@@ -185,6 +185,26 @@ class Explanation:
         """The evidence's ids, best first."""
         return [h["id"] for h in self.hits]
 
+    def slots(self, n: int) -> list[str]:
+        """``n`` evidence ids where there are as many: the returned passages' (at most ``n``), then
+        the ranking's next (FEVER's five evidence slots; docs/fever-score.md).
+
+        Example
+        -------
+        >>> e = Explanation("ranked", [{"id": "evidence-3"}], ranking=["evidence-3", "evidence-0", "evidence-7"])
+        >>> e.slots(2), e.slots(5), e.slots(1)
+        (['evidence-3', 'evidence-0'], ['evidence-3', 'evidence-0', 'evidence-7'], ['evidence-3'])
+        """
+        ids = self.ids[:n]
+        taken = set(ids)
+        for pid in self.ranking or ():
+            if len(ids) >= n:
+                break
+            if pid not in taken:
+                ids.append(pid)
+                taken.add(pid)
+        return ids
+
     def to_json(self) -> dict:
         """The sidecar's record (fields that are None left out)."""
         out = {"path": self.path, **self.details, "hits": self.hits}

@@ -22,7 +22,7 @@ from factcheck.retrieval.base import Explanation
 from factcheck.retrieval.registry import check_mode, evidence_of, retriever_spec, run_retrieval
 from factcheck.system.model_dir import available_methods, load_retriever, model_mode, require_mode
 
-__all__ = ["FactChecker", "Verdict", "Verdicts"]
+__all__ = ["FactChecker", "Verdict", "Verdicts", "evidence_slots"]
 
 
 @dataclass(frozen=True)
@@ -269,6 +269,12 @@ class FactChecker:
                           classifier_read={"method": self.reader.name, "ids": read[claim.id]})
             out.append(Verdict(claim.id, claim.text, classes[int(np.argmax(p))], why))
         return out[0] if one else Verdicts(out)
+
+
+def evidence_slots(verdict: Verdict, max_evidence: int | None) -> list[str]:
+    """A verdict's evidence ids as predictions hold them: ``max_evidence`` slots
+    (:meth:`~factcheck.retrieval.base.Explanation.slots`), or for None the retriever's own."""
+    return verdict.evidences if max_evidence is None else verdict.explanation.slots(max_evidence)
 
 
 def _check_distinct(ids: list[str]) -> None:

@@ -59,7 +59,15 @@ def open_grid(grid: dict) -> dict:
 
 def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = GRID,
                       progress=None, stance: bool = STANCE_CANDIDATE, dense: bool = False) -> ClassifierSelection:
-    """The classifier and its reader chosen by CV over ``readers`` (name -> fitted retriever)."""
+    """The classifier and its reader chosen by CV over ``readers`` (name -> fitted retriever);
+    ``progress``: the cross-validation's bars (None: on a terminal, or as the caller's setting)."""
+    from factcheck.progress import progress_setting
+    with progress_setting(progress):
+        return _select_classifier(train, readers, index, jobs, grid, stance, dense)
+
+
+def _select_classifier(train, readers: dict, index, jobs: int, grid: dict, stance: bool,
+                       dense: bool) -> ClassifierSelection:
     texts_of = index.texts_of
     embedding = None
     if dense:

@@ -160,7 +160,7 @@ def test_run_names_what_it_cannot_find_or_choose(tmp_path):
 # ---------------------------------------------------------------- the course data in FEVER's layout
 
 @pytest.mark.slow
-def test_course_data_in_fever_layout_gives_the_course_predictions(demo_run, tmp_path):
+def test_course_data_in_fever_layout_gives_the_course_predictions_in_five_slots(demo_run, tmp_path):
     layout = tmp_path / "fever-layout"
     for split, name in (("train", "train"), ("dev", "shared_task_dev"), ("test", "shared_task_test")):
         proc = run_cli("convert", "claims", DEMO / SPLITS[split], "--to", "fever", "--one-line-pages",
@@ -178,4 +178,74 @@ def test_course_data_in_fever_layout_gives_the_course_predictions(demo_run, tmp_
         proc = run_cli("convert", "predictions", out / f"{split}-claims-predictions.jsonl", "--to", "course",
                        "--one-line-pages", "--claims", DEMO / SPLITS[split], "--out", back)
         assert proc.returncode == 0, proc.stderr
-        assert sha(back) == sha(demo_run / f"{split}-claims-predictions.json")
+        # FEVER-format claims fill FEVER's five evidence slots: the course run's evidence first,
+        # then its ranking's next; the labels and claims are the course run's
+        ours = json.loads(back.read_text(encoding="utf-8"))
+        course = json.loads((demo_run / f"{split}-claims-predictions.json").read_text(encoding="utf-8"))
+        assert list(ours) == list(course)
+        for cid, p in course.items():
+            assert {k: v for k, v in ours[cid].items() if k != "evidences"} == \
+                {k: v for k, v in p.items() if k != "evidences"}
+            assert ours[cid]["evidences"][:len(p["evidences"])] == p["evidences"]
+            assert len(p["evidences"]) <= len(ours[cid]["evidences"]) <= 5
+        assert any(len(ours[cid]["evidences"]) > len(p["evidences"]) for cid, p in course.items())
+
+
+# ---------------------------------------------------------------- FEVER's evidence slots and score
+
+def test_fever_run_fills_five_evidence_slots_and_reports_the_fever_score(fever_run):
+    ranked = json.loads((fever_run / "dev-claims-predictions.explain.json").read_text(encoding="utf-8"))["claims"]
+    records = [json.loads(line) for line in
+               (fever_run / "dev-claims-predictions.jsonl").read_text(encoding="utf-8").splitlines()]
+    course = json.loads((fever_run / "dev-claims-predictions.json").read_text(encoding="utf-8"))
+    filled = 0
+    for r, (cid, why) in zip(records, ranked.items()):
+        ids = [f"{p}:{n}" for p, n in r["predicted_evidence"]]
+        hits = [h["id"] for h in why["hits"]]
+        # the retriever's, then its ranking's next (the ranking: passages that score at all)
+        assert ids == (hits + [pid for pid in why["ranking"] if pid not in hits])[:5]
+        filled += len(ids) > len(hits)
+        assert course[cid]["evidences"] == ids  # both files: the same predictions
+    assert filled and max(len(r["predicted_evidence"]) for r in records) == 5
+    metrics = json.loads((fever_run / "metrics.json").read_text())
+    fever = metrics["fever"]
+    assert fever["max_evidence"] == 5 and fever["claims"] == 6 and fever["verifiable_claims"] == 4
+    proc = in_process("evaluate", "--predictions", fever_run / "dev-claims-predictions.jsonl", "--groundtruth",
+                      FEVER / "shared_task_dev.jsonl", "--metric", "fever", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == fever  # `evaluate --metric fever` reproduces it
+    assert fever["label_accuracy"] == metrics["accuracy"]
+    report = (fever_run / "report.md").read_text(encoding="utf-8")
+    from factcheck.evaluation.intervals import format_interval
+    for name, key in (("FEVER score", "fever_score"), ("label accuracy", "label_accuracy")):
+        assert f"| {name} | {format_interval(fever['intervals'][key])} |" in report
+
+
+def test_max_evidence_sets_the_slots_of_run_and_predict(tmp_path, fever_run):
+    out = tmp_path / "run"
+    proc = make_run(out, "--max-evidence", "2", data=FEVER)
+    assert "dev FEVER score " in proc.stdout and "the first 2 predicted sentences" in proc.stdout
+    assert json.loads((out / "metrics.json").read_text())["fever"]["max_evidence"] == 2
+    lines = (out / "dev-claims-predictions.jsonl").read_text(encoding="utf-8").splitlines()
+    assert all(len(json.loads(line)["predicted_evidence"]) == 2 for line in lines)
+    # predict: FEVER's 5 by default for FEVER claims, the run's bytes; --max-evidence N otherwise
+    for extra, name, reference in (((), "dev.jsonl", fever_run / "dev-claims-predictions.jsonl"),
+                                   (("--max-evidence", "2"), "dev2.jsonl", out / "dev-claims-predictions.jsonl")):
+        dest = tmp_path / name
+        proc = in_process("predict", "--claims", FEVER / "shared_task_dev.jsonl", "--index", fever_run / "index",
+                          "--model", fever_run / "model", "--out", dest, *extra)
+        assert proc.returncode == 0, proc.stderr
+        if not extra:
+            assert dest.read_bytes() == reference.read_bytes()
+        else:
+            assert [len(json.loads(line)["predicted_evidence"]) for line in dest.read_text().splitlines()] == [2] * 6
+    proc = in_process("run", "--data-dir", FEVER, "--out", tmp_path / "bad", "--max-evidence", "0")
+    assert proc.returncode == 2 and "--max-evidence" in proc.stderr
+
+
+def test_course_claims_keep_the_retriever_s_own_evidence(demo_run):
+    metrics = json.loads((demo_run / "metrics.json").read_text())
+    assert "fever" not in metrics
+    explain = json.loads((demo_run / "dev-claims-predictions.explain.json").read_text())["claims"]
+    predictions = json.loads((demo_run / "dev-claims-predictions.json").read_text())
+    assert all(predictions[cid]["evidences"] == [h["id"] for h in why["hits"]] for cid, why in explain.items())

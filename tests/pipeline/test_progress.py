@@ -48,3 +48,51 @@ def test_progress_bars_leave_no_carriage_return_in_a_log(demo_command):
     lines = proc.stderr.splitlines()
     others = [line for line in lines[:-1] if not STAGE_LINE.match(line) and not line.startswith("factcheck run:")]
     assert not others, others
+
+
+class _InThisProcess:
+    """Stands in for joblib's worker pool: the folds run here, one after another."""
+
+    def map(self, fn, *iterables):
+        return map(fn, *iterables)
+
+    def shutdown(self, wait=True):
+        pass
+
+
+@pytest.fixture
+def folds_here(monkeypatch):
+    from factcheck.classification import cv
+    monkeypatch.setattr(cv, "get_memmapping_executor", lambda n, **kwargs: _InThisProcess())
+    return cv
+
+
+def test_the_classifier_cross_validation_draws_a_bar_on_a_terminal(folds_here, monkeypatch, capsys):
+    # Minutes on a large training set: on a terminal its folds advance a bar (main was silent).
+    from factcheck import progress
+    monkeypatch.setattr(progress, "_redraws", lambda: True)
+    assert folds_here.run_folds(pow, [(2, 3), (3, 2), (2, 2)], jobs=1) == [8, 9, 4]
+    err = capsys.readouterr().err
+    assert "classifier cross-validation" in err and "3/3" in err and "folds" in err
+
+
+def test_the_classifier_selection_reports_its_folds_in_a_log(folds_here, demo_index, caplog, capsys):
+    # Not a terminal: one line when the bar completes (progress=True), none with progress=False.
+    import logging
+
+    from factcheck.formats.claims import read_claims
+    from factcheck.retrieval.bm25 import BM25Retriever
+    from factcheck.tagging.index import TagIndex
+    from factcheck.training.classifier_cv import select_classifier
+    from helpers import DEMO
+    index = TagIndex.load(demo_index)
+    train = read_claims(DEMO / "train-claims.json", require_labels=True)
+    readers = {"bm25": BM25Retriever().fit(index)}
+    with caplog.at_level(logging.INFO, logger="factcheck.progress"):
+        select_classifier(train, readers, index, jobs=1, progress=False)
+        assert "cross-validation" not in caplog.text
+        select_classifier(train, readers, index, jobs=1, progress=True)
+    lines = [r.getMessage() for r in caplog.records if r.name == "factcheck.progress"]
+    assert any(line.startswith("classifier cross-validation: ") and " folds in " in line for line in lines), lines
+    assert "\r" not in capsys.readouterr().err
+

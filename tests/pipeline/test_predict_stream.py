@@ -1,0 +1,71 @@
+"""``predict`` writes each batch as it is done, under temporary names renamed at the end:
+the same bytes as one batch (and as the run's own predictions), no verdict kept, and a
+failed predict leaves nothing that looks complete."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import DEMO, in_process
+
+DEV = DEMO / "dev-claims.json"
+
+
+def predict(run, out, *extra):
+    return in_process("predict", "--claims", DEV, "--index", run / "index", "--model", run / "model",
+                      "--out", out, *extra)
+
+
+def sidecar(path):
+    return path.with_name(path.stem + ".explain.json")
+
+
+def test_batches_give_the_run_s_bytes(demo_run, tmp_path):
+    assert len(json.loads(DEV.read_text("utf-8"))) > 2
+    for size in ("1", "2", "1000"):
+        out = tmp_path / f"pred-{size}.json"
+        proc = predict(demo_run, out, "--batch-size", size)
+        assert proc.returncode == 0, proc.stderr
+        assert out.read_bytes() == (demo_run / "dev-claims-predictions.json").read_bytes(), size
+        assert sidecar(out).read_bytes() == (demo_run / "dev-claims-predictions.explain.json").read_bytes(), size
+
+
+def test_each_batch_is_written_before_the_next_is_checked(demo_run, tmp_path, monkeypatch):
+    from factcheck.system.checker import FactChecker
+    check, seen = FactChecker.check, []
+
+    def watching(self, claims):
+        # what the predictions' temporary holds when this batch starts
+        seen.append("".join(p.read_text("utf-8") for p in tmp_path.glob(".tmp-pred.json.*")))
+        return check(self, claims)
+
+    monkeypatch.setattr(FactChecker, "check", watching)
+    out = tmp_path / "pred.json"
+    assert predict(demo_run, out, "--batch-size", "1").returncode == 0
+    ids = list(json.loads(out.read_text("utf-8")))
+    assert len(seen) == len(ids)
+    for n, text in enumerate(seen):  # batch n starts after the n claims before it are on disk
+        assert [cid for cid in ids if f'"{cid}":' in text] == ids[:n]
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_a_failed_predict_leaves_no_file_that_looks_complete(demo_run, tmp_path, monkeypatch, suffix):
+    from factcheck.system.checker import FactChecker
+    check, calls = FactChecker.check, []
+
+    def failing(self, claims):
+        calls.append(1)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        return check(self, claims)
+
+    out = tmp_path / f"pred{suffix}"
+    out.write_text("older\n")
+    sidecar(out).write_text("older explanations\n")
+    monkeypatch.setattr(FactChecker, "check", failing)
+    proc = predict(demo_run, out, "--batch-size", "1", "--predictions-format", "course")
+    assert proc.returncode != 0 and "No space left on device" in proc.stderr and len(calls) == 3
+    assert out.read_text() == "older\n" and sidecar(out).read_text() == "older explanations\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([out.name, sidecar(out).name])

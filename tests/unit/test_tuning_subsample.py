@@ -1,0 +1,62 @@
+"""Tuning and training use at most ``--max-tuning-claims`` training claims: a sample that
+depends only on the ids beyond it, every claim (the same list) up to it."""
+
+from __future__ import annotations
+
+import pytest
+
+from factcheck.errors import InputError
+from factcheck.formats.claims import Claim
+from factcheck.formats.splits import MAX_TUNING_CLAIMS, tuning_subsample
+
+
+def claims(n: int, prefix: str = "claim-") -> list[Claim]:
+    return [Claim(f"{prefix}{i}", f"text {i}", "SUPPORTS") for i in range(n)]
+
+
+def test_the_course_training_claims_are_used_whole():
+    course = claims(1228)  # the course's train-claims.json
+    assert MAX_TUNING_CLAIMS > 1228 and tuning_subsample(course) is course
+
+
+def test_beyond_the_cap_a_sample_in_input_order_that_depends_only_on_the_ids():
+    many = claims(500)
+    sample = tuning_subsample(many, 120)
+    assert len(sample) == 120 and len({c.id for c in sample}) == 120
+    position = {c.id: i for i, c in enumerate(many)}
+    assert [position[c.id] for c in sample] == sorted(position[c.id] for c in sample)
+    shuffled = many[::-1]
+    assert {c.id for c in tuning_subsample(shuffled, 120)} == {c.id for c in sample}
+    assert tuning_subsample(many, 500) is many
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "10"])
+def test_a_bad_cap_names_its_parameter(bad):
+    with pytest.raises(InputError, match="max_tuning_claims"):
+        tuning_subsample(claims(3), bad)
+
+
+def test_train_uses_the_sample_and_says_so(tmp_path, demo_index):
+    from factcheck.classification import cv
+    from helpers import DEMO, in_process
+
+    def in_this_process(fn, arg_tuples, jobs, desc=None):
+        return [fn(*args) for args in arg_tuples]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cv, "run_folds", in_this_process)
+        proc = in_process("train", "--index", demo_index, "--claims", DEMO / "train-claims.json",
+                          "--model", tmp_path / "model", "--max-tuning-claims", "14")
+    assert proc.returncode == 0, proc.stderr
+    assert "trained on 14 claims (a sample of 16)" in proc.stdout
+    proc = in_process("train", "--index", demo_index, "--claims", DEMO / "train-claims.json",
+                      "--model", tmp_path / "model2", "--max-tuning-claims", "0")
+    assert proc.returncode == 2 and "--max-tuning-claims" in proc.stderr
+
+
+@pytest.mark.parametrize("name", ["max_tuning_claims", "max_evidence"])
+@pytest.mark.parametrize("bad", [0, -3, 1.5, True])
+def test_run_config_refuses_a_bad_cap_naming_it(name, bad):
+    from factcheck.pipeline.run import RunConfig
+    with pytest.raises(InputError, match=f"^{name}: must be a positive integer"):
+        RunConfig(**{name: bad})
