@@ -223,11 +223,13 @@ def _delete(out_real: Path, out: Path, path: Path, how) -> None:
 
 
 def remove_temporaries(out: Path) -> int:
-    """Delete the ``.tmp-*`` files and folders a killed run of ours left in our folders."""
+    """Delete the ``.tmp-*`` files and folders a killed run of ours left in our folders (never
+    through a link: this also runs after a refusal of one)."""
     removed = 0
+    out_real = Path(os.path.realpath(out))
     for sub in ("", *WRITTEN, f"{store.WORK_DIR}/done"):
         base = out / sub
-        if not base.is_dir():
+        if not base.is_dir() or Path(os.path.realpath(base)) != out_real / sub:
             continue
         for path in base.glob(TMP_PREFIX + "*"):
             if path.is_symlink():
