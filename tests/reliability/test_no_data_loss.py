@@ -92,6 +92,21 @@ def test_a_replacement_stopped_while_swapping_in_is_finished_by_a_rerun(index, o
     assert "evidence-extra" in in_process("search", "--index", index, "Greenland glaciers").stdout
 
 
+@pytest.mark.slow
+def test_a_replacement_killed_while_swapping_in_is_finished_by_a_rerun(index, other_evidence, tmp_path):
+    """SIGKILL between the old index's removal and the new one's moving in: the rerun finds
+    the complete replacement and finishes (the in-process version above stops there too)."""
+    from harness.crashpoints import crash_env
+    from helpers import run_cli
+    killed = run_cli("tag", other_evidence, "--out", index, "--force", env=crash_env("replacing-index"))
+    assert killed.returncode == -9, killed.stderr
+    assert (index / ".tmp-replacement" / "manifest.json").is_file() and not (index / "manifest.json").exists()
+    assert in_process("tag", other_evidence, "--out", index).returncode == 0
+    assert in_process("verify", index).returncode == 0
+    assert not (index / ".tmp-replacement").exists()
+    assert "evidence-extra" in in_process("search", "--index", index, "Greenland glaciers").stdout
+
+
 @pytest.fixture()
 def run_copy(demo_run, tmp_path) -> Path:
     dest = tmp_path / "run"
