@@ -184,12 +184,12 @@ def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> d
     check_method(config.method, config.mode, also=("auto",), embedding_model=config.embedding_model)
     require_backend(config.tagging.get("backend", "loky"))  # so is the Dask backend without its extra
     files = find_data(data_dir, config.evidence, train=config.train, dev=config.dev, test=config.test)
-    with DirectoryLock(Path(out)), progress_setting(config.progress):
+    with DirectoryLock(Path(out)), progress_setting(config.progress), contextlib.ExitStack() as held:
         check_no_symlinks(Path(out), RUN_ENTRIES)
         # What a killed run's atomic writes left (the index's and the model's: their jobs')
         remove_stale_temporaries(Path(out), RUN_ENTRIES, recursive=False)
         remove_stale_temporaries(Path(out) / "plots", ("*.png",), recursive=False)
-        return _run_pipeline(data_dir, Path(out), files, config)
+        return _run_pipeline(data_dir, Path(out), files, config, held)
 
 
 @contextlib.contextmanager
@@ -206,7 +206,7 @@ def _read_claims(path, options: dict, require_labels: bool = False):
         return read_claims(path, require_labels=require_labels, **options)
 
 
-def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
+def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig, held: contextlib.ExitStack) -> dict:
     from factcheck.classification.calibration import reliability
     from factcheck.evaluation.ablation import ablation
     from factcheck.evaluation.evaluate import evaluate
@@ -216,6 +216,7 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
     from factcheck.reporting.plots import draw_plots
     from factcheck.tagging.index import TagIndex
     from factcheck.tagging.job import TagJob
+    from factcheck.tagging.outdir import DirectoryLock
 
     progress, jobs, mode, index_dir = config.progress, config.jobs, config.mode, config.index_dir
     clock = Clock(progress is False)
@@ -248,6 +249,8 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
             with _grouped("source", SOURCE_OPTIONS):
                 TagJob(jobs=jobs, progress=progress, **config.tagging).run(spec, index_dir, force=config.force,
                                                                           before_write=begin)
+            # Held to the end: a `factcheck tag` into RUN/index is refused while this run reads it.
+            held.enter_context(DirectoryLock(index_dir))
         index = TagIndex.load(index_dir)
     if mode == "open":
         from factcheck.tagging.vectors import PassageVectorJob
@@ -331,8 +334,9 @@ def _recorded_index(index_dir: Path, out: Path) -> str:
 
 
 def _require_same_index(index) -> None:
-    """Refuse to finish when the index was replaced or removed under the run (another
-    ``factcheck tag --force`` into it): its results would vouch for an index no longer there."""
+    """Refuse to finish when the index was replaced or removed under the run (a ``factcheck tag
+    --force`` into an index given with ``--index``): its results would vouch for an index no
+    longer there."""
     from factcheck.tagging import store
     try:
         same = store.read_manifest(index.root).data == index.manifest.data

@@ -5,7 +5,9 @@
   be deleted, then the input refused).
 * A ``run`` into a finished run directory that is refused before writing anything leaves
   no ``run-in-progress.json`` (which made every reader refuse the untouched old run).
-* A run whose index is replaced under it fails instead of reporting success.
+* A run holds its own index's lock to its end, so a ``tag --force`` into it is refused; a
+  run whose index (given with ``--index``) is replaced under it fails instead of reporting
+  success.
 """
 
 from __future__ import annotations
@@ -134,24 +136,39 @@ def test_a_forced_run_with_refused_evidence_leaves_the_previous_run_whole(run_co
     assert in_process("check", "--run", run_copy, CLAIM).returncode == 0
 
 
-def test_a_run_whose_index_is_replaced_under_it_fails(tmp_path, other_evidence, monkeypatch):
+@pytest.mark.parametrize("whose", ["the run's", "given with --index"])
+def test_a_run_never_finishes_with_its_index_replaced(tmp_path, demo_index, other_evidence, monkeypatch, whose):
+    """Another `factcheck tag --force` into the index while the run trains: refused for the
+    run's own index (the run holds its lock), else the run fails instead of reporting success."""
     from factcheck.classification import cv
     from factcheck.pipeline import run as pipeline
 
     out = tmp_path / "run"
-    train = pipeline.train_system
+    index = out / "index"
+    extra = []
+    if whose != "the run's":
+        index = tmp_path / "index"
+        shutil.copytree(demo_index, index)
+        extra = ["--index", index]
+    train, tagged = pipeline.train_system, []
 
-    def replaced_meanwhile(index, *args, **kwargs):  # another `factcheck tag --force` into RUN/index
-        assert in_process("tag", other_evidence, "--out", out / "index", "--force").returncode == 0
-        return train(index, *args, **kwargs)
+    def replaced_meanwhile(*args, **kwargs):
+        tagged.append(in_process("tag", other_evidence, "--out", index, "--force"))
+        return train(*args, **kwargs)
     monkeypatch.setattr(pipeline, "train_system", replaced_meanwhile)
     monkeypatch.setattr(cv, "run_folds", lambda fn, arg_tuples, jobs: [fn(*a) for a in arg_tuples])
-    proc = in_process("run", "--data-dir", DEMO, "--out", out, "--quiet", "--jobs", "1")
-    assert proc.returncode == 2, proc.stderr  # before: success
-    error = proc.stderr.splitlines()[-1]
-    assert str(out / "index") in error and "replaced or removed" in error and "Traceback" not in proc.stderr
-    assert not (out / "metrics.json").exists()
-    assert (out / "run-in-progress.json").exists()
+    proc = in_process("run", "--data-dir", DEMO, "--out", out, "--quiet", "--jobs", "1", *extra)
+    if whose == "the run's":
+        assert_one_line_error(tagged[0], str(index), "in use by another factcheck run")
+        assert proc.returncode == 0, proc.stderr
+        assert in_process("verify", index).returncode == 0
+        assert "evidence-extra" not in in_process("search", "--index", index, "Greenland glaciers").stdout
+    else:
+        assert tagged[0].returncode == 0
+        assert proc.returncode == 2, proc.stderr  # before: success, for an index no longer there
+        error = proc.stderr.splitlines()[-1]
+        assert str(index) in error and "replaced or removed" in error and "Traceback" not in proc.stderr
+        assert not (out / "metrics.json").exists() and (out / "run-in-progress.json").exists()
 
 
 def test_metrics_record_the_runs_own_index_relative_to_it(demo_run):
