@@ -172,18 +172,9 @@ def is_ours(rel: str) -> bool:
 def wipe(out: Path) -> int:
     """``--force``: delete the files our runs wrote, nothing else; the number of files deleted."""
     out = Path(out)
-    check_no_symlinks(out, INDEX_ENTRIES)
+    check_wipeable(out)
     out_real = Path(os.path.realpath(out))
     manifest = out / store.MANIFEST
-    if manifest.is_file():
-        try:
-            found = json.loads(manifest.read_text("utf-8")).get("format")
-            ours = isinstance(found, str) and found.startswith(store.FORMAT_FAMILY)  # any version of ours
-        except (ValueError, UnicodeDecodeError, AttributeError):
-            ours = False
-        if not ours:
-            raise InputError(manifest, None, "is not a factcheck tag index manifest; refusing to delete "
-                             f"anything here even with {ref('force')} (choose another {ref('out')})")
     removed = 0
     for sub in (*WRITTEN, store.VECTORS_DIR):
         base = out / sub
@@ -203,6 +194,22 @@ def wipe(out: Path) -> int:
         _delete(out_real, out, manifest, Path.unlink)
         removed += 1
     return removed
+
+
+def check_wipeable(out: Path) -> None:
+    """Refuse, before anything is deleted or built, what :func:`wipe` would refuse: a link
+    among our names, or a ``manifest.json`` that is not ours."""
+    check_no_symlinks(out, INDEX_ENTRIES)
+    manifest = out / store.MANIFEST
+    if manifest.is_file():
+        try:
+            found = json.loads(manifest.read_text("utf-8")).get("format")
+            ours = isinstance(found, str) and found.startswith(store.FORMAT_FAMILY)  # any version of ours
+        except (ValueError, UnicodeDecodeError, AttributeError):
+            ours = False
+        if not ours:
+            raise InputError(manifest, None, "is not a factcheck tag index manifest; refusing to delete "
+                             f"anything here even with {ref('force')} (choose another {ref('out')})")
 
 
 def _walk(base: Path) -> tuple[list[Path], list[Path]]:
@@ -279,6 +286,7 @@ def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[
             raise InputError(manifest_path, None, "the directory holds a different run's index "
                              f"(other input or parameters); use {ref('force')} to replace it")
         else:
+            check_wipeable(out)  # now, not after the replacement is built
             return REPLACE  # built beside it: a refused or failed run leaves the old index whole
     elif plan_path.is_file():
         if _saved(plan_path, "plan_key") != plan_key:

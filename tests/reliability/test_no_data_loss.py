@@ -63,6 +63,15 @@ def test_force_with_a_refused_input_leaves_the_old_index_whole(index, bad_eviden
     assert in_process("verify", index).returncode == 0
 
 
+def test_force_over_a_manifest_not_ours_is_refused_before_building_anything(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "manifest.json").write_text('{"format": "someone-else/1"}', "utf-8")
+    proc = in_process("tag", DEMO / "evidence.json", "--out", out, "--force")
+    assert_one_line_error(proc, str(out / "manifest.json"), "not a factcheck tag index manifest")
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json"]
+
+
 def test_force_that_fails_part_way_leaves_the_old_index_and_a_rerun_completes(index, other_evidence, monkeypatch):
     from factcheck.tagging import store
     before = digests(index)
