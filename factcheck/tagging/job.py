@@ -146,11 +146,14 @@ class TagJob:
             return done or self._build(source, out, plan, plan_key)
         # The old index stays whole until the new one is: a refused input or a failure leaves it as it was.
         self._building = out / outdir.REPLACEMENT
-        manifest = (outdir.prepare(self._building, plan, plan_key, True, self._say)
-                    or self._build(source, self._building, plan, plan_key))
+        if (out / store.MANIFEST).is_file():
+            manifest = (outdir.prepare(self._building, plan, plan_key, True, self._say)
+                        or self._build(source, self._building, plan, plan_key))
+        else:  # stopped while moving a complete replacement in: part of it is in ``out`` already
+            manifest = None
         self._before_write()
         outdir.replace_index(out, self._building)
-        return manifest
+        return manifest or store.verify_index(out)
 
     def _build(self, source: SourceSpec, out: Path, plan: dict, plan_key: str) -> store.Manifest:
         if plan["input"]["bytes"] > WARM_UP_BYTES * self._params.shard_size:

@@ -320,8 +320,10 @@ def discard(replacement: Path) -> None:
 def replace_index(out: Path, replacement: Path) -> None:
     """Put the complete index built in ``replacement`` in place of the one in ``out``: the old
     index's files go (:func:`wipe`: the user's stay), the new one's move in, its manifest last,
-    so a stop part-way leaves no manifest vouching for a mix (:func:`prepare` finishes it)."""
-    wipe(out)
+    so a stop part-way leaves no manifest vouching for a mix (:func:`prepare` finishes it: the
+    old index's files are gone once its manifest is, as :func:`wipe` deletes it last)."""
+    if (out / store.MANIFEST).is_file():
+        wipe(out)
     crashpoint("replacing-index")
     for src in sorted(replacement.iterdir(), key=lambda p: (p.name == store.MANIFEST, p.name)):
         _move(src, out / src.name)

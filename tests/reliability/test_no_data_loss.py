@@ -103,6 +103,29 @@ def test_a_replacement_stopped_while_swapping_in_is_finished_by_a_rerun(index, o
     assert "evidence-extra" in in_process("search", "--index", index, "Greenland glaciers").stdout
 
 
+def test_a_replacement_stopped_half_moved_in_is_finished_without_rebuilding(index, other_evidence, monkeypatch):
+    from factcheck.tagging import outdir
+    from factcheck.tagging.job import TagJob
+    move, calls = outdir._move, []
+
+    def stop_at_the_second(src, dst):
+        calls.append(src)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        move(src, dst)
+    with monkeypatch.context() as patch:
+        patch.setattr(outdir, "_move", stop_at_the_second)
+        assert in_process("tag", other_evidence, "--out", index, "--force").returncode != 0
+    assert (index / "passages").is_dir() and not (index / "manifest.json").exists()
+
+    def no_tagging(*args, **kwargs):
+        raise AssertionError("the complete replacement was built again")
+    monkeypatch.setattr(TagJob, "_build", no_tagging)
+    assert in_process("tag", other_evidence, "--out", index).returncode == 0
+    assert in_process("verify", index).returncode == 0
+    assert "evidence-extra" in in_process("search", "--index", index, "Greenland glaciers").stdout
+
+
 @pytest.mark.slow
 def test_a_replacement_killed_while_swapping_in_is_finished_by_a_rerun(index, other_evidence, tmp_path):
     """SIGKILL between the old index's removal and the new one's moving in: the rerun finds
