@@ -30,7 +30,9 @@ Points announced:
 * ``before-rename:FILE`` -- FILE is fully written under its temporary name, not renamed;
 * ``after-rename:FILE`` -- FILE is in place (its "done" record is not written yet);
 * ``after-split``, ``after-count``, ``after-tag``, ``before-manifest``, ``after-manifest``
-  -- stage boundaries of the tagging job.
+  -- stage boundaries of the tagging job;
+* ``replacing-index`` -- ``--force`` over a complete index: the old index's files are
+  deleted, the complete replacement (``.tmp-replacement/``) is not moved in yet.
 
 FILE is the destination's base name (``passages-00001``, ``manifest.json``,
 ``passages__passages-00001.json`` for a done record, ``plan.json``, ...).

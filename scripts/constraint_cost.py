@@ -57,11 +57,11 @@ def paired_harmonic(f_a, acc_a, f_b, acc_b) -> Metric:
     return Metric(diff(f_a, acc_a, f_b, acc_b), lo, hi, len(f_a), "paired percentile bootstrap")
 
 
-def embedding_model(run_meta: dict) -> str:
+def embedding_model(run_dir: Path, run_meta: dict) -> str:
     """The open run's embedding model, as its passage vectors' manifest records it."""
     from factcheck.tagging.vectors import vectors_model
     from factcheck.text.embedding import describe_model
-    model = vectors_model(run_meta["index"])
+    model = vectors_model(run_dir / run_meta["index"])  # relative to the run directory, or absolute
     return describe_model(model) if model else "unknown (no vectors manifest)"
 
 
@@ -76,7 +76,7 @@ def section(label: str, course: Path, open_: Path, gold: list) -> list[str]:
     meta = {p: json.loads((p / "metrics.json").read_text())["run"] for p in (course, open_)}
     L = [f"## {label}: {meta[course]['evidence']} ({meta[course]['passages']:,} passages)", "",
          f"Course run `{course}` (retriever {meta[course]['retriever']['chosen']}), open run `{open_}` "
-         f"(retriever {meta[open_]['retriever']['chosen']}; embedding model {embedding_model(meta[open_])}).", "",
+         f"(retriever {meta[open_]['retriever']['chosen']}; embedding model {embedding_model(open_, meta[open_])}).", "",
          "| dev metric | course | open | open − course (paired) |", "|---|---|---|---|"]
     for name, key in (("evidence F", "f"), ("label accuracy", "correct"), ("recall@100", "recall@100"),
                       ("any gold passage selected", "any_gold")):

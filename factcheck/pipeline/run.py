@@ -197,12 +197,12 @@ def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> d
     check_method(config.method, config.mode, also=("auto",), embedding_model=config.embedding_model)
     require_backend(config.tagging.get("backend", "loky"))  # so is the Dask backend without its extra
     files = find_data(data_dir, config.evidence, train=config.train, dev=config.dev, test=config.test)
-    with DirectoryLock(Path(out)), progress_setting(config.progress):
+    with DirectoryLock(Path(out)), progress_setting(config.progress), contextlib.ExitStack() as held:
         check_no_symlinks(Path(out), RUN_ENTRIES)
         # What a killed run's atomic writes left (the index's and the model's: their jobs')
         remove_stale_temporaries(Path(out), RUN_ENTRIES, recursive=False)
         remove_stale_temporaries(Path(out) / "plots", ("*.png",), recursive=False)
-        return _run_pipeline(data_dir, Path(out), files, config)
+        return _run_pipeline(data_dir, Path(out), files, config, held)
 
 
 @contextlib.contextmanager
@@ -219,7 +219,7 @@ def _read_claims(path, options: dict, require_labels: bool = False):
         return read_claims(path, require_labels=require_labels, **options)
 
 
-def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
+def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig, held: contextlib.ExitStack) -> dict:
     from factcheck.classification.calibration import reliability
     from factcheck.evaluation.ablation import ablation
     from factcheck.evaluation.evaluate import evaluate
@@ -230,6 +230,7 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
     from factcheck.reporting.plots import draw_plots
     from factcheck.tagging.index import TagIndex
     from factcheck.tagging.job import TagJob
+    from factcheck.tagging.outdir import DirectoryLock
 
     progress, jobs, mode, index_dir = config.progress, config.jobs, config.mode, config.index_dir
     clock = Clock(progress is False)
@@ -253,15 +254,21 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
             if value is not None:
                 raise InputError(index_dir, None, "applies to the knowledge source read, and an index is "
                                  "reused as built", param=f"source.{name}")
-    begin_run(out)  # the inputs are read: from here to end_run the directory is refused by its readers
+    # From the first change to the directory to end_run, its readers refuse it; not before:
+    # a run refused before writing anything leaves the previous run readable.
+    begin = _Once(lambda: begin_run(out))
     with clock.step("tagging the knowledge source"):
         if index_dir is None:
             index_dir = out / "index"
             with _grouped("source", SOURCE_OPTIONS):
-                TagJob(jobs=jobs, progress=progress, **config.tagging).run(spec, index_dir, force=config.force)
+                TagJob(jobs=jobs, progress=progress, **config.tagging).run(spec, index_dir, force=config.force,
+                                                                          before_write=begin)
+            # Held to the end: a `factcheck tag` into RUN/index is refused while this run reads it.
+            held.enter_context(DirectoryLock(index_dir))
         index = TagIndex.load(index_dir)
     if mode == "open":
         from factcheck.tagging.vectors import PassageVectorJob
+        begin()
         with clock.step("passage vectors (open mode)"):
             PassageVectorJob(jobs=jobs, progress=progress, embedding_model=config.embedding_model).run(
                 index_dir, index.manifest)  # verified by load
@@ -269,6 +276,7 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
         index.require_gold(train, files["train"])
         index.require_gold(dev, files["dev"])
 
+    begin()
     system, candidates, chosen, tuned_on = train_system(index, train, out, config.method, progress, clock, jobs=jobs,
                                                          mode=mode, max_tuning_claims=config.max_tuning_claims)
     as_fever = (config.claims.get("format") or detect_claims_format(files["dev"])) == "fever"
@@ -306,7 +314,7 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
         "data_dir": str(Path(data_dir).resolve()) if data_dir is not None else None,
         "evidence": files["evidence"].name, "mode": mode,
         "dev_sha256": sha256_file(files["dev"]),
-        "index": str(Path(index_dir).resolve()), "passages": len(index),
+        "index": _recorded_index(Path(index_dir), out), "passages": len(index),
         "retriever": {"chosen": candidates.best, "params": system.retriever.params(),
                       "holdout": candidates.holdout_scores, "chosen_by": candidates.chosen_by,
                       "holdout_claims": len(train_holdout_split(tuned_on)[1])},
@@ -320,6 +328,7 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
     with clock.step("plots"):
         plots = draw_plots(out, candidates, abl, metrics)
     clock.timings["total"] = round(time.perf_counter() - clock.start, 2)
+    _require_same_index(index)
     write_json_atomic(out / "metrics.json", metrics)
     (out / "report.md").parent.mkdir(parents=True, exist_ok=True)
     report.write_report(out / "report.md", metrics, plots)
@@ -327,6 +336,38 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
     if not clock.quiet:
         logger.info("[%6.1fs] done: %s/report.md", time.perf_counter() - clock.start, out)
     return metrics
+
+
+class _Once:
+    """``fn`` on the first call only."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self) -> None:
+        fn, self.fn = self.fn, None
+        if fn is not None:
+            fn()
+
+
+def _recorded_index(index_dir: Path, out: Path) -> str:
+    """The index as ``metrics.json`` records it: relative to the run directory when inside it
+    (``index``), so two runs of the same input write the same bytes; else absolute."""
+    index_dir, out = index_dir.resolve(), out.resolve()
+    return index_dir.relative_to(out).as_posix() if index_dir.is_relative_to(out) else str(index_dir)
+
+
+def _require_same_index(index) -> None:
+    """Refuse to finish when the index was replaced or removed under the run (a ``factcheck tag
+    --force`` into an index given with ``--index``): its results would vouch for an index no
+    longer there."""
+    from factcheck.tagging import store
+    try:
+        same = store.read_manifest(index.root).data == index.manifest.data
+    except InputError:
+        same = False
+    if not same:
+        raise InputError(index.root, None, "was replaced or removed while this run used it; rerun")
 
 
 class Trained(NamedTuple):

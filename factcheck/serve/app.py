@@ -87,7 +87,7 @@ def _run_index(run_dir: Path) -> Path:
         return run_dir / "index"
     try:
         recorded = loads_json((run_dir / "metrics.json").read_text("utf-8"))["run"]["index"]
-        return Path(recorded)
+        return run_dir / recorded  # relative to the run directory, or absolute
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return run_dir / "index"
 

@@ -1,7 +1,9 @@
 """Caches derived from a tag index, kept inside its directory (``bm25/``, ``rerank/``, ...):
 one folder per entry with its files and ``factcheck-key.json`` (``{"key", "files": {name:
 sha256}}``). An entry is used only when its record names the caller's key and every file
-matches, otherwise rebuilt (docs/decisions.md, "Caches inside an index").
+matches, otherwise rebuilt (docs/decisions.md, "Caches inside an index"). A symbolic link
+anywhere in a cache folder is refused before the entry is read, written or deleted: following
+it would read, write or delete outside the index.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from factcheck.formats.files import TMP_PREFIX, current_umask, loads_json, sha256_file
+from factcheck.formats.files import TMP_PREFIX, check_no_symlinks, current_umask, loads_json, sha256_file
 
 __all__ = ["CACHE_FOLDERS", "RECORD", "CacheStatus", "DerivedCache"]
 
@@ -51,6 +53,7 @@ class DerivedCache:
         else ``build(folder)`` writes it into an empty folder and ``load(folder)`` reads it back
         (from a private folder when the index directory is read-only)."""
         entry = self.index_dir / name
+        check_no_symlinks(self.index_dir, (name.split("/")[0],))
         if self._matches(entry, key):
             try:
                 return load(entry)
@@ -80,6 +83,7 @@ class DerivedCache:
 
     def check(self) -> list[CacheStatus]:
         """Every entry of :data:`CACHE_FOLDERS` against its record (``factcheck verify``)."""
+        check_no_symlinks(self.index_dir, CACHE_FOLDERS)
         out = []
         for kind in CACHE_FOLDERS:
             base = self.index_dir / kind

@@ -87,7 +87,8 @@ class TagJob:
 
     def run(self, source, out: Path, force: bool = False, *, format: str | None = None,
             id_column: str | None = None, text_column: str | None = None, title_column: str | None = None,
-            index_titles: bool | None = None, max_passage_chars: int | None = None) -> store.Manifest:
+            index_titles: bool | None = None, max_passage_chars: int | None = None,
+            before_write: Callable[[], None] | None = None) -> store.Manifest:
         """Build the index of ``source`` in ``out``, resume a partial one, or verify a complete one.
 
         Parameters
@@ -97,9 +98,13 @@ class TagJob:
         out : str or Path
             The index directory (this run's alone while it runs).
         force : bool, default False
-            Replace an index of other input or settings instead of refusing.
+            Replace an index of other input or settings instead of refusing. The new index is
+            built beside the old one, which stays whole until the new one is complete.
         format, id_column, text_column, title_column, index_titles, max_passage_chars
             How to read ``source`` (:func:`~factcheck.formats.evidence.source_spec`).
+        before_write : callable or None
+            Called once, after every refusal that needs nothing written and just before the
+            first change to what ``out`` holds (a run directory marks itself unfinished there).
 
         Returns
         -------
@@ -113,7 +118,9 @@ class TagJob:
         self._params.validate()
         require_backend(self.backend)  # before the output directory exists
         self._input_refused = False
+        self._before_write = before_write or (lambda: None)
         with outdir.DirectoryLock(out):
+            self._building = out  # or its outdir.REPLACEMENT
             try:
                 with WorkerPool(self.backend, self.jobs, self.scheduler, keep_heap=True) as self._pool:
                     return self._run(source, out, force)
@@ -121,9 +128,9 @@ class TagJob:
                 # Nothing written from a refused input can serve a rerun; any other failure
                 # keeps the finished shards and drops the ``.tmp-*`` files of workers killed mid-write.
                 if isinstance(exc, InputError) and self._input_refused:
-                    outdir.wipe(out)
+                    outdir.wipe(self._building) if self._building == out else outdir.discard(self._building)
                 else:
-                    outdir.remove_temporaries(out)
+                    outdir.remove_temporaries(self._building)
                 raise
 
     def _run(self, source: SourceSpec, out: Path, force: bool) -> store.Manifest:
@@ -134,9 +141,21 @@ class TagJob:
             "input": {**source.describe(), "sha256": source.sha256(), "bytes": source.size()},
         }
         plan_key = store.content_key(plan)
-        done = outdir.prepare(out, plan, plan_key, force, self._say)
-        if done is not None:
-            return done
+        done = outdir.prepare(out, plan, plan_key, force, self._say, self._before_write)
+        if done is not outdir.REPLACE:
+            return done or self._build(source, out, plan, plan_key)
+        # The old index stays whole until the new one is: a refused input or a failure leaves it as it was.
+        self._building = out / outdir.REPLACEMENT
+        if (out / store.MANIFEST).is_file():
+            manifest = (outdir.prepare(self._building, plan, plan_key, True, self._say)
+                        or self._build(source, self._building, plan, plan_key))
+        else:  # stopped while moving a complete replacement in: part of it is in ``out`` already
+            manifest = None
+        self._before_write()
+        outdir.replace_index(out, self._building)
+        return manifest or store.verify_index(out)
+
+    def _build(self, source: SourceSpec, out: Path, plan: dict, plan_key: str) -> store.Manifest:
         if plan["input"]["bytes"] > WARM_UP_BYTES * self._params.shard_size:
             self._pool.warm_up(warm_up)  # workers import while this process reads the input
         self._pool.check_shared(out / store.WORK_DIR / "plan.json")  # before the long split

@@ -1,5 +1,6 @@
 """Owning an output directory: one run at a time (:class:`DirectoryLock`), what a rerun finds
-there (:func:`prepare`), deleting only what we wrote (:func:`wipe`, never through a link).
+there (:func:`prepare`), deleting only what we wrote (:func:`wipe`, never through a link),
+replacing a complete index only by a complete one (:data:`REPLACEMENT`).
 """
 
 from __future__ import annotations
@@ -15,16 +16,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 from factcheck.errors import InputError, ref
-from factcheck.formats.files import SYMLINK_REFUSED, TMP_PREFIX, check_no_symlinks, write_json_atomic
+from factcheck.formats.files import SYMLINK_REFUSED, TMP_PREFIX, check_no_symlinks, crashpoint, write_json_atomic
 from factcheck.formats.rundir import MARKER
 from factcheck.tagging import store
 from factcheck.tagging.derived import CACHE_FOLDERS
 
 LOCK_FILE = ".factcheck-lock"
 LEGACY_MODELS_DIR = "models"  # the vectorisers of the joblib format (wiped by --force)
+#: Where ``--force`` builds the index that replaces a complete one of other input or settings:
+#: the old one stays whole until the new one is complete (:func:`replace_index`).
+REPLACEMENT = TMP_PREFIX + "replacement"
+#: A :func:`prepare` answer: build in :data:`REPLACEMENT`, then :func:`replace_index`.
+REPLACE = object()
 #: What a tag index directory holds that this tool writes or deletes (the derived caches too).
 INDEX_ENTRIES = (store.MANIFEST, LOCK_FILE, store.PASSAGES_DIR, store.TAGS_DIR, store.VOCABULARY_DIR,
-                 store.WORK_DIR, store.VECTORS_DIR, LEGACY_MODELS_DIR, *CACHE_FOLDERS)
+                 store.WORK_DIR, store.VECTORS_DIR, LEGACY_MODELS_DIR, REPLACEMENT, *CACHE_FOLDERS)
 #: The folders the tagging job writes into (the legacy one too: --force empties it).
 WRITTEN = (store.PASSAGES_DIR, store.TAGS_DIR, store.VOCABULARY_DIR, store.WORK_DIR, LEGACY_MODELS_DIR)
 
@@ -166,18 +172,9 @@ def is_ours(rel: str) -> bool:
 def wipe(out: Path) -> int:
     """``--force``: delete the files our runs wrote, nothing else; the number of files deleted."""
     out = Path(out)
-    check_no_symlinks(out, INDEX_ENTRIES)
+    check_wipeable(out)
     out_real = Path(os.path.realpath(out))
     manifest = out / store.MANIFEST
-    if manifest.is_file():
-        try:
-            found = json.loads(manifest.read_text("utf-8")).get("format")
-            ours = isinstance(found, str) and found.startswith(store.FORMAT_FAMILY)  # any version of ours
-        except (ValueError, UnicodeDecodeError, AttributeError):
-            ours = False
-        if not ours:
-            raise InputError(manifest, None, "is not a factcheck tag index manifest; refusing to delete "
-                             f"anything here even with {ref('force')} (choose another {ref('out')})")
     removed = 0
     for sub in (*WRITTEN, store.VECTORS_DIR):
         base = out / sub
@@ -199,6 +196,22 @@ def wipe(out: Path) -> int:
     return removed
 
 
+def check_wipeable(out: Path) -> None:
+    """Refuse, before anything is deleted or built, what :func:`wipe` would refuse: a link
+    among our names, or a ``manifest.json`` that is not ours."""
+    check_no_symlinks(out, INDEX_ENTRIES)
+    manifest = out / store.MANIFEST
+    if manifest.is_file():
+        try:
+            found = json.loads(manifest.read_text("utf-8")).get("format")
+            ours = isinstance(found, str) and found.startswith(store.FORMAT_FAMILY)  # any version of ours
+        except (ValueError, UnicodeDecodeError, AttributeError):
+            ours = False
+        if not ours:
+            raise InputError(manifest, None, "is not a factcheck tag index manifest; refusing to delete "
+                             f"anything here even with {ref('force')} (choose another {ref('out')})")
+
+
 def _walk(base: Path) -> tuple[list[Path], list[Path]]:
     """Every file and folder below ``base``, deepest first, links never followed."""
     files, folders = [], []
@@ -217,11 +230,13 @@ def _delete(out_real: Path, out: Path, path: Path, how) -> None:
 
 
 def remove_temporaries(out: Path) -> int:
-    """Delete the ``.tmp-*`` files and folders a killed run of ours left in our folders."""
+    """Delete the ``.tmp-*`` files and folders a killed run of ours left in our folders (never
+    through a link: this also runs after a refusal of one)."""
     removed = 0
+    out_real = Path(os.path.realpath(out))
     for sub in ("", *WRITTEN, f"{store.WORK_DIR}/done"):
         base = out / sub
-        if not base.is_dir():
+        if not base.is_dir() or Path(os.path.realpath(base)) != out_real / sub:
             continue
         for path in base.glob(TMP_PREFIX + "*"):
             if path.is_symlink():
@@ -235,11 +250,18 @@ def remove_temporaries(out: Path) -> int:
     return removed
 
 
-def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[[str], None]):
-    """For a run of ``plan`` into ``out``: the manifest of a complete index, or None to run."""
+def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[[str], None],
+            before_write: Callable[[], None] = lambda: None):
+    """For a run of ``plan`` into ``out``: the manifest of a complete index, None to run in
+    ``out``, or :data:`REPLACE` (``force`` over a complete index of other input or settings)
+    to run in :data:`REPLACEMENT` and swap it in when complete. Every refusal comes before
+    anything in ``out`` changes; ``before_write()`` is called just before the first change."""
     check_no_symlinks(out, INDEX_ENTRIES)
     manifest_path = out / store.MANIFEST
     plan_path = out / store.WORK_DIR / "plan.json"
+    replacement = out / REPLACEMENT
+    if not manifest_path.is_file() and _saved(replacement / store.MANIFEST, "plan_key") == plan_key:
+        return REPLACE  # stopped while swapping a complete replacement in: finish it
     if manifest_path.is_file():
         problem = None
         try:
@@ -251,10 +273,12 @@ def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[
             try:
                 store.verify_index(out, existing)
                 shutil.rmtree(out / store.WORK_DIR, ignore_errors=True)
+                discard(replacement)
                 report(f"{out}: index is complete and verified; nothing to do")
                 return existing
             except InputError as exc:
                 report(f"{exc.one_line()}; repairing")
+                before_write()
                 manifest_path.unlink()
         elif not force:
             if problem is not None and "older format" in problem.message:
@@ -262,7 +286,8 @@ def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[
             raise InputError(manifest_path, None, "the directory holds a different run's index "
                              f"(other input or parameters); use {ref('force')} to replace it")
         else:
-            wipe(out)
+            check_wipeable(out)  # now, not after the replacement is built
+            return REPLACE  # built beside it: a refused or failed run leaves the old index whole
     elif plan_path.is_file():
         if _saved(plan_path, "plan_key") != plan_key:
             # Without --force, only a run of the same settings whose input was fixed before
@@ -271,6 +296,7 @@ def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[
                               or (out / store.WORK_DIR / "split.json").is_file()):
                 raise InputError(out, None, "holds an unfinished run with other input or parameters; "
                                  f"use {ref('force')} to discard it")
+            before_write()
             wipe(out)
     elif out.exists() and (not out.is_dir() or _has_content(out)):
         if not out.is_dir():
@@ -278,9 +304,41 @@ def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[
         if not force:
             raise InputError(out, None, "exists, is not empty and is not a tag index; "
                              f"choose a new directory or use {ref('force')}")
+    before_write()
+    discard(replacement)
     remove_temporaries(out)
     write_json_atomic(plan_path, {"plan_key": plan_key, "plan": plan})
     return None
+
+
+def discard(replacement: Path) -> None:
+    """Delete an unfinished :data:`REPLACEMENT` (the caller checked it holds no link)."""
+    if replacement.is_dir() and not replacement.is_symlink():
+        shutil.rmtree(replacement)
+
+
+def replace_index(out: Path, replacement: Path) -> None:
+    """Put the complete index built in ``replacement`` in place of the one in ``out``: the old
+    index's files go (:func:`wipe`: the user's stay), the new one's move in, its manifest last,
+    so a stop part-way leaves no manifest vouching for a mix (:func:`prepare` finishes it: the
+    old index's files are gone once its manifest is, as :func:`wipe` deletes it last)."""
+    if (out / store.MANIFEST).is_file():
+        wipe(out)
+    crashpoint("replacing-index")
+    for src in sorted(replacement.iterdir(), key=lambda p: (p.name == store.MANIFEST, p.name)):
+        _move(src, out / src.name)
+    replacement.rmdir()
+
+
+def _move(src: Path, dst: Path) -> None:
+    if src.is_dir() and dst.is_dir() and not dst.is_symlink():  # a folder wipe kept for the user's files
+        for child in sorted(src.iterdir()):
+            _move(child, dst / child.name)
+        src.rmdir()
+    elif dst.exists() or dst.is_symlink():
+        raise InputError(dst, None, "holds files factcheck did not write; move them elsewhere")
+    else:
+        os.rename(src, dst)
 
 
 def _has_content(out: Path) -> bool:
@@ -290,11 +348,11 @@ def _has_content(out: Path) -> bool:
 
 
 def _saved(plan_path: Path, *keys):
-    """The value at ``keys`` in a saved ``plan.json``, or None."""
+    """The value at ``keys`` in a saved ``plan.json`` (or manifest), or None."""
     try:
         value = json.loads(plan_path.read_text("utf-8"))
         for key in keys:
             value = value[key]
         return value
-    except (ValueError, LookupError, TypeError):
+    except (OSError, ValueError, LookupError, TypeError):
         return None

@@ -4,7 +4,7 @@ Most tests read a demo run made once per session in the test process (``make_run
 ``--jobs 1``, cross-validation's folds run one after another in this process instead of
 in a worker). This checks that such a run holds the same files, byte for byte, as the
 README's command run by a user (``factcheck run --quiet`` in a child process, every
-core) -- apart from the stage timings and the run's own path -- so a test reading the
+core) -- apart from the stage timings -- so a test reading the
 shared run tests what users get."""
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ pytestmark = pytest.mark.slow  # the command, in a child process
 
 def comparable(run, name: str, digest: str):
     """What must be equal between two runs of the same input: the file's sha256, or for
-    the two files that carry the run's clock and path, their text without them."""
+    the two files that carry the run's clock, their text without it."""
     if name == "metrics.json":
         metrics = json.loads((run / name).read_text("utf-8"))
-        del metrics["run"]["timings"], metrics["run"]["index"]  # the clock; this run's own path
+        del metrics["run"]["timings"]  # the clock (the index is recorded relative to the run)
         return metrics
     if name == "report.md":
         text = (run / name).read_text("utf-8").replace(str(run), "RUN")

@@ -27,7 +27,8 @@ def elsewhere(tmp_path) -> Path:
     folder = tmp_path / "users-own"
     folder.mkdir()
     for name in ("passages-00000/ids.npy", "tags-00000/terms.npy", "tags-00001/indptr.npy", "tags-00002.joblib",
-                 "tags-00003/weights.npy", "plan.json", "terms.npy", "idf.npy", "classifier.skops", "x.png"):
+                 "tags-00003/weights.npy", "plan.json", "terms.npy", "idf.npy", "classifier.skops", "x.png",
+                 ".tmp-tags-00004.abcd1234"):  # a temporary's name: the clean-up after a refusal deleted it
         (folder / name).parent.mkdir(exist_ok=True)
         (folder / name).write_text(f"the user's {name}")
     return folder

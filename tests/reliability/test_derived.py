@@ -120,3 +120,33 @@ def test_chunk_index_is_a_derived_cache(demo_index, tmp_path, monkeypatch):
     monkeypatch.setattr(TagJob, "run", no_tagging)
     again = ChunkedRetriever(BM25Retriever(), window=8, overlap=2).fit(index).rank(["sea ice"], 5)[0]
     assert again.rows == first.rows and again.scores == first.scores
+
+
+@pytest.mark.parametrize("link", ["bm25", "bm25/counts"])
+def test_a_linked_cache_folder_is_refused_and_nothing_behind_it_is_touched(demo_index, tmp_path, link):
+    from helpers import assert_one_line_error
+    index = tmp_path / "index"
+    shutil.copytree(demo_index, index, ignore=shutil.ignore_patterns(*CACHE_FOLDERS))
+    victim = tmp_path / "victim"
+    (victim / "counts").mkdir(parents=True)
+    (victim / "counts" / "thesis.tex").write_text("x")
+    (index / link).parent.mkdir(parents=True, exist_ok=True)
+    (index / link).symlink_to(victim if link == "bm25" else victim / "counts")
+    before = sorted(p.relative_to(victim).as_posix() for p in victim.rglob("*"))
+    assert_one_line_error(in_process("search", "--index", index, "sea level"), str(index / link), "symbolic link")
+    assert_one_line_error(in_process("verify", index), str(index / link), "symbolic link")
+    assert sorted(p.relative_to(victim).as_posix() for p in victim.rglob("*")) == before
+    assert (victim / "counts" / "thesis.tex").read_text() == "x"
+
+
+@pytest.mark.parametrize("kind", CACHE_FOLDERS)
+def test_every_cache_folder_refuses_a_link_before_building(tmp_path, kind):
+    from factcheck.errors import InputError
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    index = tmp_path / "index"
+    index.mkdir()
+    (index / kind).symlink_to(elsewhere)
+    with pytest.raises(InputError, match="symbolic link"):
+        DerivedCache(index).load_or_build(f"{kind}/x", KEY, _build, _load)
+    assert list(elsewhere.iterdir()) == []
