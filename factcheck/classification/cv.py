@@ -16,7 +16,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
 from sklearn.model_selection import RepeatedStratifiedKFold
 
-from factcheck.classification.features import ALL_GROUPS, ClaimEvidenceFeatures, concat_views, take_views
+from factcheck.classification.features import (ALL_GROUPS, ClaimEvidenceFeatures, concat_views, require_two_labels,
+                                               take_views)
 from factcheck.errors import InputError
 from factcheck.formats.claims import ordered_labels
 from factcheck.tagging.backends import NATIVE_THREAD_VARS, sigint_for_this_process_only
@@ -81,9 +82,7 @@ def check_training_labels(labels, path=None, folds: int = FOLDS) -> int:
     """
     counts = Counter(str(v) for v in labels)
     place = None if path is not None else "training claims"
-    if len(counts) < 2:
-        found = f"every claim is labelled {next(iter(counts))!r}" if counts else "no labelled claims"
-        raise InputError(path, place, f"{found}; a classifier needs training claims of at least two labels")
+    require_two_labels(list(counts), path, place)
     rare = sorted(label for label, n in counts.items() if n < 2)
     if rare:
         raise InputError(path, place, f"{len(rare)} label{'s' if len(rare) > 1 else ''} with a single training claim "
