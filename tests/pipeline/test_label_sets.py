@@ -65,12 +65,14 @@ def test_run_trains_on_the_labels_found_with_fewer_folds_for_a_rare_label(labell
     model, record = load_classifier(run / "model")
     assert list(model.classes_) == record["labels"] == sorted(labels)  # scikit-learn's order
     assert metrics["classifier_cv"]["folds"] == folds
+    report = (run / "report.md").read_text("utf-8")
+    assert f"({folds} folds x 3 repeats" in report
+    assert f"fewer than 5 folds: the rarest training label has {folds} claims" in report
     assert metrics["classifier_cv"]["cv"]["confusion"]["labels"] == labels
     assert set(metrics["ablation"]["retrieved"]["confusion"]["labels"]) <= set(labels)
     predicted = factcheck.read_predictions(run / "dev-claims-predictions.json")
     assert {p["claim_label"] for p in predicted.values()} <= set(labels)
     # The report's per-label table holds these labels and no other of the course's.
-    report = (run / "report.md").read_text("utf-8")
     for label in {"SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO", "DISPUTED", *labels}:
         assert (f"| {label} |" in report) == (label in labels), label
 
