@@ -113,7 +113,8 @@ def evidence_ids(path, cid, value, *, required: bool, name: str = "'evidences'")
         if required:
             raise InputError(path, f"claim {cid!r}", f"missing {name}")
         return []
-    if not isinstance(value, list):  # a string too: it is no list of one id here
+    # A string too: it is no list of one id here. (A tuple reaches this only from Python.)
+    if not isinstance(value, (list, tuple)):
         raise InputError(path, f"claim {cid!r}", f"{name} must be a list of passage ids (strings), got "
                          f"{kind_of(value)}")
     if not all(isinstance(e, str) and e for e in value):

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 from scipy.special import softmax
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
@@ -149,6 +150,8 @@ def test_check_predictions_is_read_predictions_on_what_a_file_holds(tmp_path):
     path = tmp_path / "p.json"
     path.write_text(json.dumps(predictions), "utf-8")
     assert check_predictions(predictions, accepted_labels(c.label for c in dev)) == read_predictions(path)
+    as_tuples = {cid: {**p, "evidences": tuple(p["evidences"])} for cid, p in predictions.items()}
+    assert check_predictions(as_tuples) == read_predictions(path)  # a Python sequence of ids, not a string
     with pytest.raises(InputError, match="^predictions: expected a dict"):
         check_predictions([("claim-d1", {})])
 
@@ -162,3 +165,25 @@ def test_evaluate_takes_custom_labels_and_refuses_another():
     predictions["claim-d1"]["claim_label"] = "TRUE"
     with pytest.raises(InputError, match="unknown label 'TRUE'; expected one of false, mixed, true, unknown"):
         factcheck.evaluate(predictions, dev)
+
+
+_ids = st.text(min_size=0, max_size=6)
+_value = st.one_of(st.none(), st.integers(), st.booleans(), _ids, st.lists(st.one_of(_ids, st.integers()), max_size=3))
+_entry = st.one_of(_value, st.fixed_dictionaries({}, optional={
+    "evidences": st.one_of(_value, st.lists(_ids, max_size=3)),
+    "claim_label": st.one_of(_value, st.sampled_from(["SUPPORTS", "REFUTES", "supports", "NOT ENOUGH INFO"]))}))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(st.text(min_size=1, max_size=4), _entry, min_size=1, max_size=3))
+def test_python_predictions_and_a_file_of_them_get_the_same_answer(tmp_path, predictions):
+    labels = accepted_labels(["SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO", "DISPUTED"])
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(predictions), "utf-8")
+    outcomes = []
+    for attempt in (lambda: read_predictions(path, labels=labels), lambda: check_predictions(predictions, labels)):
+        try:
+            outcomes.append(attempt())
+        except InputError as exc:
+            outcomes.append(exc.message)
+    assert outcomes[0] == outcomes[1]
