@@ -149,3 +149,12 @@ def test_one_label_or_one_claim_of_a_label_is_one_line_naming_the_training_file(
     assert_one_line_error(in_process("run", "--data-dir", data, "--out", tmp_path / "run", "--quiet", "--jobs", "1"),
                           f"{train}: {says}")
     assert not (tmp_path / "run" / "dev-claims-predictions.json").exists()
+
+
+def test_a_label_set_with_a_typo_is_one_warning_line(tmp_path):
+    # Reading claims, cross-validation, scoring and the ablation each take the label set: one line.
+    data = relabelled_demo(tmp_path / "data", {"claim-t1": "SUPORTS", "claim-t2": "SUPORTS"})
+    proc = make_run(tmp_path / "run", data=data)
+    warned = [line for line in proc.stderr.splitlines() if "SUPORTS" in line]
+    assert warned == ["factcheck run: warning: labels SUPORTS are not among the known labels SUPPORTS, REFUTES, "
+                      "NOT_ENOUGH_INFO, DISPUTED; using all 5 labels found as the label set (a typo?)"]
