@@ -93,6 +93,7 @@ def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = N
     (0.125, 0.875)
     """
     _check_arguments(predictions, groundtruth)
+    labels = None if labels is None else [str(label) for label in labels]
     gold_labels = {c.label for c in groundtruth}
     allowed = accepted_labels(gold_labels)
     # The checks a predictions file gets (read_predictions): a typo'd label or a string for
@@ -229,9 +230,9 @@ def evaluate_files(predictions, groundtruth, explanations=None, *, claims_format
     >>> result.metrics["recall@100"].value                                                           # doctest: +SKIP
     """
     claims, _, predicted = read_scoring_inputs(predictions, groundtruth, format=claims_format,
-                                                    id_column=claims_id_column, text_column=claims_text_column,
-                                                    label_column=claims_label_column,
-                                                    evidence_column=claims_evidence_column)
+                                               id_column=claims_id_column, text_column=claims_text_column,
+                                               label_column=claims_label_column,
+                                               evidence_column=claims_evidence_column)
     sidecar = Path(explanations) if explanations else explanations_path(Path(predictions))
     expl = None
     if sidecar.is_file():
