@@ -16,8 +16,10 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
 from sklearn.model_selection import RepeatedStratifiedKFold
 
-from factcheck.classification.features import ALL_GROUPS, ClaimEvidenceFeatures, concat_views, take_views
-from factcheck.formats.claims import label_set
+from factcheck.classification.features import (ALL_GROUPS, ClaimEvidenceFeatures, concat_views, require_two_labels,
+                                               take_views)
+from factcheck.errors import InputError
+from factcheck.formats.claims import ordered_labels
 from factcheck.progress import progress as progress_bar
 from factcheck.tagging.backends import NATIVE_THREAD_VARS, sigint_for_this_process_only
 
@@ -73,12 +75,27 @@ class Split:
     test: np.ndarray
 
 
+def check_training_labels(labels, path=None, folds: int = FOLDS) -> int:
+    """The number of cross-validation folds for training claims with these labels: ``folds``,
+    or fewer when the rarest label has fewer claims (scikit-learn's rule for stratified folds:
+    no more folds than the claims of each label). Fewer than two labels, or a label with one
+    claim (it could not be both trained on and tested in any fold), is an InputError naming ``path``.
+    """
+    counts = Counter(str(v) for v in labels)
+    place = None if path is not None else "training claims"
+    require_two_labels(list(counts), path, place)
+    rare = sorted(label for label, n in counts.items() if n < 2)
+    if rare:
+        raise InputError(path, place, f"{len(rare)} label{'s' if len(rare) > 1 else ''} with a single training claim "
+                         f"({', '.join(map(repr, rare[:5]))}); cross-validation needs at least 2 claims of each "
+                         "label (stratified folds: each label in the training and the test part)")
+    return min(folds, min(counts.values()))
+
+
 def cv_splits(labels, folds: int = FOLDS, repeats: int = REPEATS, seed: int = CV_SEED) -> list[Split]:
-    """Repeated stratified k-fold over positions of ``labels`` (fewer folds for a rare label)."""
-    smallest = min(Counter(labels).values())
-    k = max(2, min(folds, smallest))
-    if len(labels) < 2 * k:
-        raise ValueError(f"cross-validation needs at least {2 * k} training claims, got {len(labels)}")
+    """Repeated stratified k-fold over positions of ``labels`` (fewer folds for a rare label:
+    :func:`check_training_labels`)."""
+    k = check_training_labels(labels, folds=folds)
     splitter = RepeatedStratifiedKFold(n_splits=k, n_repeats=repeats, random_state=seed)
     y = np.asarray(labels)
     return [Split(i // k, i % k, np.sort(tr), np.sort(te))
@@ -149,8 +166,11 @@ def _fold_job(split: Split, y: np.ndarray, gold_views: dict, read_views: dict, c
 
 
 def in_label_order(a: np.ndarray, classes, labels, missing: float) -> np.ndarray:
-    """The columns of ``a`` (one per class) in ``labels`` order; ``missing`` for a label not a class."""
+    """The columns of ``a`` (one per class; a binary model's 1-D decision values too) in ``labels``
+    order; ``missing`` for a label not a class."""
     classes = list(classes)
+    if a.ndim == 1:  # a binary model's decision values: the second class's logit against the first's 0
+        a = np.column_stack([np.zeros_like(a), a])
     out = np.full((a.shape[0], len(labels)), missing)
     for j, label in enumerate(labels):
         if label in classes:
@@ -162,7 +182,7 @@ def cross_validate(y, splits: list[Split], gold_views: dict, read_views: list[di
                    reader: str, jobs: int = 1, labels=None) -> list[CVResult]:
     """Every configuration of ``grid``, reading ``read_views[split.repeat]``, on every split."""
     y = np.asarray(y)
-    labels = tuple(labels if labels is not None else label_set(y.tolist()))
+    labels = tuple(labels if labels is not None else ordered_labels(set(y.tolist())))
     cfgs = configs(grid)
     per_split = run_folds(_fold_job, [(s, y, gold_views, read_views[s.repeat], cfgs, labels) for s in splits], jobs)
     return collect(y, splits, per_split, cfgs, reader, labels)

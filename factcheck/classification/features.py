@@ -17,6 +17,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import StandardScaler
 
+from factcheck.errors import InputError
 from factcheck.text.analyzer import analyze, split_tags
 from factcheck.text.tokens import cue_words, number_strings
 
@@ -119,16 +120,30 @@ class ClaimEvidenceFeatures(BaseEstimator, TransformerMixin):
 
     def fit(self, X, y=None):
         """Fit every group's vectoriser or scaler on the pairs ``X``."""
+        require_two_labels(y, param="y")
         return self.fit_views(self._views(X))
 
     def fit_transform(self, X, y=None):
         """:meth:`fit` then :meth:`transform`, analysing each pair once."""
+        require_two_labels(y, param="y")
         views = self._views(X)
         return self.fit_views(views).transform_views(views)
 
     def transform(self, X):
         """The pairs ``X`` as one sparse matrix (groups side by side)."""
         return self.transform_views(self._views(X))
+
+
+def require_two_labels(y, path=None, place=None, param=None) -> None:
+    """A classifier learns from two labels or more: fewer is an InputError (``y`` None: no labels given).
+    Before the features, whose vocabulary of one repeated text would fail first, and less clearly."""
+    if y is None:
+        return
+    found = {str(v) for v in y}
+    if len(found) < 2:
+        what = f"every claim is labelled {next(iter(found))!r}" if found else "no labelled claims"
+        raise InputError(path, place, f"{what}; a classifier needs training claims of at least two labels",
+                         param=param)
 
 
 def views_of(X, groups=ALL_GROUPS, embedding: dict | None = None) -> dict:

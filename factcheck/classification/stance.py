@@ -16,7 +16,7 @@ from sklearn.preprocessing import StandardScaler
 
 from factcheck.classification import cv
 from factcheck.classification.features import ClaimEvidenceFeatures, concat_views, take_views, views_of
-from factcheck.formats.claims import label_set
+from factcheck.formats.claims import ordered_labels
 
 STANCES = ("SUPPORTS", "REFUTES", "IRRELEVANT")
 PAIR_GROUPS = ("evidence", "shared", "unshared", "stats")
@@ -173,7 +173,7 @@ def stance_cross_validate(y, splits, gold_views, read_views, pairs_gold, pairs_r
                           labels=None):
     """Like :func:`~factcheck.classification.cv.cross_validate` for stance configurations."""
     y = np.asarray(y)
-    labels = tuple(labels if labels is not None else label_set(y.tolist()))
+    labels = tuple(labels if labels is not None else ordered_labels(set(y.tolist())))
     per_split = cv.run_folds(stance_fold_job, [(s, y, gold_views, read_views, pairs_gold, pairs_read, cfgs, labels)
                                             for s in splits], jobs, desc="stance cross-validation")
     return cv.collect(y, splits, per_split, cfgs, reader, labels)

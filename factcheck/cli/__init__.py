@@ -266,10 +266,13 @@ def _library_log(command: str):
 def _route_warnings(command: str) -> None:
     """Our own warnings become one plain line; library warnings are silenced (-W still wins)."""
     original = warnings.showwarning
+    shown = set()  # one line per message: several steps may warn about the same thing (a label set)
 
     def show(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, FactcheckWarning):
-            print(f"factcheck {command}: warning: {escaped(str(message))}", file=sys.stderr)
+            if str(message) not in shown:
+                shown.add(str(message))
+                print(f"factcheck {command}: warning: {escaped(str(message))}", file=sys.stderr)
         else:
             original(message, category, filename, lineno, file, line)
 

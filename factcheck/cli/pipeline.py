@@ -79,11 +79,13 @@ def add_train(p):
 
     def run(args):
         from factcheck.training.classifier_cv import config_json
+        from factcheck.classification.cv import check_training_labels
         from factcheck.pipeline.run import train_system
 
         check_outputs([args.model], [args.index, args.claims])
         check_output_dir(args.model)
         train = read_claims_from_args(args, args.claims, require_labels=True)
+        check_training_labels([c.label for c in train], args.claims)  # before the index is read
         index = index_from_args(args)
         relocate_from_args(args, args.index)
         index.require_gold(train, args.claims)

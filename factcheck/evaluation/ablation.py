@@ -8,12 +8,12 @@ from sklearn.metrics import confusion_matrix, f1_score
 
 from factcheck.evaluation.intervals import (Metric, bootstrap_interval, bootstrap_mean, mcnemar_exact,
                                             paired_bootstrap_diff, wilson)
-from factcheck.formats.claims import label_set
+from factcheck.formats.claims import ordered_labels
 
 
 def bootstrap_macro_f1(y_true, y_pred, labels=None) -> Metric:
     """Macro-F1 over ``labels``, its interval from per-resample confusion counts."""
-    labels = list(labels if labels is not None else label_set([*y_true, *y_pred]))
+    labels = list(labels if labels is not None else ordered_labels({*y_true, *y_pred}))
     t = np.array([labels.index(v) for v in y_true])
     p = np.array([labels.index(v) for v in y_pred])
 
@@ -34,7 +34,7 @@ def bootstrap_macro_f1(y_true, y_pred, labels=None) -> Metric:
 
 def condition_summary(y_true, y_pred, labels=None) -> dict:
     """Accuracy, macro-F1, per-label recall and the confusion matrix over ``labels``."""
-    labels = list(labels if labels is not None else label_set([*y_true, *y_pred]))
+    labels = list(labels if labels is not None else ordered_labels({*y_true, *y_pred}))
     correct = np.array([a == b for a, b in zip(y_true, y_pred)], dtype=float)
     gold = np.array(y_true, dtype=object)
     per_label = {label: {"recall": wilson(int(correct[gold == label].sum()), int((gold == label).sum())),
@@ -59,10 +59,12 @@ def compare(y_true, pred_a, pred_b, name_a: str, name_b: str) -> dict:
 
 
 def ablation(y_true, pred_gold, pred_retrieved, baselines: dict | None = None, labels=None) -> dict:
-    """Gold versus retrieved evidence (and baselines) over ``labels`` (default: every label seen)."""
+    """Gold versus retrieved evidence (and baselines) over ``labels`` (default: every label seen,
+    as scikit-learn's metrics take them: a label of the set that no claim has and no model
+    predicts would only add a zero to macro-F1)."""
     if labels is None:
-        every = [*y_true, *pred_gold, *pred_retrieved, *(p for ps in (baselines or {}).values() for p in ps)]
-        labels = label_set(every)
+        every = {*y_true, *pred_gold, *pred_retrieved, *(p for ps in (baselines or {}).values() for p in ps)}
+        labels = ordered_labels(every)
     out = {
         "claims": len(y_true),
         "gold": condition_summary(y_true, pred_gold, labels),

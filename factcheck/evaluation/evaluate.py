@@ -12,7 +12,8 @@ from factcheck.errors import InputError
 from factcheck.evaluation.course_metric import course_score
 from factcheck.evaluation.intervals import Metric, Result, bootstrap_mean, bootstrap_means, describe, to_json, wilson
 from factcheck.evaluation.ir_metrics import recall_at, reciprocal_rank
-from factcheck.formats.claims import Claim, label_set, prefixed_params, read_claims, read_predictions
+from factcheck.formats.claims import (Claim, accepted_labels, check_predictions, prefixed_params, read_claims,
+                                      read_predictions)
 from factcheck.formats.explanations import explanations_path
 from factcheck.formats.rundir import refuse_unfinished
 
@@ -65,7 +66,15 @@ def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = N
     source : str or None
         The predictions' file, named in errors.
     labels : sequence of str or None
-        The labels of ``per_label`` (default: the ground truth's).
+        The labels of ``per_label`` (default: the labels the ground truth has, in their
+        label set's order).
+
+    Raises
+    ------
+    InputError
+        Naming ``predictions`` (or ``source``) for a prediction a predictions file could not
+        hold: not an object, ``evidences`` not a list of ids (a string too), a label that is
+        not a string or not one of the ground truth's label set (:func:`~factcheck.formats.claims.accepted_labels`).
 
     Returns
     -------
@@ -84,6 +93,12 @@ def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = N
     (0.125, 0.875)
     """
     _check_arguments(predictions, groundtruth)
+    labels = None if labels is None else [str(label) for label in labels]
+    gold_labels = {c.label for c in groundtruth}
+    allowed = accepted_labels(gold_labels)
+    # The checks a predictions file gets (read_predictions): a typo'd label or a string for
+    # the evidence list would otherwise score as wrong, silently.
+    predictions = check_predictions(predictions, allowed + tuple(labels or ()), source)
     unknown = [cid for cid in predictions if cid not in {c.id for c in groundtruth}]
     if unknown:
         raise InputError(source, f"claim {unknown[0]!r}", f"predicted claim not in the ground truth ({len(unknown)} "
@@ -101,7 +116,7 @@ def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = N
     retrieval, counts = retrieval_metrics(groundtruth, ranked, selected, paths)
     f_of = dict(zip(score.claim_ids, score.f.tolist()))
     per_label = {}
-    for label in labels if labels is not None else label_set(c.label for c in groundtruth):
+    for label in labels if labels is not None else [label for label in allowed if label in gold_labels]:
         claims = [c for c in groundtruth if c.label == label and c.id in f_of]
         per_label[label] = {"evidence_f": bootstrap_mean([f_of[c.id] for c in claims])}
         if score.correct is not None:
@@ -214,10 +229,10 @@ def evaluate_files(predictions, groundtruth, explanations=None, *, claims_format
     >>> result = evaluate_files("out/demo/dev-claims-predictions.json", "data/demo/dev-claims.json")  # doctest: +SKIP
     >>> result.metrics["recall@100"].value                                                           # doctest: +SKIP
     """
-    claims, labels, predicted = read_scoring_inputs(predictions, groundtruth, format=claims_format,
-                                                    id_column=claims_id_column, text_column=claims_text_column,
-                                                    label_column=claims_label_column,
-                                                    evidence_column=claims_evidence_column)
+    claims, _, predicted = read_scoring_inputs(predictions, groundtruth, format=claims_format,
+                                               id_column=claims_id_column, text_column=claims_text_column,
+                                               label_column=claims_label_column,
+                                               evidence_column=claims_evidence_column)
     sidecar = Path(explanations) if explanations else explanations_path(Path(predictions))
     expl = None
     if sidecar.is_file():
@@ -227,7 +242,7 @@ def evaluate_files(predictions, groundtruth, explanations=None, *, claims_format
             raise InputError(sidecar, None, "not a factcheck explanations file") from None
     elif explanations:
         raise InputError(explanations, None, "no such file", param="explanations")
-    return evaluate(predicted, claims, expl, source=str(predictions), labels=labels)
+    return evaluate(predicted, claims, expl, source=str(predictions))
 
 
 def read_scoring_inputs(predictions, groundtruth, **options) -> tuple[list, list, dict]:
@@ -254,7 +269,7 @@ def read_scoring_inputs(predictions, groundtruth, **options) -> tuple[list, list
             raise InputError(groundtruth, None, "no claim has a gold label: the ground truth must be labelled claims "
                              "with gold evidence", param="groundtruth") from None
         raise
-    labels = label_set(c.label for c in claims)
+    labels = accepted_labels(c.label for c in claims)
     return claims, labels, read_predictions(predictions, labels=labels)
 
 

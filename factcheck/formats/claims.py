@@ -10,12 +10,12 @@ from pathlib import Path
 
 from factcheck.errors import FactcheckWarning, InputError, as_path
 from factcheck.formats import climate_fever, course, csvfile, fever, jsonl
-from factcheck.formats.common import Claim
+from factcheck.formats.common import Claim, prediction
 from factcheck.formats.records import MAX_QUERY_CHARS, check_length, first_record, length_cap, shown
 
 __all__ = ["Claim", "as_claims", "LABELS", "FEVER_LABELS", "CLAIM_FORMATS", "CLAIM_OPTIONS", "label_set",
            "ordered_labels", "detect_claims_format", "read_claims", "prefixed_params", "write_claims",
-           "read_predictions", "write_predictions", "PREDICTION_FORMATS"]
+           "read_predictions", "check_predictions", "accepted_labels", "write_predictions", "PREDICTION_FORMATS"]
 
 LABELS = ("SUPPORTS", "REFUTES", "NOT_ENOUGH_INFO", "DISPUTED")   # the course's (and Climate-FEVER's)
 FEVER_LABELS = fever.LABELS                                          # SUPPORTS, REFUTES, NOT ENOUGH INFO
@@ -193,13 +193,73 @@ def read_predictions(path, labels=None, format: str | None = None) -> dict[str, 
         first = first_record(path)
         format = "fever" if first is not None and fever.is_predictions(first) else "course"
     out = _unit(PREDICTION_UNITS, path, format, "predictions").read_predictions(path)
-    if labels is not None:
-        allowed = set(labels)
-        for cid, p in out.items():
-            if p["claim_label"] is not None and p["claim_label"] not in allowed:
-                raise InputError(path, f"claim {cid!r}", f"unknown label {p['claim_label']!r}; "
-                                 f"expected one of {', '.join(labels)}")
+    _check_predicted_labels(out, labels, path)
     return out
+
+
+def check_predictions(predictions, labels=None, source=None) -> dict[str, dict]:
+    """Predictions given in Python, validated as :func:`read_predictions` validates a file's
+    (the same checks, the same words): ``{claim-id: {"evidences": [...], "claim_label": str or None}}``.
+
+    Parameters
+    ----------
+    predictions : dict of str to dict
+        Claim id -> ``{"evidences": [ids], "claim_label": str}`` (the label optional). A
+        string for ``evidences`` is refused, as in a file: a prediction's evidence is a list.
+    labels : sequence of str or None
+        The labels a prediction may carry; None accepts any.
+    source : str or None
+        The file the predictions came from, named in errors; None names the parameter ``predictions``.
+
+    Example
+    -------
+    >>> check_predictions({"c1": {"evidences": "evidence-3"}})
+    Traceback (most recent call last):
+    ...
+    factcheck.errors.InputError: predictions claim 'c1': 'evidences' must be a list of passage ids (strings), got a string
+    """
+    if not isinstance(predictions, dict):
+        raise InputError(source, None, f"expected a dict of claim id -> prediction, got {type(predictions).__name__}",
+                         param=None if source else "predictions")
+    try:
+        out = {}
+        for cid, entry in predictions.items():
+            if not isinstance(cid, str) or not cid:
+                raise InputError(source, f"key {cid!r}", "a claim id must be a non-empty string")
+            out[cid] = prediction(source, cid, entry)
+        _check_predicted_labels(out, labels, source)
+    except InputError as exc:
+        if source is not None:
+            raise
+        raise InputError(None, exc.place, exc.message, param="predictions") from None
+    return out
+
+
+def accepted_labels(labels) -> tuple[str, ...]:
+    """The labels a prediction scored against ground truth with these gold labels may carry:
+    every known label set that holds them all, in order (SUPPORTS and REFUTES alone fit the
+    course's and FEVER's, so NOT ENOUGH INFO in either spelling), otherwise :func:`label_set`.
+
+    Example
+    -------
+    >>> accepted_labels(["SUPPORTS", "REFUTES", "DISPUTED"])
+    ('SUPPORTS', 'REFUTES', 'NOT_ENOUGH_INFO', 'DISPUTED')
+    >>> accepted_labels(["REFUTES", "SUPPORTS"])
+    ('SUPPORTS', 'REFUTES', 'NOT_ENOUGH_INFO', 'DISPUTED', 'NOT ENOUGH INFO')
+    """
+    found = {str(v) for v in labels}
+    fits = [known for known in KNOWN_LABEL_SETS if found <= set(known)]
+    return tuple(dict.fromkeys(label for known in fits for label in known)) if fits else label_set(found)
+
+
+def _check_predicted_labels(predictions: dict, labels, path) -> None:
+    if labels is None:
+        return
+    allowed = set(labels)
+    for cid, p in predictions.items():
+        if p["claim_label"] is not None and p["claim_label"] not in allowed:
+            raise InputError(path, f"claim {cid!r}", f"unknown label {p['claim_label']!r}; "
+                             f"expected one of {', '.join(labels)}")
 
 
 def write_predictions(path, claims: list[Claim], evidences: dict[str, list[str]],

@@ -113,11 +113,23 @@ def evidence_ids(path, cid, value, *, required: bool, name: str = "'evidences'")
         if required:
             raise InputError(path, f"claim {cid!r}", f"missing {name}")
         return []
-    if not isinstance(value, list) or not all(isinstance(e, str) and e for e in value):
+    # A string too: it is no list of one id here. (A tuple reaches this only from Python.)
+    if not isinstance(value, (list, tuple)):
+        raise InputError(path, f"claim {cid!r}", f"{name} must be a list of passage ids (strings), got "
+                         f"{kind_of(value)}")
+    if not all(isinstance(e, str) and e for e in value):
         raise InputError(path, f"claim {cid!r}", f"{name} must be a list of passage ids (strings)")
     for e in value:
         check_unicode(path, f"claim {cid!r}", e, "an evidence id")
     return list(value)
+
+
+def prediction(path, cid, entry) -> dict:
+    """One prediction in the course shape, validated: ``{"evidences": [ids], "claim_label": str or None}``."""
+    if not isinstance(entry, dict):
+        raise InputError(path, f"claim {cid!r}", f"expected an object with 'evidences', got {kind_of(entry)}")
+    return {"evidences": evidence_ids(path, cid, entry.get("evidences"), required=True),
+            "claim_label": claim_label(path, cid, entry.get("claim_label"), required=False)}
 
 
 def needs_evidence(label: str | None) -> bool:

@@ -18,7 +18,7 @@ import ijson
 
 from factcheck.errors import InputError
 from factcheck.formats.common import (BATCH, FORMATS_HINT, Claim, claim_label, claim_text, evidence_ids,
-                                      needs_evidence, plural)
+                                      needs_evidence, plural, prediction)
 from factcheck.formats.files import (JsonObjectStream, atomic_path, check_unicode, dumps_json, open_binary,
                                      write_json_atomic)
 from factcheck.formats.records import READ_ERRORS, decode_object, kind_of, over_limit, read_failure
@@ -359,14 +359,7 @@ def write_claims(path: Path, claims) -> None:
 
 
 def read_predictions(path: Path) -> dict[str, dict]:
-    out = {}
-    for cid, entry in _load_object(path, "predictions").items():
-        if not isinstance(entry, dict):
-            raise InputError(path, f"claim {cid!r}", "expected an object with 'evidences'")
-        evidences = evidence_ids(path, cid, entry.get("evidences"), required=True)
-        out[cid] = {"evidences": evidences, "claim_label": claim_label(path, cid, entry.get("claim_label"),
-                                                                       required=False)}
-    return out
+    return {cid: prediction(path, cid, entry) for cid, entry in _load_object(path, "predictions").items()}
 
 
 def write_predictions(path: Path, claims, evidences: dict, labels: dict | None = None, texts: bool = True) -> None:

@@ -62,7 +62,7 @@ def kind_of(value) -> str:
     if value is None:
         return "null"
     return {bool: "a boolean", int: "a number", float: "a number", list: "a list",
-            dict: "an object"}.get(type(value), type(value).__name__)
+            dict: "an object", str: "a string"}.get(type(value), type(value).__name__)
 
 
 def shown(text: str, width: int = 40) -> str:

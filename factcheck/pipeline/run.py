@@ -12,13 +12,15 @@ from pathlib import Path
 from typing import NamedTuple
 
 from factcheck.errors import InputError, ref
-from factcheck.formats.claims import CLAIM_OPTIONS, detect_claims_format, label_set, read_claims, write_predictions
+from factcheck.formats.claims import (CLAIM_OPTIONS, detect_claims_format, label_set, ordered_labels, read_claims,
+                                      write_predictions)
 from factcheck.formats.evidence import SOURCE_OPTIONS, source_spec
 from factcheck.formats.files import (check_no_symlinks, check_regular_file, remove_stale_temporaries, sha256_file,
                                      write_csv_atomic, write_json_atomic)
 from factcheck.formats.rundir import MARKER, begin_run, end_run
 from factcheck.formats.splits import MAX_TUNING_CLAIMS, train_holdout_split, tuning_subsample
 from factcheck.evaluation.fever import MAX_EVIDENCE
+from factcheck.classification.cv import check_training_labels
 from factcheck.training.classifier_cv import config_json
 from factcheck.system.checker import FactChecker, evidence_slots
 from factcheck.system.model_dir import save_system
@@ -243,6 +245,7 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig, held: con
         if unknown is not None:  # the classifier can predict the training claims' labels only
             raise InputError(files["dev"], f"claim {unknown.id!r}", f"label {unknown.label!r} is not among the "
                              f"training claims' labels ({', '.join(labels)})")
+        check_training_labels([c.label for c in train], files["train"])  # now, not after the retrievers' tuning
 
     if index_dir is None:
         if not Path(files["evidence"]).is_dir():  # FEVER's wiki-pages/ is a directory
@@ -299,8 +302,10 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig, held: con
     predict("test", test)
     with clock.step("scoring dev (the system and every retriever)"):
         predictions = {v.id: {"evidences": evidence_slots(v, slots), "claim_label": v.label} for v in verdicts}
+        # Per label: the classifier's labels and dev's (a training label dev lacks is still predicted).
         metrics = evaluate(predictions, dev, {v.id: v.explanation for v in verdicts},
-                           source=str(out / "dev-claims-predictions.json")).to_json()
+                           source=str(out / "dev-claims-predictions.json"),
+                           labels=ordered_labels({c.label for c in [*train, *dev]})).to_json()
         if as_fever:  # FEVER's own score beside the course metric, on the same predictions
             metrics["fever"] = fever_score({cid: {"predicted_label": p["claim_label"],
                                                   "predicted_evidence": p["evidences"]}

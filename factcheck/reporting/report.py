@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from factcheck.classification.cv import FOLDS
 from factcheck.evaluation.intervals import format_interval as _e
 from factcheck.formats.common import plural
 from factcheck.formats.files import write_text_atomic
@@ -125,8 +126,11 @@ def write_report(path: Path, metrics: dict, plots: dict) -> None:
     cv = run.get("classifier_cv")
     if cv:
         c = cv["cv"]
+        # Fewer folds than the usual five only when the rarest label has that few claims (classification.cv).
+        fewer = f"; fewer than {FOLDS} folds: the rarest training label has {cv['folds']} claims" \
+            if cv["folds"] < FOLDS else ""
         L += [f"Cross-validated ({cv['folds']} folds x {cv['repeats']} repeats, {cv['claims']} training claims, "
-              f"out-of-fold evidence): accuracy {c['accuracy_mean']:.3f} (sd {c['accuracy_sd']:.3f} over folds; "
+              f"out-of-fold evidence{fewer}): accuracy {c['accuracy_mean']:.3f} (sd {c['accuracy_sd']:.3f} over folds; "
               f"out-of-fold {_e(c['accuracy_oof'])}), macro-F1 {c['macro_f1_mean']:.3f} "
               f"(sd {c['macro_f1_sd']:.3f}). Calibration: temperature {cv['calibration']['temperature']:.3f}, "
               f"expected calibration error {cv['calibration']['cv_uncalibrated']['ece']:.3f} -> "

@@ -147,7 +147,8 @@ def build_app(state: AppState, allowed_hosts: list[str] | None = None, debug: bo
     env = _environment()
     nav = {"methods": state.systems.methods, "best": state.systems.best,
            "unavailable": state.systems.unavailable, "max_chars": state.max_claim_chars,
-           "has_run": state.artefacts.run_dir is not None}
+           "has_run": state.artefacts.run_dir is not None,
+           "labels": state.systems.labels, "label_names": [present.label_name(v) for v in state.systems.labels]}
     examples = present.examples(state.artefacts.gold)
     index = state.systems.index
     titles_of, passage_texts = present.titles_of(index), present.texts_of(index)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from factcheck.errors import InputError
+from factcheck.formats.claims import ordered_labels
 from factcheck.system.checker import FactChecker
 from factcheck.system.model_dir import available_methods
 
@@ -31,6 +32,11 @@ class RetrieverSet:
     @property
     def methods(self) -> list[str]:
         return sorted(self.by_method)
+
+    @property
+    def labels(self) -> list[str]:
+        """The labels the classifier predicts, in their label set's order (any number from two)."""
+        return ordered_labels(str(c) for c in self.by_method[self.best].classifier.classes_)
 
     @property
     def index(self):

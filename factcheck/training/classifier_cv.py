@@ -16,9 +16,8 @@ from factcheck.classification.cv import (CLAIM_ONLY_GRID, GRID, CVResult, choose
                                          cross_validate, cv_splits, fit_final, release_workers)
 from factcheck.classification.features import ALL_GROUPS, OPEN_GROUPS, views_of
 from factcheck.classification.stance import PairSet, fit_stance_final, stance_cross_validate
-from factcheck.errors import InputError
 from factcheck.evaluation.intervals import bootstrap_mean, mcnemar_exact, paired_bootstrap_diff
-from factcheck.formats.claims import label_set
+from factcheck.formats.claims import ordered_labels
 from factcheck.training.cv_evidence import fold_memory_reranker, out_of_fold_evidence
 
 
@@ -76,11 +75,11 @@ def _select_classifier(train, readers: dict, index, jobs: int, grid: dict, stanc
         embedding = read_vectors_manifest(index.root, index.manifest)["model"]
     groups = OPEN_GROUPS if dense else ALL_GROUPS
     y = np.array([c.label for c in train])
-    labels = label_set(y.tolist())  # the classes: the course's four, FEVER's three, or the labels found
-    try:
-        splits = cv_splits(list(y))
-    except ValueError as exc:
-        raise InputError(None, "training claims", str(exc)) from None
+    # The classes: the labels of the training claims (two or more), in their label set's order.
+    # Not the whole known set: a label no claim has would be a column never predicted and a
+    # zero in macro-F1.
+    labels = tuple(ordered_labels(set(y.tolist())))
+    splits = cv_splits(list(y))
     repeats = 1 + max(s.repeat for s in splits)
     first_partition = [s.test for s in splits if s.repeat == 0]
     X_gold = [(c.text, texts_of(c.evidences)) for c in train]
