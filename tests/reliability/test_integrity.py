@@ -331,3 +331,56 @@ def test_verify_refuses_an_array_of_the_wrong_size_without_reading_it(pristine, 
     assert_one_line_error(in_process("verify", index), str(big), "truncated or damaged",
                           f"the file holds {4 << 30:,}")
     assert hashed == []
+
+
+def _served_copy(demo_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(demo_run, run)
+    return run
+
+
+def test_serve_refuses_a_file_edited_in_place_after_start_up(demo_run, tmp_path, caplog):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+    from factcheck.serve.app import create_app
+    run = _served_copy(demo_run, tmp_path)
+    client = TestClient(create_app(run, warm_up=False))
+    claim = {"claim": "Sea levels are rising.", "method": "tags"}
+    assert client.get("/api/check", params=claim).status_code == 200
+    texts = run / "index" / store.passages_name(0) / "texts.npy"
+    st = texts.stat()
+    with open(texts, "r+b") as fh:
+        fh.seek(-4, os.SEEK_END)
+        fh.write(b"FAKE")
+    os.utime(texts, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    with caplog.at_level("ERROR", logger="factcheck"):
+        r = client.get("/api/check", params=claim)
+        page = client.get("/", params=claim)
+    assert r.status_code == 500 and "changed on disk after the server opened it" in r.json()["detail"]
+    assert page.status_code == 500 and "restart the server" in page.text and "FAKE" not in page.text
+    logged = [rec.getMessage() for rec in caplog.records]
+    assert logged and all(m.startswith(f"{texts}: was changed in place") and "\n" not in m for m in logged)
+
+
+@pytest.mark.slow
+def test_serve_refuses_a_file_cut_short_under_it_in_one_line_not_a_signal(demo_run, tmp_path):
+    """Reading the mapping of a file cut short is a SIGBUS: the server used to die of it, silent."""
+    from helpers import run_python
+    run = _served_copy(demo_run, tmp_path)
+    proc = run_python(f"""
+        import os, warnings
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+        from factcheck.serve.app import create_app
+        client = TestClient(create_app({str(run)!r}, warm_up=False))
+        claim = {{"claim": "Sea levels are rising.", "method": "tags"}}
+        assert client.get("/api/check", params=claim).status_code == 200
+        for shard in sorted(os.listdir({str(run / "index" / "passages")!r})):
+            os.truncate(os.path.join({str(run / "index" / "passages")!r}, shard, "texts.npy"), 128)
+        r = client.get("/api/check", params=claim)
+        print(r.status_code, r.json()["detail"])
+    """)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    assert proc.stdout.startswith("500 a file of the index changed on disk"), proc.stdout
