@@ -4,10 +4,12 @@ its header is checked against what the caller expects and against the file's siz
 descriptor reports it; then that same descriptor is mapped. The path is never opened again,
 so what was checked is what is used.
 
-The descriptor stays open as long as the array lives: :func:`check_mapped` compares each
-live mapping's file (``fstat`` of that descriptor) with what was checked, so a server can
-refuse in one line, before a request reads it, a file cut short or edited in place under
-it (reading a page past a cut-short file's end would be a ``SIGBUS``).
+The mapping holds its own duplicate of that descriptor as long as the array lives (one
+descriptor a file, as ``np.load`` held): :func:`check_mapped` compares each live mapping's
+file with what was checked (its size through that descriptor, its mtime through its path
+while the path still names it), so a server can refuse in one line, before a request reads
+it, a file cut short or edited in place under it (reading a page past a cut-short file's
+end would be a ``SIGBUS``).
 """
 
 from __future__ import annotations
@@ -55,60 +57,78 @@ def read_header(fh) -> tuple[tuple[int, ...], np.dtype, int]:
 
 
 class MappedFile(mmap.mmap):
-    """A read-only map of a whole file, with the descriptor it was checked through (held
-    open: :meth:`check` asks it whether the file changed since)."""
+    """A read-only map of a whole file (it holds its own duplicate of the descriptor that was
+    checked), with what was checked: :meth:`check` says whether the file changed since."""
 
     path: Path
-    _fh: object
-    _seen: tuple[int, int]
+    _seen: tuple[int, int, int, int]  # size, device, inode, mtime
 
     def check(self) -> None:
-        """An :class:`InputError` (the caller's ``error``) if the file is no longer the one mapped."""
-        st = os.fstat(self._fh.fileno())
-        size, mtime = self._seen
-        if st.st_size != size:
-            raise self._error(self.path, None, f"was cut to {st.st_size:,} bytes (from {size:,}) after it was "
-                              "opened; reading it now could crash the process (restart to read the new file)")
-        if st.st_mtime_ns != mtime:
+        """An :class:`InputError` (the opener's ``error``) if the mapped file was cut short or
+        grown (the mapping's own descriptor says), or edited in place (its path still names
+        the same file, with another modification time)."""
+        size, dev, ino, mtime = self._seen
+        now = self.size()  # fstat of the mapping's descriptor, not of the path
+        if now != size:
+            raise self._error(self.path, None, f"was cut to {now:,} bytes (from {size:,}) after it was opened; "
+                              "reading it now could crash the process (restart to read the new file)")
+        try:
+            st = os.stat(self.path, follow_symlinks=False)
+        except OSError:  # renamed or removed: the mapped file lives on as it was
+            return
+        if (st.st_dev, st.st_ino) == (dev, ino) and st.st_mtime_ns != mtime:
             raise self._error(self.path, None, "was changed in place after it was opened (restart to read the "
                               "new file)")
-
-    def sha256(self) -> str:
-        """sha256 of the file, read through the descriptor that was checked and mapped."""
-        return sha256_fileobj(self._fh)
 
 
 _LIVE: "weakref.WeakSet[MappedFile]" = weakref.WeakSet()
 
 
-def check_mapped() -> None:
+def check_mapped(root=None) -> None:
     """Raise the first live mapping's :meth:`MappedFile.check` error (none: every mapped file
-    is as it was checked): one ``fstat`` a mapping, cheap enough before every request."""
+    is as it was checked), of the files inside the directory ``root`` only if given: an
+    ``fstat`` and a ``stat`` a mapping, cheap enough before every request."""
+    inside = None if root is None else os.path.join(os.path.abspath(root), "")
     for mapped in list(_LIVE):
-        mapped.check()
+        if inside is None or os.path.abspath(mapped.path).startswith(inside):
+            mapped.check()
 
 
 class NpyArray:
-    """One opened ``.npy`` file: its ``array`` (a read-only map) and its ``mapped`` file."""
+    """One opened ``.npy`` file: its ``array`` (a read-only map), its ``mapped`` file and, until
+    :meth:`close`, the descriptor it was opened and checked through."""
 
-    def __init__(self, array: np.ndarray, mapped: MappedFile):
-        self.array, self.mapped = array, mapped
+    def __init__(self, array: np.ndarray, mapped: MappedFile, fh):
+        self.array, self.mapped, self._fh = array, mapped, fh
+
+    def sha256(self) -> str:
+        """sha256 of the file, read through the descriptor that was checked and mapped."""
+        if self._fh is None:
+            raise ValueError("the file was closed: open it with keep_open=True to hash it")
+        return sha256_fileobj(self._fh)
+
+    def close(self) -> None:
+        """Close the descriptor (the mapping holds its own)."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
 
 
 def open_npy(root, rel: str, *, dtype=None, shape=None, error=InputError, hint: str = "",
-             missing: str = "no such file") -> NpyArray:
+             missing: str = "no such file", keep_open: bool = False) -> NpyArray:
     """The array ``rel`` inside ``root``, memory-mapped read-only through one descriptor.
 
     Checked in order, each before anything larger is read: no symbolic link (any part of
     ``rel``), a regular file, a header numpy writes, the ``dtype`` and ``shape`` expected
     (``None``: any), then the file's size exactly the header's. A refusal is ``error(path,
-    None, message)`` with ``hint`` (what to do) appended.
+    None, message)`` with ``hint`` (what to do) appended. With ``keep_open`` the descriptor
+    stays open for :meth:`NpyArray.sha256` until :meth:`NpyArray.close`.
     """
     path = Path(root) / rel
     suffix = f"; {hint}" if hint else ""
     fh = os.fdopen(open_beneath(root, rel, error=error, missing=missing), "rb")
     try:
-        size = os.fstat(fh.fileno()).st_size
+        st = os.fstat(fh.fileno())
         try:
             found_shape, found_dtype, offset = read_header(fh)
         except NpyProblem as exc:
@@ -119,18 +139,21 @@ def open_npy(root, rel: str, *, dtype=None, shape=None, error=InputError, hint: 
                         f"{want.str} of shape {tuple(shape) if shape is not None else found_shape}{suffix}")
         count = math.prod(found_shape)
         expected = offset + count * found_dtype.itemsize
-        if size != expected:
+        if st.st_size != expected:
             raise error(path, None, f"truncated or damaged: its header describes {expected:,} bytes, the file "
-                        f"holds {size:,}{suffix}")
-        st = os.fstat(fh.fileno())
+                        f"holds {st.st_size:,}{suffix}")
         try:  # mmap itself refuses a length past the end: a file cut since the fstat
-            mapped = MappedFile(fh.fileno(), size, access=mmap.ACCESS_READ)
+            mapped = MappedFile(fh.fileno(), st.st_size, access=mmap.ACCESS_READ)
         except (ValueError, OSError) as exc:
             raise error(path, None, f"changed while it was opened ({exc}){suffix}") from None
-        mapped.path, mapped._fh, mapped._seen, mapped._error = path, fh, (st.st_size, st.st_mtime_ns), error
+        mapped.path, mapped._error = path, error
+        mapped._seen = (st.st_size, st.st_dev, st.st_ino, st.st_mtime_ns)
     except BaseException:
         fh.close()
         raise
+    if not keep_open:
+        fh.close()
+        fh = None
     _LIVE.add(mapped)
     array = np.frombuffer(mapped, dtype=found_dtype, count=count, offset=offset).reshape(found_shape)
-    return NpyArray(array, mapped)
+    return NpyArray(array, mapped, fh)

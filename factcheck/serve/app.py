@@ -17,7 +17,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from factcheck.errors import InputError, ref
 from factcheck.formats.files import loads_json
-from factcheck.formats.npy import check_mapped
 from factcheck.formats.rundir import refuse_unfinished
 from factcheck.serve import dev as devview
 from factcheck.serve import present
@@ -174,7 +173,7 @@ def build_app(state: AppState, allowed_hosts: list[str] | None = None, debug: bo
     async def files_unchanged(request: Request, call_next):
         # Before a request reads a mapped file: one cut short under the server would be a SIGBUS.
         try:
-            check_mapped()
+            index.check_unchanged()
         except InputError as exc:
             logger.error("%s", exc.one_line())
             return error(request, 500, "a file of the index changed on disk after the server opened it (the "

@@ -267,9 +267,10 @@ class TagIndex:
         return cls(root, manifest, store.open_index(root, manifest, verify=verify))
 
     def check_unchanged(self) -> None:
-        """An :class:`~factcheck.IntegrityError` if a file mapped by this process (this index's
-        arrays, its caches) was cut short or edited in place since it was checked."""
-        check_mapped()
+        """An :class:`~factcheck.IntegrityError` if a file of this index's directory mapped by
+        this process (its arrays, its caches) was cut short or edited in place since it was
+        checked (docs/trust-model.md)."""
+        check_mapped(self.root)
 
     def __len__(self) -> int:
         return len(self.ids)

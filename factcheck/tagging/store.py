@@ -98,12 +98,13 @@ class _Bad(Exception):
 def open_arrays(root: Path, rel: str, kind: str, files: dict, opened: list | None = None) -> dict[str, np.ndarray]:
     """The arrays of folder ``rel`` of ``root`` memory-mapped (:func:`~factcheck.formats.npy.open_npy`:
     no link followed, no pickle, dtype and shape as ``files`` says, size as the header says);
-    each :class:`~factcheck.formats.npy.NpyArray` is also appended to ``opened``."""
+    with ``opened``, each :class:`~factcheck.formats.npy.NpyArray` is appended to it, its
+    descriptor left open (for its sha256; the caller closes it)."""
     out = {}
     for fname, entry in files.items():
         name = fname.removesuffix(".npy")
         npy = open_npy(root, f"{rel}/{fname}", dtype=ARRAYS[kind][name], shape=entry["shape"], error=IntegrityError,
-                       hint=REBUILD, missing="missing array listed in the manifest")
+                       hint=REBUILD, missing="missing array listed in the manifest", keep_open=opened is not None)
         if opened is not None:
             opened.append(npy)
         out[name] = npy.array
@@ -204,20 +205,22 @@ def open_index(root: Path, manifest: "Manifest", verify: bool = False) -> IndexA
     descriptor that is mapped, after every file's header and size agreed with the manifest."""
     root = Path(root)
     files = manifest.folders()
-    opened: list = []
-    vocab = open_arrays(root, VOCABULARY_DIR, "vocabulary", files[VOCABULARY_DIR], opened)
-    passages, tags = [], []
-    for s in manifest.shards:
-        passages.append(open_arrays(root, passages_name(s["shard"]), "passages", files[passages_name(s["shard"])],
-                                    opened))
-        tags.append(open_arrays(root, tags_name(s["shard"]), "tags", files[tags_name(s["shard"])], opened))
-    if verify:  # only now: a file of the wrong size is refused without reading it whole
+    opened: list | None = [] if verify else None
+    try:
+        vocab = open_arrays(root, VOCABULARY_DIR, "vocabulary", files[VOCABULARY_DIR], opened)
+        passages, tags = [], []
+        for s in manifest.shards:
+            passages.append(open_arrays(root, passages_name(s["shard"]), "passages",
+                                        files[passages_name(s["shard"])], opened))
+            tags.append(open_arrays(root, tags_name(s["shard"]), "tags", files[tags_name(s["shard"])], opened))
         expected = manifest.files()
-        for npy in opened:
-            name = npy.mapped.path.relative_to(root).as_posix()
-            if npy.mapped.sha256() != expected[name]:
+        for npy in opened or ():  # only now: a file of the wrong size is refused without reading it whole
+            if npy.sha256() != expected[npy.mapped.path.relative_to(root).as_posix()]:
                 raise IntegrityError(npy.mapped.path, None, "checksum mismatch (truncated or corrupted); "
                                      "rerun `factcheck tag` with the same arguments to repair it")
+    finally:
+        for npy in opened or ():
+            npy.close()
     check_values(root, VOCABULARY_DIR, "vocabulary", vocab)
     terms = unpack_strings(vocab["terms"], vocab["term_offsets"])
     tag_terms = unpack_strings(vocab["tag_terms"], vocab["tag_term_offsets"])

@@ -121,10 +121,14 @@ class PassageVectorJob:
             pool.map(_embed_task, todo, desc="embedding passages", progress=self.progress)
         entries, content = [], hashlib.sha256()
         for i, start, count in shards:
-            npy = open_npy(root, f"{VECTORS_DIR}/{shard_name(i)}", error=IntegrityError, hint=BUILD_HINT)
-            content.update(np.ascontiguousarray(npy.array).tobytes())
-            entries.append({"shard": i, "start": start, "count": count, "file": shard_name(i),
-                            "sha256": npy.mapped.sha256()})
+            npy = open_npy(root, f"{VECTORS_DIR}/{shard_name(i)}", error=IntegrityError, hint=BUILD_HINT,
+                           keep_open=True)
+            try:
+                content.update(np.ascontiguousarray(npy.array).tobytes())
+                entries.append({"shard": i, "start": start, "count": count, "file": shard_name(i),
+                                "sha256": npy.sha256()})
+            finally:
+                npy.close()
         listed = {e["file"] for e in entries}
         for path in out.glob("vectors-*.npy"):  # from a run with another shard size
             if path.name not in listed:
@@ -175,8 +179,8 @@ def read_vectors_manifest(index_dir, index_manifest=None, identity: dict | None 
 def vectors_model(index_dir) -> dict | None:
     """The model an index's vectors were built with, as their manifest says (unverified), or ``None``."""
     try:
-        data = json.loads((Path(index_dir) / VECTORS_DIR / MANIFEST).read_text("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+        data = json.loads(read_beneath(index_dir, f"{VECTORS_DIR}/{MANIFEST}"))
+    except (OSError, ValueError, UnicodeDecodeError):  # an InputError too (a link: refused)
         return None
     model = data.get("model") if isinstance(data, dict) else None
     return model if isinstance(model, dict) else None
@@ -231,9 +235,13 @@ def _checked_shards(index_dir, data: dict, verify: bool = False):
     nonzero = data["passages"] == 0
     for s in data["shards"]:
         npy = open_npy(index_dir, f"{VECTORS_DIR}/{s['file']}", dtype=DTYPE, shape=(s["count"], data["dim"]),
-                       error=IntegrityError, hint=BUILD_HINT, missing="missing vector shard listed in the manifest")
-        if verify and npy.mapped.sha256() != s["sha256"]:
-            raise IntegrityError(out / s["file"], None, f"checksum mismatch (truncated or corrupted); {BUILD_HINT}")
+                       error=IntegrityError, hint=BUILD_HINT, missing="missing vector shard listed in the manifest",
+                       keep_open=verify)
+        try:
+            if verify and npy.sha256() != s["sha256"]:
+                raise IntegrityError(out / s["file"], None, f"checksum mismatch (truncated or corrupted); {BUILD_HINT}")
+        finally:
+            npy.close()
         part = npy.array
         problem = vector_problem(part, data["model"].get("dim"))
         if problem:
