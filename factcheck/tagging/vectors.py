@@ -145,7 +145,8 @@ def _current(out: Path, index_manifest, identity: dict) -> dict | None:
     """The existing manifest if it is complete, verified and for this index and model."""
     try:
         data = read_vectors_manifest(out.parent, index_manifest, identity)
-        for _ in _checked_shards(out.parent, data, verify=True):  # also vectors an older factcheck stored from a broken model
+        # Every sha256, and the values (vectors an older factcheck stored from a broken model).
+        for _ in _checked_shards(out.parent, data, verify=True):
             pass
     except InputError:
         return None
