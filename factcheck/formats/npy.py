@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import mmap
 import os
+import threading
 import weakref
 from pathlib import Path
 
@@ -82,6 +83,7 @@ class MappedFile(mmap.mmap):
 
 
 _LIVE: "weakref.WeakSet[MappedFile]" = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()  # a server's threads map lazily built caches while another checks
 
 
 def check_mapped(root=None) -> None:
@@ -89,7 +91,9 @@ def check_mapped(root=None) -> None:
     is as it was checked), of the files inside the directory ``root`` only if given: an
     ``fstat`` and a ``stat`` a mapping, cheap enough before every request."""
     inside = None if root is None else os.path.join(os.path.abspath(root), "")
-    for mapped in list(_LIVE):
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for mapped in live:
         if inside is None or os.path.abspath(mapped.path).startswith(inside):
             mapped.check()
 
@@ -154,6 +158,7 @@ def open_npy(root, rel: str, *, dtype=None, shape=None, error=InputError, hint: 
     if not keep_open:
         fh.close()
         fh = None
-    _LIVE.add(mapped)
+    with _LIVE_LOCK:
+        _LIVE.add(mapped)
     array = np.frombuffer(mapped, dtype=found_dtype, count=count, offset=offset).reshape(found_shape)
     return NpyArray(array, mapped, fh)
