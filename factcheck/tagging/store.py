@@ -167,10 +167,9 @@ def _check(kind: str, a: dict, expect: dict) -> None:
                 raise _Bad(f"{prefix}idf", "holds values that are not positive finite numbers")
 
 
-def read_checked(root: Path, rel: str, kind: str, files: dict, opened: list | None = None,
-                 **expect) -> dict[str, np.ndarray]:
-    """The arrays of folder ``rel`` of ``root``, opened and checked (``opened``: see :func:`open_arrays`)."""
-    arrays = open_arrays(root, rel, kind, files, opened)
+def read_checked(root: Path, rel: str, kind: str, files: dict, **expect) -> dict[str, np.ndarray]:
+    """The arrays of folder ``rel`` of ``root``, opened and checked."""
+    arrays = open_arrays(root, rel, kind, files)
     check_values(root, rel, kind, arrays, **expect)
     return arrays
 
@@ -256,12 +255,14 @@ def _unique_ids(root: Path, manifest: "Manifest", passages: list[dict]) -> tuple
             pid = bytes(passages[shard]["ids"][off[local]:off[local + 1]]).decode("utf-8")
             return pid, root / passages_name(manifest.shards[shard]["shard"]) / "ids.npy"
 
-        for i in same.tolist():
-            (a, file_a), (b, file_b) = where(int(order[i])), where(int(order[i + 1]))
-            if a == b:
-                files = str(file_a) if file_a == file_b else f"{file_a} and {file_b}"
-                raise IntegrityError(file_b, None, f"damaged or crafted index: the passage id {a!r} is listed "
+        seen: dict[str, Path] = {}
+        for i in np.flatnonzero(np.isin(h, h[same])).tolist():  # every row of a shared hash
+            pid, file = where(int(order[i]))
+            if pid in seen:
+                files = str(file) if seen[pid] == file else f"{seen[pid]} and {file}"
+                raise IntegrityError(file, None, f"damaged or crafted index: the passage id {pid!r} is listed "
                                      f"twice (in {files}); {REBUILD}")
+            seen[pid] = file
     return h, order.astype(np.int32 if len(h) < 2 ** 31 else np.int64)
 
 

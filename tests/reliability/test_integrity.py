@@ -239,6 +239,22 @@ def test_shard_ids_copied_into_another_shard_are_refused(pristine, tmp_path):
     assert proc.stdout == ""
 
 
+def test_ids_whose_hashes_collide_are_told_apart_and_a_repeat_among_them_found(pristine, tmp_path, monkeypatch):
+    """Every id hashed alike (as crafted ids could be): no false alarm, and a repeat that is
+    not next to its twin among the colliding rows is still found."""
+    from factcheck.tagging import index as index_module
+    for module in (store, index_module):
+        monkeypatch.setattr(module, "hash_packed", lambda buf, off: np.zeros(len(off) - 1, dtype=np.uint64))
+    index = _copy(pristine, tmp_path)
+    assert TagIndex.load(index).row_of["evidence-8"] == 7
+    ids = _shard_ids(index, 0)
+    ids[2] = ids[0]  # rows 0, 1, 2: a, b, a
+    _write_ids(index, 0, ids)
+    reseal_index(index, shapes=True)
+    with pytest.raises(IntegrityError, match=f"the passage id {ids[0]!r} is listed twice"):
+        TagIndex.load(index)
+
+
 def _link_outside(index, rel, outside):
     """Move ``rel`` out of the index and leave a symbolic link to it in its place."""
     target = outside / rel.replace("/", "_")
