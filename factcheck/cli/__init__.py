@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import faulthandler
 import logging
 import os
 import sys
@@ -190,6 +191,11 @@ def _command_flags(parser: argparse.ArgumentParser, command: str) -> dict[str, s
 
 
 def main(argv=None) -> int:
+    # A fatal signal (SIGBUS: a mapped index file cut short under a running command, despite
+    # the checks of docs/trust-model.md) prints where it happened instead of nothing at all.
+    if not faulthandler.is_enabled():
+        with contextlib.suppress(ValueError, OSError):  # a stderr without a descriptor (in tests)
+            faulthandler.enable()
     # Parallelism here is explicit (joblib processes); BLAS threads on top only oversubscribe.
     for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")

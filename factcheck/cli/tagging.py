@@ -53,11 +53,11 @@ def add_verify(p):
     p.add_argument("index", type=Path, help="tag index directory")
 
     def run(args):
-        from factcheck.tagging.store import check_loadable, verify_index
+        from factcheck.tagging.store import check_caches, verify_index
         from factcheck.tagging.vectors import verify_vectors
         from factcheck.text.embedding import describe_model
-        m = verify_index(args.index)
-        check_loadable(args.index, m)
+        m = verify_index(args.index)  # every check of an open, and every file's sha256
+        check_caches(args.index)
         print(f"{args.index}: OK ({plural(m.n_passages, 'passage')}, {plural(len(m.shards), 'shard')}, "
               f"{plural(len(m.files()), 'file')} verified)")
         v = verify_vectors(args.index, m)

@@ -8,6 +8,7 @@ link at the name it writes (:func:`check_no_symlinks` checks a tree's names).
 from __future__ import annotations
 
 import csv
+import errno
 import fnmatch
 import gzip
 import hashlib
@@ -27,6 +28,8 @@ from factcheck.errors import InputError
 TMP_PREFIX = ".tmp-"
 SYMLINK_REFUSED = ("is a symbolic link; refusing to write or delete through it (remove the link, "
                    "or choose another output path)")
+SYMLINK_READ_REFUSED = ("is a symbolic link; refusing to read through it (a directory factcheck wrote holds "
+                        "its own files: copy the target in place of the link)")
 
 
 def crashpoint(name: str, partial: str | os.PathLike | None = None) -> None:
@@ -104,20 +107,70 @@ def atomic_dir(dest: Path, suffix: str = ""):
     return _atomic(Path(dest), folder=True, suffix=suffix)
 
 
-def check_no_symlinks(out: Path, names) -> None:
-    """Refuse when any of ``names`` under ``out``, or anything below them, is a symbolic link."""
+def check_no_symlinks(out: Path, names, *, error=InputError, refused: str = SYMLINK_REFUSED) -> None:
+    """Refuse when any of ``names`` under ``out``, or anything below them, is a symbolic link
+    (``error(path, None, refused)``; the readers pass :data:`SYMLINK_READ_REFUSED`)."""
     out = Path(out)
     for name in names:
         top = out / name
         if top.is_symlink():
-            raise InputError(top, None, SYMLINK_REFUSED)
+            raise error(top, None, refused)
         if not top.is_dir():
             continue
         for dirpath, dirnames, filenames in os.walk(top):  # never descends into a link
             for entry in sorted(dirnames + filenames):
                 path = Path(dirpath) / entry
                 if path.is_symlink():
-                    raise InputError(path, None, SYMLINK_REFUSED)
+                    raise error(path, None, refused)
+
+
+def open_beneath(root: Path, rel: str, *, error=InputError, missing: str = "no such file") -> int:
+    """A read-only descriptor of the regular file ``rel`` (a relative POSIX path) inside the
+    directory ``root``, no part of ``rel`` followed if it is a symbolic link (``root`` itself
+    may be one: it is the user's to place). Each folder is opened relative to the descriptor
+    of the one before, so nothing can be swapped in between; a refusal is ``error(path, None,
+    message)``, ``missing`` its message for a file that does not exist."""
+    root = Path(root)
+    parts = rel.split("/")
+    if rel.startswith("/") or any(part in ("", ".", "..") for part in parts):
+        raise error(root / rel, None, "is not a path inside its directory")
+    at = root
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise error(root, None, "no such directory" if isinstance(exc, FileNotFoundError)
+                    else f"cannot read: {exc.strerror or exc}") from None
+    try:
+        for i, part in enumerate(parts):
+            at = at / part
+            last = i == len(parts) - 1
+            # O_NONBLOCK: opening a FIFO planted here must not hang (it is refused below).
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_NONBLOCK if last else os.O_DIRECTORY)
+            try:
+                child = os.open(part, flags, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise error(at, None, SYMLINK_READ_REFUSED) from None
+                if isinstance(exc, FileNotFoundError):
+                    raise error(root / rel, None, missing) from None
+                if isinstance(exc, NotADirectoryError):
+                    raise error(at, None, "is not a directory") from None
+                raise error(at, None, f"cannot read: {exc.strerror or exc}") from None
+            os.close(fd)
+            fd = child
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise error(at, None, "is not a regular file")
+        os.set_blocking(fd, True)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_beneath(root: Path, rel: str, *, error=InputError, missing: str = "no such file") -> bytes:
+    """The bytes of ``rel`` inside ``root``, read as :func:`open_beneath` opens it."""
+    with os.fdopen(open_beneath(root, rel, error=error, missing=missing), "rb") as fh:
+        return fh.read()
 
 
 @contextmanager
@@ -268,7 +321,13 @@ def dump_model_atomic(dest: Path, obj) -> str:
 
 def sha256_file(path: Path) -> str:
     with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
+        return sha256_fileobj(fh)
+
+
+def sha256_fileobj(fh) -> str:
+    """sha256 of an open binary file from its start (the descriptor is what is hashed)."""
+    fh.seek(0)
+    return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def sha256_bytes(data: bytes) -> str:

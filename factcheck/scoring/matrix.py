@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from factcheck.formats.npy import open_npy
 from factcheck.scoring.topk import top_k
 
 __all__ = ["PRODUCT_BUDGET", "TermMatrix"]
@@ -134,5 +135,8 @@ def save_arrays(folder, arrays: dict, prefix: str = "") -> None:
 
 
 def load_array(folder, name: str, mmap: bool = True) -> np.ndarray:
-    """``{name}.npy`` of ``folder``, memory-mapped unless ``mmap`` is False."""
-    return np.load(Path(folder) / f"{name}.npy", mmap_mode="r" if mmap else None, allow_pickle=False)
+    """``{name}.npy`` of ``folder``, memory-mapped unless ``mmap`` is False, read as every
+    index array is (:func:`~factcheck.formats.npy.open_npy`: no link followed, the size as
+    the header says, the checked descriptor mapped)."""
+    array = open_npy(folder, f"{name}.npy").array
+    return array if mmap else np.array(array)

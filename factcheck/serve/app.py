@@ -3,6 +3,7 @@ script; a request names a claim, a loaded retriever or a plot, never a path."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from urllib.parse import urlencode
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ from factcheck.serve.highlight import segments
 from factcheck.serve.limits import StrictQueryString
 from factcheck.serve.results import format_interval, tables
 from factcheck.serve.retriever_set import BEST, RetrieverSet, load_retriever_set
+
+logger = logging.getLogger(__name__)  # for whoever serves the app (the CLI shows it)
 
 MAX_CLAIM_CHARS = 2000
 TEMPLATES = Path(__file__).parent / "templates"
@@ -166,6 +169,17 @@ def build_app(state: AppState, allowed_hosts: list[str] | None = None, debug: bo
         if request.url.path.startswith("/api/"):
             return JSONResponse({"detail": detail}, status_code=status)
         return page("error.html", status, status=status, message=detail, active="")
+
+    @app.middleware("http")
+    async def files_unchanged(request: Request, call_next):
+        # Before a request reads a mapped file: one cut short under the server would be a SIGBUS.
+        try:
+            index.check_unchanged()
+        except InputError as exc:
+            logger.error("%s", exc.one_line())
+            return error(request, 500, "a file of the index changed on disk after the server opened it (the "
+                                       "server's log names it); restart the server")
+        return await call_next(request)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):

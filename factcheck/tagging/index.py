@@ -14,9 +14,10 @@ import scipy.sparse as sp
 
 from factcheck.errors import InputError, as_path
 from factcheck.formats.files import atomic_path
+from factcheck.formats.npy import check_mapped
 from factcheck.tagging import store
 from factcheck.scoring.tfidf import tfidf_rows
-from factcheck.tagging.packing import pack_strings, unpack_strings
+from factcheck.tagging.packing import hash_packed, pack_strings, unpack_strings
 
 __all__ = ["IdRows", "PackedStrings", "TagIndex", "TitledTexts", "export_tags", "multi_arange"]
 
@@ -124,48 +125,19 @@ class TitledTexts(PackedStrings):
             yield start, [store.indexed_text(t, b) for t, b in zip(titles, bodies)]
 
 
-# 64-bit polynomial hash of UTF-8 bytes (wrapping uint64 arithmetic), then mixed by
-# splitmix64's finaliser; a lookup compares the strings, so a collision is never a wrong row.
-_BASE = np.uint64(0x100000001B3)
-_POWERS = np.ones(1, dtype=np.uint64)
-
-
-def hash_packed(buf: np.ndarray, off: np.ndarray) -> np.ndarray:
-    """One uint64 per string of a packed (buffer, offsets) pair."""
-    global _POWERS
-    off = np.asarray(off, dtype=np.int64)
-    n = len(off) - 1
-    lengths = np.diff(off)
-    longest = int(lengths.max(initial=0))
-    if len(_POWERS) < longest + 1:
-        grow = max(longest + 1, 64, 2 * len(_POWERS))
-        _POWERS = np.concatenate([[np.uint64(1)], np.cumprod(np.full(grow - 1, _BASE, dtype=np.uint64))])
-    data = np.asarray(buf[off[0]:off[-1]], dtype=np.uint64)
-    out = np.zeros(n, dtype=np.uint64)
-    if len(data):
-        pos = np.arange(len(data), dtype=np.int64) - np.repeat(off[:-1] - off[0], lengths)
-        with np.errstate(over="ignore"):
-            terms = (data + np.uint64(1)) * _POWERS[pos]
-            present = lengths > 0  # reduceat of an empty segment would read the next one
-            out[present] = np.add.reduceat(terms, (off[:-1] - off[0])[present])
-    with np.errstate(over="ignore"):
-        h = out ^ (lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-        h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return h ^ (h >> np.uint64(31))
-
-
 class IdRows(Mapping):
     """Passage id -> row, a read-only mapping: the sorted hashes of every id and their rows
     (12 bytes a passage), candidates compared with the stored id."""
 
-    def __init__(self, ids: PackedStrings):
+    def __init__(self, ids: PackedStrings, hashes: np.ndarray | None = None, rows: np.ndarray | None = None):
+        """``hashes`` (sorted) and ``rows``: as :func:`~factcheck.tagging.store.open_index` found them."""
         self._ids = ids
-        hashes = [hash_packed(buf, off) for buf, off in ids._parts]
-        h = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
-        order = np.argsort(h, kind="stable")
-        self._hashes = h[order]
-        self._rows = order.astype(np.int32 if len(h) < 2 ** 31 else np.int64)
+        if hashes is None:
+            parts = [hash_packed(buf, off) for buf, off in ids._parts]
+            h = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+            order = np.argsort(h, kind="stable")
+            hashes, rows = h[order], order.astype(np.int32 if len(h) < 2 ** 31 else np.int64)
+        self._hashes, self._rows = hashes, rows
 
     def rows(self, ids) -> np.ndarray:
         """Row of each id (-1 where the index has no such id), vectorised."""
@@ -270,23 +242,35 @@ class TagIndex:
         self._arrays = arrays
 
     @classmethod
-    def load(cls, root, verify: bool = True) -> "TagIndex":
+    def load(cls, root, verify: bool = False) -> "TagIndex":
         """Open the index in ``root`` (an :class:`~factcheck.IntegrityError` if it does not match).
+
+        Every open checks the structure of every file, cheaply (docs/trust-model.md): no
+        symbolic link, sizes and headers as the manifest says, offsets, term ids, UTF-8 and
+        ids unique across shards; what was checked is what stays mapped.
 
         Parameters
         ----------
         root : str or Path
             The index directory (``factcheck tag ... --out DIR``, or ``OUT/index`` of a run).
-        verify : bool, default True
-            Check every file's sha256 against the manifest first.
+        verify : bool, default False
+            Also check every file's sha256 against the manifest, as ``factcheck verify`` does
+            (reads the whole index).
 
         Returns
         -------
         TagIndex
         """
         root = as_path(root, "root")
-        manifest = store.verify_index(root) if verify else store.read_manifest(root)
-        return cls(root, manifest, store.open_index(root, manifest))
+        manifest = store.read_manifest(root)
+        store.check_layout(root, manifest)
+        return cls(root, manifest, store.open_index(root, manifest, verify=verify))
+
+    def check_unchanged(self) -> None:
+        """An :class:`~factcheck.IntegrityError` if a file of this index's directory mapped by
+        this process (its arrays, its caches) was cut short or edited in place since it was
+        checked (docs/trust-model.md)."""
+        check_mapped(self.root)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -294,7 +278,7 @@ class TagIndex:
     @cached_property
     def row_of(self) -> IdRows:
         """Passage id -> row (a read-only mapping)."""
-        return IdRows(self.ids)
+        return IdRows(self.ids, self._arrays.id_hashes, self._arrays.id_rows)
 
     def rows_of(self, ids) -> np.ndarray:
         """Row of each id, -1 where this index has none (vectorised :attr:`row_of`)."""
@@ -458,7 +442,7 @@ def _ids_line(ids: list[str], first: int = 3) -> str:
     return f"{len(ids)} id{'' if len(ids) == 1 else 's'} ({shown}) {'is' if len(ids) == 1 else 'are'}"
 
 
-def export_tags(root, dest, verify: bool = True) -> int:
+def export_tags(root, dest, verify: bool = False) -> int:
     """One JSON line per passage, in input order: ``{"id", "tags", "weights"}``."""
     index = TagIndex.load(root, verify=verify)
     vocab = index.vocabulary

@@ -34,3 +34,34 @@ def unpack_strings(buf: np.ndarray, offsets: np.ndarray, start: int = 0, stop: i
     base = int(offsets[start])
     offs = (np.asarray(offsets[start:stop + 1]) - base).tolist()
     return [raw[a:b].decode("utf-8") for a, b in zip(offs[:-1], offs[1:])]
+
+
+# 64-bit polynomial hash of UTF-8 bytes (wrapping uint64 arithmetic), then mixed by
+# splitmix64's finaliser; a lookup compares the strings, so a collision is never a wrong row.
+_BASE = np.uint64(0x100000001B3)
+_POWERS = np.ones(1, dtype=np.uint64)
+
+
+def hash_packed(buf: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """One uint64 per string of a packed (buffer, offsets) pair."""
+    global _POWERS
+    off = np.asarray(off, dtype=np.int64)
+    n = len(off) - 1
+    lengths = np.diff(off)
+    longest = int(lengths.max(initial=0))
+    if len(_POWERS) < longest + 1:
+        grow = max(longest + 1, 64, 2 * len(_POWERS))
+        _POWERS = np.concatenate([[np.uint64(1)], np.cumprod(np.full(grow - 1, _BASE, dtype=np.uint64))])
+    data = np.asarray(buf[off[0]:off[-1]], dtype=np.uint64)
+    out = np.zeros(n, dtype=np.uint64)
+    if len(data):
+        pos = np.arange(len(data), dtype=np.int64) - np.repeat(off[:-1] - off[0], lengths)
+        with np.errstate(over="ignore"):
+            terms = (data + np.uint64(1)) * _POWERS[pos]
+            present = lengths > 0  # reduceat of an empty segment would read the next one
+            out[present] = np.add.reduceat(terms, (off[:-1] - off[0])[present])
+    with np.errstate(over="ignore"):
+        h = out ^ (lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+        h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return h ^ (h >> np.uint64(31))

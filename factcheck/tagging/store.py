@@ -16,9 +16,11 @@ from pathlib import Path
 import numpy as np
 
 from factcheck.errors import FactcheckWarning, InputError, IntegrityError
-from factcheck.formats.files import atomic_dir, dumps_json, loads_json, sha256_bytes, sha256_file, write_json_atomic
+from factcheck.formats.files import (SYMLINK_READ_REFUSED, atomic_dir, check_no_symlinks, dumps_json, loads_json,
+                                     read_beneath, sha256_bytes, sha256_file, write_json_atomic)
+from factcheck.formats.npy import open_npy
 from factcheck.tagging.derived import DerivedCache
-from factcheck.tagging.packing import pack_strings, unpack_strings
+from factcheck.tagging.packing import hash_packed, pack_strings, unpack_strings
 
 MANIFEST = "manifest.json"
 FORMAT_FAMILY = "factcheck-tag-index/"
@@ -93,22 +95,19 @@ class _Bad(Exception):
     """A violation of what the readers rely on: ``(array name, what is wrong)``."""
 
 
-def open_arrays(folder: Path, kind: str, files: dict) -> dict[str, np.ndarray]:
-    """The arrays of ``folder`` memory-mapped, no pickles, dtypes and shapes checked against ``files``."""
+def open_arrays(root: Path, rel: str, kind: str, files: dict, opened: list | None = None) -> dict[str, np.ndarray]:
+    """The arrays of folder ``rel`` of ``root`` memory-mapped (:func:`~factcheck.formats.npy.open_npy`:
+    no link followed, no pickle, dtype and shape as ``files`` says, size as the header says);
+    with ``opened``, each :class:`~factcheck.formats.npy.NpyArray` is appended to it, its
+    descriptor left open (for its sha256; the caller closes it)."""
     out = {}
     for fname, entry in files.items():
-        name, path = fname.removesuffix(".npy"), Path(folder) / fname
-        try:
-            a = np.load(path, mmap_mode="r", allow_pickle=False)
-        except FileNotFoundError:
-            raise IntegrityError(path, None, "missing array listed in the manifest") from None
-        except Exception as exc:  # object arrays, bad or truncated headers, short data: all ValueError/EOFError
-            raise IntegrityError(path, None, f"unreadable array ({type(exc).__name__}); {REBUILD}") from None
-        want = ARRAYS[kind][name]
-        if a.dtype != want or list(a.shape) != entry["shape"]:
-            raise IntegrityError(path, None, f"damaged or crafted array: {a.dtype.str} of shape {a.shape}, expected "
-                                 f"{want.str} of shape {entry['shape']}; {REBUILD}")
-        out[name] = a.view(np.ndarray)  # a plain array over the map (memmap's indexing is slower)
+        name = fname.removesuffix(".npy")
+        npy = open_npy(root, f"{rel}/{fname}", dtype=ARRAYS[kind][name], shape=entry["shape"], error=IntegrityError,
+                       hint=REBUILD, missing="missing array listed in the manifest", keep_open=opened is not None)
+        if opened is not None:
+            opened.append(npy)
+        out[name] = npy.array
     return out
 
 
@@ -170,33 +169,58 @@ def _check(kind: str, a: dict, expect: dict) -> None:
 
 def read_checked(root: Path, rel: str, kind: str, files: dict, **expect) -> dict[str, np.ndarray]:
     """The arrays of folder ``rel`` of ``root``, opened and checked."""
-    folder = Path(root) / rel
-    arrays = open_arrays(folder, kind, files)
+    arrays = open_arrays(root, rel, kind, files)
+    check_values(root, rel, kind, arrays, **expect)
+    return arrays
+
+
+def check_values(root: Path, rel: str, kind: str, arrays: dict, **expect) -> None:
+    """An :class:`IntegrityError` naming the array unless ``arrays`` hold what readers rely on."""
     try:
         _check(kind, arrays, expect)
     except _Bad as exc:
         name, what = exc.args
-        raise IntegrityError(folder / f"{name}.npy", None, f"damaged or crafted array: {name} {what}; "
+        raise IntegrityError(Path(root) / rel / f"{name}.npy", None, f"damaged or crafted array: {name} {what}; "
                              f"{REBUILD}") from None
-    return arrays
 
 
 @dataclass
 class IndexArrays:
-    """Every array of an index, memory-mapped and checked (:func:`open_index`)."""
+    """Every array of an index, memory-mapped and checked (:func:`open_index`); ``id_hashes``
+    (sorted) and ``id_rows`` (the row of each) find a passage by id."""
 
     passages: list[dict]
     tags: list[dict]
     vocabulary: dict
     terms: list[str]
     tag_terms: list[str]
+    id_hashes: np.ndarray
+    id_rows: np.ndarray
 
 
-def open_index(root: Path, manifest: "Manifest") -> IndexArrays:
-    """Open every array the manifest lists, with all the checks."""
+def open_index(root: Path, manifest: "Manifest", verify: bool = False) -> IndexArrays:
+    """Open every array the manifest lists, with the structural checks of every open
+    (docs/trust-model.md); with ``verify`` also each file's sha256, read through the
+    descriptor that is mapped, after every file's header and size agreed with the manifest."""
     root = Path(root)
     files = manifest.folders()
-    vocab = read_checked(root, VOCABULARY_DIR, "vocabulary", files[VOCABULARY_DIR])
+    opened: list | None = [] if verify else None
+    try:
+        vocab = open_arrays(root, VOCABULARY_DIR, "vocabulary", files[VOCABULARY_DIR], opened)
+        passages, tags = [], []
+        for s in manifest.shards:
+            passages.append(open_arrays(root, passages_name(s["shard"]), "passages",
+                                        files[passages_name(s["shard"])], opened))
+            tags.append(open_arrays(root, tags_name(s["shard"]), "tags", files[tags_name(s["shard"])], opened))
+        expected = manifest.files()
+        for npy in opened or ():  # only now: a file of the wrong size is refused without reading it whole
+            if npy.sha256() != expected[npy.mapped.path.relative_to(root).as_posix()]:
+                raise IntegrityError(npy.mapped.path, None, "checksum mismatch (truncated or corrupted); "
+                                     "rerun `factcheck tag` with the same arguments to repair it")
+    finally:
+        for npy in opened or ():
+            npy.close()
+    check_values(root, VOCABULARY_DIR, "vocabulary", vocab)
     terms = unpack_strings(vocab["terms"], vocab["term_offsets"])
     tag_terms = unpack_strings(vocab["tag_terms"], vocab["tag_term_offsets"])
     where = root / VOCABULARY_DIR
@@ -206,12 +230,40 @@ def open_index(root: Path, manifest: "Manifest") -> IndexArrays:
         raise IntegrityError(where / "tag_terms.npy", None, "damaged or crafted array: a term listed twice or "
                              f"not in the passage vocabulary; {REBUILD}")
     top_k, columns = manifest.params["top_k"], len(terms)
-    passages, tags = [], []
-    for s in manifest.shards:
-        passages.append(read_checked(root, passages_name(s["shard"]), "passages", files[passages_name(s["shard"])]))
-        tags.append(read_checked(root, tags_name(s["shard"]), "tags", files[tags_name(s["shard"])],
-                                 columns=columns, top_k=top_k))
-    return IndexArrays(passages, tags, vocab, terms, tag_terms)
+    for s, p, t in zip(manifest.shards, passages, tags):
+        check_values(root, passages_name(s["shard"]), "passages", p)
+        check_values(root, tags_name(s["shard"]), "tags", t, columns=columns, top_k=top_k)
+    id_hashes, id_rows = _unique_ids(root, manifest, passages)
+    return IndexArrays(passages, tags, vocab, terms, tag_terms, id_hashes, id_rows)
+
+
+def _unique_ids(root: Path, manifest: "Manifest", passages: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """The ids' hashes, sorted, and their rows; an :class:`IntegrityError` naming an id listed
+    twice and the files that hold it (a lookup would find one of them, the other never)."""
+    hashes = [hash_packed(p["ids"], p["id_offsets"]) for p in passages]
+    h = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
+    order = np.argsort(h, kind="stable")
+    h = h[order]
+    same = np.flatnonzero(h[1:] == h[:-1])
+    if len(same):  # equal hashes: compare the ids themselves (a collision is not a duplicate)
+        starts = np.array([s["start"] for s in manifest.shards], dtype=np.int64)
+
+        def where(row: int) -> tuple[str, Path]:
+            shard = int(np.searchsorted(starts, row, side="right")) - 1
+            local = row - int(starts[shard])
+            off = passages[shard]["id_offsets"]
+            pid = bytes(passages[shard]["ids"][off[local]:off[local + 1]]).decode("utf-8")
+            return pid, root / passages_name(manifest.shards[shard]["shard"]) / "ids.npy"
+
+        seen: dict[str, Path] = {}
+        for i in np.flatnonzero(np.isin(h, h[same])).tolist():  # every row of a shared hash
+            pid, file = where(int(order[i]))
+            if pid in seen:
+                files = str(file) if seen[pid] == file else f"{seen[pid]} and {file}"
+                raise IntegrityError(file, None, f"damaged or crafted index: the passage id {pid!r} is listed "
+                                     f"twice (in {files}); {REBUILD}")
+            seen[pid] = file
+    return h, order.astype(np.int32 if len(h) < 2 ** 31 else np.int64)
 
 
 def content_key(*parts) -> str:
@@ -307,15 +359,17 @@ def read_manifest(root: Path) -> Manifest:
     path = root / MANIFEST
     if not root.is_dir():
         raise InputError(root, None, "no such index directory")
-    if not path.is_file():
+    if not path.is_file() and not path.is_symlink():
         if any(True for sub in ("passages", "tags", "models") for _ in (root / sub).glob("*.joblib")):
             raise IntegrityError(root, None, "an unfinished index of an older format (joblib shards): rebuild it "
                                  f"with `factcheck tag EVIDENCE --out {root} --force`")
         raise IntegrityError(path, None, "missing: not a complete tag index "
                              "(run `factcheck tag EVIDENCE --out DIR` to build or resume it)")
     try:
-        data = loads_json(path.read_text("utf-8"))
+        data = loads_json(read_beneath(root, MANIFEST, error=IntegrityError).decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
+        if isinstance(exc, IntegrityError):
+            raise
         raise IntegrityError(path, None, f"corrupt manifest ({exc.__class__.__name__})") from None
     found = data.get("format") if isinstance(data, dict) else None
     if found != MANIFEST_FORMAT:
@@ -399,28 +453,36 @@ def write_manifest(root: Path, data: dict) -> None:
 
 
 def verify_index(root: Path, manifest: Manifest | None = None) -> Manifest:
-    """Check every file against the manifest; raise IntegrityError naming the first bad one."""
+    """Everything :func:`open_index` checks, every file's sha256, and no file or link the
+    manifest does not list; an IntegrityError naming the first bad file."""
     root = Path(root)
     manifest = manifest or read_manifest(root)
+    check_layout(root, manifest)
+    open_index(root, manifest, verify=True)
+    return manifest
+
+
+def check_layout(root: Path, manifest: Manifest) -> None:
+    """No symbolic link in the index's folders, no array the manifest does not list (a
+    directory walk: cheap, done on every open)."""
+    check_no_symlinks(root, (MANIFEST, PASSAGES_DIR, TAGS_DIR, VOCABULARY_DIR, VECTORS_DIR),
+                      error=IntegrityError, refused=SYMLINK_READ_REFUSED)
     expected = manifest.files()
-    for name, digest in expected.items():
-        path = root / name
-        if not path.is_file():
-            raise IntegrityError(path, None, "missing array listed in the manifest")
-        if sha256_file(path) != digest:
-            raise IntegrityError(path, None, "checksum mismatch (truncated or corrupted); "
-                                 "rerun `factcheck tag` with the same arguments to repair it")
     for sub in (PASSAGES_DIR, TAGS_DIR, VOCABULARY_DIR):
         for path in sorted((root / sub).rglob("*.npy")):
             if path.relative_to(root).as_posix() not in expected:
                 raise IntegrityError(path, None, "extra array not listed in the manifest")
-    return manifest
 
 
 def check_loadable(root: Path, manifest: Manifest) -> list:
     """Open every listed array with :func:`open_index`'s checks; the derived caches' statuses
     (a damaged one is a :class:`FactcheckWarning`)."""
     open_index(root, manifest)
+    return check_caches(root)
+
+
+def check_caches(root: Path) -> list:
+    """The derived caches' statuses, a damaged one also a :class:`FactcheckWarning`."""
     statuses = DerivedCache(root).check()
     for status in statuses:
         if status.state == "damaged":

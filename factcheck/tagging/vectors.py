@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from factcheck.errors import InputError, IntegrityError
-from factcheck.formats.files import atomic_path, remove_stale_temporaries, sha256_file, write_json_atomic
+from factcheck.formats.files import atomic_path, read_beneath, remove_stale_temporaries, sha256_file, write_json_atomic
+from factcheck.formats.npy import open_npy
 from factcheck.tagging import store
 from factcheck.tagging.backends import WorkerPool, resolve_jobs
 from factcheck.tagging.outdir import DirectoryLock, check_no_symlinks
@@ -120,10 +121,14 @@ class PassageVectorJob:
             pool.map(_embed_task, todo, desc="embedding passages", progress=self.progress)
         entries, content = [], hashlib.sha256()
         for i, start, count in shards:
-            path = out / shard_name(i)
-            content.update(np.ascontiguousarray(_read_npy(path)).tobytes())
-            entries.append({"shard": i, "start": start, "count": count, "file": shard_name(i),
-                            "sha256": sha256_file(path)})
+            npy = open_npy(root, f"{VECTORS_DIR}/{shard_name(i)}", error=IntegrityError, hint=BUILD_HINT,
+                           keep_open=True)
+            try:
+                content.update(np.ascontiguousarray(npy.array).tobytes())
+                entries.append({"shard": i, "start": start, "count": count, "file": shard_name(i),
+                                "sha256": npy.sha256()})
+            finally:
+                npy.close()
         listed = {e["file"] for e in entries}
         for path in out.glob("vectors-*.npy"):  # from a run with another shard size
             if path.name not in listed:
@@ -140,8 +145,8 @@ def _current(out: Path, index_manifest, identity: dict) -> dict | None:
     """The existing manifest if it is complete, verified and for this index and model."""
     try:
         data = read_vectors_manifest(out.parent, index_manifest, identity)
-        _verify_files(out, data)
-        for _ in _checked_shards(out, data):  # vectors an older factcheck stored from a broken model
+        # Every sha256, and the values (vectors an older factcheck stored from a broken model).
+        for _ in _checked_shards(out.parent, data, verify=True):
             pass
     except InputError:
         return None
@@ -152,11 +157,12 @@ def read_vectors_manifest(index_dir, index_manifest=None, identity: dict | None 
     """The vectors' manifest, checked against itself, the tag index and (if given) the model."""
     out = Path(index_dir) / VECTORS_DIR
     path = out / MANIFEST
-    if not path.is_file():
-        raise IntegrityError(path, None, f"missing: this index has no passage vectors; {BUILD_HINT}")
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = json.loads(read_beneath(index_dir, f"{VECTORS_DIR}/{MANIFEST}", error=IntegrityError,
+                                       missing=f"missing: this index has no passage vectors; {BUILD_HINT}"))
     except (ValueError, UnicodeDecodeError) as exc:
+        if isinstance(exc, IntegrityError):
+            raise
         raise IntegrityError(path, None, f"corrupt manifest ({type(exc).__name__}); {BUILD_HINT}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise IntegrityError(path, None, f"not a {FORMAT} manifest; {BUILD_HINT}")
@@ -171,20 +177,11 @@ def read_vectors_manifest(index_dir, index_manifest=None, identity: dict | None 
     return data
 
 
-def _verify_files(out: Path, data: dict) -> None:
-    for s in data["shards"]:
-        path = out / s["file"]
-        if not path.is_file():
-            raise IntegrityError(path, None, f"missing vector shard listed in the manifest; {BUILD_HINT}")
-        if sha256_file(path) != s["sha256"]:
-            raise IntegrityError(path, None, f"checksum mismatch (truncated or corrupted); {BUILD_HINT}")
-
-
 def vectors_model(index_dir) -> dict | None:
     """The model an index's vectors were built with, as their manifest says (unverified), or ``None``."""
     try:
-        data = json.loads((Path(index_dir) / VECTORS_DIR / MANIFEST).read_text("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+        data = json.loads(read_beneath(index_dir, f"{VECTORS_DIR}/{MANIFEST}"))
+    except (OSError, ValueError, UnicodeDecodeError):  # an InputError too (a link: refused)
         return None
     model = data.get("model") if isinstance(data, dict) else None
     return model if isinstance(model, dict) else None
@@ -205,11 +202,11 @@ def relocate_embedding_model(index_dir, directory):
 
 def verify_vectors(index_dir, index_manifest=None) -> dict | None:
     """The vectors' manifest after checking it and every shard's sha256 (``None``: no vectors)."""
-    if not (Path(index_dir) / VECTORS_DIR / MANIFEST).is_file():
+    manifest = Path(index_dir) / VECTORS_DIR / MANIFEST
+    if not manifest.is_file() and not manifest.is_symlink():  # a link is refused by the reader
         return None
     data = read_vectors_manifest(index_dir, index_manifest)
-    _verify_files(Path(index_dir) / VECTORS_DIR, data)
-    for _ in _checked_shards(Path(index_dir) / VECTORS_DIR, data):
+    for _ in _checked_shards(index_dir, data, verify=True):
         pass
     changed = changed_files(data["model"])
     if changed:
@@ -220,25 +217,33 @@ def verify_vectors(index_dir, index_manifest=None) -> dict | None:
 
 
 def load_vectors(index_dir, index_manifest=None, identity: dict | None = None) -> np.ndarray:
-    """All passage vectors of ``index_dir`` in index order, float16 (passages x dim), verified."""
-    out = Path(index_dir) / VECTORS_DIR
+    """All passage vectors of ``index_dir`` in index order, float16 (passages x dim), checked
+    as every open checks (no sha256: that is :func:`verify_vectors`, docs/trust-model.md)."""
     data = read_vectors_manifest(index_dir, index_manifest, identity)
-    _verify_files(out, data)
     vectors = np.empty((data["passages"], data["dim"]), dtype=DTYPE)
-    for s, part in _checked_shards(out, data):
+    for s, part in _checked_shards(index_dir, data):
         vectors[s["start"]:s["start"] + s["count"]] = part
     return vectors
 
 
-def _checked_shards(out: Path, data: dict):
-    """Each shard's entry and rows, read and checked: shape and type, then the values as the
-    embedders check them (:func:`~factcheck.text.onnx_embedding.vector_problem`; which
-    passages have tokens is not known here, so only all of them zero is refused)."""
+def _checked_shards(index_dir, data: dict, verify: bool = False):
+    """Each shard's entry and rows, opened as every index array is (no link, the header's
+    shape and type as the manifest says, the size as the header says; with ``verify`` the
+    sha256 of what was opened), then the values as the embedders check them
+    (:func:`~factcheck.text.onnx_embedding.vector_problem`; which passages have tokens is
+    not known here, so only all of them zero is refused)."""
+    out = Path(index_dir) / VECTORS_DIR
     nonzero = data["passages"] == 0
     for s in data["shards"]:
-        part = _read_npy(out / s["file"])
-        if part.shape != (s["count"], data["dim"]) or part.dtype != np.dtype(DTYPE):
-            raise IntegrityError(out / s["file"], None, f"wrong shape or type; {BUILD_HINT}")
+        npy = open_npy(index_dir, f"{VECTORS_DIR}/{s['file']}", dtype=DTYPE, shape=(s["count"], data["dim"]),
+                       error=IntegrityError, hint=BUILD_HINT, missing="missing vector shard listed in the manifest",
+                       keep_open=verify)
+        try:
+            if verify and npy.sha256() != s["sha256"]:
+                raise IntegrityError(out / s["file"], None, f"checksum mismatch (truncated or corrupted); {BUILD_HINT}")
+        finally:
+            npy.close()
+        part = npy.array
         problem = vector_problem(part, data["model"].get("dim"))
         if problem:
             raise IntegrityError(out / s["file"], None, f"{problem} ({describe_model(data['model'])}); {BUILD_HINT}")
@@ -247,13 +252,6 @@ def _checked_shards(out: Path, data: dict):
     if not nonzero:
         raise IntegrityError(out / MANIFEST, None, f"every passage vector is all zeros "
                              f"({describe_model(data['model'])}); {BUILD_HINT}")
-
-
-def _read_npy(path: Path) -> np.ndarray:
-    try:
-        return np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise IntegrityError(path, None, f"unreadable vector shard ({type(exc).__name__}); {BUILD_HINT}") from None
 
 
 def _embed_task(root: str, shard: int, start: int, count: int, key: str, model: dict | None = None) -> None:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from helpers import assert_one_line_error, in_process, reseal_index, run_cli
 
@@ -168,3 +170,34 @@ def test_the_index_still_loads_and_every_check_holds_on_a_real_corpus(real_sampl
     store.check_loadable(out, store.verify_index(out))
     index = TagIndex.load(out)
     assert len(index) == 20000 and len(index.texts) == 20000
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shape=st.lists(st.integers(0, 4), max_size=3), dtype=st.sampled_from(["<i8", "|u1", "<f8", ">f4", "<c16"]),
+       flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 7)), max_size=3),
+       resize=st.integers(-24, 24))
+def test_an_npy_file_is_mapped_only_when_it_is_exactly_what_its_header_says(tmp_path, shape, dtype, flips, resize):
+    """Any bytes: ``open_npy`` maps exactly the data numpy's own reader finds, or refuses in
+    one line naming the file; never an exception of another kind, never a longer or shorter file."""
+    from factcheck.errors import InputError
+    from factcheck.formats.npy import open_npy, read_header
+    path = tmp_path / "a.npy"
+    with open(path, "wb") as fh:
+        np.save(fh, np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape), allow_pickle=False)
+    data = bytearray(path.read_bytes())
+    for at, bit in flips:
+        data[at % len(data)] ^= 1 << bit
+    data = data[:len(data) + resize] if resize < 0 else data + b"\0" * resize
+    path.write_bytes(bytes(data))
+    try:
+        npy = open_npy(tmp_path, "a.npy")
+    except InputError as exc:
+        line = exc.one_line()
+        assert line.startswith(str(path)) and "\n" not in line
+        return
+    reference = np.load(path, allow_pickle=False)  # numpy's own reader accepts it too...
+    assert npy.array.dtype == reference.dtype and npy.array.shape == reference.shape
+    assert npy.array.tobytes() == reference.tobytes()
+    with open(path, "rb") as fh:  # ...and the file holds not a byte more than the header describes
+        assert read_header(fh)[2] + npy.array.nbytes == len(data)
+    assert not npy.array.flags.writeable
