@@ -410,7 +410,7 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
     absent = sum(docid not in row_of for docs in qrels.values() for docid, grade in docs.items() if grade >= 1)
     if absent:
         warnings.warn(FactcheckWarning(
-            f"{absent} relevant judged documents are not in the index {retriever.index_.root}: they count as "
+            f"{absent} relevant judged documents are not in the index {retriever.index_.where}: they count as "
             "relevant and can never be retrieved"), stacklevel=2)
     run = rank_queries(retriever, judged, k, progress)
     scored = judged_metrics(run, qrels, cutoffs)

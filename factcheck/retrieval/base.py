@@ -442,6 +442,14 @@ def as_texts(claims, param: str = "claims") -> tuple[list[str], bool]:
     return texts, False
 
 
+def require_directory(index, method: str) -> None:
+    """An InputError if ``index`` is held in memory: ``method`` reads files kept beside an index."""
+    if getattr(index, "root", "") is None:
+        raise InputError(None, None, f"the {method} retriever reads the passage vectors kept in an index "
+                         "directory: save this in-memory index (index.save(path)), build its vectors "
+                         "(factcheck.tagging.vectors.PassageVectorJob) and fit to the saved index", param="index")
+
+
 def _as_index(index):
     if isinstance(index, (str, os.PathLike)):
         from factcheck.tagging.index import TagIndex

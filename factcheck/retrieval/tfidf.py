@@ -104,7 +104,7 @@ class TfidfRetriever(Retriever):
 
     def _fit(self, index) -> None:
         analyzer = self.analyzer
-        if not self.cache:
+        if not self.cache or index.root is None:  # an index in memory has no directory to cache in
             self.model_ = TfidfModel.build(index.texts, analyzer)
             return
         key = {"plan_key": index.manifest.data.get("plan_key"), "passages": len(index), "analyzer": analyzer,
