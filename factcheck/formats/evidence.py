@@ -126,7 +126,8 @@ def source_spec(path, format: str | None = None, id_column: str | None = None, t
     id_column, text_column : str or None
         JSONL/CSV fields (default ``id`` and ``text``).
     title_column : str or None
-        JSONL/CSV: the field holding each passage's title (default: none).
+        JSONL/CSV: the field holding each passage's title (default: a CSV's ``title`` column
+        if it has one, as ``id`` and ``text`` are found; otherwise none).
     index_titles : bool or None
         Index the title with the text; None: the format's convention (BEIR yes, others no).
     max_passage_chars : int or None
@@ -160,6 +161,8 @@ def source_spec(path, format: str | None = None, id_column: str | None = None, t
             raise InputError(None, None, f"must be a non-empty field name, got {value!r}", param=name)
     if index_titles is not None and not isinstance(index_titles, bool):
         raise InputError(None, None, f"must be True, False or None, got {index_titles!r}", param="index_titles")
+    if format == "csv" and title_column is None and not path.is_dir():
+        title_column = csvfile.default_title(path, id_column or "id", text_column or "text")
     if index_titles and not (format in TITLED_FORMATS or title_column is not None):
         raise InputError(path, None, f"the {format} format has no titles (name a {ref('title_column')} for JSONL/CSV)",
                          param="index_titles")
