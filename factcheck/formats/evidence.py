@@ -252,10 +252,11 @@ def read_passages(source, *, titles: bool = False, format: str | None = None, id
 def is_collection(evidence) -> bool:
     """Whether ``evidence`` is passages in memory (a list of texts, a dict of id -> text, a
     pandas DataFrame) rather than a file to read."""
-    return isinstance(evidence, (list, tuple, Mapping)) or _is_data_frame(evidence)
+    return isinstance(evidence, (list, tuple, Mapping)) or is_data_frame(evidence)
 
 
-def _is_data_frame(obj) -> bool:
+def is_data_frame(obj) -> bool:
+    """Whether ``obj`` is a pandas DataFrame."""
     # pandas is never imported here: a DataFrame can only exist if the caller imported it.
     pandas = sys.modules.get("pandas")
     return pandas is not None and isinstance(obj, pandas.DataFrame)
@@ -293,7 +294,7 @@ def read_collection(evidence, param: str = "evidence", *, format: str | None = N
         if value is not None and (not isinstance(value, str) or not value):
             raise InputError(None, None, f"must be a non-empty field name, got {value!r}", param=name)
     titles = None
-    if _is_data_frame(evidence):
+    if is_data_frame(evidence):
         header = [str(c) for c in evidence.columns]
         for name, value in columns.items():
             if value is not None and value not in header:

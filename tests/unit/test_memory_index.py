@@ -184,3 +184,28 @@ def test_duplicate_ids_in_a_frame_are_refused(stand_in_pandas):
 def test_dense_retrieval_needs_a_saved_index_with_vectors():
     with pytest.raises(factcheck.InputError, match="index: the dense retriever reads the passage vectors"):
         factcheck.DenseRetriever().fit(factcheck.build_index(PASSAGES))
+
+
+def test_self_retrieval_of_a_data_frame_or_an_index_equals_that_of_the_csv(tmp_path, stand_in_pandas):
+    rows = {"id": ["d1", "d2", "d3"], "title": ["Sea level rise", "Arctic sea ice decline", ""],
+            "abstract": ["Global mean sea level rose about 20 cm.", "Satellites show Arctic sea ice shrinking.",
+                         "More carbon dioxide can increase crop growth."]}
+    csv = tmp_path / "papers.csv"
+    csv.write_text("id,title,abstract\n" + "".join(f"{i},{t},{a}\n" for i, t, a in zip(*rows.values())),
+                   encoding="utf-8")
+    options = {"methods": ("tfidf", "bm25"), "chunk_window": 4, "chunk_overlap": 1, "progress": False}
+    from_csv = factcheck.self_retrieval(csv, "title", text_column="abstract", **options)
+    frame = factcheck.self_retrieval(stand_in_pandas(rows), "title", text_column="abstract", **options)
+    index = factcheck.build_index(stand_in_pandas(rows), text_column="abstract")
+    from_index = factcheck.self_retrieval(index, "title", **options)
+    for result in (frame, from_index):
+        assert (result.queries, result.skipped_empty) == (from_csv.queries, from_csv.skipped_empty) == (2, 1)
+        assert [(r.method, r.units, r.metrics) for r in result.results] == \
+            [(r.method, r.units, r.metrics) for r in from_csv.results]
+    assert frame.corpus["format"] == "DataFrame" and from_index.corpus["format"] == "index"
+    with pytest.raises(factcheck.InputError, match="query_column: an index's queries are its stored titles"):
+        factcheck.self_retrieval(factcheck.build_index(PASSAGES), "title")
+    with pytest.raises(factcheck.InputError, match="source: a self-retrieval test reads each row's query"):
+        factcheck.self_retrieval(list(PASSAGES.values()), "title")
+    with pytest.raises(factcheck.InputError, match="query_column abstract: the query column must not be the id"):
+        factcheck.self_retrieval(stand_in_pandas(rows), "abstract", text_column="abstract")
