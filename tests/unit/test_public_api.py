@@ -56,6 +56,7 @@ def test_readme_example_runs(tmp_path, capsys, monkeypatch):
     exec(compile(readme_example(), "README.md (Use it from Python)", "exec"), {"__name__": "__readme__"})
     out = capsys.readouterr().out
     assert "evidence F" in out and "->" in out
+    assert out.startswith("0 ") and "The cat sat on the mat." in out.splitlines()[0]  # the in-memory search
     assert (tmp_path / "out" / "api-demo" / "index" / "manifest.json").is_file()
 
 
