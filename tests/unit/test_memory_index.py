@@ -209,3 +209,19 @@ def test_self_retrieval_of_a_data_frame_or_an_index_equals_that_of_the_csv(tmp_p
         factcheck.self_retrieval(list(PASSAGES.values()), "title")
     with pytest.raises(factcheck.InputError, match="query_column abstract: the query column must not be the id"):
         factcheck.self_retrieval(stand_in_pandas(rows), "abstract", text_column="abstract")
+
+
+def test_a_reranker_trains_and_ranks_on_an_in_memory_index_as_on_disk(demo_index):
+    from factcheck.formats.claims import read_claims
+    from factcheck.formats.splits import train_holdout_split
+    from factcheck.retrieval.rerank.candidates import CandidateConfig
+    from factcheck.retrieval.rerank.model import ModelConfig
+    from factcheck.training.rerank import train_reranker
+    fit, holdout = train_holdout_split(read_claims(DEMO / "train-claims.json"))
+    grid = (ModelConfig(learning_rate=0.1, max_iter=20, max_leaf_nodes=7, min_samples_leaf=5, negative_rate=1.0),)
+    claims = ["Sea levels are rising.", "Arctic ice is melting.", "zzz qqq"]
+    found = []
+    for index in (factcheck.build_index(DEMO / "evidence.json"), TagIndex.load(demo_index)):
+        reranker = train_reranker(index, fit, holdout, configs=(CandidateConfig(memory_k=5),), grid=grid)
+        found.append([s.to_json() for s in reranker.search(claims, k=5)])
+    assert found[0] == found[1]
