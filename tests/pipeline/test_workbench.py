@@ -342,5 +342,6 @@ def test_the_python_example_of_the_workbench_page_runs(tmp_path):
             exec(compile(code, "docs/workbench.md", "exec"), {})
     finally:
         os.chdir(cwd)
-    first, second = out.getvalue().splitlines()
+    first, second, third = out.getvalue().splitlines()
     assert first.startswith("[('tfidf', 'whole', ") and second.startswith("('p08', ") and second.endswith(" 1.0")
+    assert third.startswith("p1 ") and third.endswith(" Sparse matrices make retrieval fast.")
