@@ -313,8 +313,9 @@ def read_collection(evidence, param: str = "evidence", *, format: str | None = N
         texts = [check_text(None, f"row {i} of {param}", v, text_column)
                  for i, v in enumerate(evidence[text_column].tolist())]
         if title_column:
-            titles = [check_text(None, f"row {i} of {param}", "" if v is None else v, title_column, "the title")
-                      for i, v in enumerate(evidence[title_column].tolist())]
+            # A missing title (None, or pandas' NaN: the one value unequal to itself) is no title.
+            titles = [check_text(None, f"row {i} of {param}", "" if v is None or v != v else v, title_column,
+                                 "the title") for i, v in enumerate(evidence[title_column].tolist())]
     else:
         given = [name for name, value in columns.items() if value is not None]
         if given:

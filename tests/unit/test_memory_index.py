@@ -75,6 +75,8 @@ def test_saved_in_memory_index_is_byte_for_byte_what_tag_writes(tmp_path):
         {k: v for k, v in tag.items() if k != "manifest.json"}
     reopened = TagIndex.load(tmp_path / "dict")  # verified, memory-mapped
     assert reopened.root == tmp_path / "dict" and list(reopened.ids) == list(PASSAGES)
+    reopened.save(tmp_path / "copy")  # an index opened from a directory saves as well
+    assert files_of(tmp_path / "copy") == saved
     assert json.loads(saved["manifest.json"])["input"]["format"] == "memory"
 
 
@@ -144,9 +146,11 @@ def stand_in_pandas(monkeypatch):
 
 
 def test_a_data_frame_gives_ids_texts_and_titles_by_column(stand_in_pandas):
-    frame = stand_in_pandas({"id": [11, 12], "title": ["Sea level", "Cats"], "abstract": ["Seas rise.", "Cats nap."]})
+    frame = stand_in_pandas({"id": [11, 12, 13], "title": ["Sea level", "Cats", float("nan")],
+                             "abstract": ["Seas rise.", "Cats nap.", "Dogs bark."]})
     index = factcheck.build_index(frame, text_column="abstract")
-    assert list(index.ids) == ["11", "12"] and index.title(1) == "Cats" and index.text(1) == "Cats nap."
+    assert list(index.ids) == ["11", "12", "13"] and index.title(1) == "Cats" and index.text(1) == "Cats nap."
+    assert index.title(2) is None  # a missing title (NaN) is none
     assert factcheck.search(index, "cat")[0].title == "Cats"
     titled = factcheck.build_index(frame, text_column="abstract", index_titles=True)
     assert titled.text(0) == "Sea level\nSeas rise."
