@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from factcheck.errors import InputError, as_path
-from factcheck.formats.files import atomic_dir
+from factcheck.formats.files import SYMLINK_REFUSED, atomic_dir
 from factcheck.tagging import outdir, store
 from factcheck.tagging.packing import pack_strings, unpack_strings
 from factcheck.tagging.tasks import counts_arrays, tag_arrays
@@ -117,17 +117,20 @@ def save_index(index, path, force: bool = False) -> Path:
     replaced only with ``force``; anything else is refused.
     """
     dest = as_path(path, "path")
+    if dest.is_symlink():  # keeping, wiping or replacing it would act on the link's target
+        raise InputError(dest, None, SYMLINK_REFUSED)
     data = {k: v for k, v in index.manifest.data.items() if k != "files"}
     if (dest / store.MANIFEST).is_file():
         try:
-            same = store.read_manifest(dest).data.get("plan_key") == data["plan_key"]
-        except InputError:
+            store.verify_index(dest, manifest := store.read_manifest(dest))
+            same = manifest.data.get("plan_key") == data["plan_key"]
+        except InputError:  # a damaged index (IntegrityError) is another index to replace
             same = False
         if same:
-            store.verify_index(dest)
             return dest
         if not force:
-            raise InputError(dest, None, "holds another index; pass force=True to replace it", param="path")
+            raise InputError(dest, None, "holds another index (or a damaged one); pass force=True to replace it",
+                             param="path")
         outdir.wipe(dest)
     arrays = index._arrays
     with atomic_dir(dest) as tmp:

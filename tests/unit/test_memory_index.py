@@ -229,3 +229,21 @@ def test_a_reranker_trains_and_ranks_on_an_in_memory_index_as_on_disk(demo_index
         reranker = train_reranker(index, fit, holdout, configs=(CandidateConfig(memory_k=5),), grid=grid)
         found.append([s.to_json() for s in reranker.search(claims, k=5)])
     assert found[0] == found[1]
+
+
+def test_save_replaces_a_damaged_copy_only_with_force_and_never_writes_through_a_link(tmp_path):
+    index = factcheck.build_index(PASSAGES)
+    index.save(tmp_path / "idx")
+    damaged = next((tmp_path / "idx" / "passages").rglob("texts.npy"))
+    damaged.write_bytes(damaged.read_bytes()[:-1] + b"!")
+    with pytest.raises(factcheck.InputError, match="holds another index \\(or a damaged one\\)"):
+        index.save(tmp_path / "idx")
+    index.save(tmp_path / "idx", force=True)
+    assert files_of(tmp_path / "idx") == files_of(index.save(tmp_path / "fresh"))
+    target = tmp_path / "target"
+    index.save(target)
+    (tmp_path / "link").symlink_to(target)
+    for force in (False, True):
+        with pytest.raises(factcheck.InputError, match="symbolic link"):
+            factcheck.build_index(["Glaciers melt."]).save(tmp_path / "link", force=force)
+    assert list(TagIndex.load(target).ids) == list(PASSAGES)
