@@ -361,8 +361,10 @@ class Retriever(BaseEstimator, ABC):
         return self.k
 
     def _select(self, claim: str, scored: Scored, top: TopK) -> Selection:
-        """The top ``k``, explained by :meth:`_explain`."""
+        """The top ``k`` that scored above 0, explained by :meth:`_explain`."""
         rows, scores = top.rows[:self.k], top.scores[:self.k]
+        matched = scores != 0  # a passage scoring 0 matched nothing of the claim: it is no evidence
+        rows, scores = rows[matched], scores[matched]
         hits = [self._hit(r, s, e) for r, s, e in
                 zip(rows.tolist(), scores.tolist(), self._explain(claim, rows, scores, scored.state))]
         return Selection(hits, "ranked", {"params": self.params()})
