@@ -69,8 +69,8 @@ def main(argv=None) -> int:
     folder = Path(tempfile.mkdtemp(prefix="bench-trec-", dir=ROOT / "bench"))
     try:
         index = build_index(ARXIV, "index", "abstract", folder / "index")
-        retrievers = [factcheck.TfidfRetriever(),
-                      factcheck.ChunkedRetriever(factcheck.TfidfRetriever(), window=60, overlap=20),
+        retrievers = [factcheck.TfidfRetriever(analyzer="plain"),
+                      factcheck.ChunkedRetriever(factcheck.TfidfRetriever(analyzer="plain"), window=60, overlap=20),
                       factcheck.BM25Retriever(), factcheck.TagRuleRetriever()]
         results = [check(r.fit(index), queries, qrels, folder) for r in retrievers]
     finally:

@@ -320,8 +320,8 @@ def claims_options(args) -> dict:
 
 def add_analyzer_arg(p) -> None:
     p.add_argument("--analyzer", choices=ANALYZERS, default=None,
-                   help="plain: lower-cased letter/digit tokens, no stemming (the default); "
-                        "stems: the project's Porter stems, as BM25 reads")
+                   help="stems: the project's Porter stems, as BM25 reads (the default); "
+                        "plain: lower-cased letter/digit tokens, no stemming")
 
 
 def source_from_args(args, path=None):

@@ -92,7 +92,7 @@ def add_selftest(p):
         check_outputs([p for p in (index_dir,) if p], [args.evidence])
         result = self_retrieval(source_from_args(args), args.query_column, methods, args.cutoffs, args.k,
                                 args.chunk_window or None, args.chunk_overlap, index_dir, args.mode,
-                                args.analyzer or "plain", args.jobs)
+                                args.analyzer or "stems", args.jobs)
         if args.out:
             json_path, md_path = write_self_retrieval(result, args.out)
             print(f"{json_path}, {md_path}: {plural(len(result.results), 'result')}", file=sys.stderr)

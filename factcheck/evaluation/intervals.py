@@ -7,7 +7,9 @@ import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binomtest, bootstrap
+
+# scipy.stats is imported where an interval is computed: it costs most of a second, and
+# the result types here are imported by commands (search) that compute none.
 
 N_BOOT = 10_000
 SEED = 20240501
@@ -95,6 +97,7 @@ def bootstrap_interval(n: int, statistic, n_boot: int = N_BOOT, seed: int = SEED
     if n == 1:  # every resample is the item itself (scipy needs two)
         value = statistic(np.zeros((1, 1), dtype=np.int64))[..., 0]
         return value, value
+    from scipy.stats import bootstrap
     result = bootstrap((np.arange(n),), lambda idx, axis: statistic(idx), n_resamples=n_boot,
                        batch=max(1, BLOCK_ENTRIES // n), vectorized=True, method="percentile",
                        rng=np.random.default_rng(seed))
@@ -148,6 +151,7 @@ def wilson(successes: int, n: int, confidence: float = 0.95) -> Metric:
     """A proportion with its Wilson score interval (scipy's)."""
     if n == 0:
         return Metric(None, None, None, 0, "Wilson")
+    from scipy.stats import binomtest
     ci = binomtest(int(successes), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
     return Metric(successes / n, ci.low, ci.high, n, "Wilson")
 
@@ -156,5 +160,6 @@ def mcnemar_exact(correct_a, correct_b) -> dict:
     """Exact McNemar test on paired correctness: binomial test on discordant pairs."""
     a, b = np.asarray(correct_a, bool), np.asarray(correct_b, bool)
     only_a, only_b = int(np.sum(a & ~b)), int(np.sum(~a & b))
+    from scipy.stats import binomtest
     p = 1.0 if only_a + only_b == 0 else float(binomtest(only_a, only_b + only_a, 0.5).pvalue)
     return {"only_a_correct": only_a, "only_b_correct": only_b, "p_value": p}

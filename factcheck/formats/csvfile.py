@@ -36,6 +36,16 @@ def passages(spec, path: Path):
     return batched(records, title_at is not None)
 
 
+def default_title(path: Path, id_column: str, text_column: str) -> str | None:
+    """``"title"`` when the header has such a column (neither the id nor the text): found by
+    default, as ``id`` and ``text`` are. None when the header cannot be read (reading says why)."""
+    try:
+        _, header = next(iter_csv(path))
+    except (InputError, OSError, StopIteration, UnicodeDecodeError):
+        return None
+    return "title" if "title" in header and "title" not in (id_column, text_column) else None
+
+
 def read_claims(path: Path, require_labels: bool, columns: dict):
     def rows():
         records = iter_csv(path)

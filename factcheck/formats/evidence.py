@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -15,11 +17,12 @@ import numpy as np
 
 from factcheck.errors import InputError, ref
 from factcheck.formats import beir, climate_fever, course, csvfile, fever, jsonl
-from factcheck.formats.files import check_regular_file, read_error, sha256_input
-from factcheck.formats.records import MAX_PASSAGE_CHARS, first_record, length_cap, over_limit
+from factcheck.formats.common import check_id, check_text
+from factcheck.formats.files import check_regular_file, check_unicode, read_error, sha256_input
+from factcheck.formats.records import MAX_PASSAGE_CHARS, first_record, kind_of, length_cap, over_limit
 
 __all__ = ["FORMATS", "SOURCE_OPTIONS", "SourceSpec", "detect_format", "source_spec", "as_source",
-           "iter_passage_records", "iter_passage_batches", "read_passages"]
+           "iter_passage_records", "iter_passage_batches", "read_passages", "is_collection", "read_collection"]
 
 UNITS = {unit.NAME: unit for unit in (course, jsonl, csvfile, fever, climate_fever, beir)}
 FORMATS = tuple(UNITS)
@@ -123,7 +126,8 @@ def source_spec(path, format: str | None = None, id_column: str | None = None, t
     id_column, text_column : str or None
         JSONL/CSV fields (default ``id`` and ``text``).
     title_column : str or None
-        JSONL/CSV: the field holding each passage's title (default: none).
+        JSONL/CSV: the field holding each passage's title (default: a CSV's ``title`` column
+        if it has one, as ``id`` and ``text`` are found; otherwise none).
     index_titles : bool or None
         Index the title with the text; None: the format's convention (BEIR yes, others no).
     max_passage_chars : int or None
@@ -157,6 +161,8 @@ def source_spec(path, format: str | None = None, id_column: str | None = None, t
             raise InputError(None, None, f"must be a non-empty field name, got {value!r}", param=name)
     if index_titles is not None and not isinstance(index_titles, bool):
         raise InputError(None, None, f"must be True, False or None, got {index_titles!r}", param="index_titles")
+    if format == "csv" and title_column is None and not path.is_dir():
+        title_column = csvfile.default_title(path, id_column or "id", text_column or "text")
     if index_titles and not (format in TITLED_FORMATS or title_column is not None):
         raise InputError(path, None, f"the {format} format has no titles (name a {ref('title_column')} for JSONL/CSV)",
                          param="index_titles")
@@ -243,6 +249,109 @@ def read_passages(source, *, titles: bool = False, format: str | None = None, id
     return ids, texts
 
 
+def is_collection(evidence) -> bool:
+    """Whether ``evidence`` is passages in memory (a list of texts, a dict of id -> text, a
+    pandas DataFrame) rather than a file to read."""
+    return isinstance(evidence, (list, tuple, Mapping)) or is_data_frame(evidence)
+
+
+def is_data_frame(obj) -> bool:
+    """Whether ``obj`` is a pandas DataFrame."""
+    # pandas is never imported here: a DataFrame can only exist if the caller imported it.
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and isinstance(obj, pandas.DataFrame)
+
+
+def read_collection(evidence, param: str = "evidence", *, format: str | None = None, id_column: str | None = None,
+                    text_column: str | None = None, title_column: str | None = None,
+                    index_titles: bool | None = None, max_passage_chars: int | None = None):
+    """``(ids, texts, titles or None, index_titles)`` of passages in memory, checked as a file's are.
+
+    Parameters
+    ----------
+    evidence : list of str, dict of str to str, or pandas.DataFrame
+        Texts (ids ``"0"``, ``"1"``, ... in order), id -> text, or a frame with the columns
+        ``id_column`` (default ``"id"``; without one, row numbers as ids), ``text_column``
+        (default ``"text"``) and ``title_column`` (default ``"title"`` when the frame has one).
+    param : str
+        The parameter ``evidence`` was given as, for errors.
+    format, id_column, text_column, title_column, index_titles, max_passage_chars
+        As for :func:`source_spec`; the columns apply to a DataFrame only, ``format`` to files only.
+
+    Example
+    -------
+    >>> read_collection(["Sea levels are rising.", "Ice melts."])
+    (['0', '1'], ['Sea levels are rising.', 'Ice melts.'], None, False)
+    >>> read_collection({"a": "Sea levels are rising.", "a ": "Ice"})[0]
+    ['a', 'a ']
+    """
+    if format is not None:
+        raise InputError(None, None, f"applies to a file; {param} is a {type(evidence).__name__} in memory",
+                         param="format")
+    cap = length_cap(max_passage_chars, "max_passage_chars", MAX_PASSAGE_CHARS)
+    columns = {"id_column": id_column, "text_column": text_column, "title_column": title_column}
+    for name, value in columns.items():
+        if value is not None and (not isinstance(value, str) or not value):
+            raise InputError(None, None, f"must be a non-empty field name, got {value!r}", param=name)
+    titles = None
+    if is_data_frame(evidence):
+        header = [str(c) for c in evidence.columns]
+        for name, value in columns.items():
+            if value is not None and value not in header:
+                raise InputError(None, None, f"no column {value!r} in the DataFrame (found "
+                                 f"{', '.join(map(repr, header)) or 'none'})", param=name)
+        text_column = text_column or "text"
+        if text_column not in header:
+            raise InputError(None, None, f"no column 'text' in the DataFrame (found {', '.join(map(repr, header))}): "
+                             "name the text column", param="text_column")
+        id_column = id_column or ("id" if "id" in header else None)
+        title_column = title_column or ("title" if "title" in header else None)
+        n = len(evidence)
+        raw_ids = evidence[id_column].tolist() if id_column else list(range(n))
+        place = (lambda i: f"row {i}")
+        ids = [check_id(None, f"row {i} of {param}", v, id_column or "id") for i, v in enumerate(raw_ids)]
+        texts = [check_text(None, f"row {i} of {param}", v, text_column)
+                 for i, v in enumerate(evidence[text_column].tolist())]
+        if title_column:
+            # A missing title (None, or pandas' NaN: the one value unequal to itself) is no title.
+            titles = [check_text(None, f"row {i} of {param}", "" if v is None or v != v else v, title_column,
+                                 "the title") for i, v in enumerate(evidence[title_column].tolist())]
+    else:
+        given = [name for name, value in columns.items() if value is not None]
+        if given:
+            raise InputError(None, None, f"applies to a file or a DataFrame; {param} is a "
+                             f"{type(evidence).__name__} of texts", param=given[0])
+        if isinstance(evidence, Mapping):
+            keys = list(evidence)
+            place = (lambda i: f"[{keys[i]!r}]")
+            ids = [check_id(None, f"{param}[{k!r}]", k, "the key") for k in keys]
+            texts = [_text(v, f"{param}[{k!r}]") for k, v in evidence.items()]
+        else:
+            place = (lambda i: f"[{i}]")
+            texts = [_text(v, f"{param}[{i}]") for i, v in enumerate(evidence)]
+            ids = [str(i) for i in range(len(texts))]
+    if index_titles is not None and not isinstance(index_titles, bool):
+        raise InputError(None, None, f"must be True, False or None, got {index_titles!r}", param="index_titles")
+    if index_titles and titles is None:
+        raise InputError(None, None, f"{param} has no titles (a DataFrame's {ref('title_column')} holds them)",
+                         param="index_titles")
+    if not ids:
+        raise InputError(None, None, "no passages (an empty collection)", param=param)
+    check_lengths(None, cap, ids, texts, titles, lambda i: f"{param} {place(i)}")
+    first: dict[str, int] = {}
+    for i, pid in enumerate(ids):
+        if first.setdefault(pid, i) != i:
+            raise InputError(None, f"{param} {place(i)}", f"duplicate passage id {pid!r} (first seen at "
+                             f"{place(first[pid])})", param=param)
+    return ids, texts, titles, bool(index_titles)
+
+
+def _text(value, place: str) -> str:
+    if not isinstance(value, str):
+        raise InputError(None, place, f"a passage's text must be a string, got {kind_of(value)}")
+    return check_unicode(None, place, value, "the text")
+
+
 def _records(spec: SourceSpec):
     unit = UNITS[spec.format]
     files = spec.files()
@@ -255,11 +364,15 @@ def _records(spec: SourceSpec):
 
 
 def _check_lengths(spec: SourceSpec, ids: list[str], texts: list[str], titles, place) -> None:
-    cap = spec.max_passage_chars
+    check_lengths(spec.path, spec.max_passage_chars, ids, texts, titles, place)
+
+
+def check_lengths(path, cap: int, ids: list[str], texts: list[str], titles, place) -> None:
+    """An InputError naming ``place(i)`` of the first id, text or title longer than ``cap``."""
     for what, values in (("id", ids), ("text", texts), ("title", titles or ())):
         if values and max(map(len, values)) > cap:
             i = next(i for i, v in enumerate(values) if len(v) > cap)
-            raise over_limit(spec.path, cap, f"{place(i)} (id {ids[i][:40]!r}) has a {what} of {len(values[i]):,} "
+            raise over_limit(path, cap, f"{place(i)} (id {ids[i][:40]!r}) has a {what} of {len(values[i]):,} "
                              "characters, more than this limit")
 
 

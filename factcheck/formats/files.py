@@ -206,6 +206,8 @@ def _atomic(dest: Path, folder: bool, suffix: str = ""):
         files = sorted(tmp.iterdir()) if folder else [tmp]
         crashpoint(f"mid-write:{dest.name}", partial=files[-1] if files else None)
         for path in files:
+            if path.is_dir():  # a nested folder was written (and synced) by its own atomic write
+                continue
             with open(path, "rb+") as fh:
                 os.fsync(fh.fileno())
         crashpoint(f"before-rename:{dest.name}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+from contextlib import nullcontext
 import time
 import warnings
 from dataclasses import dataclass, replace
@@ -19,7 +20,7 @@ from pathlib import Path
 from factcheck.errors import FactcheckWarning, InputError, check_number
 from factcheck.evaluation.intervals import Metric, Result
 from factcheck.evaluation.ir_metrics import DEFAULT_KS, judged_metrics
-from factcheck.formats.evidence import SourceSpec, as_source, iter_passage_batches
+from factcheck.formats.evidence import SourceSpec, as_source, is_collection, iter_passage_batches
 from factcheck.formats.files import write_json_atomic, write_text_atomic
 from factcheck.formats.qrels import check_trec_id, write_trec_run
 from factcheck.formats.records import MAX_QUERY_CHARS, check_length, length_cap, shown
@@ -107,7 +108,7 @@ def rank_queries(retriever, queries: dict[str, str], k: int = DEPTH, progress: b
     >>> tfidf = factcheck.TfidfRetriever().fit(index)
     >>> run = rank_queries(tfidf, {"q1": "Sea levels are rising.", "q2": "Arctic ice is melting."}, k=3)
     >>> [(docid, round(score, 3)) for docid, score in run["q1"]]
-    [('evidence-39', 0.428), ('evidence-27', 0.166), ('evidence-8', 0.15)]
+    [('evidence-8', 0.5), ('evidence-39', 0.287), ('evidence-7', 0.28)]
     """
     from factcheck.progress import progress as progress_bar
 
@@ -150,7 +151,7 @@ def read_query_column(source: SourceSpec, query_column: str) -> tuple[list[str],
 
 def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, cutoffs=SELF_KS, k: int = DEPTH,
                    chunk_window: int | None = 60, chunk_overlap: int = 20, index_dir=None, mode: str = "course",
-                   analyzer: str = "plain", jobs: int = 1, progress: bool | None = None, *,
+                   analyzer: str = "stems", jobs: int = 1, progress: bool | None = None, *,
                    format: str | None = None, id_column: str | None = None, text_column: str | None = None,
                    title_column: str | None = None, index_titles: bool | None = None,
                    max_passage_chars: int | None = None) -> SelfRetrieval:
@@ -159,10 +160,12 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, cutoffs=
 
     Parameters
     ----------
-    source : str, Path or SourceSpec
-        The collection (CSV or JSONL), or a ``SourceSpec`` already made.
+    source : str, Path, SourceSpec, pandas.DataFrame or TagIndex
+        The collection (CSV or JSONL), or a ``SourceSpec`` already made; a DataFrame (its
+        columns as :func:`factcheck.build_index` reads them), indexed in memory; or an index
+        (in memory or loaded) whose stored titles are the queries.
     query_column : str
-        The column holding each row's query, e.g. ``"title"``.
+        The column holding each row's query, e.g. ``"title"`` (an index's: ``"title"``).
     methods : sequence of str
         Retrievers to compare (``dense``, ``hybrid`` need ``mode="open"``).
     cutoffs : sequence of int
@@ -172,11 +175,11 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, cutoffs=
     chunk_window, chunk_overlap : int
         Also search word windows, each document scored by its best; ``None`` or 0: no chunks.
     index_dir : str or Path or None
-        Where the tag index is built or reused; ``None``: a temporary directory.
+        Where a file's tag index is built or reused; ``None``: a temporary directory.
     mode : {"course", "open"}
         ``"open"`` also builds the passage vectors.
-    analyzer : {"plain", "stems"}
-        The TF-IDF retriever's analysis.
+    analyzer : {"stems", "plain"}
+        The TF-IDF retriever's analysis (default: stems, as BM25's).
     jobs : int
         Worker processes for tagging.
     progress : bool or None
@@ -210,8 +213,6 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, cutoffs=
     from factcheck.tagging.index import TagIndex
     from factcheck.tagging.job import TagJob
 
-    source = as_source(source, "source", format=format, id_column=id_column, text_column=text_column,
-                       title_column=title_column, index_titles=index_titles, max_passage_chars=max_passage_chars)
     methods = list(methods)
     for method in methods:
         check_method(method, mode)
@@ -222,24 +223,38 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, cutoffs=
     check_mode(mode)
     cutoffs = tuple(sorted(set(cutoffs)))
     check_number(k, "k", integer=True, low=max(cutoffs))
-    ids, texts = read_query_column(source, query_column)
+    options = {"format": format, "id_column": id_column, "text_column": text_column, "title_column": title_column,
+               "index_titles": index_titles, "max_passage_chars": max_passage_chars}
+    if isinstance(source, TagIndex) or is_collection(source):
+        index, ids, texts, corpus = _collection_queries(source, query_column, options)
+        path = None
+    else:
+        source = as_source(source, "source", **options)
+        ids, texts = read_query_column(source, query_column)
+        path = source.path
+        corpus = {**source.describe(), "path": str(source.path), "id_column": source.id_column,
+                  "text_column": source.text_column}
     queries = {pid: q for pid, q in zip(ids, texts) if q.strip()}
     skipped = len(ids) - len(queries)
     if not queries:
-        raise InputError(source.path, None, f"every row's {query_column!r} is empty: nothing to query",
+        raise InputError(path, None, f"every row's {query_column!r} is empty: nothing to query",
                          param="query_column")
-    if source.title_column is None:  # stored and shown, never indexed
-        source = replace(source, title_column=query_column, index_titles=False)
-    with tempfile.TemporaryDirectory(prefix="factcheck-selftest-") as scratch:
-        root = Path(index_dir) if index_dir is not None else Path(scratch) / "index"
-        manifest = TagJob(jobs=jobs, progress=progress).run(source, root)
-        index = TagIndex.load(root)
-        if index.ids != ids:  # the index of another file (or of this one, edited since)
-            raise InputError(root, None, f"this index does not hold the rows of {source.path} in order; "
-                             "build it from the same file", param="index_dir")
-        if mode == "open" and any(m in OPEN_SELFTEST_METHODS for m in methods):
-            from factcheck.tagging.vectors import PassageVectorJob
-            PassageVectorJob(jobs=jobs, progress=progress).run(root, manifest)
+    with tempfile.TemporaryDirectory(prefix="factcheck-selftest-") if path else nullcontext() as scratch:
+        if path:
+            if source.title_column is None:  # stored and shown, never indexed
+                source = replace(source, title_column=query_column, index_titles=False)
+            root = Path(index_dir) if index_dir is not None else Path(scratch) / "index"
+            manifest = TagJob(jobs=jobs, progress=progress).run(source, root)
+            index = TagIndex.load(root)
+            if index.ids != ids:  # the index of another file (or of this one, edited since)
+                raise InputError(root, None, f"this index does not hold the rows of {source.path} in order; "
+                                 "build it from the same file", param="index_dir")
+            if mode == "open" and any(m in OPEN_SELFTEST_METHODS for m in methods):
+                from factcheck.tagging.vectors import PassageVectorJob
+                PassageVectorJob(jobs=jobs, progress=progress).run(root, manifest)
+        elif index_dir is not None:
+            raise InputError(None, None, "is for a file's index; the passages given are indexed in memory "
+                             "(TagIndex.save keeps an index)", param="index_dir")
         qrels = {qid: {qid: 1} for qid in queries}
         results, chunks = [], None
         for method in methods:
@@ -264,11 +279,58 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, cutoffs=
                 logger.info("%s, %s: recall@1 %.3f (%d queries, %.1f s)", method,
                             f"chunks {window}/{chunk_overlap}" if window else "whole",
                             scored.metrics["recall@1"].value, len(queries), ranked - started)
-    corpus = {**source.describe(), "path": str(source.path), "id_column": source.id_column,
-              "text_column": source.text_column, "query_column": query_column, "rows": len(ids), "chunks": chunks,
+    corpus = {**corpus, "query_column": query_column, "rows": len(ids), "chunks": chunks,
               "chunk_window": chunk_window or None, "chunk_overlap": chunk_overlap if chunk_window else None}
     return SelfRetrieval(corpus=corpus, queries=len(queries), skipped_empty=skipped, ks=list(cutoffs), depth=k,
                          mode=mode, analyzer=analyzer, results=results)
+
+
+def _collection_queries(source, query_column: str, options: dict):
+    """``(index, ids, queries, corpus record)`` of a self-retrieval test over passages in memory:
+    a DataFrame (its ``query_column``, never indexed) or an index (its stored titles)."""
+    from factcheck.formats.evidence import is_data_frame, read_collection
+    from factcheck.tagging.index import TagIndex
+    from factcheck.tagging.job import TagParams
+    from factcheck.tagging.memory import build_in_memory, collection_record
+    if isinstance(source, TagIndex):
+        given = [name for name, value in options.items() if value is not None]
+        if given:
+            raise InputError(None, None, "given with an index, which was read already", param=given[0])
+        if query_column != "title" or not source.has_titles or source.index_titles:
+            raise InputError(None, None, "an index's queries are its stored titles: give query_column='title' "
+                             "and an index whose titles are stored, not indexed", param="query_column")
+        record = {"name": source.where, "format": "index"}
+        return source, list(source.ids), [t or "" for t in source.titles_of(range(len(source)))], record
+    if not is_data_frame(source):
+        raise InputError(None, None, f"a self-retrieval test reads each row's query from a column: give a CSV or "
+                         f"JSONL file, a DataFrame or an index with titles, not a {type(source).__name__}",
+                         param="source")
+    header = [str(c) for c in source.columns]
+    if query_column not in header:
+        raise InputError(None, None, f"no column {query_column!r} in the DataFrame", param="query_column")
+    options = {**options, "title_column": options["title_column"] or ("title" if "title" in header else None)}
+    indexed = {options["id_column"] or "id", options["text_column"] or "text"}
+    if options["index_titles"]:
+        indexed.add(options["title_column"])
+    if query_column in indexed:
+        raise InputError(None, query_column, "the query column must not be the id or an indexed column "
+                         "(a query that is the indexed text finds itself trivially)", param="query_column")
+    queries = []
+    for i, q in enumerate(source[query_column].tolist()):
+        if q is not None and not isinstance(q, str):
+            if q == q:  # NaN (pandas' missing value) is an empty query; any other value is no text
+                raise InputError(None, f"row {i}", f"the query column holds {type(q).__name__}, expected text",
+                                 param="query_column")
+            q = None
+        queries.append(q or "")
+    if options["title_column"] is None:  # stored and shown, never indexed
+        options["title_column"] = query_column
+    ids, texts, titles, index_titles = read_collection(source, "source", **options)
+    index = TagIndex(None, *build_in_memory(ids, texts, titles, index_titles, TagParams(),
+                                            collection_record(ids, texts, titles, index_titles), "source"))
+    record = {"name": "(in memory)", "format": "DataFrame", "id_column": options["id_column"] or "id",
+              "text_column": options["text_column"] or "text"}
+    return index, ids, queries, record
 
 
 def write_self_retrieval(result: SelfRetrieval, out) -> tuple[Path, Path]:
@@ -321,7 +383,7 @@ def search(retriever, queries, k: int = 10, max_query_chars: int | None = None):
     >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
     >>> found = search(factcheck.TfidfRetriever().fit(index), "Arctic ice is melting.", k=2)
     >>> found.ids, [round(s, 3) for s in found.scores], found.texts[1][:40]
-    (['evidence-7', 'evidence-5'], [0.272, 0.26], 'Arctic sea ice extent in September has d')
+    (['evidence-5', 'evidence-7'], [0.281, 0.273], 'Global mean sea level rose by about twen')
     >>> len(search(index, ["Sea levels are rising.", "Arctic ice"], k=3))
     2
     """
@@ -383,9 +445,9 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
     >>> result = judged_retrieval(factcheck.TfidfRetriever().fit(index), queries, qrels, k=10,
     ...                           run_out="out/demo.trec", progress=False)
     >>> result.queries, result.skipped_unjudged, round(result.metrics["ndcg@10"].value, 3)
-    (2, 1, 0.68)
+    (2, 1, 1.0)
     >>> open("out/demo.trec").readline()
-    'q1 Q0 evidence-39 1 0.42814268653648513 tfidf\\n'
+    'q1 Q0 evidence-8 1 0.4996464701578407 tfidf\\n'
     """
     retriever = as_retriever(retriever)
     missing = [qid for qid in qrels if qid not in queries]
@@ -410,7 +472,7 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
     absent = sum(docid not in row_of for docs in qrels.values() for docid, grade in docs.items() if grade >= 1)
     if absent:
         warnings.warn(FactcheckWarning(
-            f"{absent} relevant judged documents are not in the index {retriever.index_.root}: they count as "
+            f"{absent} relevant judged documents are not in the index {retriever.index_.where}: they count as "
             "relevant and can never be retrieved"), stacklevel=2)
     run = rank_queries(retriever, judged, k, progress)
     scored = judged_metrics(run, qrels, cutoffs)

@@ -6,6 +6,7 @@ import inspect
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
 from typing import Iterable, NamedTuple
 
 import numpy as np
@@ -33,6 +34,8 @@ class Hit:
         The numbers and terms behind the pick.
     title : str or None
         The passage's title, when the index has titles.
+    text : str or None
+        The passage's own text, when the result carries texts (:func:`factcheck.search`).
 
     Example
     -------
@@ -45,6 +48,7 @@ class Hit:
     score: float
     explanation: dict = field(default_factory=dict)
     title: str | None = None
+    text: str | None = None
 
     def to_json(self) -> dict:
         """The hit as the explanations sidecar records it."""
@@ -55,8 +59,12 @@ class Hit:
 
 
 @dataclass
-class Ranking:
+class Ranking(Sequence):
     """A claim's scored passages by descending score (ties by corpus order), to a depth.
+
+    A sequence of :class:`Hit`: ``len``, indexing (``ranking[0]``, ``ranking[-1]``; a slice
+    is a shorter ``Ranking``) and iteration, each hit with its ``id``, ``score`` (a float),
+    ``title`` and ``text`` (None where the ranking has none).
 
     Parameters
     ----------
@@ -76,6 +84,9 @@ class Ranking:
     >>> r = Ranking(["evidence-3", "evidence-0"], [2.5, 1.0], [3, 0])
     >>> len(r), r.ids[0], r.to_json()
     (2, 'evidence-3', ['evidence-3', 'evidence-0'])
+    >>> best = r[0]
+    >>> best.id, best.score, [hit.id for hit in r], r[-1].row, r[1:].ids
+    ('evidence-3', 2.5, ['evidence-3', 'evidence-0'], 0, ['evidence-0'])
     """
 
     ids: list[str]
@@ -86,6 +97,22 @@ class Ranking:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return Ranking(self.ids[i], self.scores[i], self.rows[i], None if self.titles is None else self.titles[i],
+                           None if self.texts is None else self.texts[i])
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"Ranking indices must be integers or slices, not {type(i).__name__}")
+        return Hit(self.rows[i], self.ids[i], float(self.scores[i]), {}, None if self.titles is None else self.titles[i],
+                   None if self.texts is None else self.texts[i])
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __contains__(self, item) -> bool:
+        # a passage id is "in" a ranking as its hit is (``"evidence-3" in ranking``)
+        return item in self.ids if isinstance(item, str) else any(hit == item for hit in self)
 
     def to_json(self) -> list[str]:
         """The ids, best first."""
@@ -354,8 +381,10 @@ class Retriever(BaseEstimator, ABC):
         return self.k
 
     def _select(self, claim: str, scored: Scored, top: TopK) -> Selection:
-        """The top ``k``, explained by :meth:`_explain`."""
+        """The top ``k`` that scored above 0, explained by :meth:`_explain`."""
         rows, scores = top.rows[:self.k], top.scores[:self.k]
+        matched = scores != 0  # a passage scoring 0 matched nothing of the claim: it is no evidence
+        rows, scores = rows[matched], scores[matched]
         hits = [self._hit(r, s, e) for r, s, e in
                 zip(rows.tolist(), scores.tolist(), self._explain(claim, rows, scores, scored.state))]
         return Selection(hits, "ranked", {"params": self.params()})
@@ -433,6 +462,14 @@ def as_texts(claims, param: str = "claims") -> tuple[list[str], bool]:
         if not isinstance(text, str):
             raise InputError(None, f"[{i}]", f"expected {what}, got {type(text).__name__}", param=param)
     return texts, False
+
+
+def require_directory(index, method: str) -> None:
+    """An InputError if ``index`` is held in memory: ``method`` reads files kept beside an index."""
+    if getattr(index, "root", "") is None:
+        raise InputError(None, None, f"the {method} retriever reads the passage vectors kept in an index "
+                         "directory: save this in-memory index (index.save(path)), build its vectors "
+                         "(factcheck.tagging.vectors.PassageVectorJob) and fit to the saved index", param="index")
 
 
 def _as_index(index):

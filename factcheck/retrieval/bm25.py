@@ -66,7 +66,7 @@ class BM25Retriever(Retriever):
         check_choice(self.method, "method", BM25_METHODS)
 
     def _fit(self, index) -> None:
-        if not self.cache:
+        if not self.cache or index.root is None:  # an index in memory has no directory to cache in
             counts = corpus_counts(index)
             terms, self.weights_ = counts.terms, bm25_weights(counts.counts, counts.lengths, self.k1, self.b)
         else:

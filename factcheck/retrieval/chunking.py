@@ -10,7 +10,7 @@ import numpy as np
 
 from factcheck.errors import InputError, check_number
 from factcheck.formats.files import atomic_path, dumps_json
-from factcheck.retrieval.base import Retriever, Selection, TopK
+from factcheck.retrieval.base import Retriever, Selection, TopK, require_directory
 from factcheck.scoring.topk import first_per_group, top_k
 
 
@@ -51,18 +51,37 @@ def chunk_passages(texts: list[str], window: int, overlap: int) -> Chunks:
     return Chunks(out_texts, np.asarray(owner, dtype=np.int64), spans)
 
 
+def _chunk_ids(chunks: Chunks, ids) -> list[str]:
+    """Each chunk's id: ``<passage id>#<chunk number within the passage>``."""
+    counter: dict[int, int] = {}
+    out = []
+    for row in chunks.owner.tolist():
+        k = counter[row] = counter.get(row, -1) + 1
+        out.append(f"{ids[row]}#{k}")
+    return out
+
+
 def _tag_chunks(chunks: Chunks, ids: list[str], tag_params: dict, folder: Path) -> None:
     """The offline tagging job over the chunks (ids ``<passage id>#<chunk>``), into ``folder``."""
     from factcheck.formats.evidence import source_spec
     from factcheck.tagging.job import TagJob
 
     source = folder / "chunks.jsonl"
-    counter: dict[int, int] = {}
     with atomic_path(source) as tmp, open(tmp, "w", encoding="utf-8") as fh:
-        for text, row in zip(chunks.texts, chunks.owner.tolist()):
-            k = counter[row] = counter.get(row, -1) + 1
-            fh.write(dumps_json({"id": f"{ids[row]}#{k}", "text": text}, indent=None))
+        for text, cid in zip(chunks.texts, _chunk_ids(chunks, ids)):
+            fh.write(dumps_json({"id": cid, "text": text}, indent=None))
     TagJob(**tag_params, progress=False).run(source_spec(source), folder / "index")
+
+
+def _chunks_in_memory(chunks: Chunks, ids, tag_params: dict):
+    """The chunk index of an index held in memory: tagged in memory too."""
+    from factcheck.tagging.job import TagParams
+    from factcheck.tagging.memory import build_in_memory, collection_record
+
+    chunk_ids, texts = _chunk_ids(chunks, ids), list(chunks.texts)
+    from factcheck.tagging.index import TagIndex
+    return TagIndex(None, *build_in_memory(chunk_ids, texts, None, False, TagParams(**tag_params),
+                                           collection_record(chunk_ids, texts, None, False)))
 
 
 class ChunkedRetriever(Retriever):
@@ -122,10 +141,15 @@ class ChunkedRetriever(Retriever):
         key = {"plan_key": index.manifest.data.get("plan_key"), "window": self.window, "overlap": self.overlap,
                "tag_params": tag_params, "format": MANIFEST_FORMAT}
         self.chunks_ = chunks
-        self.chunk_index_ = DerivedCache(index.root).load_or_build(
-            f"chunks/w{self.window}-o{self.overlap}", key,
-            lambda folder: _tag_chunks(chunks, index.ids, tag_params, folder),
-            lambda folder: TagIndex.load(folder / "index"))
+        if getattr(self.inner, "needs_vectors", False):
+            require_directory(index, self.inner.name)
+        if index.root is None:
+            self.chunk_index_ = _chunks_in_memory(chunks, index.ids, tag_params)
+        else:
+            self.chunk_index_ = DerivedCache(index.root).load_or_build(
+                f"chunks/w{self.window}-o{self.overlap}", key,
+                lambda folder: _tag_chunks(chunks, index.ids, tag_params, folder),
+                lambda folder: TagIndex.load(folder / "index"))
         if getattr(self.inner, "needs_vectors", False):  # embedded with the passages' model
             from factcheck.tagging.vectors import PassageVectorJob, read_vectors_manifest
             model = read_vectors_manifest(index.root, index.manifest)["model"]

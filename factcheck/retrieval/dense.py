@@ -7,7 +7,7 @@ import weakref
 import numpy as np
 
 from factcheck.errors import check_choice, check_number
-from factcheck.retrieval.base import Retriever, Scored
+from factcheck.retrieval.base import Retriever, Scored, require_directory
 from factcheck.scoring.topk import top_k
 from factcheck.text.analyzer import analyze, shared_stems
 
@@ -55,6 +55,7 @@ class DenseRetriever(Retriever):
     def _fit(self, index) -> None:
         from factcheck.tagging.vectors import read_vectors_manifest
         from factcheck.text.embedding import load_embedder
+        require_directory(index, self.name)
         self.embedder_ = load_embedder(read_vectors_manifest(index.root, index.manifest)["model"])
         self.vectors_, self.vectors_sha256_ = _shared_vectors(index, self.embedder_.identity)
 

@@ -1,4 +1,5 @@
-"""The 2024 tag rule (docs/retrieval.md), reproduced bit for bit and vectorised."""
+"""The 2024 tag rule (docs/retrieval.md), reproduced bit for bit and vectorised, but for
+the passages sharing no tag with the claim: never returned (the 2024 fallback's fill)."""
 
 from __future__ import annotations
 
@@ -80,13 +81,9 @@ class TagRuleRetriever(Retriever):
         return distinct, cand, shared, cosine, overlap, cosine + overlap
 
     def _fallback(self, cand, combined, top_n):
-        """The ``top_n`` best by combined, then zero-score rows in corpus order."""
-        rows, scores = top_k(combined, top_n, cand)
-        if len(rows) < top_n:
-            fill = _first_rows_not_in(cand, top_n - len(rows), len(self.index_))
-            rows = np.concatenate([rows, fill])
-            scores = np.concatenate([scores, np.zeros(len(fill))])
-        return rows, scores
+        """The ``top_n`` best candidates by combined. The 2024 rule filled up to ``top_n`` with
+        passages sharing no tag (score 0) in corpus order; no retriever returns those as evidence."""
+        return top_k(combined, top_n, cand)
 
     _evidence_depth = 0  # the rule reads every candidate's scores
 
@@ -144,14 +141,3 @@ class TagRuleRetriever(Retriever):
         return Selection(hits, path, {"claim_tags": self.claim_tags(claim), "thresholds": self.params(),
                                       "passed_filter": int(n_passed)})
 
-
-def _first_rows_not_in(sorted_rows: np.ndarray, count: int, n: int) -> np.ndarray:
-    """The ``count`` smallest row numbers in [0, n) absent from ``sorted_rows``."""
-    limit = count
-    while True:
-        limit = min(limit, n)
-        present = sorted_rows[: np.searchsorted(sorted_rows, limit)]
-        missing = np.setdiff1d(np.arange(limit, dtype=np.int64), present, assume_unique=True)
-        if len(missing) >= count or limit == n:
-            return missing[:count]
-        limit *= 2

@@ -191,12 +191,13 @@ class TagIndex:
     """All passages of an index with their tags, in input order: what retrievers ``fit`` to.
 
     Open one with :meth:`load` (or :func:`factcheck.build_index`); every array stays
-    memory-mapped where the index keeps it.
+    memory-mapped where the index keeps it. :func:`factcheck.build_index` without a
+    directory builds one in memory (``root`` None), which :meth:`save` writes.
 
     Parameters
     ----------
-    root : Path
-        The index directory.
+    root : Path or None
+        The index directory; None for an index held in memory.
     manifest : Manifest
         Its verified manifest.
     arrays : IndexArrays
@@ -221,7 +222,7 @@ class TagIndex:
     """
 
     def __init__(self, root: Path, manifest: store.Manifest, arrays: store.IndexArrays):
-        self.root = Path(root)
+        self.root = None if root is None else Path(root)
         self.manifest = manifest
         p = arrays.passages
         #: Every passage id, in row order (``ids.take(rows)`` decodes many at once).
@@ -275,6 +276,42 @@ class TagIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def __repr__(self) -> str:
+        where = "in memory" if self.root is None else str(self.root)
+        return f"<TagIndex of {len(self)} passages, {where}>"
+
+    @property
+    def where(self) -> str:
+        """The index directory, or ``"the in-memory index"``: how errors name this index."""
+        return "the in-memory index" if self.root is None else str(self.root)
+
+    def save(self, path, force: bool = False) -> Path:
+        """Write this index into the directory ``path`` as ``factcheck tag`` lays one out (atomically);
+        :meth:`load` opens it memory-mapped.
+
+        Parameters
+        ----------
+        path : str or Path
+            A new (or empty) directory; one holding this same index is kept as it is.
+        force : bool, default False
+            Replace another index found in ``path``.
+
+        Returns
+        -------
+        Path
+
+        Example
+        -------
+        >>> import factcheck
+        >>> index = factcheck.build_index(["Sea levels are rising.", "Arctic sea ice is shrinking."])
+        >>> index.save("out/two-passages")
+        PosixPath('out/two-passages')
+        >>> list(TagIndex.load("out/two-passages").ids)
+        ['0', '1']
+        """
+        from factcheck.tagging.memory import save_index
+        return save_index(self, path, force)
+
     @cached_property
     def row_of(self) -> IdRows:
         """Passage id -> row (a read-only mapping)."""
@@ -293,7 +330,7 @@ class TagIndex:
         if isinstance(passage, str):
             row = int(self.rows_of([passage])[0])
             if row < 0:
-                raise KeyError(f"no passage {passage!r} in the index {self.root}")
+                raise KeyError(f"no passage {passage!r} in the index {self.where}")
             return row
         if isinstance(passage, (int, np.integer)) and not isinstance(passage, bool):
             return int(passage)
@@ -326,7 +363,8 @@ class TagIndex:
         rows = self.rows_of(ids).tolist()
         missing = [i for i, r in zip(ids, rows) if r < 0]
         if missing:
-            raise InputError(self.root, None, f"{_ids_line(missing)} not in this index")
+            raise InputError(self.root, None, f"{_ids_line(missing)} not in this index"
+                             + (" (in memory)" if self.root is None else ""))
         return self.texts.take(rows)
 
     def require_gold(self, claims, path) -> None:
@@ -336,7 +374,7 @@ class TagIndex:
         missing = [pair for pair, r in zip(pairs, rows) if r < 0]
         if missing:
             raise InputError(path, f"claim {missing[0][0]!r}", f"gold evidence {_ids_line([e for _, e in missing])} "
-                             f"not in the knowledge source {self.root} (of {len({c for c, _ in missing})} "
+                             f"not in the knowledge source {self.where} (of {len({c for c, _ in missing})} "
                              "claims); is it the knowledge source these claims were written for?")
 
     def text_batches(self, desc: str | None = None):

@@ -5,7 +5,6 @@ depends on, so a rerun skips exactly the shards whose record and bytes match.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import shutil
 from collections.abc import Callable
@@ -19,9 +18,9 @@ from factcheck.formats.evidence import SourceSpec, as_source, iter_passage_recor
 from factcheck.formats.files import crashpoint, loads_json, write_json_atomic
 from factcheck.tagging import outdir, store
 from factcheck.tagging.backends import WorkerPool, require_backend
-from factcheck.tagging.packing import pack_strings
+from factcheck.tagging.memory import index_record, vocabulary_arrays
 from factcheck.tagging.tasks import count_shard, read_counts, tag_shard, warm_up
-from factcheck.tagging.vocabulary import TermStats, Vocabulary, tag_vocabulary
+from factcheck.tagging.vocabulary import TermStats, Vocabulary
 
 __all__ = ["TagJob", "TagParams"]
 
@@ -138,7 +137,7 @@ class TagJob:
         plan = {
             "format": store.MANIFEST_FORMAT,
             "params": asdict(self._params),
-            "input": {**source.describe(), "sha256": source.sha256(), "bytes": source.size()},
+            "input": input_record(source),
         }
         plan_key = store.content_key(plan)
         done = outdir.prepare(out, plan, plan_key, force, self._say, self._before_write)
@@ -272,27 +271,11 @@ class TagJob:
             tag_counts += np.bincount(t["terms"], minlength=len(vocab.terms))
             entries.append({"shard": s["shard"], "start": s["start"], "passages": s["count"],
                             "empty_tags": int(np.count_nonzero(np.diff(t["indptr"]) == 0))})
-        tag_vocab = tag_vocabulary(vocab.terms, tag_counts, n, self._params.tag_features)
-        tag_terms = tag_vocab.terms  # in column order
-        arrays = {}
-        for prefix, v in (("", vocab), ("tag_", tag_vocab)):
-            arrays[f"{prefix}terms"], arrays[f"{prefix}term_offsets"] = pack_strings(v.terms)
-            arrays[f"{prefix}idf"] = v.idf
+        arrays, tag_terms = vocabulary_arrays(vocab, tag_counts, n, self._params.tag_features)
         vocab_files = store.write_arrays(out / store.VOCABULARY_DIR, "vocabulary", arrays)
         files.update({f"{store.VOCABULARY_DIR}/{f}": entry for f, entry in vocab_files.items()})
-        manifest = {
-            **plan,
-            "plan_key": plan_key,
-            "passages": n,
-            "empty_tags": sum(e["empty_tags"] for e in entries),
-            "titles": source.has_titles,
-            "index_titles": source.has_titles and source.index_titles,
-            "vocabulary": {"size": len(vocab.terms), "sha256": vocab.digest(), "analyzer": "text"},
-            "tag_vocabulary": {"size": len(tag_terms), "analyzer": "tags",
-                               "sha256": hashlib.sha256("\n".join(tag_terms).encode()).hexdigest()},
-            "shards": entries,
-            "files": dict(sorted(files.items())),
-        }
+        manifest = {**index_record(plan, plan_key, entries, source.has_titles, source.has_titles and source.index_titles,
+                                   vocab, tag_terms), "files": dict(sorted(files.items()))}
         listed = {name.rpartition("/")[0] for name in files}
         for sub in (store.PASSAGES_DIR, store.TAGS_DIR):  # a stray shard would fail verification: drop it
             for path in (out / sub).glob(f"{sub}-*"):
@@ -313,26 +296,31 @@ class TagJob:
             self.report(message)
 
 
-def build_index(evidence, out, *, format: str | None = None, id_column: str | None = None,
+def build_index(evidence, out=None, *, format: str | None = None, id_column: str | None = None,
                 text_column: str | None = None, title_column: str | None = None, index_titles: bool | None = None,
                 max_passage_chars: int | None = None, top_k: int = 10, max_features: int = 20000, tag_features: int = 1000, shard_size: int = 100_000,
                 jobs: int = 1, backend: str = "loky", scheduler: str | None = None, force: bool = False,
                 progress: bool | None = None):
-    """Tag a knowledge source into ``out`` (or reuse the index already there) and open it.
+    """Tag a knowledge source, in memory or into ``out`` (reusing the index already there), and open it.
 
     Parameters
     ----------
-    evidence : str, Path or SourceSpec
-        The knowledge source (any format :func:`factcheck.formats.evidence.source_spec` reads).
-    out : str or Path
+    evidence : str, Path, SourceSpec, list of str, dict of str to str, or pandas.DataFrame
+        The knowledge source: a file in any format :func:`factcheck.formats.evidence.source_spec`
+        reads, or passages in memory (:func:`~factcheck.formats.evidence.read_collection`):
+        texts (ids ``"0"``, ``"1"``, ...), id -> text, or a DataFrame's columns.
+    out : str, Path or None, default None
         The index directory: a complete index of the same input and parameters is reused,
-        a partial one resumed.
+        a partial one resumed. None: the index is built and kept in memory, no file written
+        (:meth:`~factcheck.TagIndex.save` writes it later).
     format, id_column, text_column, title_column, index_titles, max_passage_chars
-        How to read ``evidence`` (:func:`~factcheck.formats.evidence.source_spec`).
+        How to read ``evidence`` (:func:`~factcheck.formats.evidence.source_spec`; for a
+        DataFrame, its columns).
     top_k, max_features, tag_features, shard_size
         The tagging knobs (:class:`TagParams`).
     jobs, backend, scheduler, force, progress
-        As for :class:`TagJob` (``force`` replaces an index built with other settings).
+        As for :class:`TagJob` (``force`` replaces an index built with other settings); an
+        index built in memory is tagged in this process.
 
     Returns
     -------
@@ -340,15 +328,43 @@ def build_index(evidence, out, *, format: str | None = None, id_column: str | No
 
     Example
     -------
+    >>> index = build_index(["Sea levels are rising.", "Arctic sea ice is shrinking.", "Crops grow."])
+    >>> len(index), index.root, index.tags(1)
+    (3, None, ['arctic', 'ice', 'shrink', 'sea'])
     >>> index = build_index("data/demo/evidence.json", "out/demo-index", progress=False)  # doctest: +SKIP
-    >>> len(index.ids)  # doctest: +SKIP
     >>> arxiv = build_index("arxiv-abstracts.csv", "out/arxiv-index", id_column="index",
     ...                     text_column="abstract", title_column="title")  # doctest: +SKIP
     """
+    from factcheck.formats.evidence import is_collection, read_collection
     from factcheck.tagging.index import TagIndex
-    source = as_source(evidence, "evidence", format=format, id_column=id_column, text_column=text_column,
-                       title_column=title_column, index_titles=index_titles, max_passage_chars=max_passage_chars)
+    from factcheck.tagging.memory import build_in_memory, collection_record
+
+    options = {"format": format, "id_column": id_column, "text_column": text_column, "title_column": title_column,
+               "index_titles": index_titles, "max_passage_chars": max_passage_chars}
+    params = TagParams(top_k, max_features, tag_features, shard_size)
+    if is_collection(evidence):
+        ids, texts, titles, index_titles = read_collection(evidence, "evidence", **options)
+        index = TagIndex(None, *build_in_memory(ids, texts, titles, index_titles, params,
+                                                collection_record(ids, texts, titles, index_titles)))
+        if out is not None:
+            index.save(out, force=force)
+            return TagIndex.load(out)
+        return index
+    source = as_source(evidence, "evidence", **options)
+    if out is None:
+        params.validate()
+        ids, texts, titles = [], [], ([] if source.has_titles else None)
+        for batch_ids, batch_texts, batch_titles in iter_passage_records(source):
+            ids += batch_ids
+            texts += batch_texts
+            if titles is not None:
+                titles += batch_titles
+        return TagIndex(None, *build_in_memory(ids, texts, titles, source.index_titles, params, input_record(source)))
     TagJob(top_k=top_k, max_features=max_features, tag_features=tag_features, shard_size=shard_size, jobs=jobs,
            backend=backend, scheduler=scheduler, progress=progress).run(source, Path(out), force=force)
     return TagIndex.load(out)
 
+
+def input_record(source: SourceSpec) -> dict:
+    """What a manifest records about its input file (what changes the index's bytes)."""
+    return {**source.describe(), "sha256": source.sha256(), "bytes": source.size()}

@@ -58,14 +58,18 @@ def counts_name(shard: int) -> str:
 
 def write_arrays(dest: Path, kind: str, arrays: dict) -> dict[str, dict]:
     """Write ``arrays`` as the folder ``dest`` of ``kind``, atomically; each file's ``{"sha256", "shape"}``."""
-    spec = ARRAYS[kind]
     files = {}
     with atomic_dir(dest, suffix=".npy") as tmp:
-        for name in sorted(arrays):
-            a = np.ascontiguousarray(arrays[name], dtype=spec[name])
+        for name, a in sorted(typed(kind, arrays).items()):
             np.save(tmp / f"{name}.npy", a, allow_pickle=False)
             files[f"{name}.npy"] = {"sha256": sha256_file(tmp / f"{name}.npy"), "shape": list(a.shape)}
     return files
+
+
+def typed(kind: str, arrays: dict) -> dict[str, np.ndarray]:
+    """``arrays`` as a folder of ``kind`` stores them: contiguous, each with its dtype."""
+    spec = ARRAYS[kind]
+    return {name: np.ascontiguousarray(a, dtype=spec[name]) for name, a in arrays.items()}
 
 
 def indexed_text(title: str | None, text: str) -> str:
@@ -75,11 +79,16 @@ def indexed_text(title: str | None, text: str) -> str:
 
 def write_passages(dest: Path, ids: list[str], texts: list[str], titles: list[str] | None = None) -> dict:
     """A passages shard; ``titles`` (``""`` for none) only for a source that has them."""
+    return write_arrays(dest, "passages", passage_arrays(ids, texts, titles))
+
+
+def passage_arrays(ids: list[str], texts: list[str], titles: list[str] | None = None) -> dict:
+    """The arrays of a passages folder."""
     arrays = {}
     for name, strings in (("ids", ids), ("texts", texts), ("titles", titles)):
         if strings is not None:
             arrays[name], arrays[f"{name[:-1]}_offsets"] = pack_strings(strings)
-    return write_arrays(dest, "passages", arrays)
+    return arrays
 
 
 def shard_texts(p: dict, index_titles: bool, start: int = 0, stop: int | None = None) -> list[str]:

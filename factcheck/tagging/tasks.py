@@ -15,7 +15,7 @@ from factcheck.tagging import store
 from factcheck.tagging.packing import pack_strings, unpack_strings
 from factcheck.text.porter import porter_stemmer
 
-__all__ = ["count_shard", "tag_shard", "warm_up"]
+__all__ = ["count_shard", "counts_arrays", "tag_arrays", "tag_shard", "warm_up"]
 
 
 def warm_up() -> None:
@@ -28,13 +28,18 @@ def count_shard(root: str, shard: int, key: str, index_titles: bool) -> None:
     root = Path(root)
     name = store.passages_name(shard)
     p = store.read_checked(root, name, "passages", store.recorded_files(root, name))
-    counts = count_terms(store.shard_texts(p, index_titles))
+    name = store.counts_name(shard)
+    store.mark_done(root, name, key, store.write_arrays(root / name, "counts",
+                                                        counts_arrays(store.shard_texts(p, index_titles))))
+
+
+def counts_arrays(texts: list[str]) -> dict:
+    """The arrays of a counts folder for ``texts`` (a shard's, as the index reads them)."""
+    counts = count_terms(texts)
     m = counts.matrix
     terms, offsets = pack_strings(counts.terms)
-    name = store.counts_name(shard)
-    store.mark_done(root, name, key, store.write_arrays(root / name, "counts", {
-        "terms": terms, "term_offsets": offsets, "totals": counts.totals, "doc_freq": counts.doc_freq,
-        "indptr": m.indptr, "indices": m.indices, "data": m.data}))
+    return {"terms": terms, "term_offsets": offsets, "totals": counts.totals, "doc_freq": counts.doc_freq,
+            "indptr": m.indptr, "indices": m.indices, "data": m.data}
 
 
 def read_counts(root: Path, shard: int) -> tuple[list[str], dict]:
@@ -46,15 +51,20 @@ def read_counts(root: Path, shard: int) -> tuple[list[str], dict]:
 
 def tag_shard(root: str, shard: int, key: str, payload) -> None:
     """Tag shard ``shard`` with its top-k TF-IDF terms; ``payload``: (vocabulary, IDF, k)."""
-    vocab_terms, idf, top_k = payload
     root = Path(root)
     local_terms, c = read_counts(root, shard)
+    name = store.tags_name(shard)
+    store.mark_done(root, name, key, store.write_arrays(root / name, "tags", tag_arrays(local_terms, c, payload)))
+
+
+def tag_arrays(local_terms: list[str], c: dict, payload) -> dict:
+    """The arrays of a tags folder: each passage's top-k TF-IDF terms from its counts ``c``
+    (a counts folder's arrays, with their dtypes) over ``local_terms``."""
+    vocab_terms, idf, top_k = payload
     n = len(c["indptr"]) - 1
     local = sp.csr_matrix((c["data"], c["indices"], c["indptr"]), shape=(n, len(local_terms)))
     # canonical order -> identical float sums in every shard layout
     counts = ShardCounts(local_terms, local).to_columns({t: i for i, t in enumerate(vocab_terms)})
     weights = tfidf_rows(counts, idf)
     indptr, terms, values = top_k_rows(weights, top_k)
-    name = store.tags_name(shard)
-    store.mark_done(root, name, key, store.write_arrays(root / name, "tags", {"indptr": indptr, "terms": terms,
-                                                                             "weights": values}))
+    return {"indptr": indptr, "terms": terms, "weights": values}

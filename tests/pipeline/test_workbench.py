@@ -41,7 +41,7 @@ def sklearn_self_retrieval(ids, texts, queries):
 
 def test_selftest_on_a_shipped_csv_equals_an_independent_tfidf(tmp_path):
     out = tmp_path / "out"
-    proc = in_process("selftest", PAPERS, *PAPER_ARGS, "--query-column", "title", "--chunk-window", "20",
+    proc = in_process("selftest", PAPERS, *PAPER_ARGS, "--query-column", "title", "--analyzer", "plain", "--chunk-window", "20",
                       "--chunk-overlap", "5", "--out", out, "--jobs", "1", "--json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
@@ -286,7 +286,7 @@ def test_tfidf_is_a_method_of_retrieve_with_chunks(tmp_path, demo_index):
     predictions = json.loads(out.read_text("utf-8"))
     assert predictions and all(len(p["evidences"]) <= 3 for p in predictions.values())
     explain = json.loads(out.with_suffix(".explain.json").read_text("utf-8"))
-    assert (explain["method"], explain["params"], explain["chunk_window"]) == ("tfidf", {"analyzer": "plain", "k": 3}, 30)
+    assert (explain["method"], explain["params"], explain["chunk_window"]) == ("tfidf", {"analyzer": "stems", "k": 3}, 30)
 
 
 @pytest.mark.slow
@@ -342,5 +342,6 @@ def test_the_python_example_of_the_workbench_page_runs(tmp_path):
             exec(compile(code, "docs/workbench.md", "exec"), {})
     finally:
         os.chdir(cwd)
-    first, second = out.getvalue().splitlines()
+    first, second, third = out.getvalue().splitlines()
     assert first.startswith("[('tfidf', 'whole', ") and second.startswith("('p08', ") and second.endswith(" 1.0")
+    assert third.startswith("p1 ") and third.endswith(" Sparse matrices make retrieval fast.")

@@ -139,7 +139,7 @@ def test_params_record_is_derived_from_get_params_in_signature_order():
     assert factcheck.BM25Retriever(k=3, cache=False).params() == {"k1": 1.2, "b": 0.75, "k": 3, "method": "lucene"}
     assert list(factcheck.BM25Retriever().params()) == ["k1", "b", "k", "method"]
     assert factcheck.DenseRetriever(k=2, block_rows=9).params() == {"k": 2}
-    assert factcheck.TfidfRetriever(k=3, cache=False).params() == {"analyzer": "plain", "k": 3}
+    assert factcheck.TfidfRetriever(k=3, cache=False).params() == {"analyzer": "stems", "k": 3}
     assert list(factcheck.HybridRetriever().params()) == ["k", "alpha", "fusion", "k1", "b"]
     assert list(factcheck.HybridRetriever(fusion="rrf").params()) == ["k", "alpha", "fusion", "k1", "b", "rrf_depth"]
     chunked = factcheck.ChunkedRetriever(factcheck.BM25Retriever(), window=50, overlap=5)

@@ -258,7 +258,7 @@ def library_params() -> set[str]:
 PYTHON_ONLY = {"claims", "queries", "retriever", "config", "source", "params", "index", "groundtruth",
                "predictions_format", "one_line_pages", "candidates", "cutoff", "memory", "inner", "window",
                "overlap", "model", "block_rows", "rrf_depth", "cache", "fusion_depth", "report", "top_n",
-               "C", "class_weight", "groups", "gold", "y"}
+               "C", "class_weight", "groups", "gold", "y", "path"}
 
 
 def test_cli_errors_name_flags_and_python_errors_name_parameters(tmp_path):

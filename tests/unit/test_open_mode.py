@@ -251,3 +251,12 @@ def test_open_mode_errors_are_one_line(index_copy, open_index):
     with pytest.raises(IntegrityError) as err:
         DenseRetriever().fit(TagIndex.load(index_copy("no-vectors")))
     assert "has no passage vectors" in err.value.one_line()
+
+
+@needs_open
+def test_no_dense_or_hybrid_evidence_scores_0(open_index):
+    # An empty claim embeds as zeros: every passage scores 0, and none is evidence.
+    from factcheck.retrieval.dense import DenseRetriever, HybridRetriever
+    for retriever in (DenseRetriever(k=3), HybridRetriever(k=3)):
+        empty, real = retriever.fit(open_index).retrieve(["", "Sea levels are rising."])
+        assert empty.hits == [] and len(real.hits) == 3 and all(h.score != 0 for h in real.hits)

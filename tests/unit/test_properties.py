@@ -122,7 +122,8 @@ def test_tag_rule_thresholds_top_n_and_fallback(texts, claims, t_sim, t_overlap,
                 assert hits and sel.details["passed_filter"] >= len(hits)
                 for h in hits:  # every filtered result passes both thresholds
                     assert h.explanation["cosine"] > t_sim and h.explanation["overlap"] > t_overlap
-            else:  # fallback only when nothing passes; then the top_n of the whole corpus
+            else:  # fallback only when nothing passes; then the top_n of the whole corpus scoring above 0
                 assert sel.path == "fallback" and sel.details["passed_filter"] == 0
                 assert not np.any((cosine > t_sim + EPS) & (overlap > t_overlap + EPS))
-                assert len(hits) == min(top_n, len(idx))
+                assert len(hits) == min(top_n, int(np.sum(overlap > 0)))
+                assert all(h.score > 0 for h in hits)

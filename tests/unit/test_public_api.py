@@ -56,6 +56,7 @@ def test_readme_example_runs(tmp_path, capsys, monkeypatch):
     exec(compile(readme_example(), "README.md (Use it from Python)", "exec"), {"__name__": "__readme__"})
     out = capsys.readouterr().out
     assert "evidence F" in out and "->" in out
+    assert out.startswith("0 ") and "The cat sat on the mat." in out.splitlines()[0]  # the in-memory search
     assert (tmp_path / "out" / "api-demo" / "index" / "manifest.json").is_file()
 
 
@@ -105,3 +106,37 @@ def test_library_errors_name_parameters_not_flags():
         factcheck.make_retriever("no-such-method")
     assert err.value.one_line().startswith("method: ") and "--" not in err.value.one_line()
     assert err.value.one_line({"method": "--method"}).startswith("--method: ")
+
+
+def test_a_ranking_is_a_sequence_of_hits(demo_index):
+    found = factcheck.search(demo_index, "Sea levels are rising.", k=3)
+    assert len(found) == 3 and len(list(found)) == 3
+    first, last = found[0], found[-1]
+    assert isinstance(first, factcheck.Hit) and type(first.score) is float
+    assert (first.id, first.score, first.title, first.text) == (found.ids[0], found.scores[0], None, found.texts[0])
+    assert last.id == found.ids[2] and [h.id for h in found] == found.ids
+    assert found[1:].ids == found.ids[1:] and found[1:].texts == found.texts[1:]
+    assert found.ids[0] in found and "no-such-id" not in found
+    with pytest.raises(IndexError):
+        found[3]
+    with pytest.raises(TypeError, match="integers or slices"):
+        found["evidence-8"]
+    ranked = factcheck.BM25Retriever().fit(demo_index).rank("Arctic ice is melting.", k=2)
+    assert [(h.id, h.row, h.text) for h in ranked] == [(i, r, None) for i, r in zip(ranked.ids, ranked.rows)]
+
+
+@pytest.mark.slow
+def test_search_imports_no_plotting_app_or_statistics_it_does_not_use(demo_index):
+    """``factcheck search`` loads what ranking needs: not matplotlib, the app, model selection;
+    the workbench module alone does not load scipy.stats (nor scikit-learn)."""
+    heavy = ("matplotlib", "fastapi", "uvicorn", "jinja2", "sklearn.model_selection")
+    code = (f"import sys\nfrom factcheck.cli import main\nmain(['search', '--index', {str(demo_index)!r}, 'sea level'])\n"
+            f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    code = ("import sys, factcheck.pipeline.workbench\n"
+            "print(sorted(m for m in ('scipy.stats', 'sklearn', 'matplotlib') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.stdout.strip() == "[]"

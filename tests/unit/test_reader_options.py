@@ -230,3 +230,20 @@ def test_the_shared_csv_through_run_options(tmp_path):
     index = factcheck.build_index(csv, tmp_path / "ax", id_column="index", text_column="abstract",
                                   title_column="title", progress=False)
     assert len(index) == 3397 and index.title(0) and index.body(0) == index.text(0)
+
+
+def test_a_csv_title_column_is_found_by_default_as_id_and_text_are(tmp_path):
+    from factcheck.formats.evidence import source_spec
+    csv = tmp_path / "docs.csv"
+    csv.write_text("id,title,text\nd1,Cats,The cat sat.\nd2,Dogs,A dog barked.\n", encoding="utf-8")
+    spec = source_spec(csv)
+    assert (spec.title_column, spec.index_titles) == ("title", False)  # stored and shown, not indexed
+    index = factcheck.build_index(csv)
+    assert index.title("d1") == "Cats" and index.text("d1") == "The cat sat."
+    assert factcheck.search(index, "cat")[0].title == "Cats"
+    assert factcheck.build_index(csv, index_titles=True).text("d2") == "Dogs\nA dog barked."
+    assert source_spec(csv, title_column="id").title_column == "id"  # named: as named
+    assert source_spec(csv, text_column="title").title_column is None  # the text is not also the title
+    untitled = tmp_path / "plain.csv"
+    untitled.write_text("id,text\nd1,The cat sat.\n", encoding="utf-8")
+    assert source_spec(untitled).title_column is None and not factcheck.build_index(untitled).has_titles

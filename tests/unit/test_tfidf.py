@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import factcheck
+
 from helpers import DEMO
 from factcheck.errors import InputError
 from factcheck.formats.evidence import source_spec
@@ -136,20 +138,28 @@ def test_batches_never_change_a_querys_bits(tmp_path, monkeypatch):
 
 def test_the_cache_is_reused_and_a_damaged_one_rebuilt(tmp_path, caplog):
     index = make_index(tmp_path, ["sea level rise", "ice sheets melt", "coral reefs bleach", "sea ice"])
-    first = TfidfRetriever().fit(index)
+    first = TfidfRetriever(analyzer="plain").fit(index)
     entry = tmp_path / "idx" / "tfidf" / "plain"
     assert (entry / "factcheck-key.json").is_file()
-    assert TfidfRetriever(cache=False).fit(index).rank(["sea ice"], 4)[0].scores == \
+    assert TfidfRetriever(analyzer="plain", cache=False).fit(index).rank(["sea ice"], 4)[0].scores == \
         first.rank(["sea ice"], 4)[0].scores
     data = entry / "data.npy"
     raw = bytearray(data.read_bytes())
     raw[-1] ^= 0x55
     data.write_bytes(bytes(raw))
-    again = TfidfRetriever().fit(index)
+    again = TfidfRetriever(analyzer="plain").fit(index)
     assert "rebuilding" in caplog.text
     assert again.rank(["sea ice"], 4)[0].scores == first.rank(["sea ice"], 4)[0].scores
-    assert TfidfRetriever(analyzer="stems").fit(index).model_.analyzer == "stems"
+    assert TfidfRetriever().fit(index).model_.analyzer == "stems"  # the default
     assert (tmp_path / "idx" / "tfidf" / "stems" / "factcheck-key.json").is_file()
+
+
+def test_the_default_analyzer_stems_as_bm25s_does(tmp_path):
+    index = make_index(tmp_path, ["The cat sat on the mat.", "Dogs bark at night.", "Birds sing."])
+    assert TfidfRetriever().get_params()["analyzer"] == "stems"
+    for retriever in (TfidfRetriever(), factcheck.BM25Retriever()):
+        assert retriever.fit(index).rank("cats", 3).ids == ["p0"], retriever
+    assert TfidfRetriever(analyzer="plain").fit(index).rank("cats", 3).ids == []  # the baseline's analysis
 
 
 def test_an_unknown_analyzer_is_one_line_naming_the_parameter(tmp_path):
@@ -160,7 +170,7 @@ def test_an_unknown_analyzer_is_one_line_naming_the_parameter(tmp_path):
 
 def test_retrieve_explains_each_hit_with_the_shared_terms(tmp_path):
     index = make_index(tmp_path, ["Sea levels rose in 1998.", "Ice sheets", "sea ice and sea levels"])
-    (sel,) = TfidfRetriever(k=2).fit(index).retrieve(["sea levels in 1998"])
+    (sel,) = TfidfRetriever(analyzer="plain", k=2).fit(index).retrieve(["sea levels in 1998"])
     assert sel.ids == ["p0", "p2"] and sel.path == "ranked"
     assert sel.hits[0].explanation["shared_terms"] == ["1998", "levels", "sea"]
     assert sel.hits[0].explanation["rank"] == 1 and sel.hits[0].score == sel.hits[0].explanation["tfidf"]
@@ -176,8 +186,8 @@ def test_chunked_tfidf_scores_a_document_by_its_best_chunk(tmp_path):
              "coral reefs", "ice"]
     index = make_index(tmp_path, texts)
     query = "ice sheet melt"
-    whole = TfidfRetriever().fit(index).rank([query], 4)[0]
-    chunked_retriever = ChunkedRetriever(TfidfRetriever(), 20, 5).fit(index)
+    whole = TfidfRetriever(analyzer="plain").fit(index).rank([query], 4)[0]
+    chunked_retriever = ChunkedRetriever(TfidfRetriever(analyzer="plain"), 20, 5).fit(index)
     chunked = chunked_retriever.rank([query], 4)[0]
     # The reference: every chunk scored on its own in the chunk corpus, each document
     # represented by its best chunk (ties by corpus order of the chunks).

@@ -73,7 +73,7 @@ class TermIndex:
     @classmethod
     def for_index(cls, index, cache: bool = True) -> "TermIndex":
         """Build (or load from the index directory's cache) the term index of a tag index."""
-        if not cache:
+        if not cache or index.root is None:  # an index in memory has no directory to cache in
             return cls.build_batches(index.text_batches(desc="reranker term statistics"))
         key = {"plan_key": index.manifest.data.get("plan_key"), "n": len(index), "analysis": ANALYSIS_VERSION,
                "layout": CACHE_LAYOUT}

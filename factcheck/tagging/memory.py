@@ -1,0 +1,147 @@
+"""A tag index built in memory: the tagging job's own steps (count, vocabulary, tag, finish)
+on arrays held in this process, no directory written; :func:`save_index` writes one as the
+job would (docs/tagging.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from factcheck.errors import InputError, as_path
+from factcheck.formats.files import SYMLINK_REFUSED, atomic_dir
+from factcheck.tagging import outdir, store
+from factcheck.tagging.packing import pack_strings, unpack_strings
+from factcheck.tagging.tasks import counts_arrays, tag_arrays
+from factcheck.tagging.vocabulary import TermStats, Vocabulary, tag_vocabulary
+
+__all__ = ["build_in_memory", "collection_record", "index_record", "save_index", "vocabulary_arrays"]
+
+NO_WORD = "no passage contains a word to tag (every text is empty, stop words or numbers)"
+
+
+def vocabulary_arrays(vocab: Vocabulary, tag_counts: np.ndarray, n: int,
+                      tag_features: int) -> tuple[dict, list[str]]:
+    """The vocabulary folder's arrays (the passage model's and the tag model's terms and IDF),
+    and the tag model's terms in column order (``tag_counts[j]``: passages tagged ``vocab.terms[j]``)."""
+    tag_vocab = tag_vocabulary(vocab.terms, tag_counts, n, tag_features)
+    arrays = {}
+    for prefix, v in (("", vocab), ("tag_", tag_vocab)):
+        arrays[f"{prefix}terms"], arrays[f"{prefix}term_offsets"] = pack_strings(v.terms)
+        arrays[f"{prefix}idf"] = v.idf
+    return arrays, tag_vocab.terms
+
+
+def index_record(plan: dict, plan_key: str, entries: list[dict], titles: bool, index_titles: bool,
+                 vocab: Vocabulary, tag_terms: list[str]) -> dict:
+    """The manifest of an index but its ``files`` (``entries``: one per shard, in order)."""
+    return {
+        **plan,
+        "plan_key": plan_key,
+        "passages": sum(e["passages"] for e in entries),
+        "empty_tags": sum(e["empty_tags"] for e in entries),
+        "titles": titles,
+        "index_titles": index_titles,
+        "vocabulary": {"size": len(vocab.terms), "sha256": vocab.digest(), "analyzer": "text"},
+        "tag_vocabulary": {"size": len(tag_terms), "analyzer": "tags",
+                           "sha256": hashlib.sha256("\n".join(tag_terms).encode()).hexdigest()},
+        "shards": entries,
+    }
+
+
+def collection_record(ids: list[str], texts: list[str], titles: list[str] | None, index_titles: bool) -> dict:
+    """What a manifest records about passages given in memory: their checksum stands for a file's."""
+    h = hashlib.sha256()
+    size = 0
+    for strings in (ids, texts, titles):
+        if strings is None:
+            h.update(b"\0none")
+            continue
+        buf, offsets = pack_strings(strings)
+        h.update(np.ascontiguousarray(buf, dtype="|u1").tobytes())
+        h.update(np.ascontiguousarray(offsets, dtype="<i8").tobytes())
+        size += len(buf)
+    record = {"name": "(in memory)", "format": "memory", "sha256": h.hexdigest(), "bytes": size}
+    if titles is not None:
+        record["index_titles"] = index_titles
+    return record
+
+
+def build_in_memory(ids: list[str], texts: list[str], titles: list[str] | None, index_titles: bool, params,
+                    input_record: dict, param: str = "evidence"):
+    """The manifest and arrays of these passages' index, in memory (``TagIndex(None, ...)`` opens them).
+
+    ``params`` is the job's :class:`~factcheck.tagging.job.TagParams`, ``input_record`` what
+    the manifest says about the input: the arrays are those ``factcheck tag`` writes for the
+    same passages and parameters, and the manifest too when the record is a file's.
+    """
+    params.validate()
+    size = params.shard_size
+    bounds = list(range(0, len(ids), size))
+    passages, counts, stats = [], [], TermStats.empty()
+    for start in bounds:  # count (the job's map), merged in input order
+        p = store.typed("passages", store.passage_arrays(
+            ids[start:start + size], texts[start:start + size], None if titles is None else titles[start:start + size]))
+        c = store.typed("counts", counts_arrays(store.shard_texts(p, index_titles)))
+        terms = unpack_strings(c["terms"], c["term_offsets"])
+        stats.add(terms, c["totals"], c["doc_freq"], len(c["indptr"]) - 1)
+        passages.append(p)
+        counts.append((terms, c))
+    vocab = Vocabulary.from_stats(stats, params.max_features)
+    if not vocab.terms:
+        raise InputError(None, None, NO_WORD, param=param)
+    payload = (vocab.terms, vocab.idf, params.top_k)
+    tags = [store.typed("tags", tag_arrays(terms, c, payload)) for terms, c in counts]
+    del counts
+    tag_counts = np.zeros(len(vocab.terms), dtype=np.int64)
+    entries = []
+    for shard, (start, t) in enumerate(zip(bounds, tags)):
+        tag_counts += np.bincount(t["terms"], minlength=len(vocab.terms))
+        entries.append({"shard": shard, "start": start, "passages": len(t["indptr"]) - 1,
+                        "empty_tags": int(np.count_nonzero(np.diff(t["indptr"]) == 0))})
+    arrays, tag_terms = vocabulary_arrays(vocab, tag_counts, len(ids), params.tag_features)
+    plan = {"format": store.MANIFEST_FORMAT, "params": asdict(params), "input": input_record}
+    data = index_record(plan, store.content_key(plan), entries, titles is not None, titles is not None and index_titles,
+                        vocab, tag_terms)
+    vocabulary = store.typed("vocabulary", arrays)
+    return store.Manifest(data), store.IndexArrays(passages, tags, vocabulary, vocab.terms, tag_terms)
+
+
+def save_index(index, path, force: bool = False) -> Path:
+    """Write ``index`` into the directory ``path`` as ``factcheck tag`` lays one out, atomically.
+
+    A directory holding the same index is kept as it is; one holding another index is
+    replaced only with ``force``; anything else is refused.
+    """
+    dest = as_path(path, "path")
+    if dest.is_symlink():  # keeping, wiping or replacing it would act on the link's target
+        raise InputError(dest, None, SYMLINK_REFUSED)
+    data = {k: v for k, v in index.manifest.data.items() if k != "files"}
+    if (dest / store.MANIFEST).is_file():
+        try:
+            store.verify_index(dest, manifest := store.read_manifest(dest))
+            same = manifest.data.get("plan_key") == data["plan_key"]
+        except InputError:  # a damaged index (IntegrityError) is another index to replace
+            same = False
+        if same:
+            return dest
+        if not force:
+            raise InputError(dest, None, "holds another index (or a damaged one); pass force=True to replace it",
+                             param="path")
+        outdir.wipe(dest)
+    arrays = index._arrays
+    with atomic_dir(dest) as tmp:
+        files = {}
+
+        def write(name: str, kind: str, folder_arrays: dict) -> None:
+            written = store.write_arrays(tmp / name, kind, folder_arrays)
+            files.update({f"{name}/{f}": entry for f, entry in written.items()})
+        for s, p, t in zip(data["shards"], arrays.passages, arrays.tags):
+            write(store.passages_name(s["shard"]), "passages", p)
+            write(store.tags_name(s["shard"]), "tags", t)
+        write(store.VOCABULARY_DIR, "vocabulary", arrays.vocabulary)
+        store.write_manifest(tmp, {**data, "files": dict(sorted(files.items()))})
+    return dest
