@@ -107,7 +107,9 @@ def build_in_memory(ids: list[str], texts: list[str], titles: list[str] | None, 
     data = index_record(plan, store.content_key(plan), entries, titles is not None, titles is not None and index_titles,
                         vocab, tag_terms)
     vocabulary = store.typed("vocabulary", arrays)
-    return store.Manifest(data), store.IndexArrays(passages, tags, vocabulary, vocab.terms, tag_terms)
+    manifest = store.Manifest(data)
+    id_hashes, id_rows = store.unique_ids(None, manifest, passages)
+    return manifest, store.IndexArrays(passages, tags, vocabulary, vocab.terms, tag_terms, id_hashes, id_rows)
 
 
 def save_index(index, path, force: bool = False) -> Path:

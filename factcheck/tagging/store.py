@@ -242,13 +242,14 @@ def open_index(root: Path, manifest: "Manifest", verify: bool = False) -> IndexA
     for s, p, t in zip(manifest.shards, passages, tags):
         check_values(root, passages_name(s["shard"]), "passages", p)
         check_values(root, tags_name(s["shard"]), "tags", t, columns=columns, top_k=top_k)
-    id_hashes, id_rows = _unique_ids(root, manifest, passages)
+    id_hashes, id_rows = unique_ids(root, manifest, passages)
     return IndexArrays(passages, tags, vocab, terms, tag_terms, id_hashes, id_rows)
 
 
-def _unique_ids(root: Path, manifest: "Manifest", passages: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+def unique_ids(root: Path | None, manifest: "Manifest", passages: list[dict]) -> tuple[np.ndarray, np.ndarray]:
     """The ids' hashes, sorted, and their rows; an :class:`IntegrityError` naming an id listed
-    twice and the files that hold it (a lookup would find one of them, the other never)."""
+    twice and the files that hold it (a lookup would find one of them, the other never).
+    ``root`` None: passages held in memory, whose repeated id is the caller's input error."""
     hashes = [hash_packed(p["ids"], p["id_offsets"]) for p in passages]
     h = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
     order = np.argsort(h, kind="stable")
@@ -262,11 +263,13 @@ def _unique_ids(root: Path, manifest: "Manifest", passages: list[dict]) -> tuple
             local = row - int(starts[shard])
             off = passages[shard]["id_offsets"]
             pid = bytes(passages[shard]["ids"][off[local]:off[local + 1]]).decode("utf-8")
-            return pid, root / passages_name(manifest.shards[shard]["shard"]) / "ids.npy"
+            return pid, None if root is None else root / passages_name(manifest.shards[shard]["shard"]) / "ids.npy"
 
         seen: dict[str, Path] = {}
         for i in np.flatnonzero(np.isin(h, h[same])).tolist():  # every row of a shared hash
             pid, file = where(int(order[i]))
+            if pid in seen and root is None:
+                raise InputError(None, None, f"the passage id {pid!r} is given twice", param="evidence")
             if pid in seen:
                 files = str(file) if seen[pid] == file else f"{seen[pid]} and {file}"
                 raise IntegrityError(file, None, f"damaged or crafted index: the passage id {pid!r} is listed "

@@ -3,6 +3,7 @@ product, chunk collapse, the BM25 and TF-IDF weights."""
 
 from __future__ import annotations
 
+import mmap
 import tracemalloc
 
 import numpy as np
@@ -114,8 +115,9 @@ def test_products_are_the_dense_product_and_never_depend_on_the_batch(dtype, mon
 
 
 def _mapped(a) -> bool:
-    while a is not None and not isinstance(a, np.memmap):
-        a = a.base
+    """Whether ``a`` is a view of a file mapping (np.memmap, or the mmap of formats.npy)."""
+    while a is not None and not isinstance(a, (np.memmap, mmap.mmap)):
+        a = a.obj if isinstance(a, memoryview) else a.base
     return a is not None
 
 
