@@ -21,8 +21,8 @@ import numpy as np
 from factcheck.errors import InputError
 
 __all__ = ["BATCH_TOKENS", "OnnxEmbedder", "PACKAGED", "POOLINGS", "changed_files", "external_data", "file_sha256",
-           "is_packaged", "load_onnx_embedder", "model_key", "model_location", "pool", "position_rows",
-           "vector_problem"]
+           "is_packaged", "load_onnx_embedder", "model_differences", "model_key", "model_location", "pool",
+           "position_rows", "vector_problem"]
 
 POOLINGS = ("mean", "cls")
 MODEL_FILE, TOKENIZER_FILE = "model.onnx", "tokenizer.json"
@@ -350,11 +350,24 @@ def changed_files(identity: dict) -> list[str]:
     path = identity.get("path")
     if identity.get("kind") != "onnx" or not path or is_packaged(path) or not (Path(path) / MODEL_FILE).is_file():
         return []
-    now = _digests(_directory_files(path))
+    return _differing_files(identity, _digests(_directory_files(path)))
+
+
+def _differing_files(a: dict, b: dict) -> list[str]:
+    """The names of the files whose sha256 differs between two identities (or digests)."""
     changed = [name for key, name in (("model_sha256", MODEL_FILE), ("tokenizer_sha256", TOKENIZER_FILE))
-               if now[key] != identity.get(key)]
-    before, after = identity.get("external_data") or {}, now.get("external_data") or {}
+               if a.get(key) != b.get(key)]
+    before, after = a.get("external_data") or {}, b.get("external_data") or {}
     return changed + sorted(n for n in before.keys() | after.keys() if before.get(n) != after.get(n))
+
+
+def model_differences(recorded: dict, found: dict) -> list[str]:
+    """What makes two ONNX model identities another model, in words: each differing file
+    (``tokenizer.json differs``), then each setting (``max_length 512, recorded 256``)."""
+    out = [f"{name} differs" for name in _differing_files(recorded, found)]
+    a, b = model_key(recorded), model_key(found)
+    settings = (a.keys() | b.keys()) - {"model_sha256", "tokenizer_sha256", "external_data"}
+    return out + [f"{k} {b.get(k)!r}, recorded {a.get(k)!r}" for k in sorted(settings) if a.get(k) != b.get(k)]
 
 
 def _parse(model: bytes):

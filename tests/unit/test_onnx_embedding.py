@@ -141,6 +141,14 @@ def vocab_size(directory) -> int:
     return Tokenizer.from_file(str(directory / "tokenizer.json")).get_vocab_size()
 
 
+def test_model_differences_name_the_files_then_the_settings(model_dir):
+    from factcheck.text.onnx_embedding import model_differences
+    a = load(model_dir).identity
+    b = {**a, "max_length": 64, "tokenizer_sha256": "0" * 64, "external_data": {"w.bin": "1" * 64}}
+    assert model_differences(a, b) == ["tokenizer.json differs", "w.bin differs", "max_length 64, recorded 512"]
+    assert model_differences(a, {**a, "path": "/elsewhere", "runtime": "another", "name": "onnx/x"}) == []
+
+
 @pytest.mark.parametrize("location", ["weights.bin", "model.onnx.data", "data/weights.bin"])
 def test_external_weights_are_read_beside_model_onnx_whatever_the_working_directory(location, tmp_path, monkeypatch):
     from factcheck.text.onnx_embedding import file_sha256
