@@ -26,13 +26,11 @@ def add_retrieve(p):
     def run(args):
         from factcheck.formats.explanations import explanations_path
         from factcheck.retrieval.registry import run_retrieval, write_retrieval
-        from factcheck.tagging.vectors import vectors_model
         check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.rerank_model])
         claims = read_claims_from_args(args, args.claims)
         index = index_from_args(args)
         relocate_from_args(args, args.index)
-        # The open mode's check loads the model the index's vectors were built with, if any.
-        retriever = retriever_from_args(args, vectors_model(args.index)).fit(index)
+        retriever = retriever_from_args(args).fit(index)
         explained = run_retrieval(retriever, claims)
         sidecar = write_retrieval(args.out, claims, explained, retriever, predictions_format=args.predictions_format)
         fallback = sum(e.path == "fallback" for e in explained.values())
