@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from factcheck.formats.files import save_npy
 from factcheck.scoring.topk import top_k
 
 __all__ = ["PRODUCT_BUDGET", "TermMatrix"]
@@ -129,8 +130,7 @@ class TermMatrix:
 def save_arrays(folder, arrays: dict, prefix: str = "") -> None:
     """Each array as ``{prefix}{name}.npy`` in ``folder`` (``allow_pickle=False``)."""
     for name, array in arrays.items():
-        with open(Path(folder) / f"{prefix}{name}.npy", "wb") as fh:
-            np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
+        save_npy(Path(folder) / f"{prefix}{name}.npy", np.ascontiguousarray(array))
 
 
 def load_array(folder, name: str, mmap: bool = True) -> np.ndarray:

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from factcheck.errors import FactcheckWarning, InputError, IntegrityError
-from factcheck.formats.files import atomic_dir, dumps_json, loads_json, sha256_bytes, sha256_file, write_json_atomic
+from factcheck.formats.files import (atomic_dir, dumps_json, loads_json, save_npy, sha256_bytes, sha256_file,
+                                     write_json_atomic)
 from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.packing import pack_strings, unpack_strings
 
@@ -61,7 +62,7 @@ def write_arrays(dest: Path, kind: str, arrays: dict) -> dict[str, dict]:
     with atomic_dir(dest, suffix=".npy") as tmp:
         for name in sorted(arrays):
             a = np.ascontiguousarray(arrays[name], dtype=spec[name])
-            np.save(tmp / f"{name}.npy", a, allow_pickle=False)
+            save_npy(tmp / f"{name}.npy", a)
             files[f"{name}.npy"] = {"sha256": sha256_file(tmp / f"{name}.npy"), "shape": list(a.shape)}
     return files
 
