@@ -124,7 +124,9 @@ class OnnxEmbedder:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-        options.log_severity_level = 3  # errors only: its warnings would reach the user's terminal
+        # Fatal only: its warnings and error lines (in colour escapes) would reach the user's
+        # terminal raw; an error also raises, and reaches the user as our one line.
+        options.log_severity_level = 4
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         # External data (weights kept beside model.onnx) is read from the model's folder, not
         # the working directory, which onnxruntime would use for a model given as bytes.

@@ -257,6 +257,20 @@ def test_a_max_length_past_the_position_table_is_refused_when_the_model_loads(tm
     assert not (tmp_path / "index").exists()
 
 
+def test_a_model_failing_to_run_is_our_one_line_without_onnxruntime_s_own_log_line(tmp_path, capfd):
+    """Before: onnxruntime's C++ logger wrote its error line, in colour escapes, to the
+    terminal before ours."""
+    model = make_model(tmp_path / "m", ["sea level rise"])
+    E, T, W = weights(vocab_size(model))
+    (model / "model.onnx").write_bytes(model_bytes(E[:5], T, W))  # "rise" and "sea" are past the table
+    embedder = load(model)
+    capfd.readouterr()
+    with pytest.raises(InputError) as err:
+        embedder.embed(["sea level rise"])
+    assert "onnxruntime failed to run it" in one_line(err) and "indices element out of data bounds" in one_line(err)
+    assert capfd.readouterr().err == ""
+
+
 def test_defaults_come_from_the_sentence_transformers_files_then_the_tokenizer(tmp_path):
     plain = make_model(tmp_path / "plain", TEXTS)
     assert load(plain).max_length == 512 and load(plain).pooling == "mean"
