@@ -435,7 +435,7 @@ def position_rows(model: bytes) -> tuple[int, str] | None:
     ``*position_embeddings*``, or not an ONNX protobuf): the longest input the model can take."""
     proto = _parse(model)
     rows = [(int(t.dims[0]), t.name) for t in (_tensors(proto) if proto is not None else ())
-            if "position_embeddings" in t.name and len(t.dims) == 2 and t.dims[0] > 0]
+            if isinstance(t.name, str) and "position_embeddings" in t.name and len(t.dims) == 2 and t.dims[0] > 0]
     return min(rows) if rows else None
 
 

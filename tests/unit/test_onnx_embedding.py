@@ -239,6 +239,10 @@ def test_a_max_length_past_the_position_table_is_refused_when_the_model_loads(tm
     from factcheck.text import embedding, onnx_embedding
     model = make_model(tmp_path / "m", TEXTS, positions=16)
     assert load(model).max_length == 16 and load(model, max_length=16).max_length == 16  # default: the table
+    from factcheck.text.onnx_embedding import position_rows
+    data = (model / "model.onnx").read_bytes()
+    assert data.count(b"\x42\x01W") == 1  # TensorProto.name (field 8) "W"
+    assert position_rows(data.replace(b"\x42\x01W", b"\x42\x01\xff"))[0] == 16  # a name that is not UTF-8: bytes
     table = f"embeddings.position_embeddings.weight in {model.resolve() / 'model.onnx'}"
     with pytest.raises(InputError) as err:
         load(model, max_length=17)
