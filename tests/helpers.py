@@ -187,7 +187,7 @@ if not OPEN_INSTALLED and os.environ.get("FACTCHECK_REQUIRE_OPEN") == "1":  # CI
     raise RuntimeError("the open extra is not installed and FACTCHECK_REQUIRE_OPEN=1: pip install -e '.[test,open]'")
 needs_open = pytest.mark.skipif(not OPEN_INSTALLED, reason="needs the open extra (pip install -e '.[open]')")
 # The open mode with a local ONNX model: the onnx extra (FACTCHECK_REQUIRE_OPEN=1 requires it too).
-ONNX_INSTALLED = all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers"))
+ONNX_INSTALLED = all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers", "onnx"))
 if not ONNX_INSTALLED and os.environ.get("FACTCHECK_REQUIRE_OPEN") == "1":
     raise RuntimeError("the onnx extra is not installed and FACTCHECK_REQUIRE_OPEN=1: pip install -e '.[test,open,onnx]'")
 needs_onnx = pytest.mark.skipif(not ONNX_INSTALLED, reason="needs the onnx extra (pip install -e '.[onnx]')")

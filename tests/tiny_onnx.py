@@ -81,9 +81,10 @@ def _node(op: str, inputs: list[str], outputs: list[str], **ints_attrs) -> bytes
 
 def model_bytes(E: np.ndarray, T: np.ndarray, W: np.ndarray, inputs=("input_ids", "attention_mask",
                                                                      "token_type_ids"), mix: str = "mean",
-                external: str | None = None) -> bytes:
+                external: str | bytes | None = None, positions: int | None = None) -> bytes:
     """The graph's bytes; ``external``: the file (relative to the model) holding E, T and W
-    (:func:`weights_bytes`) instead of the graph."""
+    (:func:`weights_bytes`) instead of the graph; ``positions``: a position table of that
+    many rows, as a BERT export names it (unused by the graph, so the vectors stay the same)."""
     nodes = [_node("Gather", ["E", "input_ids"], ["tok"])]
     if "token_type_ids" in inputs:
         nodes += [_node("Gather", ["T", "token_type_ids"], ["typ"]), _node("Add", ["tok", "typ"], ["x"])]
@@ -101,6 +102,8 @@ def model_bytes(E: np.ndarray, T: np.ndarray, W: np.ndarray, inputs=("input_ids"
     offsets = np.cumsum([0, E.nbytes, T.nbytes])
     graph += b"".join(_bytes(5, _external_tensor(n, a, external, int(o)) if external else _tensor(n, a))
                       for (n, a), o in zip((("E", E), ("T", T), ("W", W)), offsets))
+    if positions:
+        graph += _bytes(5, _tensor("embeddings.position_embeddings.weight", np.zeros((positions, W.shape[0]), np.float32)))
     graph += b"".join(_bytes(11, _value_info(name, 7, ["batch", "sequence"])) for name in inputs)
     graph += _bytes(12, _value_info("last_hidden_state", 1, ["batch", "sequence", W.shape[1]]))
     opset = _bytes(1, "") + _int(2, 13)
@@ -126,9 +129,10 @@ def weights(vocabulary: int, dim: int = DIM, seed: int = 0):
 
 
 def make_model(directory: Path, texts, seed: int = 0, dim: int = DIM, max_length: int | None = None,
-               mix: str = "mean", external: str | None = None) -> Path:
+               mix: str = "mean", external: str | None = None, positions: int | None = None) -> Path:
     """Write ``model.onnx`` and ``tokenizer.json`` (a word-level vocabulary of ``texts``);
-    ``external``: the weights go to that file beside ``model.onnx`` (ONNX external data)."""
+    ``external``: the weights go to that file beside ``model.onnx`` (ONNX external data);
+    ``positions``: see :func:`model_bytes`."""
     from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
     from tokenizers.models import WordLevel
     directory = Path(directory)
@@ -143,7 +147,7 @@ def make_model(directory: Path, texts, seed: int = 0, dim: int = DIM, max_length
         tok.enable_truncation(max_length)
     tok.save(str(directory / "tokenizer.json"))
     E, T, W = weights(len(vocab), dim, seed)
-    (directory / "model.onnx").write_bytes(model_bytes(E, T, W, mix=mix, external=external))
+    (directory / "model.onnx").write_bytes(model_bytes(E, T, W, mix=mix, external=external, positions=positions))
     if external:
         (directory / external).parent.mkdir(parents=True, exist_ok=True)
         (directory / external).write_bytes(weights_bytes(E, T, W))

@@ -358,10 +358,13 @@ def tag_job_from_args(args, progress=None):
                   scheduler=args.scheduler, progress=progress)
 
 
-def retriever_from_args(args, embedding_model=None, evidence_k: bool = True):
+def retriever_from_args(args, evidence_k: bool = True):
     """The retriever ``--method`` names, unfitted; a setting it does not read is refused
-    (``evidence_k``: ``--k`` is the evidence per claim, else the command's depth)."""
+    (``evidence_k``: ``--k`` is the evidence per claim, else the command's depth). The open
+    mode's check loads the model ``--index``'s vectors were built with, if any: a local
+    model's vectors need no bundled model."""
     from factcheck.retrieval.registry import make_retriever
+    from factcheck.tagging.vectors import vectors_model
     reads = METHOD_OPTIONS[args.method] if evidence_k else tuple(o for o in METHOD_OPTIONS[args.method] if o != "k")
     for name in {o for options in METHOD_OPTIONS.values() for o in options} - {"k"} - set(reads):
         if getattr(args, name) is not None:
@@ -378,4 +381,4 @@ def retriever_from_args(args, embedding_model=None, evidence_k: bool = True):
         params = {"model": params.pop("rerank_model")}
     return make_retriever(args.method, params, args.chunk_window,
                           20 if args.chunk_overlap is None else args.chunk_overlap, mode=args.mode,
-                          embedding_model=embedding_model)
+                          embedding_model=vectors_model(args.index) if args.index else None)

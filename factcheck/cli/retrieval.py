@@ -9,6 +9,7 @@ from pathlib import Path
 from factcheck.cli.options import (add_claims_args, add_embedding_args, add_index_args, add_retriever_args,
                                    check_outputs, claims_options, index_from_args, plural, positive_int,
                                    read_claims_from_args, relocate_from_args, retriever_from_args)
+from factcheck.cli.terminal import field
 
 __all__ = ["add_retrieve", "add_evaluate"]
 
@@ -26,13 +27,11 @@ def add_retrieve(p):
     def run(args):
         from factcheck.formats.explanations import explanations_path
         from factcheck.retrieval.registry import run_retrieval, write_retrieval
-        from factcheck.tagging.vectors import vectors_model
         check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.rerank_model])
         claims = read_claims_from_args(args, args.claims)
         index = index_from_args(args)
         relocate_from_args(args, args.index)
-        # The open mode's check loads the model the index's vectors were built with, if any.
-        retriever = retriever_from_args(args, vectors_model(args.index)).fit(index)
+        retriever = retriever_from_args(args).fit(index)
         explained = run_retrieval(retriever, claims)
         sidecar = write_retrieval(args.out, claims, explained, retriever, predictions_format=args.predictions_format)
         fallback = sum(e.path == "fallback" for e in explained.values())
@@ -72,6 +71,6 @@ def add_evaluate(p):
             from factcheck.evaluation.evaluate import format_report as report
             result = evaluate_files(args.predictions, args.groundtruth, args.explanations, **claims_options(args))
         for cid in result.missing:
-            print(f"warning: claim {cid} has no prediction; left out of the averages", file=sys.stderr)
+            print(f"warning: claim {field(cid)} has no prediction; left out of the averages", file=sys.stderr)
         print(json.dumps(result.to_json(), indent=2) if args.json else report(result))
     return run

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from factcheck.cli.options import (add_cap_arg, add_embedding_args, add_mode_arg, positive_int, relocate_from_args,
                                    text_arg)
+from factcheck.cli.terminal import field
 from factcheck.errors import InputError
 from factcheck.retrieval.registry import ALL_METHODS
 
@@ -124,5 +125,16 @@ def add_check(p):
             print(json.dumps(view, indent=2, ensure_ascii=False))
         else:
             width = args.width or min(shutil.get_terminal_size((100, 24)).columns, 100)
-            print(format_check(view, max(width, 40)))
+            print(format_check(_fields_escaped(view), max(width, 40)))
     return run
+
+
+def _fields_escaped(view: dict) -> dict:
+    """The check record with each passage id and title as a one-line :func:`field` (a newline
+    in an id would print a row of its own; the text is wrapped, its line breaks are spaces)."""
+    hits = [{**h, "id": field(h["id"]), **({"title": field(h["title"])} if h.get("title") else {})}
+            for h in view["hits"]]
+    read = view.get("classifier_read")
+    if read and read.get("ids"):
+        read = {**read, "ids": [field(i) for i in read["ids"]]}
+    return {**view, "hits": hits, "classifier_read": read}

@@ -10,6 +10,7 @@ from pathlib import Path
 from factcheck.cli.options import (add_analyzer_arg, add_cap_arg, add_mode_arg, add_retriever_args, add_source_args, check_outputs,
                                    jobs_type, non_negative_int, plural, positive_int, retriever_from_args,
                                    source_from_args, text_arg)
+from factcheck.cli.terminal import field
 from factcheck.retrieval.registry import ALL_METHODS
 
 __all__ = ["add_selftest", "add_search", "add_evaluate_retrieval"]
@@ -130,8 +131,8 @@ def add_search(p):
                 text = " ".join(h["text"].split())
                 if args.show and len(text) > args.show:
                     text = text[:args.show].rstrip() + "…"
-                title = f"{h['title']} — " if h.get("title") else ""
-                print(f"{h['rank']:3d}. {h['score']:.4f}  {h['id']}  {title}{text}")
+                title = f"{field(h['title'])} — " if h.get("title") else ""
+                print(f"{h['rank']:3d}. {h['score']:.4f}  {field(h['id'])}  {title}{text}")
     return run
 
 

@@ -336,6 +336,23 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+class _Writes:
+    """A file as numpy's ``save`` sees an object with only ``write``: it writes in chunks
+    through Python, whose failed write carries its errno, not ``ndarray.tofile``, whose
+    short write on a full disk says only "N requested and M written"."""
+
+    def __init__(self, fh):
+        self.write = fh.write
+
+
+def save_npy(path: Path, array) -> None:
+    """``array`` as the ``.npy`` file ``path``: ``np.save``'s bytes (no pickle); a full disk
+    is ``OSError(ENOSPC)`` (in an atomic write, naming the destination)."""
+    import numpy as np
+    with open(path, "wb") as fh:
+        np.save(_Writes(fh), array, allow_pickle=False)
+
+
 #: A temporary of ours: ``.tmp-`` + the destination's name + ``.`` + tempfile's 8 random characters.
 TEMPORARY = re.compile(re.escape(TMP_PREFIX) + r"(?P<dest>.+)\.[a-z0-9_]{8}")
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from factcheck.formats.files import save_npy
 from factcheck.formats.npy import open_npy
 from factcheck.scoring.topk import top_k
 
@@ -130,8 +131,7 @@ class TermMatrix:
 def save_arrays(folder, arrays: dict, prefix: str = "") -> None:
     """Each array as ``{prefix}{name}.npy`` in ``folder`` (``allow_pickle=False``)."""
     for name, array in arrays.items():
-        with open(Path(folder) / f"{prefix}{name}.npy", "wb") as fh:
-            np.save(fh, np.ascontiguousarray(array), allow_pickle=False)
+        save_npy(Path(folder) / f"{prefix}{name}.npy", np.ascontiguousarray(array))
 
 
 def load_array(folder, name: str, mmap: bool = True) -> np.ndarray:

@@ -138,6 +138,7 @@ def _environment() -> jinja2.Environment:
     env.filters["metric"] = present.metric_name
     env.filters["param"] = present.PARAM_NAMES.get  # None: the page shows the key alone
     env.filters["check_url"] = present.check_url
+    env.filters["isolate"] = present.isolate
     env.globals["segments"] = segments
     return env
 

@@ -52,6 +52,13 @@ _DETAILS_SHOWN_ELSEWHERE = {"claim_tags", "params"}
 EXAMPLES_PER_LABEL = 2
 
 
+def isolate(text):
+    """``text`` escaped, in a ``<bdi>`` (an id, a title, a claim): an unterminated bidi
+    override in it (U+202E) reverses nothing after it."""
+    import markupsafe
+    return markupsafe.Markup("<bdi>{}</bdi>").format(text)
+
+
 def label_name(label) -> str:
     """``NOT_ENOUGH_INFO`` -> ``Not enough info``."""
     return LABEL_NAMES.get(label, str(label).replace("_", " ").capitalize())

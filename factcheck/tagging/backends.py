@@ -212,6 +212,9 @@ class WorkerPool:
 
         if not self.started_workers:
             self.started_workers = True
+            previous = threading.excepthook
+            threading.excepthook = _without_loky_cancel_race(previous)
+            self._stack.callback(setattr, threading, "excepthook", previous)  # after the workers stop
             self._stack.callback(_stop_loky_workers)
         results = []
         parallel = Parallel(n_jobs=self.jobs, backend="loky", return_as="generator", pre_dispatch="all",
@@ -267,6 +270,22 @@ def _task(func, keep_heap: bool, args: tuple):
 def _loky_started() -> bool:
     import multiprocessing
     return any("loky" in type(p).__module__ for p in multiprocessing.active_children())
+
+
+def _without_loky_cancel_race(previous):
+    """``threading.excepthook`` less one loky race: when a task fails (a full disk), joblib
+    cancels the queued calls and loky's manager thread may look one up after it is gone
+    (``KeyError`` in ``add_call_item_to_queue``), printing an 11-line traceback under the
+    failure's own one line. Every other thread exception goes to ``previous``."""
+    import traceback
+
+    def hook(args):
+        frames = traceback.extract_tb(args.exc_traceback) if args.exc_traceback else []
+        if args.exc_type is KeyError and frames and frames[-1].name == "add_call_item_to_queue" \
+                and "loky" in frames[-1].filename:
+            return
+        previous(args)
+    return hook
 
 
 def _stop_loky_workers() -> None:

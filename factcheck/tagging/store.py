@@ -17,7 +17,7 @@ import numpy as np
 
 from factcheck.errors import FactcheckWarning, InputError, IntegrityError
 from factcheck.formats.files import (SYMLINK_READ_REFUSED, atomic_dir, check_no_symlinks, dumps_json, loads_json,
-                                     read_beneath, sha256_bytes, sha256_file, write_json_atomic)
+                                     read_beneath, save_npy, sha256_bytes, sha256_file, write_json_atomic)
 from factcheck.formats.npy import open_npy
 from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.packing import hash_packed, pack_strings, unpack_strings
@@ -61,7 +61,7 @@ def write_arrays(dest: Path, kind: str, arrays: dict) -> dict[str, dict]:
     files = {}
     with atomic_dir(dest, suffix=".npy") as tmp:
         for name, a in sorted(typed(kind, arrays).items()):
-            np.save(tmp / f"{name}.npy", a, allow_pickle=False)
+            save_npy(tmp / f"{name}.npy", a)
             files[f"{name}.npy"] = {"sha256": sha256_file(tmp / f"{name}.npy"), "shape": list(a.shape)}
     return files
 

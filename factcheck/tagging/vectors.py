@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from factcheck.errors import InputError, IntegrityError
-from factcheck.formats.files import atomic_path, read_beneath, remove_stale_temporaries, sha256_file, write_json_atomic
+from factcheck.formats.files import (atomic_path, read_beneath, remove_stale_temporaries, save_npy, sha256_file,
+                                     write_json_atomic)
 from factcheck.formats.npy import open_npy
 from factcheck.tagging import store
 from factcheck.tagging.backends import WorkerPool, resolve_jobs
@@ -261,8 +262,8 @@ def _embed_task(root: str, shard: int, start: int, count: int, key: str, model: 
     vectors = load_embedder(model).embed(_texts(root, start, start + count), "passage", memo=False).astype(DTYPE)
     out = root / VECTORS_DIR
     name = shard_name(shard)
-    with atomic_path(out / name) as tmp, open(tmp, "wb") as fh:
-        np.save(fh, vectors, allow_pickle=False)
+    with atomic_path(out / name) as tmp:
+        save_npy(tmp, vectors)
     store.mark_done(out, name, key, {"": {"sha256": sha256_file(out / name)}})
 
 

@@ -112,9 +112,9 @@ def load_embedder(model=None):
         embedder = _load_onnx({"path": model})
     if isinstance(model, dict) and _is_identity(model) and not same_model(model, embedder.identity):
         where = model.get("path") or "the bundled model"
-        raise InputError(where, None, f"is not the embedding model recorded ({describe_model(model)}; found "
-                         f"{describe_model(embedder.identity)}): give the directory of that model, or rebuild "
-                         f"the passage vectors and retrain", param="embedding_model")
+        raise InputError(where, None, f"is not the embedding model recorded ({_difference(model, embedder.identity)}): "
+                         f"give the directory of that model, or rebuild the passage vectors and retrain",
+                         param="embedding_model")
     _BY_MODEL.setdefault(_key(embedder.identity), embedder)
     return embedder
 
@@ -127,10 +127,19 @@ def relocate(identity: dict, directory):
     from then on the one that identity gets in this process."""
     embedder = _load_onnx({**{k: identity.get(k) for k in SETTINGS}, "path": directory})
     if not same_model(identity, embedder.identity):
-        raise InputError(directory, None, f"is not the embedding model recorded ({describe_model(identity)}; "
-                         f"found {describe_model(embedder.identity)})", param="embedding_model")
+        raise InputError(directory, None, f"is not the embedding model recorded "
+                         f"({_difference(identity, embedder.identity)})", param="embedding_model")
     _BY_MODEL[_key(embedder.identity)] = embedder
     return embedder
+
+
+def _difference(recorded: dict, found: dict) -> str:
+    """Why ``found`` is not the ``recorded`` model: the files and settings that differ, named
+    (two descriptions alone can read the same: a changed tokenizer.json is not in them)."""
+    from factcheck.text.onnx_embedding import model_differences
+    if recorded.get("kind") == found.get("kind") == "onnx":
+        return f"{describe_model(recorded)}: {'; '.join(model_differences(recorded, found))}"
+    return f"{describe_model(recorded)}; found {describe_model(found)}"
 
 
 def _load_onnx(spec: dict):

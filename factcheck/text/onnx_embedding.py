@@ -21,7 +21,8 @@ import numpy as np
 from factcheck.errors import InputError
 
 __all__ = ["BATCH_TOKENS", "OnnxEmbedder", "PACKAGED", "POOLINGS", "changed_files", "external_data", "file_sha256",
-           "is_packaged", "load_onnx_embedder", "model_key", "model_location", "pool", "vector_problem"]
+           "is_packaged", "load_onnx_embedder", "model_differences", "model_key", "model_location", "pool",
+           "position_rows", "vector_problem"]
 
 POOLINGS = ("mean", "cls")
 MODEL_FILE, TOKENIZER_FILE = "model.onnx", "tokenizer.json"
@@ -123,7 +124,9 @@ class OnnxEmbedder:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-        options.log_severity_level = 3  # errors only: its warnings would reach the user's terminal
+        # Fatal only: its warnings and error lines (in colour escapes) would reach the user's
+        # terminal raw; an error also raises, and reaches the user as our one line.
+        options.log_severity_level = 4
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         # External data (weights kept beside model.onnx) is read from the model's folder, not
         # the working directory, which onnxruntime would use for a model given as bytes.
@@ -291,12 +294,19 @@ def load_onnx_embedder(model, max_length: int | None = None, pooling: str | None
         max_length, source, param = settings["max_length"], files.paths.get(ST_CONFIG), None
     if max_length is None and (truncation := _tokenizer_truncation(files)):
         max_length, source, param = truncation, files.paths.get(TOKENIZER_FILE), None
+    # A text longer than the model's position table fails in onnxruntime, at the first long
+    # claim: a longer max length is refused now, while every passage may still be short.
+    table = position_rows(files.data[MODEL_FILE])
     if max_length is None:
-        max_length = DEFAULT_MAX_LENGTH
+        max_length = min(DEFAULT_MAX_LENGTH, table[0]) if table else DEFAULT_MAX_LENGTH
     # The tokenizer takes a machine-size integer: a length past any real model's is refused here.
     if not _is_int(max_length) or not 2 <= max_length <= MAX_LENGTH_LIMIT:
         raise InputError(source, None, f"{'max length ' if source else ''}must be an integer from 2 to "
                          f"{MAX_LENGTH_LIMIT:,}, got {max_length!r}", param=param)
+    if table and max_length > table[0]:
+        raise InputError(source, None, f"{'max length ' if source else ''}must be at most {table[0]}, the rows of "
+                         f"the model's position table ({table[1]} in {files.paths[MODEL_FILE]}), got {max_length}",
+                         param=param)
     pooling = pooling or settings.get("pooling") or "mean"
     if pooling not in POOLINGS:
         raise InputError(None, None, f"unknown pooling {pooling!r}; expected one of {', '.join(POOLINGS)}",
@@ -342,52 +352,75 @@ def changed_files(identity: dict) -> list[str]:
     path = identity.get("path")
     if identity.get("kind") != "onnx" or not path or is_packaged(path) or not (Path(path) / MODEL_FILE).is_file():
         return []
-    now = _digests(_directory_files(path))
+    return _differing_files(identity, _digests(_directory_files(path)))
+
+
+def _differing_files(a: dict, b: dict) -> list[str]:
+    """The names of the files whose sha256 differs between two identities (or digests)."""
     changed = [name for key, name in (("model_sha256", MODEL_FILE), ("tokenizer_sha256", TOKENIZER_FILE))
-               if now[key] != identity.get(key)]
-    before, after = identity.get("external_data") or {}, now.get("external_data") or {}
+               if a.get(key) != b.get(key)]
+    before, after = a.get("external_data") or {}, b.get("external_data") or {}
     return changed + sorted(n for n in before.keys() | after.keys() if before.get(n) != after.get(n))
 
 
-# ONNX's protobuf messages (onnx.proto) by field number, as far as they lead to a tensor:
-# the graph's initializers, constants in node attributes, subgraphs (If, Loop, Scan),
-# functions and training graphs. A tensor's external_data entries say where its data is.
-_ONNX_FIELDS = {
-    "model": {7: "graph", 20: "training", 25: "function"},
-    "training": {1: "graph", 2: "graph"},
-    "graph": {1: "node", 5: "tensor", 15: "sparse"},
-    "function": {7: "node", 11: "attribute"},
-    "node": {5: "attribute"},
-    "attribute": {5: "tensor", 6: "graph", 10: "tensor", 11: "graph", 22: "sparse", 23: "sparse"},
-    "sparse": {1: "tensor", 2: "tensor"},
-    "tensor": {13: "entry"},
-}
+def model_differences(recorded: dict, found: dict) -> list[str]:
+    """What makes two ONNX model identities another model, in words: each differing file
+    (``tokenizer.json differs``), then each setting (``max_length 512, recorded 256``)."""
+    out = [f"{name} differs" for name in _differing_files(recorded, found)]
+    a, b = model_key(recorded), model_key(found)
+    settings = (a.keys() | b.keys()) - {"model_sha256", "tokenizer_sha256", "external_data"}
+    return out + [f"{k} {b.get(k)!r}, recorded {a.get(k)!r}" for k in sorted(settings) if a.get(k) != b.get(k)]
+
+
+def _parse(model: bytes):
+    """``model.onnx`` as the ``onnx`` package's ModelProto, external data not loaded (None: not
+    an ONNX protobuf). Parsing protobuf runs nothing of the file's."""
+    try:
+        import onnx
+        from google.protobuf.message import DecodeError
+    except ImportError:
+        raise InputError(None, None, INSTALL_HINT, param="embedding_model") from None
+    try:
+        return onnx.load_model_from_string(model)
+    except (DecodeError, ValueError):  # ValueError: a string that is not UTF-8, in pure-Python protobuf
+        return None
+
+
+def _tensors(message):
+    """Every TensorProto in a parsed ONNX message, at any depth. onnx's own walk
+    (``external_data_helper._get_all_tensors``) skips sparse tensors, whose external data
+    onnxruntime reads too, so the schema is walked whole."""
+    from google.protobuf.message import Message
+    from onnx import TensorProto
+    for field, value in message.ListFields():
+        if field.message_type is None:  # a number, string or bytes
+            continue
+        for item in (value,) if isinstance(value, Message) else value:
+            if isinstance(item, TensorProto):
+                yield item
+            else:
+                yield from _tensors(item)
 
 
 def external_data(model: bytes, model_path: Path) -> dict | None:
     """The external data files an ONNX model names, each checked to be a file inside the
     model's folder: ``{location: sha256}`` (None: ``model`` is not a protobuf).
 
-    Read from protobuf's wire format with the schema above, so it needs no ``onnx`` package
-    and gives the same answer whatever is installed (docs/decisions.md)."""
-    locations: set[str] = set()
-
-    def walk(data: memoryview, kind: str) -> None:
-        entry = {}
-        for field, value in _length_fields(data):
-            if kind == "entry":
-                entry[field] = bytes(value)
-            elif field in _ONNX_FIELDS[kind]:
-                walk(value, _ONNX_FIELDS[kind][field])
-        if kind == "entry" and entry.get(1) == b"location":
-            locations.add(entry.get(2, b"").decode("utf-8", "replace"))
-
-    try:
-        walk(memoryview(model), "model")
-    except ValueError:
+    Which tensors keep their data outside is the ``onnx`` package's test (the one
+    onnxruntime applies); every ``location`` a tensor names counts, so what is hashed covers
+    whatever onnxruntime reads."""
+    proto = _parse(model)
+    if proto is None:
         return None
+    from onnx.external_data_helper import uses_external_data
+    locations = {e.value for t in _tensors(proto) if uses_external_data(t) for e in t.external_data
+                 if e.key == "location"}
     root, out = model_path.parent, {}
-    for location in sorted(locations):
+    # protobuf gives a name that is not UTF-8 as bytes; onnxruntime would open those very bytes.
+    for location in sorted(locations, key=repr):
+        if isinstance(location, bytes) or "\x00" in location:
+            raise InputError(model_path, None, f"its external data {location!r} is not a UTF-8 file name "
+                             f"(onnxruntime would read a file other than the one checked)")
         relative = Path(location)
         if not location or relative.is_absolute() or ".." in relative.parts:
             raise InputError(model_path, None, f"its external data {location!r} is outside the model directory")
@@ -397,43 +430,13 @@ def external_data(model: bytes, model_path: Path) -> dict | None:
     return out
 
 
-def _length_fields(data: memoryview):
-    """(field number, bytes) of a protobuf message's length-delimited fields; the others are
-    skipped. ValueError if it is not protobuf."""
-    i, n = 0, len(data)
-    while i < n:
-        key, i = _varint(data, i)
-        field, wire = key >> 3, key & 7
-        if field == 0:
-            raise ValueError("field number 0")
-        if wire == 0:
-            _, i = _varint(data, i)
-        elif wire == 1:
-            i += 8
-        elif wire == 5:
-            i += 4
-        elif wire == 2:
-            length, i = _varint(data, i)
-            if i + length > n:
-                raise ValueError("truncated")
-            yield field, data[i:i + length]
-            i += length
-        else:
-            raise ValueError(f"wire type {wire}")
-        if i > n:
-            raise ValueError("truncated")
-
-
-def _varint(data: memoryview, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if i >= len(data) or shift > 63:
-            raise ValueError("bad varint")
-        byte = data[i]
-        value |= (byte & 0x7F) << shift
-        i, shift = i + 1, shift + 7
-        if not byte & 0x80:
-            return value, i
+def position_rows(model: bytes) -> tuple[int, str] | None:
+    """The rows of a transformer's position table and the tensor's name (None: no tensor named
+    ``*position_embeddings*``, or not an ONNX protobuf): the longest input the model can take."""
+    proto = _parse(model)
+    rows = [(int(t.dims[0]), t.name) for t in (_tensors(proto) if proto is not None else ())
+            if isinstance(t.name, str) and "position_embeddings" in t.name and len(t.dims) == 2 and t.dims[0] > 0]
+    return min(rows) if rows else None
 
 
 def _packaged_files(name: str) -> _Files:

@@ -60,6 +60,47 @@ def test_new_weights_in_an_external_data_file_are_another_model(tmp_path, monkey
     assert cli(monkeypatch, *search(index)).returncode == 0
 
 
+def test_a_changed_tokenizer_is_named_when_the_model_is_refused(tmp_path, monkeypatch):
+    """model.onnx is the same, so the models' descriptions read the same: the file that
+    changed is what tells them apart, as verify says."""
+    model, index = make_model(tmp_path / "model", TEXTS), tmp_path / "index"
+    assert cli(monkeypatch, *tag(index, model)).returncode == 0
+    tokenizer = model / "tokenizer.json"
+    tokenizer.write_text(tokenizer.read_text().replace('"[UNK]"', '"[unk]"'))
+    proc = cli(monkeypatch, *search(index))
+    assert_one_line_error(proc, f"{model.resolve()}: --embedding-model: is not the embedding model recorded "
+                          f"(onnx/model (model.onnx sha256 ", "): tokenizer.json differs): give the directory")
+    assert "found" not in proc.stderr
+    proc = cli(monkeypatch, "retrieve", "--index", index, "--claims", DEMO / "dev-claims.json", "--out",
+               tmp_path / "p.json", "--mode", "open", "--method", "dense", "--embedding-model", model)
+    assert_one_line_error(proc, "): tokenizer.json differs)")  # relocating to the folder: the same words
+    assert_one_line_error(cli(monkeypatch, "verify", index), f"{tokenizer.resolve()}: differs from the file")
+
+
+@pytest.mark.parametrize("method", ["dense", "hybrid", "bm25"])
+def test_vectors_of_a_local_model_need_no_bundled_model(method, tmp_path, monkeypatch):
+    """docs/open-mode.md: a local ONNX folder needs only the onnx extra, for every command
+    that ranks an index in the open mode."""
+    import sys
+
+    from factcheck.text import embedding
+    model, index = make_model(tmp_path / "model", TEXTS), tmp_path / "index"
+    assert cli(monkeypatch, *tag(index, model)).returncode == 0
+    monkeypatch.setitem(sys.modules, "wordllama", None)  # the open extra, not installed
+    monkeypatch.setattr(embedding, "_LOADED", None)
+    proc = cli(monkeypatch, *search(index, method))
+    assert proc.returncode == 0 and " 1. " in proc.stdout, proc.stderr
+    queries, qrels = tmp_path / "q.tsv", tmp_path / "qrels.tsv"
+    queries.write_text("q1\tsea level rise\n")
+    qrels.write_text("q1 0 evidence-1 1\n")
+    proc = cli(monkeypatch, "evaluate-retrieval", "--index", index, "--queries", queries, "--qrels", qrels,
+               "--mode", "open", "--method", method)
+    assert proc.returncode == 0, proc.stderr
+    proc = cli(monkeypatch, "retrieve", "--index", index, "--claims", DEMO / "dev-claims.json", "--out",
+               tmp_path / "p.json", "--mode", "open", "--method", method)
+    assert proc.returncode == 0, proc.stderr
+
+
 def broken_model(directory, case: str):
     model = make_model(directory, TEXTS)
     vocabulary = json.loads((model / "tokenizer.json").read_text())["model"]["vocab"]

@@ -215,6 +215,80 @@ def test_check_shows_the_claim_and_passages_escaped_on_a_terminal(demo_run):
     assert _no_controls(proc.stdout) and "\\u001b[2J" in proc.stdout, repr(proc.stdout)
 
 
+FORGED = "spoof\n  1. 9.9999  evidence-TRUSTED  NASA confirms"
+CRAFTED_IDS = {FORGED: "Sea levels rise as ice sheets melt.", "rtl\u202edi-a": "Sea levels rise with warming.",
+               "iso\u2066x": "Sea ice is thinning fast.", "zw\u200bsp": "Sea levels and ice.",
+               "tab\tsep": "Sea level data."}
+
+
+@pytest.fixture(scope="module")
+def crafted_ids_index(tmp_path_factory):
+    from factcheck.formats.evidence import source_spec
+    from factcheck.tagging.job import TagJob
+    root = tmp_path_factory.mktemp("ids")
+    (root / "e.json").write_text(json.dumps(CRAFTED_IDS), "utf-8")
+    TagJob(progress=False, jobs=1).run(source_spec(root / "e.json"), root / "index")
+    return root / "index"
+
+
+def _raw_format_characters(text: str) -> list[str]:
+    import unicodedata
+    return [c for c in text if unicodedata.category(c) == "Cf"]
+
+
+def test_an_id_cannot_forge_a_row_or_reorder_a_line_in_search(crafted_ids_index):
+    """Before: a newline in an id printed a row of its own, and U+202E reversed the rest of
+    the line on the terminal."""
+    for proc in (in_process("search", "--index", crafted_ids_index, "sea levels ice"),
+                 _on_terminal("search", "--index", crafted_ids_index, "sea levels ice")):
+        assert proc.returncode == 0, proc.stderr
+        rows = proc.stdout.splitlines()[1:]
+        assert len(rows) == len(CRAFTED_IDS) and all(r.lstrip()[0].isdigit() for r in rows), proc.stdout
+        assert "spoof\\u000a  1. 9.9999  evidence-TRUSTED" in proc.stdout and "tab\\u0009sep" in proc.stdout
+        assert not _raw_format_characters(proc.stdout), repr(proc.stdout)
+        assert all(e in proc.stdout for e in ("rtl\\u202edi-a", "iso\\u2066x", "zw\\u200bsp"))
+
+
+def test_an_id_cannot_forge_a_row_or_reorder_a_line_in_check(crafted_ids_index, demo_run):
+    for claim, shown in (("Sea levels rise as ice sheets melt.", "spoof\\u000a  1. 9.9999  evidence-TRUSTED"),
+                         ("Sea levels rise with warming.", "rtl\\u202edi-a")):
+        proc = in_process("check", "--index", crafted_ids_index, "--model", demo_run / "model", claim)
+        assert proc.returncode == 0, proc.stderr
+        rows = [line for line in proc.stdout.splitlines() if line[:4].strip().rstrip(".").isdigit()]
+        assert len(rows) == 1 and rows[0].startswith(f" 1. {shown}"), proc.stdout
+        assert not _raw_format_characters(proc.stdout), repr(proc.stdout)
+
+
+@pytest.mark.filterwarnings("ignore:.*trained against another tag index")
+@pytest.mark.parametrize("page", ["/", "/compare"])
+def test_an_id_cannot_reorder_the_ids_after_it_on_a_page(page, crafted_ids_index, demo_run):
+    """Before: an unterminated U+202E in one id reversed the ids after it in the same block;
+    each id, title and claim is now its own bidi isolate (``<bdi>``)."""
+    import re
+    import warnings
+    from urllib.parse import urlencode
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+    from factcheck.serve.app import create_app
+    client = TestClient(create_app(None, crafted_ids_index, demo_run / "model", warm_up=False))
+    html = client.get(f"{page}?{urlencode({'claim': 'Sea levels rise with warming and ice.'})}").text
+    assert "<bdi>rtl\u202edi-a</bdi>" in html
+    outside = re.sub(r"<[^>]*>", "", re.sub(r"<bdi>[^<]*</bdi>", "", html))  # attributes are not shown
+    assert not _raw_format_characters(outside), [c for c in outside if c in "\u202e\u2066\u200b"]
+
+
+def test_every_format_character_is_escaped_for_a_terminal():
+    """The listed Cf ranges hold every Cf character this Python's Unicode knows."""
+    import sys
+    import unicodedata
+
+    from factcheck.cli.terminal import escaped, field
+    cf = "".join(chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf")
+    assert not _raw_format_characters(escaped(cf)) and not _raw_format_characters(field(cf))
+    assert escaped("a\nb\tc") == "a\nb\tc" and field("a\nb\tc\u2028") == "a\\u000ab\\u0009c\\u2028"
+
+
 def test_an_error_line_shows_control_characters_escaped(tmp_path):
     missing = tmp_path / "no\x1b[2Jindex"
     proc = in_process("search", "--index", missing, "sea")

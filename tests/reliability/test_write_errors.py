@@ -104,3 +104,30 @@ def test_a_file_size_limit_the_kernel_enforces_is_one_line_too(tmp_path, referen
     assert_one_line_error(proc, str(dest), "File too large (EFBIG)")
     assert not dest.exists()
     _no_temporaries(tmp_path)
+
+
+def _tag_under_a_file_size_limit(tmp_path, limit: int, *args):
+    """``tag`` of 4,000 made-up passages with ``RLIMIT_FSIZE``: the kernel refuses writes past
+    ``limit`` bytes in the command and in its loky workers, as a full disk refuses them."""
+    import json
+    import random
+    rng = random.Random(0)
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9))) for _ in range(3000)]
+    source = tmp_path / "e.json"
+    source.write_text(json.dumps({f"evidence-{i}": " ".join(rng.choice(words) for _ in range(25))
+                                  for i in range(4000)}), "utf-8")
+
+    def apply():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return subprocess.run([sys.executable, "-m", "factcheck", "tag", str(source), "--out", str(tmp_path / "index"),
+                           *args], cwd=ROOT, capture_output=True, text=True, timeout=300, preexec_fn=apply,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_an_array_the_kernel_refuses_to_write_is_one_line_naming_it(tmp_path):
+    """A real short write of an .npy array (numpy's tofile: a passages shard's 70 kB of texts),
+    with --jobs 2. Before: "69601 requested and 59872 written", no file named, no errno."""
+    proc = _tag_under_a_file_size_limit(tmp_path, 60_000, "--jobs", "2", "--shard-size", "400")
+    line = assert_one_line_error(proc, f"{tmp_path / 'index' / 'passages' / 'passages-00000'}: File too large (EFBIG)")
+    assert "requested and" not in line
+    _no_temporaries(tmp_path / "index")

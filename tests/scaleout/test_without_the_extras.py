@@ -11,7 +11,7 @@ import pytest
 
 from helpers import DEMO, assert_one_line_error, cli_without
 
-EXTRAS = ("dask", "distributed", "wordllama", "onnxruntime", "tokenizers")
+EXTRAS = ("dask", "distributed", "wordllama", "onnxruntime", "tokenizers", "onnx")
 
 
 @pytest.mark.slow

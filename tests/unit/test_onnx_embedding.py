@@ -141,6 +141,14 @@ def vocab_size(directory) -> int:
     return Tokenizer.from_file(str(directory / "tokenizer.json")).get_vocab_size()
 
 
+def test_model_differences_name_the_files_then_the_settings(model_dir):
+    from factcheck.text.onnx_embedding import model_differences
+    a = load(model_dir).identity
+    b = {**a, "max_length": 64, "tokenizer_sha256": "0" * 64, "external_data": {"w.bin": "1" * 64}}
+    assert model_differences(a, b) == ["tokenizer.json differs", "w.bin differs", "max_length 64, recorded 512"]
+    assert model_differences(a, {**a, "path": "/elsewhere", "runtime": "another", "name": "onnx/x"}) == []
+
+
 @pytest.mark.parametrize("location", ["weights.bin", "model.onnx.data", "data/weights.bin"])
 def test_external_weights_are_read_beside_model_onnx_whatever_the_working_directory(location, tmp_path, monkeypatch):
     from factcheck.text.onnx_embedding import file_sha256
@@ -174,6 +182,97 @@ def test_missing_or_outside_external_weights_are_one_line_errors(tmp_path):
     with pytest.raises(InputError) as err:
         load(outside)
     assert "model.onnx: its external data '../weights.bin' is outside the model directory" in one_line(err)
+
+
+def test_an_external_data_name_that_is_not_utf8_is_refused_not_replaced(tmp_path):
+    """onnxruntime opens the name's bytes; a decoded name (U+FFFD) would be another file."""
+    import os
+    directory = make_model(tmp_path / "m", TEXTS, external="weights.bin")
+    name = b"w\xffeights.bin"
+    (directory / "model.onnx").write_bytes(model_bytes(*weights(vocab_size(directory)), external=name))
+    os.rename(directory / "weights.bin", os.path.join(os.fsencode(directory), name))
+    (directory / "w\ufffdeights.bin").write_bytes(b"decoy")  # what a lossy decoding would have hashed
+    with pytest.raises(InputError) as err:
+        load(directory)
+    assert one_line(err) == (f"{directory.resolve() / 'model.onnx'}: its external data b'w\\xffeights.bin' is not "
+                             f"a UTF-8 file name (onnxruntime would read a file other than the one checked)")
+
+
+def test_external_data_is_found_in_sparse_tensors_subgraphs_and_functions(tmp_path):
+    """Every tensor onnxruntime may read from a file: dense and sparse initializers, constants
+    in node attributes, in subgraphs (If) and in functions."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from factcheck.text.onnx_embedding import external_data
+
+    def outside(name, location):
+        tensor = helper.make_tensor(name, TensorProto.FLOAT, [2], b"\0" * 8, raw=True)
+        onnx.external_data_helper.set_external_data(tensor, location)
+        tensor.data_location = TensorProto.EXTERNAL
+        tensor.ClearField("raw_data")
+        return tensor
+
+    indices = helper.make_tensor("i", TensorProto.INT64, [2], [0, 3])
+    sparse = helper.make_sparse_tensor(outside("sv", "sparse.bin"), indices, [4])
+    inner = helper.make_graph([helper.make_node("Constant", [], ["c"], value=outside("c", "sub/const.bin"))],
+                              "then", [], [helper.make_tensor_value_info("c", TensorProto.FLOAT, [2])])
+    nodes = [helper.make_node("If", ["flag"], ["y"], then_branch=inner, else_branch=inner)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("flag", TensorProto.BOOL, [])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+                              initializer=[outside("w", "dense.bin")], sparse_initializer=[sparse])
+    function = helper.make_function("local", "f", [], ["k"],
+                                    [helper.make_node("Constant", [], ["k"], value=outside("k", "function.bin"))],
+                                    [helper.make_opsetid("", 13)])
+    model = helper.make_model(graph, functions=[function])
+    names = ["dense.bin", "sparse.bin", "sub/const.bin", "function.bin"]
+    for name in names:
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_bytes(name.encode())
+    assert sorted(external_data(model.SerializeToString(), tmp_path / "model.onnx")) == sorted(names)
+
+
+def test_a_max_length_past_the_position_table_is_refused_when_the_model_loads(tmp_path, monkeypatch):
+    """Texts longer than the table fail inside onnxruntime; a short corpus would not show it
+    until the first long claim."""
+    from helpers import assert_one_line_error, in_process
+    from factcheck.text import embedding, onnx_embedding
+    model = make_model(tmp_path / "m", TEXTS, positions=16)
+    assert load(model).max_length == 16 and load(model, max_length=16).max_length == 16  # default: the table
+    from factcheck.text.onnx_embedding import position_rows
+    data = (model / "model.onnx").read_bytes()
+    assert data.count(b"\x42\x01W") == 1  # TensorProto.name (field 8) "W"
+    assert position_rows(data.replace(b"\x42\x01W", b"\x42\x01\xff"))[0] == 16  # a name that is not UTF-8: bytes
+    table = f"embeddings.position_embeddings.weight in {model.resolve() / 'model.onnx'}"
+    with pytest.raises(InputError) as err:
+        load(model, max_length=17)
+    assert err.value.param == "embedding_max_length"
+    assert one_line(err) == f"embedding_max_length: must be at most 16, the rows of the model's position table ({table}), got 17"
+    (model / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 64}))
+    with pytest.raises(InputError) as err:  # from a file: the file is named
+        load(model)
+    assert one_line(err).startswith(f"{model.resolve() / 'sentence_bert_config.json'}: max length must be at most 16")
+    (model / "sentence_bert_config.json").unlink()
+    monkeypatch.setattr(embedding, "_BY_MODEL", {})
+    monkeypatch.setattr(onnx_embedding, "_LOADED", {})
+    proc = in_process("tag", DEMO / "evidence.json", "--out", tmp_path / "index", "--mode", "open",
+                      "--embedding-model", model, "--embedding-max-length", "100000", "--jobs", "1")
+    assert_one_line_error(proc, "--embedding-max-length: must be at most 16")
+    assert not (tmp_path / "index").exists()
+
+
+def test_a_model_failing_to_run_is_our_one_line_without_onnxruntime_s_own_log_line(tmp_path, capfd):
+    """Before: onnxruntime's C++ logger wrote its error line, in colour escapes, to the
+    terminal before ours."""
+    model = make_model(tmp_path / "m", ["sea level rise"])
+    E, T, W = weights(vocab_size(model))
+    (model / "model.onnx").write_bytes(model_bytes(E[:5], T, W))  # "rise" and "sea" are past the table
+    embedder = load(model)
+    capfd.readouterr()
+    with pytest.raises(InputError) as err:
+        embedder.embed(["sea level rise"])
+    assert "onnxruntime failed to run it" in one_line(err) and "indices element out of data bounds" in one_line(err)
+    assert capfd.readouterr().err == ""
 
 
 def test_defaults_come_from_the_sentence_transformers_files_then_the_tokenizer(tmp_path):
@@ -230,10 +329,12 @@ def one_line(exc_info) -> str:
 def test_missing_extra_is_one_line_naming_it(model_dir, monkeypatch):
     from factcheck.text import onnx_embedding
     monkeypatch.setattr(onnx_embedding, "_LOADED", {})
-    monkeypatch.setitem(sys.modules, "onnxruntime", None)
-    with pytest.raises(InputError) as err:
-        onnx_embedding.load_onnx_embedder(model_dir)
-    assert one_line(err) == "--embedding-model: a local ONNX embedding model needs the optional extra: pip install -e '.[onnx]'"
+    for module in ("onnxruntime", "onnx"):  # onnx reads the graph before onnxruntime runs it
+        monkeypatch.setitem(sys.modules, module, None)
+        with pytest.raises(InputError) as err:
+            onnx_embedding.load_onnx_embedder(model_dir)
+        assert one_line(err) == ("--embedding-model: a local ONNX embedding model needs the optional extra: "
+                                 "pip install -e '.[onnx]'")
 
 
 def write_model(directory, data: bytes | None = None, tokenizer: str | None = None, like=None):
@@ -573,6 +674,14 @@ def test_minilm_loads_and_embeds_with_the_network_off(monkeypatch):
     v = e.embed(["A man is eating food.", "A man is eating a piece of bread.", "The new movie is awesome."])
     # sentence-transformers' float model: 0.7553 and -0.0461 (its documentation's example); int8 within 0.01
     assert v[0] @ v[1] == pytest.approx(0.7553, abs=0.01) and v[0] @ v[2] == pytest.approx(-0.0461, abs=0.01)
+
+
+@needs_minilm
+def test_minilm_refuses_a_max_length_past_its_512_positions():
+    with pytest.raises(InputError) as err:
+        load("minilm", max_length=100000)
+    assert "must be at most 512, the rows of the model's position table" in one_line(err)
+    assert load("minilm", max_length=512).max_length == 512
 
 
 @needs_minilm

@@ -488,3 +488,43 @@ def test_tagging_workers_import_neither_sklearn_nor_nltks_package():
                       "print(sorted(m for m in ('sklearn', 'pandas', 'scipy.stats', 'nltk') if m in sys.modules))")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------- writes that fail
+
+@pytest.mark.parametrize("array", [np.arange(10**6, dtype=np.int32), np.zeros((0, 3), np.float16),
+                                   np.array(["sea", "level"]), np.arange(12.0).reshape(3, 4)])
+def test_save_npy_writes_np_saves_bytes_and_a_full_disk_is_enospc(array, tmp_path):
+    """/dev/full fails every write with ENOSPC, as a full disk does. numpy's own writer
+    (tofile) says only "N requested and M written": no errno, no file."""
+    import errno
+
+    from factcheck.formats.files import save_npy
+    save_npy(tmp_path / "a.npy", array)
+    np.save(tmp_path / "b.npy", array, allow_pickle=False)
+    assert (tmp_path / "a.npy").read_bytes() == (tmp_path / "b.npy").read_bytes()
+    with pytest.raises(OSError) as err:
+        save_npy("/dev/full", array)
+    assert err.value.errno == errno.ENOSPC
+
+
+def test_loky_s_cancellation_race_prints_nothing_and_other_thread_errors_still_do(capsys):
+    """When a task fails, loky's manager thread may look up a call joblib just cancelled
+    (KeyError in add_call_item_to_queue): 11 lines of traceback under the one-line error."""
+    import threading
+
+    from factcheck.tagging.backends import _without_loky_cancel_race
+    namespace = {}
+    exec(compile("def add_call_item_to_queue():\n    return {}[9]\n", "/x/joblib/externals/loky/process_executor.py",
+                 "exec"), namespace)
+    shown = []
+    hook = _without_loky_cancel_race(lambda args: shown.append(args.exc_type))
+    previous, threading.excepthook = threading.excepthook, hook
+    try:
+        for target in (namespace["add_call_item_to_queue"], lambda: {}[9], lambda: 1 / 0):
+            thread = threading.Thread(target=target, name="ExecutorManagerThread")
+            thread.start()
+            thread.join()
+    finally:
+        threading.excepthook = previous
+    assert shown == [KeyError, ZeroDivisionError]
