@@ -15,7 +15,7 @@ from factcheck.text.analyzer import ANALYZERS
 __all__ = ["plural", "Deprecated", "add_renamed", "text_arg", "int_type", "positive_int", "non_negative_int", "jobs_type",
            "bounded_float", "check_output_dir", "check_outputs", "add_source_args", "add_reader_args",
            "add_claims_args", "add_cap_arg", "add_index_args", "add_tag_args", "add_backend_args", "add_mode_arg",
-           "add_retriever_args", "add_analyzer_arg",
+           "add_retriever_args", "add_pool_args", "pool_from_args", "pool_model_from_args", "add_analyzer_arg",
            "source_from_args", "source_options", "claims_options", "read_claims_from_args", "index_from_args",
            "tag_job_from_args", "retriever_from_args", "add_embedding_args", "embedding_model_from_args",
            "relocate_from_args", "SOURCE_FORMATS", "CLAIM_FORMATS"]
@@ -266,10 +266,11 @@ def relocate_from_args(args, index_dir) -> None:
 
 # The retriever settings each method reads (flags' dests).
 METHOD_OPTIONS = {"tags": ("t_sim", "t_overlap", "k"), "bm25": ("k1", "b", "k"), "rerank": ("rerank_model",),
-                  "tfidf": ("analyzer", "k"), "dense": ("k",), "hybrid": ("k", "alpha", "fusion", "k1", "b")}
+                  "tfidf": ("analyzer", "k"), "dense": ("k",), "hybrid": ("k", "alpha", "fusion", "k1", "b"),
+                  "pool": ("k", "pool_model", "pool_size", "k1", "b")}
 #: --k's help where it is the evidence per claim; a test holds it to each method's default.
 EVIDENCE_K_HELP = ("passages returned per claim (default: the method's own: 6 for tags, 5 for bm25 and tfidf, "
-                   "4 for dense and hybrid; rerank cuts off per claim)")
+                   "4 for dense, hybrid and pool; rerank cuts off per claim)")
 
 
 def add_retriever_args(p: argparse.ArgumentParser, k_help: str = EVIDENCE_K_HELP, k_default: int | None = None,
@@ -277,7 +278,7 @@ def add_retriever_args(p: argparse.ArgumentParser, k_help: str = EVIDENCE_K_HELP
     """The mode, the retriever and its settings, one argument group per method."""
     add_mode_arg(p)
     p.add_argument("--method", default="bm25", choices=ALL_METHODS,
-                   help="retriever (default: bm25; dense and hybrid need --mode open)")
+                   help="retriever (default: bm25; dense, hybrid and pool need --mode open)")
     add_renamed(p, "--k", old_k, type=positive_int, default=k_default, metavar="N", help=k_help)
     g = p.add_argument_group("tag rule (--method tags)")
     g.add_argument("--t-sim", type=bounded_float(0.0, 1.0), default=None, help="cosine threshold (default: 0.55)")
@@ -289,7 +290,8 @@ def add_retriever_args(p: argparse.ArgumentParser, k_help: str = EVIDENCE_K_HELP
     add_analyzer_arg(g)
     g = p.add_argument_group("reranking (--method rerank)")
     g.add_argument("--rerank-model", type=Path, default=None, help="trained reranker (from factcheck train-rerank)")
-    g = p.add_argument_group("open mode (--method dense or hybrid, with --mode open)")
+    g = p.add_argument_group("open mode (--method dense, hybrid or pool, with --mode open)")
+    add_pool_args(g)
     g.add_argument("--alpha", type=bounded_float(0.0, 1.0), default=None,
                    help="hybrid: weight of the dense score (default: 0.5)")
     g.add_argument("--fusion", choices=("max", "rrf"), default=None,
@@ -298,6 +300,30 @@ def add_retriever_args(p: argparse.ArgumentParser, k_help: str = EVIDENCE_K_HELP
     g.add_argument("--chunk-window", type=positive_int, default=None, help="index word windows of this size")
     g.add_argument("--chunk-overlap", type=non_negative_int, default=None,
                    help="words shared by consecutive windows (default: 20)")
+
+
+def add_pool_args(g) -> None:
+    """The two-stage retriever's settings (``--method pool``)."""
+    g.add_argument("--pool-model", default=None, metavar="minilm|DIR",
+                   help="pool: the contextual model that orders each claim's candidate pool, the packaged "
+                        "minilm (the default) or an ONNX model directory")
+    g.add_argument("--pool-size", type=positive_int, default=None, metavar="N",
+                   help="pool: passages BM25 and the passage vectors each add to a claim's pool (default: 100)")
+
+
+def pool_model_from_args(args):
+    """``--pool-model`` as the retriever records it: ``minilm``, or a directory in full."""
+    from factcheck.text.onnx_embedding import model_location
+    return None if args.pool_model is None else model_location(args.pool_model)
+
+
+def pool_from_args(args) -> dict:
+    """``--pool-model`` and ``--pool-size`` of ``run``/``train`` (only with ``--method pool``)."""
+    given = {k: v for k, v in (("model", pool_model_from_args(args)), ("pool_size", args.pool_size)) if v is not None}
+    if given and args.method != "pool":
+        raise InputError(None, None, f"only with {ref('method')} pool",
+                         param="pool_model" if "model" in given else "pool_size")
+    return given
 
 
 def source_options(args) -> dict:
@@ -376,6 +402,9 @@ def retriever_from_args(args, embedding_model=None, evidence_k: bool = True):
         params["top_n"] = params.pop("k")
     if args.method == "rerank":
         params = {"model": params.pop("rerank_model")}
+    if args.method == "pool":
+        params.pop("pool_model")
+        params["model"] = pool_model_from_args(args)
     return make_retriever(args.method, params, args.chunk_window,
                           20 if args.chunk_overlap is None else args.chunk_overlap, mode=args.mode,
                           embedding_model=embedding_model)

@@ -103,6 +103,9 @@ class RunConfig:
         ``"open"`` adds the pretrained-embedding retrievers and features.
     embedding_model : None, str, Path or dict
         Open mode: a local ONNX model; None, the bundled one.
+    pool : dict
+        Open mode, ``method="pool"``: the two-stage retriever's ``model`` (the contextual one,
+        default ``"minilm"``) and ``pool_size``.
     tagging : dict
         :class:`~factcheck.tagging.job.TagJob` settings.
     jobs : int, default -1
@@ -132,6 +135,7 @@ class RunConfig:
     method: str = "auto"
     mode: str = "course"
     embedding_model: object = None
+    pool: dict = field(default_factory=dict)
     tagging: dict = field(default_factory=dict)
     jobs: int = -1
     force: bool = False
@@ -146,6 +150,8 @@ class RunConfig:
             for key in options:
                 if key not in known:
                     raise InputError(None, key, f"not a reader option; expected {', '.join(known)}", param=name)
+        if self.pool and self.method != "pool":
+            raise InputError(None, None, f"is for the two-stage retriever ({ref('method')} pool)", param="pool")
         if self.embedding_model is not None and self.mode != "open":
             raise InputError(None, None, f"a local embedding model is for the open mode ({ref('mode')} open)",
                              param="embedding_model")
@@ -255,7 +261,8 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
         index.require_gold(train, files["train"])
         index.require_gold(dev, files["dev"])
 
-    system, candidates, chosen = train_system(index, train, out, config.method, progress, clock, jobs=jobs, mode=mode)
+    system, candidates, chosen = train_system(index, train, out, config.method, progress, clock, jobs=jobs, mode=mode,
+                                               pool=config.pool)
     as_fever = (config.claims.get("format") or detect_claims_format(files["dev"])) == "fever"
 
     def predict(split, claims):
@@ -312,7 +319,8 @@ class Trained(NamedTuple):
 
 
 def train_system(index, train, out: Path, method: str = "auto", progress=None, clock=None,
-                 model_dir: Path | None = None, jobs: int = -1, mode: str = "course") -> Trained:
+                 model_dir: Path | None = None, jobs: int = -1, mode: str = "course",
+                 pool: dict | None = None) -> Trained:
     """Tune retrievers, pick one, select and train the classifier; save the model directory."""
     from factcheck.training import selection
     from factcheck.training.classifier_cv import select_classifier
@@ -333,7 +341,7 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     clock = clock or Clock(progress is False)
     fit, holdout = train_holdout_split(train)
     with clock.step("tuning and training retrievers on the training split"):
-        candidates = selection.tune_retrievers(index, fit, holdout, out, method, progress, mode)
+        candidates = selection.tune_retrievers(index, fit, holdout, out, method, progress, mode, pool)
     retriever = candidates.retrievers[candidates.best]
 
     # The classifier and its reader chosen together by cross-validation (training.classifier_cv);

@@ -14,13 +14,14 @@ if TYPE_CHECKING:
 
 # The CLI imports this module to build its parser: nothing heavy at the top.
 METHODS = ("tags", "bm25", "rerank", "tfidf")
-OPEN_METHODS = ("dense", "hybrid")
+OPEN_METHODS = ("dense", "hybrid", "pool")
 ALL_METHODS = (*METHODS, *OPEN_METHODS)
 MODES = ("course", "open")
 DEPTH = 100  # ranking depth kept for recall@k / MRR
 _CLASSES = {"tags": ("tag_rule", "TagRuleRetriever"), "bm25": ("bm25", "BM25Retriever"),
             "rerank": ("rerank.retriever", "RerankRetriever"), "tfidf": ("tfidf", "TfidfRetriever"),
-            "dense": ("dense", "DenseRetriever"), "hybrid": ("dense", "HybridRetriever")}
+            "dense": ("dense", "DenseRetriever"), "hybrid": ("dense", "HybridRetriever"),
+            "pool": ("pool", "PoolRetriever")}
 
 
 def methods_for(mode: str = "course", embedding_model=None) -> tuple[str, ...]:
