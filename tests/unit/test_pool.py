@@ -159,3 +159,50 @@ def test_bad_parameters_name_themselves(index, built):
     from factcheck.errors import InputError
     with pytest.raises(InputError, match="pool_size"):
         retriever(index, built[1], pool_size=0)
+
+
+# ---------------------------------------------------------------- through the commands
+
+def test_retrieve_with_a_tampered_cache_is_one_line_exit_2_and_writes_nothing(index, built, tmp_path):
+    def retrieve(out):
+        return in_process("retrieve", "--index", index, "--claims", DEMO / "dev-claims.json", "--out", out,
+                          "--mode", "open", "--method", "pool", "--pool-model", built[1], "--pool-size", "4")
+    assert retrieve(tmp_path / "a.json").returncode == 0
+    explained = json.loads((tmp_path / "a.explain.json").read_text("utf-8"))
+    assert explained["method"] == "pool" and explained["params"]["model"] == str(built[1].resolve())
+    path = _tamper(index, "vectors-*.npy")
+    assert_one_line_error(retrieve(tmp_path / "b.json"), str(path), "checksum mismatch")
+    assert not (tmp_path / "b.json").exists()
+
+
+def test_pool_settings_without_the_pool_retriever_are_refused_naming_the_flag(built, tmp_path):
+    proc = in_process("run", "--data-dir", DEMO, "--out", tmp_path / "run", "--mode", "open", "--pool-size", "5")
+    assert_one_line_error(proc, "--pool-size", "only with --method pool")
+    proc = in_process("retrieve", "--index", built[0], "--claims", DEMO / "dev-claims.json", "--out",
+                      tmp_path / "p.json", "--mode", "open", "--method", "hybrid", "--pool-model", "minilm")
+    assert_one_line_error(proc, "--pool-model", "is not read by --method hybrid")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_a_pool_run_gives_the_same_bytes_cold_with_one_job_and_warm_with_two(built, tmp_path):
+    from helpers import run_cli
+    names = ("dev-claims-predictions.json", "dev-claims-predictions.explain.json", "test-claims-predictions.json")
+    common = ("--data-dir", DEMO, "--mode", "open", "--method", "pool", "--pool-model", built[1], "--pool-size", "5",
+              "--quiet")
+    cold = run_cli("run", "--out", tmp_path / "cold", "--jobs", "1", *common)
+    assert cold.returncode == 0, cold.stderr
+    cache = tmp_path / "cold" / "index" / "pool-vectors"
+    before = sorted(p.name for p in cache.rglob("*"))
+    warm = run_cli("run", "--out", tmp_path / "warm", "--jobs", "2", "--index", tmp_path / "cold" / "index", *common)
+    assert warm.returncode == 0, warm.stderr
+    assert sorted(p.name for p in cache.rglob("*")) == before  # nothing new embedded
+    for name in names:
+        assert (tmp_path / "warm" / name).read_bytes() == (tmp_path / "cold" / name).read_bytes(), name
+    proc = in_process("predict", "--claims", DEMO / "dev-claims.json", "--index", tmp_path / "cold" / "index",
+                      "--model", tmp_path / "cold" / "model", "--out", tmp_path / "p.json")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "p.json").read_bytes() == (tmp_path / "cold" / names[0]).read_bytes()
+    proc = in_process("check", "--run", tmp_path / "cold", "Sea levels are rising.")
+    assert proc.returncode == 0 and "ordered by the contextual model's" in proc.stdout, proc.stdout
+    assert "contextual cosine" in proc.stdout and "in the pool by BM25" in proc.stdout
