@@ -216,14 +216,21 @@ def add_mode_arg(p: argparse.ArgumentParser, from_model: bool = False) -> None:
                        help=f"course: the course's rules, no pretrained weights (default); {OPEN_HELP}")
 
 
-def add_embedding_args(p: argparse.ArgumentParser, build: bool = False) -> None:
+def add_embedding_args(p: argparse.ArgumentParser, build: bool = False, embed_corpus: bool = False) -> None:
     """``--embedding-model minilm|DIR`` (a string: ``./minilm`` is a directory), with its settings
-    where vectors are built (``build``); elsewhere, where the vectors' model is now."""
+    where vectors are built (``build``; ``embed_corpus``: with ``--embed-corpus``, ``run``'s
+    choice between the pool and every passage); elsewhere, where the vectors' model is now."""
     g = p.add_argument_group("transformer embedding model (open mode; docs/open-mode.md says what to install)")
     if build:
         g.add_argument("--embedding-model", default=None, metavar="minilm|DIR",
-                       help="embed with the packaged all-MiniLM-L6-v2 (minilm) or the ONNX model in DIR "
-                            "(model.onnx + tokenizer.json) instead of the bundled static one (needs --mode open)")
+                       help="the packaged all-MiniLM-L6-v2 (minilm) or the ONNX model in DIR (model.onnx + "
+                            "tokenizer.json) (needs --mode open): run: it orders each claim's candidate pool "
+                            "(--embed-corpus: it embeds every passage instead); tag: it embeds every passage "
+                            "instead of the bundled static model")
+        if embed_corpus:
+            g.add_argument("--embed-corpus", action="store_true",
+                           help="embed every passage with --embedding-model (slow on a large corpus) instead of "
+                                "only each claim's candidate pool")
         g.add_argument("--embedding-max-length", type=positive_int, default=None, metavar="N",
                        help="tokens kept per text (default: the model's sentence_bert_config.json, "
                             "else its tokenizer's truncation, else 512)")
@@ -302,11 +309,13 @@ def add_retriever_args(p: argparse.ArgumentParser, k_help: str = EVIDENCE_K_HELP
                    help="words shared by consecutive windows (default: 20)")
 
 
-def add_pool_args(g) -> None:
-    """The two-stage retriever's settings (``--method pool``)."""
-    g.add_argument("--pool-model", default=None, metavar="minilm|DIR",
-                   help="pool: the contextual model that orders each claim's candidate pool, the packaged "
-                        "minilm (the default) or an ONNX model directory")
+def add_pool_args(g, model: bool = True) -> None:
+    """The two-stage retriever's settings (``--method pool``; ``run`` names its model with
+    ``--embedding-model``)."""
+    if model:
+        g.add_argument("--pool-model", default=None, metavar="minilm|DIR",
+                       help="pool: the contextual model that orders each claim's candidate pool, the packaged "
+                            "minilm (the default) or an ONNX model directory")
     g.add_argument("--pool-size", type=positive_int, default=None, metavar="N",
                    help="pool: passages BM25 and the passage vectors each add to a claim's pool (default: 100)")
 
@@ -319,9 +328,11 @@ def pool_model_from_args(args):
 
 def pool_from_args(args) -> dict:
     """``--pool-model`` and ``--pool-size`` of ``run``/``train`` (only with ``--method pool``)."""
-    given = {k: v for k, v in (("model", pool_model_from_args(args)), ("pool_size", args.pool_size)) if v is not None}
-    if given and args.method != "pool":
-        raise InputError(None, None, f"only with {ref('method')} pool",
+    model = pool_model_from_args(args) if hasattr(args, "pool_model") else None
+    given = {k: v for k, v in (("model", model), ("pool_size", args.pool_size)) if v is not None}
+    if given and args.method != "pool" and getattr(args, "embedding_model", None) is None:
+        also = f" or {ref('embedding_model')}" if hasattr(args, "embed_corpus") else ""
+        raise InputError(None, None, f"only with {ref('method')} pool{also}",
                          param="pool_model" if "model" in given else "pool_size")
     return given
 

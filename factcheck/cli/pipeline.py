@@ -34,8 +34,8 @@ def add_run(p):
     add_mode_arg(p)
     p.add_argument("--quiet", action="store_true", help="no progress output")
     add_tag_args(p)
-    add_embedding_args(p, build=True)
-    add_pool_args(p.add_argument_group("two stages (--method pool, with --mode open)"))
+    add_embedding_args(p, build=True, embed_corpus=True)
+    add_pool_args(p.add_argument_group("two stages (with --embedding-model, or --method pool)"), model=False)
     add_reader_args(p)
     add_claims_args(p)
 
@@ -46,7 +46,7 @@ def add_run(p):
             train=args.train, dev=args.dev, test=args.test, evidence=args.evidence, index_dir=args.index,
             source=source_options(args), claims={k.removeprefix("claims_"): v for k, v in claims_options(args).items()},
             method=args.method, mode=args.mode, embedding_model=embedding_model_from_args(args),
-            pool=pool_from_args(args),
+            embed_corpus=args.embed_corpus, pool=pool_from_args(args),
             tagging={name: getattr(args, name) for name in TAG_SETTINGS}, jobs=args.jobs, force=args.force,
             progress=False if args.quiet else None)
         m = run_pipeline(args.data_dir, args.out, config)

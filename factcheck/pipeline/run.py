@@ -102,10 +102,15 @@ class RunConfig:
     mode : {"course", "open"}, default "course"
         ``"open"`` adds the pretrained-embedding retrievers and features.
     embedding_model : None, str, Path or dict
-        Open mode: a local ONNX model; None, the bundled one.
+        Open mode: a transformer (``"minilm"`` or an ONNX model directory). It orders each
+        claim's candidate pool (:class:`~factcheck.retrieval.pool.PoolRetriever`, a candidate
+        beside the others) while the passage vectors are the bundled static model's; with
+        ``embed_corpus`` it embeds every passage instead. None: the bundled model only.
+    embed_corpus : bool, default False
+        Embed every passage with ``embedding_model`` (no pool).
     pool : dict
-        Open mode, ``method="pool"``: the two-stage retriever's ``model`` (the contextual one,
-        default ``"minilm"``) and ``pool_size``.
+        Open mode: the pool retriever's ``pool_size`` (and, with ``method="pool"`` and no
+        ``embedding_model``, its ``model``, default ``"minilm"``).
     tagging : dict
         :class:`~factcheck.tagging.job.TagJob` settings.
     jobs : int, default -1
@@ -135,6 +140,7 @@ class RunConfig:
     method: str = "auto"
     mode: str = "course"
     embedding_model: object = None
+    embed_corpus: bool = False
     pool: dict = field(default_factory=dict)
     tagging: dict = field(default_factory=dict)
     jobs: int = -1
@@ -150,8 +156,14 @@ class RunConfig:
             for key in options:
                 if key not in known:
                     raise InputError(None, key, f"not a reader option; expected {', '.join(known)}", param=name)
-        if self.pool and self.method != "pool":
-            raise InputError(None, None, f"is for the two-stage retriever ({ref('method')} pool)", param="pool")
+        if self.embed_corpus and self.embedding_model is None:
+            raise InputError(None, None, f"only with a transformer ({ref('embedding_model')})", param="embed_corpus")
+        if self.embed_corpus and (self.pool or self.method == "pool"):
+            raise InputError(None, None, f"the pool's second stage is {ref('embedding_model')}; embedding the whole "
+                             f"corpus with it is the other way to use it (choose one)", param="embed_corpus")
+        if self.pool and self.method != "pool" and self.embedding_model is None:
+            raise InputError(None, None, f"is for the two-stage retriever ({ref('method')} pool, or "
+                             f"{ref('embedding_model')})", param="pool")
         if self.embedding_model is not None and self.mode != "open":
             raise InputError(None, None, f"a local embedding model is for the open mode ({ref('mode')} open)",
                              param="embedding_model")
@@ -188,6 +200,8 @@ def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> d
     config = replace(config or RunConfig(), **options)
     # before any work: an open mode without its extra is one line, now
     check_method(config.method, config.mode, also=("auto",), embedding_model=config.embedding_model)
+    if _stages(config)[1] is not None:
+        check_method(config.method, config.mode, also=("auto",))  # the first stage's static model too
     require_backend(config.tagging.get("backend", "loky"))  # so is the Dask backend without its extra
     files = find_data(data_dir, config.evidence, train=config.train, dev=config.dev, test=config.test)
     with DirectoryLock(Path(out)), progress_setting(config.progress):
@@ -196,6 +210,20 @@ def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> d
         remove_stale_temporaries(Path(out), RUN_ENTRIES, recursive=False)
         remove_stale_temporaries(Path(out) / "plots", ("*.png",), recursive=False)
         return _run_pipeline(data_dir, Path(out), files, config)
+
+
+def _stages(config: RunConfig) -> tuple[object, dict | None]:
+    """The model the passage vectors are built with, and the pool retriever's settings (None:
+    no pool retriever unless ``method="pool"`` names it with its defaults)."""
+    if config.mode != "open":
+        return None, None
+    if config.embedding_model is None or config.embed_corpus:
+        return config.embedding_model, (dict(config.pool) if config.method == "pool" else None)
+    from factcheck.text.onnx_embedding import model_location
+    model = config.embedding_model
+    if isinstance(model, dict):  # recorded in the model directory: a directory in full
+        model = {**model, "path": model_location(model["path"])} if set(model) != {"path"} else model["path"]
+    return None, {**config.pool, "model": model if isinstance(model, dict) else model_location(model)}
 
 
 @contextlib.contextmanager
@@ -255,14 +283,14 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig) -> dict:
     if mode == "open":
         from factcheck.tagging.vectors import PassageVectorJob
         with clock.step("passage vectors (open mode)"):
-            PassageVectorJob(jobs=jobs, progress=progress, embedding_model=config.embedding_model).run(
+            PassageVectorJob(jobs=jobs, progress=progress, embedding_model=_stages(config)[0]).run(
                 index_dir, index.manifest)  # verified by load
     with clock.step("checking the claims' gold ids against the knowledge source"):
         index.require_gold(train, files["train"])
         index.require_gold(dev, files["dev"])
 
     system, candidates, chosen = train_system(index, train, out, config.method, progress, clock, jobs=jobs, mode=mode,
-                                               pool=config.pool)
+                                               pool=_stages(config)[1])
     as_fever = (config.claims.get("format") or detect_claims_format(files["dev"])) == "fever"
 
     def predict(split, claims):

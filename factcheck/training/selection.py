@@ -52,7 +52,7 @@ def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progre
         add("hybrid", hybrid, HybridRetriever)
         if method == "dense":  # weaker than BM25 on both evidence files: tuned only when named
             add("dense", dense, DenseRetriever)
-        if method == "pool":  # not measured against the others yet: tuned only when named
+        if method == "pool" or (method == "auto" and pool is not None):  # named, or a transformer given
             from factcheck.retrieval.pool import PoolRetriever
             add("pool", tuning.sweep_pool(index, fit, holdout, bm25["k1"], bm25["b"], pool, progress=progress),
                 PoolRetriever)

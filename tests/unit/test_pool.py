@@ -177,7 +177,12 @@ def test_retrieve_with_a_tampered_cache_is_one_line_exit_2_and_writes_nothing(in
 
 def test_pool_settings_without_the_pool_retriever_are_refused_naming_the_flag(built, tmp_path):
     proc = in_process("run", "--data-dir", DEMO, "--out", tmp_path / "run", "--mode", "open", "--pool-size", "5")
-    assert_one_line_error(proc, "--pool-size", "only with --method pool")
+    assert_one_line_error(proc, "--pool-size", "only with --method pool or --embedding-model")
+    proc = in_process("run", "--data-dir", DEMO, "--out", tmp_path / "run", "--mode", "open", "--embed-corpus")
+    assert_one_line_error(proc, "--embed-corpus", "only with a transformer (--embedding-model)")
+    proc = in_process("run", "--data-dir", DEMO, "--out", tmp_path / "run", "--mode", "open", "--embedding-model",
+                      built[1], "--embed-corpus", "--method", "pool")
+    assert_one_line_error(proc, "--embed-corpus", "the pool's second stage is --embedding-model")
     proc = in_process("retrieve", "--index", built[0], "--claims", DEMO / "dev-claims.json", "--out",
                       tmp_path / "p.json", "--mode", "open", "--method", "hybrid", "--pool-model", "minilm")
     assert_one_line_error(proc, "--pool-model", "is not read by --method hybrid")
@@ -188,10 +193,13 @@ def test_pool_settings_without_the_pool_retriever_are_refused_naming_the_flag(bu
 def test_a_pool_run_gives_the_same_bytes_cold_with_one_job_and_warm_with_two(built, tmp_path):
     from helpers import run_cli
     names = ("dev-claims-predictions.json", "dev-claims-predictions.explain.json", "test-claims-predictions.json")
-    common = ("--data-dir", DEMO, "--mode", "open", "--method", "pool", "--pool-model", built[1], "--pool-size", "5",
-              "--quiet")
+    # A transformer given to run orders the pools; the passage vectors are the static model's.
+    common = ("--data-dir", DEMO, "--mode", "open", "--embedding-model", built[1], "--method", "pool",
+              "--pool-size", "5", "--quiet")
     cold = run_cli("run", "--out", tmp_path / "cold", "--jobs", "1", *common)
     assert cold.returncode == 0, cold.stderr
+    vectors = json.loads((tmp_path / "cold" / "index" / "vectors" / "manifest.json").read_text("utf-8"))
+    assert vectors["model"]["name"].startswith("wordllama/") and (tmp_path / "cold" / "tuning" / "pool-sweep.csv").is_file()
     cache = tmp_path / "cold" / "index" / "pool-vectors"
     before = sorted(p.name for p in cache.rglob("*"))
     warm = run_cli("run", "--out", tmp_path / "warm", "--jobs", "2", "--index", tmp_path / "cold" / "index", *common)
