@@ -199,7 +199,8 @@ def test_a_pool_run_gives_the_same_bytes_cold_with_one_job_and_warm_with_two(bui
     cold = run_cli("run", "--out", tmp_path / "cold", "--jobs", "1", *common)
     assert cold.returncode == 0, cold.stderr
     vectors = json.loads((tmp_path / "cold" / "index" / "vectors" / "manifest.json").read_text("utf-8"))
-    assert vectors["model"]["name"].startswith("wordllama/") and (tmp_path / "cold" / "tuning" / "pool-sweep.csv").is_file()
+    assert vectors["model"]["name"].startswith("wordllama/")
+    assert (tmp_path / "cold" / "tuning" / "pool-sweep.csv").is_file()
     cache = tmp_path / "cold" / "index" / "pool-vectors"
     before = sorted(p.name for p in cache.rglob("*"))
     warm = run_cli("run", "--out", tmp_path / "warm", "--jobs", "2", "--index", tmp_path / "cold" / "index", *common)
