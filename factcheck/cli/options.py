@@ -322,8 +322,10 @@ def add_pool_args(g, model: bool = True) -> None:
 
 def pool_model_from_args(args):
     """``--pool-model`` as the retriever records it: ``minilm``, or a directory in full."""
+    if args.pool_model is None:
+        return None
     from factcheck.text.onnx_embedding import model_location
-    return None if args.pool_model is None else model_location(args.pool_model)
+    return model_location(args.pool_model)
 
 
 def pool_from_args(args) -> dict:
