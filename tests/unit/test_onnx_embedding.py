@@ -571,6 +571,16 @@ def test_the_minilm_extra_alone_installs_every_file_minilm_reads():
 
 
 @needs_minilm
+def test_minilm_cuts_texts_at_its_max_length_not_at_its_tokenizer_files():
+    """The packaged tokenizer.json says 128; all-MiniLM-L6-v2's 256 governs."""
+    from factcheck.text import onnx_embedding as oe
+    e = load("minilm")
+    text = " ".join(["sea levels rise as glaciers melt"] * 60)  # 362 tokens with the special ones
+    assert e.max_length == 256 and len(e.tokenizer.encode(text).ids) == 256
+    assert json.loads(oe._packaged_files("minilm").data[oe.TOKENIZER_FILE])["truncation"]["max_length"] == 128
+
+
+@needs_minilm
 def test_minilm_loads_and_embeds_with_the_network_off(monkeypatch):
     import socket
 
