@@ -134,6 +134,9 @@ def retriever_spec(retriever: Retriever) -> dict:
     spec = {"method": inner.name, "params": inner.params()}
     if getattr(inner, "vectors_sha256_", None):
         spec["vectors_sha256"] = inner.vectors_sha256_
+    if getattr(inner, "embedder_", None) is not None and inner.name == "pool":  # what orders its pools
+        from factcheck.text.onnx_embedding import NOT_COMPARED
+        spec["pool_model"] = {k: v for k, v in inner.embedder_.identity.items() if k not in NOT_COMPARED}
     if hasattr(retriever, "inner"):
         spec["chunk_window"], spec["chunk_overlap"] = retriever.window, retriever.overlap
     return spec

@@ -194,7 +194,9 @@ def test_a_pool_run_gives_the_same_bytes_cold_with_one_job_and_warm_with_two(bui
     from helpers import run_cli
     names = ("dev-claims-predictions.json", "dev-claims-predictions.explain.json", "test-claims-predictions.json")
     # A transformer given to run orders the pools; the passage vectors are the static model's.
-    common = ("--data-dir", DEMO, "--mode", "open", "--embedding-model", built[1], "--method", "pool",
+    model = tmp_path / "model"
+    shutil.copytree(built[1], model)
+    common = ("--data-dir", DEMO, "--mode", "open", "--embedding-model", model, "--method", "pool",
               "--pool-size", "5", "--quiet")
     cold = run_cli("run", "--out", tmp_path / "cold", "--jobs", "1", *common)
     assert cold.returncode == 0, cold.stderr
@@ -215,3 +217,9 @@ def test_a_pool_run_gives_the_same_bytes_cold_with_one_job_and_warm_with_two(bui
     proc = in_process("check", "--run", tmp_path / "cold", "Sea levels are rising.")
     assert proc.returncode == 0 and "ordered by the contextual model's" in proc.stdout, proc.stdout
     assert "contextual cosine" in proc.stdout and "in the pool by BM25" in proc.stdout
+    shutil.rmtree(model)
+    make_model(model, list(DEMO_PASSAGES.values()) + CLAIMS, seed=1)  # other weights where the model was
+    proc = in_process("predict", "--claims", DEMO / "dev-claims.json", "--index", tmp_path / "cold" / "index",
+                      "--model", tmp_path / "cold" / "model", "--out", tmp_path / "q.json")
+    assert_one_line_error(proc, "the pool retriever was tuned with another contextual model", "train again")
+    assert not (tmp_path / "q.json").exists()
