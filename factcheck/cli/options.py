@@ -15,7 +15,7 @@ from factcheck.text.analyzer import ANALYZERS
 __all__ = ["plural", "Deprecated", "add_renamed", "text_arg", "int_type", "positive_int", "non_negative_int", "jobs_type",
            "bounded_float", "check_output_dir", "check_outputs", "add_source_args", "add_reader_args",
            "add_claims_args", "add_cap_arg", "add_index_args", "add_tag_args", "add_backend_args", "add_mode_arg",
-           "add_retriever_args", "add_pool_args", "pool_from_args", "pool_model_from_args", "add_analyzer_arg",
+           "add_retriever_args", "add_pool_args", "pool_from_args", "pool_model_from_args", "run_embedding_from_args", "add_analyzer_arg",
            "source_from_args", "source_options", "claims_options", "read_claims_from_args", "index_from_args",
            "tag_job_from_args", "retriever_from_args", "add_embedding_args", "embedding_model_from_args",
            "relocate_from_args", "SOURCE_FORMATS", "CLAIM_FORMATS"]
@@ -329,14 +329,33 @@ def pool_model_from_args(args):
 
 
 def pool_from_args(args) -> dict:
-    """``--pool-model`` and ``--pool-size`` of ``run``/``train`` (only with ``--method pool``)."""
-    model = pool_model_from_args(args) if hasattr(args, "pool_model") else None
-    given = {k: v for k, v in (("model", model), ("pool_size", args.pool_size)) if v is not None}
-    if given and args.method != "pool" and getattr(args, "embedding_model", None) is None:
-        also = f" or {ref('embedding_model')}" if hasattr(args, "embed_corpus") else ""
-        raise InputError(None, None, f"only with {ref('method')} pool{also}",
+    """``train``'s ``--pool-model`` and ``--pool-size`` (only with ``--method pool``)."""
+    given = {k: v for k, v in (("model", pool_model_from_args(args)), ("pool_size", args.pool_size)) if v is not None}
+    if given and args.method != "pool":
+        raise InputError(None, None, f"only with {ref('method')} pool",
                          param="pool_model" if "model" in given else "pool_size")
     return given
+
+
+def run_embedding_from_args(args):
+    """``run``'s ``--embedding-model`` with its settings, ``--pool-size`` and ``--embed-corpus``,
+    as RunConfig's ``embedding_model``."""
+    model = embedding_model_from_args(args)
+    if args.embed_corpus:
+        if model is None:
+            raise InputError(None, None, f"only with a transformer ({ref('embedding_model')})", param="embed_corpus")
+        if args.pool_size is not None or args.method == "pool":
+            raise InputError(None, None, f"the pool's second stage is {ref('embedding_model')}; embedding the whole "
+                             f"corpus with it is the other way to use it (choose one)", param="embed_corpus")
+        return {**model, "embed_corpus": True}
+    if args.pool_size is not None:
+        if args.mode != "open":
+            raise InputError(None, None, f"is for the open mode: add {ref('mode')} open", param="pool_size")
+        if model is None and args.method != "pool":
+            raise InputError(None, None, f"only with {ref('method')} pool or {ref('embedding_model')}",
+                             param="pool_size")
+        return {**(model or {"path": "minilm"}), "pool_size": args.pool_size}
+    return model
 
 
 def source_options(args) -> dict:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from factcheck.cli.options import (add_backend_args, add_claims_args, add_embedding_args, add_index_args, add_mode_arg,
                                    add_pool_args, add_reader_args, add_renamed, add_tag_args, check_output_dir, check_outputs,
-                                   claims_options, embedding_model_from_args, index_from_args, jobs_type, plural,
-                                   pool_from_args, positive_int, read_claims_from_args, relocate_from_args, source_options)
+                                   claims_options, index_from_args, jobs_type, plural,
+                                   pool_from_args, positive_int, read_claims_from_args, relocate_from_args,
+                                   run_embedding_from_args, source_options)
 from factcheck.retrieval.registry import ALL_METHODS
 
 TAG_SETTINGS = ("top_k", "max_features", "tag_features", "shard_size", "backend", "scheduler")
@@ -45,8 +46,7 @@ def add_run(p):
         config = RunConfig(
             train=args.train, dev=args.dev, test=args.test, evidence=args.evidence, index_dir=args.index,
             source=source_options(args), claims={k.removeprefix("claims_"): v for k, v in claims_options(args).items()},
-            method=args.method, mode=args.mode, embedding_model=embedding_model_from_args(args),
-            embed_corpus=args.embed_corpus, pool=pool_from_args(args),
+            method=args.method, mode=args.mode, embedding_model=run_embedding_from_args(args),
             tagging={name: getattr(args, name) for name in TAG_SETTINGS}, jobs=args.jobs, force=args.force,
             progress=False if args.quiet else None)
         m = run_pipeline(args.data_dir, args.out, config)

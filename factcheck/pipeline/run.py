@@ -102,15 +102,12 @@ class RunConfig:
     mode : {"course", "open"}, default "course"
         ``"open"`` adds the pretrained-embedding retrievers and features.
     embedding_model : None, str, Path or dict
-        Open mode: a transformer (``"minilm"`` or an ONNX model directory). It orders each
-        claim's candidate pool (:class:`~factcheck.retrieval.pool.PoolRetriever`, a candidate
-        beside the others) while the passage vectors are the bundled static model's; with
-        ``embed_corpus`` it embeds every passage instead. None: the bundled model only.
-    embed_corpus : bool, default False
-        Embed every passage with ``embedding_model`` (no pool).
-    pool : dict
-        Open mode: the pool retriever's ``pool_size`` (and, with ``method="pool"`` and no
-        ``embedding_model``, its ``model``, default ``"minilm"``).
+        Open mode: a transformer (``"minilm"`` or an ONNX model directory, or a dict of its
+        ``path`` and settings). It orders each claim's candidate pool
+        (:class:`~factcheck.retrieval.pool.PoolRetriever`, a candidate beside the others)
+        while the passage vectors are the bundled static model's. Two more keys of the dict:
+        ``pool_size``, and ``embed_corpus: True`` to embed every passage with it instead (no
+        pool). None: the bundled model only (``method="pool"``: the pool ordered by minilm).
     tagging : dict
         :class:`~factcheck.tagging.job.TagJob` settings.
     jobs : int, default -1
@@ -140,8 +137,6 @@ class RunConfig:
     method: str = "auto"
     mode: str = "course"
     embedding_model: object = None
-    embed_corpus: bool = False
-    pool: dict = field(default_factory=dict)
     tagging: dict = field(default_factory=dict)
     jobs: int = -1
     force: bool = False
@@ -156,14 +151,10 @@ class RunConfig:
             for key in options:
                 if key not in known:
                     raise InputError(None, key, f"not a reader option; expected {', '.join(known)}", param=name)
-        if self.embed_corpus and self.embedding_model is None:
-            raise InputError(None, None, f"only with a transformer ({ref('embedding_model')})", param="embed_corpus")
-        if self.embed_corpus and (self.pool or self.method == "pool"):
-            raise InputError(None, None, f"the pool's second stage is {ref('embedding_model')}; embedding the whole "
-                             f"corpus with it is the other way to use it (choose one)", param="embed_corpus")
-        if self.pool and self.method != "pool" and self.embedding_model is None:
-            raise InputError(None, None, f"is for the two-stage retriever ({ref('method')} pool, or "
-                             f"{ref('embedding_model')})", param="pool")
+        if isinstance(self.embedding_model, dict) and self.embedding_model.get("embed_corpus") and \
+                (self.method == "pool" or "pool_size" in self.embedding_model):
+            raise InputError(None, None, "embed_corpus embeds every passage instead of the pools: not with the "
+                             "pool retriever or a pool_size", param="embedding_model")
         if self.embedding_model is not None and self.mode != "open":
             raise InputError(None, None, f"a local embedding model is for the open mode ({ref('mode')} open)",
                              param="embedding_model")
@@ -199,9 +190,10 @@ def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> d
         raise InputError(None, None, f"expected a RunConfig, got {type(config).__name__}", param="config")
     config = replace(config or RunConfig(), **options)
     # before any work: an open mode without its extra is one line, now
-    check_method(config.method, config.mode, also=("auto",), embedding_model=config.embedding_model)
-    if _stages(config)[1] is not None:
-        check_method(config.method, config.mode, also=("auto",))  # the first stage's static model too
+    vectors_model, pool = _stages(config)
+    check_method(config.method, config.mode, also=("auto",), embedding_model=vectors_model)
+    if pool is not None:  # the pool's model too
+        check_method(config.method, config.mode, also=("auto",), embedding_model=pool["model"])
     require_backend(config.tagging.get("backend", "loky"))  # so is the Dask backend without its extra
     files = find_data(data_dir, config.evidence, train=config.train, dev=config.dev, test=config.test)
     with DirectoryLock(Path(out)), progress_setting(config.progress):
@@ -214,16 +206,17 @@ def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> d
 
 def _stages(config: RunConfig) -> tuple[object, dict | None]:
     """The model the passage vectors are built with, and the pool retriever's settings (None:
-    no pool retriever unless ``method="pool"`` names it with its defaults)."""
-    if config.mode != "open":
-        return None, None
-    if config.embedding_model is None or config.embed_corpus:
-        return config.embedding_model, (dict(config.pool) if config.method == "pool" else None)
-    from factcheck.text.onnx_embedding import model_location
+    no pool retriever)."""
     model = config.embedding_model
-    if isinstance(model, dict):  # recorded in the model directory: a directory in full
-        model = {**model, "path": model_location(model["path"])} if set(model) != {"path"} else model["path"]
-    return None, {**config.pool, "model": model if isinstance(model, dict) else model_location(model)}
+    if config.mode != "open" or (model is None and config.method != "pool"):
+        return model, None
+    spec = dict(model) if isinstance(model, dict) else {"path": "minilm" if model is None else model}
+    pool_size, corpus = spec.pop("pool_size", None), spec.pop("embed_corpus", False)
+    if corpus:
+        return (spec if len(spec) > 1 else spec["path"]), None
+    from factcheck.text.onnx_embedding import model_location
+    spec["path"] = model_location(spec["path"])  # recorded in the model directory: a directory in full
+    return None, {"model": spec if len(spec) > 1 else spec["path"], **({"pool_size": pool_size} if pool_size else {})}
 
 
 @contextlib.contextmanager
