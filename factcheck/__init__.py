@@ -43,6 +43,7 @@ _API = {
     "ChunkedRetriever": "factcheck.retrieval.chunking",
     "DenseRetriever": "factcheck.retrieval.dense",
     "HybridRetriever": "factcheck.retrieval.dense",
+    "PoolRetriever": "factcheck.retrieval.pool",
     "make_retriever": "factcheck.retrieval.registry",
     # the claim classifier and a whole system
     "make_classifier": "factcheck.classification.model",

@@ -15,7 +15,7 @@ from factcheck.text.analyzer import ANALYZERS
 __all__ = ["plural", "Deprecated", "add_renamed", "text_arg", "int_type", "positive_int", "non_negative_int", "jobs_type",
            "bounded_float", "check_output_dir", "check_outputs", "add_source_args", "add_reader_args",
            "add_claims_args", "add_cap_arg", "add_index_args", "add_tag_args", "add_backend_args", "add_mode_arg",
-           "add_retriever_args", "add_analyzer_arg",
+           "add_retriever_args", "add_pool_args", "pool_from_args", "pool_model_from_args", "run_embedding_from_args", "add_analyzer_arg",
            "source_from_args", "source_options", "claims_options", "read_claims_from_args", "index_from_args",
            "tag_job_from_args", "retriever_from_args", "add_embedding_args", "embedding_model_from_args",
            "relocate_from_args", "SOURCE_FORMATS", "CLAIM_FORMATS"]
@@ -216,14 +216,21 @@ def add_mode_arg(p: argparse.ArgumentParser, from_model: bool = False) -> None:
                        help=f"course: the course's rules, no pretrained weights (default); {OPEN_HELP}")
 
 
-def add_embedding_args(p: argparse.ArgumentParser, build: bool = False) -> None:
+def add_embedding_args(p: argparse.ArgumentParser, build: bool = False, embed_corpus: bool = False) -> None:
     """``--embedding-model minilm|DIR`` (a string: ``./minilm`` is a directory), with its settings
-    where vectors are built (``build``); elsewhere, where the vectors' model is now."""
+    where vectors are built (``build``; ``embed_corpus``: with ``--embed-corpus``, ``run``'s
+    choice between the pool and every passage); elsewhere, where the vectors' model is now."""
     g = p.add_argument_group("transformer embedding model (open mode; docs/open-mode.md says what to install)")
     if build:
         g.add_argument("--embedding-model", default=None, metavar="minilm|DIR",
-                       help="embed with the packaged all-MiniLM-L6-v2 (minilm) or the ONNX model in DIR "
-                            "(model.onnx + tokenizer.json) instead of the bundled static one (needs --mode open)")
+                       help="the packaged all-MiniLM-L6-v2 (minilm) or the ONNX model in DIR (model.onnx + "
+                            "tokenizer.json) (needs --mode open): run: it orders each claim's candidate pool "
+                            "(--embed-corpus: it embeds every passage instead); tag: it embeds every passage "
+                            "instead of the bundled static model")
+        if embed_corpus:
+            g.add_argument("--embed-corpus", action="store_true",
+                           help="embed every passage with --embedding-model (slow on a large corpus) instead of "
+                                "only each claim's candidate pool")
         g.add_argument("--embedding-max-length", type=positive_int, default=None, metavar="N",
                        help="tokens kept per text (default: the model's sentence_bert_config.json, "
                             "else its tokenizer's truncation, else 512)")
@@ -266,10 +273,11 @@ def relocate_from_args(args, index_dir) -> None:
 
 # The retriever settings each method reads (flags' dests).
 METHOD_OPTIONS = {"tags": ("t_sim", "t_overlap", "k"), "bm25": ("k1", "b", "k"), "rerank": ("rerank_model",),
-                  "tfidf": ("analyzer", "k"), "dense": ("k",), "hybrid": ("k", "alpha", "fusion", "k1", "b")}
+                  "tfidf": ("analyzer", "k"), "dense": ("k",), "hybrid": ("k", "alpha", "fusion", "k1", "b"),
+                  "pool": ("k", "pool_model", "pool_size", "k1", "b")}
 #: --k's help where it is the evidence per claim; a test holds it to each method's default.
 EVIDENCE_K_HELP = ("passages returned per claim (default: the method's own: 6 for tags, 5 for bm25 and tfidf, "
-                   "4 for dense and hybrid; rerank cuts off per claim)")
+                   "4 for dense, hybrid and pool; rerank cuts off per claim)")
 
 
 def add_retriever_args(p: argparse.ArgumentParser, k_help: str = EVIDENCE_K_HELP, k_default: int | None = None,
@@ -277,7 +285,7 @@ def add_retriever_args(p: argparse.ArgumentParser, k_help: str = EVIDENCE_K_HELP
     """The mode, the retriever and its settings, one argument group per method."""
     add_mode_arg(p)
     p.add_argument("--method", default="bm25", choices=ALL_METHODS,
-                   help="retriever (default: bm25; dense and hybrid need --mode open)")
+                   help="retriever (default: bm25; dense, hybrid and pool need --mode open)")
     add_renamed(p, "--k", old_k, type=positive_int, default=k_default, metavar="N", help=k_help)
     g = p.add_argument_group("tag rule (--method tags)")
     g.add_argument("--t-sim", type=bounded_float(0.0, 1.0), default=None, help="cosine threshold (default: 0.55)")
@@ -289,7 +297,8 @@ def add_retriever_args(p: argparse.ArgumentParser, k_help: str = EVIDENCE_K_HELP
     add_analyzer_arg(g)
     g = p.add_argument_group("reranking (--method rerank)")
     g.add_argument("--rerank-model", type=Path, default=None, help="trained reranker (from factcheck train-rerank)")
-    g = p.add_argument_group("open mode (--method dense or hybrid, with --mode open)")
+    g = p.add_argument_group("open mode (--method dense, hybrid or pool, with --mode open)")
+    add_pool_args(g)
     g.add_argument("--alpha", type=bounded_float(0.0, 1.0), default=None,
                    help="hybrid: weight of the dense score (default: 0.5)")
     g.add_argument("--fusion", choices=("max", "rrf"), default=None,
@@ -298,6 +307,55 @@ def add_retriever_args(p: argparse.ArgumentParser, k_help: str = EVIDENCE_K_HELP
     g.add_argument("--chunk-window", type=positive_int, default=None, help="index word windows of this size")
     g.add_argument("--chunk-overlap", type=non_negative_int, default=None,
                    help="words shared by consecutive windows (default: 20)")
+
+
+def add_pool_args(g, model: bool = True) -> None:
+    """The two-stage retriever's settings (``--method pool``; ``run`` names its model with
+    ``--embedding-model``)."""
+    if model:
+        g.add_argument("--pool-model", default=None, metavar="minilm|DIR",
+                       help="pool: the contextual model that orders each claim's candidate pool, the packaged "
+                            "minilm (the default) or an ONNX model directory")
+    g.add_argument("--pool-size", type=positive_int, default=None, metavar="N",
+                   help="pool: passages BM25 and the passage vectors each add to a claim's pool (default: 100)")
+
+
+def pool_model_from_args(args):
+    """``--pool-model`` as the retriever records it: ``minilm``, or a directory in full."""
+    if args.pool_model is None:
+        return None
+    from factcheck.text.onnx_embedding import model_location
+    return model_location(args.pool_model)
+
+
+def pool_from_args(args) -> dict:
+    """``train``'s ``--pool-model`` and ``--pool-size`` (only with ``--method pool``)."""
+    given = {k: v for k, v in (("model", pool_model_from_args(args)), ("pool_size", args.pool_size)) if v is not None}
+    if given and args.method != "pool":
+        raise InputError(None, None, f"only with {ref('method')} pool",
+                         param="pool_model" if "model" in given else "pool_size")
+    return given
+
+
+def run_embedding_from_args(args):
+    """``run``'s ``--embedding-model`` with its settings, ``--pool-size`` and ``--embed-corpus``,
+    as RunConfig's ``embedding_model``."""
+    model = embedding_model_from_args(args)
+    if args.embed_corpus:
+        if model is None:
+            raise InputError(None, None, f"only with a transformer ({ref('embedding_model')})", param="embed_corpus")
+        if args.pool_size is not None or args.method == "pool":
+            raise InputError(None, None, f"the pool's second stage is {ref('embedding_model')}; embedding the whole "
+                             f"corpus with it is the other way to use it (choose one)", param="embed_corpus")
+        return {**model, "embed_corpus": True}
+    if args.pool_size is not None:
+        if args.mode != "open":
+            raise InputError(None, None, f"is for the open mode: add {ref('mode')} open", param="pool_size")
+        if model is None and args.method != "pool":
+            raise InputError(None, None, f"only with {ref('method')} pool or {ref('embedding_model')}",
+                             param="pool_size")
+        return {**(model or {"path": "minilm"}), "pool_size": args.pool_size}
+    return model
 
 
 def source_options(args) -> dict:
@@ -379,6 +437,9 @@ def retriever_from_args(args, evidence_k: bool = True):
         params["top_n"] = params.pop("k")
     if args.method == "rerank":
         params = {"model": params.pop("rerank_model")}
+    if args.method == "pool":
+        params.pop("pool_model")
+        params["model"] = pool_model_from_args(args)
     return make_retriever(args.method, params, args.chunk_window,
                           20 if args.chunk_overlap is None else args.chunk_overlap, mode=args.mode,
                           embedding_model=vectors_model(args.index) if args.index else None)

@@ -6,13 +6,15 @@ import json
 from pathlib import Path
 
 from factcheck.cli.options import (add_backend_args, add_claims_args, add_embedding_args, add_index_args, add_mode_arg,
-                                   add_reader_args, add_renamed, add_tag_args, check_output_dir, check_outputs,
-                                   claims_options, embedding_model_from_args, index_from_args, jobs_type, plural,
-                                   positive_int, read_claims_from_args, relocate_from_args, source_options)
+                                   add_pool_args, add_reader_args, add_renamed, add_tag_args, check_output_dir, check_outputs,
+                                   claims_options, index_from_args, jobs_type, plural,
+                                   pool_from_args, positive_int, read_claims_from_args, relocate_from_args,
+                                   run_embedding_from_args, source_options)
 from factcheck.retrieval.registry import ALL_METHODS
 
 TAG_SETTINGS = ("top_k", "max_features", "tag_features", "shard_size", "backend", "scheduler")
-AUTO_HELP = "retriever (default: auto = best evidence F on the training hold-out; dense and hybrid need --mode open)"
+AUTO_HELP = ("retriever (default: auto = best evidence F on the training hold-out; dense, hybrid and pool need "
+             "--mode open)")
 
 __all__ = ["add_run", "add_train", "add_predict", "add_ablation", "add_predictions_format_arg", "describe"]
 
@@ -35,7 +37,8 @@ def add_run(p):
     add_max_evidence_arg(p, "; the FEVER score in metrics.json counts as many")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     add_tag_args(p)
-    add_embedding_args(p, build=True)
+    add_embedding_args(p, build=True, embed_corpus=True)
+    add_pool_args(p.add_argument_group("two stages (with --embedding-model, or --method pool)"), model=False)
     add_reader_args(p)
     add_claims_args(p)
 
@@ -45,7 +48,7 @@ def add_run(p):
         config = RunConfig(
             train=args.train, dev=args.dev, test=args.test, evidence=args.evidence, index_dir=args.index,
             source=source_options(args), claims={k.removeprefix("claims_"): v for k, v in claims_options(args).items()},
-            method=args.method, mode=args.mode, embedding_model=embedding_model_from_args(args),
+            method=args.method, mode=args.mode, embedding_model=run_embedding_from_args(args),
             tagging={name: getattr(args, name) for name in TAG_SETTINGS}, jobs=args.jobs, force=args.force,
             progress=False if args.quiet else None, max_tuning_claims=args.max_tuning_claims,
             max_evidence=args.max_evidence)
@@ -75,6 +78,7 @@ def add_train(p):
     add_mode_arg(p)
     add_max_tuning_claims_arg(p)
     add_embedding_args(p)
+    add_pool_args(p.add_argument_group("two stages (--method pool, with --mode open)"))
     add_claims_args(p)
 
     def run(args):
@@ -90,7 +94,7 @@ def add_train(p):
         relocate_from_args(args, args.index)
         index.require_gold(train, args.claims)
         t = train_system(index, train, args.model, args.method, model_dir=args.model, mode=args.mode,
-                         max_tuning_claims=args.max_tuning_claims)
+                         max_tuning_claims=args.max_tuning_claims, pool=pool_from_args(args))
         sample = f" (a sample of {len(train)})" if len(t.claims) < len(train) else ""
         print(f"{args.model}: trained on {len(t.claims)} claims{sample} ({args.mode} mode)")
         print(describe("retriever " + t.candidates.best, t.system.retriever.params()))

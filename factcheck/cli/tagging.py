@@ -54,6 +54,7 @@ def add_verify(p):
 
     def run(args):
         from factcheck.tagging.store import check_caches, verify_index
+        from factcheck.tagging.pool_vectors import POOL_VECTORS_DIR, verify_pool_vectors
         from factcheck.tagging.vectors import verify_vectors
         from factcheck.text.embedding import describe_model
         m = verify_index(args.index)  # every check of an open, and every file's sha256
@@ -65,4 +66,7 @@ def add_verify(p):
             print(f"{args.index}/vectors: OK ({v['passages']} x {v['dim']} {v['dtype']}, {describe_model(v['model'])}, "
                   f"{plural(len(v['shards']), 'shard')} verified; "
                   f"content sha256 {v['content_sha256']})")
+        for model, passages in verify_pool_vectors(args.index):
+            print(f"{args.index}/{POOL_VECTORS_DIR}: OK ({plural(passages, 'passage')} of the candidate pools, "
+                  f"{describe_model(model)})")
     return run

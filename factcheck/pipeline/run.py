@@ -105,7 +105,12 @@ class RunConfig:
     mode : {"course", "open"}, default "course"
         ``"open"`` adds the pretrained-embedding retrievers and features.
     embedding_model : None, str, Path or dict
-        Open mode: a local ONNX model; None, the bundled one.
+        Open mode: a transformer (``"minilm"`` or an ONNX model directory, or a dict of its
+        ``path`` and settings). It orders each claim's candidate pool
+        (:class:`~factcheck.retrieval.pool.PoolRetriever`, a candidate beside the others)
+        while the passage vectors are the bundled static model's. Two more keys of the dict:
+        ``pool_size``, and ``embed_corpus: True`` to embed every passage with it instead (no
+        pool). None: the bundled model only (``method="pool"``: the pool ordered by minilm).
     tagging : dict
         :class:`~factcheck.tagging.job.TagJob` settings.
     jobs : int, default -1
@@ -161,6 +166,10 @@ class RunConfig:
             for key in options:
                 if key not in known:
                     raise InputError(None, key, f"not a reader option; expected {', '.join(known)}", param=name)
+        if isinstance(self.embedding_model, dict) and self.embedding_model.get("embed_corpus") and \
+                (self.method == "pool" or "pool_size" in self.embedding_model):
+            raise InputError(None, None, "embed_corpus embeds every passage instead of the pools: not with the "
+                             "pool retriever or a pool_size", param="embedding_model")
         if self.embedding_model is not None and self.mode != "open":
             raise InputError(None, None, f"a local embedding model is for the open mode ({ref('mode')} open)",
                              param="embedding_model")
@@ -196,7 +205,10 @@ def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> d
         raise InputError(None, None, f"expected a RunConfig, got {type(config).__name__}", param="config")
     config = replace(config or RunConfig(), **options)
     # before any work: an open mode without its extra is one line, now
-    check_method(config.method, config.mode, also=("auto",), embedding_model=config.embedding_model)
+    vectors_model, pool = _stages(config)
+    check_method(config.method, config.mode, also=("auto",), embedding_model=vectors_model)
+    if pool is not None:  # the pool's model too
+        check_method(config.method, config.mode, also=("auto",), embedding_model=pool["model"])
     require_backend(config.tagging.get("backend", "loky"))  # so is the Dask backend without its extra
     files = find_data(data_dir, config.evidence, train=config.train, dev=config.dev, test=config.test)
     with DirectoryLock(Path(out)), progress_setting(config.progress), contextlib.ExitStack() as held:
@@ -205,6 +217,21 @@ def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> d
         remove_stale_temporaries(Path(out), RUN_ENTRIES, recursive=False)
         remove_stale_temporaries(Path(out) / "plots", ("*.png",), recursive=False)
         return _run_pipeline(data_dir, Path(out), files, config, held)
+
+
+def _stages(config: RunConfig) -> tuple[object, dict | None]:
+    """The model the passage vectors are built with, and the pool retriever's settings (None:
+    no pool retriever)."""
+    model = config.embedding_model
+    if config.mode != "open" or (model is None and config.method != "pool"):
+        return model, None
+    spec = dict(model) if isinstance(model, dict) else {"path": "minilm" if model is None else model}
+    pool_size, corpus = spec.pop("pool_size", None), spec.pop("embed_corpus", False)
+    if corpus:
+        return (spec if len(spec) > 1 else spec["path"]), None
+    from factcheck.text.onnx_embedding import model_location
+    spec["path"] = model_location(spec["path"])  # recorded in the model directory: a directory in full
+    return None, {"model": spec if len(spec) > 1 else spec["path"], **({"pool_size": pool_size} if pool_size else {})}
 
 
 @contextlib.contextmanager
@@ -273,7 +300,7 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig, held: con
         from factcheck.tagging.vectors import PassageVectorJob
         begin()
         with clock.step("passage vectors (open mode)"):
-            PassageVectorJob(jobs=jobs, progress=progress, embedding_model=config.embedding_model).run(
+            PassageVectorJob(jobs=jobs, progress=progress, embedding_model=_stages(config)[0]).run(
                 index_dir, index.manifest)  # verified by load
     with clock.step("checking the claims' gold ids against the knowledge source"):
         index.require_gold(train, files["train"])
@@ -281,7 +308,8 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig, held: con
 
     begin()
     system, candidates, chosen, tuned_on = train_system(index, train, out, config.method, progress, clock, jobs=jobs,
-                                                         mode=mode, max_tuning_claims=config.max_tuning_claims)
+                                                         mode=mode, max_tuning_claims=config.max_tuning_claims,
+                                                         pool=_stages(config)[1])
     as_fever = (config.claims.get("format") or detect_claims_format(files["dev"])) == "fever"
     slots = config.max_evidence if config.max_evidence is not None else MAX_EVIDENCE if as_fever else None
 
@@ -384,7 +412,7 @@ class Trained(NamedTuple):
 
 def train_system(index, train, out: Path, method: str = "auto", progress=None, clock=None,
                  model_dir: Path | None = None, jobs: int = -1, mode: str = "course",
-                 max_tuning_claims: int = MAX_TUNING_CLAIMS) -> Trained:
+                 max_tuning_claims: int = MAX_TUNING_CLAIMS, pool: dict | None = None) -> Trained:
     """Tune retrievers, pick one, select and train the classifier; save the model directory.
     Beyond ``max_tuning_claims`` training claims, all of it uses a deterministic sample of them."""
     from factcheck.training import selection
@@ -408,7 +436,7 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     train = tuning_subsample(train, max_tuning_claims)
     fit, holdout = train_holdout_split(train)
     with clock.step("tuning and training retrievers on the training split"):
-        candidates = selection.tune_retrievers(index, fit, holdout, out, method, progress, mode)
+        candidates = selection.tune_retrievers(index, fit, holdout, out, method, progress, mode, pool)
     retriever = candidates.retrievers[candidates.best]
 
     # The classifier and its reader chosen together by cross-validation (training.classifier_cv);

@@ -14,13 +14,14 @@ if TYPE_CHECKING:
 
 # The CLI imports this module to build its parser: nothing heavy at the top.
 METHODS = ("tags", "bm25", "rerank", "tfidf")
-OPEN_METHODS = ("dense", "hybrid")
+OPEN_METHODS = ("dense", "hybrid", "pool")
 ALL_METHODS = (*METHODS, *OPEN_METHODS)
 MODES = ("course", "open")
 DEPTH = 100  # ranking depth kept for recall@k / MRR
 _CLASSES = {"tags": ("tag_rule", "TagRuleRetriever"), "bm25": ("bm25", "BM25Retriever"),
             "rerank": ("rerank.retriever", "RerankRetriever"), "tfidf": ("tfidf", "TfidfRetriever"),
-            "dense": ("dense", "DenseRetriever"), "hybrid": ("dense", "HybridRetriever")}
+            "dense": ("dense", "DenseRetriever"), "hybrid": ("dense", "HybridRetriever"),
+            "pool": ("pool", "PoolRetriever")}
 
 
 def methods_for(mode: str = "course", embedding_model=None) -> tuple[str, ...]:
@@ -133,6 +134,9 @@ def retriever_spec(retriever: Retriever) -> dict:
     spec = {"method": inner.name, "params": inner.params()}
     if getattr(inner, "vectors_sha256_", None):
         spec["vectors_sha256"] = inner.vectors_sha256_
+    if getattr(inner, "embedder_", None) is not None and inner.name == "pool":  # what orders its pools
+        from factcheck.text.onnx_embedding import NOT_COMPARED
+        spec["pool_model"] = {k: v for k, v in inner.embedder_.identity.items() if k not in NOT_COMPARED}
     if hasattr(retriever, "inner"):
         spec["chunk_window"], spec["chunk_overlap"] = retriever.window, retriever.overlap
     return spec

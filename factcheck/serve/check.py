@@ -19,6 +19,8 @@ PATHS = {
     "ranked/hybrid": ("the top of the fused ranking: BM25 and embedding cosine (dense), each divided by the "
                       "claim's best, mixed with weight alpha on the dense side (open mode)"),
     "ranked/dense": "the passages closest to the claim by embedding cosine (open mode)",
+    "ranked/pool": ("a pool of BM25's and the passage vectors' best passages, ordered by the contextual "
+                    "model's cosine (open mode, two stages)"),
     "reranked": "scored by the learned reranker, cut off per claim",
 }
 
@@ -57,6 +59,9 @@ def why(hit: dict, thresholds: dict | None) -> list[str]:
                      f"combined {s.get('combined', 0):.3f}")
     elif "features" in hit.get("extra", {}):
         lines.append(f"reranker probability {hit['score']:.3f}, rank {s.get('rank', '?')}, BM25 {s.get('bm25', 0):.2f}")
+    elif "first_stage" in s:
+        lines.append(f"contextual cosine {s.get('dense', 0):.3f}, rank {s.get('rank', '?')}; in the pool by "
+                     f"BM25 {s.get('bm25', 0):.2f} and passage-vector cosine {s['first_stage']:.3f}")
     elif "fused" in s:
         lines.append(f"fused score {s['fused']:.3f}, rank {s.get('rank', '?')}: BM25 {s.get('bm25', 0):.2f}, "
                      f"dense (embedding cosine) {s.get('dense', 0):.3f}")

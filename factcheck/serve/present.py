@@ -14,13 +14,16 @@ from factcheck.text.analyzer import analyze, shared_stems
 LABEL_NAMES = {"SUPPORTS": "Supports", "REFUTES": "Refutes", "NOT_ENOUGH_INFO": "Not enough info",
                "DISPUTED": "Disputed"}
 RETRIEVER_NAMES = {"tags": "tag rule", "bm25": "BM25 retriever", "rerank": "learned reranker",
-                   "dense": "dense retriever (embedding cosine)", "hybrid": "hybrid retriever (BM25 + embeddings)"}
+                   "dense": "dense retriever (embedding cosine)", "hybrid": "hybrid retriever (BM25 + embeddings)",
+                   "pool": "two stages (a candidate pool ordered by a contextual model)"}
 # A hit's scores, in the order check_view gathers them; "score" is named per retriever below.
 SCORE_NAMES = {"combined": "combined (cosine + overlap)", "cosine": "tag cosine", "overlap": "tag overlap",
-               "fused": "fused score", "bm25": "BM25 score", "dense": "embedding cosine", "rank": "rank"}
+               "fused": "fused score", "bm25": "BM25 score", "dense": "embedding cosine",
+               "first_stage": "first-stage cosine", "rank": "rank"}
 PARAM_NAMES = {
     "t_sim": "cosine threshold", "t_overlap": "tag-overlap threshold", "top_n": "passages kept, at most",
     "k1": "term saturation k1", "b": "length normalisation b", "k": "passages returned",
+    "pool_size": "pool: passages from each first stage", "model": "model",
     "method": "BM25 variant", "alpha": "weight of the dense side (alpha)", "depth": "candidates per claim",
     "candidates.k1": "candidates: BM25 k1", "candidates.b": "candidates: BM25 b",
     "candidates.depth": "candidates: BM25 passages per claim",

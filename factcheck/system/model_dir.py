@@ -12,6 +12,7 @@ from factcheck.classification.model import save_classifier
 from factcheck.errors import FactcheckWarning, InputError
 from factcheck.formats.files import sha256_file
 from factcheck.retrieval.registry import check_mode, make_retriever, retriever_spec
+from factcheck.text.embedding import describe_model, same_model
 
 __all__ = ["RERANK_FILE", "save_system", "available_methods", "model_mode", "require_mode", "load_retriever"]
 
@@ -78,6 +79,11 @@ def load_retriever(model_dir: Path, meta: dict, method: str | None = None, index
     if index is None:
         return retriever
     retriever.fit(index)
+    recorded = spec.get("pool_model")
+    if recorded and not same_model(recorded, retriever.embedder_.identity):
+        raise InputError(model_dir, None, f"the pool retriever was tuned with another contextual model "
+                         f"({describe_model(recorded)}; found {describe_model(retriever.embedder_.identity)} at "
+                         f"{params.get('model')}): put that model back, or train again")
     tuned_on = spec.get("vectors_sha256")
     if tuned_on and tuned_on != retriever_spec(retriever).get("vectors_sha256"):
         warnings.warn(FactcheckWarning(f"{model_dir}: the {method} retriever was tuned on other passage vectors "

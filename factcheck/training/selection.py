@@ -31,8 +31,9 @@ class TunedRetrievers:
 
 
 def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progress=None,
-                    mode: str = "course") -> TunedRetrievers:
-    """Every candidate tuned (sweeps written to ``out/tuning``) and scored on the hold-out."""
+                    mode: str = "course", pool: dict | None = None) -> TunedRetrievers:
+    """Every candidate tuned (sweeps written to ``out/tuning``) and scored on the hold-out
+    (``pool``: the two-stage retriever's ``model`` and ``pool_size``, when it is named)."""
     from factcheck.retrieval.bm25 import BM25Retriever
     from factcheck.retrieval.tag_rule import TagRuleRetriever
 
@@ -51,6 +52,10 @@ def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progre
         add("hybrid", hybrid, HybridRetriever)
         if method == "dense":  # weaker than BM25 on both evidence files: tuned only when named
             add("dense", dense, DenseRetriever)
+        if method == "pool" or (method == "auto" and pool is not None):  # named, or a transformer given
+            from factcheck.retrieval.pool import PoolRetriever
+            add("pool", tuning.sweep_pool(index, fit, holdout, bm25["k1"], bm25["b"], pool, progress=progress),
+                PoolRetriever)
     if method == "tfidf":  # no automatic candidate: tuned only when named
         from factcheck.retrieval.tfidf import TfidfRetriever
         add("tfidf", tuning.sweep_tfidf(index, fit, holdout, progress=progress), TfidfRetriever)

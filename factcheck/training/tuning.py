@@ -108,6 +108,17 @@ def sweep_tfidf(index, fit_claims, holdout_claims, grid=TFIDF_GRID, progress=Non
                          {"fit": fit_claims, "holdout": holdout_claims}, "TF-IDF sweep", progress)
 
 
+def sweep_pool(index, fit_claims, holdout_claims, k1: float, b: float, pool: dict | None = None,
+               ks=HYBRID_GRID["k"], progress=None) -> Sweep:
+    """Open mode, the two stages (:class:`~factcheck.retrieval.pool.PoolRetriever`): k swept,
+    the pool's ``model`` and ``pool_size`` as given, BM25's ``k1`` and ``b`` as BM25's sweep chose."""
+    from factcheck.retrieval.pool import PoolRetriever
+
+    setting = {**{k: v for k, v in (pool or {}).items() if v is not None}, "k1": k1, "b": b}
+    return _sweep_depths("pool", [setting], lambda **s: PoolRetriever(**s).fit(index), ks,
+                         {"fit": fit_claims, "holdout": holdout_claims}, "pool sweep", progress)
+
+
 def sweep_open(index, fit_claims, holdout_claims, k1: float, b: float, grid=HYBRID_GRID,
                progress=None) -> tuple[Sweep, Sweep]:
     """Open mode: ``(hybrid sweep, dense sweep)``, each claim's two score vectors computed once."""

@@ -27,7 +27,7 @@ def onnx_run(tmp_path_factory):
     model = make_model(base / "model-here", texts)
     out = base / "run"
     proc = run_cli("run", "--data-dir", DEMO, "--out", out, "--mode", "open", "--embedding-model", model,
-                   "--query-prefix", "query: ", "--jobs", "1", "--quiet")
+                   "--embed-corpus", "--query-prefix", "query: ", "--jobs", "1", "--quiet")
     assert proc.returncode == 0, proc.stderr
     return out, model
 

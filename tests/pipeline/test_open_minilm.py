@@ -17,7 +17,7 @@ def test_a_minilm_run_records_the_packaged_model_and_predict_reproduces_it(tmp_p
     from factcheck.text.onnx_embedding import PACKAGED
     out = tmp_path / "run"
     proc = run_cli("run", "--data-dir", DEMO, "--out", out, "--mode", "open", "--embedding-model", "minilm",
-                   "--jobs", "1", "--quiet")
+                   "--embed-corpus", "--jobs", "1", "--quiet")
     assert proc.returncode == 0, proc.stderr
     ident = json.loads((out / "index" / "vectors" / "manifest.json").read_text("utf-8"))["model"]
     assert (ident["name"], ident["path"], ident["dim"], ident["max_length"]) == ("minilm", "minilm", 384, 256)

@@ -36,7 +36,7 @@ SUBMODULE_NAMES = {
 # standard as a public function (Parameters, Returns).
 MAIN_METHODS = {"fit", "rank", "retrieve", "check", "run", "load", "save"}
 # Examples that need the open extra (pretrained embeddings).
-OPEN_NAMES = {"DenseRetriever", "HybridRetriever", "PassageVectorJob"}
+OPEN_NAMES = {"DenseRetriever", "HybridRetriever", "PassageVectorJob", "PoolRetriever"}
 
 
 def public_callables():

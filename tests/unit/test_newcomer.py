@@ -194,12 +194,13 @@ def test_every_ranking_command_takes_k_with_the_default_its_help_states(demo_ind
     proc = in_process("search", "--index", demo_index, "--json", QUERY_MANY)
     assert proc.returncode == 0 and len(json.loads(proc.stdout)["hits"]) == 10
     # retrieve: each method's own default, as its help states
-    stated = {m: int(n) for n, ms in re.findall(r"(\d+) for ([a-z0-9]+(?: and [a-z0-9]+)*)", k_default("retrieve"))
-              for m in ms.split(" and ")}
-    assert set(stated) == {"tags", "bm25", "tfidf", "dense", "hybrid"}
+    stated = {m: int(n) for n, ms in re.findall(r"(\d+) for ([a-z0-9]+(?:(?:, (?!\d)| and )[a-z0-9]+)*)",
+                                                k_default("retrieve"))
+              for m in re.split(", | and ", ms)}
+    assert set(stated) == {"tags", "bm25", "tfidf", "dense", "hybrid", "pool"}
     for method, cls in (("tags", factcheck.TagRuleRetriever), ("bm25", factcheck.BM25Retriever),
                         ("tfidf", factcheck.TfidfRetriever), ("dense", factcheck.DenseRetriever),
-                        ("hybrid", factcheck.HybridRetriever)):
+                        ("hybrid", factcheck.HybridRetriever), ("pool", factcheck.PoolRetriever)):
         params = cls().get_params()
         assert params.get("k", params.get("top_n")) == stated[method], method
     out = tmp_path / "bm25.json"

