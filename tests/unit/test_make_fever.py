@@ -58,6 +58,10 @@ def test_layout_and_wiki_pages_split_into_files_of_n_pages(made):
 
 def test_our_readers_read_it_and_every_gold_sentence_is_in_the_corpus(made):
     out, written = made
+    from factcheck.formats.claims import detect_claims_format
+    from factcheck.formats.evidence import detect_format
+    assert detect_format(out / "wiki-pages") == "fever"  # read by FEVER's readers, not as generic JSONL
+    assert detect_claims_format(out / "train.jsonl") == detect_claims_format(out / "shared_task_dev.jsonl") == "fever"
     ids, texts = factcheck.read_passages(out / "wiki-pages")
     assert len(ids) == len(set(ids)) == written["sentences"] == 700
     corpus = dict(zip(ids, texts))
