@@ -27,29 +27,69 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE = ROOT.parent / "shared" / "data" / "evidence.json.gz"
 
 
+# Sentences are drawn this many at a time: memory bounded by a block, not by the corpus.
+BLOCK = 1 << 16
+
+
+def load_source(source: Path) -> dict[str, str]:
+    """A course-format corpus (``id -> text``; ``.gz`` read transparently)."""
+    opener = gzip.open if source.suffix == ".gz" else open
+    with opener(source, "rt", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+class WordModel:
+    """The word generator: sentence lengths and a unigram distribution (whitespace tokens,
+    punctuation attached) taken from real texts, so drawn text keeps their Zipf vocabulary."""
+
+    def __init__(self, texts):
+        words_per_passage = [text.split() for text in texts]
+        self.lengths = np.array([len(w) for w in words_per_passage if w], dtype=np.int64)
+        unigram = Counter(w for ws in words_per_passage for w in ws)
+        self.vocab = sorted(unigram)
+        probs = np.array([unigram[w] for w in self.vocab], dtype=np.float64)
+        self.probs = probs / probs.sum()
+        self.vocab_arr = np.array(self.vocab, dtype=object)
+        self._cdf = np.cumsum(self.probs)
+
+    def word_ids(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` word indices from the unigram distribution (inverse CDF: no per-call table)."""
+        return np.minimum(np.searchsorted(self._cdf, rng.random(n), side="right"), len(self.vocab) - 1)
+
+    def words(self, rng: np.random.Generator, n: int) -> list[str]:
+        return self.vocab_arr[self.word_ids(rng, n)].tolist()
+
+    def sentences(self, rng: np.random.Generator, n: int):
+        """``n`` sentences, streamed a block at a time."""
+        done = 0
+        while done < n:
+            lengths = rng.choice(self.lengths, size=min(BLOCK, n - done)).tolist()
+            words = self.words(rng, sum(lengths))
+            at = 0
+            for length in lengths:
+                yield " ".join(words[at:at + length])
+                at += length
+            done += len(lengths)
+
+
 def build(n: int, source: Path, seed: int = 2024) -> dict[str, str]:
-    with gzip.open(source, "rt", encoding="utf-8") as fh:
-        proxy = json.load(fh)
+    proxy = load_source(source)
     number = re.compile(r"evidence-(\d+)$")
     real = {}
     for pid, text in proxy.items():
         m = number.match(pid)
         if m:
             real[int(m.group(1))] = text
-    words_per_passage = [text.split() for text in proxy.values()]
-    lengths = np.array([len(w) for w in words_per_passage if w], dtype=np.int64)
-    unigram = Counter(w for ws in words_per_passage for w in ws)
-    vocab = sorted(unigram)
-    probs = np.array([unigram[w] for w in vocab], dtype=np.float64)
-    probs /= probs.sum()
+    model = WordModel(proxy.values())
     rng = np.random.default_rng(seed)
 
     kept = sorted(k for k in real if k < n)
     n_filler = n - len(kept)
-    filler_lengths = rng.choice(lengths, size=n_filler)
-    filler_words = rng.choice(len(vocab), size=int(filler_lengths.sum()), p=probs)
+    # Drawn in one piece (not model.sentences): the corpora measured so far came from these draws.
+    filler_lengths = rng.choice(model.lengths, size=n_filler)
+    filler_words = rng.choice(len(model.vocab), size=int(filler_lengths.sum()), p=model.probs)
     bounds = np.concatenate([[0], np.cumsum(filler_lengths)]).tolist()
-    vocab_arr = np.array(vocab, dtype=object)
+    vocab_arr = model.vocab_arr
 
     out: dict[str, str] = {}
     kept_set = set(kept)
