@@ -20,3 +20,19 @@ def _holding(pattern: str) -> list[str]:
 def test_files_are_hashed_in_one_place():
     assert _holding(r"hashlib\.file_digest") == ["hashing.py"]
     assert _holding(r"(?m)^def (_?sha256|file_sha256|sha256_(file|fileobj|bytes))\(") == ["hashing.py"]
+
+
+def test_every_stem_goes_through_the_one_memo():
+    from factcheck.scoring.counting import count_terms
+    from factcheck.serve.highlight import highlight_spans
+    from factcheck.text.analyzer import analyze, token_ids
+    from factcheck.text.tokens import split_stems
+    split_stems("quokkas9 here")
+    highlight_spans("Zyzzyvas sleep", {"zyzzyva"})
+    count_terms(["axolotls swim"])
+    analyze("Pangolins roll")
+    memo = token_ids("stems")
+    assert {"quokkas", "zyzzyvas", "axolotls", "pangolins"} <= memo.of.keys()
+    assert memo.term("pangolins") == "pangolin" and memo.term("the") == ""
+    assert _holding(r"TextAnalyzer\(\)") == ["text/analyzer.py"]
+    assert _holding(r"class TokenIds") == ["text/analyzer.py"]

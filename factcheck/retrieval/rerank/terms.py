@@ -15,11 +15,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from factcheck.scoring.bm25 import bm25_weight, bm25_weights, length_norm, lucene_idf
-from factcheck.scoring.counting import TokenIds, token_cells
+from factcheck.scoring.counting import token_cells
 from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
 from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.index import multi_arange
-from factcheck.text.analyzer import stem_token, word_tokens_of_texts
+from factcheck.text.analyzer import TokenIds, word_tokens_of_texts
 from factcheck.text.tokens import split_letter_digit_runs
 from factcheck.text.tokens import standalone_numbers as numbers
 
@@ -200,8 +200,8 @@ class _BatchAnalysis:
     """Split stems and numbers of whole batches of texts, ids in first-seen order across batches."""
 
     def __init__(self):
-        self._ids = TokenIds(stem_token)
-        self.vocab = self._ids.stem_id  # stem -> id (never reset: no limit_memory here)
+        self._ids = TokenIds()  # the index's own ids, in first-seen order (never reset)
+        self.vocab = self._ids.stem_id  # stem -> id
         self.number_vocab: dict[str, int] = {}
 
     def add(self, texts: list[str]):
