@@ -36,3 +36,19 @@ def test_every_stem_goes_through_the_one_memo():
     assert memo.term("pangolins") == "pangolin" and memo.term("the") == ""
     assert _holding(r"TextAnalyzer\(\)") == ["text/analyzer.py"]
     assert _holding(r"class TokenIds") == ["text/analyzer.py"]
+
+
+def test_positive_integers_are_checked_by_check_number():
+    assert _holding(r"must be a positive integer|must be at least \d+, got") == []
+    import argparse
+    from factcheck.cli.options import positive_int
+    from factcheck.cli.workbench import int_list
+    for parse, text, message in ((positive_int, "0", "must be at least 1, got 0"),
+                                 (int_list, "1,0", "must be at least 1, got 0"),
+                                 (int_list, "1,x", "expected an integer, got 'x'")):
+        try:
+            parse(text)
+        except argparse.ArgumentTypeError as exc:
+            assert str(exc) == message
+        else:
+            raise AssertionError(text)
