@@ -6,8 +6,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from factcheck.cli.options import (CLAIM_FORMATS, add_claims_args, add_reader_args, check_outputs, claims_options,
-                                   source_options)
+from factcheck.cli.options import (CLAIM_FORMATS, PREDICTION_FORMATS, add_claims_args, add_reader_args,
+                                   check_outputs, claims_options, source_options)
+from factcheck.formats.convert import EVIDENCE_TARGETS
 
 __all__ = ["add_convert"]
 
@@ -32,7 +33,7 @@ def add_convert(p):
     e = kinds.add_parser("evidence", help="a knowledge source (to course JSON, JSONL or FEVER wiki pages)",
                          description="Convert a knowledge source.")
     e.add_argument("evidence", type=Path, help="knowledge source to read")
-    e.add_argument("--to", required=True, choices=("course", "jsonl", "fever"), help="format to write")
+    e.add_argument("--to", required=True, choices=EVIDENCE_TARGETS, help="format to write")
     e.add_argument("--out", type=Path, required=True, help="file to write")
     e.add_argument("--one-line-pages", action="store_true", help=ONE_LINE_HELP)
     add_reader_args(e, indexing=False)
@@ -40,7 +41,7 @@ def add_convert(p):
     r = kinds.add_parser("predictions", help="predictions (course JSON <-> FEVER predictions JSONL)",
                          description="Convert a predictions file.")
     r.add_argument("predictions", type=Path, help="predictions file to read")
-    r.add_argument("--to", required=True, choices=("course", "fever"), help="format to write")
+    r.add_argument("--to", required=True, choices=PREDICTION_FORMATS, help="format to write")
     r.add_argument("--out", type=Path, required=True, help="file to write")
     r.add_argument("--one-line-pages", action="store_true", help=ONE_LINE_HELP)
     r.add_argument("--claims", type=Path, default=None,

@@ -1,5 +1,5 @@
-"""Option parsers, option groups and output-path checks shared by the sub-commands (no
-library import at module level: ``factcheck --help`` builds every parser)."""
+"""Option parsers, option groups and output-path checks shared by the sub-commands (only
+light library modules at module level: ``factcheck --help`` builds every parser)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 from factcheck.errors import InputError, check_number, ref
+from factcheck.formats.claims import CLAIM_FORMATS, PREDICTION_FORMATS
+from factcheck.formats.evidence import FORMATS as SOURCE_FORMATS
 from factcheck.retrieval.registry import ALL_METHODS, MODES
 from factcheck.text.analyzer import ANALYZERS
 
@@ -17,11 +19,7 @@ __all__ = ["plural", "Deprecated", "add_renamed", "text_arg", "int_type", "posit
            "add_retriever_args", "add_pool_args", "pool_from_args", "pool_model_from_args", "run_embedding_from_args", "add_analyzer_arg",
            "source_from_args", "source_options", "claims_options", "read_claims_from_args", "index_from_args",
            "tag_job_from_args", "retriever_from_args", "add_embedding_args", "embedding_model_from_args",
-           "relocate_from_args", "SOURCE_FORMATS", "CLAIM_FORMATS"]
-
-# The readers' formats, spelled out so building the parsers imports no library code (a test checks them).
-SOURCE_FORMATS = ("course", "jsonl", "csv", "fever", "climate-fever", "beir")
-CLAIM_FORMATS = ("course", "jsonl", "csv", "fever", "climate-fever")
+           "relocate_from_args", "SOURCE_FORMATS", "CLAIM_FORMATS", "PREDICTION_FORMATS"]
 
 OPEN_HELP = "open: also pretrained embeddings (the optional extra: pip install -e '.[open]')"
 

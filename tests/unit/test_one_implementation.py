@@ -52,3 +52,11 @@ def test_positive_integers_are_checked_by_check_number():
             assert str(exc) == message
         else:
             raise AssertionError(text)
+
+
+def test_the_cli_format_choices_come_from_the_registries():
+    from factcheck.cli import options
+    from factcheck.formats import claims, convert, evidence
+    assert options.SOURCE_FORMATS is evidence.FORMATS and options.CLAIM_FORMATS is claims.CLAIM_FORMATS
+    assert options.PREDICTION_FORMATS is claims.PREDICTION_FORMATS and convert.EVIDENCE_TARGETS
+    assert _holding(r'(format|--to)", .*choices=\(') == []
