@@ -60,3 +60,24 @@ def test_the_cli_format_choices_come_from_the_registries():
     assert options.SOURCE_FORMATS is evidence.FORMATS and options.CLAIM_FORMATS is claims.CLAIM_FORMATS
     assert options.PREDICTION_FORMATS is claims.PREDICTION_FORMATS and convert.EVIDENCE_TARGETS
     assert _holding(r'(format|--to)", .*choices=\(') == []
+
+
+def test_every_format_checks_ids_alike(tmp_path):
+    import pytest
+    from factcheck.errors import InputError
+    from factcheck.formats.claims import read_claims
+    from factcheck.formats.qrels import read_queries
+    cases = [("claims.jsonl", "fever", '{"claim": "x", "evidence": []}\n', "line 1: missing 'id'"),
+             ("claims.jsonl", "fever", '{"id": true, "claim": "x", "evidence": []}\n',
+              "line 1: 'id' must be a string or an integer, got a boolean"),
+             ("cf.jsonl", "climate-fever", '{"claim_id": [1], "claim": "x", "evidences": []}\n',
+              "line 1: 'claim_id' must be a string or an integer, got a list"),
+             ("claims.csv", "csv", "id,claim\n,x\n", "'id' is empty")]
+    for name, format, text, message in cases:
+        (tmp_path / name).write_text(text, "utf-8")
+        with pytest.raises(InputError) as err:
+            read_claims(tmp_path / name, format=format)
+        assert message in str(err.value), (format, str(err.value))
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q\\ud800", "text": "x"}\n', "utf-8")
+    with pytest.raises(InputError, match="lone surrogate"):  # the query id, as passage ids are checked
+        read_queries(tmp_path / "queries.jsonl")
