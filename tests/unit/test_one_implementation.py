@@ -81,3 +81,19 @@ def test_every_format_checks_ids_alike(tmp_path):
     (tmp_path / "queries.jsonl").write_text('{"_id": "q\\ud800", "text": "x"}\n', "utf-8")
     with pytest.raises(InputError, match="lone surrogate"):  # the query id, as passage ids are checked
         read_queries(tmp_path / "queries.jsonl")
+
+
+def test_bm25_weights_are_built_and_cached_in_one_place(demo_index, tmp_path):
+    import shutil
+    from factcheck.retrieval.bm25 import BM25Retriever
+    from factcheck.retrieval.rerank.terms import TermIndex
+    from factcheck.tagging.index import TagIndex
+    assert _holding(r"bm25_weights\(") == ["retrieval/bm25.py", "scoring/bm25.py"]
+    root = tmp_path / "index"
+    shutil.copytree(demo_index, root)
+    index = TagIndex.load(root)
+    BM25Retriever(k1=1.2, b=0.75).fit(index)
+    TermIndex.for_index(index).bm25(0.9, 0.4)
+    # the cache entries keep their names: an index cached before is not built again
+    assert (root / "bm25" / "lucene-k1_1.2-b_0.75").is_dir()
+    assert len(list((root / "rerank").glob("bm25-*-k1_0.9-b_0.4"))) == 1
