@@ -6,8 +6,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from factcheck.cli.options import (CLAIM_FORMATS, add_claims_args, add_reader_args, check_outputs, claims_options,
-                                   source_options)
+from factcheck.cli.options import (CLAIM_FORMATS, PREDICTION_FORMATS, add_claims_args, add_reader_args,
+                                   check_outputs, claims_options, source_options)
+from factcheck.formats.convert import EVIDENCE_TARGETS
 
 __all__ = ["add_convert"]
 
@@ -15,34 +16,32 @@ ONE_LINE_HELP = ("passage X is line 0 of its own FEVER page X (id X:0), and back
                  "which have no page and line")
 
 
+def _kind(kinds, name: str, targets, what: str, help: str, description: str):
+    """The sub-command converting a ``name`` file: what every kind takes."""
+    p = kinds.add_parser(name, help=help, description=description)
+    p.add_argument(name, type=Path, help=f"{what} to read")
+    p.add_argument("--to", required=True, choices=targets, help="format to write")
+    p.add_argument("--out", type=Path, required=True, help="file to write")
+    p.add_argument("--one-line-pages", action="store_true", help=ONE_LINE_HELP)
+    return p
+
+
 def add_convert(p):
     kinds = p.add_subparsers(dest="kind", required=True, metavar="KIND",
                              help="what the file holds: claims, evidence (a knowledge source) or predictions")
-    c = kinds.add_parser("claims", help="a claims file (course JSON, JSONL, CSV, FEVER, Climate-FEVER)",
-                         description="Convert a claims file.")
-    c.add_argument("claims", type=Path, help="claims file to read")
-    c.add_argument("--to", required=True, choices=CLAIM_FORMATS, help="format to write")
-    c.add_argument("--out", type=Path, required=True, help="file to write")
-    c.add_argument("--one-line-pages", action="store_true", help=ONE_LINE_HELP)
+    c = _kind(kinds, "claims", CLAIM_FORMATS, "claims file", "a claims file (course JSON, JSONL, CSV, FEVER, "
+              "Climate-FEVER)", "Convert a claims file.")
     c.add_argument("--evidence", type=Path, default=None,
                    help="--to climate-fever: the knowledge source whose sentences and titles fill each evidence")
     add_claims_args(c)
     add_reader_args(c, indexing=False)
 
-    e = kinds.add_parser("evidence", help="a knowledge source (to course JSON, JSONL or FEVER wiki pages)",
-                         description="Convert a knowledge source.")
-    e.add_argument("evidence", type=Path, help="knowledge source to read")
-    e.add_argument("--to", required=True, choices=("course", "jsonl", "fever"), help="format to write")
-    e.add_argument("--out", type=Path, required=True, help="file to write")
-    e.add_argument("--one-line-pages", action="store_true", help=ONE_LINE_HELP)
+    e = _kind(kinds, "evidence", EVIDENCE_TARGETS, "knowledge source",
+              "a knowledge source (to course JSON, JSONL or FEVER wiki pages)", "Convert a knowledge source.")
     add_reader_args(e, indexing=False)
 
-    r = kinds.add_parser("predictions", help="predictions (course JSON <-> FEVER predictions JSONL)",
-                         description="Convert a predictions file.")
-    r.add_argument("predictions", type=Path, help="predictions file to read")
-    r.add_argument("--to", required=True, choices=("course", "fever"), help="format to write")
-    r.add_argument("--out", type=Path, required=True, help="file to write")
-    r.add_argument("--one-line-pages", action="store_true", help=ONE_LINE_HELP)
+    r = _kind(kinds, "predictions", PREDICTION_FORMATS, "predictions file",
+              "predictions (course JSON <-> FEVER predictions JSONL)", "Convert a predictions file.")
     r.add_argument("--claims", type=Path, default=None,
                    help="the claims predicted (any claims format): their order and texts, which FEVER predictions "
                         "lack")

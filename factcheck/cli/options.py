@@ -1,14 +1,15 @@
-"""Option parsers, option groups and output-path checks shared by the sub-commands (no
-library import at module level: ``factcheck --help`` builds every parser)."""
+"""Option parsers, option groups and output-path checks shared by the sub-commands (only
+light library modules at module level: ``factcheck --help`` builds every parser)."""
 
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
-from factcheck.errors import InputError, ref
+from factcheck.errors import InputError, check_number, ref
+from factcheck.formats.claims import CLAIM_FORMATS, PREDICTION_FORMATS
+from factcheck.formats.evidence import FORMATS as SOURCE_FORMATS
 from factcheck.retrieval.registry import ALL_METHODS, MODES
 from factcheck.text.analyzer import ANALYZERS
 
@@ -18,11 +19,7 @@ __all__ = ["plural", "Deprecated", "add_renamed", "text_arg", "int_type", "posit
            "add_retriever_args", "add_pool_args", "pool_from_args", "pool_model_from_args", "run_embedding_from_args", "add_analyzer_arg",
            "source_from_args", "source_options", "claims_options", "read_claims_from_args", "index_from_args",
            "tag_job_from_args", "retriever_from_args", "add_embedding_args", "embedding_model_from_args",
-           "relocate_from_args", "SOURCE_FORMATS", "CLAIM_FORMATS"]
-
-# The readers' formats, spelled out so building the parsers imports no library code (a test checks them).
-SOURCE_FORMATS = ("course", "jsonl", "csv", "fever", "climate-fever", "beir")
-CLAIM_FORMATS = ("course", "jsonl", "csv", "fever", "climate-fever")
+           "relocate_from_args", "SOURCE_FORMATS", "CLAIM_FORMATS", "PREDICTION_FORMATS"]
 
 OPEN_HELP = "open: also pretrained embeddings (the optional extra: pip install -e '.[open]')"
 
@@ -70,18 +67,21 @@ def int_type(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
 
 
+def _checked(value, **bounds):
+    """``value`` through the library's one number check; its message, for argparse to put
+    after the flag."""
+    try:
+        return check_number(value, "", **bounds)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
 def positive_int(text: str) -> int:
-    value = int_type(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+    return _checked(int_type(text), integer=True, low=1)
 
 
 def non_negative_int(text: str) -> int:
-    value = int_type(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
-    return value
+    return _checked(int_type(text), integer=True, low=0)
 
 
 def jobs_type(text: str) -> int:
@@ -100,10 +100,7 @@ def bounded_float(lo: float, hi: float | None = None):
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if not math.isfinite(value) or value < lo or (hi is not None and value > hi):
-            where = f"in [{lo:g}, {hi:g}]" if hi is not None else f"finite and at least {lo:g}"
-            raise argparse.ArgumentTypeError(f"must be {where}, got {text!r}")
-        return value
+        return _checked(value, low=lo, high=hi)
     return parse
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from factcheck.cli.options import (add_backend_args, add_claims_args, add_embedding_args, add_index_args, add_mode_arg,
                                    add_pool_args, add_reader_args, add_renamed, add_tag_args, check_output_dir, check_outputs,
-                                   claims_options, index_from_args, jobs_type, plural,
+                                   PREDICTION_FORMATS, claims_options, index_from_args, jobs_type, plural,
                                    pool_from_args, positive_int, read_claims_from_args, relocate_from_args,
                                    run_embedding_from_args, source_options)
 from factcheck.retrieval.registry import ALL_METHODS
@@ -207,7 +207,7 @@ def add_max_tuning_claims_arg(p) -> None:
 
 
 def add_predictions_format_arg(p) -> None:
-    p.add_argument("--predictions-format", choices=("course", "fever"), default=None,
+    p.add_argument("--predictions-format", choices=PREDICTION_FORMATS, default=None,
                    help="course: the leaderboard JSON; fever: FEVER's predictions JSONL, evidence as [page, line] "
                         "(default: fever for a .jsonl --out, else course)")
 

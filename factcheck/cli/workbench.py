@@ -30,13 +30,7 @@ def depth_type(text: str) -> int:
 
 def int_list(text: str) -> tuple[int, ...]:
     """``1,5,10`` -> (1, 5, 10): positive integers, comma separated."""
-    try:
-        values = tuple(int(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"every cut-off must be at least 1, got {text!r}")
-    return values
+    return tuple(positive_int(v) for v in text.split(","))
 
 
 def method_list(text: str) -> tuple[str, ...]:

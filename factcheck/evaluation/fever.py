@@ -8,7 +8,7 @@ from functools import cached_property
 
 import numpy as np
 
-from factcheck.errors import InputError
+from factcheck.errors import InputError, check_number
 from factcheck.evaluation.evaluate import read_scoring_inputs
 from factcheck.evaluation.intervals import Metric, Result, bootstrap_harmonic, bootstrap_mean, describe, wilson
 
@@ -83,8 +83,7 @@ def fever_score(predictions: dict, gold: dict, max_evidence: int = MAX_EVIDENCE,
     >>> s.metrics["fever_score"].value, s.metrics["label_accuracy"].value
     (0.0, 1.0)
     """
-    if isinstance(max_evidence, bool) or not isinstance(max_evidence, int) or max_evidence < 1:
-        raise InputError(None, None, f"must be a positive integer, got {max_evidence!r}", param="max_evidence")
+    check_number(max_evidence, "max_evidence", integer=True, low=1)
     unknown = [cid for cid in predictions if cid not in gold]
     if unknown:
         raise InputError(source, f"claim {unknown[0]!r}", f"predicted claim not in the ground truth "

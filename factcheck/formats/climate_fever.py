@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from factcheck.errors import InputError
-from factcheck.formats.common import Claim, batched, plural
+from factcheck.formats.common import Claim, batched, check_id, plural
 from factcheck.formats.files import atomic_path, check_unicode
 from factcheck.formats.records import iter_records, kind_of
 
@@ -51,13 +51,13 @@ def _evidences(path, place, rec) -> list[dict]:
 def read_claims(path: Path, require_labels: bool, columns: dict) -> list[Claim]:
     claims = []
     for place, rec in iter_records(path, what=_WHAT):
-        cid = _string(path, place, rec, "claim_id")
+        cid = check_id(path, place, rec.get("claim_id"), "claim_id")
         where = f"{place} (claim {cid!r})"
         text = _string(path, where, rec, "claim")
         label = _string(path, where, rec, "claim_label", optional=True)
         gold = []
         for ev in _evidences(path, where, rec):
-            eid = _string(path, where, ev, "evidence_id")
+            eid = check_id(path, where, ev.get("evidence_id"), "evidence_id")
             if label == NOT_ENOUGH_INFO or _string(path, where, ev, "evidence_label", optional=True) != NOT_ENOUGH_INFO:
                 gold.append(eid)
         claims.append(Claim(cid, text, label, list(dict.fromkeys(gold))))
@@ -75,9 +75,9 @@ def passages(spec, path: Path):
     def records():
         seen: dict[str, tuple[str, str]] = {}   # id -> (text, where first seen)
         for place, rec in iter_records(path, what=_WHAT, max_passage_chars=spec.max_passage_chars):
-            where = f"{place} (claim {_string(path, place, rec, 'claim_id')!r})"
+            where = f"{place} (claim {check_id(path, place, rec.get('claim_id'), 'claim_id')!r})"
             for ev in _evidences(path, where, rec):
-                eid = _string(path, where, ev, "evidence_id")
+                eid = check_id(path, where, ev.get("evidence_id"), "evidence_id")
                 text = ev.get("evidence")
                 if not isinstance(text, str):
                     raise InputError(path, where, f"evidence {eid!r}: missing 'evidence' (the sentence)" if text is None

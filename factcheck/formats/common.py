@@ -65,16 +65,17 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def check_id(path, place, value, column) -> str:
-    """A record's id: a non-empty string, or an integer written as text."""
-    if value is MISSING:
+def check_id(path, place, value, column, what: str = "the id") -> str:
+    """A record's id (every format's passages, claims and queries): a non-empty string, or an
+    integer written as text; ``MISSING`` or None is a missing ``column``."""
+    if value is MISSING or value is None:
         raise InputError(path, place, f"missing {column!r}")
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise InputError(path, place, f"{column!r} must be a string, got {kind_of(value)}")
+        raise InputError(path, place, f"{column!r} must be a string or an integer, got {kind_of(value)}")
     value = str(value)
     if not value:
         raise InputError(path, place, f"{column!r} is empty")
-    return check_unicode(path, place, value, "the id")
+    return check_unicode(path, place, value, what)
 
 
 def check_text(path, place, value, column, what: str = "the text") -> str:

@@ -9,16 +9,16 @@ from pathlib import Path
 
 from factcheck.errors import InputError
 from factcheck.formats import course, fever, jsonl
-from factcheck.formats.claims import (CLAIM_FORMATS, UNITS as CLAIM_UNITS, Claim, detect_claims_format,
-                                      prefixed_params, read_claims, read_predictions, write_claims, write_predictions)
+from factcheck.formats.claims import (CLAIM_FORMATS, PREDICTION_FORMATS, UNITS as CLAIM_UNITS, Claim,
+                                      detect_claims_format, prefixed_params, read_claims, read_predictions,
+                                      write_claims, write_predictions)
 from factcheck.formats.common import plural
 from factcheck.formats.evidence import UNITS as SOURCE_UNITS, iter_passage_records, source_spec
 
-__all__ = ["convert_claims", "convert_evidence", "convert_predictions", "EVIDENCE_TARGETS", "PREDICTION_TARGETS"]
+__all__ = ["convert_claims", "convert_evidence", "convert_predictions", "EVIDENCE_TARGETS"]
 
 EVIDENCE_UNITS = {unit.NAME: unit for unit in (course, jsonl, fever)}
 EVIDENCE_TARGETS = tuple(EVIDENCE_UNITS)
-PREDICTION_TARGETS = ("course", "fever")
 
 
 def _check_target(to: str, targets) -> None:
@@ -125,7 +125,7 @@ def convert_predictions(src, dest, to: str, *, one_line_pages: bool = False, cla
     ``claims`` (a claims file, read with the ``claims_*`` options): the claims' order and
     texts, which FEVER's predictions do not hold."""
     src, dest = Path(src), Path(dest)
-    _check_target(to, PREDICTION_TARGETS)
+    _check_target(to, PREDICTION_FORMATS)
     preds = read_predictions(src)
     notes: list[str] = []
     if claims is not None:

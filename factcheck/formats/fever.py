@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from factcheck.errors import InputError, ref
-from factcheck.formats.common import BATCH, Claim, plural
+from factcheck.formats.common import BATCH, Claim, check_id, plural
 from factcheck.formats.files import atomic_path, check_unicode
 from factcheck.formats.records import (SURROGATE_ESCAPE, decode_object, iter_lines, iter_records, kind_of, parse_int,
                                       shown)
@@ -64,12 +64,6 @@ def is_source(record: dict) -> bool:
 def claim_id_out(cid: str):
     """A claim id as FEVER writes it: an integer when it reads as one."""
     return int(cid) if cid.isdigit() and cid.isascii() and len(cid) <= 18 and str(int(cid)) == cid else cid
-
-
-def _claim_id(path, place, value) -> str:
-    if isinstance(value, bool) or not isinstance(value, (int, str)) or value == "":
-        raise InputError(path, place, f"'id' must be an integer or a non-empty string, got {kind_of(value)}")
-    return check_unicode(path, place, str(value), "the claim id")
 
 
 def _pair(path, cid, pid) -> list:
@@ -140,7 +134,7 @@ def read_claims(path: Path, require_labels: bool, columns: dict) -> list[Claim]:
     """Claims keeping their evidence sets (``evidences``: their union)."""
     claims = []
     for place, rec in iter_records(path, what="a FEVER claim object"):
-        cid = _claim_id(path, place, rec.get("id"))
+        cid = check_id(path, place, rec.get("id"), "id", "the claim id")
         where = f"{place} (claim {cid!r})"
         text = rec.get("claim")
         if not isinstance(text, str) or not text.strip():
@@ -205,7 +199,7 @@ def read_predictions(path: Path) -> dict[str, dict]:
     """``{id: {"evidences": ["page:line", ...], "claim_label"}}``: the course predictions' shape."""
     out = {}
     for place, rec in iter_records(path, what="a FEVER prediction object"):
-        cid = _claim_id(path, place, rec.get("id"))
+        cid = check_id(path, place, rec.get("id"), "id", "the claim id")
         where = f"{place} (claim {cid!r})"
         if cid in out:
             raise InputError(path, place, f"claim {cid!r} predicted twice")

@@ -11,7 +11,6 @@ import csv
 import errno
 import fnmatch
 import gzip
-import hashlib
 import io
 import json
 import os
@@ -24,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from factcheck.errors import InputError
+from factcheck.hashing import sha256_bytes, sha256_file, sha256_fileobj  # noqa: F401 (re-exported)
 
 TMP_PREFIX = ".tmp-"
 SYMLINK_REFUSED = ("is a symbolic link; refusing to write or delete through it (remove the link, "
@@ -319,21 +319,6 @@ def dump_model_atomic(dest: Path, obj) -> str:
         dump_model(obj, tmp)
         digest = sha256_file(tmp)
     return digest
-
-
-def sha256_file(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return sha256_fileobj(fh)
-
-
-def sha256_fileobj(fh) -> str:
-    """sha256 of an open binary file from its start (the descriptor is what is hashed)."""
-    fh.seek(0)
-    return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 class _Writes:

@@ -14,7 +14,7 @@ import zlib
 from pathlib import Path
 from typing import Iterator
 
-from factcheck.errors import InputError
+from factcheck.errors import InputError, check_number
 from factcheck.formats.files import open_binary
 
 __all__ = ["MAX_PASSAGE_CHARS", "MAX_QUERY_CHARS", "raw_limit", "over_limit", "length_cap", "check_length",
@@ -43,11 +43,7 @@ def over_limit(path, max_chars: int, what: str, param: str = "max_passage_chars"
 
 def length_cap(value, param: str, default: int) -> int:
     """A length cap option: ``default`` for None, else a positive integer (or the error naming ``param``)."""
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(None, None, f"must be a positive integer, got {value!r}", param=param)
-    return value
+    return default if value is None else check_number(value, param, integer=True, low=1)
 
 
 def check_length(path, what: str, text: str, max_chars: int, param: str) -> str:

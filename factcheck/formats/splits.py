@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from factcheck.errors import InputError
+from factcheck.errors import check_number
 
 SPLIT_SEED = 90042
 HOLDOUT_SHARE = 0.2
@@ -36,8 +36,7 @@ def tuning_subsample(claims: list, max_claims: int = MAX_TUNING_CLAIMS, seed: in
     >>> tuning_subsample(claims, 10) is claims, [c.id for c in tuning_subsample(claims, 3)]
     (True, ['c2', 'c3', 'c4'])
     """
-    if isinstance(max_claims, bool) or not isinstance(max_claims, int) or max_claims < 1:
-        raise InputError(None, None, f"must be a positive integer, got {max_claims!r}", param="max_tuning_claims")
+    check_number(max_claims, "max_tuning_claims", integer=True, low=1)
     if len(claims) <= max_claims:
         return claims
     ids = sorted(c.id for c in claims)

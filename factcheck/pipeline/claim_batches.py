@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from factcheck.errors import InputError
+from factcheck.errors import InputError, check_number
 from factcheck.formats.claims import read_claims
 from factcheck.formats.files import write_json_atomic
 from factcheck.retrieval.base import Explanation
@@ -42,8 +42,7 @@ def stream_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims: 
     claims file); ``embedding_model``: where the index's local embedding model is now."""
     from factcheck.tagging.backends import WorkerPool, resolve_jobs
     from factcheck.tagging.outdir import scratch_folder
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise InputError(None, None, f"must be a positive integer, got {batch_size!r}", param="batch_size")
+    check_number(batch_size, "batch_size", integer=True, low=1)
     options = dict(claims_options or {})
     claims = read_claims(claims_path, **options) if claims is None else claims
     bounds = [(a, min(a + batch_size, len(claims))) for a in range(0, len(claims), batch_size)] or [(0, 0)]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
-from factcheck.errors import InputError, ref
+from factcheck.errors import InputError, check_number, ref
 from factcheck.formats.claims import (CLAIM_OPTIONS, detect_claims_format, label_set, ordered_labels, read_claims,
                                       write_predictions)
 from factcheck.formats.evidence import SOURCE_OPTIONS, source_spec
@@ -155,9 +155,8 @@ class RunConfig:
 
     def __post_init__(self):
         for name in ("max_tuning_claims", "max_evidence"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise InputError(None, None, f"must be a positive integer, got {value!r}", param=name)
+            if getattr(self, name) is not None:
+                check_number(getattr(self, name), name, integer=True, low=1)
         for name, known in (("source", SOURCE_OPTIONS), ("claims", (*CLAIM_OPTIONS, "max_claim_chars"))):
             options = getattr(self, name)
             if not isinstance(options, dict):

@@ -66,23 +66,19 @@ class BM25Retriever(Retriever):
         check_choice(self.method, "method", BM25_METHODS)
 
     def _fit(self, index) -> None:
+        cache = key = None
         if not self.cache or index.root is None:  # an index in memory has no directory to cache in
             counts = corpus_counts(index)
-            terms, self.weights_ = counts.terms, bm25_weights(counts.counts, counts.lengths, self.k1, self.b)
         else:
             cache = DerivedCache(index.root)
             key = {"plan_key": index.manifest.data.get("plan_key"), "passages": len(index), "version": COUNTS_VERSION}
             counts = cache.load_or_build("bm25/counts", key, lambda folder: _save_counts(corpus_counts(index), folder),
                                          _load_counts)
-            weights_key = {"counts": key, "k1": self.k1, "b": self.b, "method": self.method}
-            data = cache.load_or_build(
-                f"bm25/{self.method}-k1_{self.k1:g}-b_{self.b:g}", weights_key,
-                lambda folder: save_arrays(folder, {"data": bm25_weights(counts.counts, counts.lengths, self.k1,
-                                                                         self.b).data}),
-                lambda folder: load_array(folder, "data"))
-            terms, self.weights_ = counts.terms, counts.counts.with_data(data)
             _COUNTS.pop(index, None)
-        self.vocabulary_ = {t: j for j, t in enumerate(terms)}
+        self.weights_ = cached_weights(cache, f"bm25/{self.method}",
+                                       {"counts": key, "k1": self.k1, "b": self.b, "method": self.method},
+                                       counts.counts, counts.lengths, self.k1, self.b)
+        self.vocabulary_ = {t: j for j, t in enumerate(counts.terms)}
 
     def queries(self, claims: list[str]):
         """The claims' stem counts over the weights' terms (float32, one row each)."""
@@ -104,6 +100,20 @@ class BM25Retriever(Retriever):
 
 
 _COUNTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def cached_weights(cache: DerivedCache | None, name: str, key: dict, counts: TermMatrix, lengths: np.ndarray,
+                   k1: float, b: float) -> TermMatrix:
+    """The BM25 weights of term-major ``counts`` for ``k1`` and ``b``, kept in an index's derived
+    ``cache`` as ``{name}-k1_{k1}-b_{b}`` under ``key`` (None: computed, not kept). Every BM25
+    over an index (this retriever's, the reranker's) builds and caches its weights here."""
+    def derive():
+        return bm25_weights(counts, lengths, k1, b).data
+    if cache is None:
+        return counts.with_data(derive())
+    return counts.with_data(cache.load_or_build(f"{name}-k1_{k1:g}-b_{b:g}", key,
+                                                lambda folder: save_arrays(folder, {"data": derive()}),
+                                                lambda folder: load_array(folder, "data")))
 
 
 def corpus_counts(index) -> CorpusCounts:

@@ -25,9 +25,11 @@ class Chunks:
 
 def check_window(window: int, overlap: int) -> None:
     """A chunk window of at least one word, and an overlap smaller than it."""
-    if window < 1 or not 0 <= overlap < window:
+    check_number(window, "chunk_window", integer=True, low=1)
+    check_number(overlap, "chunk_overlap", integer=True, low=0)
+    if overlap >= window:
         raise InputError(None, None, f"need window >= 1 and 0 <= overlap < window, got {window}/{overlap}",
-                         param="chunk_window" if window < 1 else "chunk_overlap")
+                         param="chunk_overlap")
 
 
 def chunk_passages(texts: list[str], window: int, overlap: int) -> Chunks:
@@ -125,8 +127,7 @@ class ChunkedRetriever(Retriever):
     def _check_params(self) -> None:
         if not isinstance(self.inner, Retriever):
             raise InputError(None, None, f"expected a retriever, got {type(self.inner).__name__}", param="inner")
-        check_number(self.window, "chunk_window", integer=True, low=1)
-        check_number(self.overlap, "chunk_overlap", integer=True, low=0)
+        check_window(self.window, self.overlap)
 
     def _fit(self, index) -> None:
         from sklearn.base import clone

@@ -9,52 +9,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from factcheck.text.analyzer import TextAnalyzer, check_analyzer, term_of_token, word_tokens_of_texts
+from factcheck.text.analyzer import BREAK, TokenIds, check_analyzer, token_ids, word_tokens_of_texts
 
 if TYPE_CHECKING:
     from factcheck.scoring.matrix import TermMatrix
-
-# token ids of a batch's stream below 0: not looked up yet, no stem, the end of a text
-UNSEEN, DROPPED, BREAK = -3, -1, -2
-
-
-class TokenIds:
-    """Token -> id of its term (or DROPPED), kept across shards; ids in first-seen order."""
-
-    def __init__(self, term_of=None):
-        self.term_of = term_of or term_of_token("stems")
-        self.of: dict[str, int] = {}
-        self.stems: list[str] = []       # term of each id
-        self.stem_id: dict[str, int] = {}  # term -> id
-
-    MAX_TOKENS = TextAnalyzer.MAX_MEMO
-
-    def limit_memory(self) -> None:
-        """Start afresh once the table is full."""
-        if len(self.of) > self.MAX_TOKENS:
-            self.of, self.stems, self.stem_id = {}, [], {}
-
-    def ids(self, tokens: list[str], marker: str) -> np.ndarray:
-        """The id of each token; ``marker`` (closing each text) gets BREAK."""
-        self.of.setdefault(marker, BREAK)
-        ids = np.fromiter(map(self.of.get, tokens, itertools.repeat(UNSEEN)), dtype=np.int64, count=len(tokens))
-        unseen = np.flatnonzero(ids == UNSEEN)
-        if unseen.size:
-            stem_id = self.stem_id
-            for token in dict.fromkeys(tokens[i] for i in unseen.tolist()):
-                s = self.term_of(token)
-                if not s:
-                    self.of[token] = DROPPED
-                    continue
-                if s not in stem_id:
-                    stem_id[s] = len(self.stems)
-                    self.stems.append(s)
-                self.of[token] = stem_id[s]
-            ids[unseen] = [self.of[tokens[i]] for i in unseen.tolist()]
-        return ids
-
-
-_TOKEN_IDS = {"stems": TokenIds()}  # per analyzer, one per worker process, reused across shards
 
 
 @dataclass
@@ -99,18 +57,15 @@ def count_docs(docs: list[list[str]]) -> ShardCounts:
 
 def count_terms(texts: list[str], analyzer: str = "stems") -> ShardCounts:
     """The term counts of ``texts`` under ``analyzer``, one row each, local terms sorted."""
-    token_ids = _TOKEN_IDS.get(check_analyzer(analyzer))
-    if token_ids is None:
-        token_ids = _TOKEN_IDS[analyzer] = TokenIds(term_of_token(analyzer))
-    token_ids.limit_memory()
+    memo = token_ids(check_analyzer(analyzer))
     underscore = analyzer == "stems"
-    pieces = [_count_ids(texts[at:at + BATCH], token_ids, underscore) for at in range(0, max(len(texts), 1), BATCH)]
+    pieces = [_count_ids(texts[at:at + BATCH], memo, underscore) for at in range(0, max(len(texts), 1), BATCH)]
     lengths, ids, counts = (np.concatenate(part) for part in zip(*pieces))
     # Stem ids are the process's; the shard's own columns are its terms, sorted.
-    present = np.flatnonzero(np.bincount(ids, minlength=len(token_ids.stems)))  # np.unique(ids), 10x faster
-    terms = [token_ids.stems[i] for i in present.tolist()]
+    present = np.flatnonzero(np.bincount(ids, minlength=len(memo.stems)))  # np.unique(ids), 10x faster
+    terms = [memo.stems[i] for i in present.tolist()]
     order = sorted(range(len(terms)), key=terms.__getitem__)
-    column = np.empty(len(token_ids.stems), dtype=np.int64)
+    column = np.empty(len(memo.stems), dtype=np.int64)
     column[present[order]] = np.arange(len(order))
     indptr = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=indptr[1:])

@@ -3,9 +3,7 @@ shared tag; offsets are code points into the original text."""
 
 from __future__ import annotations
 
-from factcheck.text.analyzer import TextAnalyzer, word_runs
-
-_ANALYZER = TextAnalyzer()
+from factcheck.text.analyzer import stem_token, word_runs
 
 
 def highlight_spans(text: str, shared) -> list[dict]:
@@ -13,7 +11,7 @@ def highlight_spans(text: str, shared) -> list[dict]:
     shared = set(shared or ())
     if not shared or not text:
         return []
-    stemmed = ((m, _ANALYZER.stem(m.group().lower())) for m in word_runs(text))
+    stemmed = ((m, stem_token(m.group().lower())) for m in word_runs(text))
     return [{"start": m.start(), "end": m.end(), "stem": stem} for m, stem in stemmed if stem and stem in shared]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from factcheck.errors import InputError
+from factcheck.errors import InputError, check_number
 from factcheck.formats.evidence import SourceSpec, as_source, iter_passage_records
 from factcheck.formats.files import crashpoint, loads_json, write_json_atomic
 from factcheck.tagging import outdir, store
@@ -42,8 +42,7 @@ class TagParams:
 
     def validate(self) -> None:
         for name, value in asdict(self).items():
-            if not isinstance(value, int) or value < 1:
-                raise InputError(None, None, f"must be a positive integer, got {value!r}", param=name)
+            check_number(value, name, integer=True, low=1)
 
 
 class TagJob:

@@ -18,7 +18,6 @@ every file against its name before using it: an edited or truncated file is an
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import logging
@@ -27,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from factcheck.errors import InputError, IntegrityError
-from factcheck.formats.files import SYMLINK_REFUSED, TMP_PREFIX, atomic_path, loads_json
+from factcheck.formats.files import SYMLINK_REFUSED, TMP_PREFIX, atomic_path, loads_json, sha256_bytes
 from factcheck.tagging import store
 from factcheck.text.embedding import describe_model, model_signature, same_model
 from factcheck.text.onnx_embedding import vector_problem
@@ -45,11 +44,7 @@ REBUILD = f"delete the {POOL_VECTORS_DIR} folder to compute them again"
 
 def text_key(text: str) -> str:
     """A passage's key in the cache: the sha256 of its text (UTF-8)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return sha256_bytes(text.encode("utf-8"))
 
 
 class PoolVectorCache:
@@ -81,7 +76,7 @@ class PoolVectorCache:
         self.embedder = embedder
         self.identity = embedder.identity
         self.root = Path(index_dir)
-        self.folder = self.root / POOL_VECTORS_DIR / _sha256(model_signature(self.identity).encode("utf-8"))
+        self.folder = self.root / POOL_VECTORS_DIR / sha256_bytes(model_signature(self.identity).encode("utf-8"))
         self.embedded = 0
         self._rows: dict[str, np.ndarray] = {}
         self._read: set[str] = set()  # segment files already read
@@ -140,11 +135,11 @@ class PoolVectorCache:
             if not (self.folder / MODEL_RECORD).is_file():
                 _write(self.folder / MODEL_RECORD, json.dumps(self.identity, sort_keys=True).encode("utf-8"))
             buffer = _npy_bytes(vectors)
-            name = f"vectors-{_sha256(buffer)}.npy"
+            name = f"vectors-{sha256_bytes(buffer)}.npy"
             _write(self.folder / name, buffer)
             segment = json.dumps({"format": FORMAT, "dim": int(vectors.shape[1]), "vectors": name,
                                   "texts": keys}).encode("utf-8")
-            seg_name = f"segment-{_sha256(segment)}.json"
+            seg_name = f"segment-{sha256_bytes(segment)}.json"
             _write(self.folder / seg_name, segment)
         except (OSError, InputError) as exc:  # atomic_path names an unwritable place as an InputError
             self._writable = False
@@ -199,7 +194,7 @@ def _checked_bytes(path: Path, sha: str) -> bytes:
         raise IntegrityError(path, None, f"missing: a segment names it; {REBUILD}") from None
     except OSError as exc:
         raise IntegrityError(path, None, f"cannot read it ({exc.strerror or type(exc).__name__})") from None
-    if _sha256(data) != sha:
+    if sha256_bytes(data) != sha:
         raise IntegrityError(path, None, f"checksum mismatch (its name is the sha256 of its bytes: "
                              f"edited or truncated); {REBUILD}")
     return data
@@ -218,7 +213,7 @@ def verify_pool_vectors(index_dir) -> list[tuple[dict, int]]:
             identity = loads_json(record.read_text("utf-8"))
         except (OSError, ValueError, UnicodeDecodeError) as exc:
             raise IntegrityError(record, None, f"unreadable ({type(exc).__name__}); {REBUILD}") from None
-        if not isinstance(identity, dict) or _sha256(model_signature(identity).encode("utf-8")) != folder.name:
+        if not isinstance(identity, dict) or sha256_bytes(model_signature(identity).encode("utf-8")) != folder.name:
             raise IntegrityError(record, None, f"does not record the model its folder is named after; {REBUILD}")
         keys = set()
         for path in sorted(folder.glob("segment-*.json")):

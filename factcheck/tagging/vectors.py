@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from factcheck.errors import InputError, IntegrityError
+from factcheck.errors import InputError, IntegrityError, check_number
 from factcheck.formats.files import (atomic_path, read_beneath, remove_stale_temporaries, save_npy, sha256_file,
                                      write_json_atomic)
 from factcheck.formats.npy import open_npy
@@ -89,9 +89,8 @@ class PassageVectorJob:
             The vectors' manifest (``passages``, ``dim``, ``dtype``, ``model``, ``content_sha256``, ...).
         """
         from factcheck.text.embedding import load_embedder
-        if self.shard_size is not None and (not isinstance(self.shard_size, int) or self.shard_size < 1):
-            raise InputError(None, None, f"must be a positive integer, got {self.shard_size!r}",
-                             param="shard_size")
+        if self.shard_size is not None:
+            check_number(self.shard_size, "shard_size", integer=True, low=1)
         root = Path(index_dir)
         if index_manifest is None:  # the passages we embed are the ones it vouches for
             index_manifest = store.verify_index(root)

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import itertools
 import re
+import threading
+
+import numpy as np
 
 from factcheck.errors import check_choice
 from factcheck.text.porter import porter_stemmer
@@ -20,11 +23,16 @@ _LETTER_DIGIT_RUNS = re.compile(r"[^\W_]+")  # \w without the underscore
 ANALYZERS = ("plain", "stems")
 
 
-def stem_token(token: str) -> str:
-    """The stem of one lower-cased token, or '' when the token is not kept."""
+def _stem_rule(token: str) -> str:
+    """The stem of one lower-cased token, or '' when the token is not kept (not memoised)."""
     if not token.isalpha() or token in ENGLISH_STOP_WORDS:
         return ""
     return porter_stemmer().stem(token)
+
+
+def stem_token(token: str) -> str:
+    """The stem of one lower-cased token, or '' when the token is not kept (the process's memo)."""
+    return token_ids("stems").term(token)
 
 
 def plain_term(token: str) -> str:
@@ -82,31 +90,94 @@ def word_runs(text: str):
     return _WORD_RUNS.finditer(text)
 
 
+# token ids below 0: no term, and the marker that ends a text in a batch
+DROPPED, BREAK = -1, -2
+UNSEEN = -3  # not looked up yet
+
+
+class TokenIds:
+    """Token -> id of its term (or DROPPED) under one per-token rule, ids in first-seen order:
+    the one memo of the analysis (:func:`token_ids` holds the process's, one per analyzer)."""
+
+    def __init__(self, term_of=None):
+        self.term_of = term_of or _stem_rule
+        self.of: dict[str, int] = {}
+        self.stems: list[str] = []       # term of each id
+        self.stem_id: dict[str, int] = {}  # term -> id
+        self._adding = threading.Lock()  # a server's threads share the memo: ids stay one per term
+
+    def __getstate__(self):  # the lock cannot be pickled; the tables are plain
+        return {k: v for k, v in self.__dict__.items() if k != "_adding"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, _adding=threading.Lock())
+
+    def _add(self, tokens) -> None:
+        with self._adding:
+            for token in tokens:
+                if token in self.of:
+                    continue
+                s = self.term_of(token)
+                if not s:
+                    self.of[token] = DROPPED
+                    continue
+                if s not in self.stem_id:
+                    self.stem_id[s] = len(self.stems)
+                    self.stems.append(s)
+                self.of[token] = self.stem_id[s]
+
+    def term(self, token: str) -> str:
+        """The term of one token ('' when it is dropped)."""
+        i = self.of.get(token)
+        if i is None:
+            self._add((token,))
+            i = self.of[token]
+        return self.stems[i] if i >= 0 else ""
+
+    def ids(self, tokens: list[str], marker: str) -> np.ndarray:
+        """The id of each token; ``marker`` (closing each text) gets BREAK."""
+        self.of.setdefault(marker, BREAK)
+        ids = np.fromiter(map(self.of.get, tokens, itertools.repeat(UNSEEN)), dtype=np.int64, count=len(tokens))
+        unseen = np.flatnonzero(ids == UNSEEN)
+        if unseen.size:
+            self._add(dict.fromkeys(tokens[i] for i in unseen.tolist()))
+            ids[unseen] = [self.of[tokens[i]] for i in unseen.tolist()]
+        return ids
+
+
+MAX_MEMO = 4_000_000  # distinct tokens a process's memo holds before it starts afresh
+_TOKEN_IDS: dict[str, TokenIds] = {}
+
+
+def token_ids(analyzer: str = "stems") -> TokenIds:
+    """The process's memo for ``analyzer``, a fresh one once it is full (a caller holding the
+    old one keeps consistent ids)."""
+    memo = _TOKEN_IDS.get(analyzer)
+    if memo is None or len(memo.of) > MAX_MEMO:
+        memo = _TOKEN_IDS[analyzer] = TokenIds(term_of_token(analyzer))
+    return memo
+
+
 class TextAnalyzer:
-    """Callable text -> list of stems, memoised per distinct token (a full memo is cleared)."""
+    """Callable text -> list of stems (the ``"stems"`` analyzer as an object, e.g. for
+    scikit-learn's ``analyzer=``), through the process's memo."""
 
-    MAX_MEMO = 4_000_000
+    MAX_MEMO = MAX_MEMO
 
-    def __init__(self):
-        self._memo: dict[str, str] = {}
-
-    def stem(self, token: str) -> str:
-        stem = self._memo.get(token)
-        if stem is None:
-            if len(self._memo) >= self.MAX_MEMO:
-                self._memo.clear()
-            stem = self._memo[token] = stem_token(token)
-        return stem
+    @staticmethod
+    def stem(token: str) -> str:
+        return stem_token(token)
 
     def __call__(self, text: str) -> list[str]:
-        return [stem for stem in map(self.stem, word_tokens(text)) if stem]
+        memo = token_ids("stems")
+        return [stem for stem in map(memo.term, word_tokens(text)) if stem]
 
-    # The memo is a cache, not state: keep pickles small and identical across runs.
+    # Stateless: pickles small and identical across runs (older ones held an empty memo).
     def __getstate__(self):
         return {}
 
     def __setstate__(self, state):
-        self._memo = {}
+        pass
 
     def __eq__(self, other):
         return isinstance(other, TextAnalyzer)
@@ -122,7 +193,7 @@ _DEFAULT = TextAnalyzer()
 
 
 def analyze(text: str) -> list[str]:
-    """Stems of ``text`` with the process-wide memo."""
+    """Stems of ``text`` through the process's memo."""
     return _DEFAULT(text)
 
 
@@ -133,7 +204,7 @@ def analyzer_of(name: str):
 
 def term_of_token(name: str):
     """The analyzer's per-token rule (token -> term, '' when dropped)."""
-    return {"stems": stem_token, "plain": plain_term}[check_analyzer(name)]
+    return {"stems": _stem_rule, "plain": plain_term}[check_analyzer(name)]
 
 
 def check_analyzer(name: str) -> str:

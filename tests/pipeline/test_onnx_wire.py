@@ -35,12 +35,12 @@ def onnx_run(tmp_path_factory):
 def test_the_run_records_the_model_in_the_vectors_and_the_model_directory(onnx_run):
     from factcheck.classification.model import load_classifier
     from factcheck.text.embedding import same_model
-    from factcheck.text.onnx_embedding import file_sha256
+    from factcheck.hashing import sha256_file
     out, model = onnx_run
     vectors = json.loads((out / "index" / "vectors" / "manifest.json").read_text("utf-8"))
     ident = vectors["model"]
-    assert ident["kind"] == "onnx" and ident["model_sha256"] == file_sha256(model / "model.onnx")
-    assert ident["tokenizer_sha256"] == file_sha256(model / "tokenizer.json")
+    assert ident["kind"] == "onnx" and ident["model_sha256"] == sha256_file(model / "model.onnx")
+    assert ident["tokenizer_sha256"] == sha256_file(model / "tokenizer.json")
     assert (ident["query_prefix"], ident["passage_prefix"], ident["pooling"], ident["max_length"]) == \
         ("query: ", "", "mean", 512)
     assert vectors["dim"] == 8 and vectors["shard_size"] == 10_000

@@ -46,7 +46,7 @@ def test_the_contracts_catch_a_lazy_upward_import_and_a_package_without_a_layer(
                  "training", "reporting", "serve", "cli", "extra"):
         (pkg / name).mkdir(parents=True)
         (pkg / name / "__init__.py").write_text("")
-    for name in ("__init__", "__main__", "errors", "progress", "pipeline/run"):
+    for name in ("__init__", "__main__", "errors", "progress", "hashing", "pipeline/run"):
         (pkg / f"{name}.py").write_text("")
     (pkg / "text" / "x.py").write_text(textwrap.dedent("""
         def f():

