@@ -54,12 +54,13 @@ class TagRuleRetriever(Retriever):
     def _fit(self, index) -> None:
         n, vocab = len(index), index.vocabulary
         self._vocab_col = {t: j for j, t in enumerate(vocab)}
-        tags = sp.csr_matrix((np.ones(len(index.tag_terms), dtype=np.int16), index.tag_terms, index.tag_indptr),
-                             shape=(n, len(vocab)))
+        indptr, terms = index.tag_rows()  # joined for this fit only: the index keeps its shards
+        tags = sp.csr_matrix((np.ones(len(terms), dtype=np.int16), terms, indptr), shape=(n, len(vocab)))
+        self._n_tags = np.diff(indptr)
+        del indptr, terms
         self._tags = TermMatrix.from_units(tags)
         del tags
         self._space = TermMatrix.from_units(index.tag_space_rows())
-        self._n_tags = np.diff(index.tag_indptr)
         self._tag_vec = index.tag_vectorizer
 
     def claim_tags(self, claim: str) -> list[str]:
