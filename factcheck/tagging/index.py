@@ -133,10 +133,7 @@ class IdRows(Mapping):
         """``hashes`` (sorted) and ``rows``: as :func:`~factcheck.tagging.store.open_index` found them."""
         self._ids = ids
         if hashes is None:
-            parts = [hash_packed(buf, off) for buf, off in ids._parts]
-            h = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
-            order = np.argsort(h, kind="stable")
-            hashes, rows = h[order], order.astype(np.int32 if len(h) < 2 ** 31 else np.int64)
+            hashes, rows = store.sorted_id_hashes([{"ids": buf, "id_offsets": off} for buf, off in ids._parts])
         self._hashes, self._rows = hashes, rows
 
     def rows(self, ids) -> np.ndarray:
