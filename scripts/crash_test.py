@@ -233,7 +233,7 @@ def all_points(n_shards: int) -> list[str]:
     points += ["after-count"]
     for s in range(n_shards):
         points += shard_points("tags", s)
-    points += ["after-tag"] + file_points("vocabulary")
+    points += ["after-tag"] + file_points("vocabulary") + file_points("ids")
     points += ["before-manifest"] + file_points("manifest.json") + ["after-manifest"]
     return points
 

@@ -72,8 +72,8 @@ class BM25Retriever(Retriever):
         else:
             cache = DerivedCache(index.root)
             key = {"plan_key": index.manifest.data.get("plan_key"), "passages": len(index), "version": COUNTS_VERSION}
-            counts = cache.load_or_build("bm25/counts", key, lambda folder: _save_counts(corpus_counts(index), folder),
-                                         _load_counts)
+            counts = cache.load_or_build("bm25/counts", key, lambda folder: _save_counts(
+                corpus_counts(index, spill=folder / SPILL), folder), _load_counts)
             _COUNTS.pop(index, None)
         self.weights_ = cached_weights(cache, f"bm25/{self.method}",
                                        {"counts": key, "k1": self.k1, "b": self.b, "method": self.method},
@@ -116,11 +116,15 @@ def cached_weights(cache: DerivedCache | None, name: str, key: dict, counts: Ter
                                                 lambda folder: load_array(folder, "data")))
 
 
-def corpus_counts(index) -> CorpusCounts:
-    """The index's stem counts, counted once per loaded index and shared by every fit."""
+SPILL = "counting"  # each shard's counts while the cache's matrix is built (removed before it is recorded)
+
+
+def corpus_counts(index, spill=None) -> CorpusCounts:
+    """The index's stem counts, counted once per loaded index and shared by every fit;
+    ``spill``: :func:`~factcheck.scoring.counting.count_corpus`'s folder for each shard's counts."""
     counts = _COUNTS.get(index)
     if counts is None:
-        counts = _COUNTS[index] = count_corpus(index.text_batches(desc="BM25 term counts"))
+        counts = _COUNTS[index] = count_corpus(index.text_batches(desc="BM25 term counts"), spill=spill)
     return counts
 
 

@@ -8,9 +8,39 @@ import scipy.sparse as sp
 
 from factcheck.errors import check_number
 from factcheck.retrieval.base import Retriever, Scored, Selection
-from factcheck.scoring.matrix import TermMatrix
+from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
+from factcheck.tagging.derived import DerivedCache
 from factcheck.scoring.topk import top_k
 from factcheck.text.analyzer import analyze
+
+
+CACHE_VERSION = "tag-rule/1"
+
+
+def _rule_matrices(index) -> tuple[TermMatrix, TermMatrix, np.ndarray]:
+    """The rule's term-major tags (int16 ones), tag-space TF-IDF and tags per passage."""
+    indptr, terms = index.tag_rows()  # joined for this build only: the index keeps its shards
+    tags = sp.csr_matrix((np.ones(len(terms), dtype=np.int16), terms, indptr),
+                         shape=(len(index), len(index.vocabulary)))
+    n_tags = np.diff(indptr)
+    del indptr, terms
+    tags = TermMatrix.from_units(tags)
+    return tags, TermMatrix.from_units(index.tag_space_rows()), n_tags
+
+
+def _save_rule_matrices(matrices, folder) -> None:
+    tags, space, n_tags = matrices
+    tags.save(folder, "tags-")
+    space.save(folder, "space-")
+    save_arrays(folder, {"n_tags": n_tags})
+
+
+def _load_rule_matrices(folder):
+    tags, space = TermMatrix.load(folder, "tags-"), TermMatrix.load(folder, "space-")
+    n_tags = load_array(folder, "n_tags")
+    if not (tags.n_units == space.n_units == len(n_tags)) or n_tags.dtype != np.int64:
+        raise ValueError("inconsistent tag rule matrices")
+    return tags, space, n_tags
 
 
 class TagRuleRetriever(Retriever):
@@ -52,14 +82,14 @@ class TagRuleRetriever(Retriever):
         check_number(self.top_n, "top_n", integer=True, low=1)
 
     def _fit(self, index) -> None:
-        n, vocab = len(index), index.vocabulary
-        self._vocab_col = {t: j for j, t in enumerate(vocab)}
-        tags = sp.csr_matrix((np.ones(len(index.tag_terms), dtype=np.int16), index.tag_terms, index.tag_indptr),
-                             shape=(n, len(vocab)))
-        self._tags = TermMatrix.from_units(tags)
-        del tags
-        self._space = TermMatrix.from_units(index.tag_space_rows())
-        self._n_tags = np.diff(index.tag_indptr)
+        self._vocab_col = {t: j for j, t in enumerate(index.vocabulary)}
+        if index.root is None:  # an index in memory has no directory to cache in
+            self._tags, self._space, self._n_tags = _rule_matrices(index)
+        else:  # built once per index, then mapped by every process (serve's start-up included)
+            key = {"plan_key": index.manifest.data.get("plan_key"), "passages": len(index), "version": CACHE_VERSION}
+            self._tags, self._space, self._n_tags = DerivedCache(index.root).load_or_build(
+                "tag-rule/matrices", key, lambda folder: _save_rule_matrices(_rule_matrices(index), folder),
+                _load_rule_matrices)
         self._tag_vec = index.tag_vectorizer
 
     def claim_tags(self, claim: str) -> list[str]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -108,43 +110,69 @@ class CorpusCounts:
     lengths: np.ndarray    # terms per unit, duplicates counted (int64)
 
 
-def count_corpus(batches, analyzer: str = "stems") -> CorpusCounts:
-    """Count ``(first row, texts)`` batches in corpus order into one term-major matrix, terms sorted."""
-    from factcheck.scoring.matrix import TermMatrix
-    shards, lengths, column = [], [], {}
-    for _, texts in batches:
-        counted = count_terms(list(texts), analyzer)
-        m, terms = counted.matrix, counted.terms
-        lengths.append(np.asarray(m.sum(axis=1), dtype=np.int64).ravel())
-        local = np.array([column.setdefault(t, len(column)) for t in terms], dtype=np.int64)
-        shards.append((local[m.indices].astype(np.int32), m.data.astype(np.float32), np.asarray(m.indptr)))
-    names = sorted(column)
-    remap = np.empty(len(column), dtype=np.int32)
-    remap[[column[t] for t in names]] = np.arange(len(names), dtype=np.int32)
-    n_terms = len(names)
-    df = np.zeros(n_terms, dtype=np.int64)
-    for i, (cols, _, _) in enumerate(shards):
-        cols = remap[cols]
-        shards[i] = (cols,) + shards[i][1:]
-        df += np.bincount(cols, minlength=n_terms)
-    indptr = np.zeros(n_terms + 1, dtype=np.int64)
-    np.cumsum(df, out=indptr[1:])
-    tf = np.empty(int(indptr[-1]), dtype=np.float32)
-    units = np.empty(int(indptr[-1]), dtype=np.int32)
-    fill = indptr[:-1].copy()
-    base = 0
-    while shards:  # each batch's entries go to their terms, after the earlier batches'
-        cols, data, row_ptr = shards.pop(0)
-        rows = base + np.repeat(np.arange(len(row_ptr) - 1, dtype=np.int64), np.diff(row_ptr))
-        order = np.argsort(cols, kind="stable")  # by term, units ascending within one
-        per_term = np.bincount(cols, minlength=n_terms)
-        first = np.cumsum(per_term) - per_term
-        sorted_cols = cols[order]
-        at = fill[sorted_cols] + (np.arange(len(order)) - first[sorted_cols])
-        tf[at] = data[order]
-        units[at] = rows[order]
-        fill += per_term
-        base += len(row_ptr) - 1
+def count_corpus(batches, analyzer: str = "stems", spill=None) -> CorpusCounts:
+    """Count ``(first row, texts)`` batches in corpus order into one term-major matrix, terms sorted.
+
+    ``spill``: a new folder where each batch's counts are written (``.npy``) as it is counted
+    and read back mapped, one batch at a time, when the matrix is filled; it is removed at the
+    end. Without it every batch's counts stay in memory until the matrix is built (8 bytes
+    an entry beside the matrix's own 8). The matrix is the same bytes either way.
+    """
+    from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
+    batches_seen, lengths, column = [], [], {}
+    df_seen = np.zeros(0, dtype=np.int64)  # units per term, by first-seen id
+    if spill is not None:
+        spill = Path(spill)
+        spill.mkdir()
+    try:
+        for i, (_, texts) in enumerate(batches):
+            counted = count_terms(list(texts), analyzer)
+            m, terms = counted.matrix, counted.terms
+            lengths.append(np.asarray(m.sum(axis=1), dtype=np.int64).ravel())
+            local = np.array([column.setdefault(t, len(column)) for t in terms], dtype=np.int64)
+            arrays = {"cols": local[m.indices].astype(np.int32), "data": m.data.astype(np.float32),
+                      "row_ptr": np.asarray(m.indptr, dtype=np.int64)}
+            del counted, m
+            df_seen = np.concatenate([df_seen, np.zeros(len(column) - len(df_seen), dtype=np.int64)])
+            df_seen += np.bincount(arrays["cols"], minlength=len(column))
+            if spill is None:
+                batches_seen.append(arrays)
+            else:
+                save_arrays(spill, arrays, prefix=f"{i:06d}-")
+                batches_seen.append(i)
+            del arrays
+        names = sorted(column)
+        remap = np.empty(len(column), dtype=np.int32)
+        remap[[column[t] for t in names]] = np.arange(len(names), dtype=np.int32)
+        del column
+        n_terms = len(names)
+        df = np.zeros(n_terms, dtype=np.int64)
+        df[remap] = df_seen
+        indptr = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(df, out=indptr[1:])
+        tf = np.empty(int(indptr[-1]), dtype=np.float32)
+        units = np.empty(int(indptr[-1]), dtype=np.int32)
+        fill = indptr[:-1].copy()
+        base = 0
+        for i in range(len(batches_seen)):  # each batch's entries go to their terms, after the earlier batches'
+            seen, batches_seen[i] = batches_seen[i], None
+            arrays = seen if spill is None else {
+                name: load_array(spill, f"{seen:06d}-{name}") for name in ("cols", "data", "row_ptr")}
+            cols, data, row_ptr = remap[arrays["cols"]], arrays["data"], arrays["row_ptr"]
+            rows = base + np.repeat(np.arange(len(row_ptr) - 1, dtype=np.int64), np.diff(row_ptr))
+            order = np.argsort(cols, kind="stable")  # by term, units ascending within one
+            per_term = np.bincount(cols, minlength=n_terms)
+            first = np.cumsum(per_term) - per_term
+            sorted_cols = cols[order]
+            at = fill[sorted_cols] + (np.arange(len(order)) - first[sorted_cols])
+            tf[at] = data[order]
+            units[at] = rows[order]
+            fill += per_term
+            base += len(row_ptr) - 1
+            del arrays, cols, data, row_ptr, rows, order, sorted_cols, at
+    finally:
+        if spill is not None:
+            shutil.rmtree(spill, ignore_errors=True)
     n_units = base
     return CorpusCounts(names, TermMatrix(indptr, units, tf, n_units),
                         np.concatenate(lengths) if lengths else np.zeros(0, np.int64))

@@ -29,7 +29,7 @@ RECORD = "factcheck-key.json"
 # The passage vectors' layout (store.VECTORS_DIR; named here: store imports this module).
 VECTORS_DIR, VECTORS_MANIFEST = "vectors", "manifest.json"
 #: The folders of an index directory that hold derived caches (one entry per subfolder).
-CACHE_FOLDERS = ("bm25", "rerank", "chunks", "tfidf")
+CACHE_FOLDERS = ("bm25", "rerank", "chunks", "tfidf", "tag-rule")
 
 T = TypeVar("T")
 

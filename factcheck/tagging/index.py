@@ -133,10 +133,7 @@ class IdRows(Mapping):
         """``hashes`` (sorted) and ``rows``: as :func:`~factcheck.tagging.store.open_index` found them."""
         self._ids = ids
         if hashes is None:
-            parts = [hash_packed(buf, off) for buf, off in ids._parts]
-            h = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
-            order = np.argsort(h, kind="stable")
-            hashes, rows = h[order], order.astype(np.int32 if len(h) < 2 ** 31 else np.int64)
+            hashes, rows = store.sorted_id_hashes([{"ids": buf, "id_offsets": off} for buf, off in ids._parts])
         self._hashes, self._rows = hashes, rows
 
     def rows(self, ids) -> np.ndarray:
@@ -233,13 +230,9 @@ class TagIndex:
         self.index_titles = bool(manifest.data["index_titles"] and titled)
         #: Every passage's :meth:`text`, in row order.
         self.texts = TitledTexts(self._titles, self._bodies) if self.index_titles else self._bodies
-        indptrs, base = [np.zeros(1, np.int64)], 0
-        for t in arrays.tags:
-            indptrs.append(t["indptr"][1:] + base)
-            base += int(t["indptr"][-1])
-        #: The tags in CSR form (columns of :attr:`vocabulary`; weights: :attr:`tag_weights`).
-        self.tag_indptr = np.concatenate(indptrs)
-        self.tag_terms = _concat([t["terms"] for t in arrays.tags], np.int32)
+        # Each shard's tag arrays stay mapped where they are; a row is found by its shard's
+        # start (nothing is joined at load: a join costs 12 bytes a passage and a copy).
+        self._starts = np.array([s["start"] for s in manifest.shards] + [manifest.n_passages], dtype=np.int64)
         self._arrays = arrays
 
     @classmethod
@@ -384,10 +377,63 @@ class TagIndex:
         from factcheck.progress import progress
         return progress(self.texts.batches(), desc=desc, total=len(self.manifest.shards), unit="shards")
 
+    def tag_rows(self, rows=None, array: str = "terms") -> tuple[np.ndarray, np.ndarray]:
+        """``(indptr, values)``: the tags of ``rows`` (all when None) in CSR form, read from
+        each shard's mapped arrays; ``array`` "terms" (columns of :attr:`vocabulary`, int32)
+        or "weights" (float64). Nothing is kept: a caller holding every row's tags chose to."""
+        dtype = {"terms": np.int32, "weights": np.float64}[array]
+        parts = self._arrays.tags
+        if rows is None:
+            indptrs, base = [np.zeros(1, np.int64)], 0
+            for t in parts:
+                indptrs.append(t["indptr"][1:] + base)
+                base += int(t["indptr"][-1])
+            return np.concatenate(indptrs), _concat([t[array] for t in parts], dtype)
+        rows = self._rows_in_range(rows)
+        shard = np.searchsorted(self._starts, rows, side="right") - 1
+        begin, end = np.empty(len(rows), np.int64), np.empty(len(rows), np.int64)
+        groups = [(s, np.flatnonzero(shard == s)) for s in np.unique(shard).tolist()]
+        for s, at in groups:
+            local = rows[at] - self._starts[s]
+            begin[at], end[at] = parts[s]["indptr"][local], parts[s]["indptr"][local + 1]
+        indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(end - begin, out=indptr[1:])
+        values = np.empty(int(indptr[-1]), dtype=dtype)
+        for s, at in groups:
+            source, _ = multi_arange(begin[at], end[at])
+            dest, _ = multi_arange(indptr[at], indptr[at + 1])
+            values[dest] = parts[s][array][source]
+        return indptr, values
+
+    def tag_counts(self, rows=None) -> np.ndarray:
+        """How many tags each passage of ``rows`` (all when None) has (int64)."""
+        if rows is None:
+            return _concat([np.diff(t["indptr"]) for t in self._arrays.tags], np.int64)
+        return np.diff(self.tag_rows(rows)[0])
+
+    def _rows_in_range(self, rows) -> np.ndarray:
+        """``rows`` as int64, negative ones counted from the end (as indexing a joined array did)."""
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        n = len(self)
+        if len(rows) and (rows.min() < -n or rows.max() >= n):
+            raise IndexError(f"row out of range for {n} passages")
+        return np.where(rows < 0, rows + n, rows)
+
+    @cached_property
+    def tag_indptr(self) -> np.ndarray:
+        """Every passage's tags' bounds in :attr:`tag_terms` (CSR); joined from the shards on
+        first use and kept (:meth:`tag_rows` reads some rows without joining)."""
+        return self.tag_rows()[0]
+
+    @cached_property
+    def tag_terms(self) -> np.ndarray:
+        """Every tag's column of :attr:`vocabulary` (int32); joined on first use and kept."""
+        return self.tag_rows()[1]
+
     @cached_property
     def tag_weights(self) -> np.ndarray:
         """Every tag's TF-IDF weight (float64, aligned with ``tag_terms``); joined on first use."""
-        return _concat([t["weights"] for t in self._arrays.tags], np.float64)
+        return self.tag_rows(array="weights")[1]
 
     @property
     def vocabulary(self) -> list[str]:
@@ -424,11 +470,11 @@ class TagIndex:
     def tags(self, row: int) -> list[str]:
         """The tags of the passage in ``row``, best first."""
         vocab = self.vocabulary
-        return [vocab[j] for j in self.tag_terms[self.tag_indptr[row]:self.tag_indptr[row + 1]]]
+        return [vocab[j] for j in self.tag_rows([row])[1].tolist()]
 
     def weights(self, row: int) -> list[float]:
         """The TF-IDF weights of the passage's tags, in :meth:`tags` order."""
-        return self.tag_weights[self.tag_indptr[row]:self.tag_indptr[row + 1]].tolist()
+        return self.tag_rows([row], "weights")[1].tolist()
 
     @cached_property
     def _tag_columns(self) -> np.ndarray:
@@ -442,14 +488,7 @@ class TagIndex:
         """The given passages' tags (all when ``rows`` is None) in the tag vectoriser's TF-IDF
         space, CSR: bit for bit ``tag_vectorizer.transform(tag_strings)`` (docs/decisions.md)."""
         vec = self.tag_vectorizer
-        if rows is None:
-            indptr, terms = self.tag_indptr, self.tag_terms
-        else:
-            rows = np.asarray(rows, dtype=np.int64)
-            at, _ = multi_arange(self.tag_indptr[rows], self.tag_indptr[rows + 1])
-            indptr = np.zeros(len(rows) + 1, dtype=np.int64)
-            np.cumsum(self.tag_indptr[rows + 1] - self.tag_indptr[rows], out=indptr[1:])
-            terms = self.tag_terms[at]
+        indptr, terms = self.tag_rows(rows)
         cols = self._tag_columns[terms]
         kept = cols >= 0
         kept_before = np.zeros(len(kept) + 1, dtype=np.int64)
@@ -469,8 +508,9 @@ class TagIndex:
     def tag_strings(self) -> list[str]:
         """Each passage's tags joined by spaces (what the tag vectoriser reads)."""
         vocab = np.array(self.vocabulary, dtype=object)
-        names = vocab[self.tag_terms].tolist()
-        bounds = self.tag_indptr.tolist()
+        indptr, terms = self.tag_rows()
+        names = vocab[terms].tolist()
+        bounds = indptr.tolist()
         return [" ".join(names[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
@@ -484,12 +524,11 @@ def export_tags(root, dest, verify: bool = False) -> int:
     """One JSON line per passage, in input order: ``{"id", "tags", "weights"}``."""
     index = TagIndex.load(root, verify=verify)
     vocab = index.vocabulary
-    bounds = index.tag_indptr.tolist()
-    terms = index.tag_terms.tolist()
-    weights = index.tag_weights.tolist()
     with atomic_path(Path(dest)) as tmp, open(tmp, "w", encoding="utf-8") as fh:
-        for i, pid in enumerate(index.ids):
-            a, b = bounds[i], bounds[i + 1]
-            record = {"id": pid, "tags": [vocab[j] for j in terms[a:b]], "weights": weights[a:b]}
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        for (start, ids), t in zip(index.ids.batches(), index._arrays.tags):  # one shard at a time
+            bounds, terms, weights = t["indptr"].tolist(), t["terms"].tolist(), t["weights"].tolist()
+            for i, pid in enumerate(ids):
+                a, b = bounds[i], bounds[i + 1]
+                record = {"id": pid, "tags": [vocab[j] for j in terms[a:b]], "weights": weights[a:b]}
+                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
     return len(index)

@@ -273,6 +273,15 @@ class TagJob:
         arrays, tag_terms = vocabulary_arrays(vocab, tag_counts, n, self._params.tag_features)
         vocab_files = store.write_arrays(out / store.VOCABULARY_DIR, "vocabulary", arrays)
         files.update({f"{store.VOCABULARY_DIR}/{f}": entry for f, entry in vocab_files.items()})
+        # The id lookup's sorted hashes, once here rather than at every open (a sort of every
+        # id). The readers refuse a repeated id with its line; this checks the shards as written.
+        passages = [store.open_arrays(out, store.passages_name(s["shard"]), "passages",
+                                      store.recorded_files(out, store.passages_name(s["shard"]))) for s in shards]
+        hashes, rows = store.unique_ids(out, store.Manifest({"shards": entries}), passages)
+        del passages
+        id_files = store.write_arrays(out / store.IDS_DIR, "ids", {"hashes": hashes, "rows": rows})
+        files.update({f"{store.IDS_DIR}/{f}": entry for f, entry in id_files.items()})
+        del hashes, rows
         manifest = {**index_record(plan, plan_key, entries, source.has_titles, source.has_titles and source.index_titles,
                                    vocab, tag_terms), "files": dict(sorted(files.items()))}
         listed = {name.rpartition("/")[0] for name in files}

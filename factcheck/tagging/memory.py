@@ -145,5 +145,6 @@ def save_index(index, path, force: bool = False) -> Path:
             write(store.passages_name(s["shard"]), "passages", p)
             write(store.tags_name(s["shard"]), "tags", t)
         write(store.VOCABULARY_DIR, "vocabulary", arrays.vocabulary)
+        write(store.IDS_DIR, "ids", {"hashes": arrays.id_hashes, "rows": arrays.id_rows})
         store.write_manifest(tmp, {**data, "files": dict(sorted(files.items()))})
     return dest

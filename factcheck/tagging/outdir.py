@@ -29,19 +29,19 @@ REPLACEMENT = TMP_PREFIX + "replacement"
 #: A :func:`prepare` answer: build in :data:`REPLACEMENT`, then :func:`replace_index`.
 REPLACE = object()
 #: What a tag index directory holds that this tool writes or deletes (the derived caches too).
-INDEX_ENTRIES = (store.MANIFEST, LOCK_FILE, store.PASSAGES_DIR, store.TAGS_DIR, store.VOCABULARY_DIR,
+INDEX_ENTRIES = (store.MANIFEST, LOCK_FILE, store.PASSAGES_DIR, store.TAGS_DIR, store.VOCABULARY_DIR, store.IDS_DIR,
                  store.WORK_DIR, store.VECTORS_DIR, store.POOL_VECTORS_DIR, LEGACY_MODELS_DIR, REPLACEMENT,
                  *CACHE_FOLDERS)
 #: The folders the tagging job writes into (the legacy one too: --force empties it).
-WRITTEN = (store.PASSAGES_DIR, store.TAGS_DIR, store.VOCABULARY_DIR, store.WORK_DIR, LEGACY_MODELS_DIR)
+WRITTEN = (store.PASSAGES_DIR, store.TAGS_DIR, store.VOCABULARY_DIR, store.IDS_DIR, store.WORK_DIR, LEGACY_MODELS_DIR)
 
 # Every name the tagging and vector jobs write (relative to the output directory), their
 # temporary names, and the joblib format's (so that --force replaces an old index).
 _TMP = r"\.tmp-[^/]+"
 _ARRAY = "(?:%s)\\.npy" % "|".join(sorted({name for spec in store.ARRAYS.values() for name in spec}))
 _OURS = re.compile(
-    rf"^(?:(?:passages/passages|tags/tags|work/counts)-\d{{5,}}/{_ARRAY}|vocabulary/{_ARRAY}"
-    rf"|(?:passages|tags|work|work/done|models)/{_TMP}(?:/{_ARRAY})?|\.tmp-vocabulary\.[^/]+(?:/{_ARRAY})?"
+    rf"^(?:(?:passages/passages|tags/tags|work/counts)-\d{{5,}}/{_ARRAY}|(?:vocabulary|ids)/{_ARRAY}"
+    rf"|(?:passages|tags|work|work/done|models)/{_TMP}(?:/{_ARRAY})?|\.tmp-(?:vocabulary|ids)\.[^/]+(?:/{_ARRAY})?"
     rf"|vectors/(?:manifest\.json|vectors-\d{{5,}}\.npy|work/done/[\w.-]+\.json|\.factcheck-lock|(?:work/|work/done/)?{_TMP})"
     r"|work/(?:plan|split)\.json|work/done/[\w.-]+\.json|\.tmp-manifest\.json\.[^/]+"
     r"|(?:passages|tags|work|models)/[\w.-]+\.joblib)$")

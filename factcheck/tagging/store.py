@@ -24,15 +24,16 @@ from factcheck.tagging.packing import hash_packed, pack_strings, unpack_strings
 
 MANIFEST = "manifest.json"
 FORMAT_FAMILY = "factcheck-tag-index/"
-FORMAT_VERSION = 3  # /1 pickled vectorisers, /2 joblib shards, /3 .npy arrays
+FORMAT_VERSION = 4  # /1 pickled vectorisers, /2 joblib shards, /3 .npy arrays, /4 the ids' sorted hashes
 MANIFEST_FORMAT = f"{FORMAT_FAMILY}{FORMAT_VERSION}"
 MANIFEST_CHECKSUM = "manifest_sha256"
 PASSAGES_DIR, TAGS_DIR, VOCABULARY_DIR, WORK_DIR = "passages", "tags", "vocabulary", "work"
+IDS_DIR = "ids"  # every passage id's hash, sorted, and its row: the id lookup, written at tag time
 VECTORS_DIR = "vectors"  # the open mode's passage vectors (factcheck.tagging.vectors)
 POOL_VECTORS_DIR = "pool-vectors"  # its candidate pools' second-stage vectors (factcheck.tagging.pool_vectors)
 REBUILD = "rebuild the index with `factcheck tag ... --force`"
 
-_I8, _I4, _F8, _U1 = (np.dtype(t) for t in ("<i8", "<i4", "<f8", "|u1"))
+_I8, _I4, _F8, _U1, _U8 = (np.dtype(t) for t in ("<i8", "<i4", "<f8", "|u1", "<u8"))
 #: Every array of each kind of folder, with its dtype (all are 1-D).
 ARRAYS = {
     "passages": {"ids": _U1, "id_offsets": _I8, "texts": _U1, "text_offsets": _I8,
@@ -40,6 +41,7 @@ ARRAYS = {
     "tags": {"indptr": _I8, "terms": _I4, "weights": _F8},
     "vocabulary": {"terms": _U1, "term_offsets": _I8, "idf": _F8,
                    "tag_terms": _U1, "tag_term_offsets": _I8, "tag_idf": _F8},
+    "ids": {"hashes": _U8, "rows": _I8},
     "counts": {"terms": _U1, "term_offsets": _I8, "totals": _I8, "doc_freq": _I8,
                "indptr": _I8, "indices": _I4, "data": _I4},
 }
@@ -169,6 +171,16 @@ def _check(kind: str, a: dict, expect: dict) -> None:
             raise _Bad("weights", "holds values that are not finite")
         elif len(indptr) > 1 and int(np.diff(indptr).max()) > expect["top_k"]:
             raise _Bad("indptr", f"gives a passage more than top_k = {expect['top_k']} tags")
+    elif kind == "ids":
+        hashes, rows = a["hashes"], a["rows"]
+        if np.any(hashes[1:] < hashes[:-1]):
+            raise _Bad("hashes", "is not sorted")
+        if len(rows) and (rows.min() < 0 or rows.max() >= len(rows)):
+            raise _Bad("rows", f"holds rows outside 0..{len(rows) - 1}")
+        seen = np.zeros(len(rows), dtype=bool)
+        seen[rows] = True
+        if not seen.all():
+            raise _Bad("rows", "does not list every row once")
     elif kind == "vocabulary":
         for prefix in ("", "tag_"):
             _packed(a, f"{prefix}terms")
@@ -211,12 +223,14 @@ class IndexArrays:
 def open_index(root: Path, manifest: "Manifest", verify: bool = False) -> IndexArrays:
     """Open every array the manifest lists, with the structural checks of every open
     (docs/trust-model.md); with ``verify`` also each file's sha256, read through the
-    descriptor that is mapped, after every file's header and size agreed with the manifest."""
+    descriptor that is mapped, after every file's header and size agreed with the manifest,
+    and the ids' stored hashes computed again from the ids."""
     root = Path(root)
     files = manifest.folders()
     opened: list | None = [] if verify else None
     try:
         vocab = open_arrays(root, VOCABULARY_DIR, "vocabulary", files[VOCABULARY_DIR], opened)
+        ids = open_arrays(root, IDS_DIR, "ids", files[IDS_DIR], opened)
         passages, tags = [], []
         for s in manifest.shards:
             passages.append(open_arrays(root, passages_name(s["shard"]), "passages",
@@ -243,18 +257,38 @@ def open_index(root: Path, manifest: "Manifest", verify: bool = False) -> IndexA
     for s, p, t in zip(manifest.shards, passages, tags):
         check_values(root, passages_name(s["shard"]), "passages", p)
         check_values(root, tags_name(s["shard"]), "tags", t, columns=columns, top_k=top_k)
-    id_hashes, id_rows = unique_ids(root, manifest, passages)
-    return IndexArrays(passages, tags, vocab, terms, tag_terms, id_hashes, id_rows)
+    check_values(root, IDS_DIR, "ids", ids)
+    if verify:  # the stored hashes are those of the ids (an ordinary open trusts them: a stale one is a miss)
+        hashes, rows = unique_ids(root, manifest, passages)
+        if not (np.array_equal(hashes, ids["hashes"]) and np.array_equal(rows, ids["rows"])):
+            raise IntegrityError(root / IDS_DIR / "hashes.npy", None, "damaged or crafted array: the ids' hashes "
+                                 f"are not those of the passage ids; {REBUILD}")
+    repeated_ids(root, manifest, passages, ids["hashes"], ids["rows"])
+    return IndexArrays(passages, tags, vocab, terms, tag_terms, ids["hashes"], ids["rows"])
 
 
-def unique_ids(root: Path | None, manifest: "Manifest", passages: list[dict]) -> tuple[np.ndarray, np.ndarray]:
-    """The ids' hashes, sorted, and their rows; an :class:`IntegrityError` naming an id listed
-    twice and the files that hold it (a lookup would find one of them, the other never).
-    ``root`` None: passages held in memory, whose repeated id is the caller's input error."""
+def sorted_id_hashes(passages: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """Every passage id's hash (:func:`~factcheck.tagging.packing.hash_packed`), sorted, and
+    the row of each (int64): what ``ids/`` stores. O(n log n): done at tag time and by verify."""
     hashes = [hash_packed(p["ids"], p["id_offsets"]) for p in passages]
     h = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
     order = np.argsort(h, kind="stable")
-    h = h[order]
+    return h[order], order.astype(np.int64)
+
+
+def unique_ids(root: Path | None, manifest: "Manifest", passages: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`sorted_id_hashes`, with :func:`repeated_ids`' check."""
+    h, order = sorted_id_hashes(passages)
+    repeated_ids(root, manifest, passages, h, order)
+    return h, order
+
+
+def repeated_ids(root: Path | None, manifest: "Manifest", passages: list[dict], h: np.ndarray,
+                 order: np.ndarray) -> None:
+    """An :class:`IntegrityError` naming an id listed twice and the files that hold it (a
+    lookup would find one of them, the other never), found among the ids whose sorted hashes
+    ``h`` (rows ``order``) are equal: linear, no id decoded but those. ``root`` None: passages
+    held in memory, whose repeated id is the caller's input error."""
     same = np.flatnonzero(h[1:] == h[:-1])
     if len(same):  # equal hashes: compare the ids themselves (a collision is not a duplicate)
         starts = np.array([s["start"] for s in manifest.shards], dtype=np.int64)
@@ -267,7 +301,8 @@ def unique_ids(root: Path | None, manifest: "Manifest", passages: list[dict]) ->
             return pid, None if root is None else root / passages_name(manifest.shards[shard]["shard"]) / "ids.npy"
 
         seen: dict[str, Path] = {}
-        for i in np.flatnonzero(np.isin(h, h[same])).tolist():  # every row of a shared hash
+        shared = np.unique(np.concatenate([same, same + 1]))  # every row of a shared hash (equal ones are adjacent)
+        for i in shared.tolist():
             pid, file = where(int(order[i]))
             if pid in seen and root is None:
                 raise InputError(None, None, f"the passage id {pid!r} is given twice", param="evidence")
@@ -276,7 +311,6 @@ def unique_ids(root: Path | None, manifest: "Manifest", passages: list[dict]) ->
                 raise IntegrityError(file, None, f"damaged or crafted index: the passage id {pid!r} is listed "
                                      f"twice (in {files}); {REBUILD}")
             seen[pid] = file
-    return h, order.astype(np.int32 if len(h) < 2 ** 31 else np.int64)
 
 
 def content_key(*parts) -> str:
@@ -363,6 +397,7 @@ def expected_files(data: dict) -> dict[str, dict[str, int]]:
         add(tags_name(s["shard"]), "tags", {"indptr": n})
     v, t = data["vocabulary"]["size"], data["tag_vocabulary"]["size"]
     add(VOCABULARY_DIR, "vocabulary", {"term_offsets": v + 1, "idf": v, "tag_term_offsets": t + 1, "tag_idf": t})
+    add(IDS_DIR, "ids", {"hashes": data["passages"], "rows": data["passages"]})
     return out
 
 
@@ -478,10 +513,10 @@ def verify_index(root: Path, manifest: Manifest | None = None) -> Manifest:
 def check_layout(root: Path, manifest: Manifest) -> None:
     """No symbolic link in the index's folders, no array the manifest does not list (a
     directory walk: cheap, done on every open)."""
-    check_no_symlinks(root, (MANIFEST, PASSAGES_DIR, TAGS_DIR, VOCABULARY_DIR, VECTORS_DIR),
+    check_no_symlinks(root, (MANIFEST, PASSAGES_DIR, TAGS_DIR, VOCABULARY_DIR, IDS_DIR, VECTORS_DIR),
                       error=IntegrityError, refused=SYMLINK_READ_REFUSED)
     expected = manifest.files()
-    for sub in (PASSAGES_DIR, TAGS_DIR, VOCABULARY_DIR):
+    for sub in (PASSAGES_DIR, TAGS_DIR, VOCABULARY_DIR, IDS_DIR):
         for path in sorted((root / sub).rglob("*.npy")):
             if path.relative_to(root).as_posix() not in expected:
                 raise IntegrityError(path, None, "extra array not listed in the manifest")

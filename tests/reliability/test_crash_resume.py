@@ -38,6 +38,7 @@ EXACT_POINTS = [
     "mid-write:tags-00002",
     "after-tag",
     "mid-write:vocabulary",
+    "mid-write:ids",                                    # the id lookup's sorted hashes
     "before-manifest",
     "mid-write:manifest.json",                          # half-way through the manifest write
     "after-manifest",                                   # manifest in place, work/ not yet removed

@@ -115,7 +115,7 @@ def test_retrieve_refuses_a_damaged_index(pristine, tmp_path, damage):
 def test_pristine_index_verifies(pristine):
     proc = in_process("verify", pristine)
     assert proc.returncode == 0, proc.stderr
-    assert "OK (40 passages, 4 shards, 34 files verified)" in proc.stdout
+    assert "OK (40 passages, 4 shards, 36 files verified)" in proc.stdout
 
 
 def test_single_bit_flips_of_the_manifest_are_caught(pristine, tmp_path):
@@ -197,12 +197,24 @@ def _shard_ids(index, shard):
     return unpack_strings(np.load(folder / "ids.npy"), np.load(folder / "id_offsets.npy"))
 
 
-def _write_ids(index, shard, ids):
+def _write_ids(index, shard, ids, rehash=True):
+    """Write a shard's ids; with ``rehash``, the id lookup's sorted hashes as the tagging job
+    computes them (as whoever crafted the ids could), else the old ones stay (stale)."""
     from factcheck.tagging.packing import pack_strings
     folder = index / store.passages_name(shard)
     buf, off = pack_strings(ids)
     np.save(folder / "ids.npy", buf)
     np.save(folder / "id_offsets.npy", off)
+    if rehash:
+        _rehash(index)
+
+
+def _rehash(index):
+    shards = sorted((index / store.PASSAGES_DIR).iterdir())
+    hashes, rows = store.sorted_id_hashes([{name: np.load(folder / f"{name}.npy") for name in ("ids", "id_offsets")}
+                                           for folder in shards])
+    np.save(index / store.IDS_DIR / "hashes.npy", hashes)
+    np.save(index / store.IDS_DIR / "rows.npy", rows)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -226,12 +238,49 @@ def test_an_id_listed_twice_is_refused_by_every_open_and_by_verify(pristine, tmp
         TagIndex.load(index)
 
 
+def test_ids_edited_under_their_stored_hashes_are_refused_by_verify_and_never_give_a_wrong_row(pristine, tmp_path):
+    """The id lookup's hashes are written at tag time: an ordinary open checks their structure
+    and the ids of equal hashes, not that they are the ids' (a sort of every id); ``verify``
+    computes them again. Until then a stale hash is a miss, never another passage."""
+    index = _copy(pristine, tmp_path)
+    ids = _shard_ids(index, 1)
+    pid, lost = ids[0], ids[3]
+    ids[3] = pid  # row 13 takes row 10's id: two rows with one id, the stored hashes stale
+    _write_ids(index, 1, ids, rehash=False)
+    reseal_index(index, shapes=True)
+    line = assert_one_line_error(in_process("verify", index), f"passage id {pid!r} is listed twice")
+    assert str(index / store.passages_name(1) / "ids.npy") in line
+    opened = TagIndex.load(index)
+    assert opened.rows_of([pid, lost]).tolist() == [10, -1]
+    assert opened.ids[opened.row_of[pid]] == pid and lost not in opened.row_of
+    ids[3] = "another-id"  # no repeat, only a stale hash: verify names the ids' hashes
+    _write_ids(index, 1, ids, rehash=False)
+    reseal_index(index, shapes=True)
+    assert_one_line_error(in_process("verify", index), str(index / store.IDS_DIR / "hashes.npy"),
+                          "not those of the passage ids")
+
+
+@pytest.mark.parametrize("name, content, says", [
+    ("hashes.npy", lambda h, r: (h[::-1].copy(), r), "hashes is not sorted"),
+    ("rows.npy", lambda h, r: (h, np.where(r == 0, 1, r)), "rows does not list every row once"),
+    ("rows.npy", lambda h, r: (h, r + 1), "rows holds rows outside 0..39")])
+def test_the_ids_stored_hashes_are_checked_by_every_open(pristine, tmp_path, name, content, says):
+    index = _copy(pristine, tmp_path)
+    h, r = np.load(index / store.IDS_DIR / "hashes.npy"), np.load(index / store.IDS_DIR / "rows.npy")
+    h, r = content(h, r)
+    np.save(index / store.IDS_DIR / "hashes.npy", h)
+    np.save(index / store.IDS_DIR / "rows.npy", r)
+    reseal_index(index)
+    assert_one_line_error(in_process("search", "--index", index, "sea level"), str(index / store.IDS_DIR / name), says)
+
+
 def test_shard_ids_copied_into_another_shard_are_refused(pristine, tmp_path):
     """A shard's ids and offsets copied over the next shard's, resealed: `search` used to show
     the second shard's texts under the first shard's ids."""
     index = _copy(pristine, tmp_path)
     for name in ("ids.npy", "id_offsets.npy"):
         shutil.copyfile(index / store.passages_name(0) / name, index / store.passages_name(1) / name)
+    _rehash(index)  # the id lookup's hashes rewritten to match (stale ones: verify's test above)
     reseal_index(index, shapes=True)
     proc = in_process("search", "--index", index, "sea level")
     assert_one_line_error(proc, "passage id 'evidence-", "is listed twice", str(index / store.passages_name(0) / "ids.npy"),
@@ -246,6 +295,8 @@ def test_ids_whose_hashes_collide_are_told_apart_and_a_repeat_among_them_found(p
     for module in (store, index_module):
         monkeypatch.setattr(module, "hash_packed", lambda buf, off: np.zeros(len(off) - 1, dtype=np.uint64))
     index = _copy(pristine, tmp_path)
+    _rehash(index)  # as the tagging job would have stored them
+    reseal_index(index)
     assert TagIndex.load(index).row_of["evidence-8"] == 7
     ids = _shard_ids(index, 0)
     ids[2] = ids[0]  # rows 0, 1, 2: a, b, a

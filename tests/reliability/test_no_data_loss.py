@@ -110,7 +110,7 @@ def test_a_replacement_stopped_half_moved_in_is_finished_without_rebuilding(inde
 
     def stop_at_the_second(src, dst):
         calls.append(src)
-        if len(calls) == 2:
+        if src.name == "tags":  # its passages (and ids) moved in, not the rest
             raise KeyboardInterrupt
         move(src, dst)
     with monkeypatch.context() as patch:

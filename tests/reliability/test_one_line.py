@@ -388,7 +388,7 @@ def _resealed_copy(demo_index, tmp_path, **changes):
 def test_a_manifest_format_version_int_refuses_is_one_line(demo_index, tmp_path, version):
     """Before: ``'²'.isdigit()`` is true and ``int('²')`` a ValueError traceback; so were 5,000 digits."""
     root = _resealed_copy(demo_index, tmp_path, format="factcheck-tag-index/" + version)
-    assert_one_line_error(in_process("verify", root), "manifest.json", "not a factcheck-tag-index/3 manifest")
+    assert_one_line_error(in_process("verify", root), "manifest.json", "not a factcheck-tag-index/4 manifest")
 
 
 def test_a_manifest_nested_too_deeply_is_one_line(demo_index, tmp_path):

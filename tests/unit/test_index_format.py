@@ -75,14 +75,15 @@ def test_an_index_holds_arrays_and_json_only(demo_index):
         a = np.load(demo_index / name, mmap_mode="r", allow_pickle=False)
         assert not a.dtype.hasobject and a.ndim == 1
     shards = {p.relative_to(demo_index).as_posix() for p in demo_index.rglob("*")
-              if p.is_file() and p.parts[len(demo_index.parts)] in ("passages", "tags", "vocabulary")}
+              if p.is_file() and p.parts[len(demo_index.parts)] in ("passages", "tags", "vocabulary", "ids")}
     assert shards == set(manifest.files())
 
 
-@pytest.mark.parametrize("found, says", [("factcheck-tag-index/2", "an index of an older format"),
+@pytest.mark.parametrize("found, says", [("factcheck-tag-index/3", "an index of an older format"),
+                                         ("factcheck-tag-index/2", "an index of an older format"),
                                          ("factcheck-tag-index/1", "an index of an older format"),
-                                         ("factcheck-tag-index/4", "an index of a newer format"),
-                                         ("factcheck-tag-index/x", "not a factcheck-tag-index/3 manifest")])
+                                         ("factcheck-tag-index/5", "an index of a newer format"),
+                                         ("factcheck-tag-index/x", "not a factcheck-tag-index/4 manifest")])
 def test_another_format_version_is_one_line(demo_index, tmp_path, found, says):
     index = tmp_path / "index"
     shutil.copytree(demo_index, index)

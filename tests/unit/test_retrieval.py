@@ -202,3 +202,24 @@ def test_threshold_sweep_equals_choose_at_every_point(sample_3k_index):
         for claim, got_rows, got_path in zip(claims, rows, paths):
             want_rows, want_path, _ = r.choose(r._score(claim), a, b, n)
             assert got_rows.tolist() == want_rows.tolist() and got_path == want_path
+
+
+def test_the_tag_rule_maps_its_matrices_from_the_index_cache_with_the_same_answers(tmp_path):
+    # Built once per index (a join of every shard's tags), then mapped by each process that
+    # fits the rule: serve's start-up holds no tag matrix of its own.
+    import factcheck
+    TagJob(progress=False, shard_size=7).run(source_spec(DEMO / "evidence.json"), tmp_path / "index")
+    claims = ["Sea levels are rising.", "Arctic sea ice is shrinking fast.", "Glaciers melt.", "zzz"]
+
+    def answers(index):
+        rule = TagRuleRetriever(t_sim=0.1, t_overlap=0.1).fit(index)
+        return rule, [(s.path, s.ids, [h.score for h in s.hits], [h.explanation for h in s.hits])
+                      for s in map(rule.retrieve, claims)]
+
+    built, first = answers(TagIndex.load(tmp_path / "index"))
+    assert (tmp_path / "index" / "tag-rule" / "matrices" / "tags-indices.npy").is_file()
+    mapped, again = answers(TagIndex.load(tmp_path / "index"))
+    in_memory, held = answers(factcheck.build_index(DEMO / "evidence.json"))
+    assert first == again == held and any(a[1] for a in first)
+    assert mapped._tags.indices.flags.owndata is False and mapped._space.data.flags.owndata is False
+    assert in_memory._tags.data.dtype == mapped._tags.data.dtype == np.int16

@@ -172,3 +172,56 @@ def test_the_cores_examples_run(module):
     import importlib
     failed, _ = doctest.testmod(importlib.import_module(f"factcheck.scoring.{module}"))
     assert failed == 0
+
+
+def _synthetic_batches(n_batches, per_batch=400, words=60):
+    rng = np.random.default_rng(7)
+    vocab = ["".join(w) for w in rng.choice(list("abcdefghijklmnopqrstuvwxyz"), (3000, 7))]
+    for b in range(n_batches):
+        yield b * per_batch, [" ".join(rng.choice(vocab, words)) for _ in range(per_batch)]
+
+
+def test_counting_spilled_per_batch_is_the_same_matrix_and_holds_one_batch_at_a_time(tmp_path):
+    """Each batch's counts written as it is counted and read back one at a time: the same
+    bytes as holding them all, the folder gone, and a traced peak that does not keep every
+    batch's counts beside the matrix (allocations counted by tracemalloc, not timed)."""
+    from factcheck.scoring.counting import count_corpus
+    batches = list(_synthetic_batches(12))
+
+    def counted(spill):
+        count_corpus(batches[:1], spill=spill and tmp_path / "warm")  # the token table warmed
+        tracemalloc.start()
+        out = count_corpus(batches, spill=spill)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return out, peak
+
+    kept, kept_peak = counted(None)
+    spilled, spilled_peak = counted(tmp_path / "spill")
+    assert not (tmp_path / "spill").exists()
+    assert kept.terms == spilled.terms and np.array_equal(kept.lengths, spilled.lengths)
+    for name in ("indptr", "indices", "data"):
+        a, b = getattr(kept.counts, name), getattr(spilled.counts, name)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    matrix = kept.counts.indices.nbytes + kept.counts.data.nbytes  # the batches' counts held: as much again
+    assert spilled_peak < kept_peak - matrix / 2, (spilled_peak, kept_peak, matrix)
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_bm25_weights_of_tiny_shards_are_the_bytes_of_one_shard(tmp_path, cache):
+    from helpers import DEMO
+    from factcheck.formats.evidence import source_spec
+    from factcheck.retrieval.bm25 import BM25Retriever
+    from factcheck.tagging.index import TagIndex
+    from factcheck.tagging.job import TagJob
+    weights = []
+    for size in (3, 100_000):
+        out = tmp_path / f"shards-{size}"
+        TagJob(progress=False, shard_size=size).run(source_spec(DEMO / "evidence.json"), out)
+        index = TagIndex.load(out)
+        assert len(index.manifest.shards) == (14 if size == 3 else 1)
+        w = BM25Retriever(cache=cache).fit(index).weights_
+        weights.append([np.asarray(a).tobytes() for a in (w.indptr, w.indices, w.data)])
+        if cache:  # the shards' counts spilled while building are not left in the cache
+            assert not list(out.rglob("*counting*"))
+    assert weights[0] == weights[1]

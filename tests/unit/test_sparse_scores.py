@@ -77,7 +77,9 @@ def test_packed_strings_and_id_rows_equal_a_list_and_a_dict(strings, parts):
 def test_id_rows_survive_hash_collisions(monkeypatch):
     """A collision costs a comparison, never a wrong row: force every id onto one hash."""
     from factcheck.tagging import index as index_module
-    monkeypatch.setattr(index_module, "hash_packed", lambda buf, off: np.zeros(len(off) - 1, dtype=np.uint64))
+    from factcheck.tagging import store
+    for module in (store, index_module):
+        monkeypatch.setattr(module, "hash_packed", lambda buf, off: np.zeros(len(off) - 1, dtype=np.uint64))
     ids = [f"evidence-{i}" for i in range(50)]
     rows = IdRows(PackedStrings([pack_strings(ids[:20]), pack_strings(ids[20:])]))
     assert [rows[i] for i in ids] == list(range(50)) and "evidence-50" not in rows

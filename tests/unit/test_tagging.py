@@ -528,3 +528,31 @@ def test_loky_s_cancellation_race_prints_nothing_and_other_thread_errors_still_d
     finally:
         threading.excepthook = previous
     assert shown == [KeyError, ZeroDivisionError]
+
+
+def test_tags_are_read_from_each_shard_without_joining_them_at_load(tmp_path):
+    # Tiny shards against one: every reader by row gives the same values, and opening the
+    # index joins no tag array (each shard's stays mapped where it is).
+    TagJob(progress=False, shard_size=7).run(source_spec(DEMO / "evidence.json"), tmp_path / "small")
+    TagJob(progress=False).run(source_spec(DEMO / "evidence.json"), tmp_path / "one")
+    small, one = TagIndex.load(tmp_path / "small"), TagIndex.load(tmp_path / "one")
+    assert len(small.manifest.shards) == 6 and len(one.manifest.shards) == 1
+    assert not {"tag_indptr", "tag_terms", "tag_weights"} & set(vars(small))
+    rows = [39, 0, 6, 7, -1, 13, 14, 7, 20]
+    for array in ("terms", "weights"):
+        got, want = small.tag_rows(rows, array), one.tag_rows(rows, array)
+        assert all(np.array_equal(g, w) and g.dtype == w.dtype for g, w in zip(got, want))
+        whole = one.tag_rows(None, array)
+        assert np.array_equal(whole[0], one.tag_indptr) and np.array_equal(small.tag_rows(None, array)[1], whole[1])
+    assert np.array_equal(small.tag_counts(), np.diff(one.tag_indptr))
+    assert np.array_equal(small.tag_counts(rows), np.diff(one.tag_indptr)[rows])
+    assert [small.tags(r) for r in range(40)] == [one.tags(r) for r in range(40)]
+    assert [small.weights(r) for r in range(40)] == [one.weights(r) for r in range(40)]
+    a, b = small.tag_space_rows(rows), one.tag_space_rows(rows)
+    assert (a != b).nnz == 0 and np.array_equal(a.indptr, b.indptr)
+    with pytest.raises(IndexError):
+        small.tag_rows([40])
+    assert small.tag_rows([])[1].size == 0
+    export_tags(tmp_path / "small", tmp_path / "small.jsonl")
+    export_tags(tmp_path / "one", tmp_path / "one.jsonl")
+    assert (tmp_path / "small.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()

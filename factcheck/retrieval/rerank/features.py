@@ -70,15 +70,15 @@ class FeatureContext:
         self.terms = terms
         self.index = index
         self.tag_col = {t: j for j, t in enumerate(index.vocabulary)}
-        self.n_tags = np.diff(index.tag_indptr).astype(np.float64)
+        self.n_tags = index.tag_counts().astype(np.float64)
         self.tag_vectorizer = index.tag_vectorizer
         self.unit = UnitRows(terms.forward, terms.idf)  # idf-weighted, L2-normalised passages
 
     def shared_tags(self, rows: np.ndarray, cols: list[int]) -> np.ndarray:
         """How many of the tag columns ``cols`` each passage of ``rows`` has."""
-        indptr = self.index.tag_indptr
-        at, owner = multi_arange(indptr[rows], indptr[rows + 1])
-        hit = np.isin(self.index.tag_terms[at], np.asarray(cols, dtype=np.int64))
+        indptr, terms = self.index.tag_rows(rows)
+        _, owner = multi_arange(indptr[:-1], indptr[1:])
+        hit = np.isin(terms, np.asarray(cols, dtype=np.int64))
         return np.bincount(owner[hit], minlength=len(rows)).astype(np.float64)
 
     def tag_space(self, rows: np.ndarray) -> sp.csr_matrix:
