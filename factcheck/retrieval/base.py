@@ -287,7 +287,9 @@ class Retriever(BaseEstimator, ABC):
     name = "retriever"
     # ``fit``'s ``index`` is the data, not metadata to route: no generated ``set_fit_request``.
     __metadata_request__fit = {"index": metadata_routing.UNUSED}
-    _unrecorded: tuple[str, ...] = ()  # parameters that cannot change a result (left out of params)
+    # False: derived arrays (BM25's weights, TF-IDF's matrices) are built in memory, not kept in the
+    # index directory (see :func:`without_cache`); never changes a result, so no parameter.
+    _cache: bool = True
 
     def fit(self, index, **fit_params) -> "Retriever":
         """Check the parameters and bind the retriever to ``index``.
@@ -363,9 +365,9 @@ class Retriever(BaseEstimator, ABC):
         return out[0] if one else out
 
     def params(self) -> dict:
-        """The parameters that determine the results (:meth:`get_params` in signature order, less ``_unrecorded``)."""
+        """The parameters that determine the results (:meth:`get_params` in signature order)."""
         values = self.get_params(deep=False)
-        return {name: values[name] for name in _signature_order(type(self)) if name not in self._unrecorded}
+        return {name: values[name] for name in _signature_order(type(self))}
 
     @abstractmethod
     def _fit(self, index, **fit_params) -> None:
@@ -442,6 +444,13 @@ class Retriever(BaseEstimator, ABC):
 
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "index_")
+
+
+def without_cache(retriever: "Retriever") -> "Retriever":
+    """``retriever``, building its derived arrays in memory instead of keeping them in the index
+    directory: for a sweep that would leave one cache per setting, or a shared index in tests."""
+    retriever._cache = False
+    return retriever
 
 
 def _signature_order(cls) -> list[str]:

@@ -6,7 +6,7 @@ import weakref
 
 import numpy as np
 
-from factcheck.errors import check_choice, check_number
+from factcheck.errors import check_number
 from factcheck.retrieval.base import Retriever, Scored
 from factcheck.scoring.bm25 import bm25_weights
 from factcheck.scoring.counting import CorpusCounts, count_corpus, count_terms
@@ -15,7 +15,6 @@ from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.packing import pack_strings, unpack_strings
 from factcheck.text.analyzer import analyze, shared_stems
 
-BM25_METHODS = ("lucene",)
 COUNTS_VERSION = "stems-term-major/1"
 
 
@@ -30,9 +29,6 @@ class BM25Retriever(Retriever):
         Length normalisation, in [0, 1].
     k : int, default 5
         Passages returned as evidence by :meth:`retrieve`.
-    method : {"lucene"}, default "lucene"
-    cache : bool, default True
-        Keep the counts and weights in the index directory; never changes a result.
 
     Example
     -------
@@ -49,24 +45,19 @@ class BM25Retriever(Retriever):
     """
 
     name = "bm25"
-    _unrecorded = ("cache",)
 
-    def __init__(self, k1: float = 1.2, b: float = 0.75, k: int = 5, method: str = "lucene",
-                 cache: bool = True):
+    def __init__(self, k1: float = 1.2, b: float = 0.75, k: int = 5):
         self.k1 = k1
         self.b = b
         self.k = k
-        self.method = method
-        self.cache = cache
 
     def _check_params(self) -> None:
         check_number(self.k1, "k1", low=0.0)
         check_number(self.b, "b", low=0.0, high=1.0)
         check_number(self.k, "k", integer=True, low=1)
-        check_choice(self.method, "method", BM25_METHODS)
 
     def _fit(self, index) -> None:
-        if not self.cache or index.root is None:  # an index in memory has no directory to cache in
+        if not self._cache or index.root is None:  # an index in memory has no directory to cache in
             counts = corpus_counts(index)
             terms, self.weights_ = counts.terms, bm25_weights(counts.counts, counts.lengths, self.k1, self.b)
         else:
@@ -74,9 +65,10 @@ class BM25Retriever(Retriever):
             key = {"plan_key": index.manifest.data.get("plan_key"), "passages": len(index), "version": COUNTS_VERSION}
             counts = cache.load_or_build("bm25/counts", key, lambda folder: _save_counts(corpus_counts(index), folder),
                                          _load_counts)
-            weights_key = {"counts": key, "k1": self.k1, "b": self.b, "method": self.method}
+            # "lucene": the one BM25 variant, kept in the key so caches made before still match.
+            weights_key = {"counts": key, "k1": self.k1, "b": self.b, "method": "lucene"}
             data = cache.load_or_build(
-                f"bm25/{self.method}-k1_{self.k1:g}-b_{self.b:g}", weights_key,
+                f"bm25/lucene-k1_{self.k1:g}-b_{self.b:g}", weights_key,
                 lambda folder: save_arrays(folder, {"data": bm25_weights(counts.counts, counts.lengths, self.k1,
                                                                          self.b).data}),
                 lambda folder: load_array(folder, "data"))

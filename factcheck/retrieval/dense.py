@@ -24,8 +24,6 @@ class DenseRetriever(Retriever):
     ----------
     k : int, default 4
         Passages returned as evidence.
-    block_rows : int, default 65536
-        Passage vectors multiplied at a time (never changes a result).
 
     Example
     -------
@@ -41,16 +39,14 @@ class DenseRetriever(Retriever):
     """
 
     name = "dense"
-    _unrecorded = ("block_rows",)
     needs_vectors = True  # fit reads the index's passage vectors (a chunk index gets its own)
+    block_rows = 65536  # passage vectors multiplied at a time: memory only, never the result (no parameter)
 
-    def __init__(self, k: int = 4, block_rows: int = 65536):
+    def __init__(self, k: int = 4):
         self.k = k
-        self.block_rows = block_rows
 
     def _check_params(self) -> None:
         check_number(self.k, "k", integer=True, low=1)
-        check_number(self.block_rows, "block_rows", integer=True, low=1)
 
     def _fit(self, index) -> None:
         from factcheck.tagging.vectors import read_vectors_manifest

@@ -54,13 +54,13 @@ def non_default(cls):
     """Constructor arguments differing from every default (objects, so identity shows)."""
     return {
         factcheck.TagRuleRetriever: dict(t_sim=0.25, t_overlap=0.125, top_n=3),
-        factcheck.BM25Retriever: dict(k1=0.9, b=0.4, k=3, method="robertson", cache=False),
+        factcheck.BM25Retriever: dict(k1=0.9, b=0.4, k=3),
         factcheck.RerankRetriever: dict(candidates={"memory_k": 5}, model=_Model(), cutoff=Cutoff(max_k=3),
                                         memory=ClaimMemory(["c"], ["sea ice"], [["evidence-1"]]), report={"x": 1}),
         factcheck.ChunkedRetriever: dict(inner=factcheck.BM25Retriever(k=2), window=12, overlap=4),
-        factcheck.DenseRetriever: dict(k=2, block_rows=7),
+        factcheck.DenseRetriever: dict(k=2),
         factcheck.HybridRetriever: dict(k=2, alpha=0.25, fusion="rrf", k1=1.5, b=0.5, rrf_depth=50),
-        factcheck.TfidfRetriever: dict(analyzer="stems", k=3, cache=False),
+        factcheck.TfidfRetriever: dict(analyzer="stems", k=3),
     }[cls]
 
 
@@ -136,14 +136,18 @@ def test_params_record_is_derived_from_get_params_in_signature_order():
     """The record in explanations and model directories: the same keys, in the same order,
     as the hand-written dicts it replaced (the bytes of those files depend on it)."""
     assert list(factcheck.TagRuleRetriever().params()) == ["t_sim", "t_overlap", "top_n"]
-    assert factcheck.BM25Retriever(k=3, cache=False).params() == {"k1": 1.2, "b": 0.75, "k": 3, "method": "lucene"}
-    assert list(factcheck.BM25Retriever().params()) == ["k1", "b", "k", "method"]
-    assert factcheck.DenseRetriever(k=2, block_rows=9).params() == {"k": 2}
-    assert factcheck.TfidfRetriever(k=3, cache=False).params() == {"analyzer": "stems", "k": 3}
+    assert factcheck.BM25Retriever(k=3).params() == {"k1": 1.2, "b": 0.75, "k": 3}
+    assert factcheck.DenseRetriever(k=2).params() == {"k": 2}
+    assert factcheck.TfidfRetriever(k=3).params() == {"analyzer": "stems", "k": 3}
+    # Settings that never changed a result are no parameters (BM25 has one variant, Lucene's).
+    for cls, knob in [(factcheck.BM25Retriever, {"method": "lucene"}), (factcheck.BM25Retriever, {"cache": False}),
+                      (factcheck.TfidfRetriever, {"cache": False}), (factcheck.DenseRetriever, {"block_rows": 7})]:
+        with pytest.raises(TypeError, match=next(iter(knob))):
+            cls(**knob)
     assert list(factcheck.HybridRetriever().params()) == ["k", "alpha", "fusion", "k1", "b"]
     assert list(factcheck.HybridRetriever(fusion="rrf").params()) == ["k", "alpha", "fusion", "k1", "b", "rrf_depth"]
     chunked = factcheck.ChunkedRetriever(factcheck.BM25Retriever(), window=50, overlap=5)
-    assert list(chunked.params()) == ["k1", "b", "k", "method", "chunk_window", "chunk_overlap"]
+    assert list(chunked.params()) == ["k1", "b", "k", "chunk_window", "chunk_overlap"]
     assert chunked.params()["chunk_window"] == 50
     rerank = factcheck.RerankRetriever({"memory_k": 5}, _Model(), {"max_k": 3})
     assert list(rerank.params()) == ["candidates", "cutoff", "model", "features", "memory_claims"]
@@ -164,8 +168,6 @@ BAD = [
     (factcheck.BM25Retriever, dict(k1=-1.0), "k1", "must be finite and at least 0, got -1.0"),
     (factcheck.BM25Retriever, dict(k1=float("nan")), "k1", "must be finite and at least 0, got nan"),
     (factcheck.BM25Retriever, dict(b="0.5"), "b", "expected a number, got '0.5'"),
-    (factcheck.BM25Retriever, dict(method="okapi"), "method",
-     "unknown method 'okapi'; expected one of lucene"),
     (factcheck.RerankRetriever, dict(), "rerank_model", "the rerank method needs a trained model"),
     (factcheck.RerankRetriever, dict(model="model.skops"), "model", "expected a trained relevance model, got str"),
     (factcheck.RerankRetriever, dict(model=_Model(), cutoff={"top": 3}), "cutoff", "unknown Cutoff field(s) 'top'"),
@@ -332,3 +334,9 @@ def test_make_classifier_checks_its_parameters():
         with pytest.raises(factcheck.InputError) as err:
             factcheck.make_classifier(**kwargs)
         assert err.value.param == param and err.value.one_line().startswith(f"{param}: ")
+
+
+def test_a_model_directory_recording_bm25s_former_method_parameter_still_loads(tmp_path):
+    from factcheck.system.model_dir import load_retriever
+    meta = {"retriever": {"method": "bm25", "params": {"k1": 0.9, "b": 0.4, "k": 3, "method": "lucene"}}}
+    assert load_retriever(tmp_path, meta).params() == {"k1": 0.9, "b": 0.4, "k": 3}

@@ -258,7 +258,7 @@ def library_params() -> set[str]:
 # Parameters of Python calls no command passes on (a command's input is a file, not a value).
 PYTHON_ONLY = {"claims", "queries", "retriever", "config", "source", "params", "index", "groundtruth",
                "predictions_format", "one_line_pages", "candidates", "cutoff", "memory", "inner", "window",
-               "overlap", "model", "block_rows", "rrf_depth", "cache", "fusion_depth", "report", "top_n",
+               "overlap", "model", "rrf_depth", "fusion_depth", "report", "top_n",
                "C", "class_weight", "groups", "gold", "y", "path"}
 
 

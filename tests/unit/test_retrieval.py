@@ -6,6 +6,7 @@ import pytest
 from helpers import DEMO, shared_file, sklearn_tag_vectorizer
 from factcheck.formats.claims import read_claims
 from factcheck.formats.evidence import source_spec
+from factcheck.retrieval.base import without_cache
 from factcheck.retrieval.bm25 import BM25Retriever
 from factcheck.retrieval.chunking import ChunkedRetriever, chunk_passages
 from factcheck.retrieval.tag_rule import TagRuleRetriever
@@ -110,7 +111,7 @@ def _distinct_passages(index, min_stems=6):
     return rows
 
 
-@pytest.mark.parametrize("make", [lambda: BM25Retriever(cache=False), lambda: TagRuleRetriever()],
+@pytest.mark.parametrize("make", [lambda: without_cache(BM25Retriever()), lambda: TagRuleRetriever()],
                          ids=["bm25", "tags"])
 def test_self_retrieval_ranks_own_passage_first(demo_index, make):
     index = TagIndex.load(demo_index)
@@ -126,7 +127,7 @@ def test_self_retrieval_on_real_sample(sample_3k_index):
     length normalisation) or to one with the same tags; the smoke test allows 2%."""
     index, _, _ = sample_3k_index
     rows = _distinct_passages(index, min_stems=8)[:300]
-    for make in (lambda: BM25Retriever(cache=False), lambda: TagRuleRetriever()):
+    for make in (lambda: without_cache(BM25Retriever()), lambda: TagRuleRetriever()):
         r = make().fit(index)
         ranked = r.rank([index.text(row) for row in rows], k=1)
         firsts = [rk.rows[0] for rk in ranked]
@@ -156,7 +157,7 @@ def test_chunker_windows_cover_each_passage():
     assert ch.texts[1].split()[0] == "w7"
 
 
-@pytest.mark.parametrize("inner", [lambda: BM25Retriever(cache=False), lambda: TagRuleRetriever(0.1, 0.1, 6)],
+@pytest.mark.parametrize("inner", [lambda: without_cache(BM25Retriever()), lambda: TagRuleRetriever(0.1, 0.1, 6)],
                          ids=["bm25", "tags"])
 def test_chunked_retriever_collapses_to_best_chunk(tmp_path, inner):
     filler = " ".join(["lantern orchard harbour thermometer"] * 40)
