@@ -12,7 +12,7 @@ from factcheck.errors import InputError, ref
 from factcheck.retrieval.registry import ALL_METHODS, MODES
 from factcheck.text.analyzer import ANALYZERS
 
-__all__ = ["plural", "Deprecated", "add_renamed", "text_arg", "int_type", "positive_int", "non_negative_int", "jobs_type",
+__all__ = ["plural", "Deprecated", "add_renamed", "add_quiet_arg", "text_arg", "int_type", "positive_int", "non_negative_int", "jobs_type",
            "bounded_float", "check_output_dir", "check_outputs", "add_source_args", "add_reader_args",
            "add_claims_args", "add_cap_arg", "add_index_args", "add_tag_args", "add_backend_args", "add_mode_arg",
            "add_retriever_args", "add_pool_args", "pool_from_args", "pool_model_from_args", "run_embedding_from_args", "add_analyzer_arg",
@@ -52,6 +52,12 @@ def add_renamed(p: argparse.ArgumentParser, new: str, old: str, required: bool =
     # Hidden from usage and help (the new option's help names it), so usage stays clean.
     group.add_argument(old, dest=action.dest, type=kwargs.get("type"), action=Deprecated, new=new,
                        help=argparse.SUPPRESS)
+
+
+def add_quiet_arg(p: argparse.ArgumentParser) -> None:
+    """``--quiet``: no progress bars or progress lines (``main`` applies it to the whole command);
+    warnings, errors and the result still print."""
+    p.add_argument("--quiet", action="store_true", help="no progress output (warnings and the result still print)")
 
 
 def text_arg(text: str) -> str:

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from factcheck.cli.options import (add_analyzer_arg, add_cap_arg, add_mode_arg, add_retriever_args, add_source_args, check_outputs,
+from factcheck.cli.options import (add_analyzer_arg, add_cap_arg, add_mode_arg, add_quiet_arg, add_retriever_args, add_source_args, check_outputs,
                                    jobs_type, non_negative_int, plural, positive_int, retriever_from_args,
                                    source_from_args, text_arg)
 from factcheck.cli.terminal import field
@@ -75,6 +75,7 @@ def add_selftest(p):
     p.add_argument("--jobs", type=jobs_type, default=-1, help="worker processes for tagging (default: -1 = all cores)")
     add_mode_arg(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    add_quiet_arg(p)
 
     def run(args):
         from factcheck.formats.files import check_no_symlinks, remove_stale_temporaries
@@ -153,6 +154,7 @@ def add_evaluate_retrieval(p):
     p.add_argument("--run-tag", default=None, help="the run file's tag (default: the method name)")
     add_cap_arg(p, "query")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    add_quiet_arg(p)
 
     def run(args):
         from factcheck.errors import InputError
