@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from factcheck.cli.options import (add_analyzer_arg, add_cap_arg, add_mode_arg, add_quiet_arg, add_retriever_args, add_source_args, check_outputs,
+from factcheck.cli.options import (METHOD_OPTIONS, add_analyzer_arg, add_cap_arg, add_mode_arg, add_quiet_arg, add_retriever_args, add_source_args, check_outputs,
                                    jobs_type, non_negative_int, plural, positive_int, retriever_from_args,
                                    source_from_args, text_arg)
 from factcheck.cli.terminal import field
@@ -105,8 +105,16 @@ def add_selftest(p):
 
 def add_search(p):
     p.add_argument("query", nargs="+", type=text_arg, help="free text to rank the index's passages for (several: one each)")
-    p.add_argument("--index", type=Path, required=True, help="tag index directory (from factcheck tag)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--index", type=Path, help="tag index directory (from factcheck tag)")
+    where.add_argument("--run", type=Path, help="output directory of `factcheck run` (uses RUN/index, and "
+                       "RUN/model's chosen retriever unless --method names one)")
     add_retriever_args(p, f"passages shown per query (default: {SEARCH_K})", SEARCH_K)
+    for action in p._actions:  # with --run, no --method means the run's own retriever
+        if action.dest == "method":
+            action.default = None
+            action.help = ("retriever (default: bm25, or with --run the one the run chose; dense, hybrid and pool "
+                           "need --mode open)")
     p.add_argument("--json", action="store_true", help="print one JSON object per query, one a line")
     p.add_argument("--show", type=non_negative_int, default=TEXT_SHOWN,
                    help=f"characters of each passage shown (default: {TEXT_SHOWN}; 0: the whole text)")
@@ -115,7 +123,11 @@ def add_search(p):
     def run(args):
         from factcheck.pipeline.workbench import search
         from factcheck.tagging.index import TagIndex
-        retriever = retriever_from_args(args, evidence_k=False).fit(TagIndex.load(args.index))
+        if args.run is not None:
+            retriever = _run_retriever(args)
+        else:
+            args.method = args.method or "bm25"
+            retriever = retriever_from_args(args, evidence_k=False).fit(TagIndex.load(args.index))
         for query, found in zip(args.query, search(retriever, args.query, args.k, max_query_chars=args.max_query_chars)):
             titles = found.titles or [None] * len(found)
             hits = [{"rank": rank, "id": pid, "score": score, "text": text, **({"title": title} if title else {})}
@@ -135,6 +147,24 @@ def add_search(p):
                 title = f"{field(h['title'])} — " if h.get("title") else ""
                 print(f"{h['rank']:3d}. {h['score']:.4f}  {field(h['id'])}  {title}{text}")
     return run
+
+
+def _run_retriever(args):
+    """``search --run``: the run's chosen retriever as trained, or ``--method``'s on the run's index."""
+    from factcheck.serve.app import resolve_paths
+    from factcheck.tagging.index import TagIndex
+    index_dir, model_dir = resolve_paths(args.run, None, None)
+    if args.method is not None:
+        args.index = index_dir  # as if given: the open mode reads its vectors' model there
+        return retriever_from_args(args, evidence_k=False).fit(TagIndex.load(index_dir))
+    from factcheck.errors import InputError
+    settings = sorted({o for options in METHOD_OPTIONS.values() for o in options} - {"k"})
+    for name in [*settings, "chunk_window", "chunk_overlap"]:
+        if getattr(args, name, None) is not None:
+            raise InputError(None, None, "only with --method (--run alone searches with the run's trained "
+                             "retriever, as it was tuned)", param=name)
+    from factcheck.system.checker import FactChecker
+    return FactChecker.load(index_dir, model_dir).retriever
 
 
 def add_evaluate_retrieval(p):
