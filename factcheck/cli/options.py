@@ -231,8 +231,8 @@ def add_embedding_args(p: argparse.ArgumentParser, build: bool = False, embed_co
         g.add_argument("--embedding-model", default=None, metavar="minilm|DIR",
                        help="the packaged all-MiniLM-L6-v2 (minilm) or the ONNX model in DIR (model.onnx + "
                             "tokenizer.json) (needs --mode open): run: it orders each claim's candidate pool "
-                            "(--embed-corpus: it embeds every passage instead); tag: it embeds every passage "
-                            "instead of the bundled static model")
+                            "(--embed-corpus: it embeds every passage instead); tag and selftest: it embeds "
+                            "every passage instead of the bundled static model")
         if embed_corpus:
             g.add_argument("--embed-corpus", action="store_true",
                            help="embed every passage with --embedding-model (slow on a large corpus) instead of "

@@ -7,9 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-from factcheck.cli.options import (METHOD_OPTIONS, add_analyzer_arg, add_cap_arg, add_mode_arg, add_quiet_arg, add_retriever_args, add_source_args, check_outputs,
-                                   jobs_type, non_negative_int, plural, positive_int, retriever_from_args,
-                                   source_from_args, text_arg)
+from factcheck.cli.options import (METHOD_OPTIONS, add_analyzer_arg, add_cap_arg, add_embedding_args, add_mode_arg,
+                                   add_quiet_arg, add_retriever_args, add_source_args, check_outputs,
+                                   embedding_model_from_args, jobs_type, non_negative_int, plural, positive_int,
+                                   retriever_from_args, source_from_args, text_arg)
 from factcheck.cli.terminal import field
 from factcheck.retrieval.registry import ALL_METHODS
 
@@ -76,6 +77,7 @@ def add_selftest(p):
     add_mode_arg(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     add_quiet_arg(p)
+    add_embedding_args(p, build=True)
 
     def run(args):
         from factcheck.formats.files import check_no_symlinks, remove_stale_temporaries
@@ -92,9 +94,10 @@ def add_selftest(p):
             check_outputs([args.out / name for name in SELFTEST_FILES], [args.evidence])
             remove_stale_temporaries(args.out, SELFTEST_FILES, recursive=False)  # a killed selftest's
         check_outputs([p for p in (index_dir,) if p], [args.evidence])
+        embedding_model = embedding_model_from_args(args)  # before any work: one line for a wrong model
         result = self_retrieval(source_from_args(args), args.query_column, methods, args.cutoffs, args.k,
                                 args.chunk_window or None, args.chunk_overlap, index_dir, args.mode,
-                                args.analyzer or "stems", args.jobs)
+                                args.analyzer or "stems", args.jobs, embedding_model=embedding_model)
         if args.out:
             json_path, md_path = write_self_retrieval(result, args.out)
             print(f"{json_path}, {md_path}: {plural(len(result.results), 'result')}", file=sys.stderr)

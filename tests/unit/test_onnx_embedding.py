@@ -719,3 +719,21 @@ def test_minilm_vectors_do_not_depend_on_their_batch_mates():
     shuffled = np.empty_like(together)
     shuffled[order] = load("minilm", batch_tokens=64).embed([texts[i] for i in order], memo=False)
     assert np.array_equal(together, alone) and np.array_equal(together, shuffled)
+
+
+def test_selftest_checks_a_new_embedding_model_as_tag_and_run_take_it(model_dir, tmp_path):
+    """The self-test is the check for a new embedding model (docs/workbench.md): its dense rows
+    are that model's, not the bundled one's, and the model's settings flags apply as in ``tag``."""
+    from helpers import TEST_DATA, assert_one_line_error, in_process
+    from factcheck.tagging.vectors import vectors_model
+    papers = TEST_DATA / "workbench" / "papers.csv"
+    args = ("selftest", papers, "--id-column", "paper_id", "--text-column", "abstract", "--query-column", "title",
+            "--method", "dense", "--chunk-window", "0", "--jobs", "1", "--json")
+    proc = in_process(*args, "--mode", "open", "--embedding-model", model_dir, "--query-prefix", "query: ",
+                      "--out", tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    model = vectors_model(tmp_path / "out" / "index")
+    assert model["path"] == str(model_dir.resolve()) and model["query_prefix"] == "query: "
+    assert json.loads(proc.stdout)["results"][0]["method"] == "dense"
+    assert_one_line_error(in_process(*args, "--embedding-model", model_dir),
+                          "--embedding-model: an embedding model is for the open mode: add --mode open")
