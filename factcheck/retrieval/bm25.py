@@ -38,7 +38,7 @@ class BM25Retriever(Retriever):
     >>> selection = bm25.retrieve("Sea levels are rising.")
     >>> selection.ids
     ['evidence-8', 'evidence-39', 'evidence-7']
-    >>> selection.hits[0].explanation["shared_tags"]
+    >>> selection.hits[0].explanation["shared_terms"]
     ['level', 'rise', 'sea']
     >>> bm25.rank("Sea levels are rising.", k=5).ids
     ['evidence-8', 'evidence-39', 'evidence-7', 'evidence-37', 'evidence-24']
@@ -91,7 +91,7 @@ class BM25Retriever(Retriever):
 
     def _explain(self, claim, rows, scores, state) -> list[dict]:
         stems = set(analyze(claim))
-        return [{"bm25": s, "rank": i, "shared_tags": shared_stems(stems, self.index_.text(r))}
+        return [{"bm25": s, "rank": i, "shared_terms": shared_stems(stems, self.index_.text(r))}
                 for i, (r, s) in enumerate(zip(rows.tolist(), scores.tolist()), 1)]
 
 

@@ -132,7 +132,7 @@ class HybridRetriever(Retriever):
     {'k': 3, 'alpha': 0.5, 'fusion': 'max', 'k1': 0.9, 'b': 0.4}
     >>> hit = hybrid.retrieve("Sea levels are rising.").hits[0]
     >>> hit.id, sorted(hit.explanation)
-    ('evidence-8', ['bm25', 'dense', 'fused', 'rank', 'shared_tags'])
+    ('evidence-8', ['bm25', 'dense', 'fused', 'rank', 'shared_terms'])
     """
 
     name = "hybrid"
@@ -182,5 +182,5 @@ class HybridRetriever(Retriever):
         bm25, dense = state
         stems = set(analyze(claim))
         return [{"bm25": float(bm25[r]), "dense": float(dense[r]), "fused": s, "rank": i,
-                 "shared_tags": shared_stems(stems, self.index_.text(r))}
+                 "shared_terms": shared_stems(stems, self.index_.text(r))}
                 for i, (r, s) in enumerate(zip(rows.tolist(), scores.tolist()), 1)]

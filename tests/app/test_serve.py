@@ -93,7 +93,7 @@ def test_every_tuned_retriever_can_be_chosen(client, demo_run):
     assert bm25["method"] == "bm25" and bm25["path"] == "ranked" and bm25["thresholds"] is None
     assert [h["rank"] for h in bm25["hits"]] == list(range(1, len(bm25["hits"]) + 1))
     assert all("bm25" in h and h["highlight"] for h in bm25["hits"])
-    assert all(h["shared_tags_source"] == "shared_tags" for h in bm25["hits"])
+    assert all(h["shared_tags_source"] == "shared_terms" for h in bm25["hits"])  # stems, not tags
 
 
 def test_reranker_hits_are_explained_too(client):

@@ -176,7 +176,7 @@ def test_check_on_the_demo_run(demo_run):
     out = demo_run
     view, text = check_text_and_json(out, CLAIM)
     assert view["method"] == view["best_method"] == "bm25"
-    assert "BM25 score" in text and "shared tags: " in text
+    assert "BM25 score" in text and "shared stems: " in text  # BM25 matches stems; tags are the tag rule's
     for method, needle in (("tags", "tag cosine"), ("rerank", "reranker probability")):
         view = check_claim(CLAIM, out, method=method)
         text = format_check(view, 80)

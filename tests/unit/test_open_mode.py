@@ -235,7 +235,7 @@ def test_hybrid_explains_both_scores_and_spans_bm25_to_dense(open_index):
     claim = "Sea levels are rising because ice sheets melt."
     hybrid = HybridRetriever(k=4, alpha=0.5).fit(open_index)
     hit = hybrid.retrieve([claim])[0].hits[0]
-    assert {"bm25", "dense", "fused", "rank", "shared_tags"} <= set(hit.explanation)
+    assert {"bm25", "dense", "fused", "rank", "shared_terms"} <= set(hit.explanation)
     assert hit.to_json()["dense"] == hit.explanation["dense"]
     bm25 = without_cache(BM25Retriever(k1=0.9, b=0.4)).fit(open_index).rank([claim], 5)[0]
     dense = DenseRetriever().fit(open_index).rank([claim], 5)[0]

@@ -146,7 +146,7 @@ def test_bm25_index_is_cached_next_to_tags_and_reused(tmp_path, demo_index):
     assert np.array_equal(a.scores(claim), b.scores(claim))
     sel = b.retrieve([claim])[0]
     assert len(sel.hits) == 5 and sel.hits[0].id == "evidence-3"
-    assert sel.hits[0].explanation["rank"] == 1 and "coal" in sel.hits[0].explanation["shared_tags"]
+    assert sel.hits[0].explanation["rank"] == 1 and "coal" in sel.hits[0].explanation["shared_terms"]
 
 
 def test_chunker_windows_cover_each_passage():
