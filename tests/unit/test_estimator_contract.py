@@ -272,7 +272,7 @@ def _check_one_or_many(r, index):
         assert all(a >= b for a, b in zip(one.scores, one.scores[1:]))
     assert len(rankings[0]) >= 5  # a claim that shares words with the demo passages
     assert r.rank(CLAIMS[0]).ids == r.rank([CLAIMS[0]], 100)[0].ids and len(r.rank(CLAIMS[0])) <= len(index)
-    found = r.search(CLAIMS, 7)
+    found = r.retrieve(CLAIMS, depth=7)
     for sel, alone, ranking in zip(found, many, rankings):  # one scoring: the same evidence and ranking
         assert sel.ids == alone.ids and sel.ranking == ranking
         assert sel.to_json() == {**alone.to_json(), "ranking": ranking.ids}
@@ -306,12 +306,16 @@ def test_anything_but_strings_is_a_one_line_error(fitted, claims, message):
 def test_the_depth_is_k(fitted):
     bm25 = fitted["bm25"]
     assert len(bm25.rank(CLAIMS[0], k=5)) == 5 and bm25.rank(CLAIMS[0], k=5).ids == bm25.rank(CLAIMS[0], 5).ids
-    assert len(bm25.search(CLAIMS[0], k=4).ranking) == 4
+    assert len(bm25.retrieve(CLAIMS[0], depth=4).ranking) == 4
     for bad, message in ((0, "k: must be at least 1, got 0"), (2.5, "k: expected an integer, got 2.5")):
-        for call in (bm25.rank, bm25.search):
-            with pytest.raises(factcheck.InputError) as err:
-                call(CLAIMS, k=bad)
-            assert err.value.one_line() == message
+        with pytest.raises(factcheck.InputError) as err:
+            bm25.rank(CLAIMS, k=bad)
+        assert err.value.one_line() == message
+    # retrieve's ranking depth is named apart from the retriever's own k (its evidence count)
+    for bad, message in ((-1, "depth: must be at least 0, got -1"), (2.5, "depth: expected an integer, got 2.5")):
+        with pytest.raises(factcheck.InputError) as err:
+            bm25.retrieve(CLAIMS, depth=bad)
+        assert err.value.one_line() == message
 
 
 # ---------------------------------------------------------------- errors

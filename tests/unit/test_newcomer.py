@@ -56,7 +56,7 @@ def test_a_string_is_one_query_everywhere(bm25):
     assert isinstance(one, factcheck.Ranking) and 0 < len(one) <= 2
     many = factcheck.search(bm25, [QUERY, "sea level"], k=2)
     assert isinstance(many, list) and len(many) == 2 and many[0] == one
-    for call in (bm25.rank, bm25.retrieve, bm25.search):
+    for call in (bm25.rank, bm25.retrieve, lambda q: bm25.retrieve(q, depth=5)):
         assert not isinstance(call(QUERY), list) and len(call([QUERY, QUERY])) == 2
 
 
@@ -98,11 +98,11 @@ def test_scores_are_plain_floats_everywhere(bm25, index, request):
     # d18b6f9: np.float32 from rank, float from retrieve.
     ranking = bm25.rank(["Sea levels are rising."], 10)[0]
     assert {type(s) for s in ranking.scores} == {float} and {type(r) for r in ranking.rows} == {int}
-    found = bm25.search("Sea levels are rising.", k=10)
+    found = bm25.retrieve("Sea levels are rising.", depth=10)
     assert {type(s) for s in found.ranking.scores} == {float} and {type(h.score) for h in found.hits} == {float}
     for retriever in (factcheck.TagRuleRetriever(t_sim=0.1, t_overlap=0.1), factcheck.TfidfRetriever(),
                       factcheck.ChunkedRetriever(factcheck.BM25Retriever(), window=10, overlap=3)):
-        selection = retriever.fit(index).search("Sea levels are rising.", k=5)
+        selection = retriever.fit(index).retrieve("Sea levels are rising.", depth=5)
         assert plain(selection.to_json()) == [] and plain(dataclasses.asdict(selection.ranking)) == []
     dev = factcheck.read_claims(DEMO / "dev-claims.json", require_labels=True)
     result = factcheck.evaluate({c.id: {"evidences": s.ids, "claim_label": "SUPPORTS"}
@@ -343,3 +343,15 @@ def test_evaluate_refusals_clean_failures_and_quiet_logs_hold_from_the_cli(tmp_p
     # progress bars off a terminal: no carriage returns in the log
     proc = in_process("tag", DEMO / "evidence.json", "--out", tmp_path / "idx")
     assert proc.returncode == 0 and "\r" not in proc.stderr
+
+
+def test_search_is_a_ranking_and_retrieve_a_selection(bm25):
+    """One verb, one result type: a retriever has no ``search`` giving a Selection beside
+    factcheck.search's Ranking; retrieve's depth attaches the ranking from the same scoring."""
+    assert not hasattr(bm25, "search")
+    assert isinstance(factcheck.search(bm25, QUERY), factcheck.Ranking)
+    found = bm25.retrieve(QUERY, depth=7)
+    assert isinstance(found, factcheck.Selection) and found.ranking == bm25.rank(QUERY, 7)
+    assert bm25.retrieve(QUERY).ranking is None and found.ids == bm25.retrieve(QUERY).ids
+    with pytest.raises(factcheck.InputError, match="depth"):
+        bm25.retrieve(QUERY, depth=-1)
