@@ -618,11 +618,20 @@ def packaged(model_dir, tmp_path, monkeypatch):
     return site
 
 
-def test_a_packaged_model_is_found_in_its_distributions_and_is_its_files(packaged, model_dir):
+def test_a_packaged_model_is_found_in_its_distributions_and_is_its_files(packaged, model_dir, monkeypatch):
     from pathlib import Path
 
+    from factcheck.text import onnx_embedding as oe
     from factcheck.text.embedding import load_embedder, same_model
     e = load("tiny")
+    # Read from the installed distributions (not the directory whose bytes they copy), and held
+    # to the recorded sha256s: the same load with another recorded digest fails, cache or not.
+    assert all(Path(p).is_relative_to(packaged) for p in oe._packaged_files("tiny").paths.values())
+    recorded = oe.PACKAGED["tiny"][oe.MODEL_FILE]
+    monkeypatch.setitem(oe.PACKAGED["tiny"], oe.MODEL_FILE, recorded._replace(sha256="0" * 64))
+    with pytest.raises(InputError, match="differs from the one recorded for the tiny model's model.onnx"):
+        load("tiny")
+    monkeypatch.setitem(oe.PACKAGED["tiny"], oe.MODEL_FILE, recorded)
     assert (e.identity["name"], e.identity["path"], e.max_length) == ("tiny", "tiny", 64)
     assert same_model(e.identity, load(model_dir, max_length=64).identity)  # the same files: the same model
     assert np.array_equal(e.embed(TEXTS), load(model_dir, max_length=64).embed(TEXTS))
