@@ -50,7 +50,7 @@ from factcheck.text.tokens import letter_runs, split_stems
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 # The defaults of today's reference runs (/work/baseline/*/metrics.json), per evidence file.
 DEFAULT_READER = {"proxy": ("bm25", {"k1": 0.9, "b": 0.4, "k": 4, "method": "lucene"}),
-                  "wiki": ("tags", {"t_sim": 0.0, "t_overlap": 0.0, "top_n": 10})}
+                  "wiki": ("tags", {"t_sim": 0.0, "t_overlap": 0.0, "k": 10})}
 DEFAULT_CLASSIFIER = {"proxy": {"C": 0.5, "groups": ("claim", "evidence", "stats")},
                       "wiki": {"C": 0.25, "groups": ALL_GROUPS}}
 W2V = {"vector_size": 100, "window": 5, "min_count": 2, "negative": 5, "sample": 1e-3, "sg": 1,

@@ -439,8 +439,6 @@ def retriever_from_args(args, evidence_k: bool = True):
     if args.chunk_overlap is not None and not args.chunk_window:
         raise InputError(None, None, f"only with {ref('chunk_window')}", param="chunk_overlap")
     params = {name: getattr(args, name) for name in reads}
-    if "k" in params and args.method == "tags":
-        params["top_n"] = params.pop("k")
     if args.method == "rerank":
         params = {"model": params.pop("rerank_model")}
     if args.method == "pool":

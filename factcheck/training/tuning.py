@@ -18,7 +18,7 @@ SHORTLIST = 5
 TAG_GRID = {
     "t_sim": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.7),
     "t_overlap": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
-    "top_n": (1, 2, 3, 4, 6, 8, 10),
+    "k": (1, 2, 3, 4, 6, 8, 10),
 }
 BM25_GRID = {"k1": (0.9, 1.2, 1.5), "b": (0.4, 0.75), "k": (1, 2, 3, 4, 5, 6, 8, 10)}
 # Only when named (``--method tfidf``): the TF-IDF cosine is no automatic candidate.
@@ -54,13 +54,13 @@ def mean_f(ids_per_claim: list[list[str]], claims) -> float:
 
 def sweep_tags(retriever, fit_claims, holdout_claims, grid=TAG_GRID, progress=None) -> Sweep:
     """Sweep the tag rule's thresholds; ``retriever`` is a fitted TagRuleRetriever."""
-    points = list(itertools.product(grid["t_sim"], grid["t_overlap"], grid["top_n"]))
+    points = list(itertools.product(grid["t_sim"], grid["t_overlap"], grid["k"]))
     ids = retriever.index_.ids
-    sweep = Sweep("tags", ("t_sim", "t_overlap", "top_n"))
+    sweep = Sweep("tags", ("t_sim", "t_overlap", "k"))
     results = {}
     for part, claims in (("fit", fit_claims), ("holdout", holdout_claims)):
         texts = (c.text for c in progress_bar(claims, desc=f"tag rule sweep ({part})", unit="claims", enabled=progress))
-        results[part] = retriever.sweep(texts, grid["t_sim"], grid["t_overlap"], grid["top_n"])
+        results[part] = retriever.sweep(texts, grid["t_sim"], grid["t_overlap"], grid["k"])
     for p in points:
         row = dict(zip(sweep.param_names, p))
         for part, claims in (("fit", fit_claims), ("holdout", holdout_claims)):

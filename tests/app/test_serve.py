@@ -55,8 +55,8 @@ def test_api_check_explains_every_hit(client):
     assert sum(data["probabilities"].values()) == pytest.approx(1.0)
     assert data["verdict"] == max(data["probabilities"], key=data["probabilities"].get)
     assert data["path"] in ("filtered", "fallback")
-    assert set(data["thresholds"]) == {"t_sim", "t_overlap", "top_n"}
-    assert data["hits"] and len(data["hits"]) <= data["thresholds"]["top_n"]
+    assert set(data["thresholds"]) == {"t_sim", "t_overlap", "k"}
+    assert data["hits"] and len(data["hits"]) <= data["thresholds"]["k"]
     assert data["hits"][0]["id"] == "evidence-3"
     claim_stems = set(data["details"]["claim_tags"])
     for hit in data["hits"]:

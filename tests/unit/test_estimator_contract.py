@@ -53,7 +53,7 @@ class _Model:
 def non_default(cls):
     """Constructor arguments differing from every default (objects, so identity shows)."""
     return {
-        factcheck.TagRuleRetriever: dict(t_sim=0.25, t_overlap=0.125, top_n=3),
+        factcheck.TagRuleRetriever: dict(t_sim=0.25, t_overlap=0.125, k=3),
         factcheck.BM25Retriever: dict(k1=0.9, b=0.4, k=3),
         factcheck.RerankRetriever: dict(candidates={"memory_k": 5}, model=_Model(), cutoff=Cutoff(max_k=3),
                                         memory=ClaimMemory(["c"], ["sea ice"], [["evidence-1"]]), report={"x": 1}),
@@ -135,7 +135,7 @@ def test_repr_shows_only_the_parameters_changed_from_their_defaults():
 def test_params_record_is_derived_from_get_params_in_signature_order():
     """The record in explanations and model directories: the same keys, in the same order,
     as the hand-written dicts it replaced (the bytes of those files depend on it)."""
-    assert list(factcheck.TagRuleRetriever().params()) == ["t_sim", "t_overlap", "top_n"]
+    assert list(factcheck.TagRuleRetriever().params()) == ["t_sim", "t_overlap", "k"]
     assert factcheck.BM25Retriever(k=3).params() == {"k1": 1.2, "b": 0.75, "k": 3}
     assert factcheck.DenseRetriever(k=2).params() == {"k": 2}
     assert factcheck.TfidfRetriever(k=3).params() == {"analyzer": "stems", "k": 3}
@@ -161,8 +161,8 @@ def test_params_record_is_derived_from_get_params_in_signature_order():
 BAD = [
     (factcheck.TagRuleRetriever, dict(t_sim=1.5), "t_sim", "must be in [0, 1], got 1.5"),
     (factcheck.TagRuleRetriever, dict(t_overlap=-0.1), "t_overlap", "must be in [0, 1], got -0.1"),
-    (factcheck.TagRuleRetriever, dict(top_n=0), "top_n", "must be at least 1, got 0"),
-    (factcheck.TagRuleRetriever, dict(top_n=2.5), "top_n", "expected an integer, got 2.5"),
+    (factcheck.TagRuleRetriever, dict(k=0), "k", "must be at least 1, got 0"),
+    (factcheck.TagRuleRetriever, dict(k=2.5), "k", "expected an integer, got 2.5"),
     (factcheck.BM25Retriever, dict(k=0), "k", "must be at least 1, got 0"),
     (factcheck.BM25Retriever, dict(k=True), "k", "expected an integer, got True"),
     (factcheck.BM25Retriever, dict(k1=-1.0), "k1", "must be finite and at least 0, got -1.0"),
@@ -340,7 +340,9 @@ def test_make_classifier_checks_its_parameters():
         assert err.value.param == param and err.value.one_line().startswith(f"{param}: ")
 
 
-def test_a_model_directory_recording_bm25s_former_method_parameter_still_loads(tmp_path):
+def test_a_model_directory_recording_former_parameter_names_still_loads(tmp_path):
     from factcheck.system.model_dir import load_retriever
-    meta = {"retriever": {"method": "bm25", "params": {"k1": 0.9, "b": 0.4, "k": 3, "method": "lucene"}}}
+    meta = {"retriever": {"method": "bm25", "params": {"k1": 0.9, "b": 0.4, "k": 3, "method": "lucene"}},
+            "retrievers": {"tags": {"method": "tags", "params": {"t_sim": 0.2, "t_overlap": 0.1, "top_n": 4}}}}
     assert load_retriever(tmp_path, meta).params() == {"k1": 0.9, "b": 0.4, "k": 3}
+    assert load_retriever(tmp_path, meta, "tags").params() == {"t_sim": 0.2, "t_overlap": 0.1, "k": 4}

@@ -202,7 +202,7 @@ def test_every_ranking_command_takes_k_with_the_default_its_help_states(demo_ind
                         ("tfidf", factcheck.TfidfRetriever), ("dense", factcheck.DenseRetriever),
                         ("hybrid", factcheck.HybridRetriever), ("pool", factcheck.PoolRetriever)):
         params = cls().get_params()
-        assert params.get("k", params.get("top_n")) == stated[method], method
+        assert params["k"] == stated[method], method  # one name for the evidence count, the tag rule's too
     out = tmp_path / "bm25.json"
     assert in_process("retrieve", "--index", demo_index, "--claims", DEMO / "dev-claims.json", "--out", out).returncode == 0
     assert max(len(p["evidences"]) for p in json.loads(out.read_text()).values()) == stated["bm25"]
@@ -230,7 +230,7 @@ def test_options_a_method_does_not_read_are_refused_or_unified(demo_index, tmp_p
     proc = in_process("retrieve", "--index", demo_index, "--claims", claims, "--out", out, "--method", "tags",
                       "--k", "2", "--t-sim", "0.05", "--t-overlap", "0.05")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(out.with_name("tags.explain.json").read_text())["params"]["top_n"] == 2
+    assert json.loads(out.with_name("tags.explain.json").read_text())["params"]["k"] == 2
     for args, flag in ((["--method", "bm25", "--t-sim", "0.5"], "--t-sim"), (["--method", "tags", "--k1", "1"], "--k1"),
                        (["--method", "rerank", "--k", "3"], "--k"), (["--chunk-overlap", "5"], "--chunk-overlap")):
         proc = in_process("retrieve", "--index", demo_index, "--claims", claims, "--out", tmp_path / "x.json", *args)
@@ -258,7 +258,7 @@ def library_params() -> set[str]:
 # Parameters of Python calls no command passes on (a command's input is a file, not a value).
 PYTHON_ONLY = {"claims", "queries", "retriever", "config", "source", "params", "index", "groundtruth",
                "predictions_format", "one_line_pages", "candidates", "cutoff", "memory", "inner", "window",
-               "overlap", "model", "rrf_depth", "fusion_depth", "report", "top_n",
+               "overlap", "model", "rrf_depth", "fusion_depth", "report",
                "C", "class_weight", "groups", "gold", "y", "path"}
 
 

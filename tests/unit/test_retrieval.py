@@ -88,7 +88,7 @@ def test_tag_rule_explanations_and_no_division_by_zero(demo_index):
     empty, stop_only, real = r.retrieve(["", "the and of", "Volcanoes emit carbon dioxide"])
     for sel in (empty, stop_only):  # nothing shares a tag: no evidence (not 6 passages scoring 0)
         assert sel.path == "fallback" and sel.hits == []
-    few = TagRuleRetriever(t_sim=1.0, t_overlap=1.0, top_n=40).fit(index).retrieve("Volcanoes emit carbon dioxide")
+    few = TagRuleRetriever(t_sim=1.0, t_overlap=1.0, k=40).fit(index).retrieve("Volcanoes emit carbon dioxide")
     assert few.path == "fallback" and 0 < len(few.hits) < 40
     assert all(h.score > 0 and h.explanation["shared_tags"] for h in few.hits)
     for h in real.hits:
@@ -96,7 +96,7 @@ def test_tag_rule_explanations_and_no_division_by_zero(demo_index):
         assert set(e) >= {"cosine", "overlap", "combined", "shared_tags", "passage_tags"}
         assert e["combined"] == pytest.approx(e["cosine"] + e["overlap"])
         assert set(e["shared_tags"]) <= set(analyze("Volcanoes emit carbon dioxide"))
-    assert real.details["thresholds"] == {"t_sim": 0.55, "t_overlap": 0.5, "top_n": 6}
+    assert real.details["thresholds"] == {"t_sim": 0.55, "t_overlap": 0.5, "k": 6}
 
 
 # ---------------------------------------------------------------- self-retrieval smoke tests
