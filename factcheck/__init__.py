@@ -30,7 +30,7 @@ _API = {
     # the offline job and its index
     "build_index": "factcheck.tagging.job",
     "TagIndex": "factcheck.tagging.index",
-    # retrievers: fit(index), then rank(claims, k=) / retrieve(claims) / search(claims, k=)
+    # retrievers: fit(index), then rank(claims, k=) / retrieve(claims, depth=)
     "Retriever": "factcheck.retrieval.base",
     "Ranking": "factcheck.retrieval.base",
     "Selection": "factcheck.retrieval.base",

@@ -199,9 +199,8 @@ def main(argv=None) -> int:
               "claims and retrieved non-gold passages), aggregated per claim (max, mean, rank-weighted mean, "
               "both-ways), cross-fitted, appended to the direct model's features; evaluated on the direct winner's "
               "reader and configuration"
-              + ("" if stance_source is variants else f" (from `{rel(args.stance_csv)}`, a run with the stance "
-                 "candidate on; the run reported here leaves it off, `STANCE_CANDIDATE` in "
-                 "`factcheck/training/classifier_cv.py`)") + ":", ""]
+              + ("" if stance_source is variants else f" (from `{rel(args.stance_csv)}`, a run made while the package still "
+                 "had the stance candidate; it was removed after losing, docs/decisions.md)") + ":", ""]
         for v in stance:
             same = [d for d in stance_source if d.get("stance") == "False" and all(d[k] == v[k] for k in
                     ("reader", "C", "class_weight", "augment", "groups"))]

@@ -35,9 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from factcheck.classification.cv import cross_validate, cv_splits, release_workers
+from factcheck.classification.cv import cross_validate, cv_splits, in_label_order, release_workers
 from factcheck.classification.features import ALL_GROUPS, take_views, views_of
-from factcheck.classification.stance import PAIR_GROUPS, fit_stance, stance_proba
 from factcheck.evaluation.course_metric import evidence_f, evidence_f_from_counts
 from factcheck.evaluation.intervals import bootstrap_mean, paired_bootstrap_diff
 from factcheck.formats.claims import read_claims
@@ -51,7 +50,7 @@ from factcheck.text.tokens import letter_runs, split_stems
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 # The defaults of today's reference runs (/work/baseline/*/metrics.json), per evidence file.
 DEFAULT_READER = {"proxy": ("bm25", {"k1": 0.9, "b": 0.4, "k": 4, "method": "lucene"}),
-                  "wiki": ("tags", {"t_sim": 0.0, "t_overlap": 0.0, "top_n": 10})}
+                  "wiki": ("tags", {"t_sim": 0.0, "t_overlap": 0.0, "k": 10})}
 DEFAULT_CLASSIFIER = {"proxy": {"C": 0.5, "groups": ("claim", "evidence", "stats")},
                       "wiki": {"C": 0.25, "groups": ALL_GROUPS}}
 W2V = {"vector_size": 100, "window": 5, "min_count": 2, "negative": 5, "sample": 1e-3, "sg": 1,
@@ -599,7 +598,6 @@ def mutated_claims(train, wv) -> dict[int, tuple[str, str]]:
 
 def stance_rule_cv(train, y, splits, ev, texts_of, wv, mode, cache: Path, only=range(15)):
     from sklearn.model_selection import StratifiedKFold
-    from factcheck.classification.stance import INNER_FOLDS, INNER_SEED
     groups = PAIR_GROUPS + (("dense",) if mode == "open" else ())
     mutants = mutated_claims(train, wv)
     pairs, owner, kind, label = [], [], [], []
@@ -624,9 +622,7 @@ def stance_rule_cv(train, y, splits, ev, texts_of, wv, mode, cache: Path, only=r
     def fit_on(claims):
         rows = np.flatnonzero(np.isin(owner, claims) & (label != None))  # noqa: E711
         sub = take_views(views, rows)
-        if mode == "open":
-            return _fit_stance_groups(sub, list(label[rows]), groups)
-        return fit_stance(sub, list(label[rows]))
+        return _fit_stance_groups(sub, list(label[rows]), groups)
 
     def maxima(stance, claims, which="read"):
         rows = np.flatnonzero(np.isin(owner, claims) & (kind == which))
@@ -683,13 +679,29 @@ def stance_rule_cv(train, y, splits, ev, texts_of, wv, mode, cache: Path, only=r
     return correct, gold_correct, chosen
 
 
+# The stance model of bet 3 (a package module until it lost under CV; docs/decisions.md).
+STANCES = ("SUPPORTS", "REFUTES", "IRRELEVANT")
+PAIR_GROUPS = ("evidence", "shared", "unshared", "stats")
+INNER_FOLDS, INNER_SEED = 5, 7
+
+
 def _fit_stance_groups(views, stances, groups):
-    """``fit_stance`` with the open mode's extra pair group (``dense``)."""
+    """``(features, model)`` fitted on pair views and their stances (None, None: one stance only)."""
     from sklearn.linear_model import LogisticRegression
     from factcheck.classification.features import ClaimEvidenceFeatures
+    if len(set(stances)) < 2:
+        return None, None
     features = ClaimEvidenceFeatures(groups=groups, min_df=1).fit_views(views)
     model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=5000)
     return features, model.fit(features.transform_views(views), list(stances))
+
+
+def stance_proba(stance, views: dict) -> np.ndarray:
+    """(pairs, 3) in ``STANCES`` order."""
+    features, model = stance
+    if model is None or not len(views["claim"]):
+        return np.zeros((0, len(STANCES)))
+    return in_label_order(model.predict_proba(features.transform_views(views)), model.classes_, STANCES, 0.0)
 
 
 # --------------------------------------------------------------------------- summary

@@ -1,2 +1,2 @@
-"""Claim classification: features, the model, cross-validation, the stance candidate and
+"""Claim classification: features, the model, cross-validation and
 calibration (choosing among candidates is :mod:`factcheck.training`'s job)."""

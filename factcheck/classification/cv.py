@@ -42,7 +42,6 @@ class ClassifierConfig:
     stats_weight: float = 0.3
     augment: bool = True
     groups: tuple = ALL_GROUPS
-    stance: bool = False     # plus per-passage stance aggregates (factcheck.classification.stance)
 
     def build(self, embedding: dict | None = None):
         """The unfitted classifier (:func:`~factcheck.make_classifier`)."""
@@ -50,8 +49,8 @@ class ClassifierConfig:
         return make_classifier(self.C, self.class_weight, self.stats_weight, self.groups, embedding)
 
     def complexity(self) -> tuple:
-        """Smaller is simpler (stance, groups, augmentation, C)."""
-        return (self.stance, len(self.groups), self.augment, self.C)
+        """Smaller is simpler (groups, augmentation, C)."""
+        return (len(self.groups), self.augment, self.C)
 
 
 def configs(grid: dict) -> list[ClassifierConfig]:

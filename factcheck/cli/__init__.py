@@ -18,6 +18,7 @@ import warnings
 from factcheck.cli import convert, pipeline, rerank, retrieval, serve, tagging, workbench
 from factcheck.cli.terminal import escaped, escaped_stdout
 from factcheck.errors import FactcheckWarning, InputError
+from factcheck.progress import progress_setting
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -205,7 +206,9 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with warnings.catch_warnings(), _library_log(args.command), escaped_stdout():
+        quiet = getattr(args, "quiet", False)
+        with warnings.catch_warnings(), _library_log(args.command, quiet), escaped_stdout(), \
+                progress_setting(False if quiet else None):
             _route_warnings(args.command)
             args._run(args)
     except InputError as exc:
@@ -255,8 +258,11 @@ class _StderrLines(logging.Handler):
 
 
 @contextlib.contextmanager
-def _library_log(command: str):
+def _library_log(command: str, quiet: bool = False):
+    """The library's records as stderr lines; ``quiet`` (``--quiet``): warnings and up only."""
     logger, handler = logging.getLogger("factcheck"), _StderrLines(command)
+    if quiet:
+        handler.setLevel(logging.WARNING)
     level, propagate = logger.level, logger.propagate
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)

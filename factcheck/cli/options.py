@@ -13,7 +13,7 @@ from factcheck.formats.evidence import FORMATS as SOURCE_FORMATS
 from factcheck.retrieval.registry import ALL_METHODS, MODES
 from factcheck.text.analyzer import ANALYZERS
 
-__all__ = ["plural", "Deprecated", "add_renamed", "text_arg", "int_type", "positive_int", "non_negative_int", "jobs_type",
+__all__ = ["plural", "Deprecated", "add_renamed", "add_quiet_arg", "text_arg", "int_type", "positive_int", "non_negative_int", "jobs_type",
            "bounded_float", "check_output_dir", "check_outputs", "add_source_args", "add_reader_args",
            "add_claims_args", "add_cap_arg", "add_index_args", "add_tag_args", "add_backend_args", "add_mode_arg",
            "add_retriever_args", "add_pool_args", "pool_from_args", "pool_model_from_args", "run_embedding_from_args", "add_analyzer_arg",
@@ -49,6 +49,12 @@ def add_renamed(p: argparse.ArgumentParser, new: str, old: str, required: bool =
     # Hidden from usage and help (the new option's help names it), so usage stays clean.
     group.add_argument(old, dest=action.dest, type=kwargs.get("type"), action=Deprecated, new=new,
                        help=argparse.SUPPRESS)
+
+
+def add_quiet_arg(p: argparse.ArgumentParser) -> None:
+    """``--quiet``: no progress bars or progress lines (``main`` applies it to the whole command);
+    warnings, errors and the result still print."""
+    p.add_argument("--quiet", action="store_true", help="no progress output (warnings and the result still print)")
 
 
 def text_arg(text: str) -> str:
@@ -222,8 +228,8 @@ def add_embedding_args(p: argparse.ArgumentParser, build: bool = False, embed_co
         g.add_argument("--embedding-model", default=None, metavar="minilm|DIR",
                        help="the packaged all-MiniLM-L6-v2 (minilm) or the ONNX model in DIR (model.onnx + "
                             "tokenizer.json) (needs --mode open): run: it orders each claim's candidate pool "
-                            "(--embed-corpus: it embeds every passage instead); tag: it embeds every passage "
-                            "instead of the bundled static model")
+                            "(--embed-corpus: it embeds every passage instead); tag and selftest: it embeds "
+                            "every passage instead of the bundled static model")
         if embed_corpus:
             g.add_argument("--embed-corpus", action="store_true",
                            help="embed every passage with --embedding-model (slow on a large corpus) instead of "
@@ -430,8 +436,6 @@ def retriever_from_args(args, evidence_k: bool = True):
     if args.chunk_overlap is not None and not args.chunk_window:
         raise InputError(None, None, f"only with {ref('chunk_window')}", param="chunk_overlap")
     params = {name: getattr(args, name) for name in reads}
-    if "k" in params and args.method == "tags":
-        params["top_n"] = params.pop("k")
     if args.method == "rerank":
         params = {"model": params.pop("rerank_model")}
     if args.method == "pool":

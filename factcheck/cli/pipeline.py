@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 from factcheck.cli.options import (add_backend_args, add_claims_args, add_embedding_args, add_index_args, add_mode_arg,
-                                   add_pool_args, add_reader_args, add_renamed, add_tag_args, check_output_dir, check_outputs,
-                                   PREDICTION_FORMATS, claims_options, index_from_args, jobs_type, plural,
+                                   add_pool_args, add_quiet_arg, add_reader_args, add_renamed, add_tag_args,
+                                   check_output_dir, check_outputs, PREDICTION_FORMATS, claims_options,
+                                   index_from_args, jobs_type, plural,
                                    pool_from_args, positive_int, read_claims_from_args, relocate_from_args,
                                    run_embedding_from_args, source_options)
 from factcheck.retrieval.registry import ALL_METHODS
@@ -35,7 +36,7 @@ def add_run(p):
     add_mode_arg(p)
     add_max_tuning_claims_arg(p)
     add_max_evidence_arg(p, "; the FEVER score in metrics.json counts as many")
-    p.add_argument("--quiet", action="store_true", help="no progress output")
+    add_quiet_arg(p)
     add_tag_args(p)
     add_embedding_args(p, build=True, embed_corpus=True)
     add_pool_args(p.add_argument_group("two stages (with --embedding-model, or --method pool)"), model=False)
@@ -81,6 +82,7 @@ def add_train(p):
     add_pool_args(p.add_argument_group("two stages (--method pool, with --mode open)"))
     add_claims_args(p)
 
+    add_quiet_arg(p)
     def run(args):
         from factcheck.training.classifier_cv import config_json
         from factcheck.classification.cv import check_training_labels
@@ -122,6 +124,7 @@ def add_predict(p):
                    help="worker processes, each loading the index and model once (default: 1 = this process)")
     add_backend_args(g)
 
+    add_quiet_arg(p)
     def run(args):
         import contextlib
 
@@ -167,6 +170,7 @@ def add_ablation(p):
     add_embedding_args(p)
     add_claims_args(p)
 
+    add_quiet_arg(p)
     def run(args):
         from factcheck.evaluation.ablation import ablation
         from factcheck.evaluation.intervals import format_interval, to_json

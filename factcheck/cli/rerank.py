@@ -3,12 +3,11 @@ tuned on the other 20% (:func:`~factcheck.formats.splits.train_holdout_split`)."
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 
-from factcheck.cli.options import (add_claims_args, add_index_args, add_renamed, check_outputs, index_from_args, plural,
-                                   read_claims_from_args)
+from factcheck.cli.options import (add_claims_args, add_index_args, add_quiet_arg, add_renamed, check_outputs,
+                                   index_from_args, non_negative_int, plural, positive_int, read_claims_from_args)
 
 __all__ = ["add_train_rerank"]
 
@@ -18,11 +17,13 @@ def add_train_rerank(p):
     p.add_argument("--claims", type=Path, required=True, help="labelled training claims (any claims format)")
     add_renamed(p, "--rerank-model", "--out", required=True, type=Path,
                 help="reranker file to write (skops; the file `retrieve --rerank-model` reads)")
-    p.add_argument("--depth", type=int, default=None, help="BM25 candidates per claim (default: 300)")
-    p.add_argument("--memory-k", type=int, default=None,
+    add_renamed(p, "--k", "--depth", type=positive_int, default=None, metavar="N",
+                help="BM25 candidates ranked per claim for the reranker (default: 300)")
+    p.add_argument("--memory-k", type=non_negative_int, default=None,
                    help="similar training claims whose gold passages join the candidates "
                         "(default: 20 or 50, whichever is better on the holdout part)")
     add_claims_args(p)
+    add_quiet_arg(p)
 
     def run(args):
         from factcheck.errors import InputError
@@ -33,18 +34,12 @@ def add_train_rerank(p):
         claims = read_claims_from_args(args, args.claims, require_labels=True)
         if len(claims) < 5:
             raise InputError(args.claims, None, f"too few claims to train on ({len(claims)}; need at least 5)")
-        for name in ("depth", "memory_k"):
-            value = getattr(args, name)
-            if value is not None and value < (1 if name == "depth" else 0):
-                raise InputError(None, None, f"must be positive, got {value}", param=name)
         index = index_from_args(args)
         index.require_gold(claims, args.claims)
         fit, holdout = train_holdout_split(claims)
-        given = {k: v for k, v in (("depth", args.depth), ("memory_k", args.memory_k)) if v is not None}
+        given = {k: v for k, v in (("depth", args.k), ("memory_k", args.memory_k)) if v is not None}
         configs = list(dict.fromkeys(replace(c, **given) for c in DEFAULT_CANDIDATES)) if given else None
-        # Bars on a terminal only: piped output (logs, scripts) keeps its one-line messages.
-        retriever = train_reranker(index, fit, holdout, configs=configs,
-                                   progress=None if sys.stderr.isatty() else False)
+        retriever = train_reranker(index, fit, holdout, configs=configs)  # bars on a terminal only
         retriever.save(args.rerank_model)
         r = retriever.report
         cutoff = ", ".join(f"{k} {v:g}" for k, v in r["chosen"]["cutoff"].items())

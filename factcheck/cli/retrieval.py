@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from factcheck.cli.options import (add_claims_args, add_embedding_args, add_index_args, add_retriever_args,
+from factcheck.cli.options import (add_claims_args, add_embedding_args, add_index_args, add_quiet_arg, add_retriever_args,
                                    check_outputs, claims_options, index_from_args, plural, positive_int,
                                    read_claims_from_args, relocate_from_args, retriever_from_args)
 from factcheck.cli.terminal import field
@@ -23,6 +23,7 @@ def add_retrieve(p):
     add_retriever_args(p)
     add_embedding_args(p)
     add_claims_args(p)
+    add_quiet_arg(p)
 
     def run(args):
         from factcheck.formats.explanations import explanations_path

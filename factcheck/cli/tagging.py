@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from factcheck.cli.options import (add_embedding_args, add_mode_arg, add_source_args, add_tag_args, check_outputs,
+from factcheck.cli.options import (add_embedding_args, add_mode_arg, add_quiet_arg, add_source_args, add_tag_args,
+                                   check_outputs,
                                    embedding_model_from_args, plural, source_from_args, tag_job_from_args)
 
 __all__ = ["add_tag", "add_export_tags", "add_verify"]
@@ -16,6 +17,7 @@ def add_tag(p):
     add_tag_args(p)
     add_mode_arg(p)
     add_embedding_args(p, build=True)
+    add_quiet_arg(p)
 
     def run(args):
         from factcheck.errors import InputError

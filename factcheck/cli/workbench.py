@@ -7,9 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-from factcheck.cli.options import (add_analyzer_arg, add_cap_arg, add_mode_arg, add_retriever_args, add_source_args, check_outputs,
-                                   jobs_type, non_negative_int, plural, positive_int, retriever_from_args,
-                                   source_from_args, text_arg)
+from factcheck.cli.options import (METHOD_OPTIONS, add_analyzer_arg, add_cap_arg, add_embedding_args, add_mode_arg,
+                                   add_quiet_arg, add_retriever_args, add_source_args, check_outputs,
+                                   embedding_model_from_args, jobs_type, non_negative_int, plural, positive_int,
+                                   retriever_from_args, source_from_args, text_arg)
 from factcheck.cli.terminal import field
 from factcheck.retrieval.registry import ALL_METHODS
 
@@ -69,6 +70,8 @@ def add_selftest(p):
     p.add_argument("--jobs", type=jobs_type, default=-1, help="worker processes for tagging (default: -1 = all cores)")
     add_mode_arg(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    add_quiet_arg(p)
+    add_embedding_args(p, build=True)
 
     def run(args):
         from factcheck.formats.files import check_no_symlinks, remove_stale_temporaries
@@ -85,9 +88,10 @@ def add_selftest(p):
             check_outputs([args.out / name for name in SELFTEST_FILES], [args.evidence])
             remove_stale_temporaries(args.out, SELFTEST_FILES, recursive=False)  # a killed selftest's
         check_outputs([p for p in (index_dir,) if p], [args.evidence])
+        embedding_model = embedding_model_from_args(args)  # before any work: one line for a wrong model
         result = self_retrieval(source_from_args(args), args.query_column, methods, args.cutoffs, args.k,
                                 args.chunk_window or None, args.chunk_overlap, index_dir, args.mode,
-                                args.analyzer or "stems", args.jobs)
+                                args.analyzer or "stems", args.jobs, embedding_model=embedding_model)
         if args.out:
             json_path, md_path = write_self_retrieval(result, args.out)
             print(f"{json_path}, {md_path}: {plural(len(result.results), 'result')}", file=sys.stderr)
@@ -98,8 +102,16 @@ def add_selftest(p):
 
 def add_search(p):
     p.add_argument("query", nargs="+", type=text_arg, help="free text to rank the index's passages for (several: one each)")
-    p.add_argument("--index", type=Path, required=True, help="tag index directory (from factcheck tag)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--index", type=Path, help="tag index directory (from factcheck tag)")
+    where.add_argument("--run", type=Path, help="output directory of `factcheck run` (uses RUN/index, and "
+                       "RUN/model's chosen retriever unless --method names one)")
     add_retriever_args(p, f"passages shown per query (default: {SEARCH_K})", SEARCH_K)
+    for action in p._actions:  # with --run, no --method means the run's own retriever
+        if action.dest == "method":
+            action.default = None
+            action.help = ("retriever (default: bm25, or with --run the one the run chose; dense, hybrid and pool "
+                           "need --mode open)")
     p.add_argument("--json", action="store_true", help="print one JSON object per query, one a line")
     p.add_argument("--show", type=non_negative_int, default=TEXT_SHOWN,
                    help=f"characters of each passage shown (default: {TEXT_SHOWN}; 0: the whole text)")
@@ -108,7 +120,11 @@ def add_search(p):
     def run(args):
         from factcheck.pipeline.workbench import search
         from factcheck.tagging.index import TagIndex
-        retriever = retriever_from_args(args, evidence_k=False).fit(TagIndex.load(args.index))
+        if args.run is not None:
+            retriever = _run_retriever(args)
+        else:
+            args.method = args.method or "bm25"
+            retriever = retriever_from_args(args, evidence_k=False).fit(TagIndex.load(args.index))
         for query, found in zip(args.query, search(retriever, args.query, args.k, max_query_chars=args.max_query_chars)):
             titles = found.titles or [None] * len(found)
             hits = [{"rank": rank, "id": pid, "score": score, "text": text, **({"title": title} if title else {})}
@@ -130,6 +146,24 @@ def add_search(p):
     return run
 
 
+def _run_retriever(args):
+    """``search --run``: the run's chosen retriever as trained, or ``--method``'s on the run's index."""
+    from factcheck.serve.app import resolve_paths
+    from factcheck.tagging.index import TagIndex
+    index_dir, model_dir = resolve_paths(args.run, None, None)
+    if args.method is not None:
+        args.index = index_dir  # as if given: the open mode reads its vectors' model there
+        return retriever_from_args(args, evidence_k=False).fit(TagIndex.load(index_dir))
+    from factcheck.errors import InputError
+    settings = sorted({o for options in METHOD_OPTIONS.values() for o in options} - {"k"})
+    for name in [*settings, "chunk_window", "chunk_overlap"]:
+        if getattr(args, name, None) is not None:
+            raise InputError(None, None, "only with --method (--run alone searches with the run's trained "
+                             "retriever, as it was tuned)", param=name)
+    from factcheck.system.checker import FactChecker
+    return FactChecker.load(index_dir, model_dir).retriever
+
+
 def add_evaluate_retrieval(p):
     p.add_argument("--queries", type=Path, default=None,
                    help="queries: BEIR queries.jsonl ({\"_id\", \"text\"} a line) or qid<TAB>text .tsv "
@@ -147,6 +181,7 @@ def add_evaluate_retrieval(p):
     p.add_argument("--run-tag", default=None, help="the run file's tag (default: the method name)")
     add_cap_arg(p, "query")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    add_quiet_arg(p)
 
     def run(args):
         from factcheck.errors import InputError

@@ -262,31 +262,51 @@ def _check_predicted_labels(predictions: dict, labels, path) -> None:
                              f"expected one of {', '.join(labels)}")
 
 
-def write_predictions(path, claims: list[Claim], evidences: dict[str, list[str]],
-                      labels: dict[str, str] | None = None, format: str = "course") -> None:
-    """Write predictions atomically, claims in input order.
+def write_predictions(path, predictions: dict[str, dict], claims: list[Claim] | None = None,
+                      format: str = "course") -> None:
+    """Write predictions atomically: what :func:`read_predictions` returns and
+    ``Verdicts.predictions()`` gives, so a file read can be written again.
 
     Parameters
     ----------
     path : str or Path
         The file to write.
-    claims : list of Claim
-        The claims, in the order to write them (with their texts, in the course format).
-    evidences : dict of str to list of str
-        Claim id -> evidence ids (``page:line`` for FEVER's format).
-    labels : dict of str to str or None
-        Claim id -> predicted label; None writes no labels (retrieval only).
+    predictions : dict of str to dict
+        Claim id -> ``{"evidences": [ids], "claim_label": str or None}`` (``page:line`` ids for
+        FEVER's format), validated as :func:`check_predictions` does. Labels on every claim or
+        on none (retrieval only: no label is written).
+    claims : list of Claim or None
+        The order to write and, in the course format, each ``claim_text``; every claim needs a
+        prediction. None: the predictions' own order, without ``claim_text``.
     format : {"course", "fever"}, default "course"
         ``"fever"``: ``{"id", "predicted_label", "predicted_evidence": [[page, line], ...]}`` lines.
 
     Example
     -------
     >>> claims = [Claim("claim-1", "Sea levels are rising.")]
-    >>> write_predictions("out/pred.json", claims, {"claim-1": ["evidence-8"]}, {"claim-1": "SUPPORTS"})
+    >>> write_predictions("out/pred.json", {"claim-1": {"evidences": ["evidence-8"], "claim_label": "SUPPORTS"}},
+    ...                   claims)
     >>> read_predictions("out/pred.json")
     {'claim-1': {'evidences': ['evidence-8'], 'claim_label': 'SUPPORTS'}}
     """
-    _unit(PREDICTION_UNITS, path, format, "predictions").write_predictions(Path(path), claims, evidences, labels)
+    predictions = check_predictions(predictions)
+    unit = _unit(PREDICTION_UNITS, path, format, "predictions")
+    if claims is None:
+        claims, texts = [Claim(cid, "") for cid in predictions], False
+    else:
+        claims, texts = list(claims), True
+        missing = next((c.id for c in claims if c.id not in predictions), None)
+        if missing is not None:
+            raise InputError(None, f"claim {missing!r}", "has no prediction", param="predictions")
+    given = [p["claim_label"] is not None for p in predictions.values()]
+    if any(given) and not all(given):
+        raise InputError(None, None, "some predictions have a label and others not", param="predictions")
+    evidences = {cid: p["evidences"] for cid, p in predictions.items()}
+    labels = {cid: p["claim_label"] for cid, p in predictions.items()} if any(given) else None
+    if unit is course:
+        course.write_predictions(Path(path), claims, evidences, labels, texts=texts)
+    else:
+        unit.write_predictions(Path(path), claims, evidences, labels)
 
 
 def predictions_stream(fh, path, format: str = "course"):

@@ -11,7 +11,7 @@ from factcheck.errors import InputError
 from factcheck.formats import course, fever, jsonl
 from factcheck.formats.claims import (CLAIM_FORMATS, PREDICTION_FORMATS, UNITS as CLAIM_UNITS, Claim,
                                       detect_claims_format, prefixed_params, read_claims, read_predictions,
-                                      write_claims, write_predictions)
+                                      write_claims)
 from factcheck.formats.common import plural
 from factcheck.formats.evidence import UNITS as SOURCE_UNITS, iter_passage_records, source_spec
 
@@ -154,7 +154,7 @@ def convert_predictions(src, dest, to: str, *, one_line_pages: bool = False, cla
     if to == "fever":
         evidences = {cid: [fever.id_in(e, one_line_pages, src) for e in p["evidences"]] for cid, p in preds.items()}
         notes.append("claim texts are not kept (FEVER predictions have none)")
-        write_predictions(dest, ordered, evidences, labels, "fever")
+        fever.write_predictions(dest, ordered, evidences, labels)
         return notes
     evidences = {cid: [fever.id_out(e, one_line_pages, src) for e in p["evidences"]] for cid, p in preds.items()}
     course.write_predictions(dest, ordered, evidences, labels, texts=claims is not None)

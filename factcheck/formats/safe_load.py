@@ -19,7 +19,6 @@ from factcheck.errors import InputError
 TRUSTED_MODEL_TYPES: tuple[str, ...] = (
     # factcheck's own classes and functions (stored by reference, never as code)
     "factcheck.classification.features.ClaimEvidenceFeatures",
-    "factcheck.classification.stance.StanceFeatures",
     "factcheck.retrieval.rerank.model.RelevanceModel",
     "factcheck.retrieval.rerank.model.ModelConfig",
     "factcheck.text.analyzer.TextAnalyzer",

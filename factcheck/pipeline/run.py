@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from factcheck.errors import InputError, check_number, ref
-from factcheck.formats.claims import (CLAIM_OPTIONS, detect_claims_format, label_set, ordered_labels, read_claims,
-                                      write_predictions)
+from factcheck.formats import fever
+from factcheck.formats.claims import CLAIM_OPTIONS, detect_claims_format, label_set, ordered_labels, read_claims
 from factcheck.formats.evidence import SOURCE_OPTIONS, source_spec
 from factcheck.formats.files import (check_no_symlinks, check_regular_file, remove_stale_temporaries, sha256_file,
                                      write_csv_atomic, write_json_atomic)
@@ -471,5 +471,5 @@ def write_verdicts(path: Path, claims, verdicts, system, predictions_format: str
     write_explained_predictions(path, claims, evidences, {v.id: v.explanation.to_json() for v in verdicts},
                                 retriever_spec(system.retriever), labels, predictions_format)
     if also_fever:
-        write_predictions(path.with_suffix(".jsonl"), claims, evidences, labels, "fever")
+        fever.write_predictions(path.with_suffix(".jsonl"), claims, evidences, labels)
 

@@ -154,7 +154,7 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, cutoffs=
                    analyzer: str = "stems", jobs: int = 1, progress: bool | None = None, *,
                    format: str | None = None, id_column: str | None = None, text_column: str | None = None,
                    title_column: str | None = None, index_titles: bool | None = None,
-                   max_passage_chars: int | None = None) -> SelfRetrieval:
+                   max_passage_chars: int | None = None, embedding_model=None) -> SelfRetrieval:
     """The self-retrieval test of a collection: each row's ``query_column`` as a query
     whose one relevant document is the row itself.
 
@@ -186,6 +186,9 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, cutoffs=
         Progress bars (``None``: on a terminal).
     format, id_column, text_column, title_column, index_titles, max_passage_chars
         How to read ``source``; without a ``title_column`` the query column is stored as the title.
+    embedding_model : None, str, Path or dict
+        The open mode's passage vectors' model (``"minilm"``, an ONNX model directory, or a dict
+        with its settings, as :func:`factcheck.build_index` takes it); ``None``: the bundled one.
 
     Returns
     -------
@@ -220,7 +223,9 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, cutoffs=
             raise InputError(None, method, "the reranker is trained on claims with gold evidence; a "
                              "self-retrieval test compares untrained scorers (tfidf, bm25, tags; dense, hybrid "
                              "with mode open)", param="method")
-    check_mode(mode)
+    check_mode(mode, embedding_model)
+    if embedding_model is not None and mode != "open":
+        raise InputError(None, None, "an embedding model is for the open mode (mode='open')", param="embedding_model")
     cutoffs = tuple(sorted(set(cutoffs)))
     check_number(k, "k", integer=True, low=max(cutoffs))
     options = {"format": format, "id_column": id_column, "text_column": text_column, "title_column": title_column,
@@ -251,7 +256,7 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, cutoffs=
                                  "build it from the same file", param="index_dir")
             if mode == "open" and any(m in OPEN_SELFTEST_METHODS for m in methods):
                 from factcheck.tagging.vectors import PassageVectorJob
-                PassageVectorJob(jobs=jobs, progress=progress).run(root, manifest)
+                PassageVectorJob(jobs=jobs, progress=progress, embedding_model=embedding_model).run(root, manifest)
         elif index_dir is not None:
             raise InputError(None, None, "is for a file's index; the passages given are indexed in memory "
                              "(TagIndex.save keeps an index)", param="index_dir")

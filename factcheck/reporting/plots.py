@@ -52,10 +52,10 @@ def plot_sweep(sweep, path: Path, x: str, series: tuple[str, ...], title: str, x
 
 
 def plot_tags(sweep, path: Path) -> None:
-    """The tag rule's sweep at the chosen ``top_n``."""
-    top_n = sweep.chosen["top_n"]
-    plot_sweep(sweep, path, "t_sim", ("t_overlap",), f"tag rule, top_n={top_n}", "t_sim (cosine threshold)",
-               {"top_n": top_n})
+    """The tag rule's sweep at the chosen ``k``."""
+    k = sweep.chosen["k"]
+    plot_sweep(sweep, path, "t_sim", ("t_overlap",), f"tag rule, k={k}", "t_sim (cosine threshold)",
+               {"k": k})
 
 
 def plot_bm25(sweep, path: Path) -> None:

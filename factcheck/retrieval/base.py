@@ -279,7 +279,7 @@ class Retriever(BaseEstimator, ABC):
     ['evidence-8', 'evidence-39']
     >>> [s.ids for s in bm25.retrieve(["Sea levels are rising.", "Arctic ice is melting."])]
     [['evidence-8', 'evidence-39'], ['evidence-5', 'evidence-7']]
-    >>> found = bm25.search("Sea levels are rising.", k=4)
+    >>> found = bm25.retrieve("Sea levels are rising.", depth=4)
     >>> found.ids, found.ranking.ids
     (['evidence-8', 'evidence-39'], ['evidence-8', 'evidence-39', 'evidence-7', 'evidence-37'])
     """
@@ -287,7 +287,9 @@ class Retriever(BaseEstimator, ABC):
     name = "retriever"
     # ``fit``'s ``index`` is the data, not metadata to route: no generated ``set_fit_request``.
     __metadata_request__fit = {"index": metadata_routing.UNUSED}
-    _unrecorded: tuple[str, ...] = ()  # parameters that cannot change a result (left out of params)
+    # False: derived arrays (BM25's weights, TF-IDF's matrices) are built in memory, not kept in the
+    # index directory (see :func:`without_cache`); never changes a result, so no parameter.
+    _cache: bool = True
 
     def fit(self, index, **fit_params) -> "Retriever":
         """Check the parameters and bind the retriever to ``index``.
@@ -327,45 +329,34 @@ class Retriever(BaseEstimator, ABC):
         out = self._rankings([top for _, top in self._search(texts, k, False)])
         return out[0] if one else out
 
-    def retrieve(self, claims):
+    def retrieve(self, claims, depth: int = 0):
         """The evidence the method returns, with its explanation, for one claim or each of a list.
 
         Parameters
         ----------
         claims : str or sequence of str
+        depth : int, default 0
+            > 0: also each claim's top-``depth`` :class:`Ranking` in the selection's ``ranking``,
+            from the same scoring (:meth:`rank`'s, without scoring the claim twice).
 
         Returns
         -------
         Selection or list of Selection
             One for a string; a list of them for a sequence.
         """
+        check_number(depth, "depth", integer=True, low=0)
         texts, one = self._prepare(claims, None)
-        out = [sel for sel, _ in self._search(texts, 0, True)]
-        return out[0] if one else out
-
-    def search(self, claims, k: int = 100):
-        """:meth:`retrieve` and :meth:`rank` from one scoring of each claim.
-
-        Parameters
-        ----------
-        claims : str or sequence of str
-        k : int, default 100
-            The depth of each claim's ranking.
-
-        Returns
-        -------
-        Selection or list of Selection
-            The evidence, each with its claim's top-``k`` :class:`Ranking` in ``ranking``.
-        """
-        texts, one = self._prepare(claims, k)
-        found = list(self._search(texts, k, True))
-        out = [replace(sel, ranking=r) for (sel, _), r in zip(found, self._rankings([top for _, top in found]))]
+        found = list(self._search(texts, depth, True))
+        if depth:
+            out = [replace(sel, ranking=r) for (sel, _), r in zip(found, self._rankings([top for _, top in found]))]
+        else:
+            out = [sel for sel, _ in found]
         return out[0] if one else out
 
     def params(self) -> dict:
-        """The parameters that determine the results (:meth:`get_params` in signature order, less ``_unrecorded``)."""
+        """The parameters that determine the results (:meth:`get_params` in signature order)."""
         values = self.get_params(deep=False)
-        return {name: values[name] for name in _signature_order(type(self)) if name not in self._unrecorded}
+        return {name: values[name] for name in _signature_order(type(self))}
 
     @abstractmethod
     def _fit(self, index, **fit_params) -> None:
@@ -442,6 +433,13 @@ class Retriever(BaseEstimator, ABC):
 
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "index_")
+
+
+def without_cache(retriever: "Retriever") -> "Retriever":
+    """``retriever``, building its derived arrays in memory instead of keeping them in the index
+    directory: for a sweep that would leave one cache per setting, or a shared index in tests."""
+    retriever._cache = False
+    return retriever
 
 
 def _signature_order(cls) -> list[str]:

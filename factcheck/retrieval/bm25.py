@@ -6,7 +6,7 @@ import weakref
 
 import numpy as np
 
-from factcheck.errors import check_choice, check_number
+from factcheck.errors import check_number
 from factcheck.retrieval.base import Retriever, Scored
 from factcheck.scoring.bm25 import bm25_weights
 from factcheck.scoring.counting import CorpusCounts, count_corpus, count_terms
@@ -15,7 +15,6 @@ from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.packing import pack_strings, unpack_strings
 from factcheck.text.analyzer import analyze, shared_stems
 
-BM25_METHODS = ("lucene",)
 COUNTS_VERSION = "stems-term-major/1"
 
 
@@ -30,9 +29,6 @@ class BM25Retriever(Retriever):
         Length normalisation, in [0, 1].
     k : int, default 5
         Passages returned as evidence by :meth:`retrieve`.
-    method : {"lucene"}, default "lucene"
-    cache : bool, default True
-        Keep the counts and weights in the index directory; never changes a result.
 
     Example
     -------
@@ -42,32 +38,27 @@ class BM25Retriever(Retriever):
     >>> selection = bm25.retrieve("Sea levels are rising.")
     >>> selection.ids
     ['evidence-8', 'evidence-39', 'evidence-7']
-    >>> selection.hits[0].explanation["shared_tags"]
+    >>> selection.hits[0].explanation["shared_terms"]
     ['level', 'rise', 'sea']
     >>> bm25.rank("Sea levels are rising.", k=5).ids
     ['evidence-8', 'evidence-39', 'evidence-7', 'evidence-37', 'evidence-24']
     """
 
     name = "bm25"
-    _unrecorded = ("cache",)
 
-    def __init__(self, k1: float = 1.2, b: float = 0.75, k: int = 5, method: str = "lucene",
-                 cache: bool = True):
+    def __init__(self, k1: float = 1.2, b: float = 0.75, k: int = 5):
         self.k1 = k1
         self.b = b
         self.k = k
-        self.method = method
-        self.cache = cache
 
     def _check_params(self) -> None:
         check_number(self.k1, "k1", low=0.0)
         check_number(self.b, "b", low=0.0, high=1.0)
         check_number(self.k, "k", integer=True, low=1)
-        check_choice(self.method, "method", BM25_METHODS)
 
     def _fit(self, index) -> None:
         cache = key = None
-        if not self.cache or index.root is None:  # an index in memory has no directory to cache in
+        if not self._cache or index.root is None:  # an index in memory has no directory to cache in
             counts = corpus_counts(index)
         else:
             cache = DerivedCache(index.root)
@@ -75,8 +66,9 @@ class BM25Retriever(Retriever):
             counts = cache.load_or_build("bm25/counts", key, lambda folder: _save_counts(
                 corpus_counts(index, spill=folder / SPILL), folder), _load_counts)
             _COUNTS.pop(index, None)
-        self.weights_ = cached_weights(cache, f"bm25/{self.method}",
-                                       {"counts": key, "k1": self.k1, "b": self.b, "method": self.method},
+        # "lucene": the one BM25 variant, kept in the cache's name and key so caches made before still match.
+        self.weights_ = cached_weights(cache, "bm25/lucene", {"counts": key, "k1": self.k1, "b": self.b,
+                                                              "method": "lucene"},
                                        counts.counts, counts.lengths, self.k1, self.b)
         self.vocabulary_ = {t: j for j, t in enumerate(counts.terms)}
 
@@ -95,7 +87,7 @@ class BM25Retriever(Retriever):
 
     def _explain(self, claim, rows, scores, state) -> list[dict]:
         stems = set(analyze(claim))
-        return [{"bm25": s, "rank": i, "shared_tags": shared_stems(stems, self.index_.text(r))}
+        return [{"bm25": s, "rank": i, "shared_terms": shared_stems(stems, self.index_.text(r))}
                 for i, (r, s) in enumerate(zip(rows.tolist(), scores.tolist()), 1)]
 
 

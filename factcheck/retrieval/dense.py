@@ -24,8 +24,6 @@ class DenseRetriever(Retriever):
     ----------
     k : int, default 4
         Passages returned as evidence.
-    block_rows : int, default 65536
-        Passage vectors multiplied at a time (never changes a result).
 
     Example
     -------
@@ -41,16 +39,14 @@ class DenseRetriever(Retriever):
     """
 
     name = "dense"
-    _unrecorded = ("block_rows",)
     needs_vectors = True  # fit reads the index's passage vectors (a chunk index gets its own)
+    block_rows = 65536  # passage vectors multiplied at a time: memory only, never the result (no parameter)
 
-    def __init__(self, k: int = 4, block_rows: int = 65536):
+    def __init__(self, k: int = 4):
         self.k = k
-        self.block_rows = block_rows
 
     def _check_params(self) -> None:
         check_number(self.k, "k", integer=True, low=1)
-        check_number(self.block_rows, "block_rows", integer=True, low=1)
 
     def _fit(self, index) -> None:
         from factcheck.tagging.vectors import read_vectors_manifest
@@ -136,7 +132,7 @@ class HybridRetriever(Retriever):
     {'k': 3, 'alpha': 0.5, 'fusion': 'max', 'k1': 0.9, 'b': 0.4}
     >>> hit = hybrid.retrieve("Sea levels are rising.").hits[0]
     >>> hit.id, sorted(hit.explanation)
-    ('evidence-8', ['bm25', 'dense', 'fused', 'rank', 'shared_tags'])
+    ('evidence-8', ['bm25', 'dense', 'fused', 'rank', 'shared_terms'])
     """
 
     name = "hybrid"
@@ -186,5 +182,5 @@ class HybridRetriever(Retriever):
         bm25, dense = state
         stems = set(analyze(claim))
         return [{"bm25": float(bm25[r]), "dense": float(dense[r]), "fused": s, "rank": i,
-                 "shared_tags": shared_stems(stems, self.index_.text(r))}
+                 "shared_terms": shared_stems(stems, self.index_.text(r))}
                 for i, (r, s) in enumerate(zip(rows.tolist(), scores.tolist()), 1)]

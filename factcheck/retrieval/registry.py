@@ -116,8 +116,8 @@ def run_retrieval(retriever: Retriever, claims: list[Claim], depth: int = DEPTH)
     """
     from factcheck.retrieval.base import Explanation
     texts = [c.text for c in claims]
-    # A duck-typed reader (a test's stand-in) may offer ``retrieve`` only.
-    selections = retriever.search(texts, depth) if depth > 0 else retriever.retrieve(texts)
+    # A duck-typed reader (a test's stand-in) may offer ``retrieve(texts)`` only.
+    selections = retriever.retrieve(texts, depth) if depth > 0 else retriever.retrieve(texts)
     return {c.id: Explanation.of(sel) for c, sel in zip(claims, selections)}
 
 

@@ -52,16 +52,17 @@ class TagRuleRetriever(Retriever):
         A passage passes only if its tag cosine with the claim is above it.
     t_overlap : float, default 0.5
         |shared tags| / min(|claim tags|, |passage tags|) must be above it too.
-    top_n : int, default 6
-        At most this many passages are returned.
+    k : int, default 6
+        At most this many passages are returned (as every retriever's ``k``; the 2024 rule's
+        ``top_n``).
 
     Example
     -------
     >>> import factcheck
     >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
-    >>> tags = factcheck.TagRuleRetriever(t_sim=0.1, t_overlap=0.1, top_n=3).fit(index)
+    >>> tags = factcheck.TagRuleRetriever(t_sim=0.1, t_overlap=0.1, k=3).fit(index)
     >>> tags
-    TagRuleRetriever(t_overlap=0.1, t_sim=0.1, top_n=3)
+    TagRuleRetriever(k=3, t_overlap=0.1, t_sim=0.1)
     >>> selection = tags.retrieve("Sea levels are rising.")
     >>> selection.path, selection.ids
     ('filtered', ['evidence-8'])
@@ -71,15 +72,15 @@ class TagRuleRetriever(Retriever):
 
     name = "tags"
 
-    def __init__(self, t_sim: float = 0.55, t_overlap: float = 0.5, top_n: int = 6):
+    def __init__(self, t_sim: float = 0.55, t_overlap: float = 0.5, k: int = 6):
         self.t_sim = t_sim
         self.t_overlap = t_overlap
-        self.top_n = top_n
+        self.k = k
 
     def _check_params(self) -> None:
         check_number(self.t_sim, "t_sim", low=0.0, high=1.0)
         check_number(self.t_overlap, "t_overlap", low=0.0, high=1.0)
-        check_number(self.top_n, "top_n", integer=True, low=1)
+        check_number(self.k, "k", integer=True, low=1)
 
     def _fit(self, index) -> None:
         self._vocab_col = {t: j for j, t in enumerate(index.vocabulary)}
@@ -110,10 +111,10 @@ class TagRuleRetriever(Retriever):
         overlap = shared / np.minimum(len(distinct), self._n_tags[cand]) if len(cand) else np.zeros(0)
         return distinct, cand, shared, cosine, overlap, cosine + overlap
 
-    def _fallback(self, cand, combined, top_n):
-        """The ``top_n`` best candidates by combined. The 2024 rule filled up to ``top_n`` with
+    def _fallback(self, cand, combined, k):
+        """The ``k`` best candidates by combined. The 2024 rule filled up to ``k`` with
         passages sharing no tag (score 0) in corpus order; no retriever returns those as evidence."""
-        return top_k(combined, top_n, cand)
+        return top_k(combined, k, cand)
 
     _evidence_depth = 0  # the rule reads every candidate's scores
 
@@ -122,22 +123,22 @@ class TagRuleRetriever(Retriever):
             scored = self._score(claim)
             yield Scored(scored[1], scored[5], scored)
 
-    def choose(self, scored, t_sim: float, t_overlap: float, top_n: int):
+    def choose(self, scored, t_sim: float, t_overlap: float, k: int):
         """The rule on a claim's scores: (chosen rows, path, number that passed the filter)."""
         distinct, cand, shared, cosine, overlap, combined = scored
         passed = np.flatnonzero((cosine > t_sim) & (overlap > t_overlap))
         if len(passed):
             order = passed[top_k(combined[passed], len(passed))[0]]  # cand ascends: ties by row
             best = shared[order].max()
-            return cand[order[shared[order] == best][:top_n]], "filtered", len(passed)
-        rows, _ = self._fallback(cand, combined, top_n)
+            return cand[order[shared[order] == best][:k]], "filtered", len(passed)
+        rows, _ = self._fallback(cand, combined, k)
         return rows, "fallback", 0
 
-    def sweep(self, claims, t_sims, t_overlaps, top_ns) -> dict:
-        """:meth:`choose` at every (t_sim, t_overlap, top_n) -> per-claim (rows, paths), each claim scored once."""
+    def sweep(self, claims, t_sims, t_overlaps, ks) -> dict:
+        """:meth:`choose` at every (t_sim, t_overlap, k) -> per-claim (rows, paths), each claim scored once."""
         self._check_fitted()
-        out = {(a, b, n): ([], []) for a in t_sims for b in t_overlaps for n in top_ns}
-        max_n = max(top_ns)
+        out = {(a, b, n): ([], []) for a in t_sims for b in t_overlaps for n in ks}
+        max_n = max(ks)
         for claim in claims:
             _, cand, shared, cosine, overlap, combined = self._score(claim)
             fallback, _ = self._fallback(cand, combined, max_n)
@@ -152,14 +153,14 @@ class TagRuleRetriever(Retriever):
                         rows, path = rows_l[keep], "filtered"
                     else:
                         rows, path = fallback, "fallback"
-                    for n in top_ns:
+                    for n in ks:
                         out[(a, b, n)][0].append(rows[:n])
                         out[(a, b, n)][1].append(path)
         return out
 
     def _select(self, claim, scored, top) -> Selection:
         distinct, cand, shared, cosine, overlap, combined = scored.state
-        rows, path, n_passed = self.choose(scored.state, self.t_sim, self.t_overlap, self.top_n)
+        rows, path, n_passed = self.choose(scored.state, self.t_sim, self.t_overlap, self.k)
         pos = np.minimum(np.searchsorted(cand, rows), max(len(cand) - 1, 0))
         found = (pos < len(cand)) & (cand[pos] == rows) if len(cand) else np.zeros(len(rows), bool)
         stats = [(cosine[p], overlap[p], combined[p]) if f else (0.0, 0.0, 0.0)

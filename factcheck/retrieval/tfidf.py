@@ -73,8 +73,6 @@ class TfidfRetriever(Retriever):
         unstemmed letter/digit tokens (the minimal pipeline's baseline).
     k : int, default 5
         Passages returned per claim by :meth:`retrieve`.
-    cache : bool, default True
-        Keep the matrices in the index directory; never changes a result.
 
     Example
     -------
@@ -92,12 +90,10 @@ class TfidfRetriever(Retriever):
     """
 
     name = "tfidf"
-    _unrecorded = ("cache",)
 
-    def __init__(self, analyzer: str = "stems", k: int = 5, cache: bool = True):
+    def __init__(self, analyzer: str = "stems", k: int = 5):
         self.analyzer = analyzer
         self.k = k
-        self.cache = cache
 
     def _check_params(self) -> None:
         check_analyzer(self.analyzer)
@@ -105,7 +101,7 @@ class TfidfRetriever(Retriever):
 
     def _fit(self, index) -> None:
         analyzer = self.analyzer
-        if not self.cache or index.root is None:  # an index in memory has no directory to cache in
+        if not self._cache or index.root is None:  # an index in memory has no directory to cache in
             self.model_ = TfidfModel.build(index.texts, analyzer)
             return
         key = {"plan_key": index.manifest.data.get("plan_key"), "passages": len(index), "analyzer": analyzer,

@@ -38,7 +38,6 @@ PARAM_NAMES = {
     # the classifier (logistic regression over claim + evidence features)
     "C": "inverse regularisation C", "class_weight": "class weights", "stats_weight": "weight of the statistics features",
     "augment": "trained on retrieved as well as gold evidence", "groups": "feature groups",
-    "stance": "per-passage stance aggregates",
 }
 METRIC_NAMES = {"evidence_f": "evidence F", "accuracy": "label accuracy",
                 "harmonic_mean": "harmonic mean of the two", "mrr": "MRR (mean reciprocal rank)",

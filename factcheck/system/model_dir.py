@@ -65,6 +65,10 @@ def load_retriever(model_dir: Path, meta: dict, method: str | None = None, index
         raise InputError(model_dir, None, "model does not name its retriever")
     spec = (meta.get("retrievers") or {}).get(method) or (chosen if chosen.get("method") == method else {})
     params = dict(spec.get("params", {}))
+    if method == "bm25" and params.get("method") == "lucene":
+        del params["method"]  # recorded while BM25 had a parameter with this one value
+    if method == "tags" and "top_n" in params:
+        params["k"] = params.pop("top_n")  # the tag rule's k, recorded under its former name
     if method == "rerank":
         path = Path(model_dir) / RERANK_FILE
         if not path.is_file():

@@ -5,7 +5,7 @@ best is kept; the same CV gives the baselines, the paired tests and the temperat
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.dummy import DummyClassifier
@@ -15,14 +15,9 @@ from factcheck.classification.calibration import apply_temperature, fit_temperat
 from factcheck.classification.cv import (CLAIM_ONLY_GRID, GRID, CVResult, choose_one_se, config_json,
                                          cross_validate, cv_splits, fit_final, release_workers)
 from factcheck.classification.features import ALL_GROUPS, OPEN_GROUPS, views_of
-from factcheck.classification.stance import PairSet, fit_stance_final, stance_cross_validate
 from factcheck.evaluation.intervals import bootstrap_mean, mcnemar_exact, paired_bootstrap_diff
 from factcheck.formats.claims import ordered_labels
 from factcheck.training.cv_evidence import fold_memory_reranker, out_of_fold_evidence
-
-
-# The stance model loses under CV and costs ~40 s a run: off by default (docs/decisions.md).
-STANCE_CANDIDATE = False
 
 
 @dataclass
@@ -57,16 +52,15 @@ def open_grid(grid: dict) -> dict:
 
 
 def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = GRID,
-                      progress=None, stance: bool = STANCE_CANDIDATE, dense: bool = False) -> ClassifierSelection:
+                      progress=None, dense: bool = False) -> ClassifierSelection:
     """The classifier and its reader chosen by CV over ``readers`` (name -> fitted retriever);
     ``progress``: the cross-validation's bars (None: on a terminal, or as the caller's setting)."""
     from factcheck.progress import progress_setting
     with progress_setting(progress):
-        return _select_classifier(train, readers, index, jobs, grid, stance, dense)
+        return _select_classifier(train, readers, index, jobs, grid, dense)
 
 
-def _select_classifier(train, readers: dict, index, jobs: int, grid: dict, stance: bool,
-                       dense: bool) -> ClassifierSelection:
+def _select_classifier(train, readers: dict, index, jobs: int, grid: dict, dense: bool) -> ClassifierSelection:
     texts_of = index.texts_of
     embedding = None
     if dense:
@@ -94,15 +88,6 @@ def _select_classifier(train, readers: dict, index, jobs: int, grid: dict, stanc
         X_read[name] = [(c.text, texts_of(ev[c.id])) for c in train]
         read_views[name] = views_of(X_read[name], groups, embedding)
         results += cross_validate(y, splits, gold_views, [read_views[name]] * repeats, grid, name, jobs, labels)
-    direct = choose_one_se(results)
-    # The stance model on the direct winner's reader and configuration (the more complex model).
-    reader = direct.reader
-    pairs_gold = PairSet(X_gold)
-    pairs_read = PairSet(X_read[reader], [evidence[reader][c.id] for c in train], [c.evidences for c in train])
-    if stance:
-        results += stance_cross_validate(y, splits, gold_views, read_views[reader], pairs_gold, pairs_read,
-                                         [replace(direct.config, stance=True)], reader, jobs, labels)
-    direct.chosen = False
     chosen = choose_one_se(results)
     claim_only_results = cross_validate(y, splits, gold_views, [gold_views] * repeats, CLAIM_ONLY_GRID,
                                         "claim-only", jobs, labels)
@@ -114,10 +99,7 @@ def _select_classifier(train, readers: dict, index, jobs: int, grid: dict, stanc
     decision = chosen.decision.reshape(-1, len(labels))
     temperature = fit_temperature(decision, np.tile(y_index, repeats))
     calibrated = scale(decision, temperature)
-    if chosen.config.stance:
-        model = fit_stance_final(chosen.config, gold_views, read_views[reader], pairs_gold, pairs_read, y, embedding)
-    else:
-        model = fit_final(chosen.config, X_gold, X_read[chosen.reader], y, embedding)
+    model = fit_final(chosen.config, X_gold, X_read[chosen.reader], y, embedding)
     apply_temperature(model, temperature)
     claim_only = fit_final(claim_only_chosen.config, X_gold, None, y)
     majority = _majority(y)

@@ -18,7 +18,7 @@ SHORTLIST = 5
 TAG_GRID = {
     "t_sim": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.7),
     "t_overlap": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
-    "top_n": (1, 2, 3, 4, 6, 8, 10),
+    "k": (1, 2, 3, 4, 6, 8, 10),
 }
 BM25_GRID = {"k1": (0.9, 1.2, 1.5), "b": (0.4, 0.75), "k": (1, 2, 3, 4, 5, 6, 8, 10)}
 # Only when named (``--method tfidf``): the TF-IDF cosine is no automatic candidate.
@@ -54,13 +54,13 @@ def mean_f(ids_per_claim: list[list[str]], claims) -> float:
 
 def sweep_tags(retriever, fit_claims, holdout_claims, grid=TAG_GRID, progress=None) -> Sweep:
     """Sweep the tag rule's thresholds; ``retriever`` is a fitted TagRuleRetriever."""
-    points = list(itertools.product(grid["t_sim"], grid["t_overlap"], grid["top_n"]))
+    points = list(itertools.product(grid["t_sim"], grid["t_overlap"], grid["k"]))
     ids = retriever.index_.ids
-    sweep = Sweep("tags", ("t_sim", "t_overlap", "top_n"))
+    sweep = Sweep("tags", ("t_sim", "t_overlap", "k"))
     results = {}
     for part, claims in (("fit", fit_claims), ("holdout", holdout_claims)):
         texts = (c.text for c in progress_bar(claims, desc=f"tag rule sweep ({part})", unit="claims", enabled=progress))
-        results[part] = retriever.sweep(texts, grid["t_sim"], grid["t_overlap"], grid["top_n"])
+        results[part] = retriever.sweep(texts, grid["t_sim"], grid["t_overlap"], grid["k"])
     for p in points:
         row = dict(zip(sweep.param_names, p))
         for part, claims in (("fit", fit_claims), ("holdout", holdout_claims)):
@@ -92,10 +92,11 @@ def _sweep_depths(method: str, settings: list[dict], make, ks, parts: dict, desc
 
 def sweep_bm25(index, fit_claims, holdout_claims, grid=BM25_GRID, progress=None) -> Sweep:
     """Sweep k1, b and k; each (k1, b) derives its weights from the index's term counts."""
+    from factcheck.retrieval.base import without_cache
     from factcheck.retrieval.bm25 import BM25Retriever
 
     settings = [{"k1": k1, "b": b} for k1, b in itertools.product(grid["k1"], grid["b"])]
-    return _sweep_depths("bm25", settings, lambda **s: BM25Retriever(**s, cache=False).fit(index), grid["k"],
+    return _sweep_depths("bm25", settings, lambda **s: without_cache(BM25Retriever(**s)).fit(index), grid["k"],
                          {"fit": fit_claims, "holdout": holdout_claims}, "BM25 sweep", progress)
 
 

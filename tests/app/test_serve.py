@@ -55,8 +55,8 @@ def test_api_check_explains_every_hit(client):
     assert sum(data["probabilities"].values()) == pytest.approx(1.0)
     assert data["verdict"] == max(data["probabilities"], key=data["probabilities"].get)
     assert data["path"] in ("filtered", "fallback")
-    assert set(data["thresholds"]) == {"t_sim", "t_overlap", "top_n"}
-    assert data["hits"] and len(data["hits"]) <= data["thresholds"]["top_n"]
+    assert set(data["thresholds"]) == {"t_sim", "t_overlap", "k"}
+    assert data["hits"] and len(data["hits"]) <= data["thresholds"]["k"]
     assert data["hits"][0]["id"] == "evidence-3"
     claim_stems = set(data["details"]["claim_tags"])
     for hit in data["hits"]:
@@ -93,7 +93,7 @@ def test_every_tuned_retriever_can_be_chosen(client, demo_run):
     assert bm25["method"] == "bm25" and bm25["path"] == "ranked" and bm25["thresholds"] is None
     assert [h["rank"] for h in bm25["hits"]] == list(range(1, len(bm25["hits"]) + 1))
     assert all("bm25" in h and h["highlight"] for h in bm25["hits"])
-    assert all(h["shared_tags_source"] == "shared_tags" for h in bm25["hits"])
+    assert all(h["shared_tags_source"] == "shared_terms" for h in bm25["hits"])  # stems, not tags
 
 
 def test_reranker_hits_are_explained_too(client):

@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from helpers import DEMO, DEMO_CLAIM, assert_one_line_error, run_cli, shared_file
+from helpers import DEMO, DEMO_CLAIM, assert_one_line_error, in_process, run_cli, shared_file
 from factcheck.cli import build_parser
 from factcheck.cli.options import Deprecated
 from factcheck.formats.claims import LABELS
@@ -104,6 +104,34 @@ def test_quiet_demo_run_is_quiet(quiet_demo_command):
                                         "choose a retriever (need 30); using the default, bm25"]
 
 
+# The commands whose work shows progress (bars on a terminal, progress lines).
+LONG_COMMANDS = {"tag", "retrieve", "selftest", "evaluate-retrieval", "run", "train", "predict", "ablation",
+                 "train-rerank"}
+
+
+def test_every_command_with_progress_takes_quiet():
+    have = {name for name, sp in subparsers().items() if any("--quiet" in a.option_strings for a in sp._actions)}
+    assert have == LONG_COMMANDS
+
+
+def test_quiet_silences_bars_and_progress_lines_not_the_result(tmp_path, monkeypatch):
+    import factcheck.progress
+    monkeypatch.setattr(factcheck.progress, "_redraws", lambda: True)  # as on a terminal: bars drawn
+    loud = in_process("tag", DEMO / "evidence.json", "--out", tmp_path / "a", "--jobs", "1")
+    quiet = in_process("tag", DEMO / "evidence.json", "--out", tmp_path / "b", "--jobs", "1", "--quiet")
+    assert loud.returncode == quiet.returncode == 0, loud.stderr + quiet.stderr
+    assert loud.stderr.strip() and quiet.stderr == ""
+    assert quiet.stdout.replace(str(tmp_path / "b"), "OUT") == loud.stdout.replace(str(tmp_path / "a"), "OUT")
+
+
+def test_train_rerank_depth_is_k_as_everywhere():
+    parser = build_parser()
+    base = ["train-rerank", "--index", "i", "--claims", "c", "--rerank-model", "r"]
+    assert parser.parse_args(base + ["--k", "40"]).k == 40
+    assert parser.parse_args(base + ["--depth", "40"]).k == 40  # the old spelling (a warning when used)
+    assert "--depth" not in subparsers()["train-rerank"].format_help().replace("--depth still works", "")
+
+
 @pytest.mark.slow
 def test_deprecated_spellings_still_work_with_one_warning(demo_run, tmp_path):
     out = demo_run
@@ -148,7 +176,7 @@ def test_check_on_the_demo_run(demo_run):
     out = demo_run
     view, text = check_text_and_json(out, CLAIM)
     assert view["method"] == view["best_method"] == "bm25"
-    assert "BM25 score" in text and "shared tags: " in text
+    assert "BM25 score" in text and "shared stems: " in text  # BM25 matches stems; tags are the tag rule's
     for method, needle in (("tags", "tag cosine"), ("rerank", "reranker probability")):
         view = check_claim(CLAIM, out, method=method)
         text = format_check(view, 80)

@@ -347,3 +347,21 @@ def test_the_python_example_of_the_workbench_page_runs(tmp_path):
     first, second, third = out.getvalue().splitlines()
     assert first.startswith("[('tfidf', 'whole', ") and second.startswith("('p08', ") and second.endswith(" 1.0")
     assert third.startswith("p1 ") and third.endswith(" Sparse matrices make retrieval fast.")
+
+
+def test_search_takes_a_run_as_check_and_serve_do(demo_run):
+    from factcheck.system.checker import FactChecker
+    query = "sea levels are rising"
+    chosen = FactChecker.load(demo_run / "index", demo_run / "model").retriever
+    assert chosen.name == "bm25"  # the demo run's choice, with its tuned k1 and b
+    by_index = in_process("search", "--index", demo_run / "index", "--k1", chosen.k1, "--b", chosen.b, query)
+    by_run = in_process("search", "--run", demo_run, query)
+    assert by_index.returncode == by_run.returncode == 0, by_index.stderr + by_run.stderr
+    assert by_run.stdout == by_index.stdout and "(bm25, top 10)" in by_run.stdout
+    named = in_process("search", "--run", demo_run, "--method", "tfidf", "--json", query)
+    assert named.stdout == in_process("search", "--index", demo_run / "index", "--method", "tfidf", "--json",
+                                      query).stdout
+    assert json.loads(named.stdout)["method"] == "tfidf"
+    assert_one_line_error(in_process("search", "--run", demo_run, "--k1", "0.5", query),
+                          "--k1: only with --method")
+    assert in_process("search", "--run", demo_run, "--index", demo_run / "index", query).returncode == 2

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from helpers import DEMO, shared_file
+from factcheck.retrieval.base import without_cache
 from factcheck.retrieval.bm25 import BM25Retriever
 from factcheck.retrieval.rerank.terms import TermIndex
 from factcheck.tagging.index import TagIndex
@@ -49,7 +50,7 @@ def _claims(path, limit=None):
 @pytest.mark.parametrize("k1,b", SETTINGS)
 def test_bm25_scores_are_bm25s_on_the_demo(demo_index, k1, b):
     index = TagIndex.load(demo_index)
-    ours = BM25Retriever(k1=k1, b=b, cache=False).fit(index)
+    ours = without_cache(BM25Retriever(k1=k1, b=b)).fit(index)
     theirs = reference([analyze(t) for t in index.texts], k1, b)
     claims = _claims(DEMO / "dev-claims.json") + _claims(DEMO / "train-claims.json") + ["", "zzz qqq", "CO2 CO2 co2"]
     for claim in claims:
@@ -83,7 +84,7 @@ def real_passages(proxy_corpus, tmp_path_factory):
 @pytest.mark.parametrize("k1,b", SETTINGS)
 def test_bm25_scores_are_bm25s_on_real_passages(real_passages, k1, b):
     index, claims = real_passages
-    ours = BM25Retriever(k1=k1, b=b, cache=False).fit(index)
+    ours = without_cache(BM25Retriever(k1=k1, b=b)).fit(index)
     theirs = reference([analyze(t) for t in index.texts], k1, b)
     compared = 0
     for claim, ranking in zip(claims, ours.rank(claims, 10)):

@@ -198,10 +198,10 @@ def test_fever_predictions_read_and_write(tmp_path):
     assert read_predictions(p, format="fever") == preds
     from factcheck.formats.claims import write_predictions
     out = tmp_path / "again.jsonl"
-    write_predictions(out, [Claim("201", "x")], {"201": preds["201"]["evidences"]}, {"201": "SUPPORTS"}, "fever")
+    write_predictions(out, preds, format="fever")  # what read_predictions returns, written again
     assert out.read_text(encoding="utf-8") == p.read_text(encoding="utf-8")
     with pytest.raises(InputError, match="not a FEVER sentence id"):
-        write_predictions(tmp_path / "x.jsonl", [Claim("1", "x")], {"1": ["evidence-3"]}, None, "fever")
+        write_predictions(tmp_path / "x.jsonl", {"1": {"evidences": ["evidence-3"]}}, format="fever")
     bad = write(tmp_path, "bad.jsonl", '{"id": 1, "predicted_label": "SUPPORTS", "predicted_evidence": [["P"]]}\n')
     with pytest.raises(InputError, match=r"line 1 \(claim '1'\): 'predicted_evidence' entries must be \[page, line\]"):
         read_predictions(bad)
@@ -218,3 +218,26 @@ def test_jsonl_records_refuse_duplicate_keys(tmp_path):
     p = write(tmp_path, "r3.jsonl", '{"a": 1}\n[1, 2]\n')
     with pytest.raises(InputError, match=r"line 2: expected a JSON object, got a list"):
         list(iter_records(p))
+
+
+def test_write_predictions_takes_what_read_predictions_returns(demo_run, tmp_path):
+    """One shape both ways: the run's file read, then written with its claims, is the same bytes."""
+    from factcheck.formats.claims import write_predictions
+    from factcheck.system.checker import Verdict, Verdicts
+    from factcheck.retrieval.base import Explanation
+    original = demo_run / "dev-claims-predictions.json"
+    claims = read_claims(DEMO / "dev-claims.json")
+    write_predictions(tmp_path / "again.json", read_predictions(original), claims)
+    assert (tmp_path / "again.json").read_bytes() == original.read_bytes()
+    verdicts = Verdicts([Verdict("c1", "Sea levels are rising.", "SUPPORTS", Explanation("ranked", [{"id": "e8"}]))])
+    write_predictions(tmp_path / "v.json", verdicts.predictions())  # no claims: no claim_text
+    assert read_predictions(tmp_path / "v.json") == verdicts.predictions()
+    assert "claim_text" not in (tmp_path / "v.json").read_text()
+    with pytest.raises(InputError) as err:  # the former call (claims, evidences, labels) is refused in one line
+        write_predictions(tmp_path / "x.json", claims, {c.id: [] for c in claims})
+    assert err.value.param == "predictions" and "expected a dict of claim id -> prediction" in str(err.value)
+    with pytest.raises(InputError, match="has no prediction"):
+        write_predictions(tmp_path / "x.json", {}, claims)
+    with pytest.raises(InputError, match="some predictions have a label and others not"):
+        write_predictions(tmp_path / "x.json", {"a": {"evidences": [], "claim_label": "SUPPORTS"},
+                                                "b": {"evidences": []}})

@@ -148,37 +148,6 @@ def test_temperature_folds_into_the_final_model():
     assert (model.predict_proba(X).argmax(1) == before.argmax(1)).all()
 
 
-def test_stance_model_trains_out_of_fold_and_predicts_from_pairs():
-    from factcheck.classification.cv import ClassifierConfig
-    from factcheck.classification.features import views_of
-    from factcheck.classification.stance import PairSet, cross_fitted_aggregates, fit_stance_final, training_pairs
-
-    rng = np.random.default_rng(3)
-    words = "ice sea level rising falling warming cooling carbon record heat cold".split()
-    claims, labels, gold_ids, read_ids, texts = [], [], [], [], {}
-    for i in range(60):
-        label = LABELS[i % 4]
-        claim = " ".join(rng.choice(words, 5))
-        gold = [f"g{i}-{k}" for k in range(2)]
-        read = [f"r{i}-{k}" for k in range(3)] + gold[:1]
-        for pid in gold + read:
-            texts[pid] = ("no not " if label == "REFUTES" else "") + " ".join(rng.choice(words, 6))
-        claims.append(claim), labels.append(label), gold_ids.append(gold), read_ids.append(read)
-    X_gold = [(c, [texts[p] for p in g]) for c, g in zip(claims, gold_ids)]
-    X_read = [(c, [texts[p] for p in r]) for c, r in zip(claims, read_ids)]
-    y = np.array(labels)
-    pairs_gold, pairs_read = PairSet(X_gold), PairSet(X_read, read_ids, gold_ids)
-    assert pairs_read.is_gold.sum() == 60  # the one gold passage each claim's reader found
-    views, stances = training_pairs(pairs_gold, pairs_read, y, np.arange(60))
-    assert stances.count("IRRELEVANT") == 60 * 3 and len(stances) == 60 * 3 + 30 * 2
-    gold_agg, read_agg, _ = cross_fitted_aggregates(pairs_gold, pairs_read, y, np.arange(60))
-    assert gold_agg.shape == read_agg.shape == (60, 11) and (read_agg[:, -1] == 4).all()
-    cfg = ClassifierConfig(C=1.0, stance=True, groups=("claim", "evidence", "stats"))
-    model = fit_stance_final(cfg, views_of(X_gold), views_of(X_read), pairs_gold, pairs_read, y)
-    proba = model.predict_proba(X_read[:5] + [("a claim with no passages", [])])
-    assert proba.shape == (6, 4) and np.allclose(proba.sum(axis=1), 1)
-
-
 @pytest.mark.slow
 def test_cross_validation_gives_the_same_numbers_for_any_jobs():
     from factcheck.classification.cv import GRID, cross_validate

@@ -169,7 +169,7 @@ def test_the_checker_can_fail():
 def test_help_shows_parameters_and_an_example():
     text = pydoc.render_doc(factcheck.BM25Retriever, renderer=pydoc.plaintext)
     for needle in ("Parameters", "k1 : float", "Example", ">>> bm25 = factcheck.BM25Retriever(k=3)",
-                   "rank(self, claims, k", "retrieve(self, claims)", "search(self, claims, k", "get_params",
+                   "rank(self, claims, k", "retrieve(self, claims, depth", "get_params",
                    "set_params"):
         assert needle in text, needle
 

@@ -53,14 +53,14 @@ class _Model:
 def non_default(cls):
     """Constructor arguments differing from every default (objects, so identity shows)."""
     return {
-        factcheck.TagRuleRetriever: dict(t_sim=0.25, t_overlap=0.125, top_n=3),
-        factcheck.BM25Retriever: dict(k1=0.9, b=0.4, k=3, method="robertson", cache=False),
+        factcheck.TagRuleRetriever: dict(t_sim=0.25, t_overlap=0.125, k=3),
+        factcheck.BM25Retriever: dict(k1=0.9, b=0.4, k=3),
         factcheck.RerankRetriever: dict(candidates={"memory_k": 5}, model=_Model(), cutoff=Cutoff(max_k=3),
                                         memory=ClaimMemory(["c"], ["sea ice"], [["evidence-1"]]), report={"x": 1}),
         factcheck.ChunkedRetriever: dict(inner=factcheck.BM25Retriever(k=2), window=12, overlap=4),
-        factcheck.DenseRetriever: dict(k=2, block_rows=7),
+        factcheck.DenseRetriever: dict(k=2),
         factcheck.HybridRetriever: dict(k=2, alpha=0.25, fusion="rrf", k1=1.5, b=0.5, rrf_depth=50),
-        factcheck.TfidfRetriever: dict(analyzer="stems", k=3, cache=False),
+        factcheck.TfidfRetriever: dict(analyzer="stems", k=3),
     }[cls]
 
 
@@ -135,15 +135,19 @@ def test_repr_shows_only_the_parameters_changed_from_their_defaults():
 def test_params_record_is_derived_from_get_params_in_signature_order():
     """The record in explanations and model directories: the same keys, in the same order,
     as the hand-written dicts it replaced (the bytes of those files depend on it)."""
-    assert list(factcheck.TagRuleRetriever().params()) == ["t_sim", "t_overlap", "top_n"]
-    assert factcheck.BM25Retriever(k=3, cache=False).params() == {"k1": 1.2, "b": 0.75, "k": 3, "method": "lucene"}
-    assert list(factcheck.BM25Retriever().params()) == ["k1", "b", "k", "method"]
-    assert factcheck.DenseRetriever(k=2, block_rows=9).params() == {"k": 2}
-    assert factcheck.TfidfRetriever(k=3, cache=False).params() == {"analyzer": "stems", "k": 3}
+    assert list(factcheck.TagRuleRetriever().params()) == ["t_sim", "t_overlap", "k"]
+    assert factcheck.BM25Retriever(k=3).params() == {"k1": 1.2, "b": 0.75, "k": 3}
+    assert factcheck.DenseRetriever(k=2).params() == {"k": 2}
+    assert factcheck.TfidfRetriever(k=3).params() == {"analyzer": "stems", "k": 3}
+    # Settings that never changed a result are no parameters (BM25 has one variant, Lucene's).
+    for cls, knob in [(factcheck.BM25Retriever, {"method": "lucene"}), (factcheck.BM25Retriever, {"cache": False}),
+                      (factcheck.TfidfRetriever, {"cache": False}), (factcheck.DenseRetriever, {"block_rows": 7})]:
+        with pytest.raises(TypeError, match=next(iter(knob))):
+            cls(**knob)
     assert list(factcheck.HybridRetriever().params()) == ["k", "alpha", "fusion", "k1", "b"]
     assert list(factcheck.HybridRetriever(fusion="rrf").params()) == ["k", "alpha", "fusion", "k1", "b", "rrf_depth"]
     chunked = factcheck.ChunkedRetriever(factcheck.BM25Retriever(), window=50, overlap=5)
-    assert list(chunked.params()) == ["k1", "b", "k", "method", "chunk_window", "chunk_overlap"]
+    assert list(chunked.params()) == ["k1", "b", "k", "chunk_window", "chunk_overlap"]
     assert chunked.params()["chunk_window"] == 50
     rerank = factcheck.RerankRetriever({"memory_k": 5}, _Model(), {"max_k": 3})
     assert list(rerank.params()) == ["candidates", "cutoff", "model", "features", "memory_claims"]
@@ -157,15 +161,13 @@ def test_params_record_is_derived_from_get_params_in_signature_order():
 BAD = [
     (factcheck.TagRuleRetriever, dict(t_sim=1.5), "t_sim", "must be in [0, 1], got 1.5"),
     (factcheck.TagRuleRetriever, dict(t_overlap=-0.1), "t_overlap", "must be in [0, 1], got -0.1"),
-    (factcheck.TagRuleRetriever, dict(top_n=0), "top_n", "must be at least 1, got 0"),
-    (factcheck.TagRuleRetriever, dict(top_n=2.5), "top_n", "expected an integer, got 2.5"),
+    (factcheck.TagRuleRetriever, dict(k=0), "k", "must be at least 1, got 0"),
+    (factcheck.TagRuleRetriever, dict(k=2.5), "k", "expected an integer, got 2.5"),
     (factcheck.BM25Retriever, dict(k=0), "k", "must be at least 1, got 0"),
     (factcheck.BM25Retriever, dict(k=True), "k", "expected an integer, got True"),
     (factcheck.BM25Retriever, dict(k1=-1.0), "k1", "must be finite and at least 0, got -1.0"),
     (factcheck.BM25Retriever, dict(k1=float("nan")), "k1", "must be finite and at least 0, got nan"),
     (factcheck.BM25Retriever, dict(b="0.5"), "b", "expected a number, got '0.5'"),
-    (factcheck.BM25Retriever, dict(method="okapi"), "method",
-     "unknown method 'okapi'; expected one of lucene"),
     (factcheck.RerankRetriever, dict(), "rerank_model", "the rerank method needs a trained model"),
     (factcheck.RerankRetriever, dict(model="model.skops"), "model", "expected a trained relevance model, got str"),
     (factcheck.RerankRetriever, dict(model=_Model(), cutoff={"top": 3}), "cutoff", "unknown Cutoff field(s) 'top'"),
@@ -270,7 +272,7 @@ def _check_one_or_many(r, index):
         assert all(a >= b for a, b in zip(one.scores, one.scores[1:]))
     assert len(rankings[0]) >= 5  # a claim that shares words with the demo passages
     assert r.rank(CLAIMS[0]).ids == r.rank([CLAIMS[0]], 100)[0].ids and len(r.rank(CLAIMS[0])) <= len(index)
-    found = r.search(CLAIMS, 7)
+    found = r.retrieve(CLAIMS, depth=7)
     for sel, alone, ranking in zip(found, many, rankings):  # one scoring: the same evidence and ranking
         assert sel.ids == alone.ids and sel.ranking == ranking
         assert sel.to_json() == {**alone.to_json(), "ranking": ranking.ids}
@@ -304,12 +306,16 @@ def test_anything_but_strings_is_a_one_line_error(fitted, claims, message):
 def test_the_depth_is_k(fitted):
     bm25 = fitted["bm25"]
     assert len(bm25.rank(CLAIMS[0], k=5)) == 5 and bm25.rank(CLAIMS[0], k=5).ids == bm25.rank(CLAIMS[0], 5).ids
-    assert len(bm25.search(CLAIMS[0], k=4).ranking) == 4
+    assert len(bm25.retrieve(CLAIMS[0], depth=4).ranking) == 4
     for bad, message in ((0, "k: must be at least 1, got 0"), (2.5, "k: expected an integer, got 2.5")):
-        for call in (bm25.rank, bm25.search):
-            with pytest.raises(factcheck.InputError) as err:
-                call(CLAIMS, k=bad)
-            assert err.value.one_line() == message
+        with pytest.raises(factcheck.InputError) as err:
+            bm25.rank(CLAIMS, k=bad)
+        assert err.value.one_line() == message
+    # retrieve's ranking depth is named apart from the retriever's own k (its evidence count)
+    for bad, message in ((-1, "depth: must be at least 0, got -1"), (2.5, "depth: expected an integer, got 2.5")):
+        with pytest.raises(factcheck.InputError) as err:
+            bm25.retrieve(CLAIMS, depth=bad)
+        assert err.value.one_line() == message
 
 
 # ---------------------------------------------------------------- errors
@@ -332,3 +338,11 @@ def test_make_classifier_checks_its_parameters():
         with pytest.raises(factcheck.InputError) as err:
             factcheck.make_classifier(**kwargs)
         assert err.value.param == param and err.value.one_line().startswith(f"{param}: ")
+
+
+def test_a_model_directory_recording_former_parameter_names_still_loads(tmp_path):
+    from factcheck.system.model_dir import load_retriever
+    meta = {"retriever": {"method": "bm25", "params": {"k1": 0.9, "b": 0.4, "k": 3, "method": "lucene"}},
+            "retrievers": {"tags": {"method": "tags", "params": {"t_sim": 0.2, "t_overlap": 0.1, "top_n": 4}}}}
+    assert load_retriever(tmp_path, meta).params() == {"k1": 0.9, "b": 0.4, "k": 3}
+    assert load_retriever(tmp_path, meta, "tags").params() == {"t_sim": 0.2, "t_overlap": 0.1, "k": 4}

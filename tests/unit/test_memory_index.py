@@ -50,8 +50,8 @@ def test_a_list_a_dict_and_a_file_build_in_memory_and_every_retriever_fits_them(
     disk = TagIndex.load(tagged(tmp_path, PASSAGES))
     assert list(index.ids) == list(PASSAGES) and index.tags(2) == disk.tags(2)
     for retriever in retrievers():
-        got = [s.to_json() for s in clone(retriever).fit(index).search(QUERIES, k=4)]
-        want = [s.to_json() for s in clone(retriever).fit(disk).search(QUERIES, k=4)]
+        got = [s.to_json() for s in clone(retriever).fit(index).retrieve(QUERIES, depth=4)]
+        want = [s.to_json() for s in clone(retriever).fit(disk).retrieve(QUERIES, depth=4)]
         assert got == want, retriever
     found = factcheck.search(index, "sea level rise", k=2)
     assert found[0].id == "p1" and found[0].text == PASSAGES["p1"]
@@ -108,7 +108,7 @@ def test_in_memory_work_writes_no_file(tmp_path, monkeypatch):
     monkeypatch.chdir(cwd)
     index = factcheck.build_index(PASSAGES)
     for retriever in retrievers():
-        retriever.fit(index).search(QUERIES, k=3)
+        retriever.fit(index).retrieve(QUERIES, depth=3)
     factcheck.search(index, "cats")
     assert list(scratch.iterdir()) == [] and list(cwd.iterdir()) == []
 
@@ -227,7 +227,7 @@ def test_a_reranker_trains_and_ranks_on_an_in_memory_index_as_on_disk(demo_index
     found = []
     for index in (factcheck.build_index(DEMO / "evidence.json"), TagIndex.load(demo_index)):
         reranker = train_reranker(index, fit, holdout, configs=(CandidateConfig(memory_k=5),), grid=grid)
-        found.append([s.to_json() for s in reranker.search(claims, k=5)])
+        found.append([s.to_json() for s in reranker.retrieve(claims, depth=5)])
     assert found[0] == found[1]
 
 

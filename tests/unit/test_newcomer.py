@@ -56,7 +56,7 @@ def test_a_string_is_one_query_everywhere(bm25):
     assert isinstance(one, factcheck.Ranking) and 0 < len(one) <= 2
     many = factcheck.search(bm25, [QUERY, "sea level"], k=2)
     assert isinstance(many, list) and len(many) == 2 and many[0] == one
-    for call in (bm25.rank, bm25.retrieve, bm25.search):
+    for call in (bm25.rank, bm25.retrieve, lambda q: bm25.retrieve(q, depth=5)):
         assert not isinstance(call(QUERY), list) and len(call([QUERY, QUERY])) == 2
 
 
@@ -98,11 +98,11 @@ def test_scores_are_plain_floats_everywhere(bm25, index, request):
     # d18b6f9: np.float32 from rank, float from retrieve.
     ranking = bm25.rank(["Sea levels are rising."], 10)[0]
     assert {type(s) for s in ranking.scores} == {float} and {type(r) for r in ranking.rows} == {int}
-    found = bm25.search("Sea levels are rising.", k=10)
+    found = bm25.retrieve("Sea levels are rising.", depth=10)
     assert {type(s) for s in found.ranking.scores} == {float} and {type(h.score) for h in found.hits} == {float}
     for retriever in (factcheck.TagRuleRetriever(t_sim=0.1, t_overlap=0.1), factcheck.TfidfRetriever(),
                       factcheck.ChunkedRetriever(factcheck.BM25Retriever(), window=10, overlap=3)):
-        selection = retriever.fit(index).search("Sea levels are rising.", k=5)
+        selection = retriever.fit(index).retrieve("Sea levels are rising.", depth=5)
         assert plain(selection.to_json()) == [] and plain(dataclasses.asdict(selection.ranking)) == []
     dev = factcheck.read_claims(DEMO / "dev-claims.json", require_labels=True)
     result = factcheck.evaluate({c.id: {"evidences": s.ids, "claim_label": "SUPPORTS"}
@@ -202,7 +202,7 @@ def test_every_ranking_command_takes_k_with_the_default_its_help_states(demo_ind
                         ("tfidf", factcheck.TfidfRetriever), ("dense", factcheck.DenseRetriever),
                         ("hybrid", factcheck.HybridRetriever), ("pool", factcheck.PoolRetriever)):
         params = cls().get_params()
-        assert params.get("k", params.get("top_n")) == stated[method], method
+        assert params["k"] == stated[method], method  # one name for the evidence count, the tag rule's too
     out = tmp_path / "bm25.json"
     assert in_process("retrieve", "--index", demo_index, "--claims", DEMO / "dev-claims.json", "--out", out).returncode == 0
     assert max(len(p["evidences"]) for p in json.loads(out.read_text()).values()) == stated["bm25"]
@@ -230,7 +230,7 @@ def test_options_a_method_does_not_read_are_refused_or_unified(demo_index, tmp_p
     proc = in_process("retrieve", "--index", demo_index, "--claims", claims, "--out", out, "--method", "tags",
                       "--k", "2", "--t-sim", "0.05", "--t-overlap", "0.05")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(out.with_name("tags.explain.json").read_text())["params"]["top_n"] == 2
+    assert json.loads(out.with_name("tags.explain.json").read_text())["params"]["k"] == 2
     for args, flag in ((["--method", "bm25", "--t-sim", "0.5"], "--t-sim"), (["--method", "tags", "--k1", "1"], "--k1"),
                        (["--method", "rerank", "--k", "3"], "--k"), (["--chunk-overlap", "5"], "--chunk-overlap")):
         proc = in_process("retrieve", "--index", demo_index, "--claims", claims, "--out", tmp_path / "x.json", *args)
@@ -258,7 +258,7 @@ def library_params() -> set[str]:
 # Parameters of Python calls no command passes on (a command's input is a file, not a value).
 PYTHON_ONLY = {"claims", "queries", "retriever", "config", "source", "params", "index", "groundtruth",
                "predictions_format", "one_line_pages", "candidates", "cutoff", "memory", "inner", "window",
-               "overlap", "model", "block_rows", "rrf_depth", "cache", "fusion_depth", "report", "top_n",
+               "overlap", "model", "rrf_depth", "fusion_depth", "report",
                "C", "class_weight", "groups", "gold", "y", "path"}
 
 
@@ -343,3 +343,15 @@ def test_evaluate_refusals_clean_failures_and_quiet_logs_hold_from_the_cli(tmp_p
     # progress bars off a terminal: no carriage returns in the log
     proc = in_process("tag", DEMO / "evidence.json", "--out", tmp_path / "idx")
     assert proc.returncode == 0 and "\r" not in proc.stderr
+
+
+def test_search_is_a_ranking_and_retrieve_a_selection(bm25):
+    """One verb, one result type: a retriever has no ``search`` giving a Selection beside
+    factcheck.search's Ranking; retrieve's depth attaches the ranking from the same scoring."""
+    assert not hasattr(bm25, "search")
+    assert isinstance(factcheck.search(bm25, QUERY), factcheck.Ranking)
+    found = bm25.retrieve(QUERY, depth=7)
+    assert isinstance(found, factcheck.Selection) and found.ranking == bm25.rank(QUERY, 7)
+    assert bm25.retrieve(QUERY).ranking is None and found.ids == bm25.retrieve(QUERY).ids
+    with pytest.raises(factcheck.InputError, match="depth"):
+        bm25.retrieve(QUERY, depth=-1)

@@ -617,11 +617,20 @@ def packaged(model_dir, tmp_path, monkeypatch):
     return site
 
 
-def test_a_packaged_model_is_found_in_its_distributions_and_is_its_files(packaged, model_dir):
+def test_a_packaged_model_is_found_in_its_distributions_and_is_its_files(packaged, model_dir, monkeypatch):
     from pathlib import Path
 
+    from factcheck.text import onnx_embedding as oe
     from factcheck.text.embedding import load_embedder, same_model
     e = load("tiny")
+    # Read from the installed distributions (not the directory whose bytes they copy), and held
+    # to the recorded sha256s: the same load with another recorded digest fails, cache or not.
+    assert all(Path(p).is_relative_to(packaged) for p in oe._packaged_files("tiny").paths.values())
+    recorded = oe.PACKAGED["tiny"][oe.MODEL_FILE]
+    monkeypatch.setitem(oe.PACKAGED["tiny"], oe.MODEL_FILE, recorded._replace(sha256="0" * 64))
+    with pytest.raises(InputError, match="differs from the one recorded for the tiny model's model.onnx"):
+        load("tiny")
+    monkeypatch.setitem(oe.PACKAGED["tiny"], oe.MODEL_FILE, recorded)
     assert (e.identity["name"], e.identity["path"], e.max_length) == ("tiny", "tiny", 64)
     assert same_model(e.identity, load(model_dir, max_length=64).identity)  # the same files: the same model
     assert np.array_equal(e.embed(TEXTS), load(model_dir, max_length=64).embed(TEXTS))
@@ -718,3 +727,21 @@ def test_minilm_vectors_do_not_depend_on_their_batch_mates():
     shuffled = np.empty_like(together)
     shuffled[order] = load("minilm", batch_tokens=64).embed([texts[i] for i in order], memo=False)
     assert np.array_equal(together, alone) and np.array_equal(together, shuffled)
+
+
+def test_selftest_checks_a_new_embedding_model_as_tag_and_run_take_it(model_dir, tmp_path):
+    """The self-test is the check for a new embedding model (docs/workbench.md): its dense rows
+    are that model's, not the bundled one's, and the model's settings flags apply as in ``tag``."""
+    from helpers import TEST_DATA, assert_one_line_error, in_process
+    from factcheck.tagging.vectors import vectors_model
+    papers = TEST_DATA / "workbench" / "papers.csv"
+    args = ("selftest", papers, "--id-column", "paper_id", "--text-column", "abstract", "--query-column", "title",
+            "--method", "dense", "--chunk-window", "0", "--jobs", "1", "--json")
+    proc = in_process(*args, "--mode", "open", "--embedding-model", model_dir, "--query-prefix", "query: ",
+                      "--out", tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    model = vectors_model(tmp_path / "out" / "index")
+    assert model["path"] == str(model_dir.resolve()) and model["query_prefix"] == "query: "
+    assert json.loads(proc.stdout)["results"][0]["method"] == "dense"
+    assert_one_line_error(in_process(*args, "--embedding-model", model_dir),
+                          "--embedding-model: an embedding model is for the open mode: add --mode open")

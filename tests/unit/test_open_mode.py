@@ -26,9 +26,10 @@ def test_course_mode_never_imports_the_embedding_package(demo_index):
         import sys
         import factcheck.cli, factcheck.pipeline.run, factcheck.retrieval.registry, factcheck.serve.app
         import factcheck.text.embedding, factcheck.tagging.vectors, factcheck.retrieval.dense  # lazy by design
+        from factcheck.retrieval.base import without_cache
         from factcheck.retrieval.bm25 import BM25Retriever
         from factcheck.tagging.index import TagIndex
-        BM25Retriever(k=3, cache=False).fit(TagIndex.load({str(demo_index)!r})).retrieve(["sea levels rise"])
+        without_cache(BM25Retriever(k=3)).fit(TagIndex.load({str(demo_index)!r})).retrieve(["sea levels rise"])
         print(sorted(m for m in sys.modules if m.split(".")[0] in ("wordllama", "tokenizers", "safetensors")))
     """)
     assert proc.returncode == 0, proc.stderr
@@ -211,7 +212,9 @@ def open_index(index_copy):
 def test_dense_retriever_ranks_by_cosine_one_claim_at_a_time(open_index):
     from factcheck.retrieval.dense import DenseRetriever
     from factcheck.text.embedding import embed
-    dense = DenseRetriever(k=3, block_rows=7).fit(open_index)
+    dense = DenseRetriever(k=3)
+    dense.block_rows = 7  # several blocks on the demo
+    dense = dense.fit(open_index)
     claims = ["Sea levels are rising because ice sheets melt.", "Carbon dioxide warms the planet."]
     expected = dense.vectors_ @ embed(claims[1:])[0]
     assert np.allclose(dense.scores(claims[1]), expected, atol=1e-6)
@@ -226,14 +229,15 @@ def test_dense_retriever_ranks_by_cosine_one_claim_at_a_time(open_index):
 
 @needs_open
 def test_hybrid_explains_both_scores_and_spans_bm25_to_dense(open_index):
+    from factcheck.retrieval.base import without_cache
     from factcheck.retrieval.bm25 import BM25Retriever
     from factcheck.retrieval.dense import DenseRetriever, HybridRetriever
     claim = "Sea levels are rising because ice sheets melt."
     hybrid = HybridRetriever(k=4, alpha=0.5).fit(open_index)
     hit = hybrid.retrieve([claim])[0].hits[0]
-    assert {"bm25", "dense", "fused", "rank", "shared_tags"} <= set(hit.explanation)
+    assert {"bm25", "dense", "fused", "rank", "shared_terms"} <= set(hit.explanation)
     assert hit.to_json()["dense"] == hit.explanation["dense"]
-    bm25 = BM25Retriever(k1=0.9, b=0.4, cache=False).fit(open_index).rank([claim], 5)[0]
+    bm25 = without_cache(BM25Retriever(k1=0.9, b=0.4)).fit(open_index).rank([claim], 5)[0]
     dense = DenseRetriever().fit(open_index).rank([claim], 5)[0]
     for alpha, reference in ((0.0, bm25), (1.0, dense)):
         for fusion in ("max", "rrf"):

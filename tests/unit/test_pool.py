@@ -48,7 +48,7 @@ def retriever(index, model, **params):
 
 def results(r, claims) -> bytes:
     """Every claim's evidence and ranking, ids and scores, as bytes."""
-    found = r.search(claims, k=100)
+    found = r.retrieve(claims, depth=100)
     return json.dumps([[s.ids, [h.to_json() for h in s.hits], s.ranking.ids, s.ranking.scores] for s in found]).encode()
 
 

@@ -102,15 +102,15 @@ def reference_scores(idx: TagIndex, claim: str):
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts=corpus, claims=st.lists(passage, min_size=1, max_size=4), t_sim=threshold, t_overlap=threshold,
-       top_n=st.integers(1, 6), top_k=st.integers(1, 6))
-def test_tag_rule_thresholds_top_n_and_fallback(texts, claims, t_sim, t_overlap, top_n, top_k):
+       k=st.integers(1, 6), top_k=st.integers(1, 6))
+def test_tag_rule_thresholds_k_and_fallback(texts, claims, t_sim, t_overlap, k, top_k):
     with tempfile.TemporaryDirectory() as tmp:
         idx = build(texts, tmp, top_k=top_k, shard_size=3)
-        rule = TagRuleRetriever(t_sim=t_sim, t_overlap=t_overlap, top_n=top_n).fit(idx)
+        rule = TagRuleRetriever(t_sim=t_sim, t_overlap=t_overlap, k=k).fit(idx)
         for claim, sel in zip(claims, rule.retrieve(claims)):
             cosine, overlap = reference_scores(idx, claim)
             hits = sel.hits
-            assert len(hits) <= top_n
+            assert len(hits) <= k
             assert len({h.row for h in hits}) == len(hits)
             for h in hits:  # the explanation tells the truth about the scores
                 assert abs(h.explanation["cosine"] - cosine[h.row]) < EPS
@@ -122,8 +122,8 @@ def test_tag_rule_thresholds_top_n_and_fallback(texts, claims, t_sim, t_overlap,
                 assert hits and sel.details["passed_filter"] >= len(hits)
                 for h in hits:  # every filtered result passes both thresholds
                     assert h.explanation["cosine"] > t_sim and h.explanation["overlap"] > t_overlap
-            else:  # fallback only when nothing passes; then the top_n of the whole corpus scoring above 0
+            else:  # fallback only when nothing passes; then the k of the whole corpus scoring above 0
                 assert sel.path == "fallback" and sel.details["passed_filter"] == 0
                 assert not np.any((cosine > t_sim + EPS) & (overlap > t_overlap + EPS))
-                assert len(hits) == min(top_n, int(np.sum(overlap > 0)))
+                assert len(hits) == min(k, int(np.sum(overlap > 0)))
                 assert all(h.score > 0 for h in hits)

@@ -6,6 +6,7 @@ import pytest
 from helpers import DEMO, shared_file, sklearn_tag_vectorizer
 from factcheck.formats.claims import read_claims
 from factcheck.formats.evidence import source_spec
+from factcheck.retrieval.base import without_cache
 from factcheck.retrieval.bm25 import BM25Retriever
 from factcheck.retrieval.chunking import ChunkedRetriever, chunk_passages
 from factcheck.retrieval.tag_rule import TagRuleRetriever
@@ -87,7 +88,7 @@ def test_tag_rule_explanations_and_no_division_by_zero(demo_index):
     empty, stop_only, real = r.retrieve(["", "the and of", "Volcanoes emit carbon dioxide"])
     for sel in (empty, stop_only):  # nothing shares a tag: no evidence (not 6 passages scoring 0)
         assert sel.path == "fallback" and sel.hits == []
-    few = TagRuleRetriever(t_sim=1.0, t_overlap=1.0, top_n=40).fit(index).retrieve("Volcanoes emit carbon dioxide")
+    few = TagRuleRetriever(t_sim=1.0, t_overlap=1.0, k=40).fit(index).retrieve("Volcanoes emit carbon dioxide")
     assert few.path == "fallback" and 0 < len(few.hits) < 40
     assert all(h.score > 0 and h.explanation["shared_tags"] for h in few.hits)
     for h in real.hits:
@@ -95,7 +96,7 @@ def test_tag_rule_explanations_and_no_division_by_zero(demo_index):
         assert set(e) >= {"cosine", "overlap", "combined", "shared_tags", "passage_tags"}
         assert e["combined"] == pytest.approx(e["cosine"] + e["overlap"])
         assert set(e["shared_tags"]) <= set(analyze("Volcanoes emit carbon dioxide"))
-    assert real.details["thresholds"] == {"t_sim": 0.55, "t_overlap": 0.5, "top_n": 6}
+    assert real.details["thresholds"] == {"t_sim": 0.55, "t_overlap": 0.5, "k": 6}
 
 
 # ---------------------------------------------------------------- self-retrieval smoke tests
@@ -110,7 +111,7 @@ def _distinct_passages(index, min_stems=6):
     return rows
 
 
-@pytest.mark.parametrize("make", [lambda: BM25Retriever(cache=False), lambda: TagRuleRetriever()],
+@pytest.mark.parametrize("make", [lambda: without_cache(BM25Retriever()), lambda: TagRuleRetriever()],
                          ids=["bm25", "tags"])
 def test_self_retrieval_ranks_own_passage_first(demo_index, make):
     index = TagIndex.load(demo_index)
@@ -126,7 +127,7 @@ def test_self_retrieval_on_real_sample(sample_3k_index):
     length normalisation) or to one with the same tags; the smoke test allows 2%."""
     index, _, _ = sample_3k_index
     rows = _distinct_passages(index, min_stems=8)[:300]
-    for make in (lambda: BM25Retriever(cache=False), lambda: TagRuleRetriever()):
+    for make in (lambda: without_cache(BM25Retriever()), lambda: TagRuleRetriever()):
         r = make().fit(index)
         ranked = r.rank([index.text(row) for row in rows], k=1)
         firsts = [rk.rows[0] for rk in ranked]
@@ -145,7 +146,7 @@ def test_bm25_index_is_cached_next_to_tags_and_reused(tmp_path, demo_index):
     assert np.array_equal(a.scores(claim), b.scores(claim))
     sel = b.retrieve([claim])[0]
     assert len(sel.hits) == 5 and sel.hits[0].id == "evidence-3"
-    assert sel.hits[0].explanation["rank"] == 1 and "coal" in sel.hits[0].explanation["shared_tags"]
+    assert sel.hits[0].explanation["rank"] == 1 and "coal" in sel.hits[0].explanation["shared_terms"]
 
 
 def test_chunker_windows_cover_each_passage():
@@ -156,7 +157,7 @@ def test_chunker_windows_cover_each_passage():
     assert ch.texts[1].split()[0] == "w7"
 
 
-@pytest.mark.parametrize("inner", [lambda: BM25Retriever(cache=False), lambda: TagRuleRetriever(0.1, 0.1, 6)],
+@pytest.mark.parametrize("inner", [lambda: without_cache(BM25Retriever()), lambda: TagRuleRetriever(0.1, 0.1, 6)],
                          ids=["bm25", "tags"])
 def test_chunked_retriever_collapses_to_best_chunk(tmp_path, inner):
     filler = " ".join(["lantern orchard harbour thermometer"] * 40)

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from helpers import DEMO
 from factcheck.errors import InputError
 from factcheck.formats.claims import read_claims
+from factcheck.retrieval.base import without_cache
 from factcheck.retrieval.bm25 import BM25Retriever
 from factcheck.retrieval.rerank import features as F
 from factcheck.retrieval.rerank.terms import TermIndex
@@ -102,7 +103,7 @@ def test_index_ids_texts_and_lookups_match_the_shards(sample_index, real_sample_
 
 def test_bm25_rank_is_the_top_of_the_full_score_vector(sample_index, claims):
     for k1, b in ((0.9, 0.4), (1.5, 0.75)):
-        bm25 = BM25Retriever(k1=k1, b=b, cache=False).fit(sample_index)
+        bm25 = without_cache(BM25Retriever(k1=k1, b=b)).fit(sample_index)
         for claim, got in zip(claims, bm25.rank(claims, 50)):
             full = bm25.scores(claim)
             rows, scores = top_k(full[full > 0], 50, np.flatnonzero(full > 0))

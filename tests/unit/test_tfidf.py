@@ -16,6 +16,7 @@ from helpers import DEMO
 from factcheck.errors import InputError
 from factcheck.formats.evidence import source_spec
 from factcheck.retrieval.chunking import ChunkedRetriever, chunk_passages
+from factcheck.retrieval.base import without_cache
 from factcheck.retrieval.tfidf import TfidfModel, TfidfRetriever
 from factcheck.scoring import matrix as matrix_module
 from factcheck.scoring.counting import count_terms
@@ -86,7 +87,7 @@ def test_tfidf_equals_the_slow_per_document_reference(tmp_path_factory, texts, q
     # texts and queries share no term and are not ranked.
     texts = texts + texts[:2]
     index = make_index(tmp_path_factory.mktemp("t"), texts)
-    retriever = TfidfRetriever(analyzer=analyzer, cache=False).fit(index)
+    retriever = without_cache(TfidfRetriever(analyzer=analyzer)).fit(index)
     depth = len(texts) + 3
     for query, ranking in zip(queries, retriever.rank(queries, depth)):
         _assert_same(ranking, reference_ranking(texts, query, analyzer, depth), index.ids)
@@ -127,7 +128,7 @@ def test_the_vectors_are_scikit_learns_sublinear_tfidf_bit_for_bit():
 
 def test_batches_never_change_a_querys_bits(tmp_path, monkeypatch):
     index = make_index(tmp_path, [" ".join(np.random.default_rng(i).choice(_WORDS, 12)) for i in range(300)])
-    retriever = TfidfRetriever(cache=False).fit(index)
+    retriever = without_cache(TfidfRetriever()).fit(index)
     queries = [" ".join(np.random.default_rng(1000 + i).choice(_WORDS, 4)) for i in range(60)]
     together = retriever.rank(queries, 50)
     monkeypatch.setattr(matrix_module, "PRODUCT_BUDGET", 1)  # one query per product
@@ -141,7 +142,7 @@ def test_the_cache_is_reused_and_a_damaged_one_rebuilt(tmp_path, caplog):
     first = TfidfRetriever(analyzer="plain").fit(index)
     entry = tmp_path / "idx" / "tfidf" / "plain"
     assert (entry / "factcheck-key.json").is_file()
-    assert TfidfRetriever(analyzer="plain", cache=False).fit(index).rank(["sea ice"], 4)[0].scores == \
+    assert without_cache(TfidfRetriever(analyzer="plain")).fit(index).rank(["sea ice"], 4)[0].scores == \
         first.rank(["sea ice"], 4)[0].scores
     data = entry / "data.npy"
     raw = bytearray(data.read_bytes())
@@ -208,7 +209,7 @@ def test_chunked_tfidf_scores_a_document_by_its_best_chunk(tmp_path):
 @given(texts=TEXTS, query=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=5).map(" ".join))
 def test_chunked_ranking_is_the_best_chunk_per_document_at_any_depth(tmp_path_factory, texts, query):
     index = make_index(tmp_path_factory.mktemp("c"), texts)
-    chunked = ChunkedRetriever(TfidfRetriever(cache=False), 3, 1).fit(index)
+    chunked = ChunkedRetriever(without_cache(TfidfRetriever()), 3, 1).fit(index)
     inner = chunked.inner_.rank([query], len(chunked.chunks_.owner))[0]
     order, seen = [], set()
     for row, score in zip(inner.rows, inner.scores):
