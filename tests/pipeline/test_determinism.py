@@ -54,7 +54,8 @@ def test_same_bytes_for_any_jobs_backend_and_shard_size(real_sample_20k, tmp_pat
 
     base = tmp_path / "loky-1job-shard1000"
     listed = ["manifest.json", *store.read_manifest(base).files()]
-    assert len(listed) == 1 + (4 + 3) * 5 + 6  # the manifest, 5 shards of passages and tags, the vocabularies
+    # the manifest, 5 shards of passages and tags, the vocabularies, the id lookup (hashes and rows)
+    assert len(listed) == 1 + (4 + 3) * 5 + 6 + 2
     for name in ("loky-2jobs-shard1000", "dask-2workers-shard1000"):
         other = tmp_path / name
         assert files_of(other) == files_of(base), name  # nothing more, nothing less
