@@ -101,6 +101,11 @@ def first_per_group(rows, group: np.ndarray, limit: int) -> tuple[np.ndarray, np
     (array([0, 1]), array([2, 0]))
     """
     groups = group[np.asarray(rows, dtype=np.int64)]
-    _, first = np.unique(groups, return_index=True)
-    first = np.sort(first)[:limit]
+    # np.unique(groups, return_index=True) without its wrapping: this runs once per claim.
+    order = np.argsort(groups, kind="stable")
+    sorted_groups = groups[order]
+    starts = np.empty(len(groups), dtype=bool)
+    starts[:1] = True
+    np.not_equal(sorted_groups[1:], sorted_groups[:-1], out=starts[1:])
+    first = np.sort(order[starts])[:limit]
     return first, groups[first]

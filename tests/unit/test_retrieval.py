@@ -224,3 +224,27 @@ def test_the_tag_rule_maps_its_matrices_from_the_index_cache_with_the_same_answe
     assert first == again == held and any(a[1] for a in first)
     assert mapped._tags.indices.flags.owndata is False and mapped._space.data.flags.owndata is False
     assert in_memory._tags.data.dtype == mapped._tags.data.dtype == np.int16
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_rankings_read_each_rows_id_whether_rows_are_few_or_many(demo_index, many):
+    # many: more ranked rows than passages/8, where the distinct rows are marked, not sorted
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from factcheck.retrieval.base import _distinct_rows
+
+    bm25 = BM25Retriever().fit(demo_index)
+    claims = ["Sea levels are rising.", "Arctic ice is melting.", "CO2 warms the planet."] * (20 if many else 1)
+    for ranking in bm25.rank(claims, k=100 if many else 2):
+        assert ranking.ids == [bm25.index_.ids[r] for r in ranking.rows]
+
+    n = 50
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.lists(st.integers(0, n - 1), max_size=3 * n if many else n // 8))
+    def same_as_unique(rows):
+        rows = np.array(rows, dtype=np.int64)
+        got, want = _distinct_rows(rows, n), np.unique(rows, return_inverse=True)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+    same_as_unique()
