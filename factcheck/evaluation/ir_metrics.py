@@ -7,6 +7,7 @@ the run scores 0; run queries without judgments are left out.
 from __future__ import annotations
 
 import math
+from operator import itemgetter
 from dataclasses import dataclass
 
 from factcheck.evaluation.intervals import Metric, Result, bootstrap_means
@@ -60,13 +61,24 @@ def _query_values(ranked: list[str], judged: dict[str, int], ks, ndcg_cutoff: in
     return out
 
 
+_PAIRS = {tuple, list}
+
+
+def _ids(entries) -> list[str]:
+    """The ids of a query's ranked entries (ids, or ``(id, score)`` pairs): in C loops when
+    every entry is a pair, the usual case, as a run holds a hundred entries a query."""
+    if set(map(type, entries)) <= _PAIRS:
+        return list(map(itemgetter(0), entries))
+    return [entry if isinstance(entry, str) else entry[0] for entry in entries]
+
+
 def per_query(run: dict, qrels: dict, ks=DEFAULT_KS, ndcg_cutoff: int = NDCG_CUTOFF,
               mrr_cutoff: int = MRR_CUTOFF) -> dict[str, dict[str, float]]:
     """``{metric: {qid: value}}`` for every judged query; a document ranked twice is a ValueError."""
     names = metric_names(ks, ndcg_cutoff, mrr_cutoff)
     out: dict[str, dict[str, float]] = {name: {} for name in names}
     for qid, judged in qrels.items():
-        ranked = [entry if isinstance(entry, str) else entry[0] for entry in run.get(qid, ())]
+        ranked = _ids(run.get(qid, ()))
         if len(set(ranked)) != len(ranked):
             dup = next(d for i, d in enumerate(ranked) if d in ranked[:i])
             raise ValueError(f"query {qid!r}: document {dup!r} is ranked twice")

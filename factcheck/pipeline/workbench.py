@@ -119,7 +119,8 @@ def rank_queries(retriever, queries: dict[str, str], k: int = DEPTH, progress: b
         for at in range(0, len(qids), QUERY_BATCH):
             batch = texts[at:at + QUERY_BATCH]
             for qid, ranking in zip(qids[at:at + QUERY_BATCH], retriever.rank(batch, k)):
-                run[qid] = [(i, s) for i, s in zip(ranking.ids, ranking.scores) if s != 0]
+                pairs = list(zip(ranking.ids, ranking.scores))  # in C: most hold no 0 (0.0: a float compares fast)
+                run[qid] = [p for p in pairs if p[1] != 0] if 0.0 in ranking.scores else pairs
             bar.update(len(batch))
     return run
 

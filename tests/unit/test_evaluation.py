@@ -339,3 +339,36 @@ def test_the_command_names_its_flags_when_the_files_look_swapped(files, capsys):
     assert main(["evaluate", "--predictions", str(files["predictions"]), "--groundtruth",
                  str(files["unlabelled"])]) == 2
     assert "--groundtruth: no claim has a gold label" in capsys.readouterr().err
+
+
+def test_per_query_reads_ids_pairs_and_lists_alike():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from factcheck.evaluation.ir_metrics import per_query
+
+    docs = [f"d{i}" for i in range(8)]
+    qrels = {"q": {"d1": 1, "d3": 2, "d6": 0}}
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.permutations(docs), st.lists(st.sampled_from(["id", "tuple", "list"]), min_size=8, max_size=8))
+    def same_whatever_the_entries(ranked, kinds):
+        shapes = {"id": lambda d: d, "tuple": lambda d: (d, 1.0), "list": lambda d: [d, 1.0]}
+        mixed = [shapes[kind](d) for d, kind in zip(ranked, kinds)]
+        assert per_query({"q": mixed}, qrels) == per_query({"q": ranked}, qrels)
+        assert per_query({"q": [(d, 0.5) for d in ranked]}, qrels) == per_query({"q": ranked}, qrels)
+
+    same_whatever_the_entries()
+
+
+def test_rank_queries_keeps_the_order_and_drops_only_zero_scores():
+    from factcheck.pipeline import workbench
+    from factcheck.retrieval.base import Ranking
+
+    class Fixed:
+        name = "fixed"
+
+        def rank(self, texts, k):
+            return [Ranking(["a", "b", "c"], [2.0, 0.0, 1.0], [0, 1, 2]), Ranking(["c", "a"], [3.0, 1.0], [2, 0])]
+
+    run = workbench.rank_queries(Fixed(), {"q1": "x", "q2": "y"}, k=3, progress=False)
+    assert run == {"q1": [("a", 2.0), ("c", 1.0)], "q2": [("c", 3.0), ("a", 1.0)]}
