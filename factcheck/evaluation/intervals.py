@@ -113,10 +113,33 @@ def bootstrap_means(columns: dict, n_boot: int = N_BOOT, seed: int = SEED) -> di
         raise ValueError(f"every column needs the same number of items, got {sorted(sizes)}")
     if not sizes or 0 in sizes:
         return {name: Metric(None, None, None, 0, "bootstrap") for name in arrays}
-    # Column by column: numpy adds a 2-D gather's rows as it adds one column's resamples.
-    low, high = bootstrap_interval(sizes.pop(), lambda i: np.stack([v[i].mean(axis=-1) for v in arrays.values()]),
-                                   n_boot, seed)
+    n = sizes.pop()
+    names = list(arrays)
+    # 0/1 columns (hits at k) are counted, not added: their bits are packed into one byte an
+    # item, gathered once for all of them; a count over n is the mean a gather gives, bit
+    # for bit (whole numbers add exactly in any order). Other columns are gathered one by
+    # one (numpy adds a 2-D gather's rows as it adds one column's resamples).
+    binary = [name for name in names if _binary(arrays[name])][:8]
+    rest = [name for name in names if name not in binary]
+    packed = np.zeros(n, dtype=np.uint8)
+    for bit, name in enumerate(binary):
+        packed |= arrays[name].astype(np.uint8) << np.uint8(bit)
+
+    def means(i):
+        out = {name: arrays[name][i].mean(axis=-1) for name in rest}
+        if binary:
+            bits = packed[i]
+            for bit, name in enumerate(binary):
+                out[name] = np.count_nonzero(bits & np.uint8(1 << bit), axis=-1) / i.shape[-1]
+        return np.stack([out[name] for name in names])
+
+    low, high = bootstrap_interval(n, means, n_boot, seed)
     return {name: Metric(v.mean(), lo, hi, len(v), "bootstrap") for (name, v), lo, hi in zip(arrays.items(), low, high)}
+
+
+def _binary(values: np.ndarray) -> bool:
+    """Every value 0 or 1 (not -0.0, whose sums keep the sign a count would lose)."""
+    return bool(np.all((values == 1) | ((values == 0) & ~np.signbit(values))))
 
 
 def bootstrap_mean(values, n_boot: int = N_BOOT, seed: int = SEED) -> Metric:

@@ -372,3 +372,27 @@ def test_rank_queries_keeps_the_order_and_drops_only_zero_scores():
 
     run = workbench.rank_queries(Fixed(), {"q1": "x", "q2": "y"}, k=3, progress=False)
     assert run == {"q1": [("a", 2.0), ("c", 1.0)], "q2": [("c", 3.0), ("a", 1.0)]}
+
+
+def test_bootstrap_means_of_binary_columns_are_the_gathered_bits(monkeypatch):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.integers(1, 60), st.integers(0, 2 ** 32 - 1))
+    def same_bits(n, seed):
+        rng = np.random.default_rng(seed)
+        columns = {"hits": rng.integers(0, 2, n).astype(float), "counts": rng.integers(-3, 9, n).astype(float), "ones": np.ones(n),
+                   "mrr": 1 / rng.integers(1, 11, n)}
+        fast = intervals.bootstrap_means(columns, n_boot=300)
+        with monkeypatch.context() as m:  # every column gathered, as before whole numbers had their product
+            m.setattr(intervals, "_binary", lambda values: False)
+            slow = intervals.bootstrap_means(columns, n_boot=300)
+        for name in columns:
+            a, b = fast[name], slow[name]
+            assert (a.value, a.low, a.high) == (b.value, b.low, b.high)
+            assert np.array([a.low, a.high]).tobytes() == np.array([b.low, b.high]).tobytes()
+
+    same_bits()
+    assert intervals._binary(np.array([0.0, 1.0, 1.0])) and not intervals._binary(np.array([0.0, 2.0]))
+    assert not intervals._binary(np.array([-0.0, 1.0]))
