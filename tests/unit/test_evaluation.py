@@ -382,8 +382,8 @@ def test_bootstrap_means_of_binary_columns_are_the_gathered_bits(monkeypatch):
     @given(st.integers(1, 60), st.integers(0, 2 ** 32 - 1))
     def same_bits(n, seed):
         rng = np.random.default_rng(seed)
-        columns = {"hits": rng.integers(0, 2, n).astype(float), "counts": rng.integers(-3, 9, n).astype(float), "ones": np.ones(n),
-                   "mrr": 1 / rng.integers(1, 11, n)}
+        columns = {"hits": rng.integers(0, 2, n).astype(float), "counts": rng.integers(-3, 9, n).astype(float),
+                   "ones": np.ones(n), "mrr": 1 / rng.integers(1, 11, n)}
         fast = intervals.bootstrap_means(columns, n_boot=300)
         with monkeypatch.context() as m:  # every column gathered, as before whole numbers had their product
             m.setattr(intervals, "_binary", lambda values: False)
