@@ -8,10 +8,11 @@ rows' own documents.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import tempfile
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 import time
 import warnings
 from dataclasses import dataclass, replace
@@ -115,7 +116,7 @@ def rank_queries(retriever, queries: dict[str, str], k: int = DEPTH, progress: b
     qids, texts = list(queries), list(queries.values())
     run: dict[str, list[tuple[str, float]]] = {}
     with progress_bar(total=len(qids), desc=f"ranking ({retriever.name})", unit="queries", enabled=progress,
-                      leave=False) as bar:
+                      leave=False) as bar, cyclic_gc_paused():
         for at in range(0, len(qids), QUERY_BATCH):
             batch = texts[at:at + QUERY_BATCH]
             for qid, ranking in zip(qids[at:at + QUERY_BATCH], retriever.rank(batch, k)):
@@ -123,6 +124,20 @@ def rank_queries(retriever, queries: dict[str, str], k: int = DEPTH, progress: b
                 run[qid] = [p for p in pairs if p[1] != 0] if 0.0 in ranking.scores else pairs
             bar.update(len(batch))
     return run
+
+
+@contextmanager
+def cyclic_gc_paused():
+    """Python's cyclic garbage collector paused inside, then as it was: a run's hundred
+    ``(id, score)`` pairs a query, none in a cycle, had it walk the young pairs again and
+    again (a quarter to a third of the ranking's CPU on a 3,397-query run)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def read_query_column(source: SourceSpec, query_column: str) -> tuple[list[str], list[str]]:

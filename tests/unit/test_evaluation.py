@@ -396,3 +396,30 @@ def test_bootstrap_means_of_binary_columns_are_the_gathered_bits(monkeypatch):
     same_bits()
     assert intervals._binary(np.array([0.0, 1.0, 1.0])) and not intervals._binary(np.array([0.0, 2.0]))
     assert not intervals._binary(np.array([-0.0, 1.0]))
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_rank_queries_leaves_the_garbage_collector_as_it_found_it(enabled):
+    import gc
+    from factcheck.pipeline import workbench
+    from factcheck.retrieval.base import Ranking
+
+    seen = []
+
+    class Fixed:
+        name = "fixed"
+
+        def rank(self, texts, k):
+            seen.append(gc.isenabled())
+            return [Ranking(["a"], [1.0], [0]) for _ in texts]
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        assert workbench.rank_queries(Fixed(), {"q": "x"}, k=1, progress=False) == {"q": [("a", 1.0)]}
+        assert seen == [False] and gc.isenabled() == enabled
+        with pytest.raises(RuntimeError), workbench.cyclic_gc_paused():
+            raise RuntimeError
+        assert gc.isenabled() == enabled
+    finally:
+        (gc.enable if was else gc.disable)()
