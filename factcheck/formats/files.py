@@ -153,8 +153,8 @@ def open_beneath(root: Path, rel: str, *, error=InputError, missing: str = "no s
                     raise error(at, None, SYMLINK_READ_REFUSED) from None
                 if isinstance(exc, FileNotFoundError):
                     raise error(root / rel, None, missing) from None
-                if isinstance(exc, NotADirectoryError):
-                    raise error(at, None, "is not a directory") from None
+                if isinstance(exc, NotADirectoryError):  # O_DIRECTORY's answer to a link, too
+                    raise error(at, None, SYMLINK_READ_REFUSED if os.path.islink(at) else "is not a directory") from None
                 raise error(at, None, f"cannot read: {exc.strerror or exc}") from None
             os.close(fd)
             fd = child
