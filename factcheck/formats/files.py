@@ -186,6 +186,8 @@ def _atomic(dest: Path, folder: bool, suffix: str = ""):
                          "renamed into place (write to a file)")
     if dest.is_dir() and not folder:
         raise InputError(dest, None, "is a directory, expected a file name")
+    if folder and mode is not None and not stat.S_ISDIR(mode):  # found only at the final rename, after the work
+        raise InputError(dest, None, "is a file, expected a directory")
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         prefix = TMP_PREFIX + dest.name + "."
