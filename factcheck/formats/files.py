@@ -290,6 +290,7 @@ class JsonObjectStream:
         if head and key in head:
             raise ValueError(f"head: holds {key!r}, the key of the entries")
         self.fh, self.key, self.n = fh, key, 0
+        self._keys: set[str] = set()  # ids only: a repeat would be a file whose reader keeps one of two
         self.depth = 1 if key is None else 2
         fh.write("{")
         if key is not None:
@@ -303,7 +304,12 @@ class JsonObjectStream:
         return dumps_json(value).rstrip("\n").replace("\n", "\n" + "  " * depth)
 
     def add(self, key: str, value) -> None:
-        """The next entry (keys must be distinct, as a dict's are)."""
+        """The next entry (keys must be distinct strings, as a JSON object's are)."""
+        if not isinstance(key, str):  # json.dumps would write 1 as "1"; written raw it is not JSON
+            raise TypeError(f"key: must be a string, got {type(key).__name__}")
+        if key in self._keys:
+            raise ValueError(f"key: {key!r} was already written (keys must be distinct)")
+        self._keys.add(key)
         self.fh.write(("," if self.n else "") + "\n" + "  " * self.depth + self._dump(key, self.depth) + ": "
                       + self._dump(value, self.depth))
         self.n += 1
