@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import needs_onnx
+from helpers import needs_onnx, needs_open
 from tiny_onnx import make_model
 from factcheck.errors import IntegrityError
 
@@ -102,3 +102,19 @@ def test_any_segment_bytes_are_read_or_refused_in_one_error(cache, tmp_path, dat
                 assert "\n" not in str(exc) and planted.name in str(exc)
     finally:
         planted.unlink()
+
+
+@needs_open
+def test_searchs_pool_model_is_named_by_its_own_flag(tmp_path):
+    # search has no --embedding-model: an unusable --pool-model was named by run's flag.
+    from helpers import DEMO, assert_one_line_error, in_process
+    from factcheck.formats.evidence import source_spec
+    from factcheck.tagging.job import TagJob
+    from factcheck.tagging.vectors import PassageVectorJob
+    TagJob(progress=False).run(source_spec(DEMO / "evidence.json"), tmp_path / "index")
+    PassageVectorJob(progress=False).run(tmp_path / "index")
+    (tmp_path / "empty").mkdir()
+    proc = in_process("search", "--index", tmp_path / "index", "--mode", "open", "--method", "pool",
+                      "--pool-model", tmp_path / "empty", "sea level")
+    assert_one_line_error(proc, "--pool-model: no model.onnx here")
+    assert "--embedding-model" not in proc.stderr
