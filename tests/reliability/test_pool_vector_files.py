@@ -118,3 +118,28 @@ def test_searchs_pool_model_is_named_by_its_own_flag(tmp_path):
                       "--pool-model", tmp_path / "empty", "sea level")
     assert_one_line_error(proc, "--pool-model: no model.onnx here")
     assert "--embedding-model" not in proc.stderr
+
+
+@needs_open
+@pytest.mark.slow  # training's cross-validation starts worker processes
+def test_a_moved_pool_model_is_named_as_the_model_directorys_record(tmp_path):
+    # predict's --embedding-model relocates the passage vectors' model, not the pool's: the
+    # error named it as if it would help.
+    import shutil
+    from helpers import DEMO, assert_one_line_error, in_process
+    from factcheck.formats.evidence import source_spec
+    from factcheck.tagging.job import TagJob
+    from factcheck.tagging.vectors import PassageVectorJob
+    TagJob(progress=False).run(source_spec(DEMO / "evidence.json"), tmp_path / "index")
+    PassageVectorJob(progress=False).run(tmp_path / "index")
+    pool_model = make_model(tmp_path / "tiny", TEXTS)
+    trained = in_process("train", "--claims", DEMO / "train-claims.json", "--index", tmp_path / "index",
+                         "--model", tmp_path / "model", "--mode", "open", "--method", "pool",
+                         "--pool-model", pool_model, "--pool-size", "2")
+    assert trained.returncode == 0, trained.stderr
+    shutil.rmtree(pool_model)
+    proc = in_process("predict", "--claims", DEMO / "dev-claims.json", "--index", tmp_path / "index",
+                      "--model", tmp_path / "model", "--out", tmp_path / "predictions.json")
+    assert_one_line_error(proc, "no model.onnx here", f"the pool retriever's model, as {tmp_path / 'model'} records it")
+    assert "--embedding-model" not in proc.stderr
+    assert not (tmp_path / "predictions.json").exists()
