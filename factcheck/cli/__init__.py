@@ -179,9 +179,13 @@ def flags_of(parser: argparse.ArgumentParser) -> dict[str, str]:
     return flags
 
 
-def _command_flags(parser: argparse.ArgumentParser, command: str) -> dict[str, str]:
+def _command_flags(parser: argparse.ArgumentParser, command: str, method: str | None = None) -> dict[str, str]:
     """This command's flags first, then the other commands' (for a library error naming another)."""
-    flags = {**flags_of(parser), **flags_of(_chosen_subparser(parser, argparse.Namespace(command=command)))}
+    own = flags_of(_chosen_subparser(parser, argparse.Namespace(command=command)))
+    flags = {**flags_of(parser), **own}
+    if method == "pool" and "pool_model" in own and "embedding_model" not in own:
+        # The embedding model such a command loads is the pool's: not run's --embedding-model.
+        flags["embedding_model"] = own["pool_model"]
     # The library's other names for a flag: claims.text_column, source.format, index_dir.
     for dest, flag in list(flags.items()):
         flags[f"source.{dest}"] = flag
@@ -212,7 +216,8 @@ def main(argv=None) -> int:
             _route_warnings(args.command)
             args._run(args)
     except InputError as exc:
-        print(f"factcheck {args.command}: error: {escaped(exc.one_line(_command_flags(parser, args.command)))}",
+        flags = _command_flags(parser, args.command, getattr(args, "method", None))
+        print(f"factcheck {args.command}: error: {escaped(exc.one_line(flags))}",
               file=sys.stderr)
         return 2
     except KeyboardInterrupt:

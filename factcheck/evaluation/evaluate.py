@@ -92,7 +92,14 @@ def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = N
     >>> result.metrics["accuracy"].low, result.metrics["accuracy"].high
     (0.125, 0.875)
     """
+    # Read once: a generator of claims was used up by the argument check, and every
+    # prediction then reported as "not in the ground truth".
+    groundtruth = groundtruth if isinstance(groundtruth, (str, dict)) else list(groundtruth)
     _check_arguments(predictions, groundtruth)
+    if isinstance(labels, str):  # its letters would be the labels of per_label
+        raise TypeError(f"labels: expected a sequence of labels, got a string ({labels!r}: write [{labels!r}])")
+    if explanations is not None and not isinstance(explanations, dict):
+        raise TypeError(f"explanations: expected a dict of claim id -> Explanation, got {type(explanations).__name__}")
     labels = None if labels is None else [str(label) for label in labels]
     gold_labels = {c.label for c in groundtruth}
     allowed = accepted_labels(gold_labels)
@@ -110,6 +117,10 @@ def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = N
     if explanations:
         # Explanation objects (FactChecker's, run_retrieval's) or their sidecar records
         explanations = {cid: e.to_json() if hasattr(e, "to_json") else e for cid, e in explanations.items()}
+        wrong = next((cid for cid, e in explanations.items() if not isinstance(e, dict)), None)
+        if wrong is not None:
+            raise TypeError(f"explanations: claim {wrong!r}: expected an Explanation (or its JSON record), "
+                            f"got {type(explanations[wrong]).__name__}")
         ranked = {cid: e["ranking"] for cid, e in explanations.items() if "ranking" in e}
         ranked = ranked if set(ranked) == set(selected) else None
         paths = {cid: e.get("path") for cid, e in explanations.items()}

@@ -153,8 +153,8 @@ def open_beneath(root: Path, rel: str, *, error=InputError, missing: str = "no s
                     raise error(at, None, SYMLINK_READ_REFUSED) from None
                 if isinstance(exc, FileNotFoundError):
                     raise error(root / rel, None, missing) from None
-                if isinstance(exc, NotADirectoryError):
-                    raise error(at, None, "is not a directory") from None
+                if isinstance(exc, NotADirectoryError):  # O_DIRECTORY's answer to a link, too
+                    raise error(at, None, SYMLINK_READ_REFUSED if os.path.islink(at) else "is not a directory") from None
                 raise error(at, None, f"cannot read: {exc.strerror or exc}") from None
             os.close(fd)
             fd = child
@@ -186,6 +186,8 @@ def _atomic(dest: Path, folder: bool, suffix: str = ""):
                          "renamed into place (write to a file)")
     if dest.is_dir() and not folder:
         raise InputError(dest, None, "is a directory, expected a file name")
+    if folder and mode is not None and not stat.S_ISDIR(mode):  # found only at the final rename, after the work
+        raise InputError(dest, None, "is a file, expected a directory")
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         prefix = TMP_PREFIX + dest.name + "."
@@ -288,6 +290,7 @@ class JsonObjectStream:
         if head and key in head:
             raise ValueError(f"head: holds {key!r}, the key of the entries")
         self.fh, self.key, self.n = fh, key, 0
+        self._keys: set[str] = set()  # ids only: a repeat would be a file whose reader keeps one of two
         self.depth = 1 if key is None else 2
         fh.write("{")
         if key is not None:
@@ -301,7 +304,12 @@ class JsonObjectStream:
         return dumps_json(value).rstrip("\n").replace("\n", "\n" + "  " * depth)
 
     def add(self, key: str, value) -> None:
-        """The next entry (keys must be distinct, as a dict's are)."""
+        """The next entry (keys must be distinct strings, as a JSON object's are)."""
+        if not isinstance(key, str):  # json.dumps would write 1 as "1"; written raw it is not JSON
+            raise TypeError(f"key: must be a string, got {type(key).__name__}")
+        if key in self._keys:
+            raise ValueError(f"key: {key!r} was already written (keys must be distinct)")
+        self._keys.add(key)
         self.fh.write(("," if self.n else "") + "\n" + "  " * self.depth + self._dump(key, self.depth) + ": "
                       + self._dump(value, self.depth))
         self.n += 1

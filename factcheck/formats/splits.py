@@ -3,6 +3,8 @@ dev claims give final numbers only); membership depends only on the claim ids an
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
 from factcheck.errors import check_number
@@ -41,4 +43,14 @@ def tuning_subsample(claims: list, max_claims: int = MAX_TUNING_CLAIMS, seed: in
         return claims
     ids = sorted(c.id for c in claims)
     kept = {ids[i] for i in np.random.default_rng(seed).permutation(len(ids))[:max_claims]}
-    return [c for c in claims if c.id in kept]
+    sample = [c for c in claims if c.id in kept]
+    # A label the sample misses would never be predicted, or blamed on the training file.
+    dropped = Counter(c.label for c in claims)
+    for c in sample:
+        dropped.pop(c.label, None)
+    if dropped:
+        label, count = min(dropped.items(), key=lambda item: str(item[0]))
+        raise InputError(None, None, f"the sample of {max_claims:,} of the {len(claims):,} training claims holds no "
+                         f"claim labelled {label!r} ({count:,} of them are): raise it so that every label is trained",
+                         param="max_tuning_claims")
+    return sample

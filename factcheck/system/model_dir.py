@@ -82,7 +82,16 @@ def load_retriever(model_dir: Path, meta: dict, method: str | None = None, index
                                mode=model_mode(meta), embedding_model=meta.get("embedding_model"))
     if index is None:
         return retriever
-    retriever.fit(index)
+    try:
+        retriever.fit(index)
+    except InputError as exc:
+        pool_model = params.get("model") if method == "pool" else None
+        if not (pool_model and exc.param == "embedding_model" and exc.path
+                and Path(exc.path).is_relative_to(Path(pool_model))):
+            raise
+        # The pool's model is this directory's record, not the passage vectors' --embedding-model.
+        raise InputError(exc.path, exc.place, f"{exc.message} (the pool retriever's model, as {model_dir} "
+                         f"records it): put that model back, or train again") from None
     recorded = spec.get("pool_model")
     if recorded and not same_model(recorded, retriever.embedder_.identity):
         raise InputError(model_dir, None, f"the pool retriever was tuned with another contextual model "

@@ -133,7 +133,20 @@ def save_index(index, path, force: bool = False) -> Path:
         if not force:
             raise InputError(dest, None, "holds another index (or a damaged one); pass force=True to replace it",
                              param="path")
-        outdir.wipe(dest)
+        # Built beside the old index and swapped in complete, as tag --force does: a stop or a
+        # refusal part-way leaves the old index whole (wiping it first lost it).
+        outdir.check_no_symlinks(dest, outdir.INDEX_ENTRIES)
+        outdir.check_wipeable(dest)
+        replacement = dest / outdir.REPLACEMENT
+        outdir.discard(replacement)
+        _write_index(index, replacement, data)
+        outdir.replace_index(dest, replacement)
+        return dest
+    _write_index(index, dest, data)
+    return dest
+
+
+def _write_index(index, dest: Path, data: dict) -> None:
     arrays = index._arrays
     with atomic_dir(dest) as tmp:
         files = {}
@@ -147,4 +160,3 @@ def save_index(index, path, force: bool = False) -> Path:
         write(store.VOCABULARY_DIR, "vocabulary", arrays.vocabulary)
         write(store.IDS_DIR, "ids", {"hashes": arrays.id_hashes, "rows": arrays.id_rows})
         store.write_manifest(tmp, {**data, "files": dict(sorted(files.items()))})
-    return dest

@@ -21,12 +21,13 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 from pathlib import Path
 
 import numpy as np
 
 from factcheck.errors import InputError, IntegrityError
-from factcheck.formats.files import SYMLINK_REFUSED, TMP_PREFIX, atomic_path, loads_json, sha256_bytes
+from factcheck.formats.files import SYMLINK_REFUSED, TMP_PREFIX, atomic_path, loads_json, read_beneath, sha256_bytes
 from factcheck.tagging import store
 from factcheck.text.embedding import describe_model, model_signature, same_model
 from factcheck.text.onnx_embedding import vector_problem
@@ -40,6 +41,7 @@ MODEL_RECORD = "model.json"
 FORMAT = "factcheck-pool-vectors/1"
 DTYPE = np.float32  # the bytes a cold run scores with: a warm run reads them back unchanged
 REBUILD = f"delete the {POOL_VECTORS_DIR} folder to compute them again"
+VECTORS_NAME = re.compile(r"vectors-[0-9a-f]{64}\.npy")
 
 
 def text_key(text: str) -> str:
@@ -105,19 +107,16 @@ class PoolVectorCache:
         self._check_model()
         for path in sorted(self.folder.glob("segment-*.json")):
             if path.name not in self._read:
-                keys, vectors = _read_segment(path, self.identity)
+                keys, vectors = _read_segment(self.root, path, self.identity)
                 for k, row in zip(keys, vectors):
                     self._rows.setdefault(k, row)
                 self._read.add(path.name)
 
     def _check_model(self) -> None:
         record = self.folder / MODEL_RECORD
-        if not record.is_file():
+        if not record.exists() and not record.is_symlink():
             return
-        try:
-            model = loads_json(record.read_text("utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
-            raise IntegrityError(record, None, f"unreadable ({type(exc).__name__}); {REBUILD}") from None
+        model = _read_record(record)
         if not isinstance(model, dict) or not same_model(model, self.identity):
             raise IntegrityError(record, None, f"does not record the model its folder is named after "
                                  f"({describe_model(self.identity)}); {REBUILD}")
@@ -161,20 +160,22 @@ def _write(path: Path, data: bytes) -> None:
         tmp.write_bytes(data)
 
 
-def _read_segment(path: Path, identity: dict) -> tuple[list[str], np.ndarray]:
+def _read_segment(root: Path, path: Path, identity: dict) -> tuple[list[str], np.ndarray]:
     """A segment's text keys and vectors, every file checked against its name."""
-    data = _checked_bytes(path, path.name.removeprefix("segment-").removesuffix(".json"))
+    data = _checked_bytes(root, path, path.name.removeprefix("segment-").removesuffix(".json"))
     try:
         segment = loads_json(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise IntegrityError(path, None, f"unreadable segment ({type(exc).__name__}); {REBUILD}") from None
-    name = segment.get("vectors") if isinstance(segment, dict) else None
-    keys = segment.get("texts") if isinstance(segment, dict) else None
-    if (segment.get("format") != FORMAT or not isinstance(name, str) or not isinstance(keys, list)
-            or not name.startswith("vectors-") or "/" in name or not all(isinstance(k, str) for k in keys)):
+    if not isinstance(segment, dict):
+        segment = {}  # refused just below, as any other shape that is not ours
+    name, keys = segment.get("vectors"), segment.get("texts")
+    # The vectors' name is what _save writes: nothing else (a NUL, a folder) reaches the file system.
+    if (segment.get("format") != FORMAT or not isinstance(name, str) or not VECTORS_NAME.fullmatch(name)
+            or not isinstance(keys, list) or not all(isinstance(k, str) for k in keys)):
         raise IntegrityError(path, None, f"not a {FORMAT} segment; {REBUILD}")
     vectors_path = path.parent / name
-    raw = _checked_bytes(vectors_path, name.removeprefix("vectors-").removesuffix(".npy"))
+    raw = _checked_bytes(root, vectors_path, name.removeprefix("vectors-").removesuffix(".npy"))
     try:
         vectors = np.load(io.BytesIO(raw), allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
@@ -187,13 +188,23 @@ def _read_segment(path: Path, identity: dict) -> tuple[list[str], np.ndarray]:
     return keys, vectors
 
 
-def _checked_bytes(path: Path, sha: str) -> bytes:
+def _read_beneath(root: Path, path: Path, missing: str) -> bytes:
+    """``path``'s bytes, read as every index file is: no link followed below ``root``, and
+    only a regular file (a FIFO planted here would block the read for ever)."""
+    return read_beneath(root, path.relative_to(root).as_posix(), error=IntegrityError, missing=f"{missing}; {REBUILD}")
+
+
+def _read_record(record: Path):
+    root = record.parents[2]  # INDEX/pool-vectors/<model>/model.json
+    data = _read_beneath(root, record, "missing")
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise IntegrityError(path, None, f"missing: a segment names it; {REBUILD}") from None
-    except OSError as exc:
-        raise IntegrityError(path, None, f"cannot read it ({exc.strerror or type(exc).__name__})") from None
+        return loads_json(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise IntegrityError(record, None, f"unreadable ({type(exc).__name__}); {REBUILD}") from None
+
+
+def _checked_bytes(root: Path, path: Path, sha: str) -> bytes:
+    data = _read_beneath(root, path, "missing: a segment names it")
     if sha256_bytes(data) != sha:
         raise IntegrityError(path, None, f"checksum mismatch (its name is the sha256 of its bytes: "
                              f"edited or truncated); {REBUILD}")
@@ -209,14 +220,11 @@ def verify_pool_vectors(index_dir) -> list[tuple[dict, int]]:
         return out
     for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(TMP_PREFIX)):
         record = folder / MODEL_RECORD
-        try:
-            identity = loads_json(record.read_text("utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
-            raise IntegrityError(record, None, f"unreadable ({type(exc).__name__}); {REBUILD}") from None
+        identity = _read_record(record)
         if not isinstance(identity, dict) or sha256_bytes(model_signature(identity).encode("utf-8")) != folder.name:
             raise IntegrityError(record, None, f"does not record the model its folder is named after; {REBUILD}")
         keys = set()
         for path in sorted(folder.glob("segment-*.json")):
-            keys.update(_read_segment(path, identity)[0])
+            keys.update(_read_segment(Path(index_dir), path, identity)[0])
         out.append((identity, len(keys)))
     return out

@@ -60,3 +60,13 @@ def test_run_config_refuses_a_bad_cap_naming_it(name, bad):
     from factcheck.pipeline.run import RunConfig
     with pytest.raises(InputError, match=f"^{name}: (must be at least 1|expected an integer), got"):
         RunConfig(**{name: bad})
+
+
+def test_a_sample_that_misses_a_label_is_refused_naming_the_cap():
+    # One REFUTES claim among 200: a sample of 10 misses it, and the classifier would never
+    # predict it (or, with two labels, training blamed the file for holding one label).
+    many = claims(199) + [Claim("claim-rare", "text", "REFUTES")]
+    with pytest.raises(InputError, match=r"max_tuning_claims: the sample of 10 of the 200 training claims holds "
+                                         r"no claim labelled 'REFUTES' \(1 of them are\)"):
+        tuning_subsample(many, 10)
+    assert {c.label for c in tuning_subsample(many, 199)} == {"SUPPORTS", "REFUTES"}
