@@ -7,7 +7,7 @@ from collections import Counter
 
 import numpy as np
 
-from factcheck.errors import check_number
+from factcheck.errors import InputError, check_number
 
 SPLIT_SEED = 90042
 HOLDOUT_SHARE = 0.2
