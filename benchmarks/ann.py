@@ -128,7 +128,8 @@ def searcher(library: str, index, knob: str, value: int):
         index.set_ef(value)
         index.set_num_threads(1)
         return lambda q: index.knn_query(q[None, :], k=DEPTH)[0][0]
-    return lambda q: index.search(q, DEPTH, exact=False, threads=1, expansion=value).keys
+    index.expansion_search = value
+    return lambda q: index.search(q, DEPTH, exact=False, threads=1).keys
 
 
 def one(args) -> int:
@@ -241,6 +242,8 @@ def main(argv=None) -> int:
                          "p50": statistics.median(lat), "p99": sorted(lat)[int(0.99 * len(lat))],
                          "recall_dev": float(np.mean(recall["dev"])), "recall_train": float(np.mean(recall["train"]))})
         path.unlink(missing_ok=True)
+        # each configuration's rows as soon as they exist: a later failure keeps the earlier hours
+        (args.out.with_suffix(".json")).write_text(json.dumps(rows, indent=1))
     load_after = os.getloadavg()[0]
     lines = [
         "# Approximate nearest neighbours for dense search: which library", "",
