@@ -85,7 +85,7 @@ def index_of(name: str, evidence: Path, vectors_model=None):
     import factcheck
     from factcheck.tagging.vectors import PassageVectorJob
     out = WORK / (f"index-{name}" + ("-minilm" if vectors_model else ""))
-    index = factcheck.build_index(evidence, out, progress=False)
+    factcheck.build_index(evidence, out, progress=False)
     PassageVectorJob(progress=False, embedding_model=vectors_model).run(out)
     return factcheck.TagIndex.load(out)
 
@@ -114,7 +114,7 @@ def recall_table(name: str, evidence: Path, dev) -> list[dict]:
 
 # --------------------------------------------------------------------------- 2. the runs
 
-def run_dir_data(name: str, evidence: Path, quick: bool) -> Path:
+def run_dir_data(evidence: Path, quick: bool) -> Path:
     """A data directory holding the claims and ``evidence`` (links)."""
     if quick:
         return DEMO
@@ -309,7 +309,7 @@ def interval(metrics: dict, name: str) -> str:
     return format_interval(metrics.get("intervals", {}).get(name))
 
 
-def diff_line(name: str, bet: np.ndarray, default: np.ndarray) -> tuple[str, bool]:
+def diff_line(bet: np.ndarray, default: np.ndarray) -> tuple[str, bool]:
     from factcheck.evaluation.intervals import bootstrap_mean, paired_bootstrap_diff
     d = paired_bootstrap_diff(bet, default)
     return (f"{bootstrap_mean(default).fmt()} | {bootstrap_mean(bet).fmt()} | **{d.fmt()}**", d.low > 0)
@@ -351,7 +351,7 @@ def main(argv=None) -> int:
         if not args.quick:
             sources[f"bench-{BENCH_CORPUS}"] = ensure_corpus(BENCH_CORPUS)
         for name, evidence in sources.items():
-            data = run_dir_data(name, evidence, args.quick)
+            data = run_dir_data(evidence, args.quick)
             for open_mode in (False, True):
                 log(f"run: {name} {'open' if open_mode else 'course'}")
                 m = measured_run(name, data, open_mode)
@@ -374,12 +374,12 @@ def main(argv=None) -> int:
             index = index_of(name, evidence)
             log(f"bet a: {name}")
             ranking = bet_rows(index.root, train, splits, "minilm", args.quick)
-            text, above = diff_line("a", ranking["a"], ranking["default"])
+            text, above = diff_line(ranking["a"], ranking["default"])
             lines.append(f"| (a) pool size and combination, evidence F | {name} | {text} |")
             verdicts.setdefault("a", []).append(above)
             log(f"bet b: {name}")
             labels = label_rows(index.root, train, splits, "minilm")
-            text, above = diff_line("b", labels["b"].astype(float), labels["default"].astype(float))
+            text, above = diff_line(labels["b"].astype(float), labels["default"].astype(float))
             lines.append(f"| (b) contextual classifier features, accuracy | {name} | {text} |")
             verdicts.setdefault("b", []).append(above)
             if l3 is not None:
@@ -393,7 +393,7 @@ def main(argv=None) -> int:
                         l3, l3_kind = int8, "int8"
                 log(f"bet c: {name} ({l3_kind})")
                 cheap = bet_rows(index.root, train, splits, str(l3), args.quick, with_a=False)
-                text, above = diff_line("c", cheap["default"], ranking["default"])
+                text, above = diff_line(cheap["default"], ranking["default"])
                 lines.append(f"| (c) L3 ({l3_kind}) as second stage, evidence F | {name} | {text} |")
                 verdicts.setdefault("c", []).append(above)
             dev_rows[name] = {"default": dev_f(index.root, train, dev, "minilm")}
