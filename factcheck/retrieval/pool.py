@@ -54,6 +54,7 @@ def combine_scores(combine: str, rows: np.ndarray, cos: np.ndarray, bm25: np.nda
     >>> np.argsort(-combine_scores("rrf", rows, cos, bm25, dense)).tolist()
     [0, 1, 2]
     """
+    check_choice(combine, "combine", COMBINATIONS)
     if combine == "cosine":
         return cos
     if combine == "weighted":
