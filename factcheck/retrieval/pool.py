@@ -5,13 +5,61 @@ from __future__ import annotations
 
 import numpy as np
 
-from factcheck.errors import InputError, check_number
+from factcheck.errors import InputError, check_choice, check_number
 from factcheck.retrieval.base import Retriever, Scored
 from factcheck.scoring.topk import top_k
 
-__all__ = ["POOL_SIZE", "PoolRetriever"]
+__all__ = ["COMBINATIONS", "POOL_SIZE", "PoolRetriever", "combine_scores"]
 
 POOL_SIZE = 100  # passages each first-stage method adds to a claim's pool
+COMBINATIONS = ("cosine", "weighted", "rrf")  # how a pool is ordered (see combine_scores)
+RRF_K = 60  # reciprocal-rank fusion's constant, as its paper (Cormack et al. 2009) sets it
+# Recorded only when they differ from these: runs and model directories from before the
+# combinations record the same parameters, and read back as the cosine alone.
+DEFAULT_COMBINATION = {"combine": "cosine", "bm25_weight": 0.0, "dense_weight": 0.0}
+
+
+def _minmax(x: np.ndarray) -> np.ndarray:
+    low, high = x.min(), x.max()
+    return (x - low) / (high - low) if high > low else np.zeros_like(x)
+
+
+def _rrf_terms(rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """1 / (RRF_K + rank) of each pool member by ``scores`` (rank 1 the best; ties by row)."""
+    order = np.lexsort((rows, -scores))
+    rank = np.empty(len(rows), dtype=np.float64)
+    rank[order] = np.arange(1, len(rows) + 1)
+    return 1.0 / (RRF_K + rank)
+
+
+def combine_scores(combine: str, rows: np.ndarray, cos: np.ndarray, bm25: np.ndarray, dense: np.ndarray,
+                   bm25_weight: float = 0.0, dense_weight: float = 0.0) -> np.ndarray:
+    """One claim's pool scores from the second stage's cosine ``cos`` and the first stages'
+    ``bm25`` and ``dense`` scores (arrays over the pool's ``rows``, ascending).
+
+    * ``"cosine"``: ``cos`` alone;
+    * ``"weighted"``: ``cos + bm25_weight * bm25' + dense_weight * dense'``, a first stage's
+      score min-max normalised over the pool (0 where the pool's scores are all equal);
+    * ``"rrf"``: reciprocal-rank fusion of the three orders, the sum of ``1 / (60 + rank)``.
+
+    Each is a function of the pool alone, element by element or by its order, so it does not
+    depend on the other claims.
+
+    Example
+    -------
+    >>> rows = np.array([3, 5, 9])
+    >>> cos, bm25, dense = np.array([.9, .5, .1]), np.array([0., 2., 4.]), np.array([.2, .2, .2])
+    >>> combine_scores("weighted", rows, cos, bm25, dense, bm25_weight=0.5).tolist()
+    [0.9, 0.75, 0.6]
+    >>> np.argsort(-combine_scores("rrf", rows, cos, bm25, dense)).tolist()
+    [0, 1, 2]
+    """
+    check_choice(combine, "combine", COMBINATIONS)
+    if combine == "cosine":
+        return cos
+    if combine == "weighted":
+        return cos + bm25_weight * _minmax(bm25) + dense_weight * _minmax(dense)
+    return _rrf_terms(rows, cos) + _rrf_terms(rows, bm25) + _rrf_terms(rows, dense)
 
 
 class PoolRetriever(Retriever):
@@ -35,6 +83,11 @@ class PoolRetriever(Retriever):
         Passages each first-stage method adds to the pool (BM25's only those sharing a term).
     k1, b : float
         BM25 parameters.
+    combine : {"cosine", "weighted", "rrf"}, default "cosine"
+        How the pool is ordered: the second stage's cosine alone, or combined with the first
+        stages' scores (:func:`combine_scores`).
+    bm25_weight, dense_weight : float, default 0
+        ``combine="weighted"``: the weights of the normalised BM25 and first-stage dense scores.
 
     Example
     -------
@@ -52,18 +105,33 @@ class PoolRetriever(Retriever):
     name = "pool"
     needs_vectors = True  # the first stage reads the index's passage vectors
 
-    def __init__(self, model="minilm", k: int = 4, pool_size: int = POOL_SIZE, k1: float = 0.9, b: float = 0.4):
+    def __init__(self, model="minilm", k: int = 4, pool_size: int = POOL_SIZE, k1: float = 0.9, b: float = 0.4,
+                 combine: str = "cosine", bm25_weight: float = 0.0, dense_weight: float = 0.0):
         self.model = model
         self.k = k
         self.pool_size = pool_size
         self.k1 = k1
         self.b = b
+        self.combine = combine
+        self.bm25_weight = bm25_weight
+        self.dense_weight = dense_weight
+
+    def params(self) -> dict:
+        """As :meth:`Retriever.params`, the combination's parameters left out where they are the default."""
+        return {k: v for k, v in super().params().items()
+                if k not in DEFAULT_COMBINATION or v != DEFAULT_COMBINATION[k]}
 
     def _check_params(self) -> None:
         check_number(self.k, "k", integer=True, low=1)
         check_number(self.pool_size, "pool_size", integer=True, low=1)
         check_number(self.k1, "k1", low=0.0)
         check_number(self.b, "b", low=0.0, high=1.0)
+        check_choice(self.combine, "combine", COMBINATIONS)
+        check_number(self.bm25_weight, "bm25_weight", low=0.0)
+        check_number(self.dense_weight, "dense_weight", low=0.0)
+        if self.combine != "weighted" and (self.bm25_weight or self.dense_weight):
+            raise InputError(None, None, f"is read only with combine='weighted', not {self.combine!r}",
+                             param="bm25_weight" if self.bm25_weight else "dense_weight")
         if self.model is not None and not isinstance(self.model, (str, dict)) and not hasattr(self.model, "__fspath__"):
             raise InputError(None, None, f"must be a packaged model's name or a directory, got {self.model!r}",
                              param="model")
@@ -98,10 +166,11 @@ class PoolRetriever(Retriever):
             mine = vectors[np.searchsorted(every, rows)].astype(np.float64)
             # float64 row sums, no BLAS: a passage's score never depends on its pool-mates.
             cos = np.einsum("ij,j->i", mine, queries[i].astype(np.float64))
-            yield Scored(rows, cos, (rows, bm25, dense))
+            scores = combine_scores(self.combine, rows, cos, bm25, dense, self.bm25_weight, self.dense_weight)
+            yield Scored(rows, scores, (rows, bm25, dense, cos))
 
     def _explain(self, claim, rows, scores, state) -> list[dict]:
-        pool_rows, bm25, dense = state
+        pool_rows, bm25, dense, cos = state
         at = np.searchsorted(pool_rows, rows)
-        return [{"dense": s, "bm25": float(bm25[j]), "first_stage": float(dense[j]), "rank": i}
-                for i, (s, j) in enumerate(zip(scores.tolist(), at.tolist()), 1)]
+        return [{"dense": float(cos[j]), "bm25": float(bm25[j]), "first_stage": float(dense[j]), "rank": i}
+                for i, j in enumerate(at.tolist(), 1)]

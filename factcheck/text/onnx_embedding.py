@@ -138,6 +138,12 @@ class OnnxEmbedder:
         if files.external is None:  # onnxruntime read it, but the walk for external data could not
             raise InputError(self._model_path, None, "its external data files cannot be listed (not an ONNX protobuf)")
         self._inputs = self._check_inputs()
+        # The token vectors: the first output, unless it is declared of another rank and a later
+        # one is of rank 3 (paraphrase-MiniLM-L3-v2's export lists its input ids first).
+        outputs = self.session.get_outputs()
+        ranks = [len(o.shape) if isinstance(o.shape, list) else None for o in outputs]
+        later = [o.name for o, r in zip(outputs[1:], ranks[1:]) if r == 3]
+        self._output = later[0] if ranks[0] not in (None, 3) and later else outputs[0].name
         # Run once on a word: a model that does not run, or whose first output is not
         # (batch, sequence, dim), or whose vector cannot be right, is refused now, in one line.
         probe = self._run(np.asarray([self.tokenizer.encode("probe").ids], dtype=np.int64))
@@ -165,12 +171,12 @@ class OnnxEmbedder:
         mask = np.ones_like(ids)
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         try:
-            hidden = self.session.run(None, {n: feed[n] for n in self._inputs})[0]
+            hidden = self.session.run([self._output], {n: feed[n] for n in self._inputs})[0]
         except Exception as exc:
             raise InputError(self._model_path, None, f"onnxruntime failed to run it ({_first_line(exc)})") from None
         if hidden.ndim != 3 or hidden.shape[:2] != ids.shape:
-            raise InputError(self._model_path, None, f"its first output has shape {hidden.shape}; expected token "
-                             f"vectors (batch, sequence, dim) to pool")
+            raise InputError(self._model_path, None, f"its output {self._output} has shape {hidden.shape}; expected "
+                             f"token vectors (batch, sequence, dim) to pool")
         return pool(hidden, mask, self.pooling)
 
     def rows_independent(self) -> bool:

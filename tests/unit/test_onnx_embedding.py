@@ -385,6 +385,23 @@ def test_a_model_without_token_type_ids_still_runs(model_dir, tmp_path):
     assert v.shape == (2, 8) and np.allclose(np.linalg.norm(v, axis=1), 1)
 
 
+def test_token_vectors_listed_after_the_input_ids_are_the_ones_pooled(model_dir, tmp_path):
+    """As paraphrase-MiniLM-L3-v2's export: outputs input_ids, then the token vectors, then the
+    sentence vector."""
+    import onnx
+    from onnx import TensorProto, helper
+    model = onnx.load_from_string((model_dir / "model.onnx").read_bytes())
+    graph = model.graph
+    graph.node.extend([helper.make_node("Identity", ["input_ids"], ["ids_out"]),
+                       helper.make_node("ReduceMean", ["last_hidden_state"], ["sentence"], axes=[1], keepdims=0)])
+    token_vectors = graph.output.pop()
+    graph.output.extend([helper.make_tensor_value_info("ids_out", TensorProto.INT64, ["batch", "sequence"]),
+                         token_vectors,
+                         helper.make_tensor_value_info("sentence", TensorProto.FLOAT, ["batch", 8])])
+    directory = write_model(tmp_path / "ids-first", like=model_dir, data=model.SerializeToString())
+    assert np.abs(load(directory).embed(CLAIMS) - reference_vectors(model_dir, CLAIMS)).max() < 1e-6
+
+
 # ---------------------------------------------------------------- output that cannot be right
 
 def test_vector_problem_names_what_is_wrong():

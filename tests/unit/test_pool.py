@@ -91,24 +91,25 @@ def test_a_cache_holding_part_of_the_pools_gives_the_same_bytes(index, built, tm
     assert 0 < again.cache_.embedded < part.cache_.embedded + again.cache_.embedded
 
 
-def _half(index, model, claims):
-    return results(retriever(index, model), claims)
+def _half(index, model, claims, params=None):
+    return results(retriever(index, model, **(params or {})), claims)
 
 
 @pytest.mark.slow
-def test_two_processes_sharing_one_cold_cache_give_one_processs_bytes(index, built, tmp_path):
+@pytest.mark.parametrize("params", [{}, {"combine": "rrf"}])
+def test_two_processes_sharing_one_cold_cache_give_one_processs_bytes(index, built, tmp_path, params):
     """As ``--jobs 2`` splits the claims: two workers fill one cache at the same time."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     shutil.copytree(built[0], tmp_path / "alone")
-    alone = json.loads(_half(tmp_path / "alone", built[1], CLAIMS))
+    alone = json.loads(_half(tmp_path / "alone", built[1], CLAIMS, params))
     halves = (CLAIMS[::2], CLAIMS[1::2])
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        got = [json.loads(b) for b in pool.map(_half, [index] * 2, [built[1]] * 2, halves)]
+        got = [json.loads(b) for b in pool.map(_half, [index] * 2, [built[1]] * 2, halves, [params] * 2)]
     merged = [None] * len(CLAIMS)
     merged[::2], merged[1::2] = got
     assert merged == alone
-    warm = retriever(index, built[1])
+    warm = retriever(index, built[1], **params)
     assert json.loads(results(warm, CLAIMS)) == alone and warm.cache_.embedded == 0
 
 
@@ -223,3 +224,85 @@ def test_a_pool_run_gives_the_same_bytes_cold_with_one_job_and_warm_with_two(bui
                       "--model", tmp_path / "cold" / "model", "--out", tmp_path / "q.json")
     assert_one_line_error(proc, "the pool retriever was tuned with another contextual model", "train again")
     assert not (tmp_path / "q.json").exists()
+
+
+# ---------------------------------------------------------------- how the pool is ordered
+
+COMBINED = [{"combine": "weighted", "bm25_weight": 0.25, "dense_weight": 0.5}, {"combine": "rrf"}]
+
+
+@pytest.mark.parametrize("params", COMBINED)
+def test_a_combined_order_is_combine_scores_over_the_pool_and_explains_the_cosine(index, built, params):
+    from factcheck.retrieval.pool import combine_scores
+    from factcheck.scoring.topk import top_k
+    from factcheck.text.embedding import load_embedder
+    r = retriever(index, built[1], pool_size=5, k=3, **params)
+    model = load_embedder(str(built[1]))
+    differs = 0
+    for claim in CLAIMS:
+        rows, bm25, static = r.pool(claim)
+        cos = (model.embed(list(r.index_.texts.take(rows))).astype(np.float64)
+               @ model.embed([claim])[0].astype(np.float64))
+        expected = combine_scores(params["combine"], rows, cos, bm25, static, params.get("bm25_weight", 0.0),
+                                  params.get("dense_weight", 0.0))
+        ranking = r.rank(claim, k=100)
+        assert ranking.rows == top_k(expected, len(rows), rows)[0].tolist()
+        differs += ranking.rows != top_k(cos, len(rows), rows)[0].tolist()
+        hit = r.retrieve(claim).hits[0]
+        assert np.isclose(hit.explanation["dense"], cos[rows.tolist().index(hit.row)], atol=1e-6)
+    assert differs  # the combination changes some claim's order
+    assert r.params()["combine"] == params["combine"]
+
+
+@pytest.mark.parametrize("params", COMBINED)
+def test_a_combined_order_gives_the_same_bytes_warm_and_whatever_the_claims_order(index, built, params):
+    cold = retriever(index, built[1], **params)
+    first = results(cold, CLAIMS)
+    warm = retriever(index, built[1], **params)
+    assert results(warm, CLAIMS) == first and warm.cache_.embedded == 0
+    found = json.loads(results(retriever(index, built[1], **params), CLAIMS[::-1]))[::-1]
+    assert json.dumps(found).encode() == first
+
+
+def test_the_default_order_records_the_parameters_it_recorded_before_the_combinations(index, built):
+    r = retriever(index, built[1])
+    assert list(r.params()) == ["model", "k", "pool_size", "k1", "b"]
+    assert results(r, CLAIMS) == results(retriever(index, built[1], combine="cosine"), CLAIMS)
+
+
+@pytest.mark.parametrize("params, name", [({"combine": "sum"}, "combine"), ({"bm25_weight": 0.5}, "bm25_weight"),
+                                          ({"combine": "weighted", "dense_weight": -1.0}, "dense_weight")])
+def test_bad_combination_parameters_name_themselves(index, built, params, name):
+    from factcheck.errors import InputError
+    with pytest.raises(InputError) as err:
+        retriever(index, built[1], **params)
+    assert err.value.param == name
+
+
+# ---------------------------------------------------------------- the classifier's contextual group
+
+def test_the_contextual_group_reads_the_pool_caches_vectors_and_adds_cosines_differences_and_products(index, built):
+    from factcheck.classification.features import ClaimEvidenceFeatures, views_of
+    r = retriever(index, built[1])
+    found = r.retrieve(CLAIMS)
+    X = [(c, list(r.index_.texts_of(s.ids))) for c, s in zip(CLAIMS, found)]
+    X.append((CLAIMS[0], []))  # no evidence: zeros
+    embedded = r.cache_.embedded
+    source = (lambda texts: r.embedder_.embed(texts, kind="query"), r.cache_.vectors)
+    views = views_of(X, ("stats", "contextual"), contextual=source)
+    assert r.cache_.embedded == embedded  # every passage read was in a pool: nothing embedded again
+    got = views["contextual"]
+    dim = r.embedder_.dim
+    assert got.shape == (len(X), 4 + 2 * dim) and not got[-1].any()
+    claim, evidence = X[0]
+    q = r.embedder_.embed([claim], kind="query")[0].astype(np.float64)
+    E = r.cache_.vectors(evidence).astype(np.float64)
+    assert np.allclose(got[0, :3], [(E @ q).max(), (E @ q).mean(), (E @ q).min()])
+    assert np.allclose(got[0, 4:4 + dim], np.abs(E - q).mean(axis=0)) and np.allclose(got[0, 4 + dim:], (E * q).mean(0))
+    y = ["SUPPORTS", "REFUTES"] * (len(X) // 2) + ["SUPPORTS"] * (len(X) % 2)
+    features = ClaimEvidenceFeatures(groups=("stats", "contextual")).fit_views(views)
+    assert features.transform_views(views).shape == (len(X), 11 + 4 + 2 * dim)
+    from factcheck.errors import InputError
+    with pytest.raises(InputError) as err:
+        ClaimEvidenceFeatures(groups=("stats", "contextual")).fit(X, y)
+    assert err.value.param == "contextual"
