@@ -7,10 +7,12 @@ from __future__ import annotations
 import math
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from numbers import Integral, Real
 
-__all__ = ["FactcheckWarning", "InputError", "IntegrityError", "as_path", "check_choice", "check_number", "ref"]
+__all__ = ["FactcheckWarning", "InputError", "IntegrityError", "Interval", "Options", "as_path", "check_choice",
+           "check_number", "ref", "validate_params"]
 
 _REF = re.compile("\u27e8([A-Za-z_][\\w.]*)\u27e9")
 
@@ -156,6 +158,61 @@ def check_choice(value, param: str, choices) -> str:
         raise InputError(None, None, f"unknown {param} {value!r}; expected one of {', '.join(choices)}",
                          param=param)
     return value
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A parameter's constraint: a finite number of ``kind`` (``int`` or ``float``) within the
+    inclusive bounds ``low`` and ``high`` (None: unbounded), checked by :func:`check_number`.
+
+    Example
+    -------
+    >>> Interval(float, 0, 1).describe(), Interval(int, 1).describe()
+    ('in [0, 1]', '>= 1')
+    """
+
+    kind: type
+    low: float | None = None
+    high: float | None = None
+
+    def check(self, value, param: str):
+        return check_number(value, param, integer=self.kind is int, low=self.low, high=self.high)
+
+    def describe(self) -> str:
+        """The bounds as a command's help shows them."""
+        if self.high is not None:
+            return f"in [{self.low:g}, {self.high:g}]" if self.low is not None else f"<= {self.high:g}"
+        return f">= {self.low:g}" if self.low is not None else "finite"
+
+
+@dataclass(frozen=True)
+class Options:
+    """A parameter's constraint: one of ``choices`` (strings), checked by :func:`check_choice`."""
+
+    choices: tuple
+
+    def check(self, value, param: str):
+        return check_choice(value, param, self.choices)
+
+
+def validate_params(obj, prefix: str = "") -> None:
+    """Check each parameter ``type(obj)._parameter_constraints`` declares (name -> :class:`Interval`
+    or :class:`Options`, scikit-learn's convention) on ``obj``, in that order: an
+    :class:`InputError` naming the first bad one (``prefix`` before its name). The one place a
+    parameter's bounds are written: the command line's options read them there too.
+
+    Example
+    -------
+    >>> class Rule:
+    ...     _parameter_constraints = {"t": Interval(float, 0, 1)}
+    ...     t = 2.0
+    >>> validate_params(Rule(), "rule.")
+    Traceback (most recent call last):
+    ...
+    factcheck.errors.InputError: rule.t: must be in [0, 1], got 2.0
+    """
+    for name, constraint in type(obj)._parameter_constraints.items():
+        constraint.check(getattr(obj, name), prefix + name)
 
 
 def as_path(value, param: str) -> Path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from factcheck.errors import InputError, check_number
+from factcheck.errors import InputError, Interval
 from factcheck.retrieval.base import Retriever, Scored
 from factcheck.scoring.topk import top_k
 
@@ -51,6 +51,8 @@ class PoolRetriever(Retriever):
 
     name = "pool"
     needs_vectors = True  # the first stage reads the index's passage vectors
+    _parameter_constraints = {"k": Interval(int, 1), "pool_size": Interval(int, 1), "k1": Interval(float, 0),
+                              "b": Interval(float, 0, 1)}
 
     def __init__(self, model="minilm", k: int = 4, pool_size: int = POOL_SIZE, k1: float = 0.9, b: float = 0.4):
         self.model = model
@@ -60,10 +62,7 @@ class PoolRetriever(Retriever):
         self.b = b
 
     def _check_params(self) -> None:
-        check_number(self.k, "k", integer=True, low=1)
-        check_number(self.pool_size, "pool_size", integer=True, low=1)
-        check_number(self.k1, "k1", low=0.0)
-        check_number(self.b, "b", low=0.0, high=1.0)
+        super()._check_params()
         if self.model is not None and not isinstance(self.model, (str, dict)) and not hasattr(self.model, "__fspath__"):
             raise InputError(None, None, f"must be a packaged model's name or a directory, got {self.model!r}",
                              param="model")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from factcheck.errors import InputError, check_number
+from factcheck.errors import InputError, Interval, validate_params
 from factcheck.formats.evidence import SourceSpec, as_source, iter_passage_records
 from factcheck.formats.files import crashpoint, loads_json, write_json_atomic
 from factcheck.tagging import outdir, store
@@ -35,14 +35,15 @@ WARM_UP_BYTES = 32
 class TagParams:
     """Everything that changes the output bytes (jobs and backend do not)."""
 
+    _parameter_constraints = {"top_k": Interval(int, 1), "max_features": Interval(int, 1),
+                              "tag_features": Interval(int, 1), "shard_size": Interval(int, 1)}
     top_k: int = 10
     max_features: int = 20000
     tag_features: int = 1000
     shard_size: int = 100_000
 
     def validate(self) -> None:
-        for name, value in asdict(self).items():
-            check_number(value, name, integer=True, low=1)
+        validate_params(self)
 
 
 class TagJob:
