@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from numbers import Integral, Real
 
-__all__ = ["FactcheckWarning", "InputError", "IntegrityError", "Interval", "Options", "as_path", "check_choice",
+__all__ = ["FactcheckWarning", "InputError", "IntegrityError", "Interval", "as_path", "check_choice",
            "check_number", "ref", "validate_params"]
 
 _REF = re.compile("\u27e8([A-Za-z_][\\w.]*)\u27e9")
@@ -162,8 +162,7 @@ def check_choice(value, param: str, choices) -> str:
 
 @dataclass(frozen=True)
 class Interval:
-    """A parameter's constraint: a finite number of ``kind`` (``int`` or ``float``) within the
-    inclusive bounds ``low`` and ``high`` (None: unbounded), checked by :func:`check_number`.
+    """A parameter's constraint: a number of ``kind`` (int or float) in ``[low, high]`` (None: no bound).
 
     Example
     -------
@@ -180,39 +179,31 @@ class Interval:
 
     def describe(self) -> str:
         """The bounds as a command's help shows them."""
-        if self.high is not None:
-            return f"in [{self.low:g}, {self.high:g}]" if self.low is not None else f"<= {self.high:g}"
-        return f">= {self.low:g}" if self.low is not None else "finite"
-
-
-@dataclass(frozen=True)
-class Options:
-    """A parameter's constraint: one of ``choices`` (strings), checked by :func:`check_choice`."""
-
-    choices: tuple
-
-    def check(self, value, param: str):
-        return check_choice(value, param, self.choices)
+        return f"in [{self.low:g}, {self.high:g}]" if self.high is not None else f">= {self.low:g}"
 
 
 def validate_params(obj, prefix: str = "") -> None:
-    """Check each parameter ``type(obj)._parameter_constraints`` declares (name -> :class:`Interval`
-    or :class:`Options`, scikit-learn's convention) on ``obj``, in that order: an
-    :class:`InputError` naming the first bad one (``prefix`` before its name). The one place a
-    parameter's bounds are written: the command line's options read them there too.
+    """Check the parameters of ``obj`` that ``type(obj)._parameter_constraints`` declares, in
+    order (name -> :class:`Interval`, or a tuple of the allowed strings): an :class:`InputError`
+    naming the first bad one, ``prefix`` before its name. The one place a parameter's bounds
+    are written (scikit-learn's convention): command-line options read them there too.
 
     Example
     -------
     >>> class Rule:
-    ...     _parameter_constraints = {"t": Interval(float, 0, 1)}
-    ...     t = 2.0
+    ...     _parameter_constraints = {"t": Interval(float, 0, 1), "how": ("max", "rrf")}
+    ...     t, how = 0.5, "sum"
     >>> validate_params(Rule(), "rule.")
     Traceback (most recent call last):
     ...
-    factcheck.errors.InputError: rule.t: must be in [0, 1], got 2.0
+    factcheck.errors.InputError: rule.how: unknown rule.how 'sum'; expected one of max, rrf
     """
     for name, constraint in type(obj)._parameter_constraints.items():
-        constraint.check(getattr(obj, name), prefix + name)
+        value = getattr(obj, name)
+        if isinstance(constraint, tuple):
+            check_choice(value, prefix + name, constraint)
+        else:
+            constraint.check(value, prefix + name)
 
 
 def as_path(value, param: str) -> Path:

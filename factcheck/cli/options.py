@@ -16,7 +16,7 @@ from factcheck.retrieval.registry import ALL_METHODS, MODES
 from factcheck.text.analyzer import ANALYZERS
 
 __all__ = ["plural", "Deprecated", "add_renamed", "add_quiet_arg", "text_arg", "int_type", "positive_int", "non_negative_int", "jobs_type",
-           "ParamOption", "add_param", "check_output_dir", "check_outputs", "add_source_args", "add_reader_args",
+           "ParamOption", "check_output_dir", "check_outputs", "add_source_args", "add_reader_args",
            "add_claims_args", "add_cap_arg", "add_index_args", "add_tag_args", "add_backend_args", "add_mode_arg",
            "add_retriever_args", "add_pool_args", "pool_from_args", "pool_model_from_args", "run_embedding_from_args", "add_analyzer_arg",
            "source_from_args", "source_options", "claims_options", "read_claims_from_args", "index_from_args",
@@ -80,17 +80,10 @@ def constrained(constraint: Interval):
     checked by the library's own check; its message, for argparse to put after the flag."""
 
     def parse(text: str):
-        if constraint.kind is int:
-            value = int_type(text)
-        else:
-            try:
-                value = float(text)
-            except ValueError:
-                raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
         try:
-            return constraint.check(value, "")
-        except InputError as exc:
-            raise argparse.ArgumentTypeError(exc.message) from None
+            return constraint.check(int_type(text) if constraint.kind is int else float(text), "")
+        except ValueError as exc:  # float's own, or the check's InputError
+            raise argparse.ArgumentTypeError(getattr(exc, "message", f"expected a number, got {text!r}")) from None
     return parse
 
 
@@ -107,17 +100,15 @@ def jobs_type(text: str) -> int:
 
 
 class ParamOption(argparse.Action):
-    """The option of a parameter that a library class declares in ``_parameter_constraints``
-    (``owner``: ``"module:Class"``): its type checks that constraint and its help ends with the
-    class's default and the bounds, so both are written once. The class is imported only when
-    the option is parsed or its help shown (``factcheck --help`` builds every parser)."""
+    """``--param`` of a parameter ``owner`` (``"module:Class"``) declares in ``_parameter_constraints``:
+    its type checks that constraint, its help ends with the class's default and the bounds, so
+    both are written once. ``owner`` is imported only when the option is parsed or its help
+    shown (``factcheck --help`` builds every parser). Default None: the class's default."""
 
-    def __init__(self, option_strings, dest, owner: str = "", param: str = "", **kwargs):
-        self.owner, self.param = owner, param
-
-        def parse(text: str):  # not a bound method: argparse's error path takes the type's repr
-            return constrained(self._spec()[0])(text)
-        super().__init__(option_strings, dest, type=parse, **kwargs)
+    def __init__(self, option_strings, dest, owner: str = "", **kwargs):
+        self.owner = owner
+        # A closure, not a bound method: argparse's error path takes the type's repr.
+        super().__init__(option_strings, dest, type=lambda text: constrained(self._spec()[0])(text), **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
         setattr(namespace, self.dest, values)
@@ -125,7 +116,7 @@ class ParamOption(argparse.Action):
     def _spec(self):
         module, _, name = self.owner.partition(":")
         owner = getattr(importlib.import_module(module), name)
-        return owner._parameter_constraints[self.param], inspect.signature(owner).parameters[self.param].default
+        return owner._parameter_constraints[self.dest], inspect.signature(owner).parameters[self.dest].default
 
     @property
     def help(self) -> str:
@@ -135,13 +126,6 @@ class ParamOption(argparse.Action):
     @help.setter
     def help(self, text: str) -> None:
         self._help = text
-
-
-def add_param(p, owner: str, param: str, help: str, flag: str | None = None, **kwargs):
-    """``flag`` (else ``--param``) for the parameter ``param`` of ``owner`` (``"module:Class"``),
-    a :class:`ParamOption`; ``kwargs`` go to ``add_argument`` (default None: the class's default)."""
-    return p.add_argument(flag or "--" + param.replace("_", "-"), action=ParamOption, owner=owner, param=param,
-                          help=help, **{"default": None, **kwargs})
 
 
 def check_output_dir(path) -> None:
@@ -225,9 +209,9 @@ def add_index_args(p: argparse.ArgumentParser, help_text: str = "tag index direc
 
 def add_tag_args(p: argparse.ArgumentParser) -> None:
     """The tagging job's settings (:class:`~factcheck.tagging.job.TagParams`: None is its default)."""
-    for name, help in (("top_k", "tags per passage"), ("max_features", "TF-IDF vocabulary size"),
-                       ("tag_features", "vocabulary of the tag vectoriser"), ("shard_size", "passages per shard file")):
-        add_param(p, "factcheck.tagging.job:TagParams", name, help)
+    for flag, help in (("--top-k", "tags per passage"), ("--max-features", "TF-IDF vocabulary size"),
+                       ("--tag-features", "vocabulary of the tag vectoriser"), ("--shard-size", "passages per shard file")):
+        p.add_argument(flag, action=ParamOption, owner="factcheck.tagging.job:TagParams", help=help)
     p.add_argument("--jobs", type=jobs_type, default=-1, help="worker processes (default: -1 = all cores)")
     add_backend_args(p)
     p.add_argument("--force", action="store_true", help="replace an existing index of a different run")
@@ -323,18 +307,19 @@ def add_retriever_args(p: argparse.ArgumentParser, k_help: str = EVIDENCE_K_HELP
                    help="retriever (default: bm25; dense, hybrid and pool need --mode open)")
     add_renamed(p, "--k", old_k, type=positive_int, default=k_default, metavar="N", help=k_help)
     g = p.add_argument_group("tag rule (--method tags)")
-    add_param(g, TAG_RULE, "t_sim", "cosine threshold")
-    add_param(g, TAG_RULE, "t_overlap", "tag-overlap threshold")
+    g.add_argument("--t-sim", action=ParamOption, owner=TAG_RULE, help="cosine threshold")
+    g.add_argument("--t-overlap", action=ParamOption, owner=TAG_RULE, help="tag-overlap threshold")
     g = p.add_argument_group("BM25 (--method bm25, and hybrid's BM25 side)")
-    add_param(g, BM25, "k1", "term-frequency saturation")
-    add_param(g, BM25, "b", "length normalisation")
+    g.add_argument("--k1", action=ParamOption, owner=BM25, help="term-frequency saturation")
+    g.add_argument("--b", action=ParamOption, owner=BM25, help="length normalisation")
     g = p.add_argument_group("TF-IDF (--method tfidf)")
     add_analyzer_arg(g)
     g = p.add_argument_group("reranking (--method rerank)")
     g.add_argument("--rerank-model", type=Path, default=None, help="trained reranker (from factcheck train-rerank)")
     g = p.add_argument_group("open mode (--method dense, hybrid or pool, with --mode open)")
     add_pool_args(g)
-    add_param(g, "factcheck.retrieval.dense:HybridRetriever", "alpha", "hybrid: weight of the dense score")
+    g.add_argument("--alpha", action=ParamOption, owner="factcheck.retrieval.dense:HybridRetriever",
+                   help="hybrid: weight of the dense score")
     g.add_argument("--fusion", choices=("max", "rrf"), default=None,
                    help="hybrid: max-normalised score mix or reciprocal-rank fusion (default: max)")
     g = p.add_argument_group("chunking")
@@ -350,8 +335,8 @@ def add_pool_args(g, model: bool = True) -> None:
         g.add_argument("--pool-model", default=None, metavar="minilm|DIR",
                        help="pool: the contextual model that orders each claim's candidate pool, the packaged "
                             "minilm (the default) or an ONNX model directory")
-    add_param(g, "factcheck.retrieval.pool:PoolRetriever", "pool_size", "pool: passages BM25 and the passage "
-              "vectors each add to a claim's pool", metavar="N")
+    g.add_argument("--pool-size", action=ParamOption, owner="factcheck.retrieval.pool:PoolRetriever", metavar="N",
+                   help="pool: passages BM25 and the passage vectors each add to a claim's pool")
 
 
 def pool_model_from_args(args):

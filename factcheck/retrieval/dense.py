@@ -6,7 +6,7 @@ import weakref
 
 import numpy as np
 
-from factcheck.errors import Interval, Options, check_choice
+from factcheck.errors import Interval, check_choice
 from factcheck.retrieval.base import Retriever, Scored, require_directory
 from factcheck.scoring.topk import top_k
 from factcheck.text.analyzer import analyze, shared_stems
@@ -136,7 +136,7 @@ class HybridRetriever(Retriever):
     name = "hybrid"
     needs_vectors = True
     # The fusion is checked at fit, not at the first claim.
-    _parameter_constraints = {"k": Interval(int, 1), "alpha": Interval(float, 0, 1), "fusion": Options(FUSIONS),
+    _parameter_constraints = {"k": Interval(int, 1), "alpha": Interval(float, 0, 1), "fusion": FUSIONS,
                               "k1": Interval(float, 0), "b": Interval(float, 0, 1), "rrf_depth": Interval(int, 1)}
 
     def __init__(self, k: int = 4, alpha: float = 0.5, fusion: str = "max", k1: float = 0.9, b: float = 0.4,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from factcheck.errors import Interval, Options
+from factcheck.errors import Interval
 from factcheck.retrieval.base import Retriever, Scored
 from factcheck.retrieval.bm25 import load_terms, save_terms
 from factcheck.scoring.counting import count_terms
@@ -90,7 +90,7 @@ class TfidfRetriever(Retriever):
     """
 
     name = "tfidf"
-    _parameter_constraints = {"analyzer": Options(ANALYZERS), "k": Interval(int, 1)}
+    _parameter_constraints = {"analyzer": ANALYZERS, "k": Interval(int, 1)}
 
     def __init__(self, analyzer: str = "stems", k: int = 5):
         self.analyzer = analyzer
