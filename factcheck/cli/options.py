@@ -20,7 +20,7 @@ __all__ = ["plural", "Deprecated", "add_renamed", "add_quiet_arg", "text_arg", "
            "add_claims_args", "add_cap_arg", "add_index_args", "add_tag_args", "add_backend_args", "add_mode_arg",
            "add_retriever_args", "add_pool_args", "pool_from_args", "pool_model_from_args", "run_embedding_from_args", "add_analyzer_arg",
            "source_from_args", "source_options", "claims_options", "read_claims_from_args", "index_from_args",
-           "tag_job_from_args", "retriever_from_args", "add_embedding_args", "embedding_model_from_args",
+           "tag_settings", "tag_job_from_args", "retriever_from_args", "add_embedding_args", "embedding_model_from_args",
            "relocate_from_args", "SOURCE_FORMATS", "CLAIM_FORMATS", "PREDICTION_FORMATS"]
 
 OPEN_HELP = "open: also pretrained embeddings (the optional extra: pip install -e '.[open]')"
@@ -210,7 +210,8 @@ def add_index_args(p: argparse.ArgumentParser, help_text: str = "tag index direc
 def add_tag_args(p: argparse.ArgumentParser) -> None:
     """The tagging job's settings (:class:`~factcheck.tagging.job.TagParams`: None is its default)."""
     for flag, help in (("--top-k", "tags per passage"), ("--max-features", "TF-IDF vocabulary size"),
-                       ("--tag-features", "vocabulary of the tag vectoriser"), ("--shard-size", "passages per shard file")):
+                       ("--tag-features", "vocabulary of the tag vectoriser"),
+                       ("--shard-size", "passages per shard file")):
         p.add_argument(flag, action=ParamOption, owner="factcheck.tagging.job:TagParams", help=help)
     p.add_argument("--jobs", type=jobs_type, default=-1, help="worker processes (default: -1 = all cores)")
     add_backend_args(p)
@@ -428,11 +429,15 @@ def index_from_args(args):
     return TagIndex.load(args.index)
 
 
+def tag_settings(args) -> dict:
+    """The tagging job's settings given on the command line (one not given: TagJob's default)."""
+    return {k: getattr(args, k) for k in ("top_k", "max_features", "tag_features", "shard_size", "backend", "scheduler")
+            if getattr(args, k) is not None}
+
+
 def tag_job_from_args(args, progress=None):
     from factcheck.tagging.job import TagJob
-    given = {k: getattr(args, k) for k in ("top_k", "max_features", "tag_features", "shard_size")
-             if getattr(args, k) is not None}
-    return TagJob(jobs=args.jobs, backend=args.backend, scheduler=args.scheduler, progress=progress, **given)
+    return TagJob(jobs=args.jobs, progress=progress, **tag_settings(args))
 
 
 def retriever_from_args(args, evidence_k: bool = True):
