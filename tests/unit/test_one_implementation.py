@@ -103,11 +103,16 @@ def test_parameters_are_declared_once(monkeypatch):
     """A parameter's bounds live in its class's ``_parameter_constraints``: the library's check
     and the command line's option (its type and its help) both read them there."""
     import argparse
+    import importlib
+    import inspect
     import pytest
     from factcheck.cli.options import add_retriever_args, add_tag_args
     from factcheck.errors import InputError, Interval, validate_params
     from factcheck.retrieval.bm25 import BM25Retriever
+    from factcheck.retrieval.registry import _CLASSES
+    from factcheck.retrieval.rerank.candidates import CandidateConfig
     from factcheck.retrieval.rerank.cutoff import Cutoff
+    from factcheck.retrieval.rerank.model import ModelConfig
     from factcheck.tagging.job import TagParams
     assert [name for name in _holding(r"check_number\(self\.") if name.startswith("retrieval/")] == []
     monkeypatch.setattr(BM25Retriever, "_parameter_constraints", {"b": Interval(float, 0, 0.5)})
@@ -126,3 +131,7 @@ def test_parameters_are_declared_once(monkeypatch):
         TagParams(shard_size=0).validate()
     with pytest.raises(InputError, match=r"^cutoff\.threshold: must be in \[0, 1\], got 2$"):
         validate_params(Cutoff(threshold=2), "cutoff.")
+    # every declared constraint is of a parameter its class takes
+    owners = [getattr(importlib.import_module(f"factcheck.retrieval.{m}"), c) for m, c in _CLASSES.values()]
+    for owner in [*owners, TagParams, Cutoff, CandidateConfig, ModelConfig]:
+        assert set(owner._parameter_constraints) <= set(inspect.signature(owner).parameters), owner
