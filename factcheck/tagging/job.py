@@ -71,9 +71,10 @@ class TagJob:
     """
 
     # scikit-learn's conventions without BaseEstimator: the tagging driver never imports scikit-learn.
-    def __init__(self, top_k=10, max_features=20000, tag_features=1000, shard_size=100_000,
-                 jobs=1, backend="loky", scheduler=None, progress=None,
-                 report: Callable[[str], None] | None = None):
+    # The four knobs' defaults are TagParams's (declared once, there).
+    def __init__(self, top_k=TagParams.top_k, max_features=TagParams.max_features,
+                 tag_features=TagParams.tag_features, shard_size=TagParams.shard_size, jobs=1, backend="loky",
+                 scheduler=None, progress=None, report: Callable[[str], None] | None = None):
         self.top_k = top_k
         self.max_features = max_features
         self.tag_features = tag_features
@@ -307,9 +308,10 @@ class TagJob:
 
 def build_index(evidence, out=None, *, format: str | None = None, id_column: str | None = None,
                 text_column: str | None = None, title_column: str | None = None, index_titles: bool | None = None,
-                max_passage_chars: int | None = None, top_k: int = 10, max_features: int = 20000, tag_features: int = 1000, shard_size: int = 100_000,
-                jobs: int = 1, backend: str = "loky", scheduler: str | None = None, force: bool = False,
-                progress: bool | None = None):
+                max_passage_chars: int | None = None, top_k: int = TagParams.top_k,
+                max_features: int = TagParams.max_features, tag_features: int = TagParams.tag_features,
+                shard_size: int = TagParams.shard_size, jobs: int = 1, backend: str = "loky",
+                scheduler: str | None = None, force: bool = False, progress: bool | None = None):
     """Tag a knowledge source, in memory or into ``out`` (reusing the index already there), and open it.
 
     Parameters
