@@ -7,10 +7,12 @@ from __future__ import annotations
 import math
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from numbers import Integral, Real
 
-__all__ = ["FactcheckWarning", "InputError", "IntegrityError", "as_path", "check_choice", "check_number", "ref"]
+__all__ = ["FactcheckWarning", "InputError", "IntegrityError", "Interval", "as_path", "check_choice",
+           "check_number", "ref", "validate_params"]
 
 _REF = re.compile("\u27e8([A-Za-z_][\\w.]*)\u27e9")
 
@@ -156,6 +158,52 @@ def check_choice(value, param: str, choices) -> str:
         raise InputError(None, None, f"unknown {param} {value!r}; expected one of {', '.join(choices)}",
                          param=param)
     return value
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A parameter's constraint: a number of ``kind`` (int or float) in ``[low, high]`` (None: no bound).
+
+    Example
+    -------
+    >>> Interval(float, 0, 1).describe(), Interval(int, 1).describe()
+    ('in [0, 1]', '>= 1')
+    """
+
+    kind: type
+    low: float | None = None
+    high: float | None = None
+
+    def check(self, value, param: str):
+        return check_number(value, param, integer=self.kind is int, low=self.low, high=self.high)
+
+    def describe(self) -> str:
+        """The bounds as a command's help shows them."""
+        return f"in [{self.low:g}, {self.high:g}]" if self.high is not None else f">= {self.low:g}"
+
+
+def validate_params(obj, prefix: str = "") -> None:
+    """Check the parameters of ``obj`` that ``type(obj)._parameter_constraints`` declares, in
+    order (name -> :class:`Interval`, or a tuple of the allowed strings): an :class:`InputError`
+    naming the first bad one, ``prefix`` before its name. The one place a parameter's bounds
+    are written (scikit-learn's convention): command-line options read them there too.
+
+    Example
+    -------
+    >>> class Rule:
+    ...     _parameter_constraints = {"t": Interval(float, 0, 1), "how": ("max", "rrf")}
+    ...     t, how = 0.5, "sum"
+    >>> validate_params(Rule(), "rule.")
+    Traceback (most recent call last):
+    ...
+    factcheck.errors.InputError: rule.how: unknown rule.how 'sum'; expected one of max, rrf
+    """
+    for name, constraint in type(obj)._parameter_constraints.items():
+        value = getattr(obj, name)
+        if isinstance(constraint, tuple):
+            check_choice(value, prefix + name, constraint)
+        else:
+            constraint.check(value, prefix + name)
 
 
 def as_path(value, param: str) -> Path:

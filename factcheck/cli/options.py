@@ -4,21 +4,23 @@ light library modules at module level: ``factcheck --help`` builds every parser)
 from __future__ import annotations
 
 import argparse
+import importlib
+import inspect
 import sys
 from pathlib import Path
 
-from factcheck.errors import InputError, check_number, ref
+from factcheck.errors import InputError, Interval, ref
 from factcheck.formats.claims import CLAIM_FORMATS, PREDICTION_FORMATS
 from factcheck.formats.evidence import FORMATS as SOURCE_FORMATS
 from factcheck.retrieval.registry import ALL_METHODS, MODES
 from factcheck.text.analyzer import ANALYZERS
 
 __all__ = ["plural", "Deprecated", "add_renamed", "add_quiet_arg", "text_arg", "int_type", "positive_int", "non_negative_int", "jobs_type",
-           "bounded_float", "check_output_dir", "check_outputs", "add_source_args", "add_reader_args",
+           "ParamOption", "check_output_dir", "check_outputs", "add_source_args", "add_reader_args",
            "add_claims_args", "add_cap_arg", "add_index_args", "add_tag_args", "add_backend_args", "add_mode_arg",
            "add_retriever_args", "add_pool_args", "pool_from_args", "pool_model_from_args", "run_embedding_from_args", "add_analyzer_arg",
            "source_from_args", "source_options", "claims_options", "read_claims_from_args", "index_from_args",
-           "tag_job_from_args", "retriever_from_args", "add_embedding_args", "embedding_model_from_args",
+           "tag_settings", "tag_job_from_args", "retriever_from_args", "add_embedding_args", "embedding_model_from_args",
            "relocate_from_args", "SOURCE_FORMATS", "CLAIM_FORMATS", "PREDICTION_FORMATS"]
 
 OPEN_HELP = "open: also pretrained embeddings (the optional extra: pip install -e '.[open]')"
@@ -73,21 +75,20 @@ def int_type(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
 
 
-def _checked(value, **bounds):
-    """``value`` through the library's one number check; its message, for argparse to put
-    after the flag."""
-    try:
-        return check_number(value, "", **bounds)
-    except InputError as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
+def constrained(constraint: Interval):
+    """An argparse type: the number ``constraint`` (:class:`~factcheck.errors.Interval`) allows,
+    checked by the library's own check; its message, for argparse to put after the flag."""
+
+    def parse(text: str):
+        try:
+            return constraint.check(int_type(text) if constraint.kind is int else float(text), "")
+        except ValueError as exc:  # float's own, or the check's InputError
+            raise argparse.ArgumentTypeError(getattr(exc, "message", f"expected a number, got {text!r}")) from None
+    return parse
 
 
-def positive_int(text: str) -> int:
-    return _checked(int_type(text), integer=True, low=1)
-
-
-def non_negative_int(text: str) -> int:
-    return _checked(int_type(text), integer=True, low=0)
+positive_int = constrained(Interval(int, 1))
+non_negative_int = constrained(Interval(int, 0))
 
 
 def jobs_type(text: str) -> int:
@@ -98,16 +99,33 @@ def jobs_type(text: str) -> int:
     return value
 
 
-def bounded_float(lo: float, hi: float | None = None):
-    """An argparse type: a finite number in ``[lo, hi]`` (no NaN, no infinity)."""
+class ParamOption(argparse.Action):
+    """``--param`` of a parameter ``owner`` (``"module:Class"``) declares in ``_parameter_constraints``:
+    its type checks that constraint, its help ends with the class's default and the bounds, so
+    both are written once. ``owner`` is imported only when the option is parsed or its help
+    shown (``factcheck --help`` builds every parser). Default None: the class's default."""
 
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        return _checked(value, low=lo, high=hi)
-    return parse
+    def __init__(self, option_strings, dest, owner: str = "", **kwargs):
+        self.owner = owner
+        # A closure, not a bound method: argparse's error path takes the type's repr.
+        super().__init__(option_strings, dest, type=lambda text: constrained(self._spec()[0])(text), **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+
+    def _spec(self):
+        module, _, name = self.owner.partition(":")
+        owner = getattr(importlib.import_module(module), name)
+        return owner._parameter_constraints[self.dest], inspect.signature(owner).parameters[self.dest].default
+
+    @property
+    def help(self) -> str:
+        constraint, default = self._spec()
+        return f"{self._help} (default: {default:g}; {constraint.describe()})"
+
+    @help.setter
+    def help(self, text: str) -> None:
+        self._help = text
 
 
 def check_output_dir(path) -> None:
@@ -190,13 +208,11 @@ def add_index_args(p: argparse.ArgumentParser, help_text: str = "tag index direc
 
 
 def add_tag_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--top-k", type=positive_int, default=10, help="tags per passage (default: 10)")
-    p.add_argument("--max-features", type=positive_int, default=20000,
-                   help="TF-IDF vocabulary size (default: 20000)")
-    p.add_argument("--tag-features", type=positive_int, default=1000,
-                   help="vocabulary of the tag vectoriser (default: 1000)")
-    p.add_argument("--shard-size", type=positive_int, default=100_000,
-                   help="passages per shard file (default: 100000)")
+    """The tagging job's settings (:class:`~factcheck.tagging.job.TagParams`: None is its default)."""
+    for flag, help in (("--top-k", "tags per passage"), ("--max-features", "TF-IDF vocabulary size"),
+                       ("--tag-features", "vocabulary of the tag vectoriser"),
+                       ("--shard-size", "passages per shard file")):
+        p.add_argument(flag, action=ParamOption, owner="factcheck.tagging.job:TagParams", help=help)
     p.add_argument("--jobs", type=jobs_type, default=-1, help="worker processes (default: -1 = all cores)")
     add_backend_args(p)
     p.add_argument("--force", action="store_true", help="replace an existing index of a different run")
@@ -274,6 +290,7 @@ def relocate_from_args(args, index_dir) -> None:
         relocate_embedding_model(index_dir, args.embedding_model)
 
 
+TAG_RULE, BM25 = "factcheck.retrieval.tag_rule:TagRuleRetriever", "factcheck.retrieval.bm25:BM25Retriever"
 # The retriever settings each method reads (flags' dests).
 METHOD_OPTIONS = {"tags": ("t_sim", "t_overlap", "k"), "bm25": ("k1", "b", "k"), "rerank": ("rerank_model",),
                   "tfidf": ("analyzer", "k"), "dense": ("k",), "hybrid": ("k", "alpha", "fusion", "k1", "b"),
@@ -291,19 +308,19 @@ def add_retriever_args(p: argparse.ArgumentParser, k_help: str = EVIDENCE_K_HELP
                    help="retriever (default: bm25; dense, hybrid and pool need --mode open)")
     add_renamed(p, "--k", old_k, type=positive_int, default=k_default, metavar="N", help=k_help)
     g = p.add_argument_group("tag rule (--method tags)")
-    g.add_argument("--t-sim", type=bounded_float(0.0, 1.0), default=None, help="cosine threshold (default: 0.55)")
-    g.add_argument("--t-overlap", type=bounded_float(0.0, 1.0), default=None, help="tag-overlap threshold (default: 0.5)")
+    g.add_argument("--t-sim", action=ParamOption, owner=TAG_RULE, help="cosine threshold")
+    g.add_argument("--t-overlap", action=ParamOption, owner=TAG_RULE, help="tag-overlap threshold")
     g = p.add_argument_group("BM25 (--method bm25, and hybrid's BM25 side)")
-    g.add_argument("--k1", type=bounded_float(0.0), default=None, help="term-frequency saturation (default: 1.2)")
-    g.add_argument("--b", type=bounded_float(0.0, 1.0), default=None, help="length normalisation (default: 0.75)")
+    g.add_argument("--k1", action=ParamOption, owner=BM25, help="term-frequency saturation")
+    g.add_argument("--b", action=ParamOption, owner=BM25, help="length normalisation")
     g = p.add_argument_group("TF-IDF (--method tfidf)")
     add_analyzer_arg(g)
     g = p.add_argument_group("reranking (--method rerank)")
     g.add_argument("--rerank-model", type=Path, default=None, help="trained reranker (from factcheck train-rerank)")
     g = p.add_argument_group("open mode (--method dense, hybrid or pool, with --mode open)")
     add_pool_args(g)
-    g.add_argument("--alpha", type=bounded_float(0.0, 1.0), default=None,
-                   help="hybrid: weight of the dense score (default: 0.5)")
+    g.add_argument("--alpha", action=ParamOption, owner="factcheck.retrieval.dense:HybridRetriever",
+                   help="hybrid: weight of the dense score")
     g.add_argument("--fusion", choices=("max", "rrf"), default=None,
                    help="hybrid: max-normalised score mix or reciprocal-rank fusion (default: max)")
     g = p.add_argument_group("chunking")
@@ -319,8 +336,8 @@ def add_pool_args(g, model: bool = True) -> None:
         g.add_argument("--pool-model", default=None, metavar="minilm|DIR",
                        help="pool: the contextual model that orders each claim's candidate pool, the packaged "
                             "minilm (the default) or an ONNX model directory")
-    g.add_argument("--pool-size", type=positive_int, default=None, metavar="N",
-                   help="pool: passages BM25 and the passage vectors each add to a claim's pool (default: 100)")
+    g.add_argument("--pool-size", action=ParamOption, owner="factcheck.retrieval.pool:PoolRetriever", metavar="N",
+                   help="pool: passages BM25 and the passage vectors each add to a claim's pool")
 
 
 def pool_model_from_args(args):
@@ -412,11 +429,15 @@ def index_from_args(args):
     return TagIndex.load(args.index)
 
 
+def tag_settings(args) -> dict:
+    """The tagging job's settings given on the command line (one not given: TagJob's default)."""
+    return {k: getattr(args, k) for k in ("top_k", "max_features", "tag_features", "shard_size", "backend", "scheduler")
+            if getattr(args, k) is not None}
+
+
 def tag_job_from_args(args, progress=None):
     from factcheck.tagging.job import TagJob
-    return TagJob(top_k=args.top_k, max_features=args.max_features, tag_features=args.tag_features,
-                  shard_size=args.shard_size, jobs=args.jobs, backend=args.backend,
-                  scheduler=args.scheduler, progress=progress)
+    return TagJob(jobs=args.jobs, progress=progress, **tag_settings(args))
 
 
 def retriever_from_args(args, evidence_k: bool = True):

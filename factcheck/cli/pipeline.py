@@ -10,10 +10,9 @@ from factcheck.cli.options import (add_backend_args, add_claims_args, add_embedd
                                    check_output_dir, check_outputs, PREDICTION_FORMATS, claims_options,
                                    index_from_args, jobs_type, plural,
                                    pool_from_args, positive_int, read_claims_from_args, relocate_from_args,
-                                   run_embedding_from_args, source_options)
+                                   run_embedding_from_args, source_options, tag_settings)
 from factcheck.retrieval.registry import ALL_METHODS
 
-TAG_SETTINGS = ("top_k", "max_features", "tag_features", "shard_size", "backend", "scheduler")
 AUTO_HELP = ("retriever (default: auto = best evidence F on the training hold-out; dense, hybrid and pool need "
              "--mode open)")
 
@@ -50,7 +49,7 @@ def add_run(p):
             train=args.train, dev=args.dev, test=args.test, evidence=args.evidence, index_dir=args.index,
             source=source_options(args), claims={k.removeprefix("claims_"): v for k, v in claims_options(args).items()},
             method=args.method, mode=args.mode, embedding_model=run_embedding_from_args(args),
-            tagging={name: getattr(args, name) for name in TAG_SETTINGS}, jobs=args.jobs, force=args.force,
+            tagging=tag_settings(args), jobs=args.jobs, force=args.force,
             progress=False if args.quiet else None, max_tuning_claims=args.max_tuning_claims,
             max_evidence=args.max_evidence)
         m = run_pipeline(args.data_dir, args.out, config)

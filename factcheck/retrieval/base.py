@@ -14,7 +14,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import metadata_routing
 
-from factcheck.errors import InputError, check_number
+from factcheck.errors import InputError, check_number, validate_params
 
 __all__ = ["Explanation", "Hit", "NotFittedError", "Ranking", "Retriever", "Selection", "TopK", "as_texts"]
 
@@ -285,6 +285,8 @@ class Retriever(BaseEstimator, ABC):
     """
 
     name = "retriever"
+    #: Each parameter's constraint (:func:`~factcheck.errors.validate_params`; the CLI's options read them).
+    _parameter_constraints: dict = {}
     # ``fit``'s ``index`` is the data, not metadata to route: no generated ``set_fit_request``.
     __metadata_request__fit = {"index": metadata_routing.UNUSED}
     # False: derived arrays (BM25's weights, TF-IDF's matrices) are built in memory, not kept in the
@@ -393,7 +395,9 @@ class Retriever(BaseEstimator, ABC):
             yield sel, (TopK(top.rows[:k], top.scores[:k]) if k else None)
 
     def _check_params(self) -> None:
-        """Raise an InputError naming the parameter of a bad value."""
+        """Raise an InputError naming the parameter of a bad value (those ``_parameter_constraints``
+        declares; a subclass adds what one value cannot say alone)."""
+        validate_params(self)
 
     def _hit(self, row: int, score: float, explanation: dict) -> Hit:
         index = self.index_

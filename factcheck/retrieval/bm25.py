@@ -6,7 +6,7 @@ import weakref
 
 import numpy as np
 
-from factcheck.errors import check_number
+from factcheck.errors import Interval
 from factcheck.retrieval.base import Retriever, Scored
 from factcheck.scoring.bm25 import bm25_weights
 from factcheck.scoring.counting import CorpusCounts, count_corpus, count_terms
@@ -45,16 +45,12 @@ class BM25Retriever(Retriever):
     """
 
     name = "bm25"
+    _parameter_constraints = {"k1": Interval(float, 0), "b": Interval(float, 0, 1), "k": Interval(int, 1)}
 
     def __init__(self, k1: float = 1.2, b: float = 0.75, k: int = 5):
         self.k1 = k1
         self.b = b
         self.k = k
-
-    def _check_params(self) -> None:
-        check_number(self.k1, "k1", low=0.0)
-        check_number(self.b, "b", low=0.0, high=1.0)
-        check_number(self.k, "k", integer=True, low=1)
 
     def _fit(self, index) -> None:
         cache = key = None

@@ -6,7 +6,7 @@ import weakref
 
 import numpy as np
 
-from factcheck.errors import check_choice, check_number
+from factcheck.errors import Interval, check_choice
 from factcheck.retrieval.base import Retriever, Scored, require_directory
 from factcheck.scoring.topk import top_k
 from factcheck.text.analyzer import analyze, shared_stems
@@ -41,12 +41,10 @@ class DenseRetriever(Retriever):
     name = "dense"
     needs_vectors = True  # fit reads the index's passage vectors (a chunk index gets its own)
     block_rows = 65536  # passage vectors multiplied at a time: memory only, never the result (no parameter)
+    _parameter_constraints = {"k": Interval(int, 1)}
 
     def __init__(self, k: int = 4):
         self.k = k
-
-    def _check_params(self) -> None:
-        check_number(self.k, "k", integer=True, low=1)
 
     def _fit(self, index) -> None:
         from factcheck.tagging.vectors import read_vectors_manifest
@@ -137,6 +135,9 @@ class HybridRetriever(Retriever):
 
     name = "hybrid"
     needs_vectors = True
+    # The fusion is checked at fit, not at the first claim.
+    _parameter_constraints = {"k": Interval(int, 1), "alpha": Interval(float, 0, 1), "fusion": FUSIONS,
+                              "k1": Interval(float, 0), "b": Interval(float, 0, 1), "rrf_depth": Interval(int, 1)}
 
     def __init__(self, k: int = 4, alpha: float = 0.5, fusion: str = "max", k1: float = 0.9, b: float = 0.4,
                  rrf_depth: int = 1000):
@@ -153,14 +154,6 @@ class HybridRetriever(Retriever):
         if self.fusion != "rrf":
             del out["rrf_depth"]
         return out
-
-    def _check_params(self) -> None:
-        check_number(self.k, "k", integer=True, low=1)
-        check_number(self.alpha, "alpha", low=0.0, high=1.0)
-        check_choice(self.fusion, "fusion", FUSIONS)  # at fit, not at the first claim
-        check_number(self.k1, "k1", low=0.0)
-        check_number(self.b, "b", low=0.0, high=1.0)
-        check_number(self.rrf_depth, "rrf_depth", integer=True, low=1)
 
     def _fit(self, index) -> None:
         from factcheck.retrieval.bm25 import BM25Retriever

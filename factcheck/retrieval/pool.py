@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from factcheck.errors import InputError, check_choice, check_number
+from factcheck.errors import InputError, Interval, check_choice
 from factcheck.retrieval.base import Retriever, Scored
 from factcheck.scoring.topk import top_k
 
@@ -104,6 +104,9 @@ class PoolRetriever(Retriever):
 
     name = "pool"
     needs_vectors = True  # the first stage reads the index's passage vectors
+    _parameter_constraints = {"k": Interval(int, 1), "pool_size": Interval(int, 1), "k1": Interval(float, 0),
+                              "b": Interval(float, 0, 1), "combine": COMBINATIONS,
+                              "bm25_weight": Interval(float, 0), "dense_weight": Interval(float, 0)}
 
     def __init__(self, model="minilm", k: int = 4, pool_size: int = POOL_SIZE, k1: float = 0.9, b: float = 0.4,
                  combine: str = "cosine", bm25_weight: float = 0.0, dense_weight: float = 0.0):
@@ -122,13 +125,7 @@ class PoolRetriever(Retriever):
                 if k not in DEFAULT_COMBINATION or v != DEFAULT_COMBINATION[k]}
 
     def _check_params(self) -> None:
-        check_number(self.k, "k", integer=True, low=1)
-        check_number(self.pool_size, "pool_size", integer=True, low=1)
-        check_number(self.k1, "k1", low=0.0)
-        check_number(self.b, "b", low=0.0, high=1.0)
-        check_choice(self.combine, "combine", COMBINATIONS)
-        check_number(self.bm25_weight, "bm25_weight", low=0.0)
-        check_number(self.dense_weight, "dense_weight", low=0.0)
+        super()._check_params()
         if self.combine != "weighted" and (self.bm25_weight or self.dense_weight):
             raise InputError(None, None, f"is read only with combine='weighted', not {self.combine!r}",
                              param="bm25_weight" if self.bm25_weight else "dense_weight")

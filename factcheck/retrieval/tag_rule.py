@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from factcheck.errors import check_number
+from factcheck.errors import Interval
 from factcheck.retrieval.base import Retriever, Scored, Selection
 from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
 from factcheck.tagging.derived import DerivedCache
@@ -71,16 +71,12 @@ class TagRuleRetriever(Retriever):
     """
 
     name = "tags"
+    _parameter_constraints = {"t_sim": Interval(float, 0, 1), "t_overlap": Interval(float, 0, 1), "k": Interval(int, 1)}
 
     def __init__(self, t_sim: float = 0.55, t_overlap: float = 0.5, k: int = 6):
         self.t_sim = t_sim
         self.t_overlap = t_overlap
         self.k = k
-
-    def _check_params(self) -> None:
-        check_number(self.t_sim, "t_sim", low=0.0, high=1.0)
-        check_number(self.t_overlap, "t_overlap", low=0.0, high=1.0)
-        check_number(self.k, "k", integer=True, low=1)
 
     def _fit(self, index) -> None:
         self._vocab_col = {t: j for j, t in enumerate(index.vocabulary)}

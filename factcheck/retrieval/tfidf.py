@@ -6,14 +6,14 @@ from pathlib import Path
 
 import numpy as np
 
-from factcheck.errors import check_number
+from factcheck.errors import Interval
 from factcheck.retrieval.base import Retriever, Scored
 from factcheck.retrieval.bm25 import load_terms, save_terms
 from factcheck.scoring.counting import count_terms
 from factcheck.scoring.matrix import TermMatrix, load_array
 from factcheck.scoring.tfidf import TfidfSpace
 from factcheck.tagging.derived import DerivedCache
-from factcheck.text.analyzer import analyzer_of, check_analyzer
+from factcheck.text.analyzer import ANALYZERS, analyzer_of, check_analyzer
 
 __all__ = ["TfidfModel", "TfidfRetriever"]
 
@@ -90,14 +90,11 @@ class TfidfRetriever(Retriever):
     """
 
     name = "tfidf"
+    _parameter_constraints = {"analyzer": ANALYZERS, "k": Interval(int, 1)}
 
     def __init__(self, analyzer: str = "stems", k: int = 5):
         self.analyzer = analyzer
         self.k = k
-
-    def _check_params(self) -> None:
-        check_analyzer(self.analyzer)
-        check_number(self.k, "k", integer=True, low=1)
 
     def _fit(self, index) -> None:
         analyzer = self.analyzer

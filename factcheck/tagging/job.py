@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from factcheck.errors import InputError, check_number
+from factcheck.errors import InputError, Interval, validate_params
 from factcheck.formats.evidence import SourceSpec, as_source, iter_passage_records
 from factcheck.formats.files import crashpoint, loads_json, write_json_atomic
 from factcheck.tagging import outdir, store
@@ -35,14 +35,15 @@ WARM_UP_BYTES = 32
 class TagParams:
     """Everything that changes the output bytes (jobs and backend do not)."""
 
+    _parameter_constraints = {"top_k": Interval(int, 1), "max_features": Interval(int, 1),
+                              "tag_features": Interval(int, 1), "shard_size": Interval(int, 1)}
     top_k: int = 10
     max_features: int = 20000
     tag_features: int = 1000
     shard_size: int = 100_000
 
     def validate(self) -> None:
-        for name, value in asdict(self).items():
-            check_number(value, name, integer=True, low=1)
+        validate_params(self)
 
 
 class TagJob:
@@ -70,9 +71,10 @@ class TagJob:
     """
 
     # scikit-learn's conventions without BaseEstimator: the tagging driver never imports scikit-learn.
-    def __init__(self, top_k=10, max_features=20000, tag_features=1000, shard_size=100_000,
-                 jobs=1, backend="loky", scheduler=None, progress=None,
-                 report: Callable[[str], None] | None = None):
+    # The four knobs' defaults are TagParams's (declared once, there).
+    def __init__(self, top_k=TagParams.top_k, max_features=TagParams.max_features,
+                 tag_features=TagParams.tag_features, shard_size=TagParams.shard_size, jobs=1, backend="loky",
+                 scheduler=None, progress=None, report: Callable[[str], None] | None = None):
         self.top_k = top_k
         self.max_features = max_features
         self.tag_features = tag_features
@@ -306,9 +308,10 @@ class TagJob:
 
 def build_index(evidence, out=None, *, format: str | None = None, id_column: str | None = None,
                 text_column: str | None = None, title_column: str | None = None, index_titles: bool | None = None,
-                max_passage_chars: int | None = None, top_k: int = 10, max_features: int = 20000, tag_features: int = 1000, shard_size: int = 100_000,
-                jobs: int = 1, backend: str = "loky", scheduler: str | None = None, force: bool = False,
-                progress: bool | None = None):
+                max_passage_chars: int | None = None, top_k: int = TagParams.top_k,
+                max_features: int = TagParams.max_features, tag_features: int = TagParams.tag_features,
+                shard_size: int = TagParams.shard_size, jobs: int = 1, backend: str = "loky",
+                scheduler: str | None = None, force: bool = False, progress: bool | None = None):
     """Tag a knowledge source, in memory or into ``out`` (reusing the index already there), and open it.
 
     Parameters

@@ -97,3 +97,41 @@ def test_bm25_weights_are_built_and_cached_in_one_place(demo_index, tmp_path):
     # the cache entries keep their names: an index cached before is not built again
     assert (root / "bm25" / "lucene-k1_1.2-b_0.75").is_dir()
     assert len(list((root / "rerank").glob("bm25-*-k1_0.9-b_0.4"))) == 1
+
+
+def test_parameters_are_declared_once(monkeypatch):
+    """A parameter's bounds live in its class's ``_parameter_constraints``: the library's check
+    and the command line's option (its type and its help) both read them there."""
+    import argparse
+    import importlib
+    import inspect
+    import pytest
+    from factcheck.cli.options import add_retriever_args, add_tag_args
+    from factcheck.errors import InputError, Interval, validate_params
+    from factcheck.retrieval.bm25 import BM25Retriever
+    from factcheck.retrieval.registry import _CLASSES
+    from factcheck.retrieval.rerank.candidates import CandidateConfig
+    from factcheck.retrieval.rerank.cutoff import Cutoff
+    from factcheck.retrieval.rerank.model import ModelConfig
+    from factcheck.tagging.job import TagParams
+    assert [name for name in _holding(r"check_number\(self\.") if name.startswith("retrieval/")] == []
+    monkeypatch.setattr(BM25Retriever, "_parameter_constraints", {"b": Interval(float, 0, 0.5)})
+    parser = argparse.ArgumentParser()
+    add_retriever_args(parser)
+    add_tag_args(parser)
+    options = {a.dest: a for a in parser._actions}
+    assert options["b"].help == "length normalisation (default: 0.75; in [0, 0.5])"
+    assert options["shard_size"].help == "passages per shard file (default: 100000; >= 1)"
+    assert options["b"].type("0.25") == 0.25 and options["top_k"].type("3") == 3
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^must be in \[0, 0\.5\], got 0\.75$"):
+        options["b"].type("0.75")
+    with pytest.raises(InputError, match=r"^b: must be in \[0, 0\.5\], got 0\.75$"):
+        BM25Retriever()._check_params()
+    with pytest.raises(InputError, match="^shard_size: must be at least 1, got 0$"):
+        TagParams(shard_size=0).validate()
+    with pytest.raises(InputError, match=r"^cutoff\.threshold: must be in \[0, 1\], got 2$"):
+        validate_params(Cutoff(threshold=2), "cutoff.")
+    # every declared constraint is of a parameter its class takes
+    owners = [getattr(importlib.import_module(f"factcheck.retrieval.{m}"), c) for m, c in _CLASSES.values()]
+    for owner in [*owners, TagParams, Cutoff, CandidateConfig, ModelConfig]:
+        assert set(owner._parameter_constraints) <= set(inspect.signature(owner).parameters), owner

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from factcheck.errors import Interval
 from factcheck.retrieval.base import TopK
 from factcheck.retrieval.rerank.memory import ClaimMemory, Neighbours
 from factcheck.retrieval.rerank.terms import TermIndex
@@ -23,6 +24,8 @@ FUSION_ALPHA = 0.4
 class CandidateConfig:
     """The candidate stage's settings (chosen in training; saved with the model)."""
 
+    _parameter_constraints = {"k1": Interval(float, 0), "b": Interval(float, 0, 1), "depth": Interval(int, 1),
+                              "memory_k": Interval(int, 0), "dense_depth": Interval(int, 0)}
     k1: float = 0.9
     b: float = 0.4
     depth: int = 300        # BM25 candidates per claim

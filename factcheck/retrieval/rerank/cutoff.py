@@ -6,11 +6,16 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from factcheck.errors import Interval
+
 
 @dataclass(frozen=True)
 class Cutoff:
     """Keep passages of probability at least ``threshold`` and ``relative`` x the top one, within ``[min_k, max_k]``."""
 
+    # At least one passage: the leaderboard needs evidence.
+    _parameter_constraints = {"threshold": Interval(float, 0, 1), "relative": Interval(float, 0, 1),
+                              "min_k": Interval(int, 1), "max_k": Interval(int, 1)}
     threshold: float = 0.1
     relative: float = 0.5
     min_k: int = 1

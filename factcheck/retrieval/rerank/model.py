@@ -9,6 +9,7 @@ import numpy as np
 from sklearn.ensemble import HistGradientBoostingClassifier
 from threadpoolctl import ThreadpoolController
 
+from factcheck.errors import Interval, validate_params
 from factcheck.retrieval.rerank.features import FEATURES
 from factcheck.retrieval.rerank.semantic import ALL_FEATURES
 
@@ -28,6 +29,9 @@ def one_thread():
 class ModelConfig:
     """The boosted trees' settings (one grid point of training)."""
 
+    _parameter_constraints = {"learning_rate": Interval(float, 0), "max_iter": Interval(int, 1),
+                              "max_leaf_nodes": Interval(int, 2), "min_samples_leaf": Interval(int, 1),
+                              "l2_regularization": Interval(float, 0), "negative_rate": Interval(float, 0, 1)}
     learning_rate: float = 0.05
     max_iter: int = 300
     max_leaf_nodes: int = 15
@@ -58,6 +62,7 @@ class RelevanceModel:
     def fit(self, X: np.ndarray, y: np.ndarray) -> "RelevanceModel":
         """Fit on ``X`` (every column of ``ALL_FEATURES``), a fixed-seed sample of the negatives weighted back up."""
         c = self.config
+        validate_params(c, "config.")
         y = np.asarray(y, dtype=np.int64)
         weight = np.ones(len(y))
         if c.negative_rate < 1.0:

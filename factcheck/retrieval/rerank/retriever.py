@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from factcheck.errors import InputError, check_number, ref
+from factcheck.errors import InputError, check_number, ref, validate_params
 from factcheck.formats.files import dump_model_atomic
 from factcheck.formats.rundir import refuse_unfinished
 from factcheck.formats.safe_load import load_model
@@ -92,9 +92,9 @@ class RerankRetriever(Retriever):
             raise InputError(None, None, f"expected a trained relevance model, got {type(self.model).__name__}",
                              param="model")
         cut = self._cutoff_rule()
-        check_number(cut.min_k, "cutoff.min_k", integer=True, low=1)  # the leaderboard needs evidence
+        validate_params(cut, "cutoff.")
         check_number(cut.max_k, "cutoff.max_k", integer=True, low=cut.min_k)
-        check_number(self._candidate_config().depth, "candidates.depth", integer=True, low=1)
+        validate_params(self._candidate_config(), "candidates.")
         if self.memory is not None and not isinstance(self.memory, ClaimMemory):
             raise InputError(None, None, f"expected a ClaimMemory, got {type(self.memory).__name__}", param="memory")
 
