@@ -50,6 +50,14 @@ class DenseRetriever(Retriever):
         self.k = k
         self.exact = exact
 
+    def params(self) -> dict:
+        """:meth:`Retriever.params`, without ``exact`` unless it is set (records made before it
+        existed keep their bytes)."""
+        out = super().params()
+        if not self.exact:
+            del out["exact"]
+        return out
+
     def _check_params(self) -> None:
         check_number(self.k, "k", integer=True, low=1)
         if not isinstance(self.exact, (bool, np.bool_)):
