@@ -1,4 +1,5 @@
-"""Choose the approximate nearest-neighbour library by measurement: faiss, hnswlib, usearch (and the product's own index).
+"""Choose the approximate nearest-neighbour library by measurement: faiss, hnswlib, usearch
+(and the product's own index).
 
 Writes reports/bench-ann.md. For an index with passage vectors (``factcheck tag --mode
 open``; the 1.2M bench corpus by default), every candidate configuration is built in a

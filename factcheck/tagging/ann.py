@@ -20,7 +20,8 @@ from factcheck.formats.files import atomic_path, open_beneath
 from factcheck.hashing import sha256_file, sha256_fileobj
 from factcheck.tagging import store
 
-__all__ = ["ANN_FILE", "AnnIndex", "MIN_PASSAGES", "SEARCH_DEPTH", "SPEC", "build_ann", "open_ann", "require_faiss", "verify_ann"]
+__all__ = ["ANN_FILE", "AnnIndex", "MIN_PASSAGES", "SEARCH_DEPTH", "SPEC", "build_ann", "open_ann", "require_faiss",
+           "verify_ann"]
 
 ANN_FILE = "ann.index"
 # Below this many passages search stays exact: one matrix-vector product a claim is then

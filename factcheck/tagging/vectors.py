@@ -23,8 +23,8 @@ from factcheck.tagging.outdir import DirectoryLock, check_no_symlinks
 from factcheck.text.embedding import describe_model, same_model
 from factcheck.text.onnx_embedding import changed_files, model_key, vector_problem
 
-__all__ = ["PassageVectorJob", "VECTORS_DIR", "load_ann", "load_vectors", "read_vectors_manifest", "relocate_embedding_model",
-           "vectors_model", "verify_vectors"]
+__all__ = ["PassageVectorJob", "VECTORS_DIR", "load_ann", "load_vectors", "read_vectors_manifest",
+           "relocate_embedding_model", "vectors_model", "verify_vectors"]
 
 VECTORS_DIR = store.VECTORS_DIR
 MANIFEST = "manifest.json"

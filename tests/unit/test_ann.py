@@ -187,3 +187,20 @@ def test_tampered_manifest_entry_is_refused(ann_copy):
     path.write_text(json.dumps(data))
     with pytest.raises(IntegrityError, match="manifest checksum mismatch"):
         load_ann(ann_copy, read_vectors_manifest(ann_copy))
+
+
+@needs_open
+def test_chunked_dense_ranks_as_deep_through_the_index(ann_copy, monkeypatch):
+    from factcheck.retrieval.chunking import ChunkedRetriever
+    from factcheck.retrieval.dense import DenseRetriever
+    from factcheck.tagging import ann
+    from factcheck.tagging.index import TagIndex
+    monkeypatch.setattr(ann, "MIN_PASSAGES", 1000)
+    index = TagIndex.load(ann_copy)
+    approx = ChunkedRetriever(DenseRetriever(), window=6, overlap=2).fit(index)
+    assert approx.inner_.ann_ is not None  # the windows' vectors got their own index
+    exact = ChunkedRetriever(DenseRetriever(exact=True), window=6, overlap=2).fit(index)
+    claims = ["sea levels rise as ice melts", "carbon dioxide warms the atmosphere"]
+    for a, e in zip(approx.rank(claims, 300), exact.rank(claims, 300)):  # deeper than the search depth
+        assert len(a.rows) == len(e.rows) == 300
+        assert len(set(a.rows) & set(e.rows)) >= 0.99 * 300
