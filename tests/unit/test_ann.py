@@ -204,3 +204,28 @@ def test_chunked_dense_ranks_as_deep_through_the_index(ann_copy, monkeypatch):
     for a, e in zip(approx.rank(claims, 300), exact.rank(claims, 300)):  # deeper than the search depth
         assert len(a.rows) == len(e.rows) == 300
         assert len(set(a.rows) & set(e.rows)) >= 0.99 * 300
+
+
+@needs_open
+def test_pool_first_stage_goes_through_the_index_with_exact_scores(ann_index, tmp_path):
+    from helpers import ONNX_INSTALLED
+    if not ONNX_INSTALLED:
+        pytest.skip("needs the onnx extra")
+    from tiny_onnx import make_model
+    from factcheck.retrieval.pool import PoolRetriever
+    from factcheck.tagging.index import TagIndex
+    import shutil
+    root, claims = ann_index
+    shutil.copytree(root, tmp_path / "index")  # the pool keeps its vector cache in the index
+    index = TagIndex.load(tmp_path / "index")
+    model = make_model(tmp_path / "tiny", list(index.texts.take(np.arange(200))) + claims)
+    r = PoolRetriever(model=str(model), pool_size=50).fit(index)
+    assert r.first_.ann_ is not None
+    matched = 0
+    for claim in claims[:20]:
+        rows, _, first = r.pool(claim)
+        full = r.first_.scores(claim)
+        assert np.allclose(first, full[rows], atol=1e-6)  # the first-stage scores are exact
+        exact_top = set(np.argsort(-full, kind="stable")[:50].tolist())
+        matched += len(exact_top & set(rows.tolist()))
+    assert matched >= 0.99 * 50 * 20
