@@ -102,7 +102,11 @@ class PassageVectorJob:
         check_no_symlinks(root, (VECTORS_DIR,))  # never write through a link (see tagging/outdir.py)
         with DirectoryLock(out):
             existing = _current(out, index_manifest, identity)
-            if existing is not None:
+            if existing is not None and (existing.get("ann") or existing["passages"] < ann.MIN_PASSAGES):
+                return existing
+            if existing is not None:  # vectors from before the nearest-neighbour index: add it
+                existing["ann"] = ann.build_ann(out, _all_vectors(root, existing))
+                write_json_atomic(out / MANIFEST, {**existing, "manifest_sha256": store.manifest_digest(existing)})
                 return existing
             # A stale manifest must not vouch for shards this run is about to replace.
             (out / MANIFEST).unlink(missing_ok=True)
