@@ -249,3 +249,17 @@ def test_vectors_built_before_the_index_get_it_added_the_same_bytes(ann_copy, mo
     assert again["ann"] == before["ann"] and file.read_bytes() == built
     assert shard.stat().st_mtime_ns == mtime  # the vectors were kept, not embedded again
     assert json.loads(path.read_text("utf-8")) == before
+
+
+@needs_open
+@pytest.mark.slow
+def test_same_index_bytes_with_two_jobs(ann_index, tmp_path, monkeypatch):
+    import shutil
+    from factcheck.tagging import ann
+    from factcheck.tagging.vectors import PassageVectorJob
+    root, _ = ann_index
+    shutil.copytree(root, tmp_path / "index", ignore=shutil.ignore_patterns("vectors"))
+    monkeypatch.setattr(ann, "MIN_PASSAGES", 1000)
+    manifest = PassageVectorJob(jobs=2, shard_size=500, progress=False).run(tmp_path / "index")
+    assert manifest["ann"] == json.loads((root / "vectors" / "manifest.json").read_text("utf-8"))["ann"]
+    assert (tmp_path / "index/vectors" / ann.ANN_FILE).read_bytes() == (root / "vectors" / ann.ANN_FILE).read_bytes()
