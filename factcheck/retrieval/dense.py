@@ -75,9 +75,7 @@ class DenseRetriever(Retriever):
     def scores(self, claim: str) -> np.ndarray:
         """Cosine of every passage with the claim (float32; zeros for a claim with no token)."""
         self._check_fitted()
-        return self._cosines(self.embedder_.embed([claim], kind="query")[0])
-
-    def _cosines(self, query: np.ndarray) -> np.ndarray:
+        query = self.embedder_.embed([claim], kind="query")[0]
         out = np.empty(len(self.vectors_), dtype=np.float32)
         for start in range(0, len(out), self.block_rows):
             stop = start + self.block_rows
@@ -86,12 +84,12 @@ class DenseRetriever(Retriever):
 
     def search_scores(self, claim: str, depth: int) -> Scored:
         """What a top ``depth`` of the claim is taken from: every passage's cosine (exact search),
-        or the nearest-neighbour index's candidates' (ascending rows), scored as exactly; the
-        state is the claim's vector (for :meth:`row_scores`)."""
+        or the nearest-neighbour index's candidates' (ascending rows), scored as exactly, with
+        the claim's vector as state (for :meth:`row_scores`)."""
         self._check_fitted()
-        query = self.embedder_.embed([claim], kind="query")[0]
         if self.ann_ is None:
-            return Scored(None, self._cosines(query), query)
+            return Scored(None, self.scores(claim))
+        query = self.embedder_.embed([claim], kind="query")[0]
         rows = self.ann_.search(query, depth)
         return Scored(rows, self.row_scores(query, rows), query)
 
