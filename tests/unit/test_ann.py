@@ -263,3 +263,14 @@ def test_same_index_bytes_with_two_jobs(ann_index, tmp_path, monkeypatch):
     manifest = PassageVectorJob(jobs=2, shard_size=500, progress=False).run(tmp_path / "index")
     assert manifest["ann"] == json.loads((root / "vectors" / "manifest.json").read_text("utf-8"))["ann"]
     assert (tmp_path / "index/vectors" / ann.ANN_FILE).read_bytes() == (root / "vectors" / ann.ANN_FILE).read_bytes()
+
+
+def test_an_ivf_description_takes_the_same_path_with_nprobe(tmp_path):
+    from factcheck.tagging import ann
+    vectors = unit_vectors(3000)
+    entry = ann.build_ann(tmp_path, vectors, spec="IVF16,Flat")
+    assert entry["spec"] == "IVF16,Flat" and entry["ef_construction"] is None
+    loaded = ann.AnnIndex(faiss.read_index(str(tmp_path / ann.ANN_FILE)), entry)
+    q = vectors[7].astype(np.float32)
+    rows = loaded.search(q, 10)  # nprobe = search_depth >= the 16 lists: every list is searched
+    assert 7 in rows.tolist() and len(rows) == ann.SEARCH_DEPTH
