@@ -1,4 +1,5 @@
-"""Choose the approximate nearest-neighbour library by measurement: faiss, hnswlib, usearch.
+"""Choose the approximate nearest-neighbour library by measurement: faiss, hnswlib, usearch
+(and the product's own index).
 
 Writes reports/bench-ann.md. For an index with passage vectors (``factcheck tag --mode
 open``; the 1.2M bench corpus by default), every candidate configuration is built in a
@@ -29,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from factcheck.tagging import ann as product_ann
 from harness.measure import ROOT, SHARED, machine, measure, write_report
 
 DEPTH = 100
@@ -40,6 +42,9 @@ CONFIGS = {
     "hnswlib": ("hnswlib", {"M": 16, "ef_construction": 64, "ef_search": [64, 128, 256]}),
     "usearch": ("usearch", {"connectivity": 16, "expansion_add": 64, "expansion_search": [64, 128, 256],
                             "dtype": "f16"}),
+    # The product's own index and search, as `tag --mode open` builds it and DenseRetriever asks it
+    # (factcheck/tagging/ann.py: its factory description, build settings and candidate count).
+    "product": ("product", {"search_depth": [product_ann.SEARCH_DEPTH]}),
 }
 
 
@@ -60,6 +65,11 @@ def chunks(vectors: np.ndarray):
 
 def build(library: str, params: dict, vectors: np.ndarray, threads: int):
     n, d = vectors.shape
+    if library == "product":  # always one thread, whatever --threads: the product's setting
+        (ROOT / "bench").mkdir(exist_ok=True)  # beside the file save() moves it to (one filesystem)
+        out = Path(tempfile.mkdtemp(prefix="bench-ann-product-", dir=ROOT / "bench"))
+        product_ann.build_ann(out, vectors)
+        return out / product_ann.ANN_FILE
     if library == "faiss":
         import faiss
         faiss.omp_set_num_threads(threads)
@@ -93,7 +103,10 @@ def build(library: str, params: dict, vectors: np.ndarray, threads: int):
 
 
 def save(library: str, index, path: Path) -> None:
-    if library == "faiss":
+    if library == "product":
+        index.replace(path)
+        index.parent.rmdir()
+    elif library == "faiss":
         import faiss
         faiss.write_index(index, str(path))
     elif library == "hnswlib":
@@ -103,6 +116,9 @@ def save(library: str, index, path: Path) -> None:
 
 
 def load(library: str, params: dict, path: Path, d: int):
+    if library == "product":
+        import faiss
+        return product_ann.AnnIndex(faiss.read_index(str(path)), {"search_depth": product_ann.SEARCH_DEPTH})
     if library == "faiss":
         import faiss
         return faiss.read_index(str(path))
@@ -116,6 +132,9 @@ def load(library: str, params: dict, path: Path, d: int):
 
 
 def searcher(library: str, index, knob: str, value: int):
+    if library == "product":
+        index.depth = value
+        return lambda q: index.search(q, DEPTH)  # the candidates DenseRetriever asks for a top 100
     if library == "faiss":
         import faiss
         faiss.omp_set_num_threads(1)

@@ -293,7 +293,7 @@ def relocate_from_args(args, index_dir) -> None:
 TAG_RULE, BM25 = "factcheck.retrieval.tag_rule:TagRuleRetriever", "factcheck.retrieval.bm25:BM25Retriever"
 # The retriever settings each method reads (flags' dests).
 METHOD_OPTIONS = {"tags": ("t_sim", "t_overlap", "k"), "bm25": ("k1", "b", "k"), "rerank": ("rerank_model",),
-                  "tfidf": ("analyzer", "k"), "dense": ("k",), "hybrid": ("k", "alpha", "fusion", "k1", "b"),
+                  "tfidf": ("analyzer", "k"), "dense": ("k", "exact"), "hybrid": ("k", "alpha", "fusion", "k1", "b"),
                   "pool": ("k", "pool_model", "pool_size", "k1", "b")}
 #: --k's help where it is the evidence per claim; a test holds it to each method's default.
 EVIDENCE_K_HELP = ("passages returned per claim (default: the method's own: 6 for tags, 5 for bm25 and tfidf, "
@@ -323,6 +323,8 @@ def add_retriever_args(p: argparse.ArgumentParser, k_help: str = EVIDENCE_K_HELP
                    help="hybrid: weight of the dense score")
     g.add_argument("--fusion", choices=("max", "rrf"), default=None,
                    help="hybrid: max-normalised score mix or reciprocal-rank fusion (default: max)")
+    g.add_argument("--exact", action="store_true", default=None,
+                   help="dense: score every passage even where the vectors have a nearest-neighbour index")
     g = p.add_argument_group("chunking")
     g.add_argument("--chunk-window", type=positive_int, default=None, help="index word windows of this size")
     g.add_argument("--chunk-overlap", type=non_negative_int, default=None,

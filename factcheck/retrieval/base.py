@@ -368,6 +368,10 @@ class Retriever(BaseEstimator, ABC):
     def _scored(self, texts: list[str]) -> Iterable[Scored]:
         """Per claim, in order, what the method scores."""
 
+    def _scored_to(self, texts: list[str], depth: int) -> Iterable[Scored]:
+        """:meth:`_scored` for a top ``depth`` (a method searching an approximate index asks it for that many)."""
+        return self._scored(texts)
+
     @property
     def _evidence_depth(self) -> int:
         """How deep a top :meth:`_select` reads (0: it reads the scores themselves)."""
@@ -389,7 +393,7 @@ class Retriever(BaseEstimator, ABC):
         """Per claim, from one scoring: its selection (if ``select``) and its top ``k`` (if ``k``)."""
         from factcheck.scoring.topk import top_k
         depth = max(k, self._evidence_depth if select else 0)
-        for text, scored in zip(texts, self._scored(texts)):
+        for text, scored in zip(texts, self._scored_to(texts, depth)):
             top = TopK(*top_k(scored.scores, depth, scored.rows))
             sel = self._select(text, scored, top) if select else None
             yield sel, (TopK(top.rows[:k], top.scores[:k]) if k else None)

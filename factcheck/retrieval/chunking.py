@@ -164,7 +164,9 @@ class ChunkedRetriever(Retriever):
     def _search(self, texts, k, select):
         owner = self.chunks_.owner
         per_passage = -(-len(owner) // max(len(self.index_), 1))  # chunks a passage has, on average
-        for claim, inner in zip(texts, self._scored(texts)):
+        # A dense search through a nearest-neighbour index offers windows for this depth.
+        scored = self.inner_._scored_to(texts, max(k, getattr(self.inner_, "k", 0)) * per_passage)
+        for claim, inner in zip(texts, scored):
             top = None
             if k:  # the best chunks, until their passages are k or every scored chunk is in
                 want = k * per_passage

@@ -1,4 +1,5 @@
-"""Open mode retrieval: dense (embedding cosine, exact, one claim at a time) and hybrid (BM25 + dense)."""
+"""Open mode retrieval: dense (embedding cosine, one claim at a time; through the vectors'
+nearest-neighbour index where one was built, re-scored exactly) and hybrid (BM25 + dense)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import weakref
 
 import numpy as np
 
-from factcheck.errors import Interval, check_choice
+from factcheck.errors import InputError, Interval, check_choice
 from factcheck.retrieval.base import Retriever, Scored, require_directory
 from factcheck.scoring.topk import top_k
 from factcheck.text.analyzer import analyze, shared_stems
@@ -24,6 +25,9 @@ class DenseRetriever(Retriever):
     ----------
     k : int, default 4
         Passages returned as evidence.
+    exact : bool, default False
+        Score every passage even where the vectors have a nearest-neighbour index (by default
+        its candidates are re-scored exactly: the same scores, the top may rarely differ).
 
     Example
     -------
@@ -43,15 +47,31 @@ class DenseRetriever(Retriever):
     block_rows = 65536  # passage vectors multiplied at a time: memory only, never the result (no parameter)
     _parameter_constraints = {"k": Interval(int, 1)}
 
-    def __init__(self, k: int = 4):
+    def __init__(self, k: int = 4, exact: bool = False):
         self.k = k
+        self.exact = exact
+
+    def params(self) -> dict:
+        """:meth:`Retriever.params`, without ``exact`` unless it is set (records made before it
+        existed keep their bytes)."""
+        out = super().params()
+        if not self.exact:
+            del out["exact"]
+        return out
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if not isinstance(self.exact, (bool, np.bool_)):
+            raise InputError(None, None, f"must be True or False, got {self.exact!r}", param="exact")
 
     def _fit(self, index) -> None:
         from factcheck.tagging.vectors import read_vectors_manifest
         from factcheck.text.embedding import load_embedder
         require_directory(index, self.name)
-        self.embedder_ = load_embedder(read_vectors_manifest(index.root, index.manifest)["model"])
+        data = read_vectors_manifest(index.root, index.manifest)
+        self.embedder_ = load_embedder(data["model"])
         self.vectors_, self.vectors_sha256_ = _shared_vectors(index, self.embedder_.identity)
+        self.ann_ = None if self.exact else _shared_ann(index, data)
 
     def scores(self, claim: str) -> np.ndarray:
         """Cosine of every passage with the claim (float32; zeros for a claim with no token)."""
@@ -63,8 +83,26 @@ class DenseRetriever(Retriever):
             np.dot(self.vectors_[start:stop], query, out=out[start:stop])
         return out
 
+    def search_scores(self, claim: str, depth: int) -> Scored:
+        """What a top ``depth`` of the claim is taken from: every passage's cosine (exact search),
+        or the nearest-neighbour index's candidates' (ascending rows), scored as exactly, with
+        the claim's vector as state (for :meth:`row_scores`)."""
+        self._check_fitted()
+        if self.ann_ is None:
+            return Scored(None, self.scores(claim))
+        query = self.embedder_.embed([claim], kind="query")[0]
+        rows = self.ann_.search(query, depth)
+        return Scored(rows, self.row_scores(query, rows), query)
+
+    def row_scores(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Cosine of the passages ``rows`` with a claim's vector (float32)."""
+        return np.dot(self.vectors_[rows], query).astype(np.float32, copy=False)
+
     def _scored(self, texts):
-        return (Scored(None, self.scores(c)) for c in texts)
+        return self._scored_to(texts, self.k)
+
+    def _scored_to(self, texts, depth):
+        return (self.search_scores(c, depth)._replace(state=None) for c in texts)
 
     def _explain(self, claim, rows, scores, state) -> list[dict]:
         return [{"dense": s, "rank": i} for i, s in enumerate(scores.tolist(), 1)]
@@ -72,6 +110,19 @@ class DenseRetriever(Retriever):
 
 # Loaded vector matrices, shared by the retrievers fitted to the same vectors.
 _LOADED = weakref.WeakValueDictionary()
+
+
+def _shared_ann(index, data: dict):
+    """The vectors' checked nearest-neighbour index (or ``None``), shared as the vectors are."""
+    from factcheck.tagging.vectors import load_ann
+    entry = data.get("ann")
+    if not entry:
+        return None
+    key = ("ann", str(index.root.resolve()), entry["sha256"])
+    loaded = _LOADED.get(key)
+    if loaded is None:
+        loaded = _LOADED[key] = load_ann(index.root, data)
+    return loaded
 
 
 def _shared_vectors(index, identity: dict) -> tuple[np.ndarray, str]:
@@ -162,7 +213,8 @@ class HybridRetriever(Retriever):
         self.vectors_sha256_ = self.dense_.vectors_sha256_
 
     def component_scores(self, claim: str) -> tuple[np.ndarray, np.ndarray]:
-        """(BM25, dense) score of every passage for one claim."""
+        """(BM25, dense) score of every passage for one claim: both exact, whatever index the
+        vectors have (the fusion scales and ranks every passage's score)."""
         self._check_fitted()
         return self.bm25_.scores(claim), self.dense_.scores(claim)
 

@@ -147,11 +147,12 @@ class PoolRetriever(Retriever):
     def pool(self, claim: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The claim's pool: its rows (ascending) and their BM25 and first-stage dense scores."""
         self._check_fitted()
-        bm25, dense = self.bm25_.scores(claim), self.first_.scores(claim)
+        bm25, dense = self.bm25_.scores(claim), self.first_.search_scores(claim, self.pool_size)
         lexical = top_k(bm25, self.pool_size)[0]
         lexical = lexical[bm25[lexical] > 0]  # a passage sharing no term with the claim is no candidate
-        rows = np.union1d(lexical, top_k(dense, self.pool_size)[0]).astype(np.int64)
-        return rows, bm25[rows], dense[rows]
+        rows = np.union1d(lexical, top_k(dense.scores, self.pool_size, dense.rows)[0]).astype(np.int64)
+        first = dense.scores[rows] if dense.rows is None else self.first_.row_scores(dense.state, rows)
+        return rows, bm25[rows], first
 
     def _scored(self, texts):
         pools = [self.pool(t) for t in texts]

@@ -1,6 +1,7 @@
 """Passage vectors for the open mode (docs/open-mode.md): the offline embedding job and its
 verified loader. Inside a tag index directory: ``vectors/manifest.json`` (written last),
-``vectors/vectors-NNNNN.npy`` (float16, passages x dim) and resumable state under ``work/``.
+``vectors/vectors-NNNNN.npy`` (float16, passages x dim), from :data:`~factcheck.tagging.ann.MIN_PASSAGES`
+passages on ``vectors/ann.index`` (their nearest-neighbour index) and resumable state under ``work/``.
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ from factcheck.errors import InputError, IntegrityError, check_number
 from factcheck.formats.files import (atomic_path, read_beneath, remove_stale_temporaries, save_npy, sha256_file,
                                      write_json_atomic)
 from factcheck.formats.npy import open_npy
-from factcheck.tagging import store
+from factcheck.tagging import ann, store
 from factcheck.tagging.backends import WorkerPool, resolve_jobs
 from factcheck.tagging.outdir import DirectoryLock, check_no_symlinks
 from factcheck.text.embedding import describe_model, same_model
 from factcheck.text.onnx_embedding import changed_files, model_key, vector_problem
 
-__all__ = ["PassageVectorJob", "VECTORS_DIR", "load_vectors", "read_vectors_manifest", "relocate_embedding_model",
-           "vectors_model", "verify_vectors"]
+__all__ = ["PassageVectorJob", "VECTORS_DIR", "load_ann", "load_vectors", "read_vectors_manifest",
+           "relocate_embedding_model", "vectors_model", "verify_vectors"]
 
 VECTORS_DIR = store.VECTORS_DIR
 MANIFEST = "manifest.json"
@@ -95,11 +96,17 @@ class PassageVectorJob:
         if index_manifest is None:  # the passages we embed are the ones it vouches for
             index_manifest = store.verify_index(root)
         identity = load_embedder(self.embedding_model).identity  # fails here, in one line, without the extra
+        if index_manifest.n_passages >= ann.MIN_PASSAGES:
+            ann.require_faiss()  # before the embedding, not after it
         out = root / VECTORS_DIR
         check_no_symlinks(root, (VECTORS_DIR,))  # never write through a link (see tagging/outdir.py)
         with DirectoryLock(out):
             existing = _current(out, index_manifest, identity)
-            if existing is not None:
+            if existing is not None and (existing.get("ann") or existing["passages"] < ann.MIN_PASSAGES):
+                return existing
+            if existing is not None:  # vectors from before the nearest-neighbour index: add it
+                existing["ann"] = ann.build_ann(out, _all_vectors(root, existing))
+                write_json_atomic(out / MANIFEST, {**existing, "manifest_sha256": store.manifest_digest(existing)})
                 return existing
             # A stale manifest must not vouch for shards this run is about to replace.
             (out / MANIFEST).unlink(missing_ok=True)
@@ -136,6 +143,10 @@ class PassageVectorJob:
         data = {"format": FORMAT, "model": identity, "dim": identity["dim"], "dtype": DTYPE,
                 "index": {"plan_key": plan_key, "passages": n}, "passages": n,
                 "shard_size": shard_size, "shards": entries, "content_sha256": content.hexdigest()}
+        if n >= ann.MIN_PASSAGES:  # below it, search stays exact (tagging/ann.py)
+            data["ann"] = ann.build_ann(out, _all_vectors(root, data))
+        else:
+            (out / ann.ANN_FILE).unlink(missing_ok=True)
         write_json_atomic(out / MANIFEST, {**data, "manifest_sha256": store.manifest_digest(data)})
         shutil.rmtree(out / store.WORK_DIR, ignore_errors=True)
         return data
@@ -148,6 +159,8 @@ def _current(out: Path, index_manifest, identity: dict) -> dict | None:
         # Every sha256, and the values (vectors an older factcheck stored from a broken model).
         for _ in _checked_shards(out.parent, data, verify=True):
             pass
+        if data.get("ann"):
+            ann.verify_ann(out.parent, data["ann"], BUILD_HINT)
     except InputError:
         return None
     return data
@@ -208,6 +221,8 @@ def verify_vectors(index_dir, index_manifest=None) -> dict | None:
     data = read_vectors_manifest(index_dir, index_manifest)
     for _ in _checked_shards(index_dir, data, verify=True):
         pass
+    if data.get("ann"):
+        ann.verify_ann(index_dir, data["ann"], BUILD_HINT)
     changed = changed_files(data["model"])
     if changed:
         raise IntegrityError(Path(data["model"]["path"]) / changed[0], None, f"differs from the file the vectors "
@@ -219,11 +234,23 @@ def verify_vectors(index_dir, index_manifest=None) -> dict | None:
 def load_vectors(index_dir, index_manifest=None, identity: dict | None = None) -> np.ndarray:
     """All passage vectors of ``index_dir`` in index order, float16 (passages x dim), checked
     as every open checks (no sha256: that is :func:`verify_vectors`, docs/trust-model.md)."""
-    data = read_vectors_manifest(index_dir, index_manifest, identity)
+    return _all_vectors(index_dir, read_vectors_manifest(index_dir, index_manifest, identity))
+
+
+def _all_vectors(index_dir, data: dict) -> np.ndarray:
     vectors = np.empty((data["passages"], data["dim"]), dtype=DTYPE)
     for s, part in _checked_shards(index_dir, data):
         vectors[s["start"]:s["start"] + s["count"]] = part
     return vectors
+
+
+def load_ann(index_dir, data: dict):
+    """The checked nearest-neighbour index the vectors' manifest ``data`` records, or ``None``
+    (none recorded: built below :data:`~factcheck.tagging.ann.MIN_PASSAGES`, or before it existed)."""
+    entry = data.get("ann")
+    if not entry:
+        return None
+    return ann.open_ann(index_dir, entry, data["passages"], data["dim"], BUILD_HINT)
 
 
 def _checked_shards(index_dir, data: dict, verify: bool = False):

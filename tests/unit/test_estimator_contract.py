@@ -58,7 +58,7 @@ def non_default(cls):
         factcheck.RerankRetriever: dict(candidates={"memory_k": 5}, model=_Model(), cutoff=Cutoff(max_k=3),
                                         memory=ClaimMemory(["c"], ["sea ice"], [["evidence-1"]]), report={"x": 1}),
         factcheck.ChunkedRetriever: dict(inner=factcheck.BM25Retriever(k=2), window=12, overlap=4),
-        factcheck.DenseRetriever: dict(k=2),
+        factcheck.DenseRetriever: dict(k=2, exact=True),
         factcheck.HybridRetriever: dict(k=2, alpha=0.25, fusion="rrf", k1=1.5, b=0.5, rrf_depth=50),
         factcheck.TfidfRetriever: dict(analyzer="stems", k=3),
     }[cls]
@@ -138,6 +138,7 @@ def test_params_record_is_derived_from_get_params_in_signature_order():
     assert list(factcheck.TagRuleRetriever().params()) == ["t_sim", "t_overlap", "k"]
     assert factcheck.BM25Retriever(k=3).params() == {"k1": 1.2, "b": 0.75, "k": 3}
     assert factcheck.DenseRetriever(k=2).params() == {"k": 2}
+    assert factcheck.DenseRetriever(k=2, exact=True).params() == {"k": 2, "exact": True}
     assert factcheck.TfidfRetriever(k=3).params() == {"analyzer": "stems", "k": 3}
     # Settings that never changed a result are no parameters (BM25 has one variant, Lucene's).
     for cls, knob in [(factcheck.BM25Retriever, {"method": "lucene"}), (factcheck.BM25Retriever, {"cache": False}),

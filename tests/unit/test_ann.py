@@ -1,0 +1,276 @@
+"""The passage vectors' nearest-neighbour index: built beside them from a size on, searched
+through with exact re-scoring, checked against its recorded sha256 before faiss reads it.
+
+The threshold is lowered so a few thousand passages get an index; exact search is the reference.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from helpers import assert_one_line_error, in_process, needs_open
+from factcheck.errors import InputError, IntegrityError
+
+faiss = pytest.importorskip("faiss")
+
+
+def unit_vectors(n: int, dim: int = 64, seed: int = 0) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float16)
+
+
+def test_default_settings_recall_exact_top_100(tmp_path):
+    from factcheck.scoring.topk import top_k
+    from factcheck.tagging import ann
+    vectors = unit_vectors(4000)
+    entry = ann.build_ann(tmp_path, vectors)
+    assert (entry["spec"], entry["search_depth"]) == (ann.SPEC, ann.SEARCH_DEPTH)
+    loaded = ann.AnnIndex(faiss.read_index(str(tmp_path / ann.ANN_FILE)), entry)
+    wide = vectors.astype(np.float32)
+    queries = unit_vectors(100, seed=1).astype(np.float32)
+    found = 0
+    for q in queries:
+        exact = set(top_k(wide @ q, 100)[0].tolist())
+        rows = loaded.search(q, 100)
+        assert np.all(np.diff(rows) > 0)  # distinct, ascending
+        approx = set(top_k(wide[rows] @ q, 100, rows)[0].tolist())
+        found += len(exact & approx)
+    assert found / (100 * len(queries)) >= 0.99
+
+
+def test_same_bytes_built_twice_whatever_the_thread_setting(tmp_path):
+    from factcheck.tagging import ann
+    vectors = unit_vectors(3000)
+    before = faiss.omp_get_max_threads()
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    faiss.omp_set_num_threads(2)
+    try:
+        first = ann.build_ann(a, vectors)
+        faiss.omp_set_num_threads(1)
+        second = ann.build_ann(b, vectors)
+    finally:
+        faiss.omp_set_num_threads(before)
+    assert first == second
+    assert (a / ann.ANN_FILE).read_bytes() == (b / ann.ANN_FILE).read_bytes()
+    assert faiss.omp_get_max_threads() == before  # the build restores the thread setting
+
+
+def test_missing_faiss_is_one_line_naming_the_install(monkeypatch):
+    from factcheck.tagging import ann
+    monkeypatch.setitem(sys.modules, "faiss", None)  # import faiss -> ImportError
+    with pytest.raises(InputError) as err:
+        ann.require_faiss()
+    line = err.value.one_line({"mode": "--mode"})
+    assert "\n" not in line and "pip install -e '.[open]'" in line, line
+
+
+# ------------------------------------------------------------ through the vectors' job
+
+@pytest.fixture(scope="module")
+def ann_index(tmp_path_factory):
+    """An index of 2,000 made-up passages whose vectors got a nearest-neighbour index."""
+    from factcheck.formats.evidence import source_spec
+    from factcheck.tagging import ann
+    from factcheck.tagging.job import TagJob
+    from factcheck.tagging.vectors import PassageVectorJob
+    from helpers import DEMO, OPEN_INSTALLED
+    if not OPEN_INSTALLED:
+        pytest.skip("needs the open extra (pip install -e '.[open]')")
+    words = " ".join(json.loads((DEMO / "evidence.json").read_text("utf-8")).values()).split()
+    rng = np.random.default_rng(0)
+    root = tmp_path_factory.mktemp("ann")
+    (root / "evidence.json").write_text(json.dumps({f"p-{i}": " ".join(rng.choice(words, 12)) for i in range(2000)}))
+    TagJob(progress=False).run(source_spec(root / "evidence.json"), root / "index")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ann, "MIN_PASSAGES", 1000)
+        manifest = PassageVectorJob(progress=False).run(root / "index")
+    assert manifest["ann"]["sha256"] and (root / "index" / "vectors" / ann.ANN_FILE).is_file()
+    claims = [" ".join(rng.choice(words, 8)) for _ in range(100)]
+    return root / "index", claims
+
+
+@pytest.fixture()
+def ann_copy(ann_index, tmp_path):
+    import shutil
+    return shutil.copytree(ann_index[0], tmp_path / "index")
+
+
+@needs_open
+def test_dense_search_through_the_index_matches_exact_search(ann_index):
+    from factcheck.retrieval.dense import DenseRetriever
+    from factcheck.tagging.index import TagIndex
+    root, claims = ann_index
+    index = TagIndex.load(root)
+    approx, exact = DenseRetriever(k=10).fit(index), DenseRetriever(k=10, exact=True).fit(index)
+    assert approx.ann_ is not None and exact.ann_ is None
+    a, e = approx.rank(claims, 100), exact.rank(claims, 100)
+    assert np.mean([len(set(x.rows) & set(y.rows)) / 100 for x, y in zip(a, e)]) >= 0.99
+    # The same rows score the same: candidates are re-scored from the stored vectors.
+    for x, y in zip(a, e):
+        mine = dict(zip(y.rows, y.scores))
+        assert all(s == pytest.approx(mine[r], abs=1e-6) for r, s in zip(x.rows, x.scores) if r in mine)
+    assert [h.id for h in approx.retrieve(claims[0]).hits] == [h.id for h in exact.retrieve(claims[0]).hits]
+
+
+@needs_open
+def test_pool_first_stage_takes_the_index_candidates(ann_index, monkeypatch):
+    from factcheck.retrieval.dense import DenseRetriever
+    from factcheck.scoring.topk import top_k
+    from factcheck.tagging.index import TagIndex
+    root, claims = ann_index
+    dense = DenseRetriever().fit(TagIndex.load(root))
+    scored = dense.search_scores(claims[0], 50)
+    assert scored.rows is not None and len(scored.rows) >= 2 * 50
+    full = dense.scores(claims[0])
+    assert np.allclose(dense.row_scores(scored.state, scored.rows), full[scored.rows], atol=1e-6)
+    top = top_k(scored.scores, 50, scored.rows)[0]
+    assert len(set(top.tolist()) & set(top_k(full, 50)[0].tolist())) >= 49
+
+
+@needs_open
+def test_tampered_index_is_one_line_exit_2_before_faiss_reads_it(ann_copy, monkeypatch):
+    from factcheck.tagging import ann
+    path = ann_copy / "vectors" / ann.ANN_FILE
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    monkeypatch.setattr(faiss, "read_index", lambda *a: pytest.fail("faiss read a file that fails its sha256"))
+    proc = in_process("search", "--index", ann_copy, "--mode", "open", "--method", "dense", "sea levels")
+    assert assert_one_line_error(proc, str(path), "checksum mismatch")
+    assert proc.stdout == ""
+    verify = in_process("verify", ann_copy)
+    assert_one_line_error(verify, str(path), "checksum mismatch")
+    # Exact search never opens it.
+    exact = in_process("search", "--index", ann_copy, "--mode", "open", "--method", "dense", "--exact", "sea levels")
+    assert exact.returncode == 0, exact.stderr
+
+
+@needs_open
+def test_missing_index_file_the_manifest_lists_is_one_line(ann_copy):
+    from factcheck.tagging import ann
+    (ann_copy / "vectors" / ann.ANN_FILE).unlink()
+    proc = in_process("search", "--index", ann_copy, "--mode", "open", "--method", "dense", "sea levels")
+    assert_one_line_error(proc, ann.ANN_FILE, "missing nearest-neighbour index")
+
+
+@needs_open
+def test_below_the_threshold_no_index_and_exact_search(ann_copy):
+    from factcheck.retrieval.dense import DenseRetriever
+    from factcheck.tagging import ann
+    from factcheck.tagging.index import TagIndex
+    from factcheck.tagging.vectors import PassageVectorJob
+    import shutil
+    shutil.rmtree(ann_copy / "vectors")
+    manifest = PassageVectorJob(progress=False).run(ann_copy)  # the threshold as shipped
+    assert "ann" not in manifest and not (ann_copy / "vectors" / ann.ANN_FILE).exists()
+    assert DenseRetriever().fit(TagIndex.load(ann_copy)).ann_ is None
+
+
+def test_exact_must_be_a_bool():
+    from factcheck.retrieval.dense import DenseRetriever
+    with pytest.raises(InputError) as err:
+        DenseRetriever(exact="yes")._check_params()
+    assert err.value.param == "exact"
+
+
+@needs_open
+def test_tampered_manifest_entry_is_refused(ann_copy):
+    from factcheck.tagging.vectors import load_ann, read_vectors_manifest
+    path = ann_copy / "vectors" / "manifest.json"
+    data = json.loads(path.read_text("utf-8"))
+    data["ann"]["sha256"] = "0" * 64  # without the manifest's own checksum: the manifest is refused
+    path.write_text(json.dumps(data))
+    with pytest.raises(IntegrityError, match="manifest checksum mismatch"):
+        load_ann(ann_copy, read_vectors_manifest(ann_copy))
+
+
+@needs_open
+def test_chunked_dense_ranks_as_deep_through_the_index(ann_copy, monkeypatch):
+    from factcheck.retrieval.chunking import ChunkedRetriever
+    from factcheck.retrieval.dense import DenseRetriever
+    from factcheck.tagging import ann
+    from factcheck.tagging.index import TagIndex
+    monkeypatch.setattr(ann, "MIN_PASSAGES", 1000)
+    index = TagIndex.load(ann_copy)
+    approx = ChunkedRetriever(DenseRetriever(), window=6, overlap=2).fit(index)
+    assert approx.inner_.ann_ is not None  # the windows' vectors got their own index
+    exact = ChunkedRetriever(DenseRetriever(exact=True), window=6, overlap=2).fit(index)
+    claims = ["sea levels rise as ice melts", "carbon dioxide warms the atmosphere"]
+    for a, e in zip(approx.rank(claims, 300), exact.rank(claims, 300)):  # deeper than the search depth
+        assert len(a.rows) == len(e.rows) == 300
+        assert len(set(a.rows) & set(e.rows)) >= 0.99 * 300
+
+
+@needs_open
+def test_pool_first_stage_goes_through_the_index_with_exact_scores(ann_index, tmp_path):
+    from helpers import ONNX_INSTALLED
+    if not ONNX_INSTALLED:
+        pytest.skip("needs the onnx extra")
+    from tiny_onnx import make_model
+    from factcheck.retrieval.pool import PoolRetriever
+    from factcheck.tagging.index import TagIndex
+    import shutil
+    root, claims = ann_index
+    shutil.copytree(root, tmp_path / "index")  # the pool keeps its vector cache in the index
+    index = TagIndex.load(tmp_path / "index")
+    model = make_model(tmp_path / "tiny", list(index.texts.take(np.arange(200))) + claims)
+    r = PoolRetriever(model=str(model), pool_size=50).fit(index)
+    assert r.first_.ann_ is not None
+    matched = 0
+    for claim in claims[:20]:
+        rows, _, first = r.pool(claim)
+        full = r.first_.scores(claim)
+        assert np.allclose(first, full[rows], atol=1e-6)  # the first-stage scores are exact
+        exact_top = set(np.argsort(-full, kind="stable")[:50].tolist())
+        matched += len(exact_top & set(rows.tolist()))
+    assert matched >= 0.99 * 50 * 20
+
+
+@needs_open
+def test_vectors_built_before_the_index_get_it_added_the_same_bytes(ann_copy, monkeypatch):
+    from factcheck.formats.files import dumps_json
+    from factcheck.tagging import ann
+    from factcheck.tagging.vectors import PassageVectorJob
+    path, file = ann_copy / "vectors" / "manifest.json", ann_copy / "vectors" / ann.ANN_FILE
+    before, built = json.loads(path.read_text("utf-8")), file.read_bytes()
+    data = {k: v for k, v in before.items() if k not in ("ann", "manifest_sha256")}
+    from factcheck.tagging import store
+    path.write_text(dumps_json({**data, "manifest_sha256": store.manifest_digest(data)}))
+    file.unlink()
+    shard = ann_copy / "vectors" / before["shards"][0]["file"]
+    mtime = shard.stat().st_mtime_ns
+    monkeypatch.setattr(ann, "MIN_PASSAGES", 1000)
+    again = PassageVectorJob(progress=False).run(ann_copy)
+    assert again["ann"] == before["ann"] and file.read_bytes() == built
+    assert shard.stat().st_mtime_ns == mtime  # the vectors were kept, not embedded again
+    assert json.loads(path.read_text("utf-8")) == before
+
+
+@needs_open
+@pytest.mark.slow
+def test_same_index_bytes_with_two_jobs(ann_index, tmp_path, monkeypatch):
+    import shutil
+    from factcheck.tagging import ann
+    from factcheck.tagging.vectors import PassageVectorJob
+    root, _ = ann_index
+    shutil.copytree(root, tmp_path / "index", ignore=shutil.ignore_patterns("vectors"))
+    monkeypatch.setattr(ann, "MIN_PASSAGES", 1000)
+    manifest = PassageVectorJob(jobs=2, shard_size=500, progress=False).run(tmp_path / "index")
+    assert manifest["ann"] == json.loads((root / "vectors" / "manifest.json").read_text("utf-8"))["ann"]
+    assert (tmp_path / "index/vectors" / ann.ANN_FILE).read_bytes() == (root / "vectors" / ann.ANN_FILE).read_bytes()
+
+
+def test_an_ivf_description_takes_the_same_path_with_nprobe(tmp_path):
+    from factcheck.tagging import ann
+    vectors = unit_vectors(3000)
+    entry = ann.build_ann(tmp_path, vectors, spec="IVF16,Flat")
+    assert entry["spec"] == "IVF16,Flat" and entry["ef_construction"] is None
+    loaded = ann.AnnIndex(faiss.read_index(str(tmp_path / ann.ANN_FILE)), entry)
+    q = vectors[7].astype(np.float32)
+    rows = loaded.search(q, 10)  # nprobe = search_depth >= the 16 lists: every list is searched
+    assert 7 in rows.tolist() and len(rows) == ann.SEARCH_DEPTH
