@@ -8,6 +8,7 @@ letters and digits minus stop words and single characters, unstemmed.
 from __future__ import annotations
 
 import itertools
+import operator
 import re
 import threading
 
@@ -140,8 +141,10 @@ class TokenIds:
         ids = np.fromiter(map(self.of.get, tokens, itertools.repeat(UNSEEN)), dtype=np.int64, count=len(tokens))
         unseen = np.flatnonzero(ids == UNSEEN)
         if unseen.size:
-            self._add(dict.fromkeys(tokens[i] for i in unseen.tolist()))
-            ids[unseen] = [self.of[tokens[i]] for i in unseen.tolist()]
+            # gathered and looked up in C: a corpus's first batch has most tokens unseen
+            picked = [tokens[unseen[0]]] if unseen.size == 1 else operator.itemgetter(*unseen.tolist())(tokens)
+            self._add(dict.fromkeys(picked))
+            ids[unseen] = np.fromiter(map(self.of.__getitem__, picked), dtype=np.int64, count=len(picked))
         return ids
 
 

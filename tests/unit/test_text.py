@@ -97,3 +97,31 @@ def test_the_stemmer_falls_back_to_nltks_normal_import(patch):
     left, (full_nltk, _), same = (json.loads(line) for line in
                                   _python(_STEM_BOTH_WAYS.format(patch=patch, words=_WORDS)).splitlines())
     assert "nltk" in left and "nltk.stem.porter" in left and full_nltk and all(same)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from factcheck.text.analyzer import BREAK, DROPPED, TokenIds, term_of_token  # noqa: E402
+
+_TOKENS = st.sampled_from(["sea", "seas", "the", "q", "Q", "co2", "1998", "niño", "rising", "rise", "ice", "a"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(_TOKENS, max_size=15), min_size=1, max_size=4), st.sampled_from(["stems", "plain"]))
+def test_token_ids_of_batches_are_the_per_token_rule_in_first_seen_order(batches, analyzer):
+    # A fresh memo sees most tokens unseen in its first batch (looked up in bulk), fewer
+    # later (one unseen token is the edge case); a token-by-token table is the reference.
+    rule, memo = term_of_token(analyzer), TokenIds(term_of_token(analyzer))
+    stems: list[str] = []
+    for tokens in batches:
+        want = []
+        for token in tokens:
+            if token == "Q":
+                want.append(BREAK)
+                continue
+            term = rule(token)
+            if term and term not in stems:
+                stems.append(term)
+            want.append(stems.index(term) if term else DROPPED)
+        assert memo.ids(tokens, "Q").tolist() == want
+    assert memo.stems == stems
