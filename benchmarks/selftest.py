@@ -12,8 +12,8 @@ after the other in each round, on the same rows:
   and wall seconds; the rankings (top 100 of every query, whole and chunked) must be
   identical -- ids and order, scores to 1e-12 -- or the benchmark fails;
 * a synthetic 100K-row CSV (``--rows``): one round; the recall figures of both;
-* an index built in memory (``factcheck.build_index(texts)``, no ``out``) of the bench
-  corpus's ``--build-rows`` passages: median of ``--repeats`` rounds;
+* an index built in memory (``factcheck.build_index(texts)``, no ``out``) of a
+  ``--build-rows``-passage bench corpus (``benchmarks/make_corpus.py``): median of ``--repeats`` rounds;
 * ``--large``: ``factcheck selftest`` on a 1.2M-row CSV with 10,000 queries (the other
   rows' query is empty: counted and skipped), measured as a process tree (wall, CPU,
   peak RSS); run it last, ``nice``d, on a quiet machine.
@@ -165,8 +165,8 @@ def in_memory_build(texts: list[str]):
 
 
 def build_rounds(rows: int, repeats: int) -> dict:
-    """CPU and wall seconds of :func:`in_memory_build` on the bench corpus's first ``rows``
-    passages (``benchmarks/make_corpus.py``, the passages the BM25 benchmark indexes)."""
+    """CPU and wall seconds of :func:`in_memory_build` on a ``rows``-passage bench corpus
+    (``benchmarks/make_corpus.py``: the proxy's sentences and filler drawn like them)."""
     import json
     texts = list(json.loads(ensure_corpus(rows).read_text("utf-8")).values())
     rounds = [timed(in_memory_build, texts)[1:] for _ in range(repeats)]
@@ -415,11 +415,10 @@ def main(argv=None) -> int:
         built = build_rounds(args.build_rows, args.repeats)
         cpu = statistics.median(c for _, c in built["rounds"])
         wall = statistics.median(w for w, _ in built["rounds"])
-        lines += ["", f"## An index in memory ({built['rows']:,} passages of the bench corpus), median of "
+        lines += ["", f"## An index in memory ({built['rows']:,}-passage bench corpus), median of "
                   f"{args.repeats}", "",
                   "`factcheck.build_index(texts)` (no `out`: nothing written), the analysis included, from a fresh "
-                  "stem memo; the passages (`benchmarks/make_corpus.py --n "
-                  f"{built['rows']}`) read beforehand.", "",
+                  f"stem memo; the passages (`benchmarks/make_corpus.py --n {built['rows']}`) read beforehand.", "",
                   "| work | CPU s | wall s | target |", "|---|---|---|---|",
                   f"| in-memory build, {built['rows']:,} passages | {cpu:.1f} | {wall:.1f} | wall <= 10 s: "
                   f"{'met' if wall <= 10 else 'NOT met'} |"]
