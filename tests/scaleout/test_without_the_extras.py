@@ -8,6 +8,7 @@ process or in this one, so these tests run whatever is installed."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -45,7 +46,8 @@ def test_check_needs_no_app_extra(monkeypatch, demo_run):
     _hide(monkeypatch, *APP)
     proc = in_process("check", "--run", demo_run, "Sea levels are rising.", "--json")
     assert proc.returncode == 0, proc.stderr
-    assert '"verdict"' in proc.stdout or '"label"' in proc.stdout
+    assert json.loads(proc.stdout)["claim"] == "Sea levels are rising."
+    assert "factcheck.serve.app" not in sys.modules
 
 
 def test_run_without_the_plots_extra_is_one_line_before_any_work(monkeypatch, tmp_path):
