@@ -13,7 +13,7 @@ import numpy as np
 
 from factcheck.errors import InputError, check_number
 
-__all__ = ["Explanation", "Hit", "NotFittedError", "Ranking", "Retriever", "Selection", "TopK", "as_texts"]
+__all__ = ["Estimator", "Explanation", "Hit", "NotFittedError", "Ranking", "Retriever", "Selection", "TopK", "as_texts"]
 
 
 @dataclass
