@@ -12,7 +12,7 @@ from pathlib import Path
 from numbers import Integral, Real
 
 __all__ = ["FactcheckWarning", "InputError", "IntegrityError", "Interval", "as_path", "check_choice",
-           "check_number", "ref", "validate_params"]
+           "check_number", "install_hint", "ref", "require_extra", "validate_params"]
 
 _REF = re.compile("\u27e8([A-Za-z_][\\w.]*)\u27e9")
 
@@ -219,3 +219,32 @@ def as_path(value, param: str) -> Path:
     if not isinstance(value, (str, os.PathLike)):
         raise InputError(None, None, f"expected a path (str or os.PathLike), got {type(value).__name__}", param=param)
     return Path(value)
+
+
+def install_hint(extra: str, what: str) -> str:
+    """The one line saying which optional extra ``what`` needs and how to install it.
+
+    Example
+    -------
+    >>> install_hint("app", "the explain app")
+    "the explain app needs the optional extra: pip install -e '.[app]'"
+    """
+    return f"{what} needs the optional extra: pip install -e '.[{extra}]'"
+
+
+def require_extra(extra: str, what: str, *modules: str, param: str | None = None) -> None:
+    """Import ``modules``; an :class:`InputError` (:func:`install_hint`) if one is not installed.
+
+    Example
+    -------
+    >>> require_extra("plots", "drawing figures", "no_such_module_for_the_example")
+    Traceback (most recent call last):
+    ...
+    factcheck.errors.InputError: drawing figures needs the optional extra: pip install -e '.[plots]'
+    """
+    import importlib
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            raise InputError(None, None, install_hint(extra, what), param=param) from None

@@ -448,7 +448,6 @@ def retriever_from_args(args, evidence_k: bool = True):
     mode's check loads the model ``--index``'s vectors were built with, if any: a local
     model's vectors need no bundled model."""
     from factcheck.retrieval.registry import make_retriever
-    from factcheck.tagging.vectors import vectors_model
     reads = METHOD_OPTIONS[args.method] if evidence_k else tuple(o for o in METHOD_OPTIONS[args.method] if o != "k")
     for name in {o for options in METHOD_OPTIONS.values() for o in options} - {"k"} - set(reads):
         if getattr(args, name) is not None:
@@ -464,6 +463,10 @@ def retriever_from_args(args, evidence_k: bool = True):
     if args.method == "pool":
         params.pop("pool_model")
         params["model"] = pool_model_from_args(args)
+    vectors = None
+    if args.index and args.mode == "open":  # only the open mode checks a model (the course mode skips its import)
+        from factcheck.tagging.vectors import vectors_model
+        vectors = vectors_model(args.index)
     return make_retriever(args.method, params, args.chunk_window,
                           20 if args.chunk_overlap is None else args.chunk_overlap, mode=args.mode,
-                          embedding_model=vectors_model(args.index) if args.index else None)
+                          embedding_model=vectors)

@@ -78,9 +78,9 @@ def add_serve(p):
     add_embedding_args(p)
 
     def run(args):
+        from factcheck.serve.app import create_app  # first: without the app extra, one line naming it
         import uvicorn
 
-        from factcheck.serve.app import create_app
         if not 0 <= args.port <= 65535:
             raise InputError(None, None, f"must be in 0..65535, got {args.port}", param="port")
         check_can_listen(args.host, args.port)  # before loading the index: fail in seconds, in one line

@@ -148,7 +148,7 @@ def add_search(p):
 
 def _run_retriever(args):
     """``search --run``: the run's chosen retriever as trained, or ``--method``'s on the run's index."""
-    from factcheck.serve.app import resolve_paths
+    from factcheck.serve.artefacts import resolve_paths
     from factcheck.tagging.index import TagIndex
     index_dir, model_dir = resolve_paths(args.run, None, None)
     if args.method is not None:

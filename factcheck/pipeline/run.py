@@ -197,6 +197,7 @@ def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> d
     -------
     >>> metrics = run_pipeline("data/demo", "out/demo", RunConfig(progress=False))   # doctest: +SKIP
     """
+    from factcheck.reporting.plots import require_plots
     from factcheck.tagging.backends import require_backend
     from factcheck.progress import progress_setting
     from factcheck.tagging.outdir import DirectoryLock
@@ -209,6 +210,7 @@ def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> d
     if pool is not None:  # the pool's model too
         check_method(config.method, config.mode, also=("auto",), embedding_model=pool["model"])
     require_backend(config.tagging.get("backend", "loky"))  # so is the Dask backend without its extra
+    require_plots()  # and the figures without theirs
     files = find_data(data_dir, config.evidence, train=config.train, dev=config.dev, test=config.test)
     with DirectoryLock(Path(out)), progress_setting(config.progress), contextlib.ExitStack() as held:
         check_no_symlinks(Path(out), RUN_ENTRIES)

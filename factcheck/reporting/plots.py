@@ -7,10 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
+from factcheck.errors import require_extra
 from factcheck.formats.files import atomic_path
 
 
-__all__ = ["PLOT_CAPTIONS", "draw_plots", "plot_bm25", "plot_tags"]
+__all__ = ["PLOT_CAPTIONS", "draw_plots", "plot_bm25", "plot_tags", "require_plots"]
 
 PLOT_CAPTIONS = {
     "sweep-tags": "Tag rule: evidence F against the cosine threshold, one line per overlap threshold, "
@@ -62,8 +63,14 @@ def plot_bm25(sweep, path: Path) -> None:
     plot_sweep(sweep, path, "k", ("k1", "b"), "BM25", "k (passages returned)")
 
 
+def require_plots() -> None:
+    """An InputError naming the ``plots`` extra if matplotlib is not installed (before a run's work)."""
+    require_extra("plots", "drawing a run's figures", "matplotlib")
+
+
 def pyplot():
     """matplotlib's pyplot on the headless backend."""
+    require_plots()
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -9,18 +9,20 @@ from urllib.parse import urlencode
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from factcheck.errors import require_extra
+
+require_extra("app", "the explain app", "fastapi", "jinja2", "uvicorn")  # one line, not a ModuleNotFoundError
+
 import jinja2
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from factcheck.errors import InputError, ref
-from factcheck.formats.files import loads_json
-from factcheck.formats.rundir import refuse_unfinished
+from factcheck.errors import InputError
 from factcheck.serve import dev as devview
 from factcheck.serve import present
-from factcheck.serve.artefacts import Artefacts, load_artefacts
+from factcheck.serve.artefacts import Artefacts, load_artefacts, resolve_paths
 from factcheck.serve.explain import RANKING_SHOWN, check_view
 from factcheck.serve.highlight import segments
 from factcheck.serve.limits import StrictQueryString
@@ -82,37 +84,6 @@ class AppState:
         shown = requested if len(requested) <= 40 else requested[:40] + "..."
         raise HTTPException(400, f"unknown method {shown!r}; expected one of "
                                  f"{', '.join([BEST, *self.systems.methods])}")
-
-
-def _run_index(run_dir: Path) -> Path:
-    """RUN/index, or the index a run made with ``--index`` recorded in its metrics."""
-    if (run_dir / "index").is_dir():
-        return run_dir / "index"
-    try:
-        recorded = loads_json((run_dir / "metrics.json").read_text("utf-8"))["run"]["index"]
-        return run_dir / recorded  # relative to the run directory, or absolute
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return run_dir / "index"
-
-
-def resolve_paths(run_dir: Path | None, index_dir: Path | None, model_dir: Path | None):
-    """(index_dir, model_dir) from ``--run`` and/or explicit ``--index/--model``."""
-    if run_dir is not None:
-        run_dir = Path(run_dir)
-        if not run_dir.is_dir():
-            raise InputError(run_dir, None, "no such run directory (an output directory of `factcheck run`)")
-        refuse_unfinished(run_dir)
-        index_dir = index_dir or _run_index(run_dir)
-        model_dir = model_dir or run_dir / "model"
-    if index_dir is None or model_dir is None:
-        raise InputError(None, None, f"give a run directory, or both {ref('index_dir')} and {ref('model_dir')}",
-                         param="run_dir")
-    for path, what in ((index_dir, "tag index"), (model_dir, "model")):
-        if not Path(path).is_dir():
-            hint = (f" (a run made with an existing index keeps no copy: pass {ref('index_dir')} too)"
-                    if run_dir and what == "tag index" else "")
-            raise InputError(path, None, f"no such {what} directory{hint}")
-    return Path(index_dir), Path(model_dir)
 
 
 def create_app(run_dir: Path | None = None, index_dir: Path | None = None, model_dir: Path | None = None,

@@ -8,9 +8,11 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from factcheck.errors import InputError
+from factcheck.errors import InputError, ref
 from factcheck.formats.claims import read_claims, read_predictions
+from factcheck.formats.files import loads_json
 from factcheck.formats.records import decode_object
+from factcheck.formats.rundir import refuse_unfinished
 from factcheck.pipeline.run import DATA_FILES
 from factcheck.serve.results import _o as _object
 
@@ -97,3 +99,34 @@ def load_artefacts(run_dir: Path | None, dev_claims: Path | None = None) -> Arte
         a.gold = read_claims(dev_claims, require_labels=True)
         a.gold_path = Path(dev_claims)
     return a
+
+
+def _run_index(run_dir: Path) -> Path:
+    """RUN/index, or the index a run made with ``--index`` recorded in its metrics."""
+    if (run_dir / "index").is_dir():
+        return run_dir / "index"
+    try:
+        recorded = loads_json((run_dir / "metrics.json").read_text("utf-8"))["run"]["index"]
+        return run_dir / recorded  # relative to the run directory, or absolute
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return run_dir / "index"
+
+
+def resolve_paths(run_dir: Path | None, index_dir: Path | None, model_dir: Path | None):
+    """(index_dir, model_dir) from ``--run`` and/or explicit ``--index/--model``."""
+    if run_dir is not None:
+        run_dir = Path(run_dir)
+        if not run_dir.is_dir():
+            raise InputError(run_dir, None, "no such run directory (an output directory of `factcheck run`)")
+        refuse_unfinished(run_dir)
+        index_dir = index_dir or _run_index(run_dir)
+        model_dir = model_dir or run_dir / "model"
+    if index_dir is None or model_dir is None:
+        raise InputError(None, None, f"give a run directory, or both {ref('index_dir')} and {ref('model_dir')}",
+                         param="run_dir")
+    for path, what in ((index_dir, "tag index"), (model_dir, "model")):
+        if not Path(path).is_dir():
+            hint = (f" (a run made with an existing index keeps no copy: pass {ref('index_dir')} too)"
+                    if run_dir and what == "tag index" else "")
+            raise InputError(path, None, f"no such {what} directory{hint}")
+    return Path(index_dir), Path(model_dir)

@@ -29,7 +29,7 @@ def check_claim(claim: str, run_dir=None, index_dir=None, model_dir=None, method
                 mode: str | None = None, max_claim_chars: int | None = None) -> dict:
     """``factcheck check``'s view of one claim (no timing: the same input gives the same bytes)."""
     from factcheck.system.checker import FactChecker
-    from factcheck.serve.app import resolve_paths
+    from factcheck.serve.artefacts import resolve_paths
     from factcheck.serve.explain import check_view
 
     check_length(None, "the claim", claim, length_cap(max_claim_chars, "max_claim_chars", MAX_QUERY_CHARS),

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from factcheck.errors import InputError
+from factcheck.errors import InputError, install_hint
 from factcheck.hashing import sha256_bytes, sha256_file
 
 __all__ = ["Embedder", "MODEL_CONFIG", "MODEL_DIM", "describe_model", "embed", "load_embedder", "model_signature",
@@ -25,7 +25,7 @@ __all__ = ["Embedder", "MODEL_CONFIG", "MODEL_DIM", "describe_model", "embed", "
 
 MODEL_CONFIG = "l2_supercat"
 MODEL_DIM = 256
-INSTALL_HINT = "the open mode needs the optional extra: pip install -e '.[open]'"
+INSTALL_HINT = install_hint("open", "the open mode")
 BATCH = 1024  # texts pooled at a time (bounds the gather; never changes a result)
 
 

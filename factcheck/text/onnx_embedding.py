@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from factcheck.errors import InputError
+from factcheck.errors import InputError, install_hint
 from factcheck.hashing import sha256_bytes, sha256_file
 
 __all__ = ["BATCH_TOKENS", "OnnxEmbedder", "PACKAGED", "PACKAGED_SETTINGS", "POOLINGS", "changed_files",
@@ -27,7 +27,7 @@ __all__ = ["BATCH_TOKENS", "OnnxEmbedder", "PACKAGED", "PACKAGED_SETTINGS", "POO
 POOLINGS = ("mean", "cls")
 MODEL_FILE, TOKENIZER_FILE = "model.onnx", "tokenizer.json"
 ST_CONFIG, POOLING_CONFIG = "sentence_bert_config.json", "1_Pooling/config.json"
-INSTALL_HINT = "a local ONNX embedding model needs the optional extra: pip install -e '.[onnx]'"
+INSTALL_HINT = install_hint("onnx", "a local ONNX embedding model")
 DEFAULT_MAX_LENGTH = 512
 MAX_LENGTH_LIMIT = 1 << 20  # tokens; a transformer's position table is far shorter
 BATCH_TOKENS = 4096  # tokens a batch (rows x length); chosen by measurement (docs/decisions.md)

@@ -431,7 +431,7 @@ def test_a_csv_evidence_cell_nested_too_deeply_is_one_line(tmp_path, demo_index)
 
 def test_a_run_without_its_index_and_a_metrics_json_nested_too_deeply_is_one_line(run_copy):
     """``serve``/``check`` look for the index a run recorded in metrics.json: before, a RecursionError."""
-    from factcheck.serve.app import resolve_paths
+    from factcheck.serve.artefacts import resolve_paths
     shutil.rmtree(run_copy / "index")
     (run_copy / "metrics.json").write_text("[" * 100_000, "utf-8")
     from factcheck.errors import InputError

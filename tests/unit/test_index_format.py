@@ -112,3 +112,17 @@ def test_tag_into_an_index_of_an_older_format_names_the_command_and_force_rebuil
     assert in_process("tag", DEMO / "evidence.json", "--out", index, "--force").returncode == 0
     assert not list(index.rglob("*.joblib")) and not (index / "models").exists()
     assert in_process("verify", index).returncode == 0
+
+
+@pytest.mark.parametrize("block", [4, 5, 6, 7])
+def test_the_utf8_check_reads_blocks_that_cut_characters(block, monkeypatch):
+    """Every open decodes the texts block by block: a character cut by a block's end is read
+    with the next block, and a bad byte is reported where it is, whatever the block size."""
+    monkeypatch.setattr(store, "_UTF8_BLOCK", block)
+    texts = ["a\u00e9\u20ac\U0001f600b", "\u00e9\u00e9", "", "z\U0001f600"]
+    data, offsets = pack_strings(texts)
+    store._packed({"texts": data, "text_offsets": offsets}, "texts")  # valid: no error
+    bad = data.copy()
+    bad[3] = 0xFF  # in place of the euro sign's first byte
+    with pytest.raises(store._Bad, match="near byte 3"):
+        store._packed({"texts": bad, "text_offsets": offsets}, "texts")
