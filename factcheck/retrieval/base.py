@@ -1,4 +1,4 @@
-"""The retriever interface every method implements (scikit-learn's estimator conventions), and its result types."""
+"""The retriever interface every method implements (a scikit-learn estimator), and its result types."""
 
 from __future__ import annotations
 
@@ -10,10 +10,13 @@ from collections.abc import Sequence
 from typing import Iterable, NamedTuple
 
 import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+from sklearn.utils import metadata_routing
 
 from factcheck.errors import InputError, check_number, validate_params
 
-__all__ = ["Estimator", "Explanation", "Hit", "NotFittedError", "Ranking", "Retriever", "Selection", "TopK", "as_texts"]
+__all__ = ["Explanation", "Hit", "NotFittedError", "Ranking", "Retriever", "Selection", "TopK", "as_texts"]
 
 
 @dataclass
@@ -253,75 +256,7 @@ class Scored(NamedTuple):
     state: object = None
 
 
-def __getattr__(name: str):
-    # scikit-learn's own NotFittedError, imported only when asked for: importing scikit-learn
-    # brings scipy.stats, which a search never uses.
-    if name == "NotFittedError":
-        from sklearn.exceptions import NotFittedError
-        return NotFittedError
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-class Estimator:
-    """scikit-learn's estimator conventions without importing scikit-learn (which brings
-    scipy.stats, most of a one-query search's start-up): parameters are ``__init__``'s
-    arguments stored unchanged, so ``get_params``/``set_params``, ``sklearn.base.clone`` and
-    a ``repr`` of the changed parameters behave as ``BaseEstimator``'s do.
-
-    Example
-    -------
-    >>> import factcheck
-    >>> factcheck.ChunkedRetriever(factcheck.BM25Retriever(k=2), window=8).get_params()["inner__k"]
-    2
-    """
-
-    @classmethod
-    def _get_param_names(cls) -> list[str]:
-        return sorted(_signature_order(cls))  # sorted, as scikit-learn's
-
-    def get_params(self, deep: bool = True) -> dict:
-        """The parameters by name (``deep``: also those of parameters that are estimators, as ``name__param``)."""
-        out = {}
-        for name in self._get_param_names():
-            value = getattr(self, name)
-            if deep and hasattr(value, "get_params") and not isinstance(value, type):
-                out.update((f"{name}__{key}", v) for key, v in value.get_params().items())
-            out[name] = value
-        return out
-
-    def set_params(self, **params) -> "Estimator":
-        """Set parameters by name (``name__param`` for a parameter's own); returns self."""
-        valid = self.get_params(deep=True)
-        nested: dict[str, dict] = {}
-        for key, value in params.items():
-            name, deep, sub = key.partition("__")
-            if name not in valid:
-                raise ValueError(f"Invalid parameter {name!r} for estimator {self}. "
-                                 f"Valid parameters are: {self._get_param_names()!r}.")
-            if deep:
-                nested.setdefault(name, {})[sub] = value
-            else:
-                setattr(self, name, value)
-                valid[name] = value
-        for name, sub_params in nested.items():
-            valid[name].set_params(**sub_params)
-        return self
-
-    def __sklearn_tags__(self):
-        # BaseEstimator's tags, for scikit-learn's own checks (check_is_fitted reads them);
-        # only scikit-learn calls this, so it is loaded already.
-        from sklearn.utils import Tags, TargetTags
-        return Tags(estimator_type=None, target_tags=TargetTags(required=False), transformer_tags=None,
-                    regressor_tags=None, classifier_tags=None)
-
-    def __repr__(self) -> str:
-        defaults = {p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()}
-        changed = [f"{name}={value!r}" for name, value in self.get_params(deep=False).items()
-                   if name not in defaults or repr(value) != repr(defaults[name])]
-        return f"{type(self).__name__}({', '.join(changed)})"
-
-
-class Retriever(Estimator, ABC):
+class Retriever(BaseEstimator, ABC):
     """Base class of the retrievers: ``fit(index)`` once, then ``rank``/``retrieve``/``search`` claims.
 
     Subclasses implement ``_fit``, ``_scored`` and ``_explain`` (or ``_select``).
@@ -501,7 +436,6 @@ class Retriever(Estimator, ABC):
 
     def _check_fitted(self) -> None:
         if not self.__sklearn_is_fitted__():
-            from sklearn.exceptions import NotFittedError
             raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call fit(index) first.")
 
     def __sklearn_is_fitted__(self) -> bool:

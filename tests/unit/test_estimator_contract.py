@@ -15,7 +15,7 @@ import shutil
 
 import numpy as np
 import pytest
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
@@ -100,7 +100,7 @@ def fitted_open(demo_index, tmp_path_factory):
 
 @pytest.mark.parametrize("cls", RETRIEVERS, ids=lambda c: c.__name__)
 def test_parameters_are_stored_unchanged_and_come_back_from_get_params(cls):
-    assert issubclass(cls, factcheck.Retriever)
+    assert issubclass(cls, BaseEstimator) and issubclass(cls, factcheck.Retriever)
     kwargs = non_default(cls)
     names = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
     assert sorted(kwargs) == sorted(names)  # the test covers every parameter
