@@ -1,0 +1,122 @@
+"""The term-at-a-time top k compiled by numba (the ``fast`` extra), used by
+:meth:`~factcheck.scoring.matrix.TermMatrix.rank` when numba imports.
+
+Each query's terms are added in ascending term order, ``buf[unit] += weight * w``, into a dense
+buffer that starts at 0: scipy's ``csr_matmat`` adds a product's entries in that order, so every
+score has the product's bits (no ``fastmath``: a fused multiply-add would change them). The top
+``k`` is read from the units scoring at or above the ``k``-th score of the shortest term with
+``k`` units (no unit below it can enter), sorted by score descending, ties by unit ascending,
+as :func:`~factcheck.scoring.topk.top_k` orders them; only the entries touched are reset.
+
+``FACTCHECK_NUMBA=0`` in the environment turns the compiled path off (the product path then
+ranks, with the same results): :func:`enabled` reads it at every call.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+__all__ = ["DISABLE_VARIABLE", "enabled", "rank_batch"]
+
+DISABLE_VARIABLE = "FACTCHECK_NUMBA"
+
+_kernel = None  # the compiled function once made; False when numba is missing
+
+
+def enabled() -> bool:
+    """Whether :func:`rank_batch` can run: numba imports and ``FACTCHECK_NUMBA`` is not ``0``."""
+    if os.environ.get(DISABLE_VARIABLE, "").strip() == "0":
+        return False
+    return _compiled() is not False
+
+
+def _compiled():
+    global _kernel
+    if _kernel is None:
+        try:
+            import numba
+        except ImportError:
+            _kernel = False
+        else:
+            _kernel = _make(numba)
+    return _kernel
+
+
+def _make(numba):
+    try:
+        # The compiled code is kept beside this module (or numba's per-user cache), as Python
+        # keeps its bytecode: a later process skips the one-off compilation.
+        jit = numba.njit(cache=True, nogil=True)
+        return jit(_rank_batch)
+    except RuntimeError:  # no place to cache it: compile in each process
+        return numba.njit(nogil=True)(_rank_batch)
+
+
+def rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k: int, buf):
+    """Each query's top ``k`` as ``(counts, rows, scores)``: query ``i``'s units are
+    ``rows[i * k:i * k + counts[i]]``. ``q_*``: the queries' CSR arrays, each term once and
+    ascending, in the matrix's index and data dtypes; ``buf``: zeros, one per unit (left zeros)."""
+    return _compiled()(np.asarray(indptr), np.asarray(indices), np.asarray(data), q_indptr, q_indices, q_data,
+                       k, buf)
+
+
+def _rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k, buf):  # pragma: no cover (compiled)
+    n_queries = len(q_indptr) - 1
+    counts = np.zeros(n_queries, dtype=np.int64)
+    rows = np.zeros(n_queries * k, dtype=np.int64)
+    scores = np.zeros(n_queries * k, dtype=buf.dtype)
+    if k < 1:
+        return counts, rows, scores
+    for i in range(n_queries):
+        a, b = q_indptr[i], q_indptr[i + 1]
+        total = 0
+        shortest, shortest_len = -1, 0
+        for jj in range(a, b):
+            t = q_indices[jj]
+            v = q_data[jj]
+            s, e = indptr[t], indptr[t + 1]
+            total += e - s
+            if e - s >= k and (shortest < 0 or e - s < shortest_len):
+                shortest, shortest_len = t, e - s
+            for p in range(s, e):
+                buf[indices[p]] += v * data[p]
+        if total == 0:
+            continue
+        # The bound: the k-th score of the shortest term's units (k of them score at least it).
+        bound = -np.inf
+        if shortest >= 0:
+            got = np.empty(shortest_len, dtype=buf.dtype)
+            n = 0
+            for p in range(indptr[shortest], indptr[shortest + 1]):
+                x = buf[indices[p]]
+                if x != 0:
+                    got[n] = x
+                    n += 1
+            if n >= k:
+                bound = np.partition(got[:n], n - k)[n - k]
+        cand_rows = np.empty(total, dtype=np.int64)
+        cand_scores = np.empty(total, dtype=buf.dtype)
+        n = 0
+        for jj in range(a, b):
+            t = q_indices[jj]
+            for p in range(indptr[t], indptr[t + 1]):
+                u = indices[p]
+                x = buf[u]
+                buf[u] = 0  # a unit of several terms is taken at its first visit
+                if x != 0 and x >= bound:  # the product leaves out sums of exactly 0
+                    cand_rows[n] = u
+                    cand_scores[n] = x
+                    n += 1
+        cand_rows, cand_scores = cand_rows[:n], cand_scores[:n]
+        # units ascending, then a stable sort by score descending: ties by unit
+        by_unit = np.argsort(cand_rows)
+        cand_rows, cand_scores = cand_rows[by_unit], cand_scores[by_unit]
+        order = np.argsort(-cand_scores, kind="mergesort")
+        m = min(k, n)
+        for r in range(m):
+            rows[i * k + r] = cand_rows[order[r]]
+            scores[i * k + r] = cand_scores[order[r]]
+        counts[i] = m
+    return counts, rows, scores
