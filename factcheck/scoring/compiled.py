@@ -1,7 +1,8 @@
 """The term-at-a-time top k compiled by numba (the ``fast`` extra), used by
 :meth:`~factcheck.scoring.matrix.TermMatrix.rank` when numba imports.
 
-Each query's terms are added in ascending term order, ``buf[unit] += weight * w``, into a dense
+Each query's terms are added in the order stored (ascending, for a canonical query),
+``buf[unit] += weight * w``, into a dense
 buffer that starts at 0: scipy's ``csr_matmat`` adds a product's entries in that order, so every
 score has the product's bits (no ``fastmath``: a fused multiply-add would change them). The top
 ``k`` is read from the units scoring at or above the ``k``-th score of the shortest term with
@@ -56,8 +57,8 @@ def _make(numba):
 
 def rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k: int, buf):
     """Each query's top ``k`` as ``(counts, rows, scores)``: query ``i``'s units are
-    ``rows[i * k:i * k + counts[i]]``. ``q_*``: the queries' CSR arrays, each term once and
-    ascending, in the matrix's index and data dtypes; ``buf``: zeros, one per unit (left zeros)."""
+    ``rows[i * k:i * k + counts[i]]``. ``q_*``: the queries' CSR arrays (terms added in the
+    order stored), in the matrix's index and data dtypes; ``buf``: zeros, one per unit (left zeros)."""
     return _compiled()(np.asarray(indptr), np.asarray(indices), np.asarray(data), q_indptr, q_indices, q_data,
                        k, buf)
 

@@ -115,8 +115,7 @@ class TermMatrix:
         it off)."""
         if not compiled.enabled():
             return [top_k(scores, k, units) for units, scores in self.products(queries)]
-        q = self._queries(queries)
-        q.sum_duplicates()  # each term once, ascending: the product's order of addition
+        q = self._queries(queries)  # terms taken as stored, as the product takes them
         k = max(0, int(k))
         pool = self.__dict__.setdefault("_score_buffers", [])  # list pop/append are atomic
         buf = pool.pop() if pool else np.zeros(self.n_units, dtype=self.data.dtype)

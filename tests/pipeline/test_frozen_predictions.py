@@ -25,3 +25,15 @@ def test_demo_predictions_are_the_frozen_ones(demo_run, name):
         old, new = json.loads(frozen), json.loads(now)
         moved = sorted(c for c in old.keys() | new.keys() if old.get(c) != new.get(c))
         pytest.fail(f"{name}: {len(moved)} claims' predictions moved ({', '.join(moved[:5])}); see this module's docstring")
+
+
+def test_demo_predictions_without_the_compiled_ranking(tmp_path):
+    """The same frozen predictions on the product path (``FACTCHECK_NUMBA=0``); the shared run
+    above ranks with numba where it is installed."""
+    from factcheck.scoring import compiled
+    from helpers import make_run
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(compiled.DISABLE_VARIABLE, "0")
+        make_run(tmp_path / "run")
+    for name in ("dev-claims-predictions.json", "test-claims-predictions.json"):
+        assert (tmp_path / "run" / name).read_bytes() == (FROZEN / name).read_bytes(), name
