@@ -76,3 +76,13 @@ def test_ties_at_the_cut_are_broken_by_unit():
 def test_the_variable_turns_the_compiled_path_off(monkeypatch):
     monkeypatch.setenv(compiled.DISABLE_VARIABLE, "0")
     assert not compiled.enabled()
+
+
+@needs_numba
+def test_no_place_to_cache_the_compiled_code_compiles_it_uncached(monkeypatch):
+    # A read-only install with no writable user cache: numba refuses cache=True; the loop still runs.
+    import numba
+    import numba.core.caching as caching
+    monkeypatch.setattr(caching.CacheImpl, "_locator_classes", [])
+    kernel = compiled._make(numba)  # not run: compiling uncached again would cost every session
+    assert kernel.py_func is compiled._rank_batch
