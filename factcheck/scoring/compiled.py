@@ -9,8 +9,12 @@ score has the product's bits (no ``fastmath``: a fused multiply-add would change
 ``k`` units (no unit below it can enter), sorted by score descending, ties by unit ascending,
 as :func:`~factcheck.scoring.topk.top_k` orders them; only the entries touched are reset.
 
-``FACTCHECK_NUMBA=0`` in the environment turns the compiled path off (the product path then
-ranks, with the same results): :func:`enabled` reads it at every call.
+Loading numba and its compiled code costs a fraction of a second once per process, more than
+a few queries cost on the product path: with ``FACTCHECK_NUMBA`` unset the loop is loaded once
+the postings ranked in the process reach :data:`WORTH_LOADING` (a batch of claims over a large
+index does at once; a single search does not). ``FACTCHECK_NUMBA=1`` uses it from the first
+call, ``FACTCHECK_NUMBA=0`` never (the product path then ranks, with the same results);
+:func:`enabled` reads the variable at every call.
 """
 
 from __future__ import annotations
@@ -19,17 +23,34 @@ import os
 
 import numpy as np
 
-__all__ = ["DISABLE_VARIABLE", "enabled", "rank_batch"]
+__all__ = ["VARIABLE", "WORTH_LOADING", "available", "enabled", "rank_batch"]
 
-DISABLE_VARIABLE = "FACTCHECK_NUMBA"
+VARIABLE = "FACTCHECK_NUMBA"
+WORTH_LOADING = 20_000_000  # postings: about what the product path spends loading numba costs
 
 _kernel = None  # the compiled function once made; False when numba is missing
+_postings = 0  # postings ranked on the product path before the loop was loaded
 
 
-def enabled() -> bool:
-    """Whether :func:`rank_batch` can run: numba imports and ``FACTCHECK_NUMBA`` is not ``0``."""
-    if os.environ.get(DISABLE_VARIABLE, "").strip() == "0":
+def _setting() -> str:
+    return os.environ.get(VARIABLE, "").strip()
+
+
+def available() -> bool:
+    """Whether the loop can run: numba imports and ``FACTCHECK_NUMBA`` is not ``0`` (loads it)."""
+    return _setting() != "0" and _compiled() is not False
+
+
+def enabled(postings: int) -> bool:
+    """Whether to rank a batch touching ``postings`` postings with the loop (see the module's text)."""
+    global _postings
+    setting = _setting()
+    if setting == "0":
         return False
+    if _kernel is None and setting != "1":
+        _postings += postings
+        if _postings < WORTH_LOADING:
+            return False
     return _compiled() is not False
 
 

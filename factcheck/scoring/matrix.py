@@ -111,11 +111,11 @@ class TermMatrix:
         """Each query's top ``k`` units and scores: :func:`~factcheck.scoring.topk.top_k` of
         :meth:`products`, the same bits. With numba, a compiled loop adds each query's terms
         one at a time into a score buffer kept across calls and reads the top ``k`` without
-        building the product (:mod:`~factcheck.scoring.compiled`; ``FACTCHECK_NUMBA=0`` turns
-        it off)."""
-        if not compiled.enabled():
-            return [top_k(scores, k, units) for units, scores in self.products(queries)]
+        building the product (:mod:`~factcheck.scoring.compiled`, which says when:
+        ``FACTCHECK_NUMBA=1`` always, ``0`` never)."""
         q = self._queries(queries)  # terms taken as stored, as the product takes them
+        if not compiled.enabled(int(self.df[q.indices].sum())):
+            return [top_k(scores, k, units) for units, scores in self.products(q)]
         k = max(0, int(k))
         pool = self.__dict__.setdefault("_score_buffers", [])  # list pop/append are atomic
         buf = pool.pop() if pool else np.zeros(self.n_units, dtype=self.data.dtype)

@@ -1,7 +1,7 @@
 """The compiled term-at-a-time top k against the product path it speeds up: the same bits.
 
-``TermMatrix.rank`` runs a numba loop when numba imports (``FACTCHECK_NUMBA=0`` turns it
-off); every score, every top k (ties included) and so every course prediction must be the
+``TermMatrix.rank`` runs a numba loop when numba imports (``FACTCHECK_NUMBA=1`` always,
+``0`` never); every score, every top k (ties included) and so every course prediction must be the
 product path's, whatever the matrix, the queries (duplicate and unsorted terms included) or k.
 """
 
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from factcheck.scoring import compiled
 from factcheck.scoring.matrix import TermMatrix
 
-needs_numba = pytest.mark.skipif(not compiled.enabled(), reason="needs numba (pip install -e '.[fast]')")
+needs_numba = pytest.mark.skipif(not compiled.available(), reason="needs numba (pip install -e '.[fast]')")
 
 # Few distinct weights, some negative: many ties, and sums of exactly 0 (which the product drops).
 WEIGHTS = st.sampled_from([0.25, 0.5, 1.0, 1.5, -0.5, -1.0, 0.1, 0.3])
@@ -24,7 +24,7 @@ WEIGHTS = st.sampled_from([0.25, 0.5, 1.0, 1.5, -0.5, -1.0, 0.1, 0.3])
 
 def _ranks(matrix: TermMatrix, queries, k: int, numba: bool):
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(compiled.DISABLE_VARIABLE, "1" if numba else "0")
+        patch.setenv(compiled.VARIABLE, "1" if numba else "0")
         return matrix.rank(queries, k)
 
 
@@ -73,9 +73,21 @@ def test_ties_at_the_cut_are_broken_by_unit():
     assert rows.tolist() == [0, 1, 2] and scores.tolist() == [1.0, 1.0, 1.0]
 
 
-def test_the_variable_turns_the_compiled_path_off(monkeypatch):
-    monkeypatch.setenv(compiled.DISABLE_VARIABLE, "0")
-    assert not compiled.enabled()
+def test_the_variable_turns_the_compiled_path_off_and_on(monkeypatch):
+    monkeypatch.setenv(compiled.VARIABLE, "0")
+    assert not compiled.available() and not compiled.enabled(10 ** 12)
+    monkeypatch.setenv(compiled.VARIABLE, "1")
+    assert compiled.enabled(0) == compiled.available()
+
+
+@needs_numba
+def test_unset_the_loop_is_loaded_once_enough_postings_were_ranked(monkeypatch):
+    monkeypatch.delenv(compiled.VARIABLE, raising=False)
+    monkeypatch.setattr(compiled, "_kernel", None)
+    monkeypatch.setattr(compiled, "_postings", 0)
+    assert not compiled.enabled(compiled.WORTH_LOADING - 1)  # a single search: no load
+    assert compiled.enabled(1)  # the running total reached it
+    assert compiled.enabled(0)  # loaded: used from then on
 
 
 @needs_numba
