@@ -28,6 +28,9 @@ __all__ = ["VARIABLE", "WORTH_LOADING", "available", "enabled", "rank_batch"]
 VARIABLE = "FACTCHECK_NUMBA"
 WORTH_LOADING = 20_000_000  # postings: about what the product path spends loading numba costs
 
+# A query whose postings reach 1/SCAN_RATIO of the units reads the whole buffer for its top k.
+SCAN_RATIO = 8
+
 _kernel = None  # the compiled function once made; False when numba is missing
 _postings = 0  # postings ranked on the product path before the loop was loaded
 
@@ -118,19 +121,32 @@ def _rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k, buf):  # 
                     n += 1
             if n >= k:
                 bound = np.partition(got[:n], n - k)[n - k]
-        cand_rows = np.empty(total, dtype=np.int64)
-        cand_scores = np.empty(total, dtype=buf.dtype)
+        n_units = len(buf)
+        size = min(total, n_units)
+        cand_rows = np.empty(size, dtype=np.int64)
+        cand_scores = np.empty(size, dtype=buf.dtype)
         n = 0
-        for jj in range(a, b):
-            t = q_indices[jj]
-            for p in range(indptr[t], indptr[t + 1]):
-                u = indices[p]
+        if total * SCAN_RATIO >= n_units:
+            # Postings cover much of the buffer: one sequential pass over it beats gathering each posting.
+            for u in range(n_units):
                 x = buf[u]
-                buf[u] = 0  # a unit of several terms is taken at its first visit
-                if x != 0 and x >= bound:  # the product leaves out sums of exactly 0
-                    cand_rows[n] = u
-                    cand_scores[n] = x
-                    n += 1
+                if x != 0:
+                    buf[u] = 0
+                    if x >= bound:  # the product leaves out sums of exactly 0
+                        cand_rows[n] = u
+                        cand_scores[n] = x
+                        n += 1
+        else:
+            for jj in range(a, b):
+                t = q_indices[jj]
+                for p in range(indptr[t], indptr[t + 1]):
+                    u = indices[p]
+                    x = buf[u]
+                    buf[u] = 0  # a unit of several terms is taken at its first visit
+                    if x != 0 and x >= bound:  # the product leaves out sums of exactly 0
+                        cand_rows[n] = u
+                        cand_scores[n] = x
+                        n += 1
         cand_rows, cand_scores = cand_rows[:n], cand_scores[:n]
         # units ascending, then a stable sort by score descending: ties by unit
         by_unit = np.argsort(cand_rows)
