@@ -98,3 +98,13 @@ def test_no_place_to_cache_the_compiled_code_compiles_it_uncached(monkeypatch):
     monkeypatch.setattr(caching.CacheImpl, "_locator_classes", [])
     kernel = compiled._make(numba)  # not run: compiling uncached again would cost every session
     assert kernel.py_func is compiled._rank_batch
+
+
+@needs_numba
+def test_a_saved_matrix_read_memory_mapped_ranks_the_same(tmp_path):
+    units = sp.random(60, 9, density=0.3, random_state=3, format="csr", dtype=np.float32)
+    TermMatrix.from_units(units).save(tmp_path)
+    matrix = TermMatrix.load(tmp_path)  # read-only memory maps
+    q = sp.random(4, 9, density=0.5, random_state=4, format="csr", dtype=np.float32)
+    fast, slow = _ranks(matrix, q, 5, numba=True), _ranks(matrix, q, 5, numba=False)
+    assert [(r.tolist(), s.tobytes()) for r, s in fast] == [(r.tolist(), s.tobytes()) for r, s in slow]
