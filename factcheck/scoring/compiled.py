@@ -30,6 +30,8 @@ WORTH_LOADING = 20_000_000  # postings: about what the product path spends loadi
 
 # A query whose postings reach 1/SCAN_RATIO of the units reads the whole buffer for its top k.
 SCAN_RATIO = 8
+# A top k of at most this many is kept sorted by insertion as the units are read.
+SMALL_K = 64
 
 _kernel = None  # the compiled function once made; False when numba is missing
 _postings = 0  # postings ranked on the product path before the loop was loaded
@@ -89,11 +91,17 @@ def rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k: int, buf):
 
 def _rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k, buf):  # pragma: no cover (compiled)
     n_queries = len(q_indptr) - 1
+    n_units = len(buf)
     counts = np.zeros(n_queries, dtype=np.int64)
     rows = np.zeros(n_queries * k, dtype=np.int64)
     scores = np.zeros(n_queries * k, dtype=buf.dtype)
     if k < 1:
         return counts, rows, scores
+    small = k <= SMALL_K  # the top k kept sorted by insertion; else collected, then sorted
+    best_s = np.empty(k, dtype=buf.dtype)
+    best_u = np.empty(k, dtype=np.int64)
+    cand_rows = np.empty(0 if small else n_units, dtype=np.int64)
+    cand_scores = np.empty(0 if small else n_units, dtype=buf.dtype)
     for i in range(n_queries):
         a, b = q_indptr[i], q_indptr[i + 1]
         total = 0
@@ -112,49 +120,75 @@ def _rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k, buf):  # 
         # The bound: the k-th score of the shortest term's units (k of them score at least it).
         bound = -np.inf
         if shortest >= 0:
-            got = np.empty(shortest_len, dtype=buf.dtype)
-            n = 0
+            m = 0  # best_s[:m]: the largest nonzero scores so far, descending
             for p in range(indptr[shortest], indptr[shortest + 1]):
                 x = buf[indices[p]]
-                if x != 0:
-                    got[n] = x
-                    n += 1
-            if n >= k:
-                bound = np.partition(got[:n], n - k)[n - k]
-        n_units = len(buf)
-        size = min(total, n_units)
-        cand_rows = np.empty(size, dtype=np.int64)
-        cand_scores = np.empty(size, dtype=buf.dtype)
+                if x != 0 and (m < k or x > best_s[m - 1]):
+                    j = m if m < k else k - 1
+                    while j > 0 and best_s[j - 1] < x:
+                        best_s[j] = best_s[j - 1]
+                        j -= 1
+                    best_s[j] = x
+                    if m < k:
+                        m += 1
+            if m == k:
+                bound = best_s[k - 1]
         n = 0
-        if total * SCAN_RATIO >= n_units:
-            # Postings cover much of the buffer: one sequential pass over it beats gathering each posting.
-            for u in range(n_units):
-                x = buf[u]
-                if x != 0:
-                    buf[u] = 0
-                    if x >= bound:  # the product leaves out sums of exactly 0
-                        cand_rows[n] = u
-                        cand_scores[n] = x
-                        n += 1
-        else:
-            for jj in range(a, b):
-                t = q_indices[jj]
-                for p in range(indptr[t], indptr[t + 1]):
-                    u = indices[p]
-                    x = buf[u]
-                    buf[u] = 0  # a unit of several terms is taken at its first visit
-                    if x != 0 and x >= bound:  # the product leaves out sums of exactly 0
-                        cand_rows[n] = u
-                        cand_scores[n] = x
-                        n += 1
-        cand_rows, cand_scores = cand_rows[:n], cand_scores[:n]
+        scan = total * SCAN_RATIO >= n_units
+        # Postings covering much of the buffer: one sequential pass over it beats gathering each
+        # posting again. Otherwise a unit of several terms is taken at its first visit.
+        jj = a
+        p, e = 0, 0
+        u = -1
+        while True:
+            if scan:
+                u += 1
+                if u >= n_units:
+                    break
+            else:
+                while p >= e and jj < b:
+                    t = q_indices[jj]
+                    p, e = indptr[t], indptr[t + 1]
+                    jj += 1
+                if p >= e:
+                    break
+                u = indices[p]
+                p += 1
+            x = buf[u]
+            if x == 0:  # the product leaves out sums of exactly 0
+                continue
+            buf[u] = 0
+            if x < bound:
+                continue
+            if not small:
+                cand_rows[n] = u
+                cand_scores[n] = x
+                n += 1
+            elif n < k or x > best_s[n - 1] or (x == best_s[n - 1] and u < best_u[n - 1]):
+                # score descending, ties by unit ascending, as top_k
+                j = n if n < k else k - 1
+                while j > 0 and (best_s[j - 1] < x or (best_s[j - 1] == x and best_u[j - 1] > u)):
+                    best_s[j] = best_s[j - 1]
+                    best_u[j] = best_u[j - 1]
+                    j -= 1
+                best_s[j] = x
+                best_u[j] = u
+                if n < k:
+                    n += 1
+        if small:
+            for r in range(n):
+                rows[i * k + r] = best_u[r]
+                scores[i * k + r] = best_s[r]
+            counts[i] = n
+            continue
+        found_rows, found_scores = cand_rows[:n], cand_scores[:n]
         # units ascending, then a stable sort by score descending: ties by unit
-        by_unit = np.argsort(cand_rows)
-        cand_rows, cand_scores = cand_rows[by_unit], cand_scores[by_unit]
-        order = np.argsort(-cand_scores, kind="mergesort")
+        by_unit = np.argsort(found_rows)
+        found_rows, found_scores = found_rows[by_unit], found_scores[by_unit]
+        order = np.argsort(-found_scores, kind="mergesort")
         m = min(k, n)
         for r in range(m):
-            rows[i * k + r] = cand_rows[order[r]]
-            scores[i * k + r] = cand_scores[order[r]]
+            rows[i * k + r] = found_rows[order[r]]
+            scores[i * k + r] = found_scores[order[r]]
         counts[i] = m
     return counts, rows, scores

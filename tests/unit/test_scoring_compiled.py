@@ -108,3 +108,15 @@ def test_a_saved_matrix_read_memory_mapped_ranks_the_same(tmp_path):
     q = sp.random(4, 9, density=0.5, random_state=4, format="csr", dtype=np.float32)
     fast, slow = _ranks(matrix, q, 5, numba=True), _ranks(matrix, q, 5, numba=False)
     assert [(r.tolist(), s.tobytes()) for r, s in fast] == [(r.tolist(), s.tobytes()) for r, s in slow]
+
+
+@needs_numba
+@pytest.mark.parametrize("k", [3, 64, 65, 200])
+def test_a_deep_top_k_ranks_the_same(k):
+    # Beyond compiled.SMALL_K the candidates are collected, then sorted: both ways, same bits.
+    rng = np.random.default_rng(k)
+    units = sp.csr_matrix(rng.choice([0.0, 0.0, 0.5, 1.0, 2.0], size=(400, 30)).astype(np.float32))
+    matrix = TermMatrix.from_units(units)
+    q = sp.csr_matrix(rng.choice([0.0, 0.0, 0.0, 1.0, 0.5], size=(20, 30)).astype(np.float32))
+    fast, slow = _ranks(matrix, q, k, numba=True), _ranks(matrix, q, k, numba=False)
+    assert [(r.tolist(), s.tobytes()) for r, s in fast] == [(r.tolist(), s.tobytes()) for r, s in slow]
