@@ -28,8 +28,8 @@ __all__ = ["VARIABLE", "WORTH_LOADING", "available", "enabled", "rank_batch"]
 VARIABLE = "FACTCHECK_NUMBA"
 WORTH_LOADING = 20_000_000  # postings: about what the product path spends loading numba costs
 
-# A query whose postings reach 1/SCAN_RATIO of the units reads the whole buffer for its top k.
-SCAN_RATIO = 8
+# A query with at least as many postings as 1/SCAN_RATIO of the units reads the whole buffer.
+SCAN_RATIO = 1
 # A top k of at most this many is kept sorted by insertion as the units are read.
 SMALL_K = 64
 
