@@ -2,9 +2,8 @@
 :meth:`~factcheck.scoring.matrix.TermMatrix.rank` when numba imports.
 
 Each query's terms are added in the order stored (ascending, for a canonical query),
-``buf[unit] += weight * w``, into a dense
-buffer that starts at 0: scipy's ``csr_matmat`` adds a product's entries in that order, so every
-score has the product's bits (no ``fastmath``: a fused multiply-add would change them). The top
+``buf[unit] += weight * w``, into a dense buffer that starts at 0: scipy's ``csr_matmat``
+adds a product's entries in that order, so every score has the product's bits (no ``fastmath``: a fused multiply-add would change them). The top
 ``k`` is read from the units scoring at or above the ``k``-th score of the shortest term with
 ``k`` units (no unit below it can enter), sorted by score descending, ties by unit ascending,
 as :func:`~factcheck.scoring.topk.top_k` orders them; only the entries touched are reset.
