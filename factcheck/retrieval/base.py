@@ -391,12 +391,17 @@ class Retriever(BaseEstimator, ABC):
 
     def _search(self, texts: list[str], k: int, select: bool) -> Iterable[tuple[Selection | None, TopK | None]]:
         """Per claim, from one scoring: its selection (if ``select``) and its top ``k`` (if ``k``)."""
-        from factcheck.scoring.topk import top_k
         depth = max(k, self._evidence_depth if select else 0)
-        for text, scored in zip(texts, self._scored_to(texts, depth)):
-            top = TopK(*top_k(scored.scores, depth, scored.rows))
+        for text, (scored, top) in zip(texts, self._scored_top(texts, depth)):
             sel = self._select(text, scored, top) if select else None
             yield sel, (TopK(top.rows[:k], top.scores[:k]) if k else None)
+
+    def _scored_top(self, texts: list[str], depth: int) -> Iterable[tuple[Scored, TopK]]:
+        """Per claim, what the method scores and its top ``depth`` (a method that ranks without
+        scoring every passage returns its top as what it scored)."""
+        from factcheck.scoring.topk import top_k
+        for scored in self._scored_to(texts, depth):
+            yield scored, TopK(*top_k(scored.scores, depth, scored.rows))
 
     def _check_params(self) -> None:
         """Raise an InputError naming the parameter of a bad value (those ``_parameter_constraints``

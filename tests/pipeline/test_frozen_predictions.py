@@ -25,3 +25,19 @@ def test_demo_predictions_are_the_frozen_ones(demo_run, name):
         old, new = json.loads(frozen), json.loads(now)
         moved = sorted(c for c in old.keys() | new.keys() if old.get(c) != new.get(c))
         pytest.fail(f"{name}: {len(moved)} claims' predictions moved ({', '.join(moved[:5])}); see this module's docstring")
+
+
+
+@pytest.mark.parametrize("setting", ["0", "1"])
+def test_demo_predictions_with_and_without_the_compiled_ranking(tmp_path, setting):
+    """The same frozen predictions ranked on the product path (``FACTCHECK_NUMBA=0``) and by the
+    compiled loop from the first query (``1``; skipped without numba)."""
+    from factcheck.scoring import compiled
+    from helpers import make_run
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(compiled.VARIABLE, setting)
+        if setting == "1" and not compiled.available():
+            pytest.skip("needs numba (pip install -e '.[fast]')")
+        make_run(tmp_path / "run")
+    for name in ("dev-claims-predictions.json", "test-claims-predictions.json"):
+        assert (tmp_path / "run" / name).read_bytes() == (FROZEN / name).read_bytes(), name

@@ -1,0 +1,193 @@
+"""The term-at-a-time top k compiled by numba (the ``fast`` extra), used by
+:meth:`~factcheck.scoring.matrix.TermMatrix.rank` when numba imports.
+
+Each query's terms are added in the order stored (ascending, for a canonical query),
+``buf[unit] += weight * w``, into a dense buffer that starts at 0: scipy's ``csr_matmat``
+adds a product's entries in that order, so every score has the product's bits (no ``fastmath``: a fused multiply-add would change them). The top
+``k`` is read from the units scoring at or above the ``k``-th score of the shortest term with
+``k`` units (no unit below it can enter), sorted by score descending, ties by unit ascending,
+as :func:`~factcheck.scoring.topk.top_k` orders them; only the entries touched are reset.
+
+Loading numba and its compiled code costs a fraction of a second once per process, more than
+a few queries cost on the product path: with ``FACTCHECK_NUMBA`` unset the loop is loaded once
+the postings ranked in the process reach :data:`WORTH_LOADING` (a batch of claims over a large
+index does at once; a single search does not). ``FACTCHECK_NUMBA=1`` uses it from the first
+call, ``FACTCHECK_NUMBA=0`` never (the product path then ranks, with the same results);
+:func:`enabled` reads the variable at every call.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+__all__ = ["VARIABLE", "WORTH_LOADING", "available", "enabled", "rank_batch"]
+
+VARIABLE = "FACTCHECK_NUMBA"
+WORTH_LOADING = 20_000_000  # postings: about what the product path spends loading numba costs
+
+# A query with at least as many postings as 1/SCAN_RATIO of the units reads the whole buffer.
+SCAN_RATIO = 1
+# A top k of at most this many is kept sorted by insertion as the units are read.
+SMALL_K = 64
+
+_kernel = None  # the compiled function once made; False when numba is missing
+_postings = 0  # postings ranked on the product path before the loop was loaded
+
+
+def _setting() -> str:
+    return os.environ.get(VARIABLE, "").strip()
+
+
+def available() -> bool:
+    """Whether the loop can run: numba imports and ``FACTCHECK_NUMBA`` is not ``0`` (loads it)."""
+    return _setting() != "0" and _compiled() is not False
+
+
+def enabled(postings: int) -> bool:
+    """Whether to rank a batch touching ``postings`` postings with the loop (see the module's text)."""
+    global _postings
+    setting = _setting()
+    if setting == "0":
+        return False
+    if _kernel is None and setting != "1":
+        _postings += postings
+        if _postings < WORTH_LOADING:
+            return False
+    return _compiled() is not False
+
+
+def _compiled():
+    global _kernel
+    if _kernel is None:
+        try:
+            import numba
+        except ImportError:
+            _kernel = False
+        else:
+            _kernel = _make(numba)
+    return _kernel
+
+
+def _make(numba):
+    try:
+        # The compiled code is kept beside this module (or numba's per-user cache), as Python
+        # keeps its bytecode: a later process skips the one-off compilation.
+        jit = numba.njit(cache=True, nogil=True)
+        return jit(_rank_batch)
+    except RuntimeError:  # no place to cache it: compile in each process
+        return numba.njit(nogil=True)(_rank_batch)
+
+
+def rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k: int, buf):
+    """Each query's top ``k`` as ``(counts, rows, scores)``: query ``i``'s units are
+    ``rows[i * k:i * k + counts[i]]``. ``q_*``: the queries' CSR arrays (terms added in the
+    order stored), in the matrix's index and data dtypes; ``buf``: zeros, one per unit (left zeros)."""
+    return _compiled()(np.asarray(indptr), np.asarray(indices), np.asarray(data), q_indptr, q_indices, q_data,
+                       k, buf)
+
+
+def _rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k, buf):  # pragma: no cover (compiled)
+    n_queries = len(q_indptr) - 1
+    n_units = len(buf)
+    counts = np.zeros(n_queries, dtype=np.int64)
+    rows = np.zeros(n_queries * k, dtype=np.int64)
+    scores = np.zeros(n_queries * k, dtype=buf.dtype)
+    if k < 1:
+        return counts, rows, scores
+    small = k <= SMALL_K  # the top k kept sorted by insertion; else collected, then sorted
+    best_s = np.empty(k, dtype=buf.dtype)
+    best_u = np.empty(k, dtype=np.int64)
+    cand_rows = np.empty(0 if small else n_units, dtype=np.int64)
+    cand_scores = np.empty(0 if small else n_units, dtype=buf.dtype)
+    for i in range(n_queries):
+        a, b = q_indptr[i], q_indptr[i + 1]
+        total = 0
+        shortest, shortest_len = -1, 0
+        for jj in range(a, b):
+            t = q_indices[jj]
+            v = q_data[jj]
+            s, e = indptr[t], indptr[t + 1]
+            total += e - s
+            if e - s >= k and (shortest < 0 or e - s < shortest_len):
+                shortest, shortest_len = t, e - s
+            for p in range(s, e):
+                buf[indices[p]] += v * data[p]
+        if total == 0:
+            continue
+        # The bound: the k-th score of the shortest term's units (k of them score at least it).
+        bound = -np.inf
+        if shortest >= 0:
+            m = 0  # best_s[:m]: the largest nonzero scores so far, descending
+            for p in range(indptr[shortest], indptr[shortest + 1]):
+                x = buf[indices[p]]
+                if x != 0 and (m < k or x > best_s[m - 1]):
+                    j = m if m < k else k - 1
+                    while j > 0 and best_s[j - 1] < x:
+                        best_s[j] = best_s[j - 1]
+                        j -= 1
+                    best_s[j] = x
+                    if m < k:
+                        m += 1
+            if m == k:
+                bound = best_s[k - 1]
+        n = 0
+        scan = total * SCAN_RATIO >= n_units
+        # Postings covering much of the buffer: one sequential pass over it beats gathering each
+        # posting again. Otherwise a unit of several terms is taken at its first visit.
+        jj = a
+        p, e = 0, 0
+        u = -1
+        while True:
+            if scan:
+                u += 1
+                if u >= n_units:
+                    break
+            else:
+                while p >= e and jj < b:
+                    t = q_indices[jj]
+                    p, e = indptr[t], indptr[t + 1]
+                    jj += 1
+                if p >= e:
+                    break
+                u = indices[p]
+                p += 1
+            x = buf[u]
+            if x == 0:  # the product leaves out sums of exactly 0
+                continue
+            buf[u] = 0
+            if x < bound:
+                continue
+            if not small:
+                cand_rows[n] = u
+                cand_scores[n] = x
+                n += 1
+            elif n < k or x > best_s[n - 1] or (x == best_s[n - 1] and u < best_u[n - 1]):
+                # score descending, ties by unit ascending, as top_k
+                j = n if n < k else k - 1
+                while j > 0 and (best_s[j - 1] < x or (best_s[j - 1] == x and best_u[j - 1] > u)):
+                    best_s[j] = best_s[j - 1]
+                    best_u[j] = best_u[j - 1]
+                    j -= 1
+                best_s[j] = x
+                best_u[j] = u
+                if n < k:
+                    n += 1
+        if small:
+            for r in range(n):
+                rows[i * k + r] = best_u[r]
+                scores[i * k + r] = best_s[r]
+            counts[i] = n
+            continue
+        found_rows, found_scores = cand_rows[:n], cand_scores[:n]
+        # units ascending, then a stable sort by score descending: ties by unit
+        by_unit = np.argsort(found_rows)
+        found_rows, found_scores = found_rows[by_unit], found_scores[by_unit]
+        order = np.argsort(-found_scores, kind="mergesort")
+        m = min(k, n)
+        for r in range(m):
+            rows[i * k + r] = found_rows[order[r]]
+            scores[i * k + r] = found_scores[order[r]]
+        counts[i] = m
+    return counts, rows, scores

@@ -1,0 +1,122 @@
+"""The compiled term-at-a-time top k against the product path it speeds up: the same bits.
+
+``TermMatrix.rank`` runs a numba loop when numba imports (``FACTCHECK_NUMBA=1`` always,
+``0`` never); every score, every top k (ties included) and so every course prediction must be the
+product path's, whatever the matrix, the queries (duplicate and unsorted terms included) or k.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from factcheck.scoring import compiled
+from factcheck.scoring.matrix import TermMatrix
+
+needs_numba = pytest.mark.skipif(not compiled.available(), reason="needs numba (pip install -e '.[fast]')")
+
+# Few distinct weights, some negative: many ties, and sums of exactly 0 (which the product drops).
+WEIGHTS = st.sampled_from([0.25, 0.5, 1.0, 1.5, -0.5, -1.0, 0.1, 0.3])
+
+
+def _ranks(matrix: TermMatrix, queries, k: int, numba: bool):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(compiled.VARIABLE, "1" if numba else "0")
+        return matrix.rank(queries, k)
+
+
+@st.composite
+def cases(draw):
+    n_units, n_terms = draw(st.integers(1, 40)), draw(st.integers(1, 12))
+    cells = draw(st.lists(st.tuples(st.integers(0, n_units - 1), st.integers(0, n_terms - 1), WEIGHTS),
+                          max_size=120))
+    units = sp.coo_matrix(([w for _, _, w in cells], ([u for u, _, _ in cells], [t for _, t, _ in cells])),
+                          shape=(n_units, n_terms))
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    matrix = TermMatrix.from_units(units.tocsr(), dtype=dtype)
+    # Queries as raw CSR: terms in any order, repeated, as a caller may pass them.
+    rows = draw(st.lists(st.lists(st.tuples(st.integers(0, n_terms - 1), WEIGHTS), max_size=6), min_size=1,
+                         max_size=5))
+    indptr = np.cumsum([0] + [len(r) for r in rows])
+    queries = sp.csr_matrix((np.array([w for r in rows for _, w in r], dtype=dtype),
+                             np.array([t for r in rows for t, _ in r], dtype=np.int64), indptr),
+                            shape=(len(rows), n_terms))
+    return matrix, queries, draw(st.integers(0, n_units + 2))
+
+
+@needs_numba
+@settings(max_examples=300, deadline=None)
+@given(cases())
+def test_compiled_rank_is_the_products_top_k(case):
+    matrix, queries, k = case
+    fast = _ranks(matrix, queries, k, numba=True)
+    slow = _ranks(matrix, queries, k, numba=False)
+    assert len(fast) == len(slow) == queries.shape[0]
+    for (rows, scores), (want_rows, want_scores) in zip(fast, slow):
+        assert rows.tolist() == want_rows.tolist()
+        assert scores.dtype == want_scores.dtype and scores.tobytes() == want_scores.tobytes()
+    # the buffer kept across calls is left clean: a second call ranks the same
+    again = _ranks(matrix, queries, k, numba=True)
+    assert [(r.tolist(), s.tobytes()) for r, s in again] == [(r.tolist(), s.tobytes()) for r, s in fast]
+
+
+@needs_numba
+def test_ties_at_the_cut_are_broken_by_unit():
+    # Six units with the same score, k = 3: the three smallest units, whatever the path.
+    units = sp.csr_matrix(np.array([[1.0, 0.0]] * 6 + [[0.0, 2.0]], dtype=np.float32))
+    matrix = TermMatrix.from_units(units)
+    q = sp.csr_matrix(np.array([[1.0, 0.25]], dtype=np.float32))
+    (rows, scores), = _ranks(matrix, q, 3, numba=True)
+    assert rows.tolist() == [0, 1, 2] and scores.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_the_variable_turns_the_compiled_path_off_and_on(monkeypatch):
+    monkeypatch.setenv(compiled.VARIABLE, "0")
+    assert not compiled.available() and not compiled.enabled(10 ** 12)
+    monkeypatch.setenv(compiled.VARIABLE, "1")
+    assert compiled.enabled(0) == compiled.available()
+
+
+@needs_numba
+def test_unset_the_loop_is_loaded_once_enough_postings_were_ranked(monkeypatch):
+    monkeypatch.delenv(compiled.VARIABLE, raising=False)
+    monkeypatch.setattr(compiled, "_kernel", None)
+    monkeypatch.setattr(compiled, "_postings", 0)
+    assert not compiled.enabled(compiled.WORTH_LOADING - 1)  # a single search: no load
+    assert compiled.enabled(1)  # the running total reached it
+    assert compiled.enabled(0)  # loaded: used from then on
+
+
+@needs_numba
+def test_no_place_to_cache_the_compiled_code_compiles_it_uncached(monkeypatch):
+    # A read-only install with no writable user cache: numba refuses cache=True; the loop still runs.
+    import numba
+    import numba.core.caching as caching
+    monkeypatch.setattr(caching.CacheImpl, "_locator_classes", [])
+    kernel = compiled._make(numba)  # not run: compiling uncached again would cost every session
+    assert kernel.py_func is compiled._rank_batch
+
+
+@needs_numba
+def test_a_saved_matrix_read_memory_mapped_ranks_the_same(tmp_path):
+    units = sp.random(60, 9, density=0.3, random_state=3, format="csr", dtype=np.float32)
+    TermMatrix.from_units(units).save(tmp_path)
+    matrix = TermMatrix.load(tmp_path)  # read-only memory maps
+    q = sp.random(4, 9, density=0.5, random_state=4, format="csr", dtype=np.float32)
+    fast, slow = _ranks(matrix, q, 5, numba=True), _ranks(matrix, q, 5, numba=False)
+    assert [(r.tolist(), s.tobytes()) for r, s in fast] == [(r.tolist(), s.tobytes()) for r, s in slow]
+
+
+@needs_numba
+@pytest.mark.parametrize("k", [3, 64, 65, 200])
+def test_a_deep_top_k_ranks_the_same(k):
+    # Beyond compiled.SMALL_K the candidates are collected, then sorted: both ways, same bits.
+    rng = np.random.default_rng(k)
+    units = sp.csr_matrix(rng.choice([0.0, 0.0, 0.5, 1.0, 2.0], size=(400, 30)).astype(np.float32))
+    matrix = TermMatrix.from_units(units)
+    q = sp.csr_matrix(rng.choice([0.0, 0.0, 0.0, 1.0, 0.5], size=(20, 30)).astype(np.float32))
+    fast, slow = _ranks(matrix, q, k, numba=True), _ranks(matrix, q, k, numba=False)
+    assert [(r.tolist(), s.tobytes()) for r, s in fast] == [(r.tolist(), s.tobytes()) for r, s in slow]
