@@ -97,3 +97,14 @@ def test_bm25_weights_are_built_and_cached_in_one_place(demo_index, tmp_path):
     # the cache entries keep their names: an index cached before is not built again
     assert (root / "bm25" / "lucene-k1_1.2-b_0.75").is_dir()
     assert len(list((root / "rerank").glob("bm25-*-k1_0.9-b_0.4"))) == 1
+
+
+def test_ties_are_ordered_by_the_one_function():
+    import numpy as np
+    from factcheck.scoring.topk import rank_order, top_k
+    assert _holding(r"np\.lexsort\(\(") == ["retrieval/rerank/terms.py", "scoring/topk.py"]  # terms: a dedup, no ranking
+    assert _holding(r"\brank_order\(") == ["retrieval/rerank/retriever.py", "retrieval/tag_rule.py", "scoring/topk.py",
+                                          "training/rerank.py"]
+    rows, first, second = np.array([4, 2, 9, 1]), np.array([1.0, 1.0, 2.0, 1.0]), np.array([0.0, 0.5, 0.0, 0.0])
+    assert rank_order(rows, first, second).tolist() == [2, 1, 3, 0]
+    assert top_k(first, 4, rows)[0].tolist() == rows[rank_order(rows, first)].tolist() == [9, 1, 2, 4]
