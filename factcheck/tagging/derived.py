@@ -1,7 +1,11 @@
 """Caches derived from a tag index, kept inside its directory (``bm25/``, ``rerank/``, ...):
 one folder per entry with its files and ``factcheck-key.json`` (``{"key", "files": {name:
-sha256}}``). An entry is used only when its record names the caller's key and every file
-matches, otherwise rebuilt (docs/decisions.md, "Caches inside an index"). A symbolic link
+sha256}}``). An entry is used only when its record names the caller's key and lists exactly
+the files the folder holds, and its loader (``.npy`` files through
+:func:`~factcheck.formats.npy.open_npy`: header, type and size) accepts them, otherwise it is
+rebuilt (docs/decisions.md, "Caches inside an index"). As for the index's own arrays, the
+files' sha256 are computed on ``factcheck verify`` (:meth:`DerivedCache.check`), not before
+every use (docs/trust-model.md). A symbolic link
 anywhere in a cache folder is refused before the entry is read, written or deleted: following
 it would read, write or delete outside the index.
 """
@@ -57,7 +61,7 @@ class DerivedCache:
         if self._matches(entry, key):
             try:
                 return load(entry)
-            except Exception as exc:  # checksums matched but the reader refused: rebuild
+            except Exception as exc:  # the record matched but the reader refused: rebuild
                 log.warning("%s: unreadable cache (%s); rebuilding it", entry, type(exc).__name__)
         try:
             entry.parent.mkdir(parents=True, exist_ok=True)
@@ -99,16 +103,14 @@ class DerivedCache:
 
     @staticmethod
     def _matches(entry: Path, key) -> bool:
-        """The record names ``key`` and every file's bytes still match it."""
+        """The record names ``key`` and lists exactly the files the folder holds (no file is read)."""
         record = _read_record(entry)
         if record is None or record.get("key") != key:
             return False
-        try:
-            if _files(entry) == record.get("files"):
-                return True
-        except OSError:
-            return False
-        log.warning("%s: cache does not match its checksums (damaged or edited); rebuilding it", entry)
+        files = record.get("files")
+        if isinstance(files, dict) and sorted(files) == _names(entry):
+            return True
+        log.warning("%s: cache does not hold the files its record lists; rebuilding it", entry)
         return False
 
 
@@ -146,18 +148,20 @@ def _read_record(entry: Path) -> dict | None:
     return record if isinstance(record, dict) else None
 
 
-def _files(folder: Path) -> dict[str, str]:
-    """sha256 of every file under ``folder`` but the record, nested caches and temporaries."""
-    out = {}
+def _names(folder: Path) -> list[str]:
+    """Every file under ``folder`` but the record, nested caches and temporaries, sorted."""
+    out = []
     for dirpath, dirnames, filenames in os.walk(folder):
         here = Path(dirpath)
         # Nested caches and passage vectors vouch for themselves; temporaries are unfinished.
         dirnames[:] = sorted(d for d in dirnames
                              if not d.startswith(TMP_PREFIX) and not (here / d / RECORD).is_file()
                              and not (d == VECTORS_DIR and (here / d / VECTORS_MANIFEST).is_file()))
-        for name in sorted(filenames):
-            if here == folder and name == RECORD:
-                continue
-            path = here / name
-            out[path.relative_to(folder).as_posix()] = sha256_file(path)
-    return out
+        out.extend((here / name).relative_to(folder).as_posix() for name in sorted(filenames)
+                   if not (here == folder and name == RECORD))
+    return sorted(out)
+
+
+def _files(folder: Path) -> dict[str, str]:
+    """sha256 of every file of :func:`_names`."""
+    return {name: sha256_file(folder / name) for name in _names(folder)}
