@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from factcheck.formats.files import TMP_PREFIX, check_no_symlinks, current_umask, loads_json, sha256_file
+from factcheck.errors import InputError
+from factcheck.formats.files import TMP_PREFIX, atomic_dir, check_no_symlinks, loads_json, sha256_file
 
 __all__ = ["CACHE_FOLDERS", "RECORD", "CacheStatus", "DerivedCache"]
 
@@ -63,26 +64,22 @@ class DerivedCache:
                 return load(entry)
             except Exception as exc:  # the record matched but the reader refused: rebuild
                 log.warning("%s: unreadable cache (%s); rebuilding it", entry, type(exc).__name__)
+        step = "open"
         try:
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            folder = Path(tempfile.mkdtemp(prefix=TMP_PREFIX + entry.name + ".", dir=entry.parent))
-            os.chmod(folder, 0o777 & ~current_umask())  # mkdtemp makes 0700: honour the umask
-        except OSError as exc:  # a read-only index directory: do without the cache
-            log.info("%s: cache not saved (%s)", entry, exc.strerror or exc)
+            with atomic_dir(entry, replace=True) as folder:
+                step = "build"
+                build(folder)
+                (folder / RECORD).write_text(json.dumps({"key": key, "files": _files(folder)}), "utf-8")
+                step = "rename"
+        except (OSError, InputError) as exc:
+            if step == "build":
+                raise
+            # Not writable (read-only index): do without the cache. Or another process renamed
+            # its copy into place meanwhile: use it if it is for this key.
+            log.info("%s: cache not saved (%s)", entry, getattr(exc, "strerror", None) or exc)
+            if step == "rename" and self._matches(entry, key):
+                return load(entry)
             return _private(build, load)
-        try:
-            build(folder)
-            (folder / RECORD).write_text(json.dumps({"key": key, "files": _files(folder)}), "utf-8")
-        except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)
-            raise
-        try:
-            if entry.exists():
-                shutil.rmtree(entry)
-            folder.rename(entry)
-        except OSError as exc:  # another process put its copy in place meanwhile: use ours
-            log.info("%s: cache not saved (%s)", entry, exc.strerror or exc)
-            return _adopt(folder, load)
         return load(entry)
 
     def check(self) -> list[CacheStatus]:
@@ -115,20 +112,13 @@ class DerivedCache:
 
 
 def _private(build: Callable[[Path], None], load: Callable[[Path], T]) -> T:
+    """``build`` into a private folder and ``load`` it, the folder living as long as the
+    object (which may map its files)."""
     # Not tempfile.mkdtemp: tests simulate a read-only index by patching it.
     folder = Path(tempfile.gettempdir()) / f"factcheck-cache-{os.getpid()}-{uuid.uuid4().hex}"
     folder.mkdir(mode=0o700)
     try:
         build(folder)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    return _adopt(folder, load)
-
-
-def _adopt(folder: Path, load: Callable[[Path], T]) -> T:
-    """``load(folder)``, the folder living as long as the object (which may map its files)."""
-    try:
         obj = load(folder)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)

@@ -171,3 +171,15 @@ def test_a_term_matrix_of_bad_structure_is_refused_on_load(tmp_path, array, valu
     np.save(tmp_path / f"{array}.npy", values)
     with pytest.raises(ValueError, match="inconsistent term matrix arrays"):
         TermMatrix.load(tmp_path)
+
+
+def test_a_copy_another_process_put_in_place_meanwhile_is_replaced_whole(tmp_path):
+    cache = DerivedCache(tmp_path)
+
+    def build(folder):  # the other process finishes the same entry while this one builds
+        _build(folder)
+        DerivedCache(tmp_path).load_or_build("bm25/x", KEY, lambda f: np.save(f / "values.npy", np.arange(5)), _load)
+
+    assert cache.load_or_build("bm25/x", KEY, build, _load).tolist() == [0, 1, 2]
+    assert [s.state for s in cache.check()] == ["ok"]
+    assert not [p for p in (tmp_path / "bm25").iterdir() if p.name.startswith(".tmp-")]
