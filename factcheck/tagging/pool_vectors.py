@@ -47,6 +47,7 @@ FORMAT = "factcheck-pool-vectors/1"
 DTYPE = np.float32  # the bytes a cold run scores with: a warm run reads them back unchanged
 REBUILD = f"delete the {POOL_VECTORS_DIR} folder to compute them again"
 VECTORS_NAME = re.compile(r"vectors-[0-9a-f]{64}\.npy")
+NAMED_BY_SHA256 = "its name is the sha256 of its bytes: edited or truncated"
 
 
 def text_key(text: str) -> str:
@@ -187,7 +188,7 @@ def _read_segment(root: Path, path: Path, identity: dict, verify: bool = False) 
                    missing=f"missing: a segment names it; {REBUILD}", keep_open=verify)
     try:
         if verify:
-            _check_name(vectors_path, npy.sha256(), name.removeprefix("vectors-").removesuffix(".npy"))
+            npy.check_sha256(name.removeprefix("vectors-").removesuffix(".npy"), NAMED_BY_SHA256)
     finally:
         npy.close()
     vectors = npy.array
@@ -216,8 +217,7 @@ def _read_record(record: Path):
 
 def _check_name(path: Path, digest: str, sha: str) -> None:
     if digest != sha:
-        raise IntegrityError(path, None, f"checksum mismatch (its name is the sha256 of its bytes: "
-                             f"edited or truncated); {REBUILD}")
+        raise IntegrityError(path, None, f"checksum mismatch ({NAMED_BY_SHA256}); {REBUILD}")
 
 
 def verify_pool_vectors(index_dir) -> list[tuple[dict, int]]:

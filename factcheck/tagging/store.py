@@ -237,9 +237,8 @@ def open_index(root: Path, manifest: "Manifest", verify: bool = False) -> IndexA
             tags.append(open_arrays(root, tags_name(s["shard"]), "tags", files[tags_name(s["shard"])], opened))
         expected = manifest.files()
         for npy in opened or ():  # only now: a file of the wrong size is refused without reading it whole
-            if npy.sha256() != expected[npy.mapped.path.relative_to(root).as_posix()]:
-                raise IntegrityError(npy.mapped.path, None, "checksum mismatch (truncated or corrupted); "
-                                     "rerun `factcheck tag` with the same arguments to repair it")
+            npy.check_sha256(expected[npy.mapped.path.relative_to(root).as_posix()],
+                             hint="rerun `factcheck tag` with the same arguments to repair it")
     finally:
         for npy in opened or ():
             npy.close()

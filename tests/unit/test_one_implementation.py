@@ -102,7 +102,7 @@ def test_bm25_weights_are_built_and_cached_in_one_place(demo_index, tmp_path):
 def test_ties_are_ordered_by_the_one_function():
     import numpy as np
     from factcheck.scoring.topk import rank_order, top_k
-    assert _holding(r"np\.lexsort\(\(") == ["retrieval/rerank/terms.py", "scoring/topk.py"]  # terms: a dedup, no ranking
+    assert _holding(r"np\.lexsort\(\(") == ["retrieval/rerank/terms.py", "scoring/topk.py"]
     assert _holding(r"\brank_order\(") == ["retrieval/rerank/retriever.py", "retrieval/tag_rule.py", "scoring/topk.py",
                                           "training/rerank.py"]
     rows, first, second = np.array([4, 2, 9, 1]), np.array([1.0, 1.0, 2.0, 1.0]), np.array([0.0, 0.5, 0.0, 0.0])
