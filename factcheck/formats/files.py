@@ -101,10 +101,11 @@ def atomic_path(dest: Path):
     return _atomic(Path(dest), folder=False)
 
 
-def atomic_dir(dest: Path, suffix: str = ""):
+def atomic_dir(dest: Path, suffix: str = "", replace: bool = False):
     """:func:`atomic_path` for a folder; an older ``dest`` is replaced if it holds only files
-    whose names end with ``suffix``."""
-    return _atomic(Path(dest), folder=True, suffix=suffix)
+    whose names end with ``suffix``, or whole with ``replace`` (the caller's own folder, checked
+    for links). A folder another process renamed into place meanwhile is an ``OSError``."""
+    return _atomic(Path(dest), folder=True, suffix=suffix, replace=replace)
 
 
 def check_no_symlinks(out: Path, names, *, error=InputError, refused: str = SYMLINK_REFUSED) -> None:
@@ -174,7 +175,7 @@ def read_beneath(root: Path, rel: str, *, error=InputError, missing: str = "no s
 
 
 @contextmanager
-def _atomic(dest: Path, folder: bool, suffix: str = ""):
+def _atomic(dest: Path, folder: bool, suffix: str = "", replace: bool = False):
     if dest.is_symlink():  # replacing it would drop the user's link; writing through it, escape
         raise InputError(dest, None, SYMLINK_REFUSED)
     try:
@@ -213,7 +214,9 @@ def _atomic(dest: Path, folder: bool, suffix: str = ""):
             with open(path, "rb+") as fh:
                 os.fsync(fh.fileno())
         crashpoint(f"before-rename:{dest.name}")
-        if folder and dest.is_dir() and not dest.is_symlink():  # an earlier copy no done record vouches for
+        if folder and replace and dest.is_dir() and not dest.is_symlink():
+            shutil.rmtree(dest)
+        elif folder and dest.is_dir() and not dest.is_symlink():  # an earlier copy no done record vouches for
             for path in dest.iterdir():
                 if suffix and path.name.endswith(suffix) and path.is_file() and not path.is_symlink():
                     path.unlink()

@@ -102,14 +102,21 @@ class NpyArray:
     """One opened ``.npy`` file: its ``array`` (a read-only map), its ``mapped`` file and, until
     :meth:`close`, the descriptor it was opened and checked through."""
 
-    def __init__(self, array: np.ndarray, mapped: MappedFile, fh):
-        self.array, self.mapped, self._fh = array, mapped, fh
+    def __init__(self, array: np.ndarray, mapped: MappedFile, fh, hint: str = ""):
+        self.array, self.mapped, self._fh, self._hint = array, mapped, fh, hint
 
     def sha256(self) -> str:
         """sha256 of the file, read through the descriptor that was checked and mapped."""
         if self._fh is None:
             raise ValueError("the file was closed: open it with keep_open=True to hash it")
         return sha256_fileobj(self._fh)
+
+    def check_sha256(self, expected: str, why: str = "truncated or corrupted", hint: str | None = None) -> None:
+        """The opener's ``error`` unless the file's :meth:`sha256` is ``expected`` (``factcheck
+        verify``): "checksum mismatch (``why``)" and ``hint`` (default: the opener's)."""
+        if self.sha256() != expected:
+            hint = self._hint if hint is None else hint
+            raise self.mapped._error(self.mapped.path, None, f"checksum mismatch ({why}){'; ' + hint if hint else ''}")
 
     def close(self) -> None:
         """Close the descriptor (the mapping holds its own)."""
@@ -161,4 +168,4 @@ def open_npy(root, rel: str, *, dtype=None, shape=None, error=InputError, hint: 
     with _LIVE_LOCK:
         _LIVE.add(mapped)
     array = np.frombuffer(mapped, dtype=found_dtype, count=count, offset=offset).reshape(found_shape)
-    return NpyArray(array, mapped, fh)
+    return NpyArray(array, mapped, fh, hint)

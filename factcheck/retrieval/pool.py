@@ -7,7 +7,7 @@ import numpy as np
 
 from factcheck.errors import InputError, Interval, check_choice
 from factcheck.retrieval.base import Retriever, Scored
-from factcheck.scoring.topk import top_k
+from factcheck.scoring.topk import rank_order, top_k
 
 __all__ = ["COMBINATIONS", "POOL_SIZE", "PoolRetriever", "combine_scores"]
 
@@ -26,7 +26,7 @@ def _minmax(x: np.ndarray) -> np.ndarray:
 
 def _rrf_terms(rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """1 / (RRF_K + rank) of each pool member by ``scores`` (rank 1 the best; ties by row)."""
-    order = np.lexsort((rows, -scores))
+    order = rank_order(rows, scores)
     rank = np.empty(len(rows), dtype=np.float64)
     rank[order] = np.arange(1, len(rows) + 1)
     return 1.0 / (RRF_K + rank)

@@ -10,7 +10,7 @@ from factcheck.errors import Interval
 from factcheck.retrieval.base import Retriever, Scored, Selection
 from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
 from factcheck.tagging.derived import DerivedCache
-from factcheck.scoring.topk import top_k
+from factcheck.scoring.topk import rank_order, top_k
 from factcheck.text.analyzer import analyze
 
 
@@ -124,7 +124,7 @@ class TagRuleRetriever(Retriever):
         distinct, cand, shared, cosine, overlap, combined = scored
         passed = np.flatnonzero((cosine > t_sim) & (overlap > t_overlap))
         if len(passed):
-            order = passed[top_k(combined[passed], len(passed))[0]]  # cand ascends: ties by row
+            order = passed[rank_order(cand[passed], combined[passed])]
             best = shared[order].max()
             return cand[order[shared[order] == best][:k]], "filtered", len(passed)
         rows, _ = self._fallback(cand, combined, k)
@@ -138,7 +138,7 @@ class TagRuleRetriever(Retriever):
         for claim in claims:
             _, cand, shared, cosine, overlap, combined = self._score(claim)
             fallback, _ = self._fallback(cand, combined, max_n)
-            order, _ = top_k(combined, len(combined))
+            order = rank_order(cand, combined)
             live = order[(cosine[order] > min(t_sims)) & (overlap[order] > min(t_overlaps))]
             rows_l, cos_l, ov_l, sh_l = cand[live], cosine[live], overlap[live], shared[live]
             for a in t_sims:

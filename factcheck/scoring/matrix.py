@@ -137,11 +137,14 @@ class TermMatrix:
 
     @classmethod
     def load(cls, folder, prefix: str = "") -> "TermMatrix":
-        """A matrix :meth:`save` wrote, memory-mapped."""
+        """A matrix :meth:`save` wrote, memory-mapped, its structure checked (a ValueError):
+        its files are not hashed before use, and scipy's products trust ``indptr`` and ``indices``."""
         n_terms, n_units = (int(x) for x in load_array(folder, f"{prefix}shape", mmap=False))
         out = cls(*(load_array(folder, prefix + name) for name in _ARRAYS), n_units)
-        if out.n_terms != n_terms:
-            raise ValueError("inconsistent term matrix shape")
+        ptr, idx = out.indptr, out.indices
+        if out.n_terms != n_terms or ptr[0] != 0 or np.any(ptr[1:] < ptr[:-1]) or \
+                (len(idx) and (idx.min() < 0 or idx.max() >= n_units)):
+            raise ValueError("inconsistent term matrix arrays")
         return out
 
 

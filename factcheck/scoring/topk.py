@@ -5,10 +5,24 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["first_per_group", "top_k", "top_k_rows"]
+__all__ = ["first_per_group", "rank_order", "top_k", "top_k_rows"]
 
 # top_k_rows ranks rows longer than this on average one at a time, shorter ones in one sort.
 _LONG_ROWS = 256
+
+
+def rank_order(rows, *scores) -> np.ndarray:
+    """The one tie order: positions of ``rows`` by the first of ``scores`` descending, ties
+    by the next score descending, and so on, last by row ascending.
+
+    Example
+    -------
+    >>> rank_order([7, 3, 5], [1.0, 2.0, 1.0])
+    array([1, 2, 0])
+    >>> rank_order([7, 3, 5], [1.0, 1.0, 1.0], [0.0, 0.0, 0.5])
+    array([2, 1, 0])
+    """
+    return np.lexsort((np.asarray(rows), *(-np.asarray(s) for s in reversed(scores))))
 
 
 def top_k(scores, k: int, rows=None) -> tuple[np.ndarray, np.ndarray]:
@@ -42,7 +56,7 @@ def top_k(scores, k: int, rows=None) -> tuple[np.ndarray, np.ndarray]:
         pos = np.arange(n)
     chosen = pos if rows is None else rows[pos]
     vals = scores[pos]
-    order = np.lexsort((chosen, -vals))[:k]
+    order = rank_order(chosen, vals)[:k]
     return chosen[order].astype(np.int64), vals[order]
 
 

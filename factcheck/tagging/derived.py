@@ -1,7 +1,11 @@
 """Caches derived from a tag index, kept inside its directory (``bm25/``, ``rerank/``, ...):
 one folder per entry with its files and ``factcheck-key.json`` (``{"key", "files": {name:
-sha256}}``). An entry is used only when its record names the caller's key and every file
-matches, otherwise rebuilt (docs/decisions.md, "Caches inside an index"). A symbolic link
+sha256}}``). An entry is used only when its record names the caller's key and lists exactly
+the files the folder holds, and its loader (``.npy`` files through
+:func:`~factcheck.formats.npy.open_npy`: header, type and size) accepts them, otherwise it is
+rebuilt (docs/decisions.md, "Caches inside an index"). As for the index's own arrays, the
+files' sha256 are computed on ``factcheck verify`` (:meth:`DerivedCache.check`), not before
+every use (docs/trust-model.md). A symbolic link
 anywhere in a cache folder is refused before the entry is read, written or deleted: following
 it would read, write or delete outside the index.
 """
@@ -19,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from factcheck.formats.files import TMP_PREFIX, check_no_symlinks, current_umask, loads_json, sha256_file
+from factcheck.errors import InputError
+from factcheck.formats.files import TMP_PREFIX, atomic_dir, check_no_symlinks, loads_json, sha256_file
 
 __all__ = ["CACHE_FOLDERS", "RECORD", "CacheStatus", "DerivedCache"]
 
@@ -57,28 +62,24 @@ class DerivedCache:
         if self._matches(entry, key):
             try:
                 return load(entry)
-            except Exception as exc:  # checksums matched but the reader refused: rebuild
+            except Exception as exc:  # the record matched but the reader refused: rebuild
                 log.warning("%s: unreadable cache (%s); rebuilding it", entry, type(exc).__name__)
+        step = "open"
         try:
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            folder = Path(tempfile.mkdtemp(prefix=TMP_PREFIX + entry.name + ".", dir=entry.parent))
-            os.chmod(folder, 0o777 & ~current_umask())  # mkdtemp makes 0700: honour the umask
-        except OSError as exc:  # a read-only index directory: do without the cache
-            log.info("%s: cache not saved (%s)", entry, exc.strerror or exc)
+            with atomic_dir(entry, replace=True) as folder:
+                step = "build"
+                build(folder)
+                (folder / RECORD).write_text(json.dumps({"key": key, "files": _files(folder)}), "utf-8")
+                step = "rename"
+        except (OSError, InputError) as exc:
+            if step == "build":
+                raise
+            # Not writable (read-only index): do without the cache. Or another process renamed
+            # its copy into place meanwhile: use it if it is for this key.
+            log.info("%s: cache not saved (%s)", entry, getattr(exc, "strerror", None) or exc)
+            if step == "rename" and self._matches(entry, key):
+                return load(entry)
             return _private(build, load)
-        try:
-            build(folder)
-            (folder / RECORD).write_text(json.dumps({"key": key, "files": _files(folder)}), "utf-8")
-        except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)
-            raise
-        try:
-            if entry.exists():
-                shutil.rmtree(entry)
-            folder.rename(entry)
-        except OSError as exc:  # another process put its copy in place meanwhile: use ours
-            log.info("%s: cache not saved (%s)", entry, exc.strerror or exc)
-            return _adopt(folder, load)
         return load(entry)
 
     def check(self) -> list[CacheStatus]:
@@ -99,34 +100,25 @@ class DerivedCache:
 
     @staticmethod
     def _matches(entry: Path, key) -> bool:
-        """The record names ``key`` and every file's bytes still match it."""
+        """The record names ``key`` and lists exactly the files the folder holds (no file is read)."""
         record = _read_record(entry)
         if record is None or record.get("key") != key:
             return False
-        try:
-            if _files(entry) == record.get("files"):
-                return True
-        except OSError:
-            return False
-        log.warning("%s: cache does not match its checksums (damaged or edited); rebuilding it", entry)
+        files = record.get("files")
+        if isinstance(files, dict) and sorted(files) == _names(entry):
+            return True
+        log.warning("%s: cache does not hold the files its record lists; rebuilding it", entry)
         return False
 
 
 def _private(build: Callable[[Path], None], load: Callable[[Path], T]) -> T:
+    """``build`` into a private folder and ``load`` it, the folder living as long as the
+    object (which may map its files)."""
     # Not tempfile.mkdtemp: tests simulate a read-only index by patching it.
     folder = Path(tempfile.gettempdir()) / f"factcheck-cache-{os.getpid()}-{uuid.uuid4().hex}"
     folder.mkdir(mode=0o700)
     try:
         build(folder)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    return _adopt(folder, load)
-
-
-def _adopt(folder: Path, load: Callable[[Path], T]) -> T:
-    """``load(folder)``, the folder living as long as the object (which may map its files)."""
-    try:
         obj = load(folder)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
@@ -146,18 +138,20 @@ def _read_record(entry: Path) -> dict | None:
     return record if isinstance(record, dict) else None
 
 
-def _files(folder: Path) -> dict[str, str]:
-    """sha256 of every file under ``folder`` but the record, nested caches and temporaries."""
-    out = {}
+def _names(folder: Path) -> list[str]:
+    """Every file under ``folder`` but the record, nested caches and temporaries, sorted."""
+    out = []
     for dirpath, dirnames, filenames in os.walk(folder):
         here = Path(dirpath)
         # Nested caches and passage vectors vouch for themselves; temporaries are unfinished.
         dirnames[:] = sorted(d for d in dirnames
                              if not d.startswith(TMP_PREFIX) and not (here / d / RECORD).is_file()
                              and not (d == VECTORS_DIR and (here / d / VECTORS_MANIFEST).is_file()))
-        for name in sorted(filenames):
-            if here == folder and name == RECORD:
-                continue
-            path = here / name
-            out[path.relative_to(folder).as_posix()] = sha256_file(path)
-    return out
+        out.extend((here / name).relative_to(folder).as_posix() for name in sorted(filenames)
+                   if not (here == folder and name == RECORD))
+    return sorted(out)
+
+
+def _files(folder: Path) -> dict[str, str]:
+    """sha256 of every file of :func:`_names`."""
+    return {name: sha256_file(folder / name) for name in _names(folder)}

@@ -137,6 +137,7 @@ def save_index(index, path, force: bool = False) -> Path:
         # refusal part-way leaves the old index whole (wiping it first lost it).
         outdir.check_no_symlinks(dest, outdir.INDEX_ENTRIES)
         outdir.check_wipeable(dest)
+        outdir.check_replacement(dest)
         replacement = dest / outdir.REPLACEMENT
         outdir.discard(replacement)
         _write_index(index, replacement, data)

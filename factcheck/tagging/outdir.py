@@ -258,6 +258,7 @@ def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[
     to run in :data:`REPLACEMENT` and swap it in when complete. Every refusal comes before
     anything in ``out`` changes; ``before_write()`` is called just before the first change."""
     check_no_symlinks(out, INDEX_ENTRIES)
+    check_replacement(out)
     manifest_path = out / store.MANIFEST
     plan_path = out / store.WORK_DIR / "plan.json"
     replacement = out / REPLACEMENT
@@ -310,6 +311,22 @@ def prepare(out: Path, plan: dict, plan_key: str, force: bool, report: Callable[
     remove_temporaries(out)
     write_json_atomic(plan_path, {"plan_key": plan_key, "plan": plan})
     return None
+
+
+def check_replacement(out: Path) -> None:
+    """Refuse a :data:`REPLACEMENT` in ``out`` that is not ours: a file, or a folder holding a
+    file no tagging job writes (swapped in, it would land in the index; discarded, be lost).
+    Ours is a folder of only the names the job writes (its manifest, lock and temporaries too)."""
+    replacement = out / REPLACEMENT
+    if not os.path.lexists(replacement):
+        return
+    if replacement.is_symlink() or not replacement.is_dir():
+        raise InputError(replacement, None, "is not a folder factcheck wrote (factcheck builds a replacement "
+                         "index under this name); move it elsewhere")
+    for path in sorted(replacement.rglob("*")):  # rglob follows no link (check_no_symlinks refused them)
+        rel = path.relative_to(replacement).as_posix()
+        if not path.is_dir() and rel not in (store.MANIFEST, LOCK_FILE) and not is_ours(rel):
+            raise InputError(path, None, "holds files factcheck did not write; move them elsewhere")
 
 
 def discard(replacement: Path) -> None:

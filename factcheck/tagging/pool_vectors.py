@@ -12,8 +12,10 @@ Writers only ever add files, each written to a temporary and renamed into place,
 segment's JSON last. A name is its content's hash, so two processes never write one name
 with different bytes and need no lock; a passage embedded by two of them at once is stored
 twice with the same vector (a vector depends on its text and model only). Readers check
-every file against its name before using it: an edited or truncated file is an
-:class:`~factcheck.errors.IntegrityError` naming it.
+each file's structure as every index array's (:func:`~factcheck.formats.npy.open_npy`: no
+link, a regular file, the header's type and shape, the size the header gives) and map the
+vectors; ``factcheck verify`` (:func:`verify_pool_vectors`) also checks every file against
+its name. Either way a bad file is an :class:`~factcheck.errors.IntegrityError` naming it.
 """
 
 from __future__ import annotations
@@ -21,13 +23,16 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import re
 from pathlib import Path
 
 import numpy as np
 
 from factcheck.errors import InputError, IntegrityError
-from factcheck.formats.files import SYMLINK_REFUSED, TMP_PREFIX, atomic_path, loads_json, read_beneath, sha256_bytes
+from factcheck.formats.files import (SYMLINK_READ_REFUSED, SYMLINK_REFUSED, TMP_PREFIX, atomic_path, loads_json,
+                                     read_beneath, sha256_bytes)
+from factcheck.formats.npy import open_npy
 from factcheck.tagging import store
 from factcheck.text.embedding import describe_model, model_signature, same_model
 from factcheck.text.onnx_embedding import vector_problem
@@ -42,6 +47,7 @@ FORMAT = "factcheck-pool-vectors/1"
 DTYPE = np.float32  # the bytes a cold run scores with: a warm run reads them back unchanged
 REBUILD = f"delete the {POOL_VECTORS_DIR} folder to compute them again"
 VECTORS_NAME = re.compile(r"vectors-[0-9a-f]{64}\.npy")
+NAMED_BY_SHA256 = "its name is the sha256 of its bytes: edited or truncated"
 
 
 def text_key(text: str) -> str:
@@ -160,9 +166,12 @@ def _write(path: Path, data: bytes) -> None:
         tmp.write_bytes(data)
 
 
-def _read_segment(root: Path, path: Path, identity: dict) -> tuple[list[str], np.ndarray]:
-    """A segment's text keys and vectors, every file checked against its name."""
-    data = _checked_bytes(root, path, path.name.removeprefix("segment-").removesuffix(".json"))
+def _read_segment(root: Path, path: Path, identity: dict, verify: bool = False) -> tuple[list[str], np.ndarray]:
+    """A segment's text keys and vectors (mapped), each file's structure checked; with
+    ``verify`` also each file against its name (its sha256)."""
+    data = _read_beneath(root, path, "missing: a segment names it")
+    if verify:
+        _check_name(path, sha256_bytes(data), path.name.removeprefix("segment-").removesuffix(".json"))
     try:
         segment = loads_json(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
@@ -175,11 +184,14 @@ def _read_segment(root: Path, path: Path, identity: dict) -> tuple[list[str], np
             or not isinstance(keys, list) or not all(isinstance(k, str) for k in keys)):
         raise IntegrityError(path, None, f"not a {FORMAT} segment; {REBUILD}")
     vectors_path = path.parent / name
-    raw = _checked_bytes(root, vectors_path, name.removeprefix("vectors-").removesuffix(".npy"))
+    npy = open_npy(root, vectors_path.relative_to(root).as_posix(), error=IntegrityError, hint=REBUILD,
+                   missing=f"missing: a segment names it; {REBUILD}", keep_open=verify)
     try:
-        vectors = np.load(io.BytesIO(raw), allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise IntegrityError(vectors_path, None, f"unreadable vectors ({type(exc).__name__}); {REBUILD}") from None
+        if verify:
+            npy.check_sha256(name.removeprefix("vectors-").removesuffix(".npy"), NAMED_BY_SHA256)
+    finally:
+        npy.close()
+    vectors = npy.array
     if vectors.dtype != DTYPE or vectors.ndim != 2 or len(vectors) != len(keys):
         raise IntegrityError(vectors_path, None, f"wrong shape or type for its segment {path.name}; {REBUILD}")
     problem = vector_problem(vectors, identity.get("dim"))
@@ -203,12 +215,9 @@ def _read_record(record: Path):
         raise IntegrityError(record, None, f"unreadable ({type(exc).__name__}); {REBUILD}") from None
 
 
-def _checked_bytes(root: Path, path: Path, sha: str) -> bytes:
-    data = _read_beneath(root, path, "missing: a segment names it")
-    if sha256_bytes(data) != sha:
-        raise IntegrityError(path, None, f"checksum mismatch (its name is the sha256 of its bytes: "
-                             f"edited or truncated); {REBUILD}")
-    return data
+def _check_name(path: Path, digest: str, sha: str) -> None:
+    if digest != sha:
+        raise IntegrityError(path, None, f"checksum mismatch ({NAMED_BY_SHA256}); {REBUILD}")
 
 
 def verify_pool_vectors(index_dir) -> list[tuple[dict, int]]:
@@ -216,8 +225,13 @@ def verify_pool_vectors(index_dir) -> list[tuple[dict, int]]:
     model's identity and how many passages it holds."""
     out = []
     base = Path(index_dir) / POOL_VECTORS_DIR
-    if not base.is_dir():
+    if base.is_symlink():
+        raise IntegrityError(base, None, SYMLINK_READ_REFUSED)
+    if not os.path.lexists(base):
         return out
+    if not base.is_dir():  # the retriever does without a cache here; verify says why
+        raise IntegrityError(base, None, f"is not a directory (the pool vectors' folder); delete it to let "
+                             "the pool retriever keep its vectors")
     for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(TMP_PREFIX)):
         record = folder / MODEL_RECORD
         identity = _read_record(record)
@@ -225,6 +239,6 @@ def verify_pool_vectors(index_dir) -> list[tuple[dict, int]]:
             raise IntegrityError(record, None, f"does not record the model its folder is named after; {REBUILD}")
         keys = set()
         for path in sorted(folder.glob("segment-*.json")):
-            keys.update(_read_segment(Path(index_dir), path, identity)[0])
+            keys.update(_read_segment(Path(index_dir), path, identity, verify=True)[0])
         out.append((identity, len(keys)))
     return out

@@ -9,13 +9,12 @@ import codecs
 import hashlib
 import json
 import re
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from factcheck.errors import FactcheckWarning, InputError, IntegrityError
+from factcheck.errors import InputError, IntegrityError
 from factcheck.formats.files import (SYMLINK_READ_REFUSED, atomic_dir, check_no_symlinks, dumps_json, loads_json,
                                      read_beneath, save_npy, sha256_bytes, sha256_file, write_json_atomic)
 from factcheck.formats.npy import open_npy
@@ -243,9 +242,8 @@ def open_index(root: Path, manifest: "Manifest", verify: bool = False) -> IndexA
             tags.append(open_arrays(root, tags_name(s["shard"]), "tags", files[tags_name(s["shard"])], opened))
         expected = manifest.files()
         for npy in opened or ():  # only now: a file of the wrong size is refused without reading it whole
-            if npy.sha256() != expected[npy.mapped.path.relative_to(root).as_posix()]:
-                raise IntegrityError(npy.mapped.path, None, "checksum mismatch (truncated or corrupted); "
-                                     "rerun `factcheck tag` with the same arguments to repair it")
+            npy.check_sha256(expected[npy.mapped.path.relative_to(root).as_posix()],
+                             hint="rerun `factcheck tag` with the same arguments to repair it")
     finally:
         for npy in opened or ():
             npy.close()
@@ -529,16 +527,17 @@ def check_layout(root: Path, manifest: Manifest) -> None:
 
 def check_loadable(root: Path, manifest: Manifest) -> list:
     """Open every listed array with :func:`open_index`'s checks; the derived caches' statuses
-    (a damaged one is a :class:`FactcheckWarning`)."""
+    (:func:`check_caches`)."""
     open_index(root, manifest)
     return check_caches(root)
 
 
 def check_caches(root: Path) -> list:
-    """The derived caches' statuses, a damaged one also a :class:`FactcheckWarning`."""
+    """The derived caches' statuses; a damaged one is an :class:`IntegrityError` (an ordinary
+    use reads its files without hashing them: verify is where a changed byte is found)."""
     statuses = DerivedCache(root).check()
     for status in statuses:
         if status.state == "damaged":
-            warnings.warn(f"{status.path}: derived cache does not match its checksums; it will be "
-                          "rebuilt when next used", FactcheckWarning, stacklevel=2)
+            raise IntegrityError(status.path, None, "derived cache does not match its checksums (damaged or "
+                                 "edited); delete this folder: it is rebuilt when next used")
     return statuses

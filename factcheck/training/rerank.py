@@ -18,6 +18,7 @@ from factcheck.retrieval.rerank.cutoff import Cutoff
 from factcheck.retrieval.rerank.memory import ClaimMemory
 from factcheck.retrieval.rerank.model import ModelConfig, RelevanceModel
 from factcheck.retrieval.rerank.retriever import RerankRetriever
+from factcheck.scoring.topk import rank_order
 from factcheck.retrieval.rerank.semantic import ALL_FEATURES, load_scorer, pool_features
 from factcheck.retrieval.rerank.terms import TermIndex
 
@@ -167,7 +168,7 @@ class ClaimSet:
         """Per claim: (rows, scores, is-gold) in the retriever's order (score, then BM25, then row)."""
         bm25 = self.split(self.X[:, F.FEATURES.index("bm25")])
         for rows, s, y, b in zip(self.rows, self.split(scores), self.split(self.y), bm25):
-            order = np.lexsort((rows, -b, -s))
+            order = rank_order(rows, s, b)
             yield rows[order], s[order], y[order]
 
     def split(self, values: np.ndarray) -> list[np.ndarray]:

@@ -1,8 +1,9 @@
 """Derived caches inside an index directory: one owner (factcheck/tagging/derived.py).
 
-Every cache (bm25/, rerank/, chunks/) is checked against its own record before use,
-rebuilt when damaged, written atomically, skipped when the index is read-only, and
-reported by ``factcheck verify`` (a missing cache is fine).
+Every cache (bm25/, rerank/, chunks/) is checked against its own record before use (its
+key and file names; its files' sha256 by ``factcheck verify``, which refuses a damaged
+one: a missing cache is fine), rebuilt when its loader refuses it, written atomically, and
+skipped when the index is read-only.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 
 from factcheck.tagging import derived
 from factcheck.tagging.derived import CACHE_FOLDERS, RECORD, DerivedCache
-from helpers import in_process
+from helpers import assert_one_line_error, in_process
 
 KEY = {"plan_key": "k", "n": 2}
 
@@ -43,13 +44,23 @@ def test_entry_is_built_recorded_and_reused(tmp_path):
     assert len(calls) == 2
 
 
-@pytest.mark.parametrize("damage", ["edit", "extra", "missing", "record"])
+def test_an_entry_is_used_without_hashing_its_files_and_verify_finds_an_edit(tmp_path, monkeypatch):
+    cache = DerivedCache(tmp_path)
+    cache.load_or_build("bm25/x", KEY, _build, _load)
+    np.save(tmp_path / "bm25" / "x" / "values.npy", np.arange(3) * 7)  # same header and size
+    monkeypatch.setattr(derived, "sha256_file", lambda path: pytest.fail(f"{path} hashed before use"))
+    assert cache.load_or_build("bm25/x", KEY, _build, _load).tolist() == [0, 7, 14]
+    monkeypatch.undo()
+    assert [s.state for s in cache.check()] == ["damaged"]
+
+
+@pytest.mark.parametrize("damage", ["extra", "missing", "record", "header"])
 def test_damaged_entry_is_reported_then_rebuilt(tmp_path, damage):
     cache = DerivedCache(tmp_path)
     cache.load_or_build("bm25/x", KEY, _build, _load)
     entry = tmp_path / "bm25" / "x"
-    if damage == "edit":
-        np.save(entry / "values.npy", np.arange(3) * 7)
+    if damage == "header":  # the loader refuses it
+        (entry / "values.npy").write_bytes(b"\x93NUMPY broken")
     elif damage == "extra":
         (entry / "other.npy").write_bytes(b"x")
     elif damage == "missing":
@@ -98,9 +109,7 @@ def test_verify_reports_a_damaged_cache_and_accepts_a_missing_one(demo_index, tm
     assert in_process("verify", index).stderr == ""
     DerivedCache(index).load_or_build("rerank/x", KEY, _build, _load)
     np.save(index / "rerank" / "x" / "values.npy", np.arange(4))
-    proc = in_process("verify", index)
-    assert proc.returncode == 0, proc.stderr
-    assert "warning" in proc.stderr and "rerank/x" in proc.stderr and "rebuilt" in proc.stderr
+    assert_one_line_error(in_process("verify", index), str(index / "rerank" / "x"), "does not match its checksums")
 
 
 def test_chunk_index_is_a_derived_cache(demo_index, tmp_path, monkeypatch):
@@ -150,3 +159,27 @@ def test_every_cache_folder_refuses_a_link_before_building(tmp_path, kind):
     with pytest.raises(InputError, match="symbolic link"):
         DerivedCache(index).load_or_build(f"{kind}/x", KEY, _build, _load)
     assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("array, value", [("indices", 99), ("indptr", 5)])
+def test_a_term_matrix_of_bad_structure_is_refused_on_load(tmp_path, array, value):
+    import scipy.sparse as sp
+    from factcheck.scoring.matrix import TermMatrix
+    TermMatrix.from_units(sp.csr_matrix(np.eye(3))).save(tmp_path)
+    values = np.load(tmp_path / f"{array}.npy").copy()
+    values[1] = value  # a unit past the last, or an indptr that decreases
+    np.save(tmp_path / f"{array}.npy", values)
+    with pytest.raises(ValueError, match="inconsistent term matrix arrays"):
+        TermMatrix.load(tmp_path)
+
+
+def test_a_copy_another_process_put_in_place_meanwhile_is_replaced_whole(tmp_path):
+    cache = DerivedCache(tmp_path)
+
+    def build(folder):  # the other process finishes the same entry while this one builds
+        _build(folder)
+        DerivedCache(tmp_path).load_or_build("bm25/x", KEY, lambda f: np.save(f / "values.npy", np.arange(5)), _load)
+
+    assert cache.load_or_build("bm25/x", KEY, build, _load).tolist() == [0, 1, 2]
+    assert [s.state for s in cache.check()] == ["ok"]
+    assert not [p for p in (tmp_path / "bm25").iterdir() if p.name.startswith(".tmp-")]

@@ -242,19 +242,27 @@ def _bm25_evidence(index, tmp_path, name):
     return {k: v["evidences"] for k, v in json.loads(out.read_text()).items()}
 
 
-@pytest.mark.parametrize("damage", ["edit", "truncate"])
-def test_damaged_bm25_cache_is_rebuilt_not_used(index, tmp_path, damage):
+def test_a_truncated_bm25_cache_is_rebuilt_not_used(index, tmp_path):
     reference = _bm25_evidence(index, tmp_path, "ref")
     (cache,) = [p for p in (index / "bm25").iterdir() if p.name != "counts"]  # the weights (counts: their postings)
     data = cache / "data.npy"
     raw = bytearray(data.read_bytes())
-    if damage == "edit":  # scale every score: same shape, other evidence if it were used
-        arr = np.load(data)
-        np.save(data, (arr * np.random.default_rng(0).random(arr.shape)).astype(arr.dtype))
-    else:
-        data.write_bytes(bytes(raw[: len(raw) // 2]))
+    data.write_bytes(bytes(raw[: len(raw) // 2]))
     assert _bm25_evidence(index, tmp_path, "again") == reference
     assert data.read_bytes() == bytes(raw)  # rebuilt in place
+
+
+def test_an_edited_bm25_cache_is_refused_by_verify_and_rebuilt_once_deleted(index, tmp_path):
+    """Its files are hashed by verify, not before every use (as the index's arrays)."""
+    reference = _bm25_evidence(index, tmp_path, "ref")
+    (cache,) = [p for p in (index / "bm25").iterdir() if p.name != "counts"]
+    data = cache / "data.npy"
+    arr = np.load(data)  # scale every score: same shape, other evidence
+    np.save(data, (arr * np.random.default_rng(0).random(arr.shape)).astype(arr.dtype))
+    assert_one_line_error(in_process("verify", index), str(cache), "does not match its checksums")
+    shutil.rmtree(cache)
+    assert _bm25_evidence(index, tmp_path, "again") == reference
+    assert in_process("verify", index).returncode == 0
 
 
 def test_damaged_term_cache_is_rebuilt(index, demo_index):

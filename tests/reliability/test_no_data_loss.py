@@ -206,3 +206,29 @@ def test_a_run_never_finishes_with_its_index_replaced(tmp_path, demo_index, othe
 def test_metrics_record_the_runs_own_index_relative_to_it(demo_run):
     """Two runs of the same input write the same metrics.json but for its timings."""
     assert json.loads((demo_run / "metrics.json").read_text("utf-8"))["run"]["index"] == "index"
+
+
+@pytest.mark.parametrize("stale", ["foreign file", "regular file"])
+def test_a_replacement_folder_that_is_not_ours_is_refused_before_anything_moves(index, other_evidence, stale):
+    """A foreign file in a stale ``.tmp-replacement`` used to be moved into the index on the
+    swap; a regular file of that name was refused by one path and ignored by another."""
+    replacement = index / ".tmp-replacement"
+    if stale == "foreign file":
+        (replacement / "work").mkdir(parents=True)
+        (replacement / "work" / "plan.json").write_text("{}", "utf-8")
+        planted = replacement / "notes.txt"
+    else:
+        planted = replacement
+    planted.write_text("the user's", "utf-8")
+    before = digests(index)
+    for force in ((), ("--force",)):
+        assert_one_line_error(in_process("tag", other_evidence, "--out", index, *force), str(planted))
+        assert digests(index) == before and planted.read_text("utf-8") == "the user's"
+    from factcheck.errors import InputError
+    from factcheck.tagging.index import TagIndex
+    from factcheck.formats.evidence import source_spec
+    from factcheck.tagging.job import TagJob
+    memory = TagJob(progress=False).run(source_spec(other_evidence), index.parent / "other")
+    with pytest.raises(InputError, match="move"):
+        TagIndex.load(index.parent / "other").save(index, force=True)
+    assert digests(index) == before and memory.n_passages == 41

@@ -135,3 +135,14 @@ def test_parameters_are_declared_once(monkeypatch):
     owners = [getattr(importlib.import_module(f"factcheck.retrieval.{m}"), c) for m, c in _CLASSES.values()]
     for owner in [*owners, TagParams, Cutoff, CandidateConfig, ModelConfig]:
         assert set(owner._parameter_constraints) <= set(inspect.signature(owner).parameters), owner
+
+
+def test_ties_are_ordered_by_the_one_function():
+    import numpy as np
+    from factcheck.scoring.topk import rank_order, top_k
+    assert _holding(r"np\.lexsort\(\(") == ["retrieval/rerank/terms.py", "scoring/topk.py"]
+    assert _holding(r"\brank_order\(") == ["retrieval/pool.py", "retrieval/rerank/retriever.py", "retrieval/tag_rule.py", "scoring/topk.py",
+                                          "training/rerank.py"]
+    rows, first, second = np.array([4, 2, 9, 1]), np.array([1.0, 1.0, 2.0, 1.0]), np.array([0.0, 0.5, 0.0, 0.0])
+    assert rank_order(rows, first, second).tolist() == [2, 1, 3, 0]
+    assert top_k(first, 4, rows)[0].tolist() == rows[rank_order(rows, first)].tolist() == [9, 1, 2, 4]

@@ -1,6 +1,7 @@
 """The open mode's two stages (factcheck.retrieval.pool) and the second stage's vector cache
 (factcheck.tagging.pool_vectors): the pool, determinism cold and warm, whatever the claims'
-order or split across processes, cache reuse, and a tampered cache refused in one line."""
+order or split across processes, cache reuse, and a damaged cache refused in one line
+(its structure on every read, its checksums by verify)."""
 
 from __future__ import annotations
 
@@ -123,13 +124,32 @@ def _tamper(index, pattern: str):
 
 
 @pytest.mark.parametrize("pattern", ["vectors-*.npy", "segment-*.json"])
-def test_a_tampered_cache_file_is_one_line_exit_2(index, built, pattern):
+def test_a_tampered_cache_file_is_found_by_verify_not_hashed_on_every_read(index, built, pattern):
     results(retriever(index, built[1]), CLAIMS[:2])
-    path = _tamper(index, pattern)
+    if pattern == "vectors-*.npy":
+        path = _tamper(index, pattern)
+    else:  # a well-formed segment whose bytes are not its name's
+        path = next((index / "pool-vectors").glob(f"*/{pattern}"))
+        segment = json.loads(path.read_text("utf-8"))
+        path.write_text(json.dumps({**segment, "texts": ["0" * 64] + segment["texts"][1:]}), "utf-8")
+    results(retriever(index, built[1]), CLAIMS)  # its structure holds: read as it is, as index arrays are
+    assert_one_line_error(in_process("verify", index), str(path), "checksum mismatch")
+
+
+def test_a_cut_short_vectors_file_is_refused_on_read_in_one_line(index, built):
+    from factcheck.tagging.pool_vectors import POOL_VECTORS_DIR
+    results(retriever(index, built[1]), CLAIMS[:2])
+    path = next((index / POOL_VECTORS_DIR).glob("*/vectors-*.npy"))
+    path.write_bytes(path.read_bytes()[:-4])
     with pytest.raises(IntegrityError) as err:
         results(retriever(index, built[1]), CLAIMS)
-    assert err.value.one_line().startswith(f"{path}: checksum mismatch") and "\n" not in err.value.one_line()
-    assert_one_line_error(in_process("verify", index), str(path), "checksum mismatch")
+    assert err.value.one_line().startswith(f"{path}: truncated or damaged") and "\n" not in err.value.one_line()
+
+
+def test_a_file_in_place_of_the_pool_vectors_folder_fails_verify(index, built):
+    from factcheck.tagging.pool_vectors import POOL_VECTORS_DIR
+    (index / POOL_VECTORS_DIR).write_text("not a folder", "utf-8")
+    assert_one_line_error(in_process("verify", index), str(index / POOL_VECTORS_DIR), "is not a directory")
 
 
 def test_verify_reports_the_pool_vectors_and_a_foreign_model_record_is_refused(index, built):
@@ -171,8 +191,9 @@ def test_retrieve_with_a_tampered_cache_is_one_line_exit_2_and_writes_nothing(in
     assert retrieve(tmp_path / "a.json").returncode == 0
     explained = json.loads((tmp_path / "a.explain.json").read_text("utf-8"))
     assert explained["method"] == "pool" and explained["params"]["model"] == str(built[1].resolve())
-    path = _tamper(index, "vectors-*.npy")
-    assert_one_line_error(retrieve(tmp_path / "b.json"), str(path), "checksum mismatch")
+    path = next((index / "pool-vectors").glob("*/vectors-*.npy"))
+    path.write_bytes(path.read_bytes()[:-4])
+    assert_one_line_error(retrieve(tmp_path / "b.json"), str(path), "truncated or damaged")
     assert not (tmp_path / "b.json").exists()
 
 

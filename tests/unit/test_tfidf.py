@@ -145,9 +145,7 @@ def test_the_cache_is_reused_and_a_damaged_one_rebuilt(tmp_path, caplog):
     assert without_cache(TfidfRetriever(analyzer="plain")).fit(index).rank(["sea ice"], 4)[0].scores == \
         first.rank(["sea ice"], 4)[0].scores
     data = entry / "data.npy"
-    raw = bytearray(data.read_bytes())
-    raw[-1] ^= 0x55
-    data.write_bytes(bytes(raw))
+    data.write_bytes(data.read_bytes()[:-4])  # cut short: its reader refuses it
     again = TfidfRetriever(analyzer="plain").fit(index)
     assert "rebuilding" in caplog.text
     assert again.rank(["sea ice"], 4)[0].scores == first.rank(["sea ice"], 4)[0].scores

@@ -18,6 +18,7 @@ from factcheck.retrieval.rerank.cutoff import Cutoff
 from factcheck.retrieval.rerank.explain import explain_hit
 from factcheck.retrieval.rerank.memory import ClaimMemory
 from factcheck.retrieval.rerank.model import RelevanceModel
+from factcheck.scoring.topk import rank_order
 from factcheck.retrieval.rerank.semantic import load_scorer, pool_features
 from factcheck.retrieval.rerank.terms import TermIndex
 
@@ -117,7 +118,7 @@ class RerankRetriever(Retriever):
         cands = self.generator_.generate(claim)
         X = pool_features(self.context_, cands, self.candidates_.k1, self.candidates_.b, self.dense_)
         p = self.model.predict(X)
-        order = np.lexsort((cands.rows, -cands.bm25, -p))  # ties: BM25, then corpus order
+        order = rank_order(cands.rows, p, cands.bm25)  # ties: BM25, then corpus order
         return cands, X, order, p[order]
 
     def _scored(self, texts):
