@@ -4,7 +4,7 @@ Runs the demo's ``factcheck run`` in this process under ``sys.setprofile`` (call
 and lists the distinct ``factcheck`` modules whose functions are called while a claim passes
 through: reading a claims file (:func:`factcheck.formats.claims.read_claims`), checking the
 claims (:meth:`factcheck.system.checker.FactChecker.check`) and writing their predictions
-(:func:`factcheck.pipeline.run.write_verdicts`). Training, scoring and reporting are not the
+(:func:`factcheck.system.checker.write_verdicts`). Training, scoring and reporting are not the
 claim's path and are not counted. ::
 
     python -m scripts.claim_path            # the count, then one module a line
@@ -18,7 +18,7 @@ from pathlib import Path
 
 # The functions whose calls are a claim's path: (module, function name).
 ENTRIES = {("factcheck.formats.claims", "read_claims"), ("factcheck.system.checker", "check"),
-           ("factcheck.pipeline.run", "write_verdicts")}
+           ("factcheck.system.checker", "write_verdicts")}
 
 
 def claim_path_modules(data_dir: str = "data/demo") -> list[str]:

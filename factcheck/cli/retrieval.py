@@ -27,7 +27,8 @@ def add_retrieve(p):
 
     def run(args):
         from factcheck.formats.explanations import explanations_path
-        from factcheck.retrieval.registry import run_retrieval, write_retrieval
+        from factcheck.retrieval.base import run_retrieval
+        from factcheck.retrieval.registry import write_retrieval
         check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.rerank_model])
         claims = read_claims_from_args(args, args.claims)
         index = index_from_args(args)

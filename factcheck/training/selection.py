@@ -11,7 +11,7 @@ from pathlib import Path
 from factcheck.errors import FactcheckWarning
 from factcheck.evaluation.evaluate import evaluate
 from factcheck.training import tuning
-from factcheck.retrieval.registry import evidence_of, run_retrieval
+from factcheck.retrieval.base import evidence_of, run_retrieval
 
 MIN_HOLDOUT_TO_CHOOSE = 30  # below it one claim moves F more than the gaps between retrievers
 DEFAULT_METHOD = "bm25"
