@@ -14,7 +14,7 @@ from factcheck.evaluation.intervals import Metric, Result, bootstrap_mean, boots
 from factcheck.evaluation.ir_metrics import recall_at, reciprocal_rank
 from factcheck.formats.claims import (Claim, accepted_labels, check_predictions, prefixed_params, read_claims,
                                       read_predictions)
-from factcheck.formats.explanations import explanations_path
+from factcheck.formats.claims import explanations_path
 from factcheck.formats.rundir import refuse_unfinished
 
 COURSE_METRICS = ("evidence_f", "accuracy", "harmonic_mean")

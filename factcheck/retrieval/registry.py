@@ -92,7 +92,7 @@ def make_retriever(method: str, params: dict | None = None, chunk_window: int | 
 def write_retrieval(out: Path, claims: list[Claim], explained: dict[str, Explanation], retriever: Retriever,
                     labels: dict | None = None, predictions_format: str | None = None) -> Path:
     """Predictions plus the ``.explain.json`` sidecar of ``retriever``'s choices; returns the sidecar's path."""
-    from factcheck.formats.explanations import write_explained_predictions
+    from factcheck.formats.claims import write_explained_predictions
     from factcheck.retrieval.base import evidence_of, retriever_spec
     return write_explained_predictions(Path(out), claims, evidence_of(explained),
                                        {cid: e.to_json() for cid, e in explained.items()}, retriever_spec(retriever),

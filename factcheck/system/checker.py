@@ -290,7 +290,7 @@ def write_verdicts(path: Path, claims, verdicts: Verdicts, system: FactChecker, 
     ``max_evidence``: the evidence slots per claim (:func:`evidence_slots`). Returns the
     predictions written (:meth:`Verdicts.predictions`)."""
     from factcheck.formats import fever
-    from factcheck.formats.explanations import write_explained_predictions
+    from factcheck.formats.claims import write_explained_predictions
     predictions = verdicts.predictions(max_evidence)
     labels = {cid: p["claim_label"] for cid, p in predictions.items()}
     evidences = {cid: p["evidences"] for cid, p in predictions.items()}

@@ -163,8 +163,8 @@ class WorkerPool:
         seen = self.start()._client.run(os.path.exists, str(path))
         blind = sorted(worker for worker, ok in seen.items() if not ok)
         if blind:
-            raise InputError(path, None, f"not visible to Dask worker(s) {', '.join(blind)}: the output "
-                             "directory must be on storage shared by this machine and every worker")
+            raise InputError(path, None, f"not visible to Dask worker(s) {', '.join(blind)}: it must be on "
+                             "storage shared by this machine and every worker")
 
     def map(self, func, arglist: list[tuple], desc: str = "", progress: bool | None = None, common=None) -> list:
         """``func(*args)`` (``func(*args, common)``) for every args tuple, results in input order."""
@@ -173,9 +173,12 @@ class WorkerPool:
         return self.stream(func, arglist, desc, progress, common, total=len(arglist))
 
     def stream(self, func, args_iter, desc: str = "", progress: bool | None = None, common=None,
-               total: int | None = None, on_done=None) -> list:
+               total: int | None = None, on_done=None, on_result=None) -> list:
         """As :meth:`map`, each args tuple submitted as soon as ``args_iter`` yields it;
-        ``on_done(args)`` runs here for each finished task, in input order."""
+        ``on_done(args)`` runs here for each finished task, in input order. ``on_result(args,
+        result)``: the same with the task's result, which is then not kept (None in the list)."""
+        if on_done is not None or on_result is not None:
+            on_done = _Handing(on_result or on_done, hand=on_result is not None)
         extra = () if common is None else (common,)
         args_iter = iter(args_iter)
         with progress_bar(desc=desc, total=total, unit="shards", enabled=progress) as bar:
@@ -191,7 +194,7 @@ class WorkerPool:
                     results.append(func(*args, *extra))
                     bar.update(1)
                     if on_done is not None:
-                        on_done(args)
+                        results[-1] = on_done(args, results[-1])
                 return results
             return self._loky_map(func, args_iter, extra, bar, on_done)
 
@@ -225,7 +228,7 @@ class WorkerPool:
             results.append(result)
             bar.update(1)
             if on_done is not None:
-                on_done(given[len(results) - 1])
+                results[-1] = on_done(given[len(results) - 1], result)
         return results
 
     def _dask_map(self, func, args_iter, common, desc, done: "_InOrder") -> list:
@@ -244,8 +247,8 @@ class WorkerPool:
                 if future.status != "finished":
                     future.result()  # raises the task's own error, KilledWorker or cancelled
                     raise RuntimeError(f"dask task {future.key} ended as {future.status}")
-                done.finished(position[future.key])
-            return client.gather(futures)  # input order
+                done.finished(position[future.key], future)
+            return done.results if done.handing else client.gather(futures)  # input order
         except _cluster_failures() as exc:
             param, place = ("scheduler", self.scheduler) if self.scheduler else ("backend", "dask")
             raise InputError(None, place, f"{desc or 'map'} stopped, the Dask cluster failed "
@@ -310,15 +313,33 @@ class _InOrder:
 
     def __init__(self, bar, on_done):
         self.bar, self.on_done = bar, on_done
+        self.handing = on_done is not None and on_done.hand
         self.args: list[tuple] = []
-        self.ready: set[int] = set()
+        self.ready: dict[int, object] = {}
+        self.results: list = []
         self.reported = 0
 
-    def finished(self, i: int) -> None:
-        self.ready.add(i)
+    def finished(self, i: int, future) -> None:
+        self.ready[i] = future
         self.bar.update(1)
         while self.reported in self.ready:
-            self.ready.discard(self.reported)
+            future = self.ready.pop(self.reported)
             if self.on_done is not None:
-                self.on_done(self.args[self.reported])
+                self.results.append(self.on_done(self.args[self.reported],
+                                                 future.result() if self.handing else None))
             self.reported += 1
+
+
+class _Handing:
+    """A stream's ``on_done(args)`` or ``on_result(args, result)`` (``hand``) called as
+    ``(args, result)``, returning what the stream keeps: the result, or None once handed over."""
+
+    def __init__(self, fn, hand: bool):
+        self.fn, self.hand = fn, hand
+
+    def __call__(self, args, result):
+        if self.hand:
+            self.fn(args, result)
+            return None
+        self.fn(args)
+        return result
