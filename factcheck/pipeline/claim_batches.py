@@ -13,19 +13,9 @@ from factcheck.formats.claims import read_claims
 from factcheck.retrieval.base import retriever_spec
 from factcheck.system.checker import FactChecker, Verdicts
 
-__all__ = ["BATCH_SIZE", "check_in_batches", "stream_batches"]
+__all__ = ["BATCH_SIZE", "stream_batches"]
 
 BATCH_SIZE = 1000  # claims per task: ~1-5 s of work at 1.2M passages, a few MB of results
-
-
-def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims: list | None = None,
-                     **options) -> tuple[Verdicts, dict]:
-    """``(verdicts, spec)`` for every claim of ``claims_path``, ``spec`` the retriever's record
-    (:func:`stream_batches`' options; every verdict held: for many claims, stream them)."""
-    verdicts: list = []
-    spec = stream_batches(index_dir, model_dir, claims_path, claims, lambda _claims, v, _spec: verdicts.extend(v),
-                          **options)
-    return Verdicts(verdicts), spec
 
 
 def stream_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims: list | None, on_batch, *,

@@ -338,7 +338,8 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig, held: con
                                            ).to_json()
         dev_proba = [[p.get(lab, 0.0) for lab in labels] for p in verdicts.probabilities]
         chosen.summary["calibration"]["dev"] = reliability([c.label for c in dev], dev_proba, labels)
-        on_dev = selection.dev_scores(candidates, dev)
+        # the system's retriever ranked dev to the same depth while predicting it
+        on_dev = selection.dev_scores(candidates, dev, {candidates.best: {v.id: v.explanation for v in verdicts}})
     metrics["run"] = {
         "data_dir": str(Path(data_dir).resolve()) if data_dir is not None else None,
         "evidence": files["evidence"].name, "mode": mode,
