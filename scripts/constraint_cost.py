@@ -30,7 +30,7 @@ from factcheck.evaluation.course_metric import evidence_f
 from factcheck.evaluation.intervals import (Metric, bootstrap_harmonic, bootstrap_interval, bootstrap_mean,
                                             format_interval, harmonic_mean, paired_bootstrap_diff, wilson)
 from factcheck.evaluation.evaluate import recall_at
-from factcheck.formats.explanations import explanations_path
+from factcheck.formats.claims import explanations_path
 
 PREDICTIONS = "dev-claims-predictions.json"
 

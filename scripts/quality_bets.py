@@ -45,7 +45,7 @@ from factcheck.retrieval.rerank import features as F
 from factcheck.retrieval.rerank.model import RelevanceModel, SEED as MODEL_SEED
 from factcheck.retrieval.rerank.semantic import ALL_FEATURES
 from factcheck.retrieval.rerank.terms import TermIndex
-from factcheck.text.tokens import letter_runs, split_stems
+from factcheck.text.analyzer import letter_runs, split_stems
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 # The defaults of today's reference runs (/work/baseline/*/metrics.json), per evidence file.

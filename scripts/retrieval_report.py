@@ -31,7 +31,7 @@ def cell(d: dict | None) -> str:
 
 def score(retriever, dev) -> dict:
     from factcheck.evaluation.evaluate import evaluate
-    from factcheck.retrieval.registry import run_retrieval
+    from factcheck.retrieval.base import run_retrieval
     explained = run_retrieval(retriever, dev)
     return evaluate({cid: {"evidences": e.ids} for cid, e in explained.items()}, dev, explained).to_json()
 

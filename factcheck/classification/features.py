@@ -23,7 +23,7 @@ from sklearn.preprocessing import StandardScaler
 
 from factcheck.errors import InputError
 from factcheck.text.analyzer import analyze, split_tags
-from factcheck.text.tokens import cue_words, number_strings
+from factcheck.text.analyzer import cue_words, number_strings
 
 ALL_GROUPS = ("claim", "evidence", "shared", "unshared", "stats")
 OPEN_GROUPS = ALL_GROUPS + ("dense",)  # every group the open mode may offer the CV

@@ -129,7 +129,7 @@ def add_predict(p):
 
         from factcheck.evaluation.fever import MAX_EVIDENCE
         from factcheck.formats.claims import detect_claims_format
-        from factcheck.formats.explanations import (explained_predictions_writer, explanations_path,
+        from factcheck.formats.claims import (explained_predictions_writer, explanations_path,
                                                     predictions_format_of)
         from factcheck.pipeline.claim_batches import stream_batches
         from factcheck.system.checker import evidence_slots
@@ -155,7 +155,7 @@ def add_predict(p):
             stream_batches(
                 args.index, args.model, args.claims, claims, write, mode=args.mode, method=args.method,
                 jobs=args.jobs, backend=args.backend, scheduler=args.scheduler, batch_size=args.batch_size,
-                work_dir=args.out.parent, embedding_model=args.embedding_model,
+                embedding_model=args.embedding_model,
                 claims_options={k.removeprefix("claims_"): v for k, v in claims_options(args).items()})
         print(f"{args.out}: {plural(len(claims), 'claim')} with labels and evidence")
     return run

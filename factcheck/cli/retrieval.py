@@ -26,8 +26,9 @@ def add_retrieve(p):
     add_quiet_arg(p)
 
     def run(args):
-        from factcheck.formats.explanations import explanations_path
-        from factcheck.retrieval.registry import run_retrieval, write_retrieval
+        from factcheck.formats.claims import explanations_path
+        from factcheck.retrieval.base import run_retrieval
+        from factcheck.retrieval.registry import write_retrieval
         check_outputs([args.out, explanations_path(args.out)], [args.claims, args.index, args.rerank_model])
         claims = read_claims_from_args(args, args.claims)
         index = index_from_args(args)

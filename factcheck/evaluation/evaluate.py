@@ -14,7 +14,7 @@ from factcheck.evaluation.intervals import Metric, Result, bootstrap_mean, boots
 from factcheck.evaluation.ir_metrics import recall_at, reciprocal_rank
 from factcheck.formats.claims import (Claim, accepted_labels, check_predictions, prefixed_params, read_claims,
                                       read_predictions)
-from factcheck.formats.explanations import explanations_path
+from factcheck.formats.claims import explanations_path
 from factcheck.formats.rundir import refuse_unfinished
 
 COURSE_METRICS = ("evidence_f", "accuracy", "harmonic_mean")
@@ -116,7 +116,7 @@ def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = N
     ranked = paths = None
     if explanations:
         # Explanation objects (FactChecker's, run_retrieval's) or their sidecar records
-        explanations = {cid: e.to_json() if hasattr(e, "to_json") else e for cid, e in explanations.items()}
+        explanations = {cid: _path_and_ranking(e) if hasattr(e, "to_json") else e for cid, e in explanations.items()}
         wrong = next((cid for cid, e in explanations.items() if not isinstance(e, dict)), None)
         if wrong is not None:
             raise TypeError(f"explanations: claim {wrong!r}: expected an Explanation (or its JSON record), "
@@ -289,3 +289,9 @@ def _reads(attempt) -> bool:
         return bool(attempt())
     except InputError:
         return False
+
+
+def _path_and_ranking(explanation) -> dict:
+    """What the metrics read of an explanation, as its sidecar record holds it (no record made)."""
+    ranking = explanation.ranking
+    return {"path": explanation.path, **({"ranking": ranking} if ranking is not None else {})}

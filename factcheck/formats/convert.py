@@ -11,7 +11,7 @@ from factcheck.errors import InputError
 from factcheck.formats import course, fever, jsonl
 from factcheck.formats.claims import (CLAIM_FORMATS, PREDICTION_FORMATS, UNITS as CLAIM_UNITS, Claim,
                                       detect_claims_format, prefixed_params, read_claims, read_predictions,
-                                      write_claims)
+                                      write_claims, write_predictions)
 from factcheck.formats.common import plural
 from factcheck.formats.evidence import UNITS as SOURCE_UNITS, iter_passage_records, source_spec
 
@@ -143,19 +143,19 @@ def convert_predictions(src, dest, to: str, *, one_line_pages: bool = False, cla
                          f"{missing[0]!r}): not written")
         ordered = [c for c in ordered if c.id in preds]
     else:
-        ordered = [Claim(cid, "") for cid in preds]
+        ordered = None  # the predictions' own order
         if to == "course":
             notes.append("claim texts are not in FEVER predictions (give the claims file to include them): "
                          "written without 'claim_text'")
-    labelled = all(p["claim_label"] is not None for p in preds.values())
-    if not labelled and any(p["claim_label"] is not None for p in preds.values()):
-        raise InputError(src, None, "some predictions have a label and others not")
-    labels = {cid: p["claim_label"] for cid, p in preds.items()} if labelled else None
+    rename = fever.id_in if to == "fever" else fever.id_out
+    mapped = {cid: {"evidences": [rename(e, one_line_pages, src) for e in p["evidences"]],
+                    "claim_label": p["claim_label"]} for cid, p in preds.items()}
     if to == "fever":
-        evidences = {cid: [fever.id_in(e, one_line_pages, src) for e in p["evidences"]] for cid, p in preds.items()}
         notes.append("claim texts are not kept (FEVER predictions have none)")
-        fever.write_predictions(dest, ordered, evidences, labels)
-        return notes
-    evidences = {cid: [fever.id_out(e, one_line_pages, src) for e in p["evidences"]] for cid, p in preds.items()}
-    course.write_predictions(dest, ordered, evidences, labels, texts=claims is not None)
+    try:  # the one writer; its refusals are about the file read
+        write_predictions(dest, mapped, ordered, to)
+    except InputError as exc:
+        if exc.param != "predictions":
+            raise
+        raise InputError(src, exc.place, exc.message) from None
     return notes

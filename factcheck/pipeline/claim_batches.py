@@ -1,6 +1,6 @@
 """Checking many claims in fixed batches, here or on workers that load the index and model
-once and write part files; a claim's evidence never depends on its batch, so the bytes are
-the same for any backend.
+once and return each batch's verdicts; a claim's evidence never depends on its batch, so the
+bytes are the same for any backend.
 """
 
 from __future__ import annotations
@@ -10,38 +10,24 @@ from pathlib import Path
 
 from factcheck.errors import InputError, check_number
 from factcheck.formats.claims import read_claims
-from factcheck.formats.files import write_json_atomic
-from factcheck.retrieval.base import Explanation
-from factcheck.retrieval.registry import retriever_spec
-from factcheck.system.checker import FactChecker, Verdict, Verdicts
+from factcheck.retrieval.base import retriever_spec
+from factcheck.system.checker import FactChecker, Verdicts
 
-__all__ = ["BATCH_SIZE", "check_in_batches", "stream_batches"]
+__all__ = ["BATCH_SIZE", "stream_batches"]
 
 BATCH_SIZE = 1000  # claims per task: ~1-5 s of work at 1.2M passages, a few MB of results
-
-
-def check_in_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims: list | None = None,
-                     **options) -> tuple[Verdicts, dict]:
-    """``(verdicts, spec)`` for every claim of ``claims_path``, ``spec`` the retriever's record
-    (:func:`stream_batches`' options; every verdict held: for many claims, stream them)."""
-    verdicts: list = []
-    spec = stream_batches(index_dir, model_dir, claims_path, claims, lambda _claims, v, _spec: verdicts.extend(v),
-                          **options)
-    return Verdicts(verdicts), spec
 
 
 def stream_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims: list | None, on_batch, *,
                    claims_options: dict | None = None, mode: str | None = None, method: str | None = None,
                    jobs: int = 1, backend: str = "loky", scheduler: str | None = None,
-                   batch_size: int = BATCH_SIZE, progress: bool | None = None, work_dir: Path | None = None,
+                   batch_size: int = BATCH_SIZE, progress: bool | None = None,
                    embedding_model: str | Path | None = None) -> dict:
     """Check every claim of ``claims_path`` (``claims``: already read with ``claims_options``)
     and call ``on_batch(claims, verdicts, spec)`` here for each batch as it is done, in claim
     order, ``spec`` the retriever's record, which it returns; no batch is kept after its call.
-    ``work_dir`` holds the workers' part files (storage every worker sees; default: beside the
-    claims file); ``embedding_model``: where the index's local embedding model is now."""
+    ``embedding_model``: where the index's local embedding model is now."""
     from factcheck.tagging.backends import WorkerPool, resolve_jobs
-    from factcheck.tagging.outdir import scratch_folder
     check_number(batch_size, "batch_size", integer=True, low=1)
     options = dict(claims_options or {})
     claims = read_claims(claims_path, **options) if claims is None else claims
@@ -59,28 +45,20 @@ def stream_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims: 
         from factcheck.text.onnx_embedding import model_location
         embedding_model = model_location(embedding_model)  # a packaged name, or a directory in full
     spec = None
-    with scratch_folder(Path(work_dir or Path(claims_path).parent).resolve(), ".factcheck-batches-") as out:
-        args = [(str(Path(index_dir).resolve()), str(Path(model_dir).resolve()), str(Path(claims_path).resolve()),
-                 options, mode, method, embedding_model,
-                 a, b, str(out / f"batch-{i:06d}.json")) for i, (a, b) in enumerate(bounds)]
+    args = [(str(Path(index_dir).resolve()), str(Path(model_dir).resolve()), str(Path(claims_path).resolve()),
+             options, mode, method, embedding_model, a, b) for a, b in bounds]
 
-        def done(task: tuple) -> None:  # here, in claim order: the batch's part file, then gone
-            nonlocal spec
-            a, b, part = task[-3], task[-2], Path(task[-1])
-            record = json.loads(part.read_text("utf-8"))
-            part.unlink()
-            # floats round-trip exactly through repr
-            verdicts = Verdicts([Verdict(*v[:3], Explanation.from_json(v[3])) for v in record["verdicts"]])
-            if [v.id for v in verdicts] != [c.id for c in claims[a:b]]:  # the workers read another file
-                raise InputError(claims_path, None, "changed while its claims were being checked")
-            spec = record["spec"] if spec is None else spec
-            on_batch(claims[a:b], verdicts, spec)
+    def done(task: tuple, result: tuple) -> None:  # here, in claim order; the batch is not kept
+        nonlocal spec
+        a, b = task[-2], task[-1]
+        verdicts, spec = Verdicts(result[0]), spec or result[1]
+        if [v.id for v in verdicts] != [c.id for c in claims[a:b]]:  # the workers read another file
+            raise InputError(claims_path, None, "changed while its claims were being checked")
+        on_batch(claims[a:b], verdicts, spec)
 
-        with WorkerPool(backend, jobs, scheduler) as pool:
-            marker = out / "visible"
-            marker.write_text("", "utf-8")
-            pool.check_shared(marker)  # Dask: every worker must see the part files' folder
-            pool.stream(_check_batch, args, desc="checking claims", progress=progress, total=len(args), on_done=done)
+    with WorkerPool(backend, jobs, scheduler) as pool:
+        pool.check_shared(Path(claims_path))  # Dask: every worker reads the claims (and index) there
+        pool.stream(_check_batch, args, desc="checking claims", progress=progress, total=len(args), on_result=done)
     return spec
 
 
@@ -89,8 +67,9 @@ _CLAIMS: dict = {}
 
 
 def _check_batch(index_dir: str, model_dir: str, claims_path: str, claims_options: dict, mode, method,
-                 embedding_model, start: int, stop: int, dest: str) -> None:
-    """One task, on a worker: check claims [start, stop) into ``dest``."""
+                 embedding_model, start: int, stop: int) -> tuple[list, dict]:
+    """One task, on a worker: the verdicts of claims [start, stop) and the retriever's record
+    (returned as objects: the pool carries them back, no file between)."""
     key = (index_dir, model_dir, mode, method, embedding_model)
     system = _SYSTEMS.get(key)
     if system is None:  # once per worker process: the index and model from shared storage
@@ -104,6 +83,4 @@ def _check_batch(index_dir: str, model_dir: str, claims_path: str, claims_option
     if claims is None:
         _CLAIMS.clear()
         claims = _CLAIMS[stamp] = read_claims(Path(claims_path), **claims_options)
-    verdicts = system.check(claims[start:stop])
-    write_json_atomic(Path(dest), {"verdicts": [[v.id, v.text, v.label, v.explanation.to_json()] for v in verdicts],
-                                   "spec": retriever_spec(system.retriever)})
+    return list(system.check(claims[start:stop])), retriever_spec(system.retriever)

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from factcheck.errors import InputError, check_number, ref
-from factcheck.formats import fever
 from factcheck.formats.claims import CLAIM_OPTIONS, detect_claims_format, label_set, ordered_labels, read_claims
 from factcheck.formats.evidence import SOURCE_OPTIONS, source_spec
 from factcheck.formats.files import (check_no_symlinks, check_regular_file, remove_stale_temporaries, sha256_file,
@@ -22,9 +21,9 @@ from factcheck.formats.splits import MAX_TUNING_CLAIMS, train_holdout_split, tun
 from factcheck.evaluation.fever import MAX_EVIDENCE
 from factcheck.classification.cv import check_training_labels
 from factcheck.training.classifier_cv import config_json
-from factcheck.system.checker import FactChecker, evidence_slots
+from factcheck.system.checker import FactChecker, write_verdicts
 from factcheck.system.model_dir import save_system
-from factcheck.retrieval.registry import check_method, retriever_spec
+from factcheck.retrieval.registry import check_method
 from factcheck.tagging.heap import return_freed_memory
 
 logger = logging.getLogger(__name__)  # the stage lines (the CLI shows them on stderr)
@@ -317,11 +316,10 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig, held: con
     def predict(split, claims):
         with clock.step(f"predicting {split}"):
             verdicts = system.check(claims)
-            write_verdicts(out / f"{split}-claims-predictions.json", claims, verdicts, system, also_fever=as_fever,
-                           max_evidence=slots)
-        return verdicts
+            return verdicts, write_verdicts(out / f"{split}-claims-predictions.json", claims, verdicts, system,
+                                            also_fever=as_fever, max_evidence=slots)
 
-    verdicts = predict("dev", dev)
+    verdicts, predictions = predict("dev", dev)
     with clock.step("gold-versus-retrieved ablation on dev"):
         gold_X = [(c.text, index.texts_of(c.evidences)) for c in dev]
         read_X = [(c.text, index.texts_of(v.explanation.classifier_read["ids"])) for c, v in zip(dev, verdicts)]
@@ -330,7 +328,6 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig, held: con
                                {name: list(m.predict(read_X)) for name, m in baselines.items()}))
     predict("test", test)
     with clock.step("scoring dev (the system and every retriever)"):
-        predictions = {v.id: {"evidences": evidence_slots(v, slots), "claim_label": v.label} for v in verdicts}
         # Per label: the classifier's labels and dev's (a training label dev lacks is still predicted).
         metrics = evaluate(predictions, dev, {v.id: v.explanation for v in verdicts},
                            source=str(out / "dev-claims-predictions.json"),
@@ -343,7 +340,8 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig, held: con
                                            ).to_json()
         dev_proba = [[p.get(lab, 0.0) for lab in labels] for p in verdicts.probabilities]
         chosen.summary["calibration"]["dev"] = reliability([c.label for c in dev], dev_proba, labels)
-        on_dev = selection.dev_scores(candidates, dev)
+        # the system's retriever ranked dev to the same depth while predicting it
+        on_dev = selection.dev_scores(candidates, dev, {candidates.best: {v.id: v.explanation for v in verdicts}})
     metrics["run"] = {
         "data_dir": str(Path(data_dir).resolve()) if data_dir is not None else None,
         "evidence": files["evidence"].name, "mode": mode,
@@ -461,17 +459,3 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
         save_system(model_dir, chosen.model, retriever, meta, candidates.retrievers, reader)
     system = FactChecker(index, retriever, chosen.model, reader, meta={**meta, "reader": {"method": chosen.reader}})
     return Trained(system, candidates, chosen, train)
-
-
-def write_verdicts(path: Path, claims, verdicts, system, predictions_format: str | None = None,
-                   also_fever: bool = False, max_evidence: int | None = None) -> None:
-    """A system's predictions and explanations; ``also_fever``: FEVER's format beside them too;
-    ``max_evidence``: the evidence slots per claim (:func:`evidence_slots`)."""
-    from factcheck.formats.explanations import write_explained_predictions
-    labels = {v.id: v.label for v in verdicts}
-    evidences = {v.id: evidence_slots(v, max_evidence) for v in verdicts}
-    write_explained_predictions(path, claims, evidences, {v.id: v.explanation.to_json() for v in verdicts},
-                                retriever_spec(system.retriever), labels, predictions_format)
-    if also_fever:
-        fever.write_predictions(path.with_suffix(".jsonl"), claims, evidences, labels)
-

@@ -16,20 +16,26 @@ from sklearn.utils import metadata_routing
 
 from factcheck.errors import InputError, check_number, validate_params
 
-__all__ = ["Explanation", "Hit", "NotFittedError", "Ranking", "Retriever", "Selection", "TopK", "as_texts"]
+__all__ = ["Explanation", "Hit", "NotFittedError", "Ranking", "Retriever", "Selection", "TopK", "as_texts", "evidence_of",
+           "retriever_spec", "run_retrieval"]
+
+DEPTH = 100  # ranking depth kept for recall@k / MRR
 
 
 @dataclass
 class Hit:
     """One passage picked for a claim, with the evidence of why.
 
+    The one form of a hit from the scorer to the predictions file: an explanation holds its
+    hits as these, and the sidecar's dicts are made at the file boundary (:meth:`to_json`).
+
     Parameters
     ----------
-    row : int
-        The passage's row in the index (corpus order).
+    row : int or None
+        The passage's row in the index (corpus order); None for a hit read from a sidecar.
     id : str
-    score : float
-        The method's score.
+    score : float or None
+        The method's score (None: a record that gives none).
     explanation : dict
         The numbers and terms behind the pick.
     title : str or None
@@ -43,19 +49,25 @@ class Hit:
     {'id': 'evidence-3', 'score': 2.5, 'bm25': 2.5, 'rank': 1}
     """
 
-    row: int
+    row: int | None = field(compare=False)  # the same passage whether its row is known or not
     id: str
-    score: float
+    score: float | None
     explanation: dict = field(default_factory=dict)
     title: str | None = None
     text: str | None = None
 
     def to_json(self) -> dict:
         """The hit as the explanations sidecar records it."""
-        out = {"id": self.id, "score": float(self.score), **self.explanation}
+        out = {"id": self.id, **({} if self.score is None else {"score": float(self.score)}), **self.explanation}
         if self.title is not None:
             out["title"] = self.title
         return out
+
+    @classmethod
+    def from_json(cls, record: dict) -> "Hit":
+        """The inverse of :meth:`to_json` (the row unknown)."""
+        rest = dict(record)
+        return cls(None, rest.pop("id"), rest.pop("score", None), rest, rest.pop("title", None))
 
 
 @dataclass
@@ -166,8 +178,8 @@ class Explanation:
     ----------
     path : str
         How the evidence was chosen (:attr:`Selection.path`).
-    hits : list of dict
-        Each returned passage's record (:meth:`Hit.to_json`), best first.
+    hits : list of Hit
+        The returned passages, best first (a sidecar's records, :meth:`Hit.to_json`, are read as hits).
     details : dict
         What the method records for the whole claim.
     ranking : list of str or None
@@ -187,17 +199,21 @@ class Explanation:
     """
 
     path: str
-    hits: list[dict]
+    hits: list[Hit]
     details: dict = field(default_factory=dict)
     ranking: list[str] | None = None
     probabilities: dict[str, float] | None = None
     classifier_read: dict | None = None
 
+    def __post_init__(self):
+        if any(isinstance(h, dict) for h in self.hits):
+            object.__setattr__(self, "hits", [Hit.from_json(h) if isinstance(h, dict) else h for h in self.hits])
+
     @classmethod
     def of(cls, selection: Selection, **fields) -> "Explanation":
-        """The explanation of a :class:`Selection`."""
-        ranking = selection.ranking.to_json() if selection.ranking is not None else None
-        return cls(selection.path, [h.to_json() for h in selection.hits], dict(selection.details), ranking, **fields)
+        """The explanation of a :class:`Selection` (its hits as they are)."""
+        ranking = selection.ranking.ids if selection.ranking is not None else None
+        return cls(selection.path, selection.hits, selection.details, ranking, **fields)
 
     @classmethod
     def from_json(cls, record: dict) -> "Explanation":
@@ -210,7 +226,7 @@ class Explanation:
     @property
     def ids(self) -> list[str]:
         """The evidence's ids, best first."""
-        return [h["id"] for h in self.hits]
+        return [h.id for h in self.hits]
 
     def slots(self, n: int) -> list[str]:
         """``n`` evidence ids where there are as many: the returned passages' (at most ``n``), then
@@ -234,7 +250,7 @@ class Explanation:
 
     def to_json(self) -> dict:
         """The sidecar's record (fields that are None left out)."""
-        out = {"path": self.path, **self.details, "hits": self.hits}
+        out = {"path": self.path, **self.details, "hits": [h.to_json() for h in self.hits]}
         for name in ("ranking", "probabilities", "classifier_read"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
@@ -507,3 +523,55 @@ def _as_index(index):
         raise InputError(None, None, f"expected a TagIndex (factcheck.build_index or TagIndex.load) or its "
                          f"directory, got {type(index).__name__}", param="index")
     return index
+
+
+def run_retrieval(retriever: Retriever, claims: list, depth: int = DEPTH) -> dict[str, Explanation]:
+    """Each claim's :class:`~factcheck.retrieval.base.Explanation`, by claim id, from one scoring of each claim.
+
+    Parameters
+    ----------
+    retriever : Retriever
+        Fitted.
+    claims : list of Claim
+        Anything with ``id`` and ``text``.
+    depth : int, default 100
+        > 0 also keeps each claim's top-``depth`` ranking as ``ranking``.
+
+    Returns
+    -------
+    dict of str to Explanation
+
+    Example
+    -------
+    >>> import factcheck
+    >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
+    >>> claims = factcheck.read_claims("data/demo/dev-claims.json")
+    >>> explained = run_retrieval(factcheck.BM25Retriever(k=2).fit(index), claims, depth=5)
+    >>> explained[claims[0].id].ids == explained[claims[0].id].ranking[:2]
+    True
+    """
+    texts = [c.text for c in claims]
+    # A duck-typed reader (a test's stand-in) may offer ``retrieve(texts)`` only.
+    selections = retriever.retrieve(texts, depth) if depth > 0 else retriever.retrieve(texts)
+    return {c.id: Explanation.of(sel) for c, sel in zip(claims, selections)}
+
+
+def evidence_of(explained: dict[str, Explanation]) -> dict[str, list[str]]:
+    """Claim id -> evidence ids, from :func:`run_retrieval`'s explanations."""
+    return {cid: e.ids for cid, e in explained.items()}
+
+
+def retriever_spec(retriever: Retriever) -> dict:
+    """What rebuilds ``retriever``: ``{"method", "params"}``, plus the chunk window and overlap,
+    and the passage vectors' checksum where there are any."""
+    # a chunked retriever's inner one: fitted (``inner_``, it holds the vectors' checksum) or not
+    inner = getattr(retriever, "inner_", None) or getattr(retriever, "inner", retriever)
+    spec = {"method": inner.name, "params": inner.params()}
+    if getattr(inner, "vectors_sha256_", None):
+        spec["vectors_sha256"] = inner.vectors_sha256_
+    if getattr(inner, "embedder_", None) is not None and inner.name == "pool":  # what orders its pools
+        from factcheck.text.onnx_embedding import NOT_COMPARED
+        spec["pool_model"] = {k: v for k, v in inner.embedder_.identity.items() if k not in NOT_COMPARED}
+    if hasattr(retriever, "inner"):
+        spec["chunk_window"], spec["chunk_overlap"] = retriever.window, retriever.overlap
+    return spec

@@ -1,4 +1,4 @@
-"""Build retrievers by name and run them over a claim set, with their explanations."""
+"""Build retrievers by name, and write a claim set's retrieval with its explanations."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ METHODS = ("tags", "bm25", "rerank", "tfidf")
 OPEN_METHODS = ("dense", "hybrid", "pool")
 ALL_METHODS = (*METHODS, *OPEN_METHODS)
 MODES = ("course", "open")
-DEPTH = 100  # ranking depth kept for recall@k / MRR
 _CLASSES = {"tags": ("tag_rule", "TagRuleRetriever"), "bm25": ("bm25", "BM25Retriever"),
             "rerank": ("rerank.retriever", "RerankRetriever"), "tfidf": ("tfidf", "TfidfRetriever"),
             "dense": ("dense", "DenseRetriever"), "hybrid": ("dense", "HybridRetriever"),
@@ -90,62 +89,11 @@ def make_retriever(method: str, params: dict | None = None, chunk_window: int | 
     return r
 
 
-def run_retrieval(retriever: Retriever, claims: list[Claim], depth: int = DEPTH) -> dict[str, Explanation]:
-    """Each claim's :class:`~factcheck.retrieval.base.Explanation`, by claim id, from one scoring of each claim.
-
-    Parameters
-    ----------
-    retriever : Retriever
-        Fitted.
-    claims : list of Claim
-    depth : int, default 100
-        > 0 also keeps each claim's top-``depth`` ranking as ``ranking``.
-
-    Returns
-    -------
-    dict of str to Explanation
-
-    Example
-    -------
-    >>> import factcheck
-    >>> index = factcheck.build_index("data/demo/evidence.json", "out/demo-index", progress=False)
-    >>> claims = factcheck.read_claims("data/demo/dev-claims.json")
-    >>> explained = run_retrieval(factcheck.BM25Retriever(k=2).fit(index), claims, depth=5)
-    >>> explained[claims[0].id].ids == explained[claims[0].id].ranking[:2]
-    True
-    """
-    from factcheck.retrieval.base import Explanation
-    texts = [c.text for c in claims]
-    # A duck-typed reader (a test's stand-in) may offer ``retrieve(texts)`` only.
-    selections = retriever.retrieve(texts, depth) if depth > 0 else retriever.retrieve(texts)
-    return {c.id: Explanation.of(sel) for c, sel in zip(claims, selections)}
-
-
-def evidence_of(explained: dict[str, Explanation]) -> dict[str, list[str]]:
-    """Claim id -> evidence ids, from :func:`run_retrieval`'s explanations."""
-    return {cid: e.ids for cid, e in explained.items()}
-
-
-def retriever_spec(retriever: Retriever) -> dict:
-    """What rebuilds ``retriever``: ``{"method", "params"}``, plus the chunk window and overlap,
-    and the passage vectors' checksum where there are any."""
-    # a chunked retriever's inner one: fitted (``inner_``, it holds the vectors' checksum) or not
-    inner = getattr(retriever, "inner_", None) or getattr(retriever, "inner", retriever)
-    spec = {"method": inner.name, "params": inner.params()}
-    if getattr(inner, "vectors_sha256_", None):
-        spec["vectors_sha256"] = inner.vectors_sha256_
-    if getattr(inner, "embedder_", None) is not None and inner.name == "pool":  # what orders its pools
-        from factcheck.text.onnx_embedding import NOT_COMPARED
-        spec["pool_model"] = {k: v for k, v in inner.embedder_.identity.items() if k not in NOT_COMPARED}
-    if hasattr(retriever, "inner"):
-        spec["chunk_window"], spec["chunk_overlap"] = retriever.window, retriever.overlap
-    return spec
-
-
 def write_retrieval(out: Path, claims: list[Claim], explained: dict[str, Explanation], retriever: Retriever,
                     labels: dict | None = None, predictions_format: str | None = None) -> Path:
     """Predictions plus the ``.explain.json`` sidecar of ``retriever``'s choices; returns the sidecar's path."""
-    from factcheck.formats.explanations import write_explained_predictions
+    from factcheck.formats.claims import write_explained_predictions
+    from factcheck.retrieval.base import evidence_of, retriever_spec
     return write_explained_predictions(Path(out), claims, evidence_of(explained),
                                        {cid: e.to_json() for cid, e in explained.items()}, retriever_spec(retriever),
                                        labels, predictions_format)

@@ -19,10 +19,11 @@ from factcheck.classification.model import load_classifier
 from factcheck.errors import FactcheckWarning, InputError, ref
 from factcheck.formats.claims import Claim, as_claims
 from factcheck.retrieval.base import Explanation
-from factcheck.retrieval.registry import check_mode, evidence_of, retriever_spec, run_retrieval
+from factcheck.retrieval.base import evidence_of, retriever_spec, run_retrieval
+from factcheck.retrieval.registry import check_mode
 from factcheck.system.model_dir import available_methods, load_retriever, model_mode, require_mode
 
-__all__ = ["FactChecker", "Verdict", "Verdicts", "evidence_slots"]
+__all__ = ["FactChecker", "Verdict", "Verdicts", "evidence_slots", "write_verdicts"]
 
 
 @dataclass(frozen=True)
@@ -119,10 +120,11 @@ class Verdicts(Sequence):
     probabilities = _per_claim("probabilities", "The label probabilities of each claim, in input order.")
     explanations = _per_claim("explanation", "The explanation of each claim, in input order.")
 
-    def predictions(self) -> dict[str, dict]:
+    def predictions(self, max_evidence: int | None = None) -> dict[str, dict]:
         """The leaderboard format: claim id -> ``{"evidences": [...], "claim_label": ...}``
-        (what :func:`factcheck.write_predictions` writes and :func:`factcheck.evaluate` scores)."""
-        return {v.id: {"evidences": v.evidences, "claim_label": v.label} for v in self._verdicts}
+        (what :func:`factcheck.write_predictions` writes and :func:`factcheck.evaluate` scores);
+        ``max_evidence``: the evidence slots per claim (:func:`evidence_slots`)."""
+        return {v.id: {"evidences": evidence_slots(v, max_evidence), "claim_label": v.label} for v in self._verdicts}
 
 
 class FactChecker:
@@ -240,6 +242,11 @@ class FactChecker:
         """The texts of these passage ids."""
         return self.index.texts_of(ids)
 
+    def _read_texts(self, explanation: Explanation) -> list[str]:
+        # The hits carry their rows: no id is looked up again (a stand-in reader's hits may not).
+        rows = [h.row for h in explanation.hits]
+        return self.texts(explanation.ids) if None in rows else self.index.texts.take(rows)
+
     def check(self, claims):
         """Evidence, label, label probabilities and explanation of one claim or of each of a list.
 
@@ -258,9 +265,9 @@ class FactChecker:
         claims = as_claims(claims)
         _check_distinct([c.id for c in claims])  # before the work: results are keyed by id
         explained = run_retrieval(self.retriever, claims)
-        read = (evidence_of(explained) if self.reader is self.retriever
-                else evidence_of(run_retrieval(self.reader, claims, depth=0)))
-        X = [(c.text, self.texts(read[c.id])) for c in claims]
+        explained_by = explained if self.reader is self.retriever else run_retrieval(self.reader, claims, depth=0)
+        read = evidence_of(explained_by)
+        X = [(c.text, self._read_texts(explained_by[c.id])) for c in claims]
         proba = self.classifier.predict_proba(X) if claims else np.zeros((0, len(self.classifier.classes_)))
         classes = [str(c) for c in self.classifier.classes_]
         out = []
@@ -275,6 +282,23 @@ def evidence_slots(verdict: Verdict, max_evidence: int | None) -> list[str]:
     """A verdict's evidence ids as predictions hold them: ``max_evidence`` slots
     (:meth:`~factcheck.retrieval.base.Explanation.slots`), or for None the retriever's own."""
     return verdict.evidences if max_evidence is None else verdict.explanation.slots(max_evidence)
+
+
+def write_verdicts(path: Path, claims, verdicts: Verdicts, system: FactChecker, predictions_format: str | None = None,
+                   also_fever: bool = False, max_evidence: int | None = None) -> dict[str, dict]:
+    """A system's predictions and explanations; ``also_fever``: FEVER's format beside them too;
+    ``max_evidence``: the evidence slots per claim (:func:`evidence_slots`). Returns the
+    predictions written (:meth:`Verdicts.predictions`)."""
+    from factcheck.formats import fever
+    from factcheck.formats.claims import write_explained_predictions
+    predictions = verdicts.predictions(max_evidence)
+    labels = {cid: p["claim_label"] for cid, p in predictions.items()}
+    evidences = {cid: p["evidences"] for cid, p in predictions.items()}
+    write_explained_predictions(path, claims, evidences, {v.id: v.explanation.to_json() for v in verdicts},
+                                retriever_spec(system.retriever), labels, predictions_format)
+    if also_fever:
+        fever.write_predictions(path.with_suffix(".jsonl"), claims, evidences, labels)
+    return predictions
 
 
 def _check_distinct(ids: list[str]) -> None:

@@ -163,8 +163,8 @@ class WorkerPool:
         seen = self.start()._client.run(os.path.exists, str(path))
         blind = sorted(worker for worker, ok in seen.items() if not ok)
         if blind:
-            raise InputError(path, None, f"not visible to Dask worker(s) {', '.join(blind)}: the output "
-                             "directory must be on storage shared by this machine and every worker")
+            raise InputError(path, None, f"not visible to Dask worker(s) {', '.join(blind)}: it must be on "
+                             "storage shared by this machine and every worker")
 
     def map(self, func, arglist: list[tuple], desc: str = "", progress: bool | None = None, common=None) -> list:
         """``func(*args)`` (``func(*args, common)``) for every args tuple, results in input order."""
@@ -173,14 +173,20 @@ class WorkerPool:
         return self.stream(func, arglist, desc, progress, common, total=len(arglist))
 
     def stream(self, func, args_iter, desc: str = "", progress: bool | None = None, common=None,
-               total: int | None = None, on_done=None) -> list:
+               total: int | None = None, on_done=None, on_result=None) -> list:
         """As :meth:`map`, each args tuple submitted as soon as ``args_iter`` yields it;
-        ``on_done(args)`` runs here for each finished task, in input order."""
+        ``on_done(args)`` runs here for each finished task, in input order; ``on_result(args,
+        result)`` too, handed the result, which is then not kept (None in the list)."""
+        def finish(args, result):  # here, in input order: what the list keeps
+            if on_done is not None:
+                on_done(args)
+            return result if on_result is None else on_result(args, result)
+
         extra = () if common is None else (common,)
         args_iter = iter(args_iter)
         with progress_bar(desc=desc, total=total, unit="shards", enabled=progress) as bar:
             if self.backend == "dask":
-                return self._dask_map(func, args_iter, common, desc, _InOrder(bar, on_done))
+                return self._dask_map(func, args_iter, common, desc, _InOrder(bar, finish))
             if self._warm is None:
                 first = list(itertools.islice(args_iter, 2))
                 args_iter = itertools.chain(first, args_iter)
@@ -188,14 +194,13 @@ class WorkerPool:
                 # In process, every task produced first (the crash tests' order of writes).
                 results = []
                 for args in list(args_iter):
-                    results.append(func(*args, *extra))
+                    result = func(*args, *extra)
                     bar.update(1)
-                    if on_done is not None:
-                        on_done(args)
+                    results.append(finish(args, result))
                 return results
-            return self._loky_map(func, args_iter, extra, bar, on_done)
+            return self._loky_map(func, args_iter, extra, bar, finish)
 
-    def _loky_map(self, func, args_iter, extra, bar, on_done) -> list:
+    def _loky_map(self, func, args_iter, extra, bar, finish) -> list:
         from joblib import Parallel, delayed
         given, skip, warm, self._warm = [], [], self._warm, None
 
@@ -222,10 +227,8 @@ class WorkerPool:
         for i, result in enumerate(parallel(calls())):
             if i < len(skip):
                 continue  # a warm-up call's
-            results.append(result)
             bar.update(1)
-            if on_done is not None:
-                on_done(given[len(results) - 1])
+            results.append(finish(given[len(results)], result))
         return results
 
     def _dask_map(self, func, args_iter, common, desc, done: "_InOrder") -> list:
@@ -244,8 +247,8 @@ class WorkerPool:
                 if future.status != "finished":
                     future.result()  # raises the task's own error, KilledWorker or cancelled
                     raise RuntimeError(f"dask task {future.key} ended as {future.status}")
-                done.finished(position[future.key])
-            return client.gather(futures)  # input order
+                done.finished(position[future.key], future)
+            return done.results  # input order
         except _cluster_failures() as exc:
             param, place = ("scheduler", self.scheduler) if self.scheduler else ("backend", "dask")
             raise InputError(None, place, f"{desc or 'map'} stopped, the Dask cluster failed "
@@ -306,19 +309,17 @@ def _cluster_failures() -> tuple[type[BaseException], ...]:
 
 
 class _InOrder:
-    """A Dask stream's finished tasks: counted as they finish, ``on_done`` in input order."""
+    """A Dask stream's finished tasks: counted as they finish, their results finished in input order."""
 
-    def __init__(self, bar, on_done):
-        self.bar, self.on_done = bar, on_done
+    def __init__(self, bar, finish):
+        self.bar, self.finish = bar, finish
         self.args: list[tuple] = []
-        self.ready: set[int] = set()
-        self.reported = 0
+        self.ready: dict[int, object] = {}
+        self.results: list = []
 
-    def finished(self, i: int) -> None:
-        self.ready.add(i)
+    def finished(self, i: int, future) -> None:
+        self.ready[i] = future
         self.bar.update(1)
-        while self.reported in self.ready:
-            self.ready.discard(self.reported)
-            if self.on_done is not None:
-                self.on_done(self.args[self.reported])
-            self.reported += 1
+        while len(self.results) in self.ready:
+            future = self.ready.pop(len(self.results))
+            self.results.append(self.finish(self.args[len(self.results)], future.result()))

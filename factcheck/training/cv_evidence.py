@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from factcheck.retrieval.registry import evidence_of, run_retrieval
+from factcheck.retrieval.base import evidence_of, run_retrieval
 
 
 def out_of_fold_evidence(claims: list, folds: list, fit_reader: Callable[[list], object] | None = None,

@@ -11,7 +11,7 @@ from pathlib import Path
 from factcheck.errors import FactcheckWarning
 from factcheck.evaluation.evaluate import evaluate
 from factcheck.training import tuning
-from factcheck.retrieval.registry import evidence_of, run_retrieval
+from factcheck.retrieval.base import evidence_of, run_retrieval
 
 MIN_HOLDOUT_TO_CHOOSE = 30  # below it one claim moves F more than the gaps between retrievers
 DEFAULT_METHOD = "bm25"
@@ -80,11 +80,12 @@ def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progre
     return c
 
 
-def dev_scores(c: TunedRetrievers, dev) -> dict:
-    """Every candidate retriever on dev (reported once, never used for a choice)."""
+def dev_scores(c: TunedRetrievers, dev, explained_by: dict | None = None) -> dict:
+    """Every candidate retriever on dev (reported once, never used for a choice);
+    ``explained_by``: retriever name -> dev's explanations already at hand (not ranked again)."""
     out = {}
     for name, retriever in c.retrievers.items():
-        explained = run_retrieval(retriever, dev)
+        explained = (explained_by or {}).get(name) or run_retrieval(retriever, dev)
         result = evaluate({cid: {"evidences": e.ids} for cid, e in explained.items()}, dev, explained).to_json()
         out[name] = {"params": retriever.params(), "evidence_f": result["intervals"]["evidence_f"],
                      "retrieval": result["retrieval"]}

@@ -69,3 +69,20 @@ def test_a_failed_predict_leaves_no_file_that_looks_complete(demo_run, tmp_path,
     assert proc.returncode != 0 and "No space left on device" in proc.stderr and len(calls) == 3
     assert out.read_text() == "older\n" and sidecar(out).read_text() == "older explanations\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([out.name, sidecar(out).name])
+
+
+def test_worker_batches_come_back_as_verdicts(demo_run):
+    """A worker's batch comes back as typed verdicts (its hits keep their index rows, which no
+    file carries), the same as this process's check of the same claims."""
+    from factcheck.formats.claims import read_claims
+    from factcheck.pipeline.claim_batches import stream_batches
+    from factcheck.retrieval.base import Hit
+    from factcheck.system.checker import FactChecker
+    got = []
+    # jobs=2 with one batch: the worker pool's own path, run in this process
+    stream_batches(demo_run / "index", demo_run / "model", DEV, None, lambda c, v, spec: got.extend(v), jobs=2,
+                   batch_size=1000)
+    here = FactChecker.load(demo_run / "index", demo_run / "model").check(read_claims(DEV))
+    assert [v.explanation for v in got] == [v.explanation for v in here]
+    hits = [h for v in got for h in v.explanation.hits]
+    assert hits and all(isinstance(h, Hit) and h.row is not None for h in hits)

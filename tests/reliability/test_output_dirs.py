@@ -86,8 +86,7 @@ def test_the_lock_removes_only_a_directory_it_created_holding_nothing_worth_keep
 
 @pytest.mark.slow
 def test_predict_on_workers_into_a_new_directory(tmp_path, demo_run):
-    # The workers' part files go in a scratch folder beside --out: its parents are made
-    # for it (main failed here on the missing folder) and go again with it.
+    # Workers' batches into a --out whose parents are missing: made, and nothing else left there.
     dest = tmp_path / "new" / "sub" / "p.json"
     proc = run_cli("predict", "--claims", DEMO / "dev-claims.json", "--index", demo_run / "index",
                    "--model", demo_run / "model", "--out", dest, "--jobs", "2", "--batch-size", "3")

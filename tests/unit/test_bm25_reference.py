@@ -22,7 +22,7 @@ from factcheck.retrieval.bm25 import BM25Retriever
 from factcheck.retrieval.rerank.terms import TermIndex
 from factcheck.tagging.index import TagIndex
 from factcheck.text.analyzer import analyze
-from factcheck.text.tokens import split_stems
+from factcheck.text.analyzer import split_stems
 
 SETTINGS = [(1.2, 0.75), (0.9, 0.4), (1.5, 0.4), (0.0, 0.0), (2.0, 1.0)]
 RTOL = 1e-6

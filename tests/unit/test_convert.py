@@ -119,3 +119,21 @@ def test_evaluate_metric_fever_on_course_predictions_converted_to_fever(tmp_path
     assert fever["label_accuracy"] == course["accuracy"] == pytest.approx(54 / 154, abs=1e-15)
     direct = evaluate("--metric", "fever", "--predictions", predictions, "--groundtruth", claims)
     assert fever == direct
+
+
+def test_converted_predictions_are_write_predictions_bytes(tmp_path):
+    """convert writes through formats.claims.write_predictions: the same bytes, and a file mixing
+    labelled and unlabelled predictions refused naming that file."""
+    from factcheck.formats.claims import write_predictions
+    src = tmp_path / "p.json"
+    preds = {"c1": {"evidences": ["evidence-1"], "claim_label": "SUPPORTS"},
+             "c2": {"evidences": [], "claim_label": "REFUTES"}}
+    write_predictions(src, preds)
+    convert_predictions(src, tmp_path / "p.jsonl", "fever", one_line_pages=True)
+    write_predictions(tmp_path / "direct.jsonl", {cid: {**p, "evidences": [f"{e}:0" for e in p["evidences"]]}
+                                                  for cid, p in preds.items()}, format="fever")
+    assert (tmp_path / "p.jsonl").read_bytes() == (tmp_path / "direct.jsonl").read_bytes()
+    src.write_text(json.dumps({"c1": {"evidences": [], "claim_label": "SUPPORTS"}, "c2": {"evidences": []}}))
+    with pytest.raises(InputError, match="some predictions have a label and others not") as info:
+        convert_predictions(src, tmp_path / "q.jsonl", "fever")
+    assert info.value.path == str(src)

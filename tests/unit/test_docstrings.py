@@ -26,7 +26,7 @@ from helpers import OPEN_INSTALLED, ROOT
 SUBMODULE_NAMES = {
     "factcheck.formats.evidence": ("source_spec",), "factcheck.tagging.job": ("TagJob",),
     "factcheck.tagging.vectors": ("PassageVectorJob",), "factcheck.training.rerank": ("train_reranker",),
-    "factcheck.retrieval.registry": ("run_retrieval",),
+    "factcheck.retrieval.base": ("run_retrieval",),
     "factcheck.classification.model": ("load_classifier", "save_classifier"),
     "factcheck.evaluation.evaluate": ("evaluate_files",), "factcheck.evaluation.course_metric": ("course_score",),
     "factcheck.evaluation.ir_metrics": ("judged_metrics",), "factcheck.pipeline.workbench": ("rank_queries",),

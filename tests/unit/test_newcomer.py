@@ -156,7 +156,7 @@ def test_the_root_api_keeps_what_a_user_calls():
     import importlib
     assert len(factcheck.__all__) <= 35
     moved = {"METHODS": "factcheck.retrieval.registry", "MODES": "factcheck.retrieval.registry",
-             "source_spec": "factcheck.formats.evidence", "run_retrieval": "factcheck.retrieval.registry",
+             "source_spec": "factcheck.formats.evidence", "run_retrieval": "factcheck.retrieval.base",
              "TagJob": "factcheck.tagging.job", "PassageVectorJob": "factcheck.tagging.vectors",
              "read_qrels": "factcheck.formats.qrels", "read_trec_run": "factcheck.formats.qrels",
              "course_score": "factcheck.evaluation.course_metric", "LABELS": "factcheck.formats.claims"}

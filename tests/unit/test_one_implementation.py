@@ -26,7 +26,7 @@ def test_every_stem_goes_through_the_one_memo():
     from factcheck.scoring.counting import count_terms
     from factcheck.serve.highlight import highlight_spans
     from factcheck.text.analyzer import analyze, token_ids
-    from factcheck.text.tokens import split_stems
+    from factcheck.text.analyzer import split_stems
     split_stems("quokkas9 here")
     highlight_spans("Zyzzyvas sleep", {"zyzzyva"})
     count_terms(["axolotls swim"])

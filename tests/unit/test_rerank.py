@@ -19,7 +19,7 @@ from factcheck.retrieval.rerank.memory import ClaimMemory
 from factcheck.retrieval.rerank.model import ModelConfig
 from factcheck.retrieval.rerank.retriever import RerankRetriever
 from factcheck.retrieval.rerank.terms import TermIndex
-from factcheck.text.tokens import split_stems as stems
+from factcheck.text.analyzer import split_stems as stems
 from factcheck.tagging.index import TagIndex
 
 FAST_GRID = (ModelConfig(learning_rate=0.1, max_iter=40, max_leaf_nodes=7, min_samples_leaf=5, negative_rate=1.0),)

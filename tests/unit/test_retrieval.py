@@ -248,3 +248,21 @@ def test_rankings_read_each_rows_id_whether_rows_are_few_or_many(demo_index, man
         assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
 
     same_as_unique()
+
+
+def test_dev_scores_take_the_rankings_at_hand(demo_index):
+    """The run's retriever ranked dev while predicting it: dev_scores reads those explanations
+    (the same figures) instead of ranking dev again."""
+    from factcheck.retrieval.base import run_retrieval
+    from factcheck.training.selection import TunedRetrievers, dev_scores
+    dev = read_claims(DEMO / "dev-claims.json")
+    bm25 = BM25Retriever(k=3).fit(demo_index)
+    at_hand = run_retrieval(bm25, dev)
+    fresh = dev_scores(TunedRetrievers(retrievers={"bm25": bm25}), dev)
+
+    class Unused(BM25Retriever):
+        def retrieve(self, claims, depth=0):
+            raise AssertionError("dev ranked again")
+
+    kept = dev_scores(TunedRetrievers(retrievers={"bm25": Unused(k=3).fit(demo_index)}), dev, {"bm25": at_hand})
+    assert kept == fresh

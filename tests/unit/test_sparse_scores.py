@@ -33,7 +33,7 @@ from factcheck.tagging.index import IdRows, PackedStrings, TagIndex
 from factcheck.tagging.job import TagJob
 from factcheck.tagging.packing import pack_strings
 from factcheck.text.analyzer import analyze
-from factcheck.text.tokens import split_stems, standalone_numbers
+from factcheck.text.analyzer import split_stems, standalone_numbers
 from factcheck.formats.evidence import source_spec
 
 TRICKY = ["", "CO2 levels rose 1,000 ppm in the 1990s", "naïve café at 3.5°C in İstanbul x2y",

@@ -14,7 +14,7 @@ from factcheck.retrieval.base import TopK
 from factcheck.retrieval.rerank.memory import ClaimMemory, Neighbours
 from factcheck.retrieval.rerank.terms import TermIndex
 from factcheck.scoring.topk import top_k
-from factcheck.text.tokens import split_stems as stems
+from factcheck.text.analyzer import split_stems as stems
 
 # Open mode: the dense side's weight in the pool's order (docs/decisions.md, "Hybrid fusion").
 FUSION_ALPHA = 0.4

@@ -6,7 +6,7 @@ import numpy as np
 
 from factcheck.retrieval.rerank import features as F
 from factcheck.retrieval.rerank.semantic import ALL_FEATURES
-from factcheck.text.tokens import standalone_numbers
+from factcheck.text.analyzer import standalone_numbers
 
 
 def explain_hit(retriever, cands, x: np.ndarray, row: int, rank: int) -> dict:

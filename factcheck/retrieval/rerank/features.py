@@ -17,7 +17,7 @@ from factcheck.scoring.topk import top_k
 from factcheck.tagging.index import multi_arange
 from factcheck.text.analyzer import analyze
 from factcheck.text.stopwords import ENGLISH_STOP_WORDS
-from factcheck.text.tokens import letter_runs, split_stems, standalone_numbers
+from factcheck.text.analyzer import letter_runs, split_stems, standalone_numbers
 
 GROUPS: dict[str, list[str]] = {
     "bm25": ["bm25", "bm25_rel_top", "bm25_log_rank"],

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from factcheck.scoring.matrix import TermMatrix
 from factcheck.scoring.tfidf import TfidfSpace
 from factcheck.scoring.topk import top_k
-from factcheck.text.tokens import split_stems
+from factcheck.text.analyzer import split_stems
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Term statistics of the corpus under the reranker's analysis (:func:`~factcheck.text.tokens.split_stems`,
+"""Term statistics of the corpus under the reranker's analysis (:func:`~factcheck.text.analyzer.split_stems`,
 standalone numbers): term-major ``postings``, ``forward`` (passage -> terms), each passage's
 stem bigram codes and ``numbers``; cached in the index directory.
 """
@@ -21,8 +21,8 @@ from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
 from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.index import multi_arange
 from factcheck.text.analyzer import TokenIds, word_tokens_of_texts
-from factcheck.text.tokens import split_letter_digit_runs
-from factcheck.text.tokens import standalone_numbers as numbers
+from factcheck.text.analyzer import split_letter_digit_runs
+from factcheck.text.analyzer import standalone_numbers as numbers
 
 ANALYSIS_VERSION = "stems+alnum-split+bigrams+numbers/1"
 CACHE_LAYOUT = "npy-mmap/2"
