@@ -230,7 +230,7 @@ def verify_pool_vectors(index_dir) -> list[tuple[dict, int]]:
     if not os.path.lexists(base):
         return out
     if not base.is_dir():  # the retriever does without a cache here; verify says why
-        raise IntegrityError(base, None, f"is not a directory (the pool vectors' folder); delete it to let "
+        raise IntegrityError(base, None, "is not a directory (the pool vectors' folder); delete it to let "
                              "the pool retriever keep its vectors")
     for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(TMP_PREFIX)):
         record = folder / MODEL_RECORD
