@@ -25,8 +25,8 @@ from factcheck.formats.evidence import SourceSpec, as_source, is_collection, ite
 from factcheck.formats.files import write_json_atomic, write_text_atomic
 from factcheck.formats.qrels import check_trec_id, write_trec_run
 from factcheck.formats.records import MAX_QUERY_CHARS, check_length, length_cap, shown
-from factcheck.retrieval.base import DEPTH, retriever_spec
-from factcheck.retrieval.registry import check_method, make_retriever
+from factcheck.retrieval.registry import check_method, make_retriever, retriever_spec
+from factcheck.scoring.topk import DEPTH
 
 __all__ = ["SELFTEST_METHODS", "SELF_KS", "JudgedRetrieval", "SelfRetrieval", "SelfRetrievalRun",
            "judged_retrieval", "rank_queries", "read_query_column", "search",

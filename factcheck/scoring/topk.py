@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["first_per_group", "rank_order", "top_k", "top_k_rows"]
+__all__ = ["DEPTH", "first_per_group", "rank_order", "top_k", "top_k_rows"]
+
+DEPTH = 100  # ranking depth kept for recall@k / MRR
 
 # top_k_rows ranks rows longer than this on average one at a time, shorter ones in one sort.
 _LONG_ROWS = 256
