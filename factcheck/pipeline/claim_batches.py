@@ -10,7 +10,7 @@ from pathlib import Path
 
 from factcheck.errors import InputError, check_number
 from factcheck.formats.claims import read_claims
-from factcheck.retrieval.registry import retriever_spec
+from factcheck.retrieval.base import retriever_spec
 from factcheck.system.checker import FactChecker, Verdicts
 
 __all__ = ["BATCH_SIZE", "stream_batches"]

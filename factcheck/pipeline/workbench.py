@@ -25,7 +25,7 @@ from factcheck.formats.evidence import SourceSpec, as_source, is_collection, ite
 from factcheck.formats.files import write_json_atomic, write_text_atomic
 from factcheck.formats.qrels import check_trec_id, write_trec_run
 from factcheck.formats.records import MAX_QUERY_CHARS, check_length, length_cap, shown
-from factcheck.retrieval.registry import check_method, make_retriever, retriever_spec
+from factcheck.retrieval.registry import check_method, make_retriever
 from factcheck.scoring.topk import DEPTH
 
 __all__ = ["SELFTEST_METHODS", "SELF_KS", "JudgedRetrieval", "SelfRetrieval", "SelfRetrievalRun",
@@ -286,6 +286,7 @@ def self_retrieval(source, query_column: str, methods=SELFTEST_METHODS, cutoffs=
                 started = time.perf_counter()
                 retriever.fit(index)
                 fitted = time.perf_counter()
+                from factcheck.retrieval.base import retriever_spec  # the estimators' module: here, not at import
                 run = rank_queries(retriever, queries, k, progress)
                 ranked = time.perf_counter()
                 scored = judged_metrics(run, qrels, cutoffs)
@@ -498,6 +499,7 @@ def judged_retrieval(retriever, queries: dict[str, str], qrels: dict[str, dict[s
             "relevant and can never be retrieved"), stacklevel=2)
     run = rank_queries(retriever, judged, k, progress)
     scored = judged_metrics(run, qrels, cutoffs)
+    from factcheck.retrieval.base import retriever_spec  # the estimators' module: here, not at import
     if run_out is not None:
         write_trec_run(run_out, run, tag or retriever.name)
     return JudgedRetrieval(queries=scored.queries, skipped_unjudged=len(queries) - len(judged),

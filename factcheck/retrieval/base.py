@@ -18,7 +18,7 @@ from factcheck.errors import InputError, check_number, validate_params
 from factcheck.scoring.topk import DEPTH
 
 __all__ = ["Explanation", "Hit", "NotFittedError", "Ranking", "Retriever", "Selection", "TopK", "as_texts", "evidence_of",
-           "run_retrieval"]
+           "retriever_spec", "run_retrieval"]
 
 
 
@@ -559,3 +559,19 @@ def run_retrieval(retriever: Retriever, claims: list, depth: int = DEPTH) -> dic
 def evidence_of(explained: dict[str, Explanation]) -> dict[str, list[str]]:
     """Claim id -> evidence ids, from :func:`run_retrieval`'s explanations."""
     return {cid: e.ids for cid, e in explained.items()}
+
+
+def retriever_spec(retriever: Retriever) -> dict:
+    """What rebuilds ``retriever``: ``{"method", "params"}``, plus the chunk window and overlap,
+    and the passage vectors' checksum where there are any."""
+    # a chunked retriever's inner one: fitted (``inner_``, it holds the vectors' checksum) or not
+    inner = getattr(retriever, "inner_", None) or getattr(retriever, "inner", retriever)
+    spec = {"method": inner.name, "params": inner.params()}
+    if getattr(inner, "vectors_sha256_", None):
+        spec["vectors_sha256"] = inner.vectors_sha256_
+    if getattr(inner, "embedder_", None) is not None and inner.name == "pool":  # what orders its pools
+        from factcheck.text.onnx_embedding import NOT_COMPARED
+        spec["pool_model"] = {k: v for k, v in inner.embedder_.identity.items() if k not in NOT_COMPARED}
+    if hasattr(retriever, "inner"):
+        spec["chunk_window"], spec["chunk_overlap"] = retriever.window, retriever.overlap
+    return spec

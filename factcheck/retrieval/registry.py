@@ -93,23 +93,7 @@ def write_retrieval(out: Path, claims: list[Claim], explained: dict[str, Explana
                     labels: dict | None = None, predictions_format: str | None = None) -> Path:
     """Predictions plus the ``.explain.json`` sidecar of ``retriever``'s choices; returns the sidecar's path."""
     from factcheck.formats.claims import write_explained_predictions
-    from factcheck.retrieval.base import evidence_of
+    from factcheck.retrieval.base import evidence_of, retriever_spec
     return write_explained_predictions(Path(out), claims, evidence_of(explained),
                                        {cid: e.to_json() for cid, e in explained.items()}, retriever_spec(retriever),
                                        labels, predictions_format)
-
-
-def retriever_spec(retriever: "Retriever") -> dict:
-    """What rebuilds ``retriever``: ``{"method", "params"}``, plus the chunk window and overlap,
-    and the passage vectors' checksum where there are any."""
-    # a chunked retriever's inner one: fitted (``inner_``, it holds the vectors' checksum) or not
-    inner = getattr(retriever, "inner_", None) or getattr(retriever, "inner", retriever)
-    spec = {"method": inner.name, "params": inner.params()}
-    if getattr(inner, "vectors_sha256_", None):
-        spec["vectors_sha256"] = inner.vectors_sha256_
-    if getattr(inner, "embedder_", None) is not None and inner.name == "pool":  # what orders its pools
-        from factcheck.text.onnx_embedding import NOT_COMPARED
-        spec["pool_model"] = {k: v for k, v in inner.embedder_.identity.items() if k not in NOT_COMPARED}
-    if hasattr(retriever, "inner"):
-        spec["chunk_window"], spec["chunk_overlap"] = retriever.window, retriever.overlap
-    return spec

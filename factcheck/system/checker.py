@@ -19,8 +19,7 @@ from factcheck.classification.model import load_classifier
 from factcheck.errors import FactcheckWarning, InputError, ref
 from factcheck.formats.claims import Claim, as_claims
 from factcheck.retrieval.base import Explanation
-from factcheck.retrieval.base import evidence_of, run_retrieval
-from factcheck.retrieval.registry import retriever_spec
+from factcheck.retrieval.base import evidence_of, retriever_spec, run_retrieval
 from factcheck.retrieval.registry import check_mode
 from factcheck.system.model_dir import available_methods, load_retriever, model_mode, require_mode
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from factcheck.classification.model import save_classifier
 from factcheck.errors import FactcheckWarning, InputError
 from factcheck.formats.files import sha256_file
-from factcheck.retrieval.registry import retriever_spec
+from factcheck.retrieval.base import retriever_spec
 from factcheck.retrieval.registry import check_mode, make_retriever
 from factcheck.text.embedding import describe_model, same_model
 
