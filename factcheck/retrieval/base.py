@@ -410,7 +410,7 @@ class Retriever(BaseEstimator, ABC):
         depth = max(k, self._evidence_depth if select else 0)
         for text, (scored, top) in zip(texts, self._scored_top(texts, depth)):
             sel = self._select(text, scored, top) if select else None
-            yield sel, (TopK(top.rows[:k], top.scores[:k]) if k else None)
+            yield sel, (top if len(top.rows) <= k else TopK(top.rows[:k], top.scores[:k])) if k else None
 
     def _scored_top(self, texts: list[str], depth: int) -> Iterable[tuple[Scored, TopK]]:
         """Per claim, what the method scores and its top ``depth`` (a method that ranks without
@@ -430,10 +430,12 @@ class Retriever(BaseEstimator, ABC):
         return Hit(row, index.ids[row], float(score), explanation, title)
 
     def _rankings(self, tops: list[TopK]) -> list[Ranking]:
-        # Ids (and titles) of every ranking in one vectorised take: a lookup per row cost
-        # more than the scoring itself.
+        # Ids (and titles) of every ranking in one vectorised take, and every score and row
+        # converted in one call: a lookup or a conversion per ranking cost more than the scoring.
         index = self.index_
         rows = np.concatenate([top.rows for top in tops]) if tops else np.zeros(0, dtype=np.int64)
+        scores = np.concatenate([top.scores for top in tops]).tolist() if tops else []
+        row_list = rows.tolist()
         distinct, where = _distinct_rows(rows, len(index))
         take = getattr(index.ids, "take", None)
         ids = np.asarray(take(distinct) if take is not None else [index.ids[r] for r in distinct.tolist()],
@@ -443,7 +445,7 @@ class Retriever(BaseEstimator, ABC):
         out, at = [], 0
         for top in tops:
             end = at + len(top.rows)
-            out.append(Ranking(ids[at:end], top.scores.tolist(), top.rows.tolist(),
+            out.append(Ranking(ids[at:end], scores[at:end], row_list[at:end],
                                None if titles is None else titles[at:end]))
             at = end
         return out

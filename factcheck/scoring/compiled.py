@@ -27,8 +27,9 @@ __all__ = ["VARIABLE", "WORTH_LOADING", "available", "enabled", "rank_batch"]
 VARIABLE = "FACTCHECK_NUMBA"
 WORTH_LOADING = 20_000_000  # postings: about what the product path spends loading numba costs
 
-# A query with at least as many postings as 1/SCAN_RATIO of the units reads the whole buffer.
-SCAN_RATIO = 1
+# A query with at least as many postings as 1/SCAN_RATIO of the units reads the whole buffer
+# (measured: 4 halves the loop's time on the arXiv titles, 3,397 units, and leaves 1.2M as it was).
+SCAN_RATIO = 4
 # A top k of at most this many is kept sorted by insertion as the units are read.
 SMALL_K = 64
 
@@ -115,6 +116,34 @@ def _rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k, buf):  # 
             for p in range(s, e):
                 buf[indices[p]] += v * data[p]
         if total == 0:
+            continue
+        if small and total * SCAN_RATIO >= n_units:
+            # Postings covering much of the buffer: one sequential pass over it, each unit
+            # against the k-th score so far (a test that is mostly false, so cheap), then the
+            # buffer cleared at once. Units ascend, so a tie never displaces an earlier unit.
+            n = 0
+            least = buf.dtype.type(0)  # not full: any nonzero enters; full: above best_s[k - 1]
+            for u in range(n_units):
+                x = buf[u]
+                if x > least or (n < k and x != 0):
+                    if n == k and x <= best_s[k - 1]:
+                        continue
+                    j = n if n < k else k - 1
+                    while j > 0 and best_s[j - 1] < x:
+                        best_s[j] = best_s[j - 1]
+                        best_u[j] = best_u[j - 1]
+                        j -= 1
+                    best_s[j] = x
+                    best_u[j] = u
+                    if n < k:
+                        n += 1
+                    if n == k:
+                        least = best_s[k - 1]
+            buf[:] = 0
+            for r in range(n):
+                rows[i * k + r] = best_u[r]
+                scores[i * k + r] = best_s[r]
+            counts[i] = n
             continue
         # The bound: the k-th score of the shortest term's units (k of them score at least it).
         bound = -np.inf
