@@ -10,22 +10,19 @@ as :func:`~factcheck.scoring.topk.top_k` orders them; only the entries touched a
 
 Loading numba and its compiled code costs a fraction of a second once per process, more than
 a few queries cost on the product path: with ``FACTCHECK_NUMBA`` unset the loop is loaded once
-the postings ranked in the process reach :data:`WORTH_LOADING` (a batch of claims over a large
-index does at once; a single search does not). ``FACTCHECK_NUMBA=1`` uses it from the first
-call, ``FACTCHECK_NUMBA=0`` never (the product path then ranks, with the same results);
-:func:`enabled` reads the variable at every call.
+the postings ranked in the process reach :data:`~factcheck.scoring.matrix.WORTH_LOADING` (a
+batch of claims over a large index does at once; a single search does not).
+``FACTCHECK_NUMBA=1`` uses it from the first call, ``FACTCHECK_NUMBA=0`` never (the product
+path then ranks, with the same results); :func:`~factcheck.scoring.matrix.compiled_enabled`
+reads the variable at every call. The switch lives in :mod:`~factcheck.scoring.matrix`, so
+this module is entered only once the loop runs.
 """
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
-__all__ = ["VARIABLE", "WORTH_LOADING", "available", "enabled", "rank_batch"]
-
-VARIABLE = "FACTCHECK_NUMBA"
-WORTH_LOADING = 20_000_000  # postings: about what the product path spends loading numba costs
+__all__ = ["load", "rank_batch"]
 
 # A query with at least as many postings as 1/SCAN_RATIO of the units reads the whole buffer
 # (measured: 4 halves the loop's time on the arXiv titles, 3,397 units, and leaves 1.2M as it was).
@@ -34,28 +31,10 @@ SCAN_RATIO = 4
 SMALL_K = 64
 
 _kernel = None  # the compiled function once made; False when numba is missing
-_postings = 0  # postings ranked on the product path before the loop was loaded
 
 
-def _setting() -> str:
-    return os.environ.get(VARIABLE, "").strip()
-
-
-def available() -> bool:
-    """Whether the loop can run: numba imports and ``FACTCHECK_NUMBA`` is not ``0`` (loads it)."""
-    return _setting() != "0" and _compiled() is not False
-
-
-def enabled(postings: int) -> bool:
-    """Whether to rank a batch touching ``postings`` postings with the loop (see the module's text)."""
-    global _postings
-    setting = _setting()
-    if setting == "0":
-        return False
-    if _kernel is None and setting != "1":
-        _postings += postings
-        if _postings < WORTH_LOADING:
-            return False
+def load() -> bool:
+    """Whether the loop can run: numba imports (loads it, compiling it the first time)."""
     return _compiled() is not False
 
 
@@ -125,9 +104,8 @@ def _rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k, buf):  # 
             least = buf.dtype.type(0)  # not full: any nonzero enters; full: above best_s[k - 1]
             for u in range(n_units):
                 x = buf[u]
-                if x > least or (n < k and x != 0):
-                    if n == k and x <= best_s[k - 1]:
-                        continue
+                # an untouched unit (0) never enters, though a full top k of negatives is below it
+                if (x > least or n < k) and x != 0:
                     j = n if n < k else k - 1
                     while j > 0 and best_s[j - 1] < x:
                         best_s[j] = best_s[j - 1]

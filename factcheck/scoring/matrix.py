@@ -3,6 +3,7 @@ bits whatever the batch: each entry sums its query's terms in ascending term ord
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -10,13 +11,48 @@ import scipy.sparse as sp
 
 from factcheck.formats.files import save_npy
 from factcheck.formats.npy import open_npy
-from factcheck.scoring import compiled
 from factcheck.scoring.topk import top_k
 
-__all__ = ["PRODUCT_BUDGET", "TermMatrix"]
+__all__ = ["PRODUCT_BUDGET", "VARIABLE", "WORTH_LOADING", "TermMatrix", "compiled_available", "compiled_enabled"]
 
 PRODUCT_BUDGET = 1_000_000
 _ARRAYS = ("indptr", "indices", "data")
+
+# The switch for the compiled loop (factcheck.scoring.compiled, whose text says when it runs):
+# kept here so that a ranking that does not use the loop never enters, nor imports, that module.
+VARIABLE = "FACTCHECK_NUMBA"
+WORTH_LOADING = 20_000_000  # postings: about what the product path spends loading numba costs
+_loaded = None  # whether the loop loaded (numba imports), once it was first asked for
+_postings = 0  # postings ranked on the product path before the loop was loaded
+
+
+def _setting() -> str:
+    return os.environ.get(VARIABLE, "").strip()
+
+
+def compiled_available() -> bool:
+    """Whether the compiled loop can run: numba imports and ``FACTCHECK_NUMBA`` is not ``0`` (loads it)."""
+    global _loaded
+    if _setting() == "0":
+        return False
+    if _loaded is None:
+        from factcheck.scoring import compiled
+        _loaded = compiled.load()
+    return _loaded
+
+
+def compiled_enabled(postings: int) -> bool:
+    """Whether to rank a batch touching ``postings`` postings with the compiled loop
+    (:mod:`~factcheck.scoring.compiled` says when); reads ``FACTCHECK_NUMBA`` at every call."""
+    global _postings
+    setting = _setting()
+    if setting == "0":
+        return False
+    if _loaded is None and setting != "1":
+        _postings += postings
+        if _postings < WORTH_LOADING:
+            return False
+    return compiled_available()
 
 
 def _index_dtype(nnz: int, n: int):
@@ -114,8 +150,9 @@ class TermMatrix:
         building the product (:mod:`~factcheck.scoring.compiled`, which says when:
         ``FACTCHECK_NUMBA=1`` always, ``0`` never)."""
         q = self._queries(queries)  # terms taken as stored, as the product takes them
-        if not compiled.enabled(int(self.df[q.indices].sum())):
+        if not compiled_enabled(int(self.df[q.indices].sum())):
             return [top_k(scores, k, units) for units, scores in self.products(q)]
+        from factcheck.scoring import compiled  # entered only when its loop ranks
         k = max(0, int(k))
         pool = self.__dict__.setdefault("_score_buffers", [])  # list pop/append are atomic
         buf = pool.pop() if pool else np.zeros(self.n_units, dtype=self.data.dtype)

@@ -32,11 +32,11 @@ def test_demo_predictions_are_the_frozen_ones(demo_run, name):
 def test_demo_predictions_with_and_without_the_compiled_ranking(tmp_path, setting):
     """The same frozen predictions ranked on the product path (``FACTCHECK_NUMBA=0``) and by the
     compiled loop from the first query (``1``; skipped without numba)."""
-    from factcheck.scoring import compiled
+    from factcheck.scoring import matrix
     from helpers import make_run
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(compiled.VARIABLE, setting)
-        if setting == "1" and not compiled.available():
+        patch.setenv(matrix.VARIABLE, setting)
+        if setting == "1" and not matrix.compiled_available():
             pytest.skip("needs numba (pip install -e '.[fast]')")
         make_run(tmp_path / "run")
     for name in ("dev-claims-predictions.json", "test-claims-predictions.json"):

@@ -14,9 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from factcheck.scoring import compiled
+from factcheck.scoring import matrix as scoring_matrix  # the switch (a test names its matrix matrix)
 from factcheck.scoring.matrix import TermMatrix
 
-needs_numba = pytest.mark.skipif(not compiled.available(), reason="needs numba (pip install -e '.[fast]')")
+needs_numba = pytest.mark.skipif(not scoring_matrix.compiled_available(),
+                                 reason="needs numba (pip install -e '.[fast]')")
 
 # Few distinct weights, some negative: many ties, and sums of exactly 0 (which the product drops).
 WEIGHTS = st.sampled_from([0.25, 0.5, 1.0, 1.5, -0.5, -1.0, 0.1, 0.3])
@@ -24,7 +26,7 @@ WEIGHTS = st.sampled_from([0.25, 0.5, 1.0, 1.5, -0.5, -1.0, 0.1, 0.3])
 
 def _ranks(matrix: TermMatrix, queries, k: int, numba: bool):
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(compiled.VARIABLE, "1" if numba else "0")
+        patch.setenv(scoring_matrix.VARIABLE, "1" if numba else "0")
         return matrix.rank(queries, k)
 
 
@@ -74,20 +76,58 @@ def test_ties_at_the_cut_are_broken_by_unit():
 
 
 def test_the_variable_turns_the_compiled_path_off_and_on(monkeypatch):
-    monkeypatch.setenv(compiled.VARIABLE, "0")
-    assert not compiled.available() and not compiled.enabled(10 ** 12)
-    monkeypatch.setenv(compiled.VARIABLE, "1")
-    assert compiled.enabled(0) == compiled.available()
+    monkeypatch.setenv(scoring_matrix.VARIABLE, "0")
+    assert not scoring_matrix.compiled_available() and not scoring_matrix.compiled_enabled(10 ** 12)
+    monkeypatch.setenv(scoring_matrix.VARIABLE, "1")
+    assert scoring_matrix.compiled_enabled(0) == scoring_matrix.compiled_available()
 
 
 @needs_numba
 def test_unset_the_loop_is_loaded_once_enough_postings_were_ranked(monkeypatch):
-    monkeypatch.delenv(compiled.VARIABLE, raising=False)
-    monkeypatch.setattr(compiled, "_kernel", None)
-    monkeypatch.setattr(compiled, "_postings", 0)
-    assert not compiled.enabled(compiled.WORTH_LOADING - 1)  # a single search: no load
-    assert compiled.enabled(1)  # the running total reached it
-    assert compiled.enabled(0)  # loaded: used from then on
+    monkeypatch.delenv(scoring_matrix.VARIABLE, raising=False)
+    monkeypatch.setattr(scoring_matrix, "_loaded", None)
+    monkeypatch.setattr(scoring_matrix, "_postings", 0)
+    assert not scoring_matrix.compiled_enabled(scoring_matrix.WORTH_LOADING - 1)  # a single search: no load
+    assert scoring_matrix.compiled_enabled(1)  # the running total reached it
+    assert scoring_matrix.compiled_enabled(0)  # loaded: used from then on
+
+
+@needs_numba
+def test_a_unit_no_term_touched_never_enters_a_top_k_of_negative_scores():
+    # The one-pass read of the buffer once held the k-th score so far as its bar: below an
+    # untouched unit's 0 when every score is negative, so that unit entered the top k.
+    matrix = TermMatrix.from_units(sp.csr_matrix(np.array([[-0.5], [0.0]], dtype=np.float32)))
+    q = sp.csr_matrix(np.array([[1.0]], dtype=np.float32))
+    for numba in (True, False):
+        (rows, scores), = _ranks(matrix, q, 1, numba=numba)
+        assert rows.tolist() == [0] and scores.tolist() == [-0.5]
+
+
+@pytest.mark.parametrize("setting", ["0", None])
+def test_a_ranking_off_the_loop_enters_no_compiled_code(monkeypatch, setting):
+    # The switch is read in scoring.matrix: a ranking on the product path (FACTCHECK_NUMBA=0, or
+    # unset before WORTH_LOADING postings) calls nothing in scoring.compiled, a module fewer on
+    # a claim's path (docs/architecture.md).
+    import sys
+    if setting is None:
+        monkeypatch.delenv(scoring_matrix.VARIABLE, raising=False)
+    else:
+        monkeypatch.setenv(scoring_matrix.VARIABLE, setting)
+    monkeypatch.setattr(scoring_matrix, "_loaded", None)
+    monkeypatch.setattr(scoring_matrix, "_postings", 0)
+    units = TermMatrix.from_units(sp.csr_matrix(np.array([[1.0, 0.0], [0.5, 2.0]], dtype=np.float32)))
+    entered = set()
+
+    def profile(frame, event, _arg):
+        if event == "call":
+            entered.add(frame.f_globals.get("__name__", ""))
+    sys.setprofile(profile)
+    try:
+        (rows, _), = units.rank(sp.csr_matrix(np.array([[1.0, 1.0]], dtype=np.float32)), 2)
+    finally:
+        sys.setprofile(None)
+    assert rows.tolist() == [1, 0]
+    assert scoring_matrix.__name__ in entered and compiled.__name__ not in entered
 
 
 @needs_numba
