@@ -23,7 +23,7 @@ class ShardCounts:
 
     terms: list[str]
     matrix: sp.csr_matrix  # int32 counts, canonical (sorted indices, no duplicates)
-    pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (rows, first, second) columns, ascending
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (row, first, second column) in text order
 
     @property
     def totals(self) -> np.ndarray:
@@ -61,18 +61,16 @@ def count_docs(docs: list[list[str]]) -> ShardCounts:
 def count_terms(texts: list[str], analyzer: str = "stems", first_seen: bool = False,
                 pairs: bool = False) -> ShardCounts:
     """The term counts of ``texts`` under ``analyzer``, one row each, local terms sorted
-    (``first_seen``: in the order the texts first use them). ``pairs``: also each row's
-    distinct pairs of consecutive kept terms (:attr:`ShardCounts.pairs`)."""
+    (``first_seen``: in the order the texts first use them). ``pairs``: also each pair of
+    consecutive kept terms in a row (:attr:`ShardCounts.pairs`)."""
     memo = token_ids(check_analyzer(analyzer))
     underscore = analyzer == "stems"
     pieces = [_count_ids(texts[at:at + BATCH], memo, underscore, at, first_seen, pairs)
               for at in range(0, max(len(texts), 1), BATCH)]
     lengths, ids, counts, firsts, pair_rows, pair_ids = (np.concatenate(part) for part in zip(*pieces))
-    # Stem ids are the process's; the shard's own columns are its terms, sorted or first-seen.
-    if first_seen:
-        present = _first_uses(firsts)
-    else:
-        present = np.flatnonzero(np.bincount(ids, minlength=len(memo.stems)))  # np.unique(ids), 10x faster
+    # Stem ids are the process's; the shard's own columns are its terms, sorted or first-seen
+    # (bincount: np.unique(ids), 10x faster).
+    present = _first_uses(firsts) if first_seen else np.flatnonzero(np.bincount(ids, minlength=len(memo.stems)))
     terms = [memo.stems[i] for i in present.tolist()]
     order = range(len(terms)) if first_seen else sorted(range(len(terms)), key=terms.__getitem__)
     column = np.empty(len(memo.stems), dtype=np.int64)
@@ -82,14 +80,7 @@ def count_terms(texts: list[str], analyzer: str = "stems", first_seen: bool = Fa
     matrix = sp.csr_matrix((counts.astype(np.int32), column[ids].astype(np.int32), indptr),
                            shape=(len(texts), len(terms)))
     matrix.sort_indices()  # canonical: no duplicates (ids were distinct in a row), sorted columns
-    found = None
-    if pairs:
-        first, second = column[pair_ids[:, 0]], column[pair_ids[:, 1]]
-        at = np.lexsort((second, first, pair_rows))
-        pair_rows, first, second = pair_rows[at], first[at], second[at]
-        keep = np.ones(len(at), dtype=bool)  # distinct pairs of a row
-        keep[1:] = (pair_rows[1:] != pair_rows[:-1]) | (first[1:] != first[:-1]) | (second[1:] != second[:-1])
-        found = pair_rows[keep], first[keep], second[keep]
+    found = (pair_rows, column[pair_ids[:, 0]], column[pair_ids[:, 1]]) if pairs else None
     return ShardCounts([terms[i] for i in order], matrix, found)
 
 
@@ -101,18 +92,6 @@ def _first_uses(ids: np.ndarray) -> np.ndarray:
     return ids[np.sort(np.unique(ids, return_index=True)[1])]
 
 
-def token_cells(ids: np.ndarray, n_ids: int):
-    """A batch's token ids (``BREAK`` closing each text) as ``(rows, ids, cell_rows, cell_ids,
-    counts)``: each kept token's row and id, and the distinct (row, id) cells with counts."""
-    ends = ids == BREAK
-    rows = np.cumsum(ends) - ends  # the marker after text r closes row r
-    kept = ids >= 0
-    rows, ids = rows[kept], ids[kept]
-    n_ids = max(n_ids, 1)
-    cells, counts = np.unique(rows * n_ids + ids, return_counts=True)
-    return rows, ids, cells // n_ids, cells % n_ids, counts
-
-
 def _count_ids(texts: list[str], token_ids: TokenIds, underscore: bool = True, first_row: int = 0,
                first_seen: bool = False, pairs: bool = False):
     """(stems per row, stem ids, counts) of ``texts``, row by row, ids ascending in a row; with
@@ -121,7 +100,11 @@ def _count_ids(texts: list[str], token_ids: TokenIds, underscore: bool = True, f
     tokens, marker = word_tokens_of_texts(texts, underscore)
     ids = token_ids.ids(tokens, marker)
     del tokens
-    rows, kept, cell_rows, cell_ids, counts = token_cells(ids, len(token_ids.stems))
+    ends, known = ids == BREAK, ids >= 0
+    rows, kept = (np.cumsum(ends) - ends)[known], ids[known]  # the marker after text r closes row r
+    n_ids = max(len(token_ids.stems), 1)
+    cells, counts = np.unique(rows * n_ids + kept, return_counts=True)
+    cell_rows, cell_ids = cells // n_ids, cells % n_ids
     firsts = _first_uses(kept) if first_seen else kept[:0]
     same = np.flatnonzero(rows[:-1] == rows[1:]) if pairs else rows[:0]
     return (np.bincount(cell_rows, minlength=len(texts)), cell_ids, counts, firsts,
@@ -136,7 +119,7 @@ class CorpusCounts:
     counts: TermMatrix     # terms x units, float32 counts (small integers, exact)
     lengths: np.ndarray    # terms per unit, duplicates counted (int64)
     # with pairs: (unit pointers, codes ``first * len(terms) + second``), each unit's distinct
-    # pairs of consecutive terms, ascending
+    # pairs of consecutive kept terms, ascending
     pairs: tuple[np.ndarray, np.ndarray] | None = None
 
 
@@ -205,12 +188,15 @@ def count_corpus(batches, analyzer: str = "stems", spill=None, first_seen: bool 
             tf[at] = data[order]
             units[at] = rows[order]
             fill += per_term
-            if pairs:  # ordered by the final columns
+            if pairs:  # each unit's distinct pairs, ascending by the final columns
                 code = remap[arrays["pair_first"]].astype(np.int64) * n_terms + remap[arrays["pair_second"]]
                 order = np.lexsort((code, arrays["pair_rows"]))
-                codes.append(code[order])
-                pair_ptr.append(n_pairs + np.cumsum(np.bincount(arrays["pair_rows"], minlength=len(row_ptr) - 1)))
-                n_pairs += len(code)
+                code, pair_rows = code[order], arrays["pair_rows"][order]
+                keep = np.ones(len(code), dtype=bool)
+                keep[1:] = (code[1:] != code[:-1]) | (pair_rows[1:] != pair_rows[:-1])
+                codes.append(code[keep])
+                pair_ptr.append(n_pairs + np.cumsum(np.bincount(pair_rows[keep], minlength=len(row_ptr) - 1)))
+                n_pairs += len(codes[-1])
             base += len(row_ptr) - 1
             del arrays, cols, data, row_ptr, rows, order, sorted_cols, at
     finally:

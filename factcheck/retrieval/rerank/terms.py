@@ -32,17 +32,16 @@ class TermIndex:
 
     def __init__(self, vocab: dict[str, int], forward: sp.csr_matrix, bigram_ptr: np.ndarray,
                  bigram_codes: np.ndarray, number_vocab: dict[str, int], numbers: sp.csr_matrix,
-                 postings: TermMatrix | None = None, doc_len: np.ndarray | None = None):
+                 postings: TermMatrix, doc_len: np.ndarray):
         self.vocab = vocab
         self.forward = forward
-        self.postings = TermMatrix.from_units(forward) if postings is None else postings
+        self.postings = postings
         self.bigram_ptr = bigram_ptr
         self.bigram_codes = bigram_codes
         self.number_vocab = number_vocab
         self.numbers = numbers
         self.n_docs = forward.shape[0]
-        self.doc_len = (np.asarray(forward.sum(axis=1)).ravel().astype(np.float64) if doc_len is None
-                        else np.asarray(doc_len, dtype=np.float64))
+        self.doc_len = np.asarray(doc_len, dtype=np.float64)
         self.idf = lucene_idf(self.postings.df, self.n_docs)
         self._weights: dict = {}  # (k1, b) -> BM25 weights
         self._norms: dict = {}    # (k1, b) -> each passage's length norm
@@ -51,19 +50,12 @@ class TermIndex:
     @classmethod
     def build_batches(cls, batches) -> "TermIndex":
         """The term index of ``(first row, texts)`` batches in corpus order, ids in first-seen order."""
-        number_vocab, parts = {}, []
-        counted = count_corpus(_split_digits(batches, number_vocab, parts), first_seen=True, pairs=True)
-        forward = counted.counts.csr.T.tocsr()  # passage-major, columns ascending
-        forward = sp.csr_matrix((forward.data, forward.indices.astype(np.int32), forward.indptr.astype(np.int64)),
-                                shape=forward.shape)
-        num_ptr = np.zeros(forward.shape[0] + 1, dtype=np.int64)
-        np.cumsum(np.concatenate([p[0] for p in parts] or [np.zeros(0, np.int64)]), out=num_ptr[1:])
-        num_cols = np.concatenate([p[1] for p in parts] or [np.zeros(0, np.int32)])
-        nums = sp.csr_matrix((np.ones(len(num_cols), dtype=np.float32), num_cols, num_ptr),
-                             shape=(forward.shape[0], len(number_vocab)))
-        bigram_ptr, bigram_codes = counted.pairs
-        return cls({t: j for j, t in enumerate(counted.terms)}, forward, bigram_ptr, bigram_codes, number_vocab, nums,
-                   counted.counts, counted.lengths)
+        number_vocab, per_row, cols = {}, [], []
+        counted = count_corpus(_split_digits(batches, number_vocab, per_row, cols), first_seen=True, pairs=True)
+        nums = sp.csr_matrix((np.ones(len(cols), dtype=np.float32), np.asarray(cols, dtype=np.int32),
+                              np.cumsum([0, *per_row], dtype=np.int64)), shape=(len(per_row), len(number_vocab)))
+        return cls({t: j for j, t in enumerate(counted.terms)}, counted.counts.csr.T.tocsr(), *counted.pairs,
+                   number_vocab, nums, counted.counts, counted.lengths)
 
     @classmethod
     def for_index(cls, index, cache: bool = True) -> "TermIndex":
@@ -185,18 +177,16 @@ class TermIndex:
 _HAS_DIGIT = re.compile(r"\d").search
 
 
-def _split_digits(batches, number_vocab: dict[str, int], parts: list):
-    """The batches as the reranker counts them (letter and digit runs split), each batch's
-    standalone numbers added to ``number_vocab`` (first-seen ids) and to ``parts`` as
-    (numbers per passage, their ids)."""
+def _split_digits(batches, number_vocab: dict[str, int], per_row: list[int], cols: list[int]):
+    """The batches as the reranker counts them (letter and digit runs split), each passage's
+    standalone numbers added to ``number_vocab`` (first-seen ids), ``per_row`` and ``cols``."""
     for first, texts in batches:
         # Splitting and numbers change nothing in a text without a digit (most passages).
-        texts = list(texts)
-        per_row, cols = np.zeros(len(texts), dtype=np.int64), []
+        texts, at = list(texts), len(per_row)
+        per_row.extend([0] * len(texts))
         for i in [i for i, t in enumerate(texts) if _HAS_DIGIT(t)]:
             values = numbers(texts[i])
             cols.extend(number_vocab.setdefault(x, len(number_vocab)) for x in values)
-            per_row[i] = len(values)
+            per_row[at + i] = len(values)
             texts[i] = split_letter_digit_runs(texts[i])
-        parts.append((per_row, np.asarray(cols, dtype=np.int32)))
         yield first, texts
