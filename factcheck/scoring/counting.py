@@ -23,6 +23,7 @@ class ShardCounts:
 
     terms: list[str]
     matrix: sp.csr_matrix  # int32 counts, canonical (sorted indices, no duplicates)
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (row, first, second column) in text order
 
     @property
     def totals(self) -> np.ndarray:
@@ -57,16 +58,21 @@ def count_docs(docs: list[list[str]]) -> ShardCounts:
     return ShardCounts(terms, matrix)
 
 
-def count_terms(texts: list[str], analyzer: str = "stems") -> ShardCounts:
-    """The term counts of ``texts`` under ``analyzer``, one row each, local terms sorted."""
+def count_terms(texts: list[str], analyzer: str = "stems", first_seen: bool = False,
+                pairs: bool = False) -> ShardCounts:
+    """The term counts of ``texts`` under ``analyzer``, one row each, local terms sorted
+    (``first_seen``: in the order the texts first use them). ``pairs``: also each pair of
+    consecutive kept terms in a row (:attr:`ShardCounts.pairs`)."""
     memo = token_ids(check_analyzer(analyzer))
     underscore = analyzer == "stems"
-    pieces = [_count_ids(texts[at:at + BATCH], memo, underscore) for at in range(0, max(len(texts), 1), BATCH)]
-    lengths, ids, counts = (np.concatenate(part) for part in zip(*pieces))
-    # Stem ids are the process's; the shard's own columns are its terms, sorted.
-    present = np.flatnonzero(np.bincount(ids, minlength=len(memo.stems)))  # np.unique(ids), 10x faster
+    pieces = [_count_ids(texts[at:at + BATCH], memo, underscore, at, first_seen, pairs)
+              for at in range(0, max(len(texts), 1), BATCH)]
+    lengths, ids, counts, firsts, pair_rows, pair_ids = (np.concatenate(part) for part in zip(*pieces))
+    # Stem ids are the process's; the shard's own columns are its terms, sorted or first-seen
+    # (bincount: np.unique(ids), 10x faster).
+    present = _first_uses(firsts) if first_seen else np.flatnonzero(np.bincount(ids, minlength=len(memo.stems)))
     terms = [memo.stems[i] for i in present.tolist()]
-    order = sorted(range(len(terms)), key=terms.__getitem__)
+    order = range(len(terms)) if first_seen else sorted(range(len(terms)), key=terms.__getitem__)
     column = np.empty(len(memo.stems), dtype=np.int64)
     column[present[order]] = np.arange(len(order))
     indptr = np.zeros(len(texts) + 1, dtype=np.int64)
@@ -74,31 +80,35 @@ def count_terms(texts: list[str], analyzer: str = "stems") -> ShardCounts:
     matrix = sp.csr_matrix((counts.astype(np.int32), column[ids].astype(np.int32), indptr),
                            shape=(len(texts), len(terms)))
     matrix.sort_indices()  # canonical: no duplicates (ids were distinct in a row), sorted columns
-    return ShardCounts([terms[i] for i in order], matrix)
+    found = (pair_rows, column[pair_ids[:, 0]], column[pair_ids[:, 1]]) if pairs else None
+    return ShardCounts([terms[i] for i in order], matrix, found)
 
 
 BATCH = 10_000
 
 
-def token_cells(ids: np.ndarray, n_ids: int):
-    """A batch's token ids (``BREAK`` closing each text) as ``(rows, ids, cell_rows, cell_ids,
-    counts)``: each kept token's row and id, and the distinct (row, id) cells with counts."""
-    ends = ids == BREAK
-    rows = np.cumsum(ends) - ends  # the marker after text r closes row r
-    kept = ids >= 0
-    rows, ids = rows[kept], ids[kept]
-    n_ids = max(n_ids, 1)
-    cells, counts = np.unique(rows * n_ids + ids, return_counts=True)
-    return rows, ids, cells // n_ids, cells % n_ids, counts
+def _first_uses(ids: np.ndarray) -> np.ndarray:
+    """The distinct ``ids`` in the order of their first occurrence."""
+    return ids[np.sort(np.unique(ids, return_index=True)[1])]
 
 
-def _count_ids(texts: list[str], token_ids: TokenIds, underscore: bool = True):
-    """(stems per row, stem ids, counts) of ``texts``, row by row, ids ascending in a row."""
+def _count_ids(texts: list[str], token_ids: TokenIds, underscore: bool = True, first_row: int = 0,
+               first_seen: bool = False, pairs: bool = False):
+    """(stems per row, stem ids, counts) of ``texts``, row by row, ids ascending in a row; with
+    ``first_seen`` the distinct ids in the order of first use; with ``pairs`` each consecutive
+    pair of kept tokens in one row as its row (from ``first_row``) and its two ids."""
     tokens, marker = word_tokens_of_texts(texts, underscore)
     ids = token_ids.ids(tokens, marker)
     del tokens
-    _, _, cell_rows, cell_ids, counts = token_cells(ids, len(token_ids.stems))
-    return np.bincount(cell_rows, minlength=len(texts)), cell_ids, counts
+    ends, known = ids == BREAK, ids >= 0
+    rows, kept = (np.cumsum(ends) - ends)[known], ids[known]  # the marker after text r closes row r
+    n_ids = max(len(token_ids.stems), 1)
+    cells, counts = np.unique(rows * n_ids + kept, return_counts=True)
+    cell_rows, cell_ids = cells // n_ids, cells % n_ids
+    firsts = _first_uses(kept) if first_seen else kept[:0]
+    same = np.flatnonzero(rows[:-1] == rows[1:]) if pairs else rows[:0]
+    return (np.bincount(cell_rows, minlength=len(texts)), cell_ids, counts, firsts,
+            first_row + rows[same], np.stack([kept[same], kept[same + 1]], axis=1))
 
 
 @dataclass
@@ -108,10 +118,16 @@ class CorpusCounts:
     terms: list[str]
     counts: TermMatrix     # terms x units, float32 counts (small integers, exact)
     lengths: np.ndarray    # terms per unit, duplicates counted (int64)
+    # with pairs: (unit pointers, codes ``first * len(terms) + second``), each unit's distinct
+    # pairs of consecutive kept terms, ascending
+    pairs: tuple[np.ndarray, np.ndarray] | None = None
 
 
-def count_corpus(batches, analyzer: str = "stems", spill=None) -> CorpusCounts:
-    """Count ``(first row, texts)`` batches in corpus order into one term-major matrix, terms sorted.
+def count_corpus(batches, analyzer: str = "stems", spill=None, first_seen: bool = False,
+                 pairs: bool = False) -> CorpusCounts:
+    """Count ``(first row, texts)`` batches in corpus order into one term-major matrix, terms
+    sorted (``first_seen``: in the order the corpus first uses them); ``pairs``: see
+    :attr:`CorpusCounts.pairs`.
 
     ``spill``: a new folder where each batch's counts are written (``.npy``) as it is counted
     and read back mapped, one batch at a time, when the matrix is filled; it is removed at the
@@ -126,12 +142,15 @@ def count_corpus(batches, analyzer: str = "stems", spill=None) -> CorpusCounts:
         spill.mkdir()
     try:
         for i, (_, texts) in enumerate(batches):
-            counted = count_terms(list(texts), analyzer)
+            counted = count_terms(list(texts), analyzer, first_seen, pairs)
             m, terms = counted.matrix, counted.terms
             lengths.append(np.asarray(m.sum(axis=1), dtype=np.int64).ravel())
             local = np.array([column.setdefault(t, len(column)) for t in terms], dtype=np.int64)
             arrays = {"cols": local[m.indices].astype(np.int32), "data": m.data.astype(np.float32),
                       "row_ptr": np.asarray(m.indptr, dtype=np.int64)}
+            if pairs:
+                arrays.update(pair_rows=counted.pairs[0], pair_first=local[counted.pairs[1]].astype(np.int32),
+                              pair_second=local[counted.pairs[2]].astype(np.int32))
             del counted, m
             df_seen = np.concatenate([df_seen, np.zeros(len(column) - len(df_seen), dtype=np.int64)])
             df_seen += np.bincount(arrays["cols"], minlength=len(column))
@@ -141,7 +160,7 @@ def count_corpus(batches, analyzer: str = "stems", spill=None) -> CorpusCounts:
                 save_arrays(spill, arrays, prefix=f"{i:06d}-")
                 batches_seen.append(i)
             del arrays
-        names = sorted(column)
+        names = list(column) if first_seen else sorted(column)
         remap = np.empty(len(column), dtype=np.int32)
         remap[[column[t] for t in names]] = np.arange(len(names), dtype=np.int32)
         del column
@@ -153,11 +172,12 @@ def count_corpus(batches, analyzer: str = "stems", spill=None) -> CorpusCounts:
         tf = np.empty(int(indptr[-1]), dtype=np.float32)
         units = np.empty(int(indptr[-1]), dtype=np.int32)
         fill = indptr[:-1].copy()
-        base = 0
+        base, pair_ptr, codes, n_pairs = 0, [np.zeros(1, dtype=np.int64)], [], 0
         for i in range(len(batches_seen)):  # each batch's entries go to their terms, after the earlier batches'
             seen, batches_seen[i] = batches_seen[i], None
             arrays = seen if spill is None else {
-                name: load_array(spill, f"{seen:06d}-{name}") for name in ("cols", "data", "row_ptr")}
+                name: load_array(spill, f"{seen:06d}-{name}") for name in (
+                    "cols", "data", "row_ptr", *(("pair_rows", "pair_first", "pair_second") if pairs else ()))}
             cols, data, row_ptr = remap[arrays["cols"]], arrays["data"], arrays["row_ptr"]
             rows = base + np.repeat(np.arange(len(row_ptr) - 1, dtype=np.int64), np.diff(row_ptr))
             order = np.argsort(cols, kind="stable")  # by term, units ascending within one
@@ -168,6 +188,15 @@ def count_corpus(batches, analyzer: str = "stems", spill=None) -> CorpusCounts:
             tf[at] = data[order]
             units[at] = rows[order]
             fill += per_term
+            if pairs:  # each unit's distinct pairs, ascending by the final columns
+                code = remap[arrays["pair_first"]].astype(np.int64) * n_terms + remap[arrays["pair_second"]]
+                order = np.lexsort((code, arrays["pair_rows"]))
+                code, pair_rows = code[order], arrays["pair_rows"][order]
+                keep = np.ones(len(code), dtype=bool)
+                keep[1:] = (code[1:] != code[:-1]) | (pair_rows[1:] != pair_rows[:-1])
+                codes.append(code[keep])
+                pair_ptr.append(n_pairs + np.cumsum(np.bincount(pair_rows[keep], minlength=len(row_ptr) - 1)))
+                n_pairs += len(codes[-1])
             base += len(row_ptr) - 1
             del arrays, cols, data, row_ptr, rows, order, sorted_cols, at
     finally:
@@ -175,4 +204,5 @@ def count_corpus(batches, analyzer: str = "stems", spill=None) -> CorpusCounts:
             shutil.rmtree(spill, ignore_errors=True)
     n_units = base
     return CorpusCounts(names, TermMatrix(indptr, units, tf, n_units),
-                        np.concatenate(lengths) if lengths else np.zeros(0, np.int64))
+                        np.concatenate(lengths) if lengths else np.zeros(0, np.int64),
+                        (np.concatenate(pair_ptr), np.concatenate(codes or [np.zeros(0, np.int64)])) if pairs else None)

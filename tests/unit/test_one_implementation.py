@@ -38,6 +38,16 @@ def test_every_stem_goes_through_the_one_memo():
     assert _holding(r"class TokenIds") == ["text/analyzer.py"]
 
 
+def test_corpora_are_counted_by_the_one_counter():
+    """The reranker's term index is counted by scoring.counting, through the process's memo."""
+    from factcheck.retrieval.rerank.terms import TermIndex
+    from factcheck.text.analyzer import token_ids
+    TermIndex.build_batches([(0, ["Quetzals9 fly"])])
+    assert "quetzals" in token_ids("stems").of
+    assert _holding(r"word_tokens_of_texts\(") == ["scoring/counting.py", "text/analyzer.py"]
+    assert _holding(r"\bTokenIds\(") == ["text/analyzer.py"]
+
+
 def test_positive_integers_are_checked_by_check_number():
     assert _holding(r"must be a positive integer|must be at least \d+, got") == []
     import argparse
@@ -140,7 +150,7 @@ def test_parameters_are_declared_once(monkeypatch):
 def test_ties_are_ordered_by_the_one_function():
     import numpy as np
     from factcheck.scoring.topk import rank_order, top_k
-    assert _holding(r"np\.lexsort\(\(") == ["retrieval/rerank/terms.py", "scoring/topk.py"]
+    assert _holding(r"np\.lexsort\(\(") == ["scoring/counting.py", "scoring/topk.py"]  # counting: distinct keys
     assert _holding(r"\brank_order\(") == ["retrieval/pool.py", "retrieval/rerank/retriever.py", "retrieval/tag_rule.py", "scoring/topk.py",
                                           "training/rerank.py"]
     rows, first, second = np.array([4, 2, 9, 1]), np.array([1.0, 1.0, 2.0, 1.0]), np.array([0.0, 0.5, 0.0, 0.0])

@@ -207,6 +207,27 @@ def test_counting_spilled_per_batch_is_the_same_matrix_and_holds_one_batch_at_a_
     assert spilled_peak < kept_peak - matrix / 2, (spilled_peak, kept_peak, matrix)
 
 
+def test_counting_in_first_seen_order_with_pairs(tmp_path):
+    """Terms in the order the corpus first uses them, each passage's distinct consecutive pairs
+    as ascending codes, the same bytes spilled or not and whatever the batches."""
+    from factcheck.scoring.counting import count_corpus
+    texts = ["Rivers rise; the rivers rise", "", "seas rise rivers", "the of"]
+    out = count_corpus([(0, texts[:1]), (1, texts[1:])], first_seen=True, pairs=True)
+    assert out.terms == ["river", "rise", "sea"] and out.lengths.tolist() == [4, 0, 3, 0]
+    (river, rise, sea), v = range(3), 3
+    ptr, codes = out.pairs
+    assert ptr.tolist() == [0, 2, 2, 4, 4]
+    assert codes.tolist() == [river * v + rise, rise * v + river, rise * v + river, sea * v + rise]
+    batches = list(_synthetic_batches(3, per_batch=50, words=20))
+    one = count_corpus([(0, [t for _, b in batches for t in b])], first_seen=True, pairs=True)
+    for spill in (None, tmp_path / "spill"):
+        again = count_corpus(batches, spill=spill, first_seen=True, pairs=True)
+        assert again.terms == one.terms
+        for a, b in ((one.counts.indices, again.counts.indices), (one.counts.data, again.counts.data),
+                     *zip(one.pairs, again.pairs)):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
 @pytest.mark.parametrize("cache", [True, False])
 def test_bm25_weights_of_tiny_shards_are_the_bytes_of_one_shard(tmp_path, cache):
     from helpers import DEMO

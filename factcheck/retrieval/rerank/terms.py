@@ -16,11 +16,10 @@ import scipy.sparse as sp
 
 from factcheck.retrieval.bm25 import cached_weights
 from factcheck.scoring.bm25 import bm25_weight, length_norm, lucene_idf
-from factcheck.scoring.counting import token_cells
+from factcheck.scoring.counting import count_corpus
 from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
 from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.index import multi_arange
-from factcheck.text.analyzer import TokenIds, word_tokens_of_texts
 from factcheck.text.analyzer import split_letter_digit_runs
 from factcheck.text.analyzer import standalone_numbers as numbers
 
@@ -33,17 +32,16 @@ class TermIndex:
 
     def __init__(self, vocab: dict[str, int], forward: sp.csr_matrix, bigram_ptr: np.ndarray,
                  bigram_codes: np.ndarray, number_vocab: dict[str, int], numbers: sp.csr_matrix,
-                 postings: TermMatrix | None = None, doc_len: np.ndarray | None = None):
+                 postings: TermMatrix, doc_len: np.ndarray):
         self.vocab = vocab
         self.forward = forward
-        self.postings = TermMatrix.from_units(forward) if postings is None else postings
+        self.postings = postings
         self.bigram_ptr = bigram_ptr
         self.bigram_codes = bigram_codes
         self.number_vocab = number_vocab
         self.numbers = numbers
         self.n_docs = forward.shape[0]
-        self.doc_len = (np.asarray(forward.sum(axis=1)).ravel().astype(np.float64) if doc_len is None
-                        else np.asarray(doc_len, dtype=np.float64))
+        self.doc_len = np.asarray(doc_len, dtype=np.float64)
         self.idf = lucene_idf(self.postings.df, self.n_docs)
         self._weights: dict = {}  # (k1, b) -> BM25 weights
         self._norms: dict = {}    # (k1, b) -> each passage's length norm
@@ -52,24 +50,12 @@ class TermIndex:
     @classmethod
     def build_batches(cls, batches) -> "TermIndex":
         """The term index of ``(first row, texts)`` batches in corpus order, ids in first-seen order."""
-        analysis = _BatchAnalysis()
-        parts = [analysis.add(texts) for _, texts in batches]
-        n = sum(p[0] for p in parts)
-        v = len(analysis.vocab)
-
-        def cat(i, dtype=np.int64):  # part i of every batch
-            return np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dtype)
-
-        def ptr(i):  # CSR row pointers from part i's per-row counts
-            out = np.zeros(n + 1, dtype=np.int64)
-            np.cumsum(cat(i), out=out[1:])
-            return out
-        forward = sp.csr_matrix((cat(3, np.float32), cat(2, np.int32), ptr(1)), shape=(n, v))
-        bigram_codes = cat(5).astype(np.int64) * v + cat(6)
-        num_cols = cat(8, np.int32)
-        nums = sp.csr_matrix((np.ones(len(num_cols), dtype=np.float32), num_cols.astype(np.int32), ptr(7)),
-                             shape=(n, len(analysis.number_vocab)))
-        return cls(analysis.vocab, forward, ptr(4), bigram_codes, analysis.number_vocab, nums)
+        number_vocab, per_row, cols = {}, [], []
+        counted = count_corpus(_split_digits(batches, number_vocab, per_row, cols), first_seen=True, pairs=True)
+        nums = sp.csr_matrix((np.ones(len(cols), dtype=np.float32), np.asarray(cols, dtype=np.int32),
+                              np.cumsum([0, *per_row], dtype=np.int64)), shape=(len(per_row), len(number_vocab)))
+        return cls({t: j for j, t in enumerate(counted.terms)}, counted.counts.csr.T.tocsr(), *counted.pairs,
+                   number_vocab, nums, counted.counts, counted.lengths)
 
     @classmethod
     def for_index(cls, index, cache: bool = True) -> "TermIndex":
@@ -191,44 +177,16 @@ class TermIndex:
 _HAS_DIGIT = re.compile(r"\d").search
 
 
-class _BatchAnalysis:
-    """Split stems and numbers of whole batches of texts, ids in first-seen order across batches."""
-
-    def __init__(self):
-        self._ids = TokenIds()  # the index's own ids, in first-seen order (never reset)
-        self.vocab = self._ids.stem_id  # stem -> id
-        self.number_vocab: dict[str, int] = {}
-
-    def add(self, texts: list[str]):
-        """One batch's passages, and per-row counts and columns of forward, bigrams and numbers."""
+def _split_digits(batches, number_vocab: dict[str, int], per_row: list[int], cols: list[int]):
+    """The batches as the reranker counts them (letter and digit runs split), each passage's
+    standalone numbers added to ``number_vocab`` (first-seen ids), ``per_row`` and ``cols``."""
+    for first, texts in batches:
         # Splitting and numbers change nothing in a text without a digit (most passages).
-        texts = list(texts)
-        split, nums = list(texts), [[] for _ in texts]
+        texts, at = list(texts), len(per_row)
+        per_row.extend([0] * len(texts))
         for i in [i for i, t in enumerate(texts) if _HAS_DIGIT(t)]:
-            split[i] = split_letter_digit_runs(texts[i])
-            nums[i] = numbers(texts[i])
-        n = len(split)
-        tokens, marker = word_tokens_of_texts(split)
-        ids = self._ids.ids(tokens, marker)
-        del tokens
-        # forward: per passage, distinct stem ids ascending with their counts
-        rows, seq, f_rows, f_cols, counts = token_cells(ids, len(self.vocab))
-        per_row = np.bincount(f_rows, minlength=n).astype(np.int64)
-        # bigrams: consecutive kept stems of one passage, distinct, in (first, second) order
-        same = rows[:-1] == rows[1:]
-        b_rows, first, second = rows[:-1][same], seq[:-1][same], seq[1:][same]
-        order = np.lexsort((second, first, b_rows))
-        b_rows, first, second = b_rows[order], first[order], second[order]
-        keep = np.ones(len(first), bool)
-        keep[1:] = (first[1:] != first[:-1]) | (second[1:] != second[:-1]) | (b_rows[1:] != b_rows[:-1])
-        b_rows, first, second = b_rows[keep], first[keep], second[keep]
-        per_row_bigrams = np.bincount(b_rows, minlength=n).astype(np.int64)
-        # numbers: each passage's distinct numbers, sorted, ids in first-seen order
-        num_cols, per_row_nums = [], np.zeros(n, dtype=np.int64)
-        number_vocab = self.number_vocab
-        for i, values in enumerate(nums):
-            if values:
-                num_cols.extend(number_vocab.setdefault(x, len(number_vocab)) for x in values)
-                per_row_nums[i] = len(values)
-        return (n, per_row, f_cols.astype(np.int32), counts.astype(np.float32), per_row_bigrams, first, second,
-                per_row_nums, np.asarray(num_cols, dtype=np.int32))
+            values = numbers(texts[i])
+            cols.extend(number_vocab.setdefault(x, len(number_vocab)) for x in values)
+            per_row[at + i] = len(values)
+            texts[i] = split_letter_digit_runs(texts[i])
+        yield first, texts
