@@ -88,6 +88,8 @@ class PoolRetriever(Retriever):
         stages' scores (:func:`combine_scores`).
     bm25_weight, dense_weight : float, default 0
         ``combine="weighted"``: the weights of the normalised BM25 and first-stage dense scores.
+        The commands take them as ``--combine``, ``--bm25-weight`` and ``--dense-weight``, read
+        from ``_parameter_constraints`` and this signature (docs/open-mode.md).
 
     Example
     -------
