@@ -12,13 +12,13 @@ from pathlib import Path
 from factcheck.errors import InputError, Interval, ref
 from factcheck.formats.claims import CLAIM_FORMATS, PREDICTION_FORMATS
 from factcheck.formats.evidence import FORMATS as SOURCE_FORMATS
-from factcheck.retrieval.registry import ALL_METHODS, MODES
+from factcheck.retrieval.registry import ALL_METHODS, MODES, POOL_SETTINGS
 from factcheck.text.analyzer import ANALYZERS
 
 __all__ = ["plural", "Deprecated", "add_renamed", "add_quiet_arg", "text_arg", "int_type", "positive_int", "non_negative_int", "jobs_type",
-           "ParamOption", "check_output_dir", "check_outputs", "add_source_args", "add_reader_args",
+           "ParamOption", "ParamChoice", "check_output_dir", "check_outputs", "add_source_args", "add_reader_args",
            "add_claims_args", "add_cap_arg", "add_index_args", "add_tag_args", "add_backend_args", "add_mode_arg",
-           "add_retriever_args", "add_pool_args", "pool_from_args", "pool_model_from_args", "run_embedding_from_args", "add_analyzer_arg",
+           "add_retriever_args", "add_pool_args", "pool_settings", "pool_from_args", "pool_model_from_args", "run_embedding_from_args", "add_analyzer_arg",
            "source_from_args", "source_options", "claims_options", "read_claims_from_args", "index_from_args",
            "tag_settings", "tag_job_from_args", "retriever_from_args", "add_embedding_args", "embedding_model_from_args",
            "relocate_from_args", "SOURCE_FORMATS", "CLAIM_FORMATS", "PREDICTION_FORMATS"]
@@ -121,11 +121,32 @@ class ParamOption(argparse.Action):
     @property
     def help(self) -> str:
         constraint, default = self._spec()
+        if isinstance(constraint, tuple):  # the choices: argparse shows them as the metavar
+            return f"{self._help} (default: {default})"
         return f"{self._help} (default: {default:g}; {constraint.describe()})"
 
     @help.setter
     def help(self, text: str) -> None:
         self._help = text
+
+
+class ParamChoice(ParamOption):
+    """:class:`ParamOption` of a parameter declared as a tuple of the allowed strings: they are
+    its choices (argparse checks them, the parser suggesting the closest), read from the class
+    when it is parsed or shown. Add it to an argument group: a parser's own ``add_argument``
+    formats the choices at once, which would import ``owner`` while every parser is built."""
+
+    def __init__(self, option_strings, dest, owner: str = "", **kwargs):
+        self.owner = owner
+        argparse.Action.__init__(self, option_strings, dest, **kwargs)  # a string: no type to convert it
+
+    @property
+    def choices(self):
+        return self._spec()[0]
+
+    @choices.setter
+    def choices(self, value) -> None:
+        pass  # argparse's None: the declaration holds the choices
 
 
 def check_output_dir(path) -> None:
@@ -291,10 +312,11 @@ def relocate_from_args(args, index_dir) -> None:
 
 
 TAG_RULE, BM25 = "factcheck.retrieval.tag_rule:TagRuleRetriever", "factcheck.retrieval.bm25:BM25Retriever"
+POOL = "factcheck.retrieval.pool:PoolRetriever"
 # The retriever settings each method reads (flags' dests).
 METHOD_OPTIONS = {"tags": ("t_sim", "t_overlap", "k"), "bm25": ("k1", "b", "k"), "rerank": ("rerank_model",),
                   "tfidf": ("analyzer", "k"), "dense": ("k", "exact"), "hybrid": ("k", "alpha", "fusion", "k1", "b"),
-                  "pool": ("k", "pool_model", "pool_size", "k1", "b")}
+                  "pool": ("k", "pool_model", *POOL_SETTINGS, "k1", "b")}
 #: --k's help where it is the evidence per claim; a test holds it to each method's default.
 EVIDENCE_K_HELP = ("passages returned per claim (default: the method's own: 6 for tags, 5 for bm25 and tfidf, "
                    "4 for dense, hybrid and pool; rerank cuts off per claim)")
@@ -338,8 +360,21 @@ def add_pool_args(g, model: bool = True) -> None:
         g.add_argument("--pool-model", default=None, metavar="minilm|DIR",
                        help="pool: the contextual model that orders each claim's candidate pool, the packaged "
                             "minilm (the default) or an ONNX model directory")
-    g.add_argument("--pool-size", action=ParamOption, owner="factcheck.retrieval.pool:PoolRetriever", metavar="N",
+    g.add_argument("--pool-size", action=ParamOption, owner=POOL, metavar="N",
                    help="pool: passages BM25 and the passage vectors each add to a claim's pool")
+    g.add_argument("--combine", action=ParamChoice, owner=POOL,
+                   help="pool: how the pool is ordered: the contextual model's cosine alone; plus the first stages' "
+                        "scores, each min-max normalised over the pool, times --bm25-weight and --dense-weight; or "
+                        "reciprocal-rank fusion of the three orders")
+    g.add_argument("--bm25-weight", action=ParamOption, owner=POOL, metavar="W",
+                   help="pool, --combine weighted: weight of the BM25 score")
+    g.add_argument("--dense-weight", action=ParamOption, owner=POOL, metavar="W",
+                   help="pool, --combine weighted: weight of the passage vectors' cosine (the first stage's)")
+
+
+def pool_settings(args) -> dict:
+    """The two-stage retriever's settings given on the command line (:data:`POOL_SETTINGS`)."""
+    return {k: getattr(args, k) for k in POOL_SETTINGS if getattr(args, k) is not None}
 
 
 def pool_model_from_args(args):
@@ -351,32 +386,33 @@ def pool_model_from_args(args):
 
 
 def pool_from_args(args) -> dict:
-    """``train``'s ``--pool-model`` and ``--pool-size`` (only with ``--method pool``)."""
-    given = {k: v for k, v in (("model", pool_model_from_args(args)), ("pool_size", args.pool_size)) if v is not None}
+    """``train``'s ``--pool-model`` and the pool's settings (only with ``--method pool``)."""
+    model = pool_model_from_args(args)
+    given = {**({"model": model} if model is not None else {}), **pool_settings(args)}
     if given and args.method != "pool":
         raise InputError(None, None, f"only with {ref('method')} pool",
-                         param="pool_model" if "model" in given else "pool_size")
+                         param="pool_model" if "model" in given else next(iter(given)))
     return given
 
 
 def run_embedding_from_args(args):
-    """``run``'s ``--embedding-model`` with its settings, ``--pool-size`` and ``--embed-corpus``,
-    as RunConfig's ``embedding_model``."""
-    model = embedding_model_from_args(args)
+    """``run``'s ``--embedding-model`` with its settings, the pool's settings and
+    ``--embed-corpus``, as RunConfig's ``embedding_model``."""
+    model, pool = embedding_model_from_args(args), pool_settings(args)
     if args.embed_corpus:
         if model is None:
             raise InputError(None, None, f"only with a transformer ({ref('embedding_model')})", param="embed_corpus")
-        if args.pool_size is not None or args.method == "pool":
+        if pool or args.method == "pool":
             raise InputError(None, None, f"the pool's second stage is {ref('embedding_model')}; embedding the whole "
                              f"corpus with it is the other way to use it (choose one)", param="embed_corpus")
         return {**model, "embed_corpus": True}
-    if args.pool_size is not None:
+    if pool:
         if args.mode != "open":
-            raise InputError(None, None, f"is for the open mode: add {ref('mode')} open", param="pool_size")
+            raise InputError(None, None, f"is for the open mode: add {ref('mode')} open", param=next(iter(pool)))
         if model is None and args.method != "pool":
             raise InputError(None, None, f"only with {ref('method')} pool or {ref('embedding_model')}",
-                             param="pool_size")
-        return {**(model or {"path": "minilm"}), "pool_size": args.pool_size}
+                             param=next(iter(pool)))
+        return {**(model or {"path": "minilm"}), **pool}
     return model
 
 

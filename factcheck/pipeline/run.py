@@ -23,7 +23,7 @@ from factcheck.classification.cv import check_training_labels
 from factcheck.training.classifier_cv import config_json
 from factcheck.system.checker import FactChecker, write_verdicts
 from factcheck.system.model_dir import save_system
-from factcheck.retrieval.registry import check_method
+from factcheck.retrieval.registry import POOL_SETTINGS, check_method
 from factcheck.tagging.heap import return_freed_memory
 
 logger = logging.getLogger(__name__)  # the stage lines (the CLI shows them on stderr)
@@ -107,9 +107,11 @@ class RunConfig:
         Open mode: a transformer (``"minilm"`` or an ONNX model directory, or a dict of its
         ``path`` and settings). It orders each claim's candidate pool
         (:class:`~factcheck.retrieval.pool.PoolRetriever`, a candidate beside the others)
-        while the passage vectors are the bundled static model's. Two more keys of the dict:
-        ``pool_size``, and ``embed_corpus: True`` to embed every passage with it instead (no
-        pool). None: the bundled model only (``method="pool"``: the pool ordered by minilm).
+        while the passage vectors are the bundled static model's. More keys of the dict: the
+        pool's settings (:data:`~factcheck.retrieval.registry.POOL_SETTINGS`: ``pool_size``,
+        ``combine``, ``bm25_weight``, ``dense_weight``), or ``embed_corpus: True`` to embed every
+        passage with it instead (no pool). None: the bundled model only (``method="pool"``: the
+        pool ordered by minilm).
     tagging : dict
         :class:`~factcheck.tagging.job.TagJob` settings.
     jobs : int, default -1
@@ -165,9 +167,9 @@ class RunConfig:
                 if key not in known:
                     raise InputError(None, key, f"not a reader option; expected {', '.join(known)}", param=name)
         if isinstance(self.embedding_model, dict) and self.embedding_model.get("embed_corpus") and \
-                (self.method == "pool" or "pool_size" in self.embedding_model):
+                (self.method == "pool" or set(POOL_SETTINGS) & set(self.embedding_model)):
             raise InputError(None, None, "embed_corpus embeds every passage instead of the pools: not with the "
-                             "pool retriever or a pool_size", param="embedding_model")
+                             f"pool retriever or its settings ({', '.join(POOL_SETTINGS)})", param="embedding_model")
         if self.embedding_model is not None and self.mode != "open":
             raise InputError(None, None, f"a local embedding model is for the open mode ({ref('mode')} open)",
                              param="embedding_model")
@@ -206,8 +208,9 @@ def run_pipeline(data_dir, out, config: RunConfig | None = None, **options) -> d
     # before any work: an open mode without its extra is one line, now
     vectors_model, pool = _stages(config)
     check_method(config.method, config.mode, also=("auto",), embedding_model=vectors_model)
-    if pool is not None:  # the pool's model too
+    if pool is not None:  # the pool's model and settings too
         check_method(config.method, config.mode, also=("auto",), embedding_model=pool["model"])
+        _check_pool(pool)
     require_backend(config.tagging.get("backend", "loky"))  # so is the Dask backend without its extra
     require_plots()  # and the figures without theirs
     files = find_data(data_dir, config.evidence, train=config.train, dev=config.dev, test=config.test)
@@ -226,12 +229,19 @@ def _stages(config: RunConfig) -> tuple[object, dict | None]:
     if config.mode != "open" or (model is None and config.method != "pool"):
         return model, None
     spec = dict(model) if isinstance(model, dict) else {"path": "minilm" if model is None else model}
-    pool_size, corpus = spec.pop("pool_size", None), spec.pop("embed_corpus", False)
-    if corpus:
+    settings = {k: v for k in POOL_SETTINGS if (v := spec.pop(k, None)) is not None}
+    if spec.pop("embed_corpus", False):
         return (spec if len(spec) > 1 else spec["path"]), None
     from factcheck.text.onnx_embedding import model_location
     spec["path"] = model_location(spec["path"])  # recorded in the model directory: a directory in full
-    return None, {"model": spec if len(spec) > 1 else spec["path"], **({"pool_size": pool_size} if pool_size else {})}
+    return None, {"model": spec if len(spec) > 1 else spec["path"], **settings}
+
+
+def _check_pool(pool: dict | None) -> None:
+    """The pool retriever's settings refused now, not when it is built after the other retrievers' sweeps."""
+    if pool is not None:
+        from factcheck.retrieval.pool import PoolRetriever
+        PoolRetriever(**pool)._check_params()
 
 
 @contextlib.contextmanager
@@ -430,6 +440,7 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     check_no_symlinks(model_dir, MODEL_ENTRIES)
     remove_stale_temporaries(model_dir, MODEL_ENTRIES, recursive=False)  # a killed training's
     remove_stale_temporaries(Path(out) / "tuning", ("*.csv",), recursive=False)
+    _check_pool(pool)
     clock = clock or Clock(progress is False)
     # Tuning, cross-validation and training grow with the claims: bounded here, the course's unaffected.
     train = tuning_subsample(train, max_tuning_claims)

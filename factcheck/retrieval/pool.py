@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from factcheck.errors import InputError, Interval, check_choice
+from factcheck.errors import InputError, Interval, check_choice, ref
 from factcheck.retrieval.base import Retriever, Scored
 from factcheck.scoring.topk import rank_order, top_k
 
@@ -88,6 +88,8 @@ class PoolRetriever(Retriever):
         stages' scores (:func:`combine_scores`).
     bm25_weight, dense_weight : float, default 0
         ``combine="weighted"``: the weights of the normalised BM25 and first-stage dense scores.
+        The commands take them as ``--combine``, ``--bm25-weight`` and ``--dense-weight``, read
+        from ``_parameter_constraints`` and this signature (docs/open-mode.md).
 
     Example
     -------
@@ -127,7 +129,7 @@ class PoolRetriever(Retriever):
     def _check_params(self) -> None:
         super()._check_params()
         if self.combine != "weighted" and (self.bm25_weight or self.dense_weight):
-            raise InputError(None, None, f"is read only with combine='weighted', not {self.combine!r}",
+            raise InputError(None, None, f"is read only with {ref('combine')} weighted, not {self.combine}",
                              param="bm25_weight" if self.bm25_weight else "dense_weight")
         if self.model is not None and not isinstance(self.model, (str, dict)) and not hasattr(self.model, "__fspath__"):
             raise InputError(None, None, f"must be a packaged model's name or a directory, got {self.model!r}",

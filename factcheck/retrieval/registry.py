@@ -17,6 +17,9 @@ METHODS = ("tags", "bm25", "rerank", "tfidf")
 OPEN_METHODS = ("dense", "hybrid", "pool")
 ALL_METHODS = (*METHODS, *OPEN_METHODS)
 MODES = ("course", "open")
+# The two-stage retriever's settings besides its model (PoolRetriever's parameters): what a
+# run's ``embedding_model`` dict and the commands' two-stage options carry to it.
+POOL_SETTINGS = ("pool_size", "combine", "bm25_weight", "dense_weight")
 _CLASSES = {"tags": ("tag_rule", "TagRuleRetriever"), "bm25": ("bm25", "BM25Retriever"),
             "rerank": ("rerank.retriever", "RerankRetriever"), "tfidf": ("tfidf", "TfidfRetriever"),
             "dense": ("dense", "DenseRetriever"), "hybrid": ("dense", "HybridRetriever"),

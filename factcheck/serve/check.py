@@ -20,7 +20,8 @@ PATHS = {
                       "claim's best, mixed with weight alpha on the dense side (open mode)"),
     "ranked/dense": "the passages closest to the claim by embedding cosine (open mode)",
     "ranked/pool": ("a pool of BM25's and the passage vectors' best passages, ordered by the contextual "
-                    "model's cosine (open mode, two stages)"),
+                    "model's cosine, alone or combined with the first stages' scores as the retriever's combine "
+                    "says (open mode, two stages)"),
     "reranked": "scored by the learned reranker, cut off per claim",
 }
 

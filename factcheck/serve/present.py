@@ -24,6 +24,8 @@ PARAM_NAMES = {
     "t_sim": "cosine threshold", "t_overlap": "tag-overlap threshold", "top_n": "passages kept, at most",
     "k1": "term saturation k1", "b": "length normalisation b", "k": "passages returned",
     "pool_size": "pool: passages from each first stage", "model": "model",
+    "combine": "pool: how the pool is ordered", "bm25_weight": "pool: weight of the BM25 score",
+    "dense_weight": "pool: weight of the first stage's cosine",
     "method": "BM25 variant", "alpha": "weight of the dense side (alpha)", "depth": "candidates per claim",
     "candidates.k1": "candidates: BM25 k1", "candidates.b": "candidates: BM25 b",
     "candidates.depth": "candidates: BM25 passages per claim",

@@ -116,7 +116,7 @@ def test_parameters_are_declared_once(monkeypatch):
     import importlib
     import inspect
     import pytest
-    from factcheck.cli.options import add_retriever_args, add_tag_args
+    from factcheck.cli.options import add_pool_args, add_retriever_args, add_tag_args
     from factcheck.errors import InputError, Interval, validate_params
     from factcheck.retrieval.bm25 import BM25Retriever
     from factcheck.retrieval.registry import _CLASSES
@@ -125,12 +125,24 @@ def test_parameters_are_declared_once(monkeypatch):
     from factcheck.retrieval.rerank.model import ModelConfig
     from factcheck.tagging.job import TagParams
     assert [name for name in _holding(r"check_number\(self\.") if name.startswith("retrieval/")] == []
+    from factcheck.retrieval.pool import PoolRetriever
     monkeypatch.setattr(BM25Retriever, "_parameter_constraints", {"b": Interval(float, 0, 0.5)})
+    monkeypatch.setattr(PoolRetriever, "_parameter_constraints", {**PoolRetriever._parameter_constraints,
+                                                                  "combine": ("cosine", "rrf"),
+                                                                  "bm25_weight": Interval(float, 1)})
     parser = argparse.ArgumentParser()
     add_retriever_args(parser)
     add_tag_args(parser)
     options = {a.dest: a for a in parser._actions}
     assert options["b"].help == "length normalisation (default: 0.75; in [0, 0.5])"
+    # a tuple of strings: the option's choices, and its help's default
+    assert options["combine"].choices == ("cosine", "rrf") and options["combine"].help.endswith(" (default: cosine)")
+    assert options["bm25_weight"].help.endswith(" (default: 0; >= 1)")
+    pool = argparse.ArgumentParser()
+    add_pool_args(pool.add_argument_group("pool"))
+    assert pool.parse_args(["--combine", "rrf"]).combine == "rrf"
+    with pytest.raises(SystemExit):
+        pool.parse_args(["--combine", "weighted"])
     assert options["shard_size"].help == "passages per shard file (default: 100000; >= 1)"
     assert options["b"].type("0.25") == 0.25 and options["top_k"].type("3") == 3
     with pytest.raises(argparse.ArgumentTypeError, match=r"^must be in \[0, 0\.5\], got 0\.75$"):

@@ -300,6 +300,93 @@ def test_bad_combination_parameters_name_themselves(index, built, params, name):
     assert err.value.param == name
 
 
+# ---------------------------------------------------------------- the combination from the command line
+
+FLAGS = ("--combine", "weighted", "--bm25-weight", "0.25", "--dense-weight", "0.5")  # COMBINED[0]
+
+
+def test_the_combination_flags_reach_the_retriever_and_its_record(index, built, tmp_path):
+    out = tmp_path / "a.json"
+    proc = in_process("retrieve", "--index", index, "--claims", DEMO / "dev-claims.json", "--out", out,
+                      "--mode", "open", "--method", "pool", "--pool-model", built[1], "--pool-size", "4", *FLAGS)
+    assert proc.returncode == 0, proc.stderr
+    recorded = json.loads(out.with_suffix(".explain.json").read_text("utf-8"))["params"]
+    assert {k: recorded[k] for k in COMBINED[0]} == COMBINED[0]
+    predicted = json.loads(out.read_text("utf-8"))
+    assert [p["evidences"] for p in predicted.values()] == [s.ids for s in retriever(index, built[1], **COMBINED[0])
+                                                           .retrieve(CLAIMS)]
+    proc = in_process("search", "--index", index, "--mode", "open", "--method", "pool", "--pool-model", built[1],
+                      "--combine", "rrf", "Sea levels are rising.")
+    assert proc.returncode == 0, proc.stderr
+
+
+# (flags, the flag the error names, what it says): argparse's refusals, then the class's own.
+BAD_COMBINATIONS = [(("--combine", "sum"), "--combine", "invalid choice: 'sum'"),
+                    (("--combine", "weighte"), "--combine", "did you mean 'weighted'?"),
+                    (("--bm25-weight", "-1"), "--bm25-weight", "must be finite and at least 0, got -1.0"),
+                    (("--dense-weight", "nan"), "--dense-weight", "must be finite"),
+                    (("--bm25-weight", "0.5"), "--bm25-weight", "is read only with --combine weighted, not cosine"),
+                    (("--combine", "rrf", "--dense-weight", "0.5"), "--dense-weight",
+                     "is read only with --combine weighted, not rrf")]
+
+
+@pytest.mark.parametrize("command", ["retrieve", "train", "run"])
+@pytest.mark.parametrize("flags, flag, says", BAD_COMBINATIONS)
+def test_a_bad_combination_is_one_line_exit_2_naming_the_flag_before_any_work(index, built, tmp_path, command,
+                                                                                flags, flag, says):
+    out = tmp_path / "out"
+    args = {"retrieve": ("--index", index, "--claims", DEMO / "dev-claims.json", "--out", out / "a.json",
+                         "--method", "pool", "--pool-model", built[1]),
+            "train": ("--index", index, "--claims", DEMO / "train-claims.json", "--model", out, "--method", "pool",
+                      "--pool-model", built[1]),
+            "run": ("--data-dir", DEMO, "--out", out, "--embedding-model", built[1])}[command]
+    assert_one_line_error(in_process(command, *args, "--mode", "open", *flags), f"{flag}: ", says)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("args, says", [
+    (("retrieve", "--method", "bm25"), "--combine: is not read by --method bm25"),
+    (("train", "--method", "bm25"), "--combine: only with --method pool"),
+    (("run", "--mode", "open"), "--combine: only with --method pool or --embedding-model"),
+    (("run", "--method", "bm25"), "--combine: is for the open mode: add --mode open")])
+def test_the_combination_without_the_pool_retriever_is_refused_naming_the_flag(index, tmp_path, args, says):
+    where = {"retrieve": ("--index", index, "--claims", DEMO / "dev-claims.json", "--out", tmp_path / "a.json"),
+             "train": ("--index", index, "--claims", DEMO / "train-claims.json", "--model", tmp_path / "m"),
+             "run": ("--data-dir", DEMO, "--out", tmp_path / "run")}[args[0]]
+    assert_one_line_error(in_process(*args, *where, "--combine", "rrf"), says)
+
+
+def test_a_run_records_the_combination_and_predict_and_check_order_by_it(built, tmp_path, monkeypatch):
+    """The run's flags reach the pool retriever; metrics.json and the model directory record
+    them, and what reads the run (predict, check, and the app through the same loader) uses them."""
+    from helpers import make_run
+    from factcheck.classification.cv import FEATURE_SETS
+    from factcheck.retrieval.pool import PoolRetriever
+    from factcheck.system.checker import FactChecker
+    from factcheck.tagging.index import TagIndex
+    from factcheck.training import classifier_cv
+    # One classifier candidate: the classifier's choice is not what this test is about.
+    one = {"C": (0.5,), "class_weight": (None,), "stats_weight": (0.3,), "augment": (True,), "groups": FEATURE_SETS[:1]}
+    select = classifier_cv.select_classifier
+    monkeypatch.setattr(classifier_cv, "select_classifier", lambda *a, **kw: select(*a, **{**kw, "grid": one}))
+    run = tmp_path / "run"
+    make_run(run, "--mode", "open", "--embedding-model", built[1], "--method", "pool", "--pool-size", "5", *FLAGS)
+    params = json.loads((run / "metrics.json").read_text("utf-8"))["run"]["retriever"]["params"]
+    assert {k: params[k] for k in COMBINED[0]} == COMBINED[0] and params["pool_size"] == 5
+    loaded = FactChecker.load(run / "index", run / "model").retriever
+    assert loaded.params() == params
+    again = PoolRetriever(**params).fit(TagIndex.load(run / "index"))
+    claim = "Sea levels are rising."
+    proc = in_process("check", "--run", run, claim)
+    assert proc.returncode == 0, proc.stderr
+    import re
+    assert re.findall(r"^ *\d+\. (\S+)$", proc.stdout, re.M) == again.retrieve(claim).ids
+    proc = in_process("predict", "--claims", DEMO / "dev-claims.json", "--index", run / "index", "--model",
+                      run / "model", "--out", tmp_path / "p.json")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "p.json").read_bytes() == (run / "dev-claims-predictions.json").read_bytes()
+
+
 # ---------------------------------------------------------------- the classifier's contextual group
 
 def test_the_contextual_group_reads_the_pool_caches_vectors_and_adds_cosines_differences_and_products(index, built):
