@@ -31,7 +31,7 @@ import numpy as np
 
 from factcheck.errors import InputError, IntegrityError
 from factcheck.formats.files import (SYMLINK_READ_REFUSED, SYMLINK_REFUSED, TMP_PREFIX, atomic_path, loads_json,
-                                     read_beneath, sha256_bytes)
+                                     read_beneath, read_record, sha256_bytes)
 from factcheck.formats.npy import open_npy
 from factcheck.tagging import store
 from factcheck.text.embedding import describe_model, model_signature, same_model
@@ -123,7 +123,7 @@ class PoolVectorCache:
         if not record.exists() and not record.is_symlink():
             return
         model = _read_record(record)
-        if not isinstance(model, dict) or not same_model(model, self.identity):
+        if not same_model(model, self.identity):
             raise IntegrityError(record, None, f"does not record the model its folder is named after "
                                  f"({describe_model(self.identity)}); {REBUILD}")
 
@@ -206,13 +206,10 @@ def _read_beneath(root: Path, path: Path, missing: str) -> bytes:
     return read_beneath(root, path.relative_to(root).as_posix(), error=IntegrityError, missing=f"{missing}; {REBUILD}")
 
 
-def _read_record(record: Path):
+def _read_record(record: Path) -> dict:
     root = record.parents[2]  # INDEX/pool-vectors/<model>/model.json
-    data = _read_beneath(root, record, "missing")
-    try:
-        return loads_json(data.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise IntegrityError(record, None, f"unreadable ({type(exc).__name__}); {REBUILD}") from None
+    return read_record(root, record.relative_to(root).as_posix(), error=IntegrityError, what="model record",
+                       missing=f"missing; {REBUILD}", hint=REBUILD)
 
 
 def _check_name(path: Path, digest: str, sha: str) -> None:
@@ -235,7 +232,7 @@ def verify_pool_vectors(index_dir) -> list[tuple[dict, int]]:
     for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(TMP_PREFIX)):
         record = folder / MODEL_RECORD
         identity = _read_record(record)
-        if not isinstance(identity, dict) or sha256_bytes(model_signature(identity).encode("utf-8")) != folder.name:
+        if sha256_bytes(model_signature(identity).encode("utf-8")) != folder.name:
             raise IntegrityError(record, None, f"does not record the model its folder is named after; {REBUILD}")
         keys = set()
         for path in sorted(folder.glob("segment-*.json")):

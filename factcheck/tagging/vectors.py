@@ -7,15 +7,14 @@ passages on ``vectors/ann.index`` (their nearest-neighbour index) and resumable 
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from pathlib import Path
 
 import numpy as np
 
 from factcheck.errors import InputError, IntegrityError, check_number
-from factcheck.formats.files import (atomic_path, read_beneath, remove_stale_temporaries, save_npy, sha256_file,
-                                     write_json_atomic)
+from factcheck.formats.files import (atomic_path, read_record, remove_stale_temporaries, save_npy, sha256_file,
+                                     write_record)
 from factcheck.formats.npy import open_npy
 from factcheck.tagging import ann, store
 from factcheck.tagging.backends import WorkerPool, resolve_jobs
@@ -106,7 +105,7 @@ class PassageVectorJob:
                 return existing
             if existing is not None:  # vectors from before the nearest-neighbour index: add it
                 existing["ann"] = ann.build_ann(out, _all_vectors(root, existing))
-                write_json_atomic(out / MANIFEST, {**existing, "manifest_sha256": store.manifest_digest(existing)})
+                write_record(out / MANIFEST, existing, store.MANIFEST_CHECKSUM)
                 return existing
             # A stale manifest must not vouch for shards this run is about to replace.
             (out / MANIFEST).unlink(missing_ok=True)
@@ -147,7 +146,7 @@ class PassageVectorJob:
             data["ann"] = ann.build_ann(out, _all_vectors(root, data))
         else:
             (out / ann.ANN_FILE).unlink(missing_ok=True)
-        write_json_atomic(out / MANIFEST, {**data, "manifest_sha256": store.manifest_digest(data)})
+        write_record(out / MANIFEST, data, store.MANIFEST_CHECKSUM)
         shutil.rmtree(out / store.WORK_DIR, ignore_errors=True)
         return data
 
@@ -168,19 +167,10 @@ def _current(out: Path, index_manifest, identity: dict) -> dict | None:
 
 def read_vectors_manifest(index_dir, index_manifest=None, identity: dict | None = None) -> dict:
     """The vectors' manifest, checked against itself, the tag index and (if given) the model."""
-    out = Path(index_dir) / VECTORS_DIR
-    path = out / MANIFEST
-    try:
-        data = json.loads(read_beneath(index_dir, f"{VECTORS_DIR}/{MANIFEST}", error=IntegrityError,
-                                       missing=f"missing: this index has no passage vectors; {BUILD_HINT}"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        if isinstance(exc, IntegrityError):
-            raise
-        raise IntegrityError(path, None, f"corrupt manifest ({type(exc).__name__}); {BUILD_HINT}") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise IntegrityError(path, None, f"not a {FORMAT} manifest; {BUILD_HINT}")
-    if data.pop("manifest_sha256", None) != store.manifest_digest(data):
-        raise IntegrityError(path, None, f"manifest checksum mismatch (corrupted or edited); {BUILD_HINT}")
+    path = Path(index_dir) / VECTORS_DIR / MANIFEST
+    data = read_record(index_dir, f"{VECTORS_DIR}/{MANIFEST}", error=IntegrityError, fmt=FORMAT, what="manifest",
+                       checksum=store.MANIFEST_CHECKSUM, hint=BUILD_HINT,
+                       missing=f"missing: this index has no passage vectors; {BUILD_HINT}")
     index_manifest = index_manifest or store.read_manifest(Path(index_dir))
     if data["index"]["plan_key"] != index_manifest.data.get("plan_key") or data["passages"] != index_manifest.n_passages:
         raise IntegrityError(path, None, f"the vectors were built for another tag index; {BUILD_HINT}")
@@ -193,10 +183,9 @@ def read_vectors_manifest(index_dir, index_manifest=None, identity: dict | None 
 def vectors_model(index_dir) -> dict | None:
     """The model an index's vectors were built with, as their manifest says (unverified), or ``None``."""
     try:
-        data = json.loads(read_beneath(index_dir, f"{VECTORS_DIR}/{MANIFEST}"))
-    except (OSError, ValueError, UnicodeDecodeError):  # an InputError too (a link: refused)
+        model = read_record(index_dir, f"{VECTORS_DIR}/{MANIFEST}").get("model")
+    except (InputError, OSError):  # a link too: refused
         return None
-    model = data.get("model") if isinstance(data, dict) else None
     return model if isinstance(model, dict) else None
 
 

@@ -79,10 +79,10 @@ def test_an_index_holds_arrays_and_json_only(demo_index):
     assert shards == set(manifest.files())
 
 
-@pytest.mark.parametrize("found, says", [("factcheck-tag-index/3", "an index of an older format"),
-                                         ("factcheck-tag-index/2", "an index of an older format"),
-                                         ("factcheck-tag-index/1", "an index of an older format"),
-                                         ("factcheck-tag-index/5", "an index of a newer format"),
+@pytest.mark.parametrize("found, says", [("factcheck-tag-index/3", "manifest of an older format"),
+                                         ("factcheck-tag-index/2", "manifest of an older format"),
+                                         ("factcheck-tag-index/1", "manifest of an older format"),
+                                         ("factcheck-tag-index/5", "manifest of a newer format"),
                                          ("factcheck-tag-index/x", "not a factcheck-tag-index/4 manifest")])
 def test_another_format_version_is_one_line(demo_index, tmp_path, found, says):
     index = tmp_path / "index"
