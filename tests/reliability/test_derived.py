@@ -55,6 +55,20 @@ def test_an_entry_is_used_without_hashing_its_files_and_verify_finds_an_edit(tmp
     assert [s.state for s in cache.check()] == ["damaged"]
 
 
+def test_a_record_listing_bare_sha256_as_older_caches_did_is_still_used_and_verified(tmp_path):
+    cache = DerivedCache(tmp_path)
+    cache.load_or_build("bm25/x", KEY, _build, _load)
+    path = tmp_path / "bm25" / "x" / RECORD
+    record = json.loads(path.read_text())
+    assert set(record["files"]["values.npy"]) == {"sha256"}  # the entry every record's files have
+    path.write_text(json.dumps({**record, "files": {n: e["sha256"] for n, e in record["files"].items()}}))
+    calls = []
+    assert cache.load_or_build("bm25/x", KEY, calls.append, _load).tolist() == [0, 1, 2]
+    assert not calls and [s.state for s in cache.check()] == ["ok"]
+    np.save(tmp_path / "bm25" / "x" / "values.npy", np.arange(3) * 7)
+    assert [s.state for s in cache.check()] == ["damaged"]
+
+
 @pytest.mark.parametrize("damage", ["extra", "missing", "record", "header"])
 def test_damaged_entry_is_reported_then_rebuilt(tmp_path, damage):
     cache = DerivedCache(tmp_path)
