@@ -288,11 +288,10 @@ def write_record(dest: Path, record: dict, checksum: str | None = None) -> None:
 
 def read_record(root: Path, rel: str, *, error=InputError, missing: str = "no such file", fmt: str | None = None,
                 checksum: str | None = None, what: str = "record", hint="") -> dict:
-    """The record ``rel`` inside ``root``, read as :func:`read_beneath` reads (no link, a
-    regular file), or ``error`` naming it in one line: not a JSON object, not of the format
-    ``fmt`` (``family/version``: an older or a newer version said so), or (with
-    ``checksum``) a checksum that is not its own. ``hint`` (a string, or a function of the
-    record, None if unreadable) says how to repair it."""
+    """The record ``rel`` inside ``root`` (read as :func:`read_beneath` reads), or ``error``
+    naming it in one line: not a JSON object, not of the format ``fmt`` (``family/version``: an
+    older or a newer version said so), or not of its own ``checksum``. ``hint`` (a string, or
+    a function of the record, None if unreadable) says how to repair it."""
     path = Path(root) / rel
 
     def refused(message: str, data=None) -> InputError:
@@ -322,9 +321,8 @@ def read_record(root: Path, rel: str, *, error=InputError, missing: str = "no su
 
 
 def keyed_record(root: Path, rel: str, key=None) -> dict | None:
-    """The record ``rel`` if it reads as one and names ``key`` (any, if None) and its ``files``,
-    else None (a missing, stale or damaged record of a cache or a done shard: that work is
-    done again)."""
+    """The record ``rel`` if it names ``key`` (any, if None) and its ``files``, else None (the
+    record of a cache or a done shard missing, stale or damaged: that work is done again)."""
     try:
         record = read_record(root, rel)
     except InputError:
@@ -333,9 +331,8 @@ def keyed_record(root: Path, rel: str, key=None) -> dict | None:
 
 
 def listed_files(path: Path, skip=lambda path: False) -> list[str] | None:
-    """The files a record of ``path`` lists: ``[""]`` for a file; for a folder every file
-    below it (relative POSIX names, sorted) but temporary folders and what ``skip`` refuses
-    (the record itself, nested artefacts with their own); None if ``path`` is neither (or a link)."""
+    """The names a record of ``path`` lists: ``[""]`` for a file, for a folder every file below it
+    (sorted) but in temporaries and what ``skip`` refuses; None if ``path`` is neither (or a link)."""
     path = Path(path)
     if path.is_symlink() or not path.exists():
         return None
@@ -350,9 +347,8 @@ def listed_files(path: Path, skip=lambda path: False) -> list[str] | None:
 
 
 def holds_files(path: Path, files: dict, verify: bool = False, skip=lambda folder: False) -> bool:
-    """Whether ``path`` holds exactly the files a record lists (:func:`listed_files`), and with
-    ``verify`` each of them with the sha256 the record gives (an entry ``{"sha256", ...}``, or
-    the sha256 alone, as derived caches wrote it)."""
+    """Whether ``path`` holds exactly the files a record lists, and with ``verify`` each with its
+    sha256 (an entry ``{"sha256", ...}``, or the sha256 alone, as older derived caches wrote it)."""
     if listed_files(path, skip) != sorted(files):
         return False
     try:

@@ -1,13 +1,12 @@
 """Caches derived from a tag index, kept inside its directory (``bm25/``, ``rerank/``, ...):
 one folder per entry with its files and its record ``factcheck-key.json`` (``{"key", "files"}``,
-:func:`~factcheck.formats.files.write_record`). An entry is used only when its record names the caller's key and lists exactly
-the files the folder holds, and its loader (``.npy`` files through
+:func:`~factcheck.formats.files.write_record`). An entry is used only when its record names the
+caller's key and lists exactly the files the folder holds, and its loader (``.npy`` files through
 :func:`~factcheck.formats.npy.open_npy`: header, type and size) accepts them, otherwise it is
 rebuilt (docs/decisions.md, "Caches inside an index"). As for the index's own arrays, the
 files' sha256 are computed on ``factcheck verify`` (:meth:`DerivedCache.check`), not before
-every use (docs/trust-model.md). A symbolic link
-anywhere in a cache folder is refused before the entry is read, written or deleted: following
-it would read, write or delete outside the index.
+every use (docs/trust-model.md). A symbolic link anywhere in a cache folder is refused before
+the entry is read, written or deleted: following it would read, write or delete outside the index.
 """
 
 from __future__ import annotations

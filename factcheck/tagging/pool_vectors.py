@@ -169,9 +169,10 @@ def _write(path: Path, data: bytes) -> None:
 def _read_segment(root: Path, path: Path, identity: dict, verify: bool = False) -> tuple[list[str], np.ndarray]:
     """A segment's text keys and vectors (mapped), each file's structure checked; with
     ``verify`` also each file against its name (its sha256)."""
-    data = _read_beneath(root, path, "missing: a segment names it")
-    if verify:
-        _check_name(path, sha256_bytes(data), path.name.removeprefix("segment-").removesuffix(".json"))
+    data = read_beneath(root, path.relative_to(root).as_posix(), error=IntegrityError,
+                        missing=f"missing: a segment names it; {REBUILD}")
+    if verify and sha256_bytes(data) != path.name.removeprefix("segment-").removesuffix(".json"):
+        raise IntegrityError(path, None, f"checksum mismatch ({NAMED_BY_SHA256}); {REBUILD}")
     try:
         segment = loads_json(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
@@ -200,21 +201,10 @@ def _read_segment(root: Path, path: Path, identity: dict, verify: bool = False) 
     return keys, vectors
 
 
-def _read_beneath(root: Path, path: Path, missing: str) -> bytes:
-    """``path``'s bytes, read as every index file is: no link followed below ``root``, and
-    only a regular file (a FIFO planted here would block the read for ever)."""
-    return read_beneath(root, path.relative_to(root).as_posix(), error=IntegrityError, missing=f"{missing}; {REBUILD}")
-
-
 def _read_record(record: Path) -> dict:
     root = record.parents[2]  # INDEX/pool-vectors/<model>/model.json
     return read_record(root, record.relative_to(root).as_posix(), error=IntegrityError, what="model record",
                        missing=f"missing; {REBUILD}", hint=REBUILD)
-
-
-def _check_name(path: Path, digest: str, sha: str) -> None:
-    if digest != sha:
-        raise IntegrityError(path, None, f"checksum mismatch ({NAMED_BY_SHA256}); {REBUILD}")
 
 
 def verify_pool_vectors(index_dir) -> list[tuple[dict, int]]:

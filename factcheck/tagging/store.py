@@ -406,7 +406,8 @@ def read_manifest(root: Path) -> Manifest:
     try:
         _check_manifest(data)
     except (_Bad, KeyError, TypeError, AttributeError) as exc:
-        raise IntegrityError(path, None, f"not a well-formed manifest ({_why(exc)}); {REBUILD}") from None
+        why = " ".join(map(str, exc.args)) if isinstance(exc, _Bad) else "a field is missing or of the wrong type"
+        raise IntegrityError(path, None, f"not a well-formed manifest ({why}); {REBUILD}") from None
     return Manifest(data)
 
 
@@ -414,10 +415,6 @@ def _rebuild(root: Path, data: dict | None) -> str:
     source = data.get("input") if isinstance(data, dict) else None
     source = source.get("name") if isinstance(source, dict) else None
     return f"rebuild it with `factcheck tag {source if isinstance(source, str) else 'EVIDENCE'} --out {root} --force`"
-
-
-def _why(exc: Exception) -> str:
-    return " ".join(map(str, exc.args)) if isinstance(exc, _Bad) else "a field is missing or of the wrong type"
 
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")

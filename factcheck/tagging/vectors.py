@@ -100,7 +100,10 @@ class PassageVectorJob:
         out = root / VECTORS_DIR
         check_no_symlinks(root, (VECTORS_DIR,))  # never write through a link (see tagging/outdir.py)
         with DirectoryLock(out):
-            existing = _current(out, index_manifest, identity)
+            try:  # complete and verified vectors of this index and model
+                existing = verify_vectors(root, index_manifest, identity)
+            except InputError:
+                existing = None
             if existing is not None and (existing.get("ann") or existing["passages"] < ann.MIN_PASSAGES):
                 return existing
             if existing is not None:  # vectors from before the nearest-neighbour index: add it
@@ -151,20 +154,6 @@ class PassageVectorJob:
         return data
 
 
-def _current(out: Path, index_manifest, identity: dict) -> dict | None:
-    """The existing manifest if it is complete, verified and for this index and model."""
-    try:
-        data = read_vectors_manifest(out.parent, index_manifest, identity)
-        # Every sha256, and the values (vectors an older factcheck stored from a broken model).
-        for _ in _checked_shards(out.parent, data, verify=True):
-            pass
-        if data.get("ann"):
-            ann.verify_ann(out.parent, data["ann"], BUILD_HINT)
-    except InputError:
-        return None
-    return data
-
-
 def read_vectors_manifest(index_dir, index_manifest=None, identity: dict | None = None) -> dict:
     """The vectors' manifest, checked against itself, the tag index and (if given) the model."""
     path = Path(index_dir) / VECTORS_DIR / MANIFEST
@@ -202,17 +191,18 @@ def relocate_embedding_model(index_dir, directory):
     return relocate(model, directory)
 
 
-def verify_vectors(index_dir, index_manifest=None) -> dict | None:
-    """The vectors' manifest after checking it and every shard's sha256 (``None``: no vectors)."""
+def verify_vectors(index_dir, index_manifest=None, identity: dict | None = None) -> dict | None:
+    """The vectors' manifest after checking it, every shard's sha256 and values, and the
+    model's files (``None``: no vectors); with ``identity``, for that model, just loaded."""
     manifest = Path(index_dir) / VECTORS_DIR / MANIFEST
     if not manifest.is_file() and not manifest.is_symlink():  # a link is refused by the reader
         return None
-    data = read_vectors_manifest(index_dir, index_manifest)
+    data = read_vectors_manifest(index_dir, index_manifest, identity)
     for _ in _checked_shards(index_dir, data, verify=True):
         pass
     if data.get("ann"):
         ann.verify_ann(index_dir, data["ann"], BUILD_HINT)
-    changed = changed_files(data["model"])
+    changed = [] if identity else changed_files(data["model"])
     if changed:
         raise IntegrityError(Path(data["model"]["path"]) / changed[0], None, f"differs from the file the vectors "
                              f"were built with ({describe_model(data['model'])}; changed: {', '.join(changed)}); "
