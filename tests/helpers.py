@@ -94,8 +94,8 @@ def reseal_vectors(root: Path, shard, **manifest) -> None:
     keys), then reseal the vectors' manifest, as whoever can write the index could (or as
     an older factcheck stored a broken model's vectors)."""
     import numpy as np
-    from factcheck.formats.files import sha256_file
-    from factcheck.tagging import store, vectors
+    from factcheck.formats.files import record_digest, sha256_file
+    from factcheck.tagging import vectors
     path = root / vectors.VECTORS_DIR / vectors.MANIFEST
     data = json.loads(path.read_text("utf-8"))
     data.pop("manifest_sha256")
@@ -103,7 +103,7 @@ def reseal_vectors(root: Path, shard, **manifest) -> None:
     first = root / vectors.VECTORS_DIR / data["shards"][0]["file"]
     np.save(first, shard, allow_pickle=False)
     data["shards"][0]["sha256"] = sha256_file(first)
-    path.write_text(json.dumps({**data, "manifest_sha256": store.manifest_digest(data)}), "utf-8")
+    path.write_text(json.dumps({**data, "manifest_sha256": record_digest(data)}), "utf-8")
 
 
 def assert_one_line_error(proc, *must_contain):

@@ -271,6 +271,93 @@ def write_json_atomic(dest: Path, obj, *, indent: int | None = 2) -> None:
     write_text_atomic(dest, dumps_json(obj, indent=indent))
 
 
+# The one record every artefact keeps beside its files (an index's manifest, a shard's done
+# record, a derived cache's factcheck-key.json, the passage vectors' manifest): a JSON object
+# with a ``key`` or ``format``, its ``files`` ({name: {"sha256", ...}}) and what its writer adds.
+
+def record_digest(record: dict) -> str:
+    """sha256 of a record's canonical JSON: the checksum a manifest ends with."""
+    return sha256_bytes(dumps_json(record).encode("utf-8"))
+
+
+def write_record(dest: Path, record: dict, checksum: str | None = None) -> None:
+    """``record`` written atomically; with ``checksum``, ending with that field, the
+    :func:`record_digest` of the rest (a manifest vouches for itself)."""
+    write_json_atomic(dest, {**record, checksum: record_digest(record)} if checksum else record)
+
+
+def read_record(root: Path, rel: str, *, error=InputError, missing: str = "no such file", fmt: str | None = None,
+                checksum: str | None = None, what: str = "record", hint="") -> dict:
+    """The record ``rel`` inside ``root`` (read as :func:`read_beneath` reads), or ``error``
+    naming it in one line: not a JSON object, not of the format ``fmt`` (``family/version``: an
+    older or a newer version said so), or not of its own ``checksum``. ``hint`` (a string, or
+    a function of the record, None if unreadable) says how to repair it."""
+    path = Path(root) / rel
+
+    def refused(message: str, data=None) -> InputError:
+        fix = hint(data) if callable(hint) else hint
+        return error(path, None, f"{message}; {fix}" if fix else message)
+
+    raw = read_beneath(root, rel, error=error, missing=missing)
+    try:
+        data = loads_json(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise refused(f"corrupt {what} ({type(exc).__name__})") from None
+    if not isinstance(data, dict):
+        raise refused(f"corrupt {what} (not a JSON object)")
+    found = data.get("format")
+    if fmt is not None and found != fmt:
+        family, _, version = fmt.rpartition("/")
+        old = found.removeprefix(family + "/") if isinstance(found, str) and found.startswith(family + "/") else ""
+        if not (old.isascii() and old.isdigit() and len(old) < 10):  # '²' is a digit int() refuses
+            raise refused(f"not a {fmt} {what}", data)
+        if int(old) > int(version):
+            raise error(path, None, f"{what} of a newer format ({found}) than this factcheck reads ({fmt}): "
+                        "upgrade factcheck")
+        raise refused(f"{what} of an older format ({found}; this version reads {fmt})", data)
+    if checksum is not None and data.pop(checksum, None) != record_digest(data):
+        raise refused(f"{what} checksum mismatch (corrupted or edited)", data)
+    return data
+
+
+def keyed_record(root: Path, rel: str, key=None) -> dict | None:
+    """The record ``rel`` if it names ``key`` (any, if None) and its ``files``, else None (the
+    record of a cache or a done shard missing, stale or damaged: that work is done again)."""
+    try:
+        record = read_record(root, rel)
+    except InputError:
+        return None
+    return record if key in (None, record.get("key")) and isinstance(record.get("files"), dict) else None
+
+
+def listed_files(path: Path, skip=lambda path: False) -> list[str] | None:
+    """The names a record of ``path`` lists: ``[""]`` for a file, for a folder every file below it
+    (sorted) but in temporaries and what ``skip`` refuses; None if ``path`` is neither (or a link)."""
+    path = Path(path)
+    if path.is_symlink() or not path.exists():
+        return None
+    if not path.is_dir():
+        return [""]
+    out = []
+    for dirpath, dirnames, filenames in os.walk(path):  # never descends into a link
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(TMP_PREFIX) and not skip(here / d))
+        out.extend((here / name).relative_to(path).as_posix() for name in filenames if not skip(here / name))
+    return sorted(out)
+
+
+def holds_files(path: Path, files: dict, verify: bool = False, skip=lambda folder: False) -> bool:
+    """Whether ``path`` holds exactly the files a record lists, and with ``verify`` each with its
+    sha256 (an entry ``{"sha256", ...}``, or the sha256 alone, as older derived caches wrote it)."""
+    if listed_files(path, skip) != sorted(files):
+        return False
+    try:
+        return not verify or all(sha256_file(Path(path) / name) == (e.get("sha256") if isinstance(e, dict) else e)
+                                 for name, e in files.items())
+    except OSError:
+        return False
+
+
 class JsonObjectStream:
     """Writes to the text file ``fh``, one entry at a time, the bytes :func:`dumps_json` gives
     for ``{**head, key: {entries}}`` (for the entries alone when ``key`` is None): an output

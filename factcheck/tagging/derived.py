@@ -1,18 +1,16 @@
 """Caches derived from a tag index, kept inside its directory (``bm25/``, ``rerank/``, ...):
-one folder per entry with its files and ``factcheck-key.json`` (``{"key", "files": {name:
-sha256}}``). An entry is used only when its record names the caller's key and lists exactly
-the files the folder holds, and its loader (``.npy`` files through
+one folder per entry with its files and its record ``factcheck-key.json`` (``{"key", "files"}``,
+:func:`~factcheck.formats.files.write_record`). An entry is used only when its record names the
+caller's key and lists exactly the files the folder holds, and its loader (``.npy`` files through
 :func:`~factcheck.formats.npy.open_npy`: header, type and size) accepts them, otherwise it is
 rebuilt (docs/decisions.md, "Caches inside an index"). As for the index's own arrays, the
 files' sha256 are computed on ``factcheck verify`` (:meth:`DerivedCache.check`), not before
-every use (docs/trust-model.md). A symbolic link
-anywhere in a cache folder is refused before the entry is read, written or deleted: following
-it would read, write or delete outside the index.
+every use (docs/trust-model.md). A symbolic link anywhere in a cache folder is refused before
+the entry is read, written or deleted: following it would read, write or delete outside the index.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -24,7 +22,8 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from factcheck.errors import InputError
-from factcheck.formats.files import TMP_PREFIX, atomic_dir, check_no_symlinks, loads_json, sha256_file
+from factcheck.formats.files import (TMP_PREFIX, atomic_dir, check_no_symlinks, holds_files, keyed_record,
+                                     listed_files, sha256_file, write_record)
 
 __all__ = ["CACHE_FOLDERS", "RECORD", "CacheStatus", "DerivedCache"]
 
@@ -59,7 +58,7 @@ class DerivedCache:
         (from a private folder when the index directory is read-only)."""
         entry = self.index_dir / name
         check_no_symlinks(self.index_dir, (name.split("/")[0],))
-        if self._matches(entry, key):
+        if self._matches(name, key):
             try:
                 return load(entry)
             except Exception as exc:  # the record matched but the reader refused: rebuild
@@ -69,7 +68,8 @@ class DerivedCache:
             with atomic_dir(entry, replace=True) as folder:
                 step = "build"
                 build(folder)
-                (folder / RECORD).write_text(json.dumps({"key": key, "files": _files(folder)}), "utf-8")
+                write_record(folder / RECORD, {"key": key, "files": {
+                    f: {"sha256": sha256_file(folder / f)} for f in listed_files(folder, _own)}})
                 step = "rename"
         except (OSError, InputError) as exc:
             if step == "build":
@@ -77,7 +77,7 @@ class DerivedCache:
             # Not writable (read-only index): do without the cache. Or another process renamed
             # its copy into place meanwhile: use it if it is for this key.
             log.info("%s: cache not saved (%s)", entry, getattr(exc, "strerror", None) or exc)
-            if step == "rename" and self._matches(entry, key):
+            if step == "rename" and self._matches(name, key):
                 return load(entry)
             return _private(build, load)
         return load(entry)
@@ -91,23 +91,20 @@ class DerivedCache:
             if not base.is_dir():
                 continue
             for entry in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(TMP_PREFIX)):
-                record = _read_record(entry)
-                if record is None:
-                    out.append(CacheStatus(entry, "unrecorded"))
-                else:
-                    out.append(CacheStatus(entry, "ok" if record.get("files") == _files(entry) else "damaged"))
+                record = keyed_record(self.index_dir, f"{kind}/{entry.name}/{RECORD}")
+                state = "unrecorded" if record is None else \
+                    "ok" if holds_files(entry, record["files"], verify=True, skip=_own) else "damaged"
+                out.append(CacheStatus(entry, state))
         return out
 
-    @staticmethod
-    def _matches(entry: Path, key) -> bool:
+    def _matches(self, name: str, key) -> bool:
         """The record names ``key`` and lists exactly the files the folder holds (no file is read)."""
-        record = _read_record(entry)
-        if record is None or record.get("key") != key:
+        record = keyed_record(self.index_dir, f"{name}/{RECORD}", key)
+        if record is None:
             return False
-        files = record.get("files")
-        if isinstance(files, dict) and sorted(files) == _names(entry):
+        if holds_files(self.index_dir / name, record["files"], skip=_own):
             return True
-        log.warning("%s: cache does not hold the files its record lists; rebuilding it", entry)
+        log.warning("%s: cache does not hold the files its record lists; rebuilding it", self.index_dir / name)
         return False
 
 
@@ -130,28 +127,7 @@ def _private(build: Callable[[Path], None], load: Callable[[Path], T]) -> T:
     return obj
 
 
-def _read_record(entry: Path) -> dict | None:
-    try:
-        record = loads_json((entry / RECORD).read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
-
-
-def _names(folder: Path) -> list[str]:
-    """Every file under ``folder`` but the record, nested caches and temporaries, sorted."""
-    out = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        here = Path(dirpath)
-        # Nested caches and passage vectors vouch for themselves; temporaries are unfinished.
-        dirnames[:] = sorted(d for d in dirnames
-                             if not d.startswith(TMP_PREFIX) and not (here / d / RECORD).is_file()
-                             and not (d == VECTORS_DIR and (here / d / VECTORS_MANIFEST).is_file()))
-        out.extend((here / name).relative_to(folder).as_posix() for name in sorted(filenames)
-                   if not (here == folder and name == RECORD))
-    return sorted(out)
-
-
-def _files(folder: Path) -> dict[str, str]:
-    """sha256 of every file of :func:`_names`."""
-    return {name: sha256_file(folder / name) for name in _names(folder)}
+def _own(path: Path) -> bool:
+    """Not an entry's own file: its record, and nested caches and passage vectors (each vouches for itself)."""
+    return path.name == RECORD or (path / RECORD).is_file() or \
+        (path.name == VECTORS_DIR and (path / VECTORS_MANIFEST).is_file())

@@ -15,7 +15,7 @@ import numpy as np
 
 from factcheck.errors import InputError, Interval, validate_params
 from factcheck.formats.evidence import SourceSpec, as_source, iter_passage_records
-from factcheck.formats.files import crashpoint, loads_json, write_json_atomic
+from factcheck.formats.files import crashpoint, read_record, write_json_atomic
 from factcheck.tagging import outdir, store
 from factcheck.tagging.backends import WorkerPool, require_backend
 from factcheck.tagging.memory import index_record, vocabulary_arrays
@@ -201,10 +201,10 @@ class TagJob:
         """Fill ``shards`` with the passage shards of ``source``, yielding each number once on disk."""
         split_path = out / store.WORK_DIR / "split.json"
         try:
-            split = loads_json(split_path.read_text("utf-8"))
+            split = read_record(out, f"{store.WORK_DIR}/split.json")
             resumed = split.get("key") == plan_key and all(
                 store.is_done(out, store.passages_name(s["shard"]), plan_key) for s in split["shards"])
-        except (FileNotFoundError, ValueError, AttributeError, KeyError, TypeError):  # not ours: split again
+        except (InputError, KeyError, TypeError):  # not ours: split again
             resumed = False
         if resumed:
             shards += split["shards"]

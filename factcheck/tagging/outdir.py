@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import re
 import shutil
@@ -16,7 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from factcheck.errors import InputError, ref
-from factcheck.formats.files import SYMLINK_REFUSED, TMP_PREFIX, check_no_symlinks, crashpoint, write_json_atomic
+from factcheck.formats.files import (SYMLINK_REFUSED, TMP_PREFIX, check_no_symlinks, crashpoint, read_record,
+                                     write_json_atomic)
 from factcheck.formats.rundir import MARKER
 from factcheck.tagging import store
 from factcheck.tagging.derived import CACHE_FOLDERS
@@ -204,11 +204,10 @@ def check_wipeable(out: Path) -> None:
     manifest = out / store.MANIFEST
     if manifest.is_file():
         try:
-            found = json.loads(manifest.read_text("utf-8")).get("format")
-            ours = isinstance(found, str) and found.startswith(store.FORMAT_FAMILY)  # any version of ours
-        except (ValueError, UnicodeDecodeError, AttributeError):
-            ours = False
-        if not ours:
+            found = read_record(out, store.MANIFEST).get("format")
+        except InputError:
+            found = None
+        if not (isinstance(found, str) and found.startswith(store.FORMAT_FAMILY)):  # any version of ours
             raise InputError(manifest, None, "is not a factcheck tag index manifest; refusing to delete "
                              f"anything here even with {ref('force')} (choose another {ref('out')})")
 
@@ -368,9 +367,9 @@ def _has_content(out: Path) -> bool:
 def _saved(plan_path: Path, *keys):
     """The value at ``keys`` in a saved ``plan.json`` (or manifest), or None."""
     try:
-        value = json.loads(plan_path.read_text("utf-8"))
+        value = read_record(plan_path.parent, plan_path.name)
         for key in keys:
             value = value[key]
         return value
-    except (OSError, ValueError, LookupError, TypeError):
+    except (OSError, InputError, LookupError, TypeError):
         return None

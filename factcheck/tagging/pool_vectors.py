@@ -31,7 +31,7 @@ import numpy as np
 
 from factcheck.errors import InputError, IntegrityError
 from factcheck.formats.files import (SYMLINK_READ_REFUSED, SYMLINK_REFUSED, TMP_PREFIX, atomic_path, loads_json,
-                                     read_beneath, sha256_bytes)
+                                     read_beneath, read_record, sha256_bytes)
 from factcheck.formats.npy import open_npy
 from factcheck.tagging import store
 from factcheck.text.embedding import describe_model, model_signature, same_model
@@ -123,7 +123,7 @@ class PoolVectorCache:
         if not record.exists() and not record.is_symlink():
             return
         model = _read_record(record)
-        if not isinstance(model, dict) or not same_model(model, self.identity):
+        if not same_model(model, self.identity):
             raise IntegrityError(record, None, f"does not record the model its folder is named after "
                                  f"({describe_model(self.identity)}); {REBUILD}")
 
@@ -169,9 +169,10 @@ def _write(path: Path, data: bytes) -> None:
 def _read_segment(root: Path, path: Path, identity: dict, verify: bool = False) -> tuple[list[str], np.ndarray]:
     """A segment's text keys and vectors (mapped), each file's structure checked; with
     ``verify`` also each file against its name (its sha256)."""
-    data = _read_beneath(root, path, "missing: a segment names it")
-    if verify:
-        _check_name(path, sha256_bytes(data), path.name.removeprefix("segment-").removesuffix(".json"))
+    data = read_beneath(root, path.relative_to(root).as_posix(), error=IntegrityError,
+                        missing=f"missing: a segment names it; {REBUILD}")
+    if verify and sha256_bytes(data) != path.name.removeprefix("segment-").removesuffix(".json"):
+        raise IntegrityError(path, None, f"checksum mismatch ({NAMED_BY_SHA256}); {REBUILD}")
     try:
         segment = loads_json(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
@@ -200,24 +201,10 @@ def _read_segment(root: Path, path: Path, identity: dict, verify: bool = False) 
     return keys, vectors
 
 
-def _read_beneath(root: Path, path: Path, missing: str) -> bytes:
-    """``path``'s bytes, read as every index file is: no link followed below ``root``, and
-    only a regular file (a FIFO planted here would block the read for ever)."""
-    return read_beneath(root, path.relative_to(root).as_posix(), error=IntegrityError, missing=f"{missing}; {REBUILD}")
-
-
-def _read_record(record: Path):
+def _read_record(record: Path) -> dict:
     root = record.parents[2]  # INDEX/pool-vectors/<model>/model.json
-    data = _read_beneath(root, record, "missing")
-    try:
-        return loads_json(data.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise IntegrityError(record, None, f"unreadable ({type(exc).__name__}); {REBUILD}") from None
-
-
-def _check_name(path: Path, digest: str, sha: str) -> None:
-    if digest != sha:
-        raise IntegrityError(path, None, f"checksum mismatch ({NAMED_BY_SHA256}); {REBUILD}")
+    return read_record(root, record.relative_to(root).as_posix(), error=IntegrityError, what="model record",
+                       missing=f"missing; {REBUILD}", hint=REBUILD)
 
 
 def verify_pool_vectors(index_dir) -> list[tuple[dict, int]]:
@@ -235,7 +222,7 @@ def verify_pool_vectors(index_dir) -> list[tuple[dict, int]]:
     for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(TMP_PREFIX)):
         record = folder / MODEL_RECORD
         identity = _read_record(record)
-        if not isinstance(identity, dict) or sha256_bytes(model_signature(identity).encode("utf-8")) != folder.name:
+        if sha256_bytes(model_signature(identity).encode("utf-8")) != folder.name:
             raise IntegrityError(record, None, f"does not record the model its folder is named after; {REBUILD}")
         keys = set()
         for path in sorted(folder.glob("segment-*.json")):

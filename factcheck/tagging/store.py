@@ -6,7 +6,6 @@ what numpy, scipy and the decoders trust (dtypes, shapes, offsets, UTF-8, term i
 from __future__ import annotations
 
 import codecs
-import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -15,8 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from factcheck.errors import InputError, IntegrityError
-from factcheck.formats.files import (SYMLINK_READ_REFUSED, atomic_dir, check_no_symlinks, dumps_json, loads_json,
-                                     read_beneath, save_npy, sha256_bytes, sha256_file, write_json_atomic)
+from factcheck.formats.files import (SYMLINK_READ_REFUSED, atomic_dir, check_no_symlinks, holds_files, keyed_record,
+                                     read_record, save_npy, sha256_bytes, sha256_file, write_record)
 from factcheck.formats.npy import open_npy
 from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.packing import hash_packed, pack_strings, unpack_strings
@@ -318,41 +317,27 @@ def repeated_ids(root: Path | None, manifest: "Manifest", passages: list[dict], 
 
 def content_key(*parts) -> str:
     """sha256 of the parts as canonical JSON: the key of a done record or a plan."""
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+    return sha256_bytes(json.dumps(parts, sort_keys=True).encode())
 
 
-def done_record_path(root: Path, name: str) -> Path:
-    return root / WORK_DIR / "done" / (name.replace("/", "__") + ".json")
+def _done(name: str) -> str:
+    return f"{WORK_DIR}/done/{name.replace('/', '__')}.json"
 
 
 def mark_done(root: Path, name: str, key: str, files: dict) -> None:
     """Record that ``name`` was written whole for ``key``; ``files``: {file name: ``{"sha256", ...}``}."""
-    write_json_atomic(done_record_path(root, name), {"key": key, "files": files})
-
-
-def _files_of(path: Path) -> dict[str, str] | None:
-    if path.is_file():
-        return {"": sha256_file(path)}
-    if path.is_dir() and not path.is_symlink():
-        return {p.name: sha256_file(p) for p in sorted(path.iterdir())}
-    return None
+    write_record(Path(root) / _done(name), {"key": key, "files": files})
 
 
 def is_done(root: Path, name: str, key: str) -> dict | None:
     """The ``files`` of ``name``'s done record if it matches ``key`` and the bytes on disk, else None."""
-    try:
-        rec = loads_json(done_record_path(root, name).read_text("utf-8"))
-        files = rec["files"]
-        if rec.get("key") == key and _files_of(Path(root) / name) == {n: f["sha256"] for n, f in files.items()}:
-            return files
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass
-    return None
+    record = keyed_record(root, _done(name), key)
+    return record["files"] if record and holds_files(Path(root) / name, record["files"], verify=True) else None
 
 
 def recorded_files(root: Path, name: str) -> dict:
     """The ``files`` of a done record, not hashed again (this run wrote or checked them)."""
-    return loads_json(done_record_path(root, name).read_text("utf-8"))["files"]
+    return read_record(root, _done(name), error=IntegrityError)["files"]
 
 
 @dataclass
@@ -416,37 +401,20 @@ def read_manifest(root: Path) -> Manifest:
                                  f"with `factcheck tag EVIDENCE --out {root} --force`")
         raise IntegrityError(path, None, "missing: not a complete tag index "
                              "(run `factcheck tag EVIDENCE --out DIR` to build or resume it)")
-    try:
-        data = loads_json(read_beneath(root, MANIFEST, error=IntegrityError).decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        if isinstance(exc, IntegrityError):
-            raise
-        raise IntegrityError(path, None, f"corrupt manifest ({exc.__class__.__name__})") from None
-    found = data.get("format") if isinstance(data, dict) else None
-    if found != MANIFEST_FORMAT:
-        raise IntegrityError(path, None, _format_problem(root, data, found))
-    if data.pop(MANIFEST_CHECKSUM, None) != manifest_digest(data):
-        raise IntegrityError(path, None, f"manifest checksum mismatch (corrupted or edited); {REBUILD}")
+    data = read_record(root, MANIFEST, error=IntegrityError, fmt=MANIFEST_FORMAT, checksum=MANIFEST_CHECKSUM,
+                       what="manifest", hint=lambda data: _rebuild(root, data))
     try:
         _check_manifest(data)
     except (_Bad, KeyError, TypeError, AttributeError) as exc:
-        raise IntegrityError(path, None, f"not a well-formed manifest ({_why(exc)}); {REBUILD}") from None
+        why = " ".join(map(str, exc.args)) if isinstance(exc, _Bad) else "a field is missing or of the wrong type"
+        raise IntegrityError(path, None, f"not a well-formed manifest ({why}); {REBUILD}") from None
     return Manifest(data)
 
 
-def _format_problem(root: Path, data, found) -> str:
-    version = found.removeprefix(FORMAT_FAMILY) if isinstance(found, str) and found.startswith(FORMAT_FAMILY) else ""
-    if not (version.isascii() and version.isdigit() and len(version) < 10):  # '²' is a digit int() refuses
-        return f"not a {MANIFEST_FORMAT} manifest"
-    if int(version) > FORMAT_VERSION:
-        return f"an index of a newer format ({found}) than this factcheck reads ({MANIFEST_FORMAT}): upgrade factcheck"
-    source = data.get("input", {}).get("name") if isinstance(data.get("input"), dict) else None
-    return (f"an index of an older format ({found}; this version reads {MANIFEST_FORMAT}): rebuild it with "
-            f"`factcheck tag {source if isinstance(source, str) else 'EVIDENCE'} --out {root} --force`")
-
-
-def _why(exc: Exception) -> str:
-    return " ".join(map(str, exc.args)) if isinstance(exc, _Bad) else "a field is missing or of the wrong type"
+def _rebuild(root: Path, data: dict | None) -> str:
+    source = data.get("input") if isinstance(data, dict) else None
+    source = source.get("name") if isinstance(source, dict) else None
+    return f"rebuild it with `factcheck tag {source if isinstance(source, str) else 'EVIDENCE'} --out {root} --force`"
 
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -493,14 +461,9 @@ def _check_manifest(data: dict) -> None:
             raise _Bad(folder, "does not hold one weight per term")
 
 
-def manifest_digest(data: dict) -> str:
-    """sha256 of a manifest's canonical JSON (without its own checksum field)."""
-    return sha256_bytes(dumps_json(data).encode("utf-8"))
-
-
 def write_manifest(root: Path, data: dict) -> None:
     """Write the manifest, ending with the sha256 of its other fields."""
-    write_json_atomic(Path(root) / MANIFEST, {**data, MANIFEST_CHECKSUM: manifest_digest(data)})
+    write_record(Path(root) / MANIFEST, data, MANIFEST_CHECKSUM)
 
 
 def verify_index(root: Path, manifest: Manifest | None = None) -> Manifest:

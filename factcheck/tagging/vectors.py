@@ -7,15 +7,14 @@ passages on ``vectors/ann.index`` (their nearest-neighbour index) and resumable 
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from pathlib import Path
 
 import numpy as np
 
 from factcheck.errors import InputError, IntegrityError, check_number
-from factcheck.formats.files import (atomic_path, read_beneath, remove_stale_temporaries, save_npy, sha256_file,
-                                     write_json_atomic)
+from factcheck.formats.files import (atomic_path, read_record, remove_stale_temporaries, save_npy, sha256_file,
+                                     write_record)
 from factcheck.formats.npy import open_npy
 from factcheck.tagging import ann, store
 from factcheck.tagging.backends import WorkerPool, resolve_jobs
@@ -101,12 +100,15 @@ class PassageVectorJob:
         out = root / VECTORS_DIR
         check_no_symlinks(root, (VECTORS_DIR,))  # never write through a link (see tagging/outdir.py)
         with DirectoryLock(out):
-            existing = _current(out, index_manifest, identity)
+            try:  # complete and verified vectors of this index and model
+                existing = verify_vectors(root, index_manifest, identity)
+            except InputError:
+                existing = None
             if existing is not None and (existing.get("ann") or existing["passages"] < ann.MIN_PASSAGES):
                 return existing
             if existing is not None:  # vectors from before the nearest-neighbour index: add it
                 existing["ann"] = ann.build_ann(out, _all_vectors(root, existing))
-                write_json_atomic(out / MANIFEST, {**existing, "manifest_sha256": store.manifest_digest(existing)})
+                write_record(out / MANIFEST, existing, store.MANIFEST_CHECKSUM)
                 return existing
             # A stale manifest must not vouch for shards this run is about to replace.
             (out / MANIFEST).unlink(missing_ok=True)
@@ -147,40 +149,17 @@ class PassageVectorJob:
             data["ann"] = ann.build_ann(out, _all_vectors(root, data))
         else:
             (out / ann.ANN_FILE).unlink(missing_ok=True)
-        write_json_atomic(out / MANIFEST, {**data, "manifest_sha256": store.manifest_digest(data)})
+        write_record(out / MANIFEST, data, store.MANIFEST_CHECKSUM)
         shutil.rmtree(out / store.WORK_DIR, ignore_errors=True)
         return data
 
 
-def _current(out: Path, index_manifest, identity: dict) -> dict | None:
-    """The existing manifest if it is complete, verified and for this index and model."""
-    try:
-        data = read_vectors_manifest(out.parent, index_manifest, identity)
-        # Every sha256, and the values (vectors an older factcheck stored from a broken model).
-        for _ in _checked_shards(out.parent, data, verify=True):
-            pass
-        if data.get("ann"):
-            ann.verify_ann(out.parent, data["ann"], BUILD_HINT)
-    except InputError:
-        return None
-    return data
-
-
 def read_vectors_manifest(index_dir, index_manifest=None, identity: dict | None = None) -> dict:
     """The vectors' manifest, checked against itself, the tag index and (if given) the model."""
-    out = Path(index_dir) / VECTORS_DIR
-    path = out / MANIFEST
-    try:
-        data = json.loads(read_beneath(index_dir, f"{VECTORS_DIR}/{MANIFEST}", error=IntegrityError,
-                                       missing=f"missing: this index has no passage vectors; {BUILD_HINT}"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        if isinstance(exc, IntegrityError):
-            raise
-        raise IntegrityError(path, None, f"corrupt manifest ({type(exc).__name__}); {BUILD_HINT}") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise IntegrityError(path, None, f"not a {FORMAT} manifest; {BUILD_HINT}")
-    if data.pop("manifest_sha256", None) != store.manifest_digest(data):
-        raise IntegrityError(path, None, f"manifest checksum mismatch (corrupted or edited); {BUILD_HINT}")
+    path = Path(index_dir) / VECTORS_DIR / MANIFEST
+    data = read_record(index_dir, f"{VECTORS_DIR}/{MANIFEST}", error=IntegrityError, fmt=FORMAT, what="manifest",
+                       checksum=store.MANIFEST_CHECKSUM, hint=BUILD_HINT,
+                       missing=f"missing: this index has no passage vectors; {BUILD_HINT}")
     index_manifest = index_manifest or store.read_manifest(Path(index_dir))
     if data["index"]["plan_key"] != index_manifest.data.get("plan_key") or data["passages"] != index_manifest.n_passages:
         raise IntegrityError(path, None, f"the vectors were built for another tag index; {BUILD_HINT}")
@@ -193,10 +172,9 @@ def read_vectors_manifest(index_dir, index_manifest=None, identity: dict | None 
 def vectors_model(index_dir) -> dict | None:
     """The model an index's vectors were built with, as their manifest says (unverified), or ``None``."""
     try:
-        data = json.loads(read_beneath(index_dir, f"{VECTORS_DIR}/{MANIFEST}"))
-    except (OSError, ValueError, UnicodeDecodeError):  # an InputError too (a link: refused)
+        model = read_record(index_dir, f"{VECTORS_DIR}/{MANIFEST}").get("model")
+    except (InputError, OSError):  # a link too: refused
         return None
-    model = data.get("model") if isinstance(data, dict) else None
     return model if isinstance(model, dict) else None
 
 
@@ -213,17 +191,18 @@ def relocate_embedding_model(index_dir, directory):
     return relocate(model, directory)
 
 
-def verify_vectors(index_dir, index_manifest=None) -> dict | None:
-    """The vectors' manifest after checking it and every shard's sha256 (``None``: no vectors)."""
+def verify_vectors(index_dir, index_manifest=None, identity: dict | None = None) -> dict | None:
+    """The vectors' manifest after checking it, every shard's sha256 and values, and the
+    model's files (``None``: no vectors); with ``identity``, for that model, just loaded."""
     manifest = Path(index_dir) / VECTORS_DIR / MANIFEST
     if not manifest.is_file() and not manifest.is_symlink():  # a link is refused by the reader
         return None
-    data = read_vectors_manifest(index_dir, index_manifest)
+    data = read_vectors_manifest(index_dir, index_manifest, identity)
     for _ in _checked_shards(index_dir, data, verify=True):
         pass
     if data.get("ann"):
         ann.verify_ann(index_dir, data["ann"], BUILD_HINT)
-    changed = changed_files(data["model"])
+    changed = [] if identity else changed_files(data["model"])
     if changed:
         raise IntegrityError(Path(data["model"]["path"]) / changed[0], None, f"differs from the file the vectors "
                              f"were built with ({describe_model(data['model'])}; changed: {', '.join(changed)}); "

@@ -15,6 +15,7 @@ import shutil
 import numpy as np
 import pytest
 
+from factcheck.formats import files
 from factcheck.tagging import derived
 from factcheck.tagging.derived import CACHE_FOLDERS, RECORD, DerivedCache
 from helpers import assert_one_line_error, in_process
@@ -48,9 +49,23 @@ def test_an_entry_is_used_without_hashing_its_files_and_verify_finds_an_edit(tmp
     cache = DerivedCache(tmp_path)
     cache.load_or_build("bm25/x", KEY, _build, _load)
     np.save(tmp_path / "bm25" / "x" / "values.npy", np.arange(3) * 7)  # same header and size
-    monkeypatch.setattr(derived, "sha256_file", lambda path: pytest.fail(f"{path} hashed before use"))
+    monkeypatch.setattr(files, "sha256_file", lambda path: pytest.fail(f"{path} hashed before use"))
     assert cache.load_or_build("bm25/x", KEY, _build, _load).tolist() == [0, 7, 14]
     monkeypatch.undo()
+    assert [s.state for s in cache.check()] == ["damaged"]
+
+
+def test_a_record_listing_bare_sha256_as_older_caches_did_is_still_used_and_verified(tmp_path):
+    cache = DerivedCache(tmp_path)
+    cache.load_or_build("bm25/x", KEY, _build, _load)
+    path = tmp_path / "bm25" / "x" / RECORD
+    record = json.loads(path.read_text())
+    assert set(record["files"]["values.npy"]) == {"sha256"}  # the entry every record's files have
+    path.write_text(json.dumps({**record, "files": {n: e["sha256"] for n, e in record["files"].items()}}))
+    calls = []
+    assert cache.load_or_build("bm25/x", KEY, calls.append, _load).tolist() == [0, 1, 2]
+    assert not calls and [s.state for s in cache.check()] == ["ok"]
+    np.save(tmp_path / "bm25" / "x" / "values.npy", np.arange(3) * 7)
     assert [s.state for s in cache.check()] == ["damaged"]
 
 

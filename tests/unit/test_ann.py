@@ -233,14 +233,13 @@ def test_pool_first_stage_goes_through_the_index_with_exact_scores(ann_index, tm
 
 @needs_open
 def test_vectors_built_before_the_index_get_it_added_the_same_bytes(ann_copy, monkeypatch):
-    from factcheck.formats.files import dumps_json
+    from factcheck.formats.files import dumps_json, record_digest
     from factcheck.tagging import ann
     from factcheck.tagging.vectors import PassageVectorJob
     path, file = ann_copy / "vectors" / "manifest.json", ann_copy / "vectors" / ann.ANN_FILE
     before, built = json.loads(path.read_text("utf-8")), file.read_bytes()
     data = {k: v for k, v in before.items() if k not in ("ann", "manifest_sha256")}
-    from factcheck.tagging import store
-    path.write_text(dumps_json({**data, "manifest_sha256": store.manifest_digest(data)}))
+    path.write_text(dumps_json({**data, "manifest_sha256": record_digest(data)}))
     file.unlink()
     shard = ann_copy / "vectors" / before["shards"][0]["file"]
     mtime = shard.stat().st_mtime_ns

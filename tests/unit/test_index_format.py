@@ -4,6 +4,7 @@ by id or row; an index of another format version refused in one line."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -79,10 +80,10 @@ def test_an_index_holds_arrays_and_json_only(demo_index):
     assert shards == set(manifest.files())
 
 
-@pytest.mark.parametrize("found, says", [("factcheck-tag-index/3", "an index of an older format"),
-                                         ("factcheck-tag-index/2", "an index of an older format"),
-                                         ("factcheck-tag-index/1", "an index of an older format"),
-                                         ("factcheck-tag-index/5", "an index of a newer format"),
+@pytest.mark.parametrize("found, says", [("factcheck-tag-index/3", "manifest of an older format"),
+                                         ("factcheck-tag-index/2", "manifest of an older format"),
+                                         ("factcheck-tag-index/1", "manifest of an older format"),
+                                         ("factcheck-tag-index/5", "manifest of a newer format"),
                                          ("factcheck-tag-index/x", "not a factcheck-tag-index/4 manifest")])
 def test_another_format_version_is_one_line(demo_index, tmp_path, found, says):
     index = tmp_path / "index"
@@ -126,3 +127,28 @@ def test_the_utf8_check_reads_blocks_that_cut_characters(block, monkeypatch):
     bad[3] = 0xFF  # in place of the euro sign's first byte
     with pytest.raises(store._Bad, match="near byte 3"):
         store._packed({"texts": bad, "text_offsets": offsets}, "texts")
+
+
+@pytest.mark.parametrize("damage", ["none", "json", "key", "bytes", "extra", "link"])
+def test_a_done_record_vouches_for_its_shard_only_while_it_reads_and_matches(tmp_path, damage):
+    name = store.tags_name(0)
+    files = store.write_arrays(tmp_path / name, "tags", {"indptr": [0, 1], "terms": [0], "weights": [1.0]})
+    store.mark_done(tmp_path, name, "k", files)
+    record = tmp_path / store.WORK_DIR / "done" / "tags__tags-00000.json"
+    if damage == "json":
+        record.write_text("{not json", "utf-8")
+    elif damage == "key":
+        store.mark_done(tmp_path, name, "another", files)
+    elif damage == "bytes":
+        np.save(tmp_path / name / "weights.npy", np.array([2.0]))
+    elif damage == "extra":
+        (tmp_path / name / "other.npy").write_bytes(b"x")
+    elif damage == "link":  # the same record behind a link: refused as every record read
+        record.rename(tmp_path / "elsewhere.json")
+        record.symlink_to(tmp_path / "elsewhere.json")
+    assert store.is_done(tmp_path, name, "k") == (files if damage == "none" else None)
+    if damage in ("json", "link"):  # read without the check (this run wrote it): still one line
+        with pytest.raises(IntegrityError, match=re.escape(str(record))):
+            store.recorded_files(tmp_path, name)
+    else:
+        assert store.recorded_files(tmp_path, name) == files

@@ -196,6 +196,11 @@ def test_damaged_vectors_are_refused_in_one_line(index_copy):
     path.write_text(dumps_json({**data, "manifest_sha256": "0" * 64}))
     refused("manifest checksum mismatch")
 
+    # Read by the one record reader the index's manifest has: a newer version says so.
+    data["format"] = "factcheck-passage-vectors/2"
+    path.write_text(dumps_json({**data, "manifest_sha256": sha256_bytes(dumps_json(data).encode())}))
+    assert "upgrade factcheck" in refused("manifest of a newer format (factcheck-passage-vectors/2)")
+
 
 # ---------------------------------------------------------------- dense and hybrid retrieval
 
