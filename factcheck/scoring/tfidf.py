@@ -8,7 +8,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from factcheck.scoring.counting import ShardCounts, count_docs, count_terms
+from factcheck.scoring.counting import ShardCounts, TermColumns, count_docs
 
 __all__ = ["TfidfSpace", "smoothed_idf", "tfidf_rows"]
 
@@ -66,6 +66,11 @@ class TfidfSpace:
     def vocabulary_(self) -> dict[str, int]:
         return {t: j for j, t in enumerate(self.terms)}
 
+    @cached_property
+    def columns(self) -> TermColumns:
+        """Texts -> counts on this space's terms."""
+        return TermColumns(self.vocabulary_)
+
     @classmethod
     def fit(cls, docs, sublinear: bool = False) -> tuple["TfidfSpace", sp.csr_matrix]:
         """The space of a corpus (ShardCounts, or each document's terms) and its rows."""
@@ -83,4 +88,4 @@ class TfidfSpace:
 
     def transform(self, texts: list[str], analyzer: str = "stems") -> sp.csr_matrix:
         """Each text, analysed by ``analyzer``, as a row of this space."""
-        return self.weigh(count_terms(list(texts), analyzer))
+        return tfidf_rows(self.columns.counts(list(texts), analyzer), self.idf_, self.sublinear)

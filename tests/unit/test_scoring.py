@@ -226,3 +226,51 @@ def test_bm25_weights_of_tiny_shards_are_the_bytes_of_one_shard(tmp_path, cache)
         if cache:  # the shards' counts spilled while building are not left in the cache
             assert not list(out.rglob("*counting*"))
     assert weights[0] == weights[1]
+
+
+# A query's counts on a fitted vocabulary: TermColumns against count_terms(...).to_columns(...)
+_QUERY_WORDS = ["The", "sea", "seas", "levels", "level", "ROSE", "rising", "co2", "1998", "Niño", "İstanbul",
+                "a_b", "well-known", "and", "ﬁne", "ǅ", "melting", "Melted", "ice"]
+_VOCAB_TERMS = ["sea", "level", "rose", "rise", "co2", "1998", "niño", "istanbul", "well", "known", "fine", "melt",
+                "ice", "levels", "melting", "the", "absent", "ǆ", "a_b"]
+_QUERY_TEXTS = st.lists(st.one_of(st.lists(st.sampled_from(_QUERY_WORDS + [" ", "\n", ".", "", "\0"]),
+                                           max_size=12).map(" ".join),
+                                  st.text(max_size=30)), max_size=12)
+_COLUMNS: dict = {}  # kept across examples: each map grows as the memo meets new words
+
+
+@settings(max_examples=200, deadline=None)
+@given(_QUERY_TEXTS, st.permutations(range(len(_VOCAB_TERMS))), st.integers(3, len(_VOCAB_TERMS)),
+       st.sampled_from(["stems", "plain"]), st.sampled_from([None, np.float32]), st.integers(1, 4))
+def test_term_columns_are_count_terms_on_the_vocabulary_bit_for_bit(texts, order, n_terms, analyzer, dtype, batch):
+    from factcheck.scoring import counting
+    # columns in no sorted order: the texts' terms must still come out ascending by column
+    vocabulary = {_VOCAB_TERMS[i]: j for j, i in enumerate(order[:n_terms])}
+    columns = _COLUMNS.setdefault(tuple(order[:n_terms]), counting.TermColumns(vocabulary))
+    want = counting.count_terms(texts, analyzer).to_columns(vocabulary, dtype)
+    old_batch, counting.BATCH = counting.BATCH, batch  # rows must join up across batches
+    try:
+        got = columns.counts(texts, analyzer, *([] if dtype is None else [dtype]))
+    finally:
+        counting.BATCH = old_batch
+    assert got.shape == want.shape and got.has_sorted_indices and got.has_canonical_format
+    for name in ("indptr", "indices", "data"):
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+
+
+def test_term_columns_follow_a_fresh_memo_and_pickle_without_their_maps(monkeypatch):
+    import pickle
+
+    from factcheck.scoring import counting
+    from factcheck.text import analyzer as analyzer_module
+    columns = counting.TermColumns({"sea": 1, "ice": 0})
+    texts = ["Sea ice, sea", "ice ice baby", ""]
+    want = columns.counts(texts).toarray().tolist()
+    assert want == [[1, 2], [2, 0], [0, 0]]
+    # the process's memo starts afresh when full: other ids for the same stems
+    monkeypatch.setattr(analyzer_module, "_TOKEN_IDS", {})
+    analyzer_module.token_ids("stems").ids(["baby", "zebra", "ice", "sea"], "Q")
+    assert columns.counts(texts).toarray().tolist() == want
+    copy = pickle.loads(pickle.dumps(columns))
+    assert copy._maps == {} and copy.counts(texts).toarray().tolist() == want
