@@ -276,3 +276,23 @@ def test_term_columns_follow_a_fresh_memo_and_pickle_without_their_maps(monkeypa
     assert columns.counts(texts).toarray().tolist() == want
     copy = pickle.loads(pickle.dumps(columns))
     assert copy._maps == {} and copy.counts(texts).toarray().tolist() == want
+
+
+def test_term_columns_shared_by_threads_count_as_one_thread_does():
+    # a server's threads share one space's columns while the memo gains words in each
+    import random
+    from concurrent.futures import ThreadPoolExecutor
+
+    from factcheck.scoring import counting
+    from factcheck.text.analyzer import analyze
+    rnd = random.Random(7)
+    words = [f"w{i}x{chr(97 + i % 26)}" for i in range(400)] + _QUERY_WORDS
+    stems = sorted({s for w in words[::3] for s in analyze(w)})
+    vocabulary = {t: j for j, t in enumerate(reversed(stems))}
+    batches = [[" ".join(rnd.choices(words, k=6)) + f" fresh{b}n{i}" for i in range(20)] for b in range(16)]
+    columns = counting.TermColumns(vocabulary)
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(columns.counts, batches))
+    for texts, m in zip(batches, got):
+        want = counting.count_terms(texts).to_columns(vocabulary)
+        assert (m != want).nnz == 0 and m.indices.tobytes() == want.indices.tobytes()
