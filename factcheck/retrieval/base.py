@@ -344,7 +344,10 @@ class Retriever(BaseEstimator, ABC):
             One for a string; a list of them for a sequence.
         """
         texts, one = self._prepare(claims, k)
-        out = self._rankings([top for _, top in self._search(texts, k, False)])
+        # No selection wanted: the tops straight from the scoring, unless the method orders its
+        # own (it overrides _search); either way at most k, as _search cuts them.
+        found = self._scored_top(texts, k) if type(self)._search is Retriever._search else self._search(texts, k, False)
+        out = self._rankings([top for _, top in found], k)
         return out[0] if one else out
 
     def retrieve(self, claims, depth: int = 0):
@@ -429,26 +432,25 @@ class Retriever(BaseEstimator, ABC):
         title = index.title(row) if getattr(index, "has_titles", False) else None
         return Hit(row, index.ids[row], float(score), explanation, title)
 
-    def _rankings(self, tops: list[TopK]) -> list[Ranking]:
+    def _rankings(self, tops: list[TopK], k: int | None = None) -> list[Ranking]:
+        """Each top (cut to ``k``) as a :class:`Ranking`."""
         # Ids (and titles) of every ranking in one vectorised take, and every score and row
         # converted in one call: a lookup or a conversion per ranking cost more than the scoring.
+        if not tops:
+            return []
         index = self.index_
-        rows = np.concatenate([top.rows for top in tops]) if tops else np.zeros(0, dtype=np.int64)
-        scores = np.concatenate([top.scores for top in tops]).tolist() if tops else []
-        row_list = rows.tolist()
+        lengths = np.fromiter(map(len, (top.rows for top in tops)), dtype=np.int64, count=len(tops))
+        if k is not None and lengths.max() > k:
+            tops, lengths = [TopK(top.rows[:k], top.scores[:k]) for top in tops], np.minimum(lengths, k)
+        rows = np.concatenate([top.rows for top in tops])
         distinct, where = _distinct_rows(rows, len(index))
         take = getattr(index.ids, "take", None)
         ids = np.asarray(take(distinct) if take is not None else [index.ids[r] for r in distinct.tolist()],
-                         dtype=object)[where].tolist()
-        titles = (np.asarray(index.titles_of(distinct), dtype=object)[where].tolist()
-                  if getattr(index, "has_titles", False) else None)
-        out, at = [], 0
-        for top in tops:
-            end = at + len(top.rows)
-            out.append(Ranking(ids[at:end], scores[at:end], row_list[at:end],
-                               None if titles is None else titles[at:end]))
-            at = end
-        return out
+                         dtype=object)[where]
+        fields = [ids, np.concatenate([top.scores for top in tops]), rows]
+        if getattr(index, "has_titles", False):
+            fields.append(np.asarray(index.titles_of(distinct), dtype=object)[where])
+        return list(map(Ranking, *(_split_lists(f, lengths) for f in fields)))
 
     def _prepare(self, claims, k) -> tuple[list[str], bool]:
         self._check_fitted()
@@ -487,6 +489,28 @@ def _distinct_rows(rows: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     mark = np.zeros(n, dtype=bool)
     mark[rows] = True
     return np.flatnonzero(mark), (np.cumsum(mark) - 1)[rows]
+
+
+def _split_lists(values: np.ndarray, lengths: np.ndarray) -> list[list]:
+    """``values`` as consecutive lists of ``lengths``. Most rankings reach their depth: the
+    values padded to a 2-d array make every list in one ``tolist``, the short ones then cut;
+    where most are short, slices of one list.
+
+    Example
+    -------
+    >>> _split_lists(np.arange(5), np.array([2, 0, 3])), _split_lists(np.arange(4), np.array([2, 2]))
+    ([[0, 1], [], [2, 3, 4]], [[0, 1], [2, 3]])
+    """
+    n = int(lengths.max()) if len(lengths) else 0
+    if len(values) * 2 < len(lengths) * n:
+        flat, ends = values.tolist(), np.cumsum(lengths).tolist()
+        return [flat[a:b] for a, b in zip([0] + ends[:-1], ends)]
+    padded = np.empty((len(lengths), n), dtype=values.dtype)
+    padded[np.arange(n) < lengths[:, None]] = values  # row by row, as the values come
+    out = padded.tolist()
+    for i in np.flatnonzero(lengths < n).tolist():
+        del out[i][lengths[i]:]
+    return out
 
 
 def _signature_order(cls) -> list[str]:

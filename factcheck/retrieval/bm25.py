@@ -9,7 +9,7 @@ import numpy as np
 from factcheck.errors import Interval
 from factcheck.retrieval.base import Retriever, Scored, TopK
 from factcheck.scoring.bm25 import bm25_weights
-from factcheck.scoring.counting import CorpusCounts, count_corpus, count_terms
+from factcheck.scoring.counting import CorpusCounts, TermColumns, count_corpus
 from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
 from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.packing import pack_strings, unpack_strings
@@ -67,10 +67,11 @@ class BM25Retriever(Retriever):
                                                               "method": "lucene"},
                                        counts.counts, counts.lengths, self.k1, self.b)
         self.vocabulary_ = {t: j for j, t in enumerate(counts.terms)}
+        self._columns = TermColumns(self.vocabulary_)
 
     def queries(self, claims: list[str]):
         """The claims' stem counts over the weights' terms (float32, one row each)."""
-        return count_terms(list(claims), "stems").to_columns(self.vocabulary_, np.float32)
+        return self._columns.counts(list(claims), "stems", np.float32)
 
     def scores(self, claim: str) -> np.ndarray:
         """BM25 score of every passage for one claim (float32, zeros where it shares no stem)."""

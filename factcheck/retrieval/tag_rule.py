@@ -102,7 +102,7 @@ class TagRuleRetriever(Retriever):
         (cand, shared), = self._tags.products(query, sort=True)
         cand, shared = cand.astype(np.int64), shared.astype(np.int64)
         cosine = np.zeros(len(cand))
-        (rows, cos), = self._space.products(self._tag_vec.vectors([tags]), sort=True)
+        (rows, cos), = self._space.products(self._tag_vec.transform([claim]), sort=True)
         cosine[np.searchsorted(cand, rows)] = cos  # a tag-space term is a tag: rows are candidates
         overlap = shared / np.minimum(len(distinct), self._n_tags[cand]) if len(cand) else np.zeros(0)
         return distinct, cand, shared, cosine, overlap, cosine + overlap

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from factcheck.text.analyzer import BREAK, TokenIds, check_analyzer, token_ids, word_tokens_of_texts
+from factcheck.text.analyzer import BREAK, DROPPED, TokenIds, check_analyzer, token_ids, word_tokens_of_texts
 
 if TYPE_CHECKING:
     from factcheck.scoring.matrix import TermMatrix
@@ -92,6 +92,83 @@ def _first_uses(ids: np.ndarray) -> np.ndarray:
     return ids[np.sort(np.unique(ids, return_index=True)[1])]
 
 
+class TermColumns:
+    """Texts -> their term counts on a fixed vocabulary's columns (term -> column): the one way
+    a query is counted (BM25's and TF-IDF's). The same matrix as
+    ``count_terms(texts, analyzer).to_columns(vocabulary, dtype)``, built without the texts'
+    own sorted terms: the process's token ids (:func:`~factcheck.text.analyzer.token_ids`)
+    go to columns through an array kept here, extended as the memo gains terms.
+
+    Example
+    -------
+    >>> columns = TermColumns({"ice": 0, "sea": 1})
+    >>> columns.counts(["Sea ice, sea!", "", "unknown words"]).toarray().tolist()
+    [[1, 2], [0, 0], [0, 0]]
+    """
+
+    def __init__(self, vocabulary: dict[str, int]):
+        self.vocabulary = vocabulary
+        self._maps: dict[str, tuple[TokenIds, np.ndarray]] = {}  # analyzer -> (its memo, stem id -> column)
+
+    def __getstate__(self):  # the maps follow the process's memo: rebuilt, not carried
+        return {"vocabulary": self.vocabulary, "_maps": {}}
+
+    def counts(self, texts: list[str], analyzer: str = "stems", dtype=np.int32) -> sp.csr_matrix:
+        """The counts of ``texts`` under ``analyzer``, one row each (unknown terms dropped),
+        canonical, int32 indices."""
+        memo = token_ids(check_analyzer(analyzer))
+        underscore = analyzer == "stems"
+        n_cols = len(self.vocabulary)
+        rows, cols, counts = [], [], []
+        for at in range(0, len(texts), BATCH):
+            tokens, marker = word_tokens_of_texts(texts[at:at + BATCH], underscore)
+            ids = memo.ids(tokens, marker)
+            del tokens
+            # ids below 0 index the map's last two entries, which keep them as they are
+            _, _, cell_rows, cell_cols, cell_counts = token_cells(self._column_map(memo, analyzer)[ids], n_cols)
+            rows.append(cell_rows + at)
+            cols.append(cell_cols)
+            counts.append(cell_counts)
+        indptr = np.zeros(len(texts) + 1, dtype=np.int64)
+        if rows:
+            np.cumsum(np.bincount(np.concatenate(rows), minlength=len(texts)), out=indptr[1:])
+            cols, counts = np.concatenate(cols), np.concatenate(counts)
+        else:
+            cols, counts = np.zeros(0, np.int64), np.zeros(0, np.int64)
+        # np.unique's cells come by row, then column: canonical as built
+        out = sp.csr_matrix((counts.astype(dtype), cols.astype(np.int32), indptr.astype(np.int32)),
+                            shape=(len(texts), n_cols))
+        out.has_sorted_indices = True
+        return out
+
+    def _column_map(self, memo: TokenIds, analyzer: str) -> np.ndarray:
+        """Each of ``memo``'s stem ids' column (DROPPED where the vocabulary lacks it), then
+        BREAK and DROPPED themselves. A new array replaces the old one: a thread reading
+        the old one still finds every id it holds (ids only grow)."""
+        n = len(memo.stems)  # after memo.ids: every id the caller holds is below it
+        held = self._maps.get(analyzer)
+        if held is not None and held[0] is memo and len(held[1]) - 2 >= n:
+            return held[1]
+        known = held[1][:-2] if held is not None and held[0] is memo else np.zeros(0, dtype=np.int64)
+        added = np.fromiter(map(self.vocabulary.get, memo.stems[len(known):n], itertools.repeat(DROPPED)),
+                            dtype=np.int64, count=n - len(known))
+        column = np.concatenate([known, added, [BREAK, DROPPED]])
+        self._maps[analyzer] = (memo, column)
+        return column
+
+
+def token_cells(ids: np.ndarray, n_ids: int):
+    """A batch's token ids (``BREAK`` closing each text) as ``(rows, ids, cell_rows, cell_ids,
+    counts)``: each kept token's row and id, and the distinct (row, id) cells with counts."""
+    ends = ids == BREAK
+    rows = np.cumsum(ends) - ends  # the marker after text r closes row r
+    kept = ids >= 0
+    rows, ids = rows[kept], ids[kept]
+    n_ids = max(n_ids, 1)
+    cells, counts = np.unique(rows * n_ids + ids, return_counts=True)
+    return rows, ids, cells // n_ids, cells % n_ids, counts
+
+
 def _count_ids(texts: list[str], token_ids: TokenIds, underscore: bool = True, first_row: int = 0,
                first_seen: bool = False, pairs: bool = False):
     """(stems per row, stem ids, counts) of ``texts``, row by row, ids ascending in a row; with
@@ -100,11 +177,7 @@ def _count_ids(texts: list[str], token_ids: TokenIds, underscore: bool = True, f
     tokens, marker = word_tokens_of_texts(texts, underscore)
     ids = token_ids.ids(tokens, marker)
     del tokens
-    ends, known = ids == BREAK, ids >= 0
-    rows, kept = (np.cumsum(ends) - ends)[known], ids[known]  # the marker after text r closes row r
-    n_ids = max(len(token_ids.stems), 1)
-    cells, counts = np.unique(rows * n_ids + kept, return_counts=True)
-    cell_rows, cell_ids = cells // n_ids, cells % n_ids
+    rows, kept, cell_rows, cell_ids, counts = token_cells(ids, len(token_ids.stems))
     firsts = _first_uses(kept) if first_seen else kept[:0]
     same = np.flatnonzero(rows[:-1] == rows[1:]) if pairs else rows[:0]
     return (np.bincount(cell_rows, minlength=len(texts)), cell_ids, counts, firsts,

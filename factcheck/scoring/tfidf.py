@@ -8,7 +8,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from factcheck.scoring.counting import ShardCounts, count_docs, count_terms
+from factcheck.scoring.counting import ShardCounts, TermColumns, count_docs
 
 __all__ = ["TfidfSpace", "smoothed_idf", "tfidf_rows"]
 
@@ -53,7 +53,7 @@ class TfidfSpace:
     >>> space, rows = TfidfSpace.fit([["sea", "ice"], ["sea", "level", "rise"]])
     >>> space.terms, space.idf_.round(3).tolist()
     (['ice', 'level', 'rise', 'sea'], [1.405, 1.405, 1.405, 1.0])
-    >>> space.vectors([["ice", "ice", "unknown"]]).toarray().tolist()
+    >>> space.transform(["Ice, ice and unknowns"]).toarray().tolist()
     [[1.0, 0.0, 0.0, 0.0]]
     """
 
@@ -66,6 +66,11 @@ class TfidfSpace:
     def vocabulary_(self) -> dict[str, int]:
         return {t: j for j, t in enumerate(self.terms)}
 
+    @cached_property
+    def columns(self) -> TermColumns:
+        """Texts -> counts on this space's terms."""
+        return TermColumns(self.vocabulary_)
+
     @classmethod
     def fit(cls, docs, sublinear: bool = False) -> tuple["TfidfSpace", sp.csr_matrix]:
         """The space of a corpus (ShardCounts, or each document's terms) and its rows."""
@@ -73,14 +78,6 @@ class TfidfSpace:
         space = cls(counts.terms, smoothed_idf(counts.doc_freq, counts.matrix.shape[0]), sublinear)
         return space, tfidf_rows(counts.matrix, space.idf_, sublinear)
 
-    def weigh(self, counts: ShardCounts) -> sp.csr_matrix:
-        """Counts as rows of this space (unknown terms dropped)."""
-        return tfidf_rows(counts.to_columns(self.vocabulary_), self.idf_, self.sublinear)
-
-    def vectors(self, docs: list[list[str]]) -> sp.csr_matrix:
-        """Each document (a list of terms) as a row of this space."""
-        return self.weigh(count_docs(docs))
-
     def transform(self, texts: list[str], analyzer: str = "stems") -> sp.csr_matrix:
-        """Each text, analysed by ``analyzer``, as a row of this space."""
-        return self.weigh(count_terms(list(texts), analyzer))
+        """Each text, analysed by ``analyzer``, as a row of this space (unknown terms dropped)."""
+        return tfidf_rows(self.columns.counts(list(texts), analyzer), self.idf_, self.sublinear)

@@ -266,3 +266,38 @@ def test_dev_scores_take_the_rankings_at_hand(demo_index):
 
     kept = dev_scores(TunedRetrievers(retrievers={"bm25": Unused(k=3).fit(demo_index)}), dev, {"bm25": at_hand})
     assert kept == fresh
+
+
+def test_a_ranking_comes_from_the_scoring_alone_cut_to_its_depth(demo_index, monkeypatch):
+    # rank wants no selection: no per-claim _search layer, no batch's own sorted terms remapped
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from factcheck.retrieval.base import Retriever, _split_lists
+    from factcheck.scoring.counting import ShardCounts
+
+    bm25 = BM25Retriever().fit(demo_index)
+    claims = ["Sea levels are rising.", "", "zzyzx qwxv", "Arctic ice ice ice is melting.", "CO2 warms the planet."]
+    want = []
+    for claim in claims:  # the reference: every scored passage by descending score, ties by row
+        scores = bm25.scores(claim)
+        rows = sorted(np.flatnonzero(scores).tolist(), key=lambda r: (-scores[r], r))[:4]
+        want.append((rows, [float(scores[r]) for r in rows], [bm25.index_.ids[r] for r in rows]))
+    monkeypatch.setattr(Retriever, "_search", lambda *a: pytest.fail("rank made selections"))
+    monkeypatch.setattr(ShardCounts, "to_columns", lambda *a: pytest.fail("the query's terms were sorted"))
+    got = bm25.rank(claims, k=4)
+    assert [(r.rows, r.scores, r.ids) for r in got] == want and {len(r) for r in got} > {0}
+
+    class Deeper(BM25Retriever):  # a scoring that returns more than asked: rank still cuts to k
+        def _scored_top(self, texts, depth):
+            return super()._scored_top(texts, depth + 3)
+
+    assert Deeper().fit(demo_index).rank(claims, k=4) == got
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.lists(st.integers(0, 5), min_size=1, max_size=30))
+    def lists_as_slices(lengths):
+        values = np.arange(sum(lengths))
+        ends = np.cumsum(lengths).tolist()
+        assert _split_lists(values, np.array(lengths)) == [values.tolist()[e - n:e] for n, e in zip(lengths, ends)]
+
+    lists_as_slices()

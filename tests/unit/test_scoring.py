@@ -162,8 +162,10 @@ def test_tfidf_space_is_scikit_learns_sublinear_tfidf():
     ref = TfidfVectorizer(analyzer=lambda d: d, sublinear_tf=True).fit(docs)
     assert space.terms == ref.get_feature_names_out().tolist() and space.idf_.tobytes() == ref.idf_.tobytes()
     assert rows.toarray().tobytes() == ref.transform(docs).toarray().tobytes()
-    queries = [["ice", "unknown"], ["nothing"], []]
-    assert space.vectors(queries).toarray().tobytes() == ref.transform(queries).toarray().tobytes()
+    from factcheck.text.analyzer import analyze
+    queries = ["Ice, unknown ice", "nothing", ""]  # analysed as the space's transform analyses them
+    want = ref.transform([analyze(q) for q in queries]).toarray()
+    assert space.transform(queries).toarray().tobytes() == want.tobytes() and want.any()
 
 
 @pytest.mark.parametrize("module", ["bm25", "counting", "matrix", "tfidf", "topk"])
@@ -247,3 +249,71 @@ def test_bm25_weights_of_tiny_shards_are_the_bytes_of_one_shard(tmp_path, cache)
         if cache:  # the shards' counts spilled while building are not left in the cache
             assert not list(out.rglob("*counting*"))
     assert weights[0] == weights[1]
+
+
+# A query's counts on a fitted vocabulary: TermColumns against count_terms(...).to_columns(...)
+_QUERY_WORDS = ["The", "sea", "seas", "levels", "level", "ROSE", "rising", "co2", "1998", "Niño", "İstanbul",
+                "a_b", "well-known", "and", "ﬁne", "ǅ", "melting", "Melted", "ice"]
+_VOCAB_TERMS = ["sea", "level", "rose", "rise", "co2", "1998", "niño", "istanbul", "well", "known", "fine", "melt",
+                "ice", "levels", "melting", "the", "absent", "ǆ", "a_b"]
+_QUERY_TEXTS = st.lists(st.one_of(st.lists(st.sampled_from(_QUERY_WORDS + [" ", "\n", ".", "", "\0"]),
+                                           max_size=12).map(" ".join),
+                                  st.text(max_size=30)), max_size=12)
+_COLUMNS: dict = {}  # kept across examples: each map grows as the memo meets new words
+
+
+@settings(max_examples=200, deadline=None)
+@given(_QUERY_TEXTS, st.permutations(range(len(_VOCAB_TERMS))), st.integers(3, len(_VOCAB_TERMS)),
+       st.sampled_from(["stems", "plain"]), st.sampled_from([None, np.float32]), st.integers(1, 4))
+def test_term_columns_are_count_terms_on_the_vocabulary_bit_for_bit(texts, order, n_terms, analyzer, dtype, batch):
+    from factcheck.scoring import counting
+    # columns in no sorted order: the texts' terms must still come out ascending by column
+    vocabulary = {_VOCAB_TERMS[i]: j for j, i in enumerate(order[:n_terms])}
+    columns = _COLUMNS.setdefault(tuple(order[:n_terms]), counting.TermColumns(vocabulary))
+    want = counting.count_terms(texts, analyzer).to_columns(vocabulary, dtype)
+    old_batch, counting.BATCH = counting.BATCH, batch  # rows must join up across batches
+    try:
+        got = columns.counts(texts, analyzer, *([] if dtype is None else [dtype]))
+    finally:
+        counting.BATCH = old_batch
+    assert got.shape == want.shape and got.has_sorted_indices and got.has_canonical_format
+    for name in ("indptr", "indices", "data"):
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+
+
+def test_term_columns_follow_a_fresh_memo_and_pickle_without_their_maps(monkeypatch):
+    import pickle
+
+    from factcheck.scoring import counting
+    from factcheck.text import analyzer as analyzer_module
+    columns = counting.TermColumns({"sea": 1, "ice": 0})
+    texts = ["Sea ice, sea", "ice ice baby", ""]
+    want = columns.counts(texts).toarray().tolist()
+    assert want == [[1, 2], [2, 0], [0, 0]]
+    # the process's memo starts afresh when full: other ids for the same stems
+    monkeypatch.setattr(analyzer_module, "_TOKEN_IDS", {})
+    analyzer_module.token_ids("stems").ids(["baby", "zebra", "ice", "sea"], "Q")
+    assert columns.counts(texts).toarray().tolist() == want
+    copy = pickle.loads(pickle.dumps(columns))
+    assert copy._maps == {} and copy.counts(texts).toarray().tolist() == want
+
+
+def test_term_columns_shared_by_threads_count_as_one_thread_does():
+    # a server's threads share one space's columns while the memo gains words in each
+    import random
+    from concurrent.futures import ThreadPoolExecutor
+
+    from factcheck.scoring import counting
+    from factcheck.text.analyzer import analyze
+    rnd = random.Random(7)
+    words = [f"w{i}x{chr(97 + i % 26)}" for i in range(400)] + _QUERY_WORDS
+    stems = sorted({s for w in words[::3] for s in analyze(w)})
+    vocabulary = {t: j for j, t in enumerate(reversed(stems))}
+    batches = [[" ".join(rnd.choices(words, k=6)) + f" fresh{b}n{i}" for i in range(20)] for b in range(16)]
+    columns = counting.TermColumns(vocabulary)
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(columns.counts, batches))
+    for texts, m in zip(batches, got):
+        want = counting.count_terms(texts).to_columns(vocabulary)
+        assert (m != want).nnz == 0 and m.indices.tobytes() == want.indices.tobytes()

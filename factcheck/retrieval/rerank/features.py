@@ -174,7 +174,7 @@ def compute(ctx: FeatureContext, cands: Candidates, k1: float, b: float) -> np.n
         shared = ctx.shared_tags(rows, cols)
         denom = np.minimum(len(distinct), ctx.n_tags[rows])
         out[:, col["tag_overlap"]] = np.divide(shared, denom, out=np.zeros(n), where=denom > 0)
-    qv = ctx.tag_vectorizer.vectors([claim_tags])
+    qv = ctx.tag_vectorizer.transform([q.text])
     out[:, col["tag_cosine"]] = np.asarray((ctx.tag_space(rows) @ qv.T).todense()).ravel()
 
     # pseudo-relevance feedback from the top of the BM25 list

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from factcheck.scoring.matrix import TermMatrix
 from factcheck.scoring.tfidf import TfidfSpace
 from factcheck.scoring.topk import top_k
-from factcheck.text.analyzer import split_stems
+from factcheck.text.analyzer import split_letter_digit_runs, split_stems
 
 
 @dataclass
@@ -77,7 +77,7 @@ class ClaimMemory:
         """TF-IDF cosine of ``text`` with every memory claim."""
         if not len(self):
             return np.zeros(0)
-        (rows, sims), = self.matrix.products(self.space.vectors([split_stems(text)]))
+        (rows, sims), = self.matrix.products(self.space.transform([split_letter_digit_runs(text)]))
         return self.matrix.full(rows, sims)
 
     def neighbours(self, text: str, k: int, exclude: int | None = None, sims: np.ndarray | None = None) -> Neighbours:
