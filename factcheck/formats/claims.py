@@ -313,12 +313,6 @@ def write_predictions(path, predictions: dict[str, dict], claims: list[Claim] | 
         unit.write_predictions(Path(path), claims, evidences, labels)
 
 
-def predictions_stream(fh, path, format: str = "course"):
-    """:func:`write_predictions`'s bytes written to the open text file ``fh`` (``path``'s
-    temporary) claim by claim: ``add(claim, evidences, labels)``, then ``close()``."""
-    return _unit(PREDICTION_UNITS, path, format, "predictions").PredictionsStream(fh, Path(path))
-
-
 def explanations_path(predictions: Path) -> Path:
     """The sidecar's path for a predictions file: ``dev.json`` -> ``dev.explain.json``."""
     name = predictions.name
@@ -386,8 +380,9 @@ def explained_predictions_writer(out: Path, retriever_spec: dict, predictions_fo
             with atomic_path(sidecar) as tmp_sidecar:
                 with open(tmp_sidecar, "w", encoding="utf-8", newline="\n") as fs, \
                         open(tmp_out, "w", encoding="utf-8", newline="\n") as fp:
+                    # write_predictions' bytes, claim by claim
                     batches = _Batches(out, fmt, (fs, fp), JsonObjectStream(fs, retriever_spec, "claims"),
-                                       predictions_stream(fp, out, fmt))
+                                       PREDICTION_UNITS[fmt].PredictionsStream(fp, out))
                     yield batches
                     batches.sidecar.close()
                     batches.predictions.close()
