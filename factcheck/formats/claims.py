@@ -307,10 +307,11 @@ def write_predictions(path, predictions: dict[str, dict], claims: list[Claim] | 
         raise InputError(None, None, "some predictions have a label and others not", param="predictions")
     evidences = {cid: p["evidences"] for cid, p in predictions.items()}
     labels = {cid: p["claim_label"] for cid, p in predictions.items()} if any(given) else None
-    if unit is course:
-        course.write_predictions(Path(path), claims, evidences, labels, texts=texts)
-    else:
-        unit.write_predictions(Path(path), claims, evidences, labels)
+    with atomic_path(Path(path)) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        stream = course.PredictionsStream(fh, path, texts) if unit is course else unit.PredictionsStream(fh, Path(path))
+        for c in claims:
+            stream.add(c, evidences[c.id], labels)
+        stream.close()
 
 
 def explanations_path(predictions: Path) -> Path:

@@ -184,11 +184,13 @@ def claims_from_records(path, rows, require_labels: bool) -> list[Claim]:
     return claims
 
 
-def claim_record(c: Claim) -> dict:
-    """A claim as a JSON-lines record (``id``, ``claim``, ``label``, ``evidences``)."""
-    rec = {"id": c.id, "claim": c.text}
+def claim_record(c: Claim, text: str = "claim", label: str = "label", with_id: bool = True) -> dict:
+    """A claim as a JSON-lines record (``id``, ``claim``, ``label``, ``evidences``), or under
+    other names (the course's ``claim_text``, ``claim_label``, keyed by its id: no ``id``)."""
+    rec = {"id": c.id} if with_id else {}
+    rec[text] = c.text
     if c.label is not None:
-        rec["label"] = c.label
+        rec[label] = c.label
     if c.label is not None or c.evidences:
         rec["evidences"] = list(c.evidences)
     return rec
