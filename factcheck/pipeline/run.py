@@ -252,7 +252,7 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig, held: con
     from factcheck.classification.calibration import reliability
     from factcheck.evaluation.ablation import ablation
     from factcheck.evaluation.evaluate import evaluate
-    from factcheck.evaluation.fever import fever_gold, fever_score
+    from factcheck.evaluation.fever import claims_fever_score
     from factcheck.evaluation.intervals import to_json
     from factcheck.reporting import report
     from factcheck.training import selection
@@ -333,11 +333,8 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig, held: con
                            source=str(out / "dev-claims-predictions.json"),
                            labels=ordered_labels({c.label for c in [*train, *dev]})).to_json()
         if as_fever:  # FEVER's own score beside the course metric, on the same predictions
-            metrics["fever"] = fever_score({cid: {"predicted_label": p["claim_label"],
-                                                  "predicted_evidence": p["evidences"]}
-                                            for cid, p in predictions.items()},
-                                           fever_gold(dev), slots, source=str(out / "dev-claims-predictions.jsonl")
-                                           ).to_json()
+            metrics["fever"] = claims_fever_score(predictions, dev, slots,
+                                                  str(out / "dev-claims-predictions.jsonl")).to_json()
         dev_proba = [[p.get(lab, 0.0) for lab in labels] for p in verdicts.probabilities]
         chosen.summary["calibration"]["dev"] = reliability([c.label for c in dev], dev_proba, labels)
         # the system's retriever ranked dev to the same depth while predicting it
