@@ -4,7 +4,7 @@ fields and the batching of passages.
 A format unit is a module with ``NAME`` and whichever of these apply: ``passages(spec,
 path)`` (batches ``(ids, texts, titles or None, place)``, ``place(i)`` naming passage i),
 ``write_passages``, ``is_source``, ``read_claims``, ``is_claims``, ``write_claims``,
-``read_predictions``, ``write_predictions``.
+``read_predictions``, ``PredictionsStream`` (the writer of predictions, claim by claim).
 """
 
 from __future__ import annotations
@@ -61,8 +61,9 @@ def batched(records, titled: bool) -> Iterator[Batch]:
         yield ids, texts, titles if titled else None, places.__getitem__
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 shard``, ``2 shards``."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
 def check_id(path, place, value, column, what: str = "the id") -> str:
