@@ -5,6 +5,7 @@ predicted. Outputs are written atomically; no symbolic link among :data:`RUN_ENT
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 from dataclasses import dataclass, field, replace
@@ -286,7 +287,7 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig, held: con
                                  "reused as built", param=f"source.{name}")
     # From the first change to the directory to end_run, its readers refuse it; not before:
     # a run refused before writing anything leaves the previous run readable.
-    begin = _Once(lambda: begin_run(out))
+    begin = functools.cache(lambda: begin_run(out))  # on the first call only
     with clock.step("tagging the knowledge source"):
         if index_dir is None:
             index_dir = out / "index"
@@ -365,18 +366,6 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig, held: con
     if not clock.quiet:
         logger.info("[%6.1fs] done: %s/report.md", time.perf_counter() - clock.start, out)
     return metrics
-
-
-class _Once:
-    """``fn`` on the first call only."""
-
-    def __init__(self, fn):
-        self.fn = fn
-
-    def __call__(self) -> None:
-        fn, self.fn = self.fn, None
-        if fn is not None:
-            fn()
 
 
 def _recorded_index(index_dir: Path, out: Path) -> str:
