@@ -32,6 +32,9 @@ NEGATION = frozenset("not no never none nor cannot without neither lack lacks la
                      "false myth myths deny denies denied contrary unlikely nothing".split())
 HEDGES = frozenset("may might could possibly likely uncertain uncertainty debate debated disputed "
                    "controversial some suggest suggests suggested unclear".split())
+# The groups of numbers, each scaled by its own fitted StandardScaler (these attribute names
+# are part of classifier.skops' format); the other groups are TF-IDF vocabularies.
+SCALED = {"stats": "scaler_", "dense": "dense_scaler_", "contextual": "contextual_scaler_"}
 
 
 def dense_stats(X, embedding: dict | None = None) -> np.ndarray:
@@ -131,12 +134,8 @@ class ClaimEvidenceFeatures(BaseEstimator, TransformerMixin):
             raise ValueError(f"groups must be a non-empty subset of {EVERY_GROUP}, got {self.groups}")
         self.vectorizers_ = {}
         for g in self.groups:
-            if g == "stats":
-                self.scaler_ = StandardScaler().fit(views["stats"])
-            elif g == "dense":
-                self.dense_scaler_ = StandardScaler().fit(views["dense"])
-            elif g == "contextual":
-                self.contextual_scaler_ = StandardScaler().fit(views["contextual"])
+            if g in SCALED:
+                setattr(self, SCALED[g], StandardScaler().fit(views[g]))
             elif g in ("shared", "unshared"):
                 self.vectorizers_[g] = TfidfVectorizer(analyzer=split_tags, sublinear_tf=True).fit(views[g])
             else:
@@ -148,12 +147,8 @@ class ClaimEvidenceFeatures(BaseEstimator, TransformerMixin):
         """Transform precomputed :func:`views_of` output."""
         parts = []
         for g in self.groups:
-            if g == "stats":
-                parts.append(sp.csr_matrix(self.scaler_.transform(views["stats"]) * self.stats_weight))
-            elif g == "dense":
-                parts.append(sp.csr_matrix(self.dense_scaler_.transform(views["dense"]) * self.stats_weight))
-            elif g == "contextual":
-                parts.append(sp.csr_matrix(self.contextual_scaler_.transform(views["contextual"]) * self.stats_weight))
+            if g in SCALED:
+                parts.append(sp.csr_matrix(getattr(self, SCALED[g]).transform(views[g]) * self.stats_weight))
             else:
                 parts.append(self.vectorizers_[g].transform(views[g]))
         return sp.hstack(parts).tocsr()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from factcheck.errors import InputError, Interval, ref
 from factcheck.formats.claims import CLAIM_FORMATS, PREDICTION_FORMATS
+from factcheck.formats.common import plural
 from factcheck.formats.evidence import FORMATS as SOURCE_FORMATS
 from factcheck.retrieval.registry import ALL_METHODS, MODES, POOL_SETTINGS
 from factcheck.text.analyzer import ANALYZERS
@@ -24,11 +25,6 @@ __all__ = ["plural", "Deprecated", "add_renamed", "add_quiet_arg", "text_arg", "
            "relocate_from_args", "SOURCE_FORMATS", "CLAIM_FORMATS", "PREDICTION_FORMATS"]
 
 OPEN_HELP = "open: also pretrained embeddings (the optional extra: pip install -e '.[open]')"
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 shard``, ``2 shards``."""
-    return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
 class Deprecated(argparse.Action):

@@ -106,7 +106,8 @@ def evaluate(predictions: dict, groundtruth: list, explanations: dict | None = N
     # The checks a predictions file gets (read_predictions): a typo'd label or a string for
     # the evidence list would otherwise score as wrong, silently.
     predictions = check_predictions(predictions, allowed + tuple(labels or ()), source)
-    unknown = [cid for cid in predictions if cid not in {c.id for c in groundtruth}]
+    known = {c.id for c in groundtruth}  # once, not once per prediction
+    unknown = [cid for cid in predictions if cid not in known]
     if unknown:
         raise InputError(source, f"claim {unknown[0]!r}", f"predicted claim not in the ground truth ({len(unknown)} "
                          f"of {len(predictions)} predicted claims are unknown)",

@@ -12,7 +12,7 @@ from factcheck.errors import InputError, check_number
 from factcheck.evaluation.evaluate import read_scoring_inputs
 from factcheck.evaluation.intervals import Metric, Result, bootstrap_harmonic, bootstrap_mean, describe, wilson
 
-__all__ = ["FeverScore", "MAX_EVIDENCE", "NEI_LABELS", "fever_gold", "fever_score", "fever_score_files",
+__all__ = ["FeverScore", "MAX_EVIDENCE", "NEI_LABELS", "claims_fever_score", "fever_score", "fever_score_files",
            "format_fever_report"]
 
 MAX_EVIDENCE = 5  # the shared task's rule: only the first five predicted sentences count
@@ -159,24 +159,23 @@ def fever_score_files(predictions, groundtruth, max_evidence: int = MAX_EVIDENCE
     claims, _, predicted = read_scoring_inputs(predictions, groundtruth, format=claims_format,
                                                id_column=claims_id_column, text_column=claims_text_column,
                                                label_column=claims_label_column, evidence_column=claims_evidence_column)
-    gold = fever_gold(claims)
     unlabelled = next((cid for cid, p in predicted.items() if p.get("claim_label") is None), None)
     if unlabelled is not None:
         raise InputError(predictions, f"claim {unlabelled!r}", "no predicted label: the FEVER score "
                          "needs labelled predictions (from predict or run)")
-    pred = {cid: {"predicted_label": p["claim_label"], "predicted_evidence": p["evidences"]}
-            for cid, p in predicted.items()}
-    return fever_score(pred, gold, max_evidence, source=str(predictions))
+    return claims_fever_score(predicted, claims, max_evidence, str(predictions))
 
 
-def fever_gold(claims) -> dict:
-    """:func:`fever_score`'s ``gold`` from labelled claims: FEVER's evidence sets, or without
+def claims_fever_score(predicted: dict, claims, max_evidence: int = MAX_EVIDENCE, source=None) -> FeverScore:
+    """:func:`fever_score` of predictions as :func:`~factcheck.formats.claims.read_predictions`
+    returns them (labelled), against labelled claims: their FEVER evidence sets, or without
     them (the course's claims) each gold passage a set of its own."""
     gold = {}
     for c in claims:
         sets = getattr(c, "evidence_sets", None)
         gold[c.id] = {"label": c.label, "evidence": sets if sets is not None else [[e] for e in c.evidences]}
-    return gold
+    return fever_score({cid: {"predicted_label": p["claim_label"], "predicted_evidence": p["evidences"]}
+                        for cid, p in predicted.items()}, gold, max_evidence, source=source)
 
 
 def format_fever_report(result: FeverScore) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from factcheck.evaluation.intervals import Metric, Result, bootstrap_means
 
-__all__ = ["DEFAULT_KS", "JudgedMetrics", "ir_measures_names", "judged_metrics", "per_query", "metric_names",
+__all__ = ["DEFAULT_KS", "JudgedMetrics", "ir_measures_names", "judged_metrics", "per_query",
            "recall_at", "reciprocal_rank"]
 
 DEFAULT_KS = (1, 5, 10, 100)
@@ -33,13 +33,9 @@ def reciprocal_rank(ranked: list[str], relevant, cutoff: int | None = None) -> f
     return 1.0 / rank if rank is not None and (cutoff is None or rank <= cutoff) else 0.0
 
 
-def metric_names(ks=DEFAULT_KS, ndcg_cutoff: int = NDCG_CUTOFF, mrr_cutoff: int = MRR_CUTOFF) -> list[str]:
-    """The metrics :func:`per_query` computes, in report order."""
-    return list(ir_measures_names(ks, ndcg_cutoff, mrr_cutoff))
-
-
 def ir_measures_names(ks=DEFAULT_KS, ndcg_cutoff: int = NDCG_CUTOFF, mrr_cutoff: int = MRR_CUTOFF) -> dict:
-    """Our metric name -> the ir_measures measure it equals, in report order."""
+    """Our metric name -> the ir_measures measure it equals, in report order (the metrics
+    :func:`per_query` computes)."""
     return {**{f"recall@{k}": f"R@{k}" for k in ks}, f"mrr@{mrr_cutoff}": f"RR@{mrr_cutoff}", "mrr": "RR",
             f"ndcg@{ndcg_cutoff}": f"nDCG@{ndcg_cutoff}", "map": "AP"}
 
@@ -52,12 +48,8 @@ def _query_values(ranked: list[str], judged: dict[str, int], ks, ndcg_cutoff: in
     ideal = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
     dcg = sum(max(judged.get(d, 0), 0) / math.log2(i + 2) for i, d in enumerate(ranked[:ndcg_cutoff]))
     out.append(dcg / ideal if ideal > 0 else 0.0)
-    found, precision_sum = 0, 0.0
-    for i, d in enumerate(ranked, start=1):
-        if d in relevant:
-            found += 1
-            precision_sum += found / i
-    out.append(precision_sum / len(relevant) if relevant else 0.0)
+    hits = [i for i, d in enumerate(ranked, start=1) if d in relevant]  # ranks of the relevant
+    out.append(sum(found / i for found, i in enumerate(hits, start=1)) / len(relevant) if relevant else 0.0)
     return out
 
 
@@ -75,7 +67,7 @@ def _ids(entries) -> list[str]:
 def per_query(run: dict, qrels: dict, ks=DEFAULT_KS, ndcg_cutoff: int = NDCG_CUTOFF,
               mrr_cutoff: int = MRR_CUTOFF) -> dict[str, dict[str, float]]:
     """``{metric: {qid: value}}`` for every judged query; a document ranked twice is a ValueError."""
-    names = metric_names(ks, ndcg_cutoff, mrr_cutoff)
+    names = list(ir_measures_names(ks, ndcg_cutoff, mrr_cutoff))
     out: dict[str, dict[str, float]] = {name: {} for name in names}
     for qid, judged in qrels.items():
         ranked = _ids(run.get(qid, ()))

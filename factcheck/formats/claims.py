@@ -307,16 +307,11 @@ def write_predictions(path, predictions: dict[str, dict], claims: list[Claim] | 
         raise InputError(None, None, "some predictions have a label and others not", param="predictions")
     evidences = {cid: p["evidences"] for cid, p in predictions.items()}
     labels = {cid: p["claim_label"] for cid, p in predictions.items()} if any(given) else None
-    if unit is course:
-        course.write_predictions(Path(path), claims, evidences, labels, texts=texts)
-    else:
-        unit.write_predictions(Path(path), claims, evidences, labels)
-
-
-def predictions_stream(fh, path, format: str = "course"):
-    """:func:`write_predictions`'s bytes written to the open text file ``fh`` (``path``'s
-    temporary) claim by claim: ``add(claim, evidences, labels)``, then ``close()``."""
-    return _unit(PREDICTION_UNITS, path, format, "predictions").PredictionsStream(fh, Path(path))
+    with atomic_path(Path(path)) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        stream = course.PredictionsStream(fh, path, texts) if unit is course else unit.PredictionsStream(fh, Path(path))
+        for c in claims:
+            stream.add(c, evidences[c.id], labels)
+        stream.close()
 
 
 def explanations_path(predictions: Path) -> Path:
@@ -386,8 +381,9 @@ def explained_predictions_writer(out: Path, retriever_spec: dict, predictions_fo
             with atomic_path(sidecar) as tmp_sidecar:
                 with open(tmp_sidecar, "w", encoding="utf-8", newline="\n") as fs, \
                         open(tmp_out, "w", encoding="utf-8", newline="\n") as fp:
+                    # write_predictions' bytes, claim by claim
                     batches = _Batches(out, fmt, (fs, fp), JsonObjectStream(fs, retriever_spec, "claims"),
-                                       predictions_stream(fp, out, fmt))
+                                       PREDICTION_UNITS[fmt].PredictionsStream(fp, out))
                     yield batches
                     batches.sidecar.close()
                     batches.predictions.close()

@@ -4,7 +4,7 @@ fields and the batching of passages.
 A format unit is a module with ``NAME`` and whichever of these apply: ``passages(spec,
 path)`` (batches ``(ids, texts, titles or None, place)``, ``place(i)`` naming passage i),
 ``write_passages``, ``is_source``, ``read_claims``, ``is_claims``, ``write_claims``,
-``read_predictions``, ``write_predictions``.
+``read_predictions``, ``PredictionsStream`` (the writer of predictions, claim by claim).
 """
 
 from __future__ import annotations
@@ -61,8 +61,9 @@ def batched(records, titled: bool) -> Iterator[Batch]:
         yield ids, texts, titles if titled else None, places.__getitem__
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 shard``, ``2 shards``."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
 def check_id(path, place, value, column, what: str = "the id") -> str:
@@ -184,11 +185,13 @@ def claims_from_records(path, rows, require_labels: bool) -> list[Claim]:
     return claims
 
 
-def claim_record(c: Claim) -> dict:
-    """A claim as a JSON-lines record (``id``, ``claim``, ``label``, ``evidences``)."""
-    rec = {"id": c.id, "claim": c.text}
+def claim_record(c: Claim, text: str = "claim", label: str = "label", with_id: bool = True) -> dict:
+    """A claim as a JSON-lines record (``id``, ``claim``, ``label``, ``evidences``), or under
+    other names (the course's ``claim_text``, ``claim_label``, keyed by its id: no ``id``)."""
+    rec = {"id": c.id} if with_id else {}
+    rec[text] = c.text
     if c.label is not None:
-        rec["label"] = c.label
+        rec[label] = c.label
     if c.label is not None or c.evidences:
         rec["evidences"] = list(c.evidences)
     return rec

@@ -133,7 +133,8 @@ def convert_predictions(src, dest, to: str, *, one_line_pages: bool = False, cla
             ordered = read_claims(claims, format=claims_format, id_column=claims_id_column,
                                   text_column=claims_text_column, label_column=claims_label_column,
                                   evidence_column=claims_evidence_column, max_claim_chars=max_claim_chars)
-        unknown = [cid for cid in preds if cid not in {c.id for c in ordered}]
+        known = {c.id for c in ordered}  # once, not once per prediction
+        unknown = [cid for cid in preds if cid not in known]
         if unknown:
             raise InputError(src, f"claim {unknown[0]!r}", f"not in {Path(claims).name} "
                              f"({len(unknown)} predicted claims are not)")

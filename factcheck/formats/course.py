@@ -17,7 +17,7 @@ from pathlib import Path
 import ijson
 
 from factcheck.errors import InputError
-from factcheck.formats.common import (BATCH, FORMATS_HINT, Claim, claim_label, claim_text, evidence_ids,
+from factcheck.formats.common import (BATCH, FORMATS_HINT, Claim, claim_label, claim_record, claim_text, evidence_ids,
                                       needs_evidence, plural, prediction)
 from factcheck.formats.files import (JsonObjectStream, atomic_path, check_unicode, dumps_json, open_binary,
                                      write_json_atomic)
@@ -347,28 +347,11 @@ def claims_notes(claims, one_line_pages: bool) -> list[str]:
 
 
 def write_claims(path: Path, claims) -> None:
-    out = {}
-    for c in claims:
-        entry = {"claim_text": c.text}
-        if c.label is not None:
-            entry["claim_label"] = c.label
-        if c.label is not None or c.evidences:
-            entry["evidences"] = list(c.evidences)
-        out[c.id] = entry
-    write_json_atomic(path, out)
+    write_json_atomic(path, {c.id: claim_record(c, "claim_text", "claim_label", with_id=False) for c in claims})
 
 
 def read_predictions(path: Path) -> dict[str, dict]:
     return {cid: prediction(path, cid, entry) for cid, entry in _load_object(path, "predictions").items()}
-
-
-def write_predictions(path: Path, claims, evidences: dict, labels: dict | None = None, texts: bool = True) -> None:
-    """The leaderboard format, claims in input order (``texts``: with each ``claim_text``)."""
-    with atomic_path(Path(path)) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-        stream = PredictionsStream(fh, path, texts)
-        for c in claims:
-            stream.add(c, evidences[c.id], labels)
-        stream.close()
 
 
 class PredictionsStream:

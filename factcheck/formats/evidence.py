@@ -193,7 +193,7 @@ def iter_passage_records(spec: SourceSpec) -> Iterator[tuple[list[str], list[str
     seen = _DuplicateIds(spec)
     count = 0
     for ids, texts, titles, place in _records(spec):
-        _check_lengths(spec, ids, texts, titles, place)
+        check_lengths(spec.path, spec.max_passage_chars, ids, texts, titles, place)
         seen.add(ids)
         count += len(ids)
         yield ids, texts, titles
@@ -361,10 +361,6 @@ def _records(spec: SourceSpec):
     for f in files:
         for ids, texts, titles, place in unit.passages(spec, f):
             yield ids, texts, titles, (lambda i, place=place, name=f.name: f"{name} {place(i)}")
-
-
-def _check_lengths(spec: SourceSpec, ids: list[str], texts: list[str], titles, place) -> None:
-    check_lengths(spec.path, spec.max_passage_chars, ids, texts, titles, place)
 
 
 def check_lengths(path, cap: int, ids: list[str], texts: list[str], titles, place) -> None:

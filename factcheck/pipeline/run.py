@@ -5,6 +5,7 @@ predicted. Outputs are written atomically; no symbolic link among :data:`RUN_ENT
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 from dataclasses import dataclass, field, replace
@@ -262,7 +263,7 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig, held: con
     from factcheck.classification.calibration import reliability
     from factcheck.evaluation.ablation import ablation
     from factcheck.evaluation.evaluate import evaluate
-    from factcheck.evaluation.fever import fever_gold, fever_score
+    from factcheck.evaluation.fever import claims_fever_score
     from factcheck.evaluation.intervals import to_json
     from factcheck.reporting import report
     from factcheck.training import selection
@@ -296,7 +297,7 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig, held: con
                                  "reused as built", param=f"source.{name}")
     # From the first change to the directory to end_run, its readers refuse it; not before:
     # a run refused before writing anything leaves the previous run readable.
-    begin = _Once(lambda: begin_run(out))
+    begin = functools.cache(lambda: begin_run(out))  # on the first call only
     with clock.step("tagging the knowledge source"):
         if index_dir is None:
             index_dir = out / "index"
@@ -343,11 +344,8 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig, held: con
                            source=str(out / "dev-claims-predictions.json"),
                            labels=ordered_labels({c.label for c in [*train, *dev]})).to_json()
         if as_fever:  # FEVER's own score beside the course metric, on the same predictions
-            metrics["fever"] = fever_score({cid: {"predicted_label": p["claim_label"],
-                                                  "predicted_evidence": p["evidences"]}
-                                            for cid, p in predictions.items()},
-                                           fever_gold(dev), slots, source=str(out / "dev-claims-predictions.jsonl")
-                                           ).to_json()
+            metrics["fever"] = claims_fever_score(predictions, dev, slots,
+                                                  str(out / "dev-claims-predictions.jsonl")).to_json()
         dev_proba = [[p.get(lab, 0.0) for lab in labels] for p in verdicts.probabilities]
         chosen.summary["calibration"]["dev"] = reliability([c.label for c in dev], dev_proba, labels)
         # the system's retriever ranked dev to the same depth while predicting it
@@ -378,18 +376,6 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig, held: con
     if not clock.quiet:
         logger.info("[%6.1fs] done: %s/report.md", time.perf_counter() - clock.start, out)
     return metrics
-
-
-class _Once:
-    """``fn`` on the first call only."""
-
-    def __init__(self, fn):
-        self.fn = fn
-
-    def __call__(self) -> None:
-        fn, self.fn = self.fn, None
-        if fn is not None:
-            fn()
 
 
 def _recorded_index(index_dir: Path, out: Path) -> str:
