@@ -101,11 +101,15 @@ def _rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k, buf):  # 
             # against the k-th score so far (a test that is mostly false, so cheap), then the
             # buffer cleared at once. Units ascend, so a tie never displaces an earlier unit.
             n = 0
-            least = buf.dtype.type(0)  # not full: any nonzero enters; full: above best_s[k - 1]
+            least = buf.dtype.type(0)  # once full: best_s[k - 1]
             for u in range(n_units):
                 x = buf[u]
-                # an untouched unit (0) never enters, though a full top k of negatives is below it
-                if (x > least or n < k) and x != 0:
+                # Full: above the k-th score; else any nonzero. An untouched unit (0) never enters,
+                # though a full top k of negatives is below it. (Written as measured: the form
+                # ``(x > least or n < k) and x != 0`` compiles to a loop three times as slow.)
+                if x > least if n == k else x != 0:
+                    if x == 0:
+                        continue
                     j = n if n < k else k - 1
                     while j > 0 and best_s[j - 1] < x:
                         best_s[j] = best_s[j - 1]
