@@ -51,6 +51,9 @@ def _compiled():
 
 
 def _make(numba):
+    global _place
+    # compiled into the loop where it is called (the loop finds it by this module's name)
+    _place = numba.njit(inline="always")(getattr(_place, "py_func", _place))  # py_func: made before
     try:
         # The compiled code is kept beside this module (or numba's per-user cache), as Python
         # keeps its bytecode: a later process skips the one-off compilation.
@@ -66,6 +69,19 @@ def rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k: int, buf):
     order stored), in the matrix's index and data dtypes; ``buf``: zeros, one per unit (left zeros)."""
     return _compiled()(np.asarray(indptr), np.asarray(indices), np.asarray(data), q_indptr, q_indices, q_data,
                        k, buf)
+
+
+def _place(best_s, best_u, n, k, x, u):  # pragma: no cover (compiled)
+    """``(x, u)`` placed in the top ``best_s[:n]``, ``best_u[:n]`` (score descending, ties by unit
+    ascending, as top_k), the last dropped when ``n == k``: the top's new size."""
+    j = n if n < k else k - 1
+    while j > 0 and (best_s[j - 1] < x or (best_s[j - 1] == x and best_u[j - 1] > u)):
+        best_s[j] = best_s[j - 1]
+        best_u[j] = best_u[j - 1]
+        j -= 1
+    best_s[j] = x
+    best_u[j] = u
+    return n + 1 if n < k else n
 
 
 def _rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k, buf):  # pragma: no cover (compiled)
@@ -110,15 +126,7 @@ def _rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k, buf):  # 
                 if x > least if n == k else x != 0:
                     if x == 0:
                         continue
-                    j = n if n < k else k - 1
-                    while j > 0 and best_s[j - 1] < x:
-                        best_s[j] = best_s[j - 1]
-                        best_u[j] = best_u[j - 1]
-                        j -= 1
-                    best_s[j] = x
-                    best_u[j] = u
-                    if n < k:
-                        n += 1
+                    n = _place(best_s, best_u, n, k, x, u)
                     if n == k:
                         least = best_s[k - 1]
             buf[:] = 0
@@ -134,13 +142,7 @@ def _rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k, buf):  # 
             for p in range(indptr[shortest], indptr[shortest + 1]):
                 x = buf[indices[p]]
                 if x != 0 and (m < k or x > best_s[m - 1]):
-                    j = m if m < k else k - 1
-                    while j > 0 and best_s[j - 1] < x:
-                        best_s[j] = best_s[j - 1]
-                        j -= 1
-                    best_s[j] = x
-                    if m < k:
-                        m += 1
+                    m = _place(best_s, best_u, m, k, x, indices[p])
             if m == k:
                 bound = best_s[k - 1]
         n = 0
@@ -175,16 +177,7 @@ def _rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k, buf):  # 
                 cand_scores[n] = x
                 n += 1
             elif n < k or x > best_s[n - 1] or (x == best_s[n - 1] and u < best_u[n - 1]):
-                # score descending, ties by unit ascending, as top_k
-                j = n if n < k else k - 1
-                while j > 0 and (best_s[j - 1] < x or (best_s[j - 1] == x and best_u[j - 1] > u)):
-                    best_s[j] = best_s[j - 1]
-                    best_u[j] = best_u[j - 1]
-                    j -= 1
-                best_s[j] = x
-                best_u[j] = u
-                if n < k:
-                    n += 1
+                n = _place(best_s, best_u, n, k, x, u)
         if small:
             for r in range(n):
                 rows[i * k + r] = best_u[r]
