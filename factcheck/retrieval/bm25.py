@@ -9,7 +9,7 @@ import numpy as np
 from factcheck.errors import Interval
 from factcheck.retrieval.base import Retriever, Scored, TopK
 from factcheck.scoring.bm25 import bm25_weights
-from factcheck.scoring.counting import CorpusCounts, count_corpus, count_terms
+from factcheck.scoring.counting import CorpusCounts, count_corpus, count_terms, merge_counts
 from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
 from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.packing import pack_strings, unpack_strings
@@ -113,11 +113,15 @@ SPILL = "counting"  # each shard's counts while the cache's matrix is built (rem
 
 
 def corpus_counts(index, spill=None) -> CorpusCounts:
-    """The index's stem counts, counted once per loaded index and shared by every fit;
+    """The index's stem counts, counted once per loaded index and shared by every fit: an
+    index built in memory hands over the counts its build made (the same texts, the same
+    counter), merged as :func:`~factcheck.scoring.counting.count_corpus` merges its batches;
     ``spill``: :func:`~factcheck.scoring.counting.count_corpus`'s folder for each shard's counts."""
     counts = _COUNTS.get(index)
     if counts is None:
-        counts = _COUNTS[index] = count_corpus(index.text_batches(desc="BM25 term counts"), spill=spill)
+        shards = index.take_stem_counts()
+        counts = _COUNTS[index] = (count_corpus(index.text_batches(desc="BM25 term counts"), spill=spill)
+                                   if shards is None else merge_counts(shards, spill=spill))
     return counts
 
 

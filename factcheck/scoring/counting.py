@@ -134,6 +134,16 @@ def count_corpus(batches, analyzer: str = "stems", spill=None, first_seen: bool 
     end. Without it every batch's counts stay in memory until the matrix is built (8 bytes
     an entry beside the matrix's own 8). The matrix is the same bytes either way.
     """
+    return merge_counts((count_terms(list(texts), analyzer, first_seen, pairs) for _, texts in batches),
+                        spill, first_seen, pairs)
+
+
+def merge_counts(shards, spill=None, first_seen: bool = False, pairs: bool = False) -> CorpusCounts:
+    """:class:`ShardCounts` of consecutive batches, in corpus order, as one :class:`CorpusCounts`
+    (what :func:`count_corpus` gives for the batches' texts, counted with the same ``first_seen``
+    and ``pairs``). Each batch is released once read: give an iterator that drops its own
+    reference to free a batch's counts as the merge goes. ``spill``: as for :func:`count_corpus`.
+    """
     from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
     batches_seen, lengths, column = [], [], {}
     df_seen = np.zeros(0, dtype=np.int64)  # units per term, by first-seen id
@@ -141,8 +151,7 @@ def count_corpus(batches, analyzer: str = "stems", spill=None, first_seen: bool 
         spill = Path(spill)
         spill.mkdir()
     try:
-        for i, (_, texts) in enumerate(batches):
-            counted = count_terms(list(texts), analyzer, first_seen, pairs)
+        for i, counted in enumerate(shards):
             m, terms = counted.matrix, counted.terms
             lengths.append(np.asarray(m.sum(axis=1), dtype=np.int64).ravel())
             local = np.array([column.setdefault(t, len(column)) for t in terms], dtype=np.int64)

@@ -13,9 +13,10 @@ import numpy as np
 
 from factcheck.errors import InputError, as_path
 from factcheck.formats.files import SYMLINK_REFUSED, atomic_dir
+from factcheck.scoring.counting import count_terms
 from factcheck.tagging import outdir, store
-from factcheck.tagging.packing import pack_strings, unpack_strings
-from factcheck.tagging.tasks import counts_arrays, tag_arrays
+from factcheck.tagging.packing import pack_strings
+from factcheck.tagging.tasks import tag_arrays
 from factcheck.tagging.vocabulary import TermStats, Vocabulary, tag_vocabulary
 
 __all__ = ["build_in_memory", "collection_record", "index_record", "save_index", "vocabulary_arrays"]
@@ -72,7 +73,9 @@ def collection_record(ids: list[str], texts: list[str], titles: list[str] | None
 
 def build_in_memory(ids: list[str], texts: list[str], titles: list[str] | None, index_titles: bool, params,
                     input_record: dict, param: str = "evidence"):
-    """The manifest and arrays of these passages' index, in memory (``TagIndex(None, ...)`` opens them).
+    """The manifest, arrays and stem counts of these passages' index, in memory
+    (``TagIndex(None, ...)`` opens them; the counts, one :class:`~factcheck.scoring.counting.ShardCounts`
+    a shard of its :meth:`~factcheck.tagging.index.TagIndex.text_batches`, go to its BM25 fit).
 
     ``params`` is the job's :class:`~factcheck.tagging.job.TagParams`, ``input_record`` what
     the manifest says about the input: the arrays are those ``factcheck tag`` writes for the
@@ -81,21 +84,21 @@ def build_in_memory(ids: list[str], texts: list[str], titles: list[str] | None, 
     params.validate()
     size = params.shard_size
     bounds = list(range(0, len(ids), size))
+    indexed = titles is not None and index_titles  # the manifest's "index_titles": what TagIndex.texts reads
     passages, counts, stats = [], [], TermStats.empty()
     for start in bounds:  # count (the job's map), merged in input order
         p = store.typed("passages", store.passage_arrays(
             ids[start:start + size], texts[start:start + size], None if titles is None else titles[start:start + size]))
-        c = store.typed("counts", counts_arrays(store.shard_texts(p, index_titles)))
-        terms = unpack_strings(c["terms"], c["term_offsets"])
-        stats.add(terms, c["totals"], c["doc_freq"], len(c["indptr"]) - 1)
+        # The texts TagIndex.text_batches yields for this shard, counted as count_corpus counts a batch.
+        c = count_terms(store.shard_texts(p, indexed), "stems")
+        stats.add(c.terms, c.totals, c.doc_freq, c.matrix.shape[0])
         passages.append(p)
-        counts.append((terms, c))
+        counts.append(c)
     vocab = Vocabulary.from_stats(stats, params.max_features)
     if not vocab.terms:
         raise InputError(None, None, NO_WORD, param=param)
     payload = (vocab.terms, vocab.idf, params.top_k)
-    tags = [store.typed("tags", tag_arrays(terms, c, payload)) for terms, c in counts]
-    del counts
+    tags = [store.typed("tags", tag_arrays(c, payload)) for c in counts]
     tag_counts = np.zeros(len(vocab.terms), dtype=np.int64)
     entries = []
     for shard, (start, t) in enumerate(zip(bounds, tags)):
@@ -109,7 +112,7 @@ def build_in_memory(ids: list[str], texts: list[str], titles: list[str] | None, 
     vocabulary = store.typed("vocabulary", arrays)
     manifest = store.Manifest(data)
     id_hashes, id_rows = store.unique_ids(None, manifest, passages)
-    return manifest, store.IndexArrays(passages, tags, vocabulary, vocab.terms, tag_terms, id_hashes, id_rows)
+    return manifest, store.IndexArrays(passages, tags, vocabulary, vocab.terms, tag_terms, id_hashes, id_rows), counts
 
 
 def save_index(index, path, force: bool = False) -> Path:
