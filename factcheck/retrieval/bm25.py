@@ -66,7 +66,7 @@ class BM25Retriever(Retriever):
         self.weights_ = cached_weights(cache, "bm25/lucene", {"counts": key, "k1": self.k1, "b": self.b,
                                                               "method": "lucene"},
                                        counts.counts, counts.lengths, self.k1, self.b)
-        self.vocabulary_ = {t: j for j, t in enumerate(counts.terms)}
+        self.vocabulary_ = dict(zip(counts.terms, range(len(counts.terms))))
 
     def queries(self, claims: list[str]):
         """The claims' stem counts over the weights' terms (float32, one row each)."""
