@@ -273,3 +273,17 @@ def test_bm25_takes_the_in_memory_build_counts_the_same_arrays_as_counting_again
                  (got.counts.data, want.counts.data), (got.lengths, want.lengths)]:
         assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
     assert corpus_counts(index) is got  # later fits share it
+
+
+def test_passages_in_memory_are_recorded_by_the_checksum_of_the_whole_whatever_the_shards(stand_in_pandas):
+    from factcheck.tagging import store
+    from factcheck.tagging.memory import collection_record
+    ids = [f"p{i}" for i in range(len(UNICODE))]
+    titles = ["Glaciers", "", "Nombres", "Vide", "Chats", "Ρίζα"]
+    whole = [store.passage_arrays(ids, UNICODE, titles)]
+    for size in (1, 4, 100):
+        index = factcheck.build_index(stand_in_pandas({"id": ids, "text": UNICODE, "title": titles}),
+                                      title_column="title", shard_size=size)
+        assert index.manifest.data["input"] == collection_record(whole, True, False)
+        untitled = factcheck.build_index(dict(zip(ids, UNICODE)), shard_size=size)
+        assert untitled.manifest.data["input"] == collection_record([store.passage_arrays(ids, UNICODE)], False, False)
