@@ -64,7 +64,7 @@ def tag_arrays(local: ShardCounts, payload) -> dict:
     (:func:`~factcheck.scoring.counting.count_terms`'s, or a counts folder's read back)."""
     vocab_terms, idf, top_k = payload
     # canonical order -> identical float sums in every shard layout
-    counts = local.to_columns({t: i for i, t in enumerate(vocab_terms)})
+    counts = local.to_columns(dict(zip(vocab_terms, range(len(vocab_terms)))))
     weights = tfidf_rows(counts, idf)
     indptr, terms, values = top_k_rows(weights, top_k)
     return {"indptr": indptr, "terms": terms, "weights": values}
