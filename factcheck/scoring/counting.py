@@ -154,7 +154,7 @@ def merge_counts(shards, spill=None, first_seen: bool = False, pairs: bool = Fal
         for i, counted in enumerate(shards):
             m, terms = counted.matrix, counted.terms
             lengths.append(np.asarray(m.sum(axis=1), dtype=np.int64).ravel())
-            # First-seen ids (any consistent ids give the same matrix: columns are remapped to sorted terms).
+            # First-seen ids (the order first_seen keeps), the batch's new terms added in one pass.
             fresh = [t for t in terms if t not in column]
             column.update(zip(fresh, range(len(column), len(column) + len(fresh))))
             local = np.fromiter(map(column.__getitem__, terms), dtype=np.int64, count=len(terms))
