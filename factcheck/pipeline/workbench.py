@@ -314,7 +314,7 @@ def _collection_queries(source, query_column: str, options: dict):
     from factcheck.formats.evidence import is_data_frame, read_collection
     from factcheck.tagging.index import TagIndex
     from factcheck.tagging.job import TagParams
-    from factcheck.tagging.memory import build_in_memory, collection_record
+    from factcheck.tagging.memory import build_in_memory
     if isinstance(source, TagIndex):
         given = [name for name, value in options.items() if value is not None]
         if given:
@@ -349,8 +349,7 @@ def _collection_queries(source, query_column: str, options: dict):
     if options["title_column"] is None:  # stored and shown, never indexed
         options["title_column"] = query_column
     ids, texts, titles, index_titles = read_collection(source, "source", **options)
-    index = TagIndex(None, *build_in_memory(ids, texts, titles, index_titles, TagParams(),
-                                            collection_record(ids, texts, titles, index_titles), "source"))
+    index = TagIndex(None, *build_in_memory(ids, texts, titles, index_titles, TagParams(), param="source"))
     record = {"name": "(in memory)", "format": "DataFrame", "id_column": options["id_column"] or "id",
               "text_column": options["text_column"] or "text"}
     return index, ids, queries, record

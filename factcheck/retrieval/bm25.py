@@ -9,7 +9,7 @@ import numpy as np
 from factcheck.errors import Interval
 from factcheck.retrieval.base import Retriever, Scored, TopK
 from factcheck.scoring.bm25 import bm25_weights
-from factcheck.scoring.counting import CorpusCounts, TermColumns, count_corpus
+from factcheck.scoring.counting import CorpusCounts, TermColumns, count_corpus, merge_counts
 from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
 from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.packing import pack_strings, unpack_strings
@@ -66,7 +66,7 @@ class BM25Retriever(Retriever):
         self.weights_ = cached_weights(cache, "bm25/lucene", {"counts": key, "k1": self.k1, "b": self.b,
                                                               "method": "lucene"},
                                        counts.counts, counts.lengths, self.k1, self.b)
-        self.vocabulary_ = {t: j for j, t in enumerate(counts.terms)}
+        self.vocabulary_ = dict(zip(counts.terms, range(len(counts.terms))))
         self._columns = TermColumns(self.vocabulary_)
 
     def queries(self, claims: list[str]):
@@ -114,11 +114,15 @@ SPILL = "counting"  # each shard's counts while the cache's matrix is built (rem
 
 
 def corpus_counts(index, spill=None) -> CorpusCounts:
-    """The index's stem counts, counted once per loaded index and shared by every fit;
+    """The index's stem counts, counted once per loaded index and shared by every fit: an
+    index built in memory hands over the counts its build made (the same texts, the same
+    counter), merged as :func:`~factcheck.scoring.counting.count_corpus` merges its batches;
     ``spill``: :func:`~factcheck.scoring.counting.count_corpus`'s folder for each shard's counts."""
     counts = _COUNTS.get(index)
     if counts is None:
-        counts = _COUNTS[index] = count_corpus(index.text_batches(desc="BM25 term counts"), spill=spill)
+        shards = index.take_stem_counts()
+        counts = _COUNTS[index] = (count_corpus(index.text_batches(desc="BM25 term counts"), spill=spill)
+                                   if shards is None else merge_counts(shards, spill=spill))
     return counts
 
 

@@ -78,12 +78,11 @@ def _tag_chunks(chunks: Chunks, ids: list[str], tag_params: dict, folder: Path) 
 def _chunks_in_memory(chunks: Chunks, ids, tag_params: dict):
     """The chunk index of an index held in memory: tagged in memory too."""
     from factcheck.tagging.job import TagParams
-    from factcheck.tagging.memory import build_in_memory, collection_record
+    from factcheck.tagging.memory import build_in_memory
 
     chunk_ids, texts = _chunk_ids(chunks, ids), list(chunks.texts)
     from factcheck.tagging.index import TagIndex
-    return TagIndex(None, *build_in_memory(chunk_ids, texts, None, False, TagParams(**tag_params),
-                                           collection_record(chunk_ids, texts, None, False)))
+    return TagIndex(None, *build_in_memory(chunk_ids, texts, None, False, TagParams(**tag_params)))
 
 
 class ChunkedRetriever(Retriever):

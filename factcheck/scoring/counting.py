@@ -207,6 +207,16 @@ def count_corpus(batches, analyzer: str = "stems", spill=None, first_seen: bool 
     end. Without it every batch's counts stay in memory until the matrix is built (8 bytes
     an entry beside the matrix's own 8). The matrix is the same bytes either way.
     """
+    return merge_counts((count_terms(list(texts), analyzer, first_seen, pairs) for _, texts in batches),
+                        spill, first_seen, pairs)
+
+
+def merge_counts(shards, spill=None, first_seen: bool = False, pairs: bool = False) -> CorpusCounts:
+    """:class:`ShardCounts` of consecutive batches, in corpus order, as one :class:`CorpusCounts`
+    (what :func:`count_corpus` gives for the batches' texts, counted with the same ``first_seen``
+    and ``pairs``). Each batch is released once read: give an iterator that drops its own
+    reference to free a batch's counts as the merge goes. ``spill``: as for :func:`count_corpus`.
+    """
     from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
     batches_seen, lengths, column = [], [], {}
     df_seen = np.zeros(0, dtype=np.int64)  # units per term, by first-seen id
@@ -214,11 +224,13 @@ def count_corpus(batches, analyzer: str = "stems", spill=None, first_seen: bool 
         spill = Path(spill)
         spill.mkdir()
     try:
-        for i, (_, texts) in enumerate(batches):
-            counted = count_terms(list(texts), analyzer, first_seen, pairs)
+        for i, counted in enumerate(shards):
             m, terms = counted.matrix, counted.terms
             lengths.append(np.asarray(m.sum(axis=1), dtype=np.int64).ravel())
-            local = np.array([column.setdefault(t, len(column)) for t in terms], dtype=np.int64)
+            # First-seen ids (the order first_seen keeps), the batch's new terms added in one pass.
+            fresh = [t for t in terms if t not in column]
+            column.update(zip(fresh, range(len(column), len(column) + len(fresh))))
+            local = np.fromiter(map(column.__getitem__, terms), dtype=np.int64, count=len(terms))
             arrays = {"cols": local[m.indices].astype(np.int32), "data": m.data.astype(np.float32),
                       "row_ptr": np.asarray(m.indptr, dtype=np.int64)}
             if pairs:
@@ -235,7 +247,8 @@ def count_corpus(batches, analyzer: str = "stems", spill=None, first_seen: bool 
             del arrays
         names = list(column) if first_seen else sorted(column)
         remap = np.empty(len(column), dtype=np.int32)
-        remap[[column[t] for t in names]] = np.arange(len(names), dtype=np.int32)
+        remap[np.fromiter(map(column.__getitem__, names), dtype=np.int64, count=len(names))] = \
+            np.arange(len(names), dtype=np.int32)
         del column
         n_terms = len(names)
         df = np.zeros(n_terms, dtype=np.int64)
@@ -251,16 +264,18 @@ def count_corpus(batches, analyzer: str = "stems", spill=None, first_seen: bool 
             arrays = seen if spill is None else {
                 name: load_array(spill, f"{seen:06d}-{name}") for name in (
                     "cols", "data", "row_ptr", *(("pair_rows", "pair_first", "pair_second") if pairs else ()))}
-            cols, data, row_ptr = remap[arrays["cols"]], arrays["data"], arrays["row_ptr"]
-            rows = base + np.repeat(np.arange(len(row_ptr) - 1, dtype=np.int64), np.diff(row_ptr))
-            order = np.argsort(cols, kind="stable")  # by term, units ascending within one
-            per_term = np.bincount(cols, minlength=n_terms)
-            first = np.cumsum(per_term) - per_term
-            sorted_cols = cols[order]
-            at = fill[sorted_cols] + (np.arange(len(order)) - first[sorted_cols])
-            tf[at] = data[order]
-            units[at] = rows[order]
+            row_ptr = arrays["row_ptr"]
+            n_rows = len(row_ptr) - 1
+            # By term, units ascending within one: scipy's CSR -> CSC is a stable counting sort.
+            by_term = sp.csr_matrix((arrays["data"], remap[arrays["cols"]], row_ptr),
+                                    shape=(n_rows, n_terms)).tocsc()
+            starts = by_term.indptr.astype(np.int64)
+            per_term = np.diff(starts)
+            at = np.arange(by_term.nnz, dtype=np.int64) + np.repeat(fill - starts[:-1], per_term)
+            tf[at] = by_term.data
+            units[at] = by_term.indices.astype(np.int64) + base
             fill += per_term
+            del by_term, starts, per_term, at
             if pairs:  # each unit's distinct pairs, ascending by the final columns
                 code = remap[arrays["pair_first"]].astype(np.int64) * n_terms + remap[arrays["pair_second"]]
                 order = np.lexsort((code, arrays["pair_rows"]))
@@ -268,10 +283,10 @@ def count_corpus(batches, analyzer: str = "stems", spill=None, first_seen: bool 
                 keep = np.ones(len(code), dtype=bool)
                 keep[1:] = (code[1:] != code[:-1]) | (pair_rows[1:] != pair_rows[:-1])
                 codes.append(code[keep])
-                pair_ptr.append(n_pairs + np.cumsum(np.bincount(pair_rows[keep], minlength=len(row_ptr) - 1)))
+                pair_ptr.append(n_pairs + np.cumsum(np.bincount(pair_rows[keep], minlength=n_rows)))
                 n_pairs += len(codes[-1])
-            base += len(row_ptr) - 1
-            del arrays, cols, data, row_ptr, rows, order, sorted_cols, at
+            base += n_rows
+            del arrays, row_ptr
     finally:
         if spill is not None:
             shutil.rmtree(spill, ignore_errors=True)

@@ -199,6 +199,9 @@ class TagIndex:
         Its verified manifest.
     arrays : IndexArrays
         Its arrays, opened and checked (:func:`~factcheck.tagging.store.open_index`).
+    stem_counts : list of ShardCounts or None, default None
+        An index built in memory: the stem counts its build made of each shard's
+        :meth:`text_batches` texts, kept for :meth:`take_stem_counts`.
 
     Example
     -------
@@ -218,8 +221,9 @@ class TagIndex:
     (['Savages_-LRB-2012_film-RRB-:0', 'Savages_-LRB-2012_film-RRB-:1'], 'Savages (2012 film)', 'It is long.', None)
     """
 
-    def __init__(self, root: Path, manifest: store.Manifest, arrays: store.IndexArrays):
+    def __init__(self, root: Path, manifest: store.Manifest, arrays: store.IndexArrays, stem_counts=None):
         self.root = None if root is None else Path(root)
+        self._stem_counts = stem_counts
         self.manifest = manifest
         p = arrays.passages
         #: Every passage id, in row order (``ids.take(rows)`` decodes many at once).
@@ -369,6 +373,23 @@ class TagIndex:
             raise InputError(path, f"claim {missing[0][0]!r}", f"gold evidence {_ids_line([e for _, e in missing])} "
                              f"not in the knowledge source {self.where} (of {len({c for c, _ in missing})} "
                              "claims); is it the knowledge source these claims were written for?")
+
+    def take_stem_counts(self):
+        """The stems of each :meth:`text_batches` shard as the in-memory build counted them to
+        tag (:func:`~factcheck.scoring.counting.count_terms`, analyzer "stems"), handed over
+        once: an iterator of :class:`~factcheck.scoring.counting.ShardCounts` in shard order
+        that drops each shard's counts as it yields them, so the index keeps no copy once
+        they are taken (BM25's fit merges them, :func:`~factcheck.scoring.counting.merge_counts`).
+        None for an index opened from a directory, or once taken."""
+        shards, self._stem_counts = self._stem_counts, None
+        if shards is None:
+            return None
+
+        def drain():
+            shards.reverse()
+            while shards:
+                yield shards.pop()
+        return drain()
 
     def text_batches(self, desc: str | None = None):
         """``(first row, texts)`` one shard at a time; ``desc``: a progress bar's label."""

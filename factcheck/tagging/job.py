@@ -348,15 +348,14 @@ def build_index(evidence, out=None, *, format: str | None = None, id_column: str
     """
     from factcheck.formats.evidence import is_collection, read_collection
     from factcheck.tagging.index import TagIndex
-    from factcheck.tagging.memory import build_in_memory, collection_record
+    from factcheck.tagging.memory import build_in_memory
 
     options = {"format": format, "id_column": id_column, "text_column": text_column, "title_column": title_column,
                "index_titles": index_titles, "max_passage_chars": max_passage_chars}
     params = TagParams(top_k, max_features, tag_features, shard_size)
     if is_collection(evidence):
         ids, texts, titles, index_titles = read_collection(evidence, "evidence", **options)
-        index = TagIndex(None, *build_in_memory(ids, texts, titles, index_titles, params,
-                                                collection_record(ids, texts, titles, index_titles)))
+        index = TagIndex(None, *build_in_memory(ids, texts, titles, index_titles, params))
         if out is not None:
             index.save(out, force=force)
             return TagIndex.load(out)

@@ -13,9 +13,10 @@ import numpy as np
 
 from factcheck.errors import InputError, as_path
 from factcheck.formats.files import SYMLINK_REFUSED, atomic_dir
+from factcheck.scoring.counting import count_terms
 from factcheck.tagging import outdir, store
-from factcheck.tagging.packing import pack_strings, unpack_strings
-from factcheck.tagging.tasks import counts_arrays, tag_arrays
+from factcheck.tagging.packing import pack_strings
+from factcheck.tagging.tasks import tag_arrays
 from factcheck.tagging.vocabulary import TermStats, Vocabulary, tag_vocabulary
 
 __all__ = ["build_in_memory", "collection_record", "index_record", "save_index", "vocabulary_arrays"]
@@ -52,50 +53,66 @@ def index_record(plan: dict, plan_key: str, entries: list[dict], titles: bool, i
     }
 
 
-def collection_record(ids: list[str], texts: list[str], titles: list[str] | None, index_titles: bool) -> dict:
-    """What a manifest records about passages given in memory: their checksum stands for a file's."""
+def collection_record(passages: list[dict], titled: bool, index_titles: bool) -> dict:
+    """What a manifest records about passages given in memory: their checksum stands for a
+    file's. ``passages``: their passages arrays, shard by shard in order; the checksum is that
+    of the ids, texts and titles packed whole (:func:`~factcheck.tagging.packing.pack_strings`),
+    whatever the shards."""
     h = hashlib.sha256()
     size = 0
-    for strings in (ids, texts, titles):
-        if strings is None:
+    for name in ("ids", "texts", "titles"):
+        if name == "titles" and not titled:
             h.update(b"\0none")
             continue
-        buf, offsets = pack_strings(strings)
-        h.update(np.ascontiguousarray(buf, dtype="|u1").tobytes())
-        h.update(np.ascontiguousarray(offsets, dtype="<i8").tobytes())
-        size += len(buf)
+        for p in passages:  # the whole buffer is the shards' one after another
+            h.update(np.ascontiguousarray(p[name], dtype="|u1").tobytes())
+            size += len(p[name])
+        # the whole offsets: 0, then each shard's ends after the earlier shards' bytes
+        h.update(np.zeros(1, dtype="<i8").tobytes())
+        base = 0
+        for p in passages:
+            offsets = p[f"{name[:-1]}_offsets"]
+            h.update(np.ascontiguousarray(offsets[1:] + base, dtype="<i8").tobytes())
+            base += int(offsets[-1])
     record = {"name": "(in memory)", "format": "memory", "sha256": h.hexdigest(), "bytes": size}
-    if titles is not None:
+    if titled:
         record["index_titles"] = index_titles
     return record
 
 
 def build_in_memory(ids: list[str], texts: list[str], titles: list[str] | None, index_titles: bool, params,
-                    input_record: dict, param: str = "evidence"):
-    """The manifest and arrays of these passages' index, in memory (``TagIndex(None, ...)`` opens them).
+                    input_record: dict | None = None, param: str = "evidence"):
+    """The manifest, arrays and stem counts of these passages' index, in memory
+    (``TagIndex(None, ...)`` opens them; the counts, one :class:`~factcheck.scoring.counting.ShardCounts`
+    a shard of its :meth:`~factcheck.tagging.index.TagIndex.text_batches`, go to its BM25 fit).
 
     ``params`` is the job's :class:`~factcheck.tagging.job.TagParams`, ``input_record`` what
-    the manifest says about the input: the arrays are those ``factcheck tag`` writes for the
-    same passages and parameters, and the manifest too when the record is a file's.
+    the manifest says about the input (None: passages given in memory, :func:`collection_record`):
+    the arrays are those ``factcheck tag`` writes for the same passages and parameters, and the
+    manifest too when the record is a file's.
     """
     params.validate()
     size = params.shard_size
     bounds = list(range(0, len(ids), size))
+    indexed = titles is not None and index_titles  # the manifest's "index_titles": what TagIndex.texts reads
     passages, counts, stats = [], [], TermStats.empty()
     for start in bounds:  # count (the job's map), merged in input order
         p = store.typed("passages", store.passage_arrays(
             ids[start:start + size], texts[start:start + size], None if titles is None else titles[start:start + size]))
-        c = store.typed("counts", counts_arrays(store.shard_texts(p, index_titles)))
-        terms = unpack_strings(c["terms"], c["term_offsets"])
-        stats.add(terms, c["totals"], c["doc_freq"], len(c["indptr"]) - 1)
+        # The texts TagIndex.text_batches yields for this shard (the strings packed in p, not
+        # decoded again), counted as count_corpus counts a batch.
+        shard = texts[start:start + size]
+        if indexed:
+            shard = [store.indexed_text(t, x) for t, x in zip(titles[start:start + size], shard)]
+        c = count_terms(shard, "stems")
+        stats.add(c.terms, c.totals, c.doc_freq, c.matrix.shape[0])
         passages.append(p)
-        counts.append((terms, c))
+        counts.append(c)
     vocab = Vocabulary.from_stats(stats, params.max_features)
     if not vocab.terms:
         raise InputError(None, None, NO_WORD, param=param)
     payload = (vocab.terms, vocab.idf, params.top_k)
-    tags = [store.typed("tags", tag_arrays(terms, c, payload)) for terms, c in counts]
-    del counts
+    tags = [store.typed("tags", tag_arrays(c, payload)) for c in counts]
     tag_counts = np.zeros(len(vocab.terms), dtype=np.int64)
     entries = []
     for shard, (start, t) in enumerate(zip(bounds, tags)):
@@ -103,13 +120,15 @@ def build_in_memory(ids: list[str], texts: list[str], titles: list[str] | None, 
         entries.append({"shard": shard, "start": start, "passages": len(t["indptr"]) - 1,
                         "empty_tags": int(np.count_nonzero(np.diff(t["indptr"]) == 0))})
     arrays, tag_terms = vocabulary_arrays(vocab, tag_counts, len(ids), params.tag_features)
+    if input_record is None:
+        input_record = collection_record(passages, titles is not None, index_titles)
     plan = {"format": store.MANIFEST_FORMAT, "params": asdict(params), "input": input_record}
     data = index_record(plan, store.content_key(plan), entries, titles is not None, titles is not None and index_titles,
                         vocab, tag_terms)
     vocabulary = store.typed("vocabulary", arrays)
     manifest = store.Manifest(data)
     id_hashes, id_rows = store.unique_ids(None, manifest, passages)
-    return manifest, store.IndexArrays(passages, tags, vocabulary, vocab.terms, tag_terms, id_hashes, id_rows)
+    return manifest, store.IndexArrays(passages, tags, vocabulary, vocab.terms, tag_terms, id_hashes, id_rows), counts
 
 
 def save_index(index, path, force: bool = False) -> Path:

@@ -53,18 +53,18 @@ def tag_shard(root: str, shard: int, key: str, payload) -> None:
     """Tag shard ``shard`` with its top-k TF-IDF terms; ``payload``: (vocabulary, IDF, k)."""
     root = Path(root)
     local_terms, c = read_counts(root, shard)
-    name = store.tags_name(shard)
-    store.mark_done(root, name, key, store.write_arrays(root / name, "tags", tag_arrays(local_terms, c, payload)))
-
-
-def tag_arrays(local_terms: list[str], c: dict, payload) -> dict:
-    """The arrays of a tags folder: each passage's top-k TF-IDF terms from its counts ``c``
-    (a counts folder's arrays, with their dtypes) over ``local_terms``."""
-    vocab_terms, idf, top_k = payload
     n = len(c["indptr"]) - 1
-    local = sp.csr_matrix((c["data"], c["indices"], c["indptr"]), shape=(n, len(local_terms)))
+    local = ShardCounts(local_terms, sp.csr_matrix((c["data"], c["indices"], c["indptr"]), shape=(n, len(local_terms))))
+    name = store.tags_name(shard)
+    store.mark_done(root, name, key, store.write_arrays(root / name, "tags", tag_arrays(local, payload)))
+
+
+def tag_arrays(local: ShardCounts, payload) -> dict:
+    """The arrays of a tags folder: each passage's top-k TF-IDF terms from its counts ``local``
+    (:func:`~factcheck.scoring.counting.count_terms`'s, or a counts folder's read back)."""
+    vocab_terms, idf, top_k = payload
     # canonical order -> identical float sums in every shard layout
-    counts = ShardCounts(local_terms, local).to_columns({t: i for i, t in enumerate(vocab_terms)})
+    counts = local.to_columns(dict(zip(vocab_terms, range(len(vocab_terms)))))
     weights = tfidf_rows(counts, idf)
     indptr, terms, values = top_k_rows(weights, top_k)
     return {"indptr": indptr, "terms": terms, "weights": values}

@@ -75,9 +75,10 @@ def tag_vocabulary(vocab_terms: list[str], tag_counts: np.ndarray, n_docs: int,
                    tag_features: int) -> Vocabulary:
     """The tag model's vocabulary and IDF: the ``tag_features`` most frequent tags, ties by term
     (``tag_counts[j]``: passages tagged ``vocab_terms[j]``)."""
-    present = np.flatnonzero(tag_counts > 0)
+    present = np.flatnonzero(tag_counts > 0).tolist()
     names = [vocab_terms[j] for j in present]
     kept = top_terms(names, tag_counts[present], tag_features)
-    lookup = {t: j for j, t in enumerate(vocab_terms)}
-    df = np.array([tag_counts[lookup[t]] for t in kept], dtype=np.int64)
+    lookup = dict(zip(names, present))  # the tagged terms' columns (kept is among them)
+    df = np.asarray(tag_counts, dtype=np.int64)[np.fromiter(map(lookup.__getitem__, kept), dtype=np.int64,
+                                                            count=len(kept))]
     return Vocabulary(kept, smoothed_idf(df, n_docs))

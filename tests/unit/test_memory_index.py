@@ -247,3 +247,43 @@ def test_save_replaces_a_damaged_copy_only_with_force_and_never_writes_through_a
         with pytest.raises(factcheck.InputError, match="symbolic link"):
             factcheck.build_index(["Glaciers melt."]).save(tmp_path / "link", force=force)
     assert list(TagIndex.load(target).ids) == list(PASSAGES)
+
+
+UNICODE = ["Ça fond: les glaciers reculent, naïve café résumé.", "東京 sea levels rise; Straße über Øresund.",
+           "the of 42 and", "", "Cats sleep; CATS slept, a cat's nap.", "Ελληνικά κείμενα και ρίζες."]
+
+
+@pytest.mark.parametrize("titles", [None, "stored", "indexed"])
+def test_bm25_takes_the_in_memory_build_counts_the_same_arrays_as_counting_again(stand_in_pandas, titles):
+    from factcheck.retrieval.bm25 import corpus_counts
+    from factcheck.scoring.counting import count_corpus
+    ids = [f"p{i}" for i in range(len(UNICODE))]
+    if titles is None:
+        index = factcheck.build_index(dict(zip(ids, UNICODE)), shard_size=2)
+    else:
+        frame = stand_in_pandas({"id": ids, "text": UNICODE,
+                                 "title": ["Glaciers", "", "Nombres", "Vide", "Chats", "Ρίζα"]})
+        index = factcheck.build_index(frame, title_column="title", index_titles=titles == "indexed", shard_size=2)
+        assert index.has_titles and index.index_titles == (titles == "indexed")
+    want = count_corpus(index.text_batches())  # what a fit counted before the build handed its counts over
+    got = corpus_counts(index)
+    assert index.take_stem_counts() is None  # handed over once: the index holds no second copy
+    assert got.terms == want.terms and got.counts.n_units == want.counts.n_units == len(UNICODE)
+    for a, b in [(got.counts.indptr, want.counts.indptr), (got.counts.indices, want.counts.indices),
+                 (got.counts.data, want.counts.data), (got.lengths, want.lengths)]:
+        assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    assert corpus_counts(index) is got  # later fits share it
+
+
+def test_passages_in_memory_are_recorded_by_the_checksum_of_the_whole_whatever_the_shards(stand_in_pandas):
+    from factcheck.tagging import store
+    from factcheck.tagging.memory import collection_record
+    ids = [f"p{i}" for i in range(len(UNICODE))]
+    titles = ["Glaciers", "", "Nombres", "Vide", "Chats", "Ρίζα"]
+    whole = [store.passage_arrays(ids, UNICODE, titles)]
+    for size in (1, 4, 100):
+        index = factcheck.build_index(stand_in_pandas({"id": ids, "text": UNICODE, "title": titles}),
+                                      title_column="title", shard_size=size)
+        assert index.manifest.data["input"] == collection_record(whole, True, False)
+        untitled = factcheck.build_index(dict(zip(ids, UNICODE)), shard_size=size)
+        assert untitled.manifest.data["input"] == collection_record([store.passage_arrays(ids, UNICODE)], False, False)

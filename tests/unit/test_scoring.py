@@ -230,6 +230,28 @@ def test_counting_in_first_seen_order_with_pairs(tmp_path):
             assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
+def test_corpus_counts_are_term_major_with_units_ascending_across_batches():
+    """The merge of batches' counts against a term-by-term build of the same stems."""
+    from factcheck.scoring.counting import count_corpus
+    from factcheck.text.analyzer import analyze
+    batches = [(0, ["Cats nap; cats purr.", "", "Ça fond, 東京 fond"]), (3, []),
+               (3, ["the of", "dogs bark at cats", "Øresund café cats nap"])]
+    got = count_corpus(batches)
+    docs = [analyze(t) for _, texts in batches for t in texts]
+    terms = sorted({s for d in docs for s in d})
+    indptr, units, tf = [0], [], []
+    for term in terms:
+        for unit, doc in enumerate(docs):
+            if doc.count(term):
+                units.append(unit)
+                tf.append(doc.count(term))
+        indptr.append(len(units))
+    assert got.terms == terms and got.counts.n_units == len(docs)
+    assert got.counts.indptr.tolist() == indptr and got.counts.indices.tolist() == units
+    assert got.counts.data.dtype == np.float32 and got.counts.data.tolist() == tf
+    assert got.lengths.dtype == np.int64 and got.lengths.tolist() == [len(d) for d in docs]
+
+
 @pytest.mark.parametrize("cache", [True, False])
 def test_bm25_weights_of_tiny_shards_are_the_bytes_of_one_shard(tmp_path, cache):
     from helpers import DEMO
