@@ -345,7 +345,7 @@ class Retriever(BaseEstimator, ABC):
         """
         texts, one = self._prepare(claims, k)
         # No selection wanted: the tops straight from the scoring, unless the method orders its
-        # own (it overrides _search); either way at most k, as _search cuts them.
+        # own (it overrides _search); _rankings cuts either to k.
         found = self._scored_top(texts, k) if type(self)._search is Retriever._search else self._search(texts, k, False)
         out = self._rankings([top for _, top in found], k)
         return out[0] if one else out
@@ -369,7 +369,7 @@ class Retriever(BaseEstimator, ABC):
         texts, one = self._prepare(claims, None)
         found = list(self._search(texts, depth, True))
         if depth:
-            out = [replace(sel, ranking=r) for (sel, _), r in zip(found, self._rankings([top for _, top in found]))]
+            out = [replace(sel, ranking=r) for (sel, _), r in zip(found, self._rankings([top for _, top in found], depth))]
         else:
             out = [sel for sel, _ in found]
         return out[0] if one else out
@@ -409,11 +409,11 @@ class Retriever(BaseEstimator, ABC):
         raise NotImplementedError
 
     def _search(self, texts: list[str], k: int, select: bool) -> Iterable[tuple[Selection | None, TopK | None]]:
-        """Per claim, from one scoring: its selection (if ``select``) and its top ``k`` (if ``k``)."""
+        """Per claim, from one scoring: its selection (if ``select``) and its top, at least ``k``
+        deep (:meth:`_rankings` cuts it to ``k``)."""
         depth = max(k, self._evidence_depth if select else 0)
         for text, (scored, top) in zip(texts, self._scored_top(texts, depth)):
-            sel = self._select(text, scored, top) if select else None
-            yield sel, (top if len(top.rows) <= k else TopK(top.rows[:k], top.scores[:k])) if k else None
+            yield (self._select(text, scored, top) if select else None), top
 
     def _scored_top(self, texts: list[str], depth: int) -> Iterable[tuple[Scored, TopK]]:
         """Per claim, what the method scores and its top ``depth`` (a method that ranks without
