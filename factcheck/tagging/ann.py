@@ -98,13 +98,21 @@ class AnnIndex:
         self.depth = depth
         self.candidates = int(entry.get("candidates") or 0)
 
+    def count(self, depth: int) -> int:
+        """How many candidates :meth:`search` asks for a top ``depth``: at least the search
+        depth, twice ``depth`` and the recorded ``candidates``, where the index holds that many."""
+        return min(self.index.ntotal, max(self.depth, 2 * depth, self.candidates))
+
     def search(self, query: np.ndarray, depth: int) -> np.ndarray:
-        """Candidate rows (ascending, distinct) for a top ``depth``: at least the search
-        depth, twice ``depth`` and the recorded ``candidates`` of them, where the index holds
-        that many."""
-        count = min(self.index.ntotal, max(self.depth, 2 * depth, self.candidates))
+        """Candidate rows (ascending, distinct) for a top ``depth``, :meth:`count` of them."""
+        count = self.count(depth)
         # Per-call parameters (not the shared index's settings): safe with threads.
-        knob = max(self.depth, count) if self._knob == "efSearch" else self.depth
+        # nprobe beyond the lists means every list: say so, since faiss 1.15's residual PQ
+        # fast-scan ranks wrongly when asked for more lists than it has.
+        if self._knob == "efSearch":
+            knob = max(self.depth, count)
+        else:
+            knob = min(self.depth, getattr(self.index, "nlist", self.depth))
         params = self._params(**{self._knob: knob})
         _, found = self.index.search(np.ascontiguousarray(query[None, :], dtype=np.float32), count, params=params)
         rows = found[0]

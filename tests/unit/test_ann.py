@@ -324,3 +324,14 @@ def test_an_ivf_trains_on_enough_vectors_a_list(tmp_path, monkeypatch):
     monkeypatch.setattr(faiss, "index_factory", spy)
     ann.build_ann(tmp_path, unit_vectors(3000), spec="IVF32,SQ8")
     assert seen == [ann.TRAIN_PER_LIST * 32]  # not the 500 of the fixed sample
+
+
+def test_asked_for_more_lists_than_it_has_a_pq_fast_scan_index_scans_them_all(tmp_path):
+    from factcheck.tagging import ann
+    vectors = unit_vectors(3000)
+    entry = ann.build_ann(tmp_path, vectors, spec="IVF16,PQ16x4fsr", candidates=500)
+    deep = ann.AnnIndex(faiss.read_index(str(tmp_path / ann.ANN_FILE)), entry)  # search_depth 256
+    every = ann.AnnIndex(faiss.read_index(str(tmp_path / ann.ANN_FILE)), {**entry, "search_depth": 16})
+    assert deep.depth > 16
+    for q in unit_vectors(5, seed=1).astype(np.float32):
+        assert deep.search(q, 100).tolist() == every.search(q, 100).tolist()
