@@ -310,6 +310,7 @@ def main(argv=None) -> int:
     base = measure([sys.executable, "-c", f"from benchmarks.ann import load_vectors; from pathlib import Path; "
                     f"load_vectors(Path({str(args.index)!r}), {args.limit!r})"])
     rows = []
+    (ROOT / "bench").mkdir(exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="bench-ann-", dir=ROOT / "bench"))
     for name in args.only.split(","):
         library, params = CONFIGS[name]
