@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from helpers import needs_open
+
 pytest.importorskip("faiss")
 
 NEW = ["faiss-ivf-deep", "faiss-hnsw-deep", "faiss-hnsw32", "hnswlib-m32", "ivf-sq8", "ivf-pq64fs", "ivf-pq64fsr",
@@ -91,3 +93,23 @@ def test_recall_counts_the_exact_top_found_and_float16_vectors_re_score_alike(da
     everything = np.arange(len(vectors))
     assert bench.rescored(vectors, q, everything).tolist() == want.tolist()  # float16, widened by rows
     assert bench.rescored(vectors.astype(np.float32), q, everything[::-1]).tolist() == want.tolist()
+
+
+@needs_open
+def test_the_vectors_are_one_flat_copy_memory_mapped_made_once(tmp_path, monkeypatch):
+    import factcheck
+    import benchmarks.ann as bench
+    from factcheck.tagging.vectors import PassageVectorJob, load_vectors
+    from helpers import DEMO
+    monkeypatch.setattr(bench, "ROOT", tmp_path)
+    index = tmp_path / "index"
+    factcheck.build_index(str(DEMO / "evidence.json"), str(index), progress=False)
+    PassageVectorJob(progress=False).run(index)
+    want = load_vectors(index)
+    got = bench.load_vectors(index)
+    assert isinstance(got.base, np.memmap) or isinstance(got, np.memmap)
+    assert got.dtype == np.float16 and np.array_equal(got, want)
+    copy, = (tmp_path / "bench").glob("ann-vectors-*.npy")
+    mtime = copy.stat().st_mtime_ns
+    assert np.array_equal(bench.resident(bench.load_vectors(index, 7)), want[:7])
+    assert copy.stat().st_mtime_ns == mtime and len(list((tmp_path / "bench").iterdir())) == 1  # made once
