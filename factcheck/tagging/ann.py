@@ -32,7 +32,8 @@ EF_CONSTRUCTION = 64  # HNSW's beam while inserting (the measured setting)
 # The one search-depth knob: HNSW's efSearch, IVF's nprobe. The index is also asked for at
 # least this many candidates, and twice the depth wanted, all re-scored exactly.
 SEARCH_DEPTH = 256
-IVF_TRAIN = 100_000  # vectors an IVF's clustering is trained on (a fixed, seeded sample)
+IVF_TRAIN = 100_000  # vectors an IVF's clustering is trained on (a fixed, seeded sample) ...
+TRAIN_PER_LIST = 40  # ... or this many per inverted list if more (faiss warns below 39 a centroid)
 CHUNK = 100_000  # float16 vectors widened to float32 at a time while adding
 INSTALL_HINT = "the nearest-neighbour index needs the optional extra: pip install -e '.[open]'"
 
@@ -46,8 +47,13 @@ def require_faiss():
     return faiss
 
 
-def build_ann(out: Path, vectors: np.ndarray, spec: str = SPEC) -> dict:
+def build_ann(out: Path, vectors: np.ndarray, spec: str = SPEC, candidates: int | None = None) -> dict:
     """Build the index of ``vectors`` (passages x dim) into ``out/ann.index``; its manifest entry.
+
+    ``spec`` may store codes instead of the vectors (``"IVF4096,SQ8"``, ``"IVF4096,PQ64x4fsr"``):
+    such an index is trained on a fixed sample, and ``candidates`` (recorded only when given)
+    is how many candidates a search asks it for, since its approximate scores need a wider
+    pool for the exact re-scoring to find the top.
 
     One thread: HNSW's graph depends on the order of insertions, which more threads make
     vary, so the same vectors give the same bytes whatever ``--jobs``.
@@ -61,7 +67,8 @@ def build_ann(out: Path, vectors: np.ndarray, spec: str = SPEC) -> dict:
         if hasattr(index, "hnsw"):
             faiss.ParameterSpace().set_index_parameter(index, "efConstruction", EF_CONSTRUCTION)
         if not index.is_trained:
-            sample = np.sort(np.random.default_rng(0).choice(n, size=min(n, IVF_TRAIN), replace=False))
+            size = min(n, max(IVF_TRAIN, TRAIN_PER_LIST * getattr(index, "nlist", 0)))
+            sample = np.sort(np.random.default_rng(0).choice(n, size=size, replace=False))
             index.train(np.ascontiguousarray(vectors[sample], dtype=np.float32))
         for start in range(0, n, CHUNK):
             index.add(np.ascontiguousarray(vectors[start:start + CHUNK], dtype=np.float32))
@@ -69,10 +76,13 @@ def build_ann(out: Path, vectors: np.ndarray, spec: str = SPEC) -> dict:
             faiss.write_index(index, str(tmp))
     finally:
         faiss.omp_set_num_threads(threads)
-    return {"file": ANN_FILE, "sha256": sha256_file(out / ANN_FILE), "library": "faiss-cpu",
-            "version": faiss.__version__, "spec": spec, "metric": "inner_product",
-            "ef_construction": EF_CONSTRUCTION if hasattr(index, "hnsw") else None,
-            "search_depth": SEARCH_DEPTH}
+    entry = {"file": ANN_FILE, "sha256": sha256_file(out / ANN_FILE), "library": "faiss-cpu",
+             "version": faiss.__version__, "spec": spec, "metric": "inner_product",
+             "ef_construction": EF_CONSTRUCTION if hasattr(index, "hnsw") else None,
+             "search_depth": SEARCH_DEPTH}
+    if candidates is not None:
+        entry["candidates"] = int(candidates)
+    return entry
 
 
 class AnnIndex:
@@ -86,13 +96,23 @@ class AnnIndex:
         self._params = (faiss.SearchParametersHNSW if hasattr(index, "hnsw") else faiss.SearchParametersIVF)
         self._knob = "efSearch" if hasattr(index, "hnsw") else "nprobe"
         self.depth = depth
+        self.candidates = int(entry.get("candidates") or 0)
+
+    def count(self, depth: int) -> int:
+        """How many candidates :meth:`search` asks for a top ``depth``: at least the search
+        depth, twice ``depth`` and the recorded ``candidates``, where the index holds that many."""
+        return min(self.index.ntotal, max(self.depth, 2 * depth, self.candidates))
 
     def search(self, query: np.ndarray, depth: int) -> np.ndarray:
-        """Candidate rows (ascending, distinct) for a top ``depth``: at least the search
-        depth and twice ``depth`` of them, where the index holds that many."""
-        count = min(self.index.ntotal, max(self.depth, 2 * depth))
+        """Candidate rows (ascending, distinct) for a top ``depth``, :meth:`count` of them."""
+        count = self.count(depth)
         # Per-call parameters (not the shared index's settings): safe with threads.
-        knob = max(self.depth, count) if self._knob == "efSearch" else self.depth
+        # nprobe beyond the lists means every list: say so, since faiss 1.15's residual PQ
+        # fast-scan ranks wrongly when asked for more lists than it has.
+        if self._knob == "efSearch":
+            knob = max(self.depth, count)
+        else:
+            knob = min(self.depth, getattr(self.index, "nlist", self.depth))
         params = self._params(**{self._knob: knob})
         _, found = self.index.search(np.ascontiguousarray(query[None, :], dtype=np.float32), count, params=params)
         rows = found[0]

@@ -273,3 +273,65 @@ def test_an_ivf_description_takes_the_same_path_with_nprobe(tmp_path):
     q = vectors[7].astype(np.float32)
     rows = loaded.search(q, 10)  # nprobe = search_depth >= the 16 lists: every list is searched
     assert 7 in rows.tolist() and len(rows) == ann.SEARCH_DEPTH
+
+
+def test_a_code_storing_index_is_trained_searched_wide_and_re_scored_to_the_exact_top(tmp_path):
+    from factcheck.scoring.topk import top_k
+    from factcheck.tagging import ann
+    from factcheck.tagging.vectors import VECTORS_DIR
+    vectors = unit_vectors(3000)
+    out = tmp_path / VECTORS_DIR
+    out.mkdir()
+    entry = ann.build_ann(out, vectors, spec="IVF64,SQ8", candidates=400)
+    assert entry["spec"] == "IVF64,SQ8" and entry["candidates"] == 400
+    assert "candidates" not in ann.build_ann(tmp_path, vectors[:200], spec="Flat")  # as recorded before
+    loaded = ann.open_ann(tmp_path, entry, len(vectors), vectors.shape[1], "rebuild")
+    assert type(loaded.index).__name__ == "IndexIVFScalarQuantizer"  # codes, not the vectors
+    wide = vectors.astype(np.float32)
+    for q in unit_vectors(20, seed=1).astype(np.float32):
+        rows = loaded.search(q, 100)  # nprobe = search_depth >= the 64 lists: every list is scanned
+        assert len(rows) == 400 and np.all(np.diff(rows) > 0)
+        assert top_k(wide[rows] @ q, 100, rows)[0].tolist() == top_k(wide @ q, 100)[0].tolist()
+
+
+def test_a_code_storing_index_gives_the_same_bytes_whatever_the_thread_setting(tmp_path):
+    from factcheck.tagging import ann
+    vectors = unit_vectors(3000)
+    before = faiss.omp_get_max_threads()
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    faiss.omp_set_num_threads(2)
+    try:
+        first = ann.build_ann(a, vectors, spec="IVF64,SQ8", candidates=400)
+        faiss.omp_set_num_threads(1)
+        second = ann.build_ann(b, vectors, spec="IVF64,SQ8", candidates=400)
+    finally:
+        faiss.omp_set_num_threads(before)
+    assert first == second and (a / ann.ANN_FILE).read_bytes() == (b / ann.ANN_FILE).read_bytes()
+
+
+def test_an_ivf_trains_on_enough_vectors_a_list(tmp_path, monkeypatch):
+    from factcheck.tagging import ann
+    monkeypatch.setattr(ann, "IVF_TRAIN", 500)
+    seen = []
+    real = faiss.index_factory
+
+    def spy(*args):
+        index = real(*args)
+        train = index.train
+        index.train = lambda x: (seen.append(len(x)), train(x))[1]
+        return index
+    monkeypatch.setattr(faiss, "index_factory", spy)
+    ann.build_ann(tmp_path, unit_vectors(3000), spec="IVF32,SQ8")
+    assert seen == [ann.TRAIN_PER_LIST * 32]  # not the 500 of the fixed sample
+
+
+def test_asked_for_more_lists_than_it_has_a_pq_fast_scan_index_scans_them_all(tmp_path):
+    from factcheck.tagging import ann
+    vectors = unit_vectors(3000)
+    entry = ann.build_ann(tmp_path, vectors, spec="IVF16,PQ16x4fsr", candidates=500)
+    deep = ann.AnnIndex(faiss.read_index(str(tmp_path / ann.ANN_FILE)), entry)  # search_depth 256
+    every = ann.AnnIndex(faiss.read_index(str(tmp_path / ann.ANN_FILE)), {**entry, "search_depth": 16})
+    assert deep.depth > 16
+    for q in unit_vectors(5, seed=1).astype(np.float32):
+        assert deep.search(q, 100).tolist() == every.search(q, 100).tolist()
