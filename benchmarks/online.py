@@ -257,7 +257,7 @@ def run_table(results: dict) -> list[str]:
     its exit status) shows it in the whole-run row."""
     done = {s: r for s, r in results.items() if "failed" not in r}
     if not done:
-        return ["Every run failed: " + ", ".join(f"{r['n']:,}: status {r['failed']}" for r in results.values()), ""]
+        return ["Every run failed: " + ", ".join(f"{r['n']:,}: {r['failed']}" for r in results.values()), ""]
     sizes = list(results)
     base = done[next(iter(done))]
     lines = []
@@ -274,7 +274,7 @@ def run_table(results: dict) -> list[str]:
                      f"{ratio(last['peak_rss'], first['peak_rss']) if first and first['peak_rss'] else '–'} |")
     last = done[list(done)[-1]]
     lines += ["| **whole run** | " + " | ".join(
-        f"failed (status {results[s]['failed']})" if "failed" in results[s] else
+        f"failed ({results[s]['failed']})" if "failed" in results[s] else
         f"**{results[s]['wall_s']:.0f} / {results[s]['cpu_s']:.0f} / {results[s]['peak_rss'] / MIB:,.0f}**" for s in sizes)
         + f" | {ratio(last['wall_s'], base['wall_s'])} | {ratio(last['peak_rss'], base['peak_rss'])} |", "",
         "Every run's timing list named every stage: " + ("yes" if all(done[s]["timings_complete"] for s in done)
