@@ -23,7 +23,7 @@ default), and the scaling check asks every stage to grow no faster than 1.2x lin
 first size to the last. A stage that fails (out of memory, say) is reported with its exit
 status and the next one runs. The data are synthetic: the figures are for cost, not quality.
 
-    python -m benchmarks.fever_size                                  # 1.2M, 5M, 10M, 25M: a quiet machine, a day
+    python -m benchmarks.fever_size                                  # 1.2M, 5M, 10M, 25M: a quiet machine, many hours
     python -m benchmarks.fever_size --sizes 3000,6000 --claim-scale 0.001 --repeats 1 \\
         --source data/demo/evidence.json --work /tmp/fs --out /tmp/fs/report.md   # smoke
 """
@@ -246,7 +246,7 @@ def report(args, results: dict, load_before, load_after) -> list[str]:
             row.append(" / ".join(ratio(f[k], f0[k]) if k in f and k in f0 else "–" for k in ("wall", "cpu", "peak")))
         lines.append(f"| {TITLES[name]} | " + " | ".join(row) + " |")
     runs = {s: {"n": results[s]["n"], **results[s]["stages"]["run"]} for s in sizes}
-    lines += ["", "## `factcheck run`, per stage of its timing list", "", *run_table(runs),
+    lines += ["", "## `factcheck run`, per stage of its timing list", "", *run_table(runs), *stage_ratios(runs),
               "## `predict` and `serve`", "",
               "| size | `predict --jobs 2`: claims | claims/s (start-up included) | peak GB | `serve` start-up s "
               "| private (anonymous) RSS MiB | file-backed MiB | retriever | /api/check p50 ms | p99 ms | errors |",
@@ -261,6 +261,24 @@ def report(args, results: dict, load_before, load_after) -> list[str]:
         lines.append(f"| {results[s]['n']:,} | " + pc + vc)
     lines += ["", "## Scaling check and targets", "", *checks(results), "", *NOT_MEASURED]
     return lines
+
+
+def stage_ratios(runs: dict) -> list[str]:
+    """Each stage of the run's timing list at each size as a ratio to the first size's."""
+    base = next(iter(runs.values()))
+    names = list(base.get("stages", {}))
+    if len(runs) < 2 or not names:
+        return []
+    lines = ["Each run stage as a ratio to the first size's: wall x first / peak x first.", "",
+             "| stage | " + " | ".join(f"{r['n']:,}" for r in runs.values()) + " |", "|---|" + "---|" * len(runs)]
+    for name in names:
+        f0, row = base["stages"][name], []
+        for r in runs.values():
+            f = r.get("stages", {}).get(name)
+            row.append("–" if f is None else f"{ratio(f['wall_s'], f0['wall_s'])} / "
+                                              f"{ratio(f['peak_rss'] or 0, f0['peak_rss'] or 0)}")
+        lines.append(f"| {name} | " + " | ".join(row) + " |")
+    return lines + [""]
 
 
 def checks(results: dict) -> list[str]:

@@ -83,3 +83,4 @@ def test_every_stage_has_its_ratio_to_the_first_size(tmp_path, monkeypatch):
     assert "| `factcheck tag` (wiki-pages, `--jobs 2`) | 1.00 / 1.00 / 1.00 | 2.00 / 1.00 / 1.00 |" in text
     assert "| `serve --run` start-up (peak: RSS after the requests) | 1.00 / – / 1.00 | 1.00 / – / 1.00 |" in text
     assert "- `factcheck tag` (wiki-pages, `--jobs 2`) time, 300 -> 600: x2.00 (limit 1.2 x 2.00 = 2.40): **met**" in text
+    assert "| tagging the knowledge source | 1.00 / 1.00 | 1.00 / 1.00 |" in text  # the run's own stages too
