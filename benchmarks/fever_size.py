@@ -87,8 +87,8 @@ def dataset(n: int, claim_scale: float, seed: int, source: Path, work: Path) -> 
     return folder, written
 
 
-def bench_size(n: int, args, work: Path) -> dict:
-    data, written = dataset(n, args.claim_scale, args.seed, args.source, work)
+def bench_size(n: int, data: Path, written: dict, args, work: Path) -> dict:
+    """The five stages on the data of ``n`` sentences in ``data`` (``written``: its counts)."""
     dev = data / DEV
     r = {"n": n, "data": str(data), "written": written, "stages": {}}
     scratch = Path(tempfile.mkdtemp(prefix=f"fever-size-{n}-", dir=work))
@@ -166,14 +166,15 @@ def main(argv=None) -> int:
         print(f"fever_size: --repeats: must be at least 1, got {args.repeats}", file=sys.stderr)
         return 2
     args.work.mkdir(parents=True, exist_ok=True)
+    try:  # every size's data first: a bad argument stops the benchmark before it measures anything
+        data = {n: dataset(n, args.claim_scale, args.seed, args.source, args.work) for n in sizes}
+    except InputError as exc:
+        print(f"fever_size: {exc.one_line(flags)}", file=sys.stderr)
+        return 2
     load_before = os.getloadavg()
     results = {}
     for n in sizes:
-        try:
-            results[str(n)] = bench_size(n, args, args.work)
-        except InputError as exc:
-            print(f"fever_size: {exc.one_line(flags)}", file=sys.stderr)
-            return 2
+        results[str(n)] = bench_size(n, *data[n], args, args.work)
         write_json_atomic(args.out.with_suffix(".json"), results, indent=1)
     load_after = os.getloadavg()
     write_report(args.out, report(args, results, load_before, load_after))

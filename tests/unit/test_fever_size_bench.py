@@ -31,6 +31,19 @@ def test_the_data_are_reused_only_when_made_with_the_same_arguments(tmp_path, mo
     assert exc.value.param == "work" and "fever-300-claims0.001" in exc.value.one_line({"work": "--work"})
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["--sizes", "300,1.2M"], "fever_size: --sizes: not a comma-separated list of numbers: '300,1.2M'"),
+    (["--sizes", "300", "--claim-scale", "0.00001"], "fever_size: --claim-scale: 1e-05 gives no dev or test claims; "
+                                                      "raise it"),
+    (["--sizes", "300", "--repeats", "0"], "fever_size: --repeats: must be at least 1, got 0"),
+])
+def test_bad_arguments_stop_it_in_one_line_before_anything_is_measured(tmp_path, monkeypatch, capsys, argv, says):
+    monkeypatch.setattr(fever_size, "bench_size", lambda *a: pytest.fail("measured"))
+    out = tmp_path / "report.md"
+    assert fever_size.main([*argv, "--source", str(SOURCE), "--work", str(tmp_path), "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == says and not out.exists()
+
+
 def fake_commands(monkeypatch, run_fails_at: int):
     def measure_command(cmd, repeats, tree=None, prepare=None, single_over=None):
         if cmd[3] == "tag" and "fever-600" in str(cmd[4]):
@@ -55,7 +68,8 @@ def fake_commands(monkeypatch, run_fails_at: int):
 def test_a_failed_stage_is_reported_with_its_status_and_the_benchmark_goes_on(tmp_path, monkeypatch):
     fake_commands(monkeypatch, run_fails_at=600)
     a = args()
-    results = {str(n): fever_size.bench_size(n, a, tmp_path) for n in (300, 600)}
+    results = {str(n): fever_size.bench_size(n, *fever_size.dataset(n, 0.001, a.seed, SOURCE, tmp_path), a, tmp_path)
+               for n in (300, 600)}
     first, second = results["300"]["stages"], results["600"]["stages"]
     assert all("failed" not in first[s] for s in fever_size.STAGES)
     assert second["tag"]["failed"] == "status -9 (killed by signal 9)" and second["tag"]["error"] == "Killed"
@@ -78,7 +92,8 @@ def test_every_stage_has_its_ratio_to_the_first_size(tmp_path, monkeypatch):
         "wall_s": 2.0 * (1 + ("fever-600" in " ".join(map(str, cmd)))), "cpu_s": 3.0, "tree_peak_rss": 2 ** 30,
         "runs": [2.0], "loads": [[1.0, 1.5]]})
     a = args()
-    results = {str(n): fever_size.bench_size(n, a, tmp_path) for n in (300, 600)}
+    results = {str(n): fever_size.bench_size(n, *fever_size.dataset(n, 0.001, a.seed, SOURCE, tmp_path), a, tmp_path)
+               for n in (300, 600)}
     text = "\n".join(fever_size.report(a, results, (1.0, 1.0, 1.0), (2.0, 2.0, 2.0)))
     assert "| `factcheck tag` (wiki-pages, `--jobs 2`) | 1.00 / 1.00 / 1.00 | 2.00 / 1.00 / 1.00 |" in text
     assert "| `serve --run` start-up (peak: RSS after the requests) | 1.00 / – / 1.00 | 1.00 / – / 1.00 |" in text
