@@ -66,7 +66,8 @@ def failure(exc: BaseException) -> dict:
     status = exc.status if isinstance(exc, CommandFailed) else None
     tail = (exc.tail if isinstance(exc, CommandFailed) else str(exc)).strip().splitlines()
     why = f"status {status}" + (f" (killed by signal {-status})" if status is not None and status < 0 else "")
-    return {"failed": why if status is not None else "error", "error": tail[-1][:300] if tail else ""}
+    return {"failed": why if status is not None else f"error ({type(exc).__name__})",
+            "error": tail[-1][:300] if tail else ""}
 
 
 def dataset(n: int, claim_scale: float, seed: int, source: Path, work: Path) -> tuple[Path, dict]:
@@ -76,8 +77,11 @@ def dataset(n: int, claim_scale: float, seed: int, source: Path, work: Path) -> 
     folder, record = work / name, work / f"{name}.args.json"
     wanted = {"sentences": n, "claim_scale": claim_scale, "seed": seed, "source": str(source.resolve())}
     if folder.exists() or folder.is_symlink():
-        made = json.loads(record.read_text()) if record.is_file() else None
-        if made is None or made.get("arguments") != wanted:
+        try:
+            made = json.loads(record.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # missing or unreadable: not known to match
+            made = None
+        if not isinstance(made, dict) or made.get("arguments") != wanted or "written" not in made:
             raise InputError(folder, None, f"exists but was not made with {wanted} (its record {record.name} "
                                            "says otherwise or is missing); remove it or choose another folder",
                              param="work")
@@ -108,7 +112,10 @@ def bench_size(n: int, data: Path, written: dict, args, work: Path) -> dict:
     def clear(*paths: Path):
         def prepare():
             for p in paths:
-                shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+                if p.is_dir():
+                    shutil.rmtree(p)
+                else:
+                    p.unlink(missing_ok=True)
         return prepare
 
     try:

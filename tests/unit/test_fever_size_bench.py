@@ -29,6 +29,9 @@ def test_the_data_are_reused_only_when_made_with_the_same_arguments(tmp_path, mo
     with pytest.raises(InputError) as exc:  # the same folder, another seed: refused, not reused
         fever_size.dataset(300, 0.001, 8, SOURCE, tmp_path)
     assert exc.value.param == "work" and "fever-300-claims0.001" in exc.value.one_line({"work": "--work"})
+    (tmp_path / "fever-300-claims0.001.args.json").write_text("{not json")  # a record that says nothing
+    with pytest.raises(InputError, match="remove it or choose another folder"):
+        fever_size.dataset(300, 0.001, 7, SOURCE, tmp_path)
 
 
 @pytest.mark.parametrize("argv, says", [
