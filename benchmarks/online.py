@@ -40,7 +40,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.run import corpus_of, data_dir
-from harness.measure import ROOT, SHARED, machine, measure, per_stage, traced, write_report
+from harness.measure import ROOT, SHARED, machine, measure, per_stage, repeated, traced, write_report
 
 STAGE = re.compile(r"^\[\s*[\d.]+s\] (.+?) \.\.\.\s*$")
 START = "start-up (imports, before the first stage)"
@@ -74,31 +74,57 @@ def sample_claims(corpus: Path, count: int, seed: int = 90042) -> Path:
 
 def bench_run(size: str, repeats: int, keep: Path) -> dict:
     corpus, n = corpus_of(size)
-    data = data_dir(corpus)
-    runs = []
-    for i in range(repeats):
-        out = Path(tempfile.mkdtemp(prefix="bench-online-", dir=ROOT / "bench")) / "run"
+    return {"n": n, **trace_runs(data_dir(corpus), repeats, keep)}
+
+
+def trace_runs(data: Path, repeats: int, keep: Path, scratch: Path = ROOT / "bench",
+               single_over: float | None = None) -> dict:
+    """``factcheck run --data-dir DATA`` ``repeats`` times (see
+    :func:`harness.measure.repeated` for ``single_over``), traced: per stage of the run's
+    timing list the median wall, tree CPU and tree peak RSS; the last run's directory is
+    moved to ``keep``. A failed run raises :class:`harness.measure.CommandFailed`."""
+    def once() -> dict:
+        out = Path(tempfile.mkdtemp(prefix="bench-online-", dir=scratch)) / "run"
         try:
             trace = traced(cli("run", "--data-dir", data, "--out", out), stage_of)
             rows = per_stage(trace, START)
             timings = json.loads((out / "metrics.json").read_text())["run"]["timings"]
-            runs.append({"wall_s": trace["wall_s"], "cpu_s": trace["samples"][-1][2] if trace["samples"] else 0.0,
-                         "peak_rss": max(s[1] for s in trace["samples"]), "stages": rows, "timings": timings})
-            if i == repeats - 1:
-                shutil.rmtree(keep, ignore_errors=True)
-                shutil.move(str(out), keep)
+            shutil.rmtree(keep, ignore_errors=True)  # the latest run's directory is the one kept
+            shutil.move(str(out), keep)
+            return {"wall_s": trace["wall_s"], "cpu_s": trace["samples"][-1][2] if trace["samples"] else 0.0,
+                    "peak_rss": max((s[1] for s in trace["samples"]), default=0), "stages": rows, "timings": timings}
         finally:
             shutil.rmtree(out.parent, ignore_errors=True)
+
+    runs = repeated(once, repeats, single_over)
     names = [r["stage"] for r in runs[0]["stages"]]
     stages = {}
     for name in names:
-        got = [next(s for s in r["stages"] if s["stage"] == name) for r in runs]
+        got = [next((s for s in r["stages"] if s["stage"] == name), None) for r in runs]
+        got = [g for g in got if g is not None]
         stages[name] = {k: statistics.median((g[k] or 0) for g in got) for k in ("wall_s", "cpu_s", "peak_rss")}
-    return {"n": n, "wall_s": statistics.median(r["wall_s"] for r in runs),
+    return {"wall_s": statistics.median(r["wall_s"] for r in runs),
             "cpu_s": statistics.median(r["cpu_s"] for r in runs),
             "peak_rss": statistics.median(r["peak_rss"] for r in runs), "stages": stages,
             "timings_complete": all(set(r["timings"]) >= set(names[1:]) for r in runs),
-            "runs": [{k: r[k] for k in ("wall_s", "cpu_s", "peak_rss")} for r in runs]}
+            "runs": [{k: r[k] for k in ("wall_s", "cpu_s", "peak_rss", "load")} for r in runs]}
+
+
+def measure_command(cmd: list, repeats: int, tree: Path = ROOT, prepare=None,
+                    single_over: float | None = None) -> dict:
+    """``cmd`` measured ``repeats`` times (``prepare()`` before each; ``single_over`` as in
+    :func:`harness.measure.repeated`): the median wall, tree CPU and tree peak RSS, each
+    run's wall and load averages. A failed run raises :class:`harness.measure.CommandFailed`."""
+    def once() -> dict:
+        if prepare is not None:
+            prepare()
+        return measure(cmd, cwd=tree)
+
+    runs = repeated(once, repeats, single_over)
+    out = {k: statistics.median(r[k] for r in runs) for k in ("wall_s", "cpu_s", "tree_peak_rss")}
+    out["runs"] = [r["wall_s"] for r in runs]
+    out["loads"] = [r["load"] for r in runs]
+    return out
 
 
 def bench_commands(run: Path, repeats: int, claims_file: Path | None, tree: Path = ROOT,
@@ -131,15 +157,12 @@ def bench_commands(run: Path, repeats: int, claims_file: Path | None, tree: Path
         if "retrieve rerank" in commands:
             measure(commands["retrieve rerank"], cwd=tree)
         for name, cmd in commands.items():
-            runs = []
-            for _ in range(repeats):
+            def prepare(name=name):
                 if name == "retrieve bm25":  # the index build included: no cached weights for (0.9, 0.4)
                     shutil.rmtree(index / "bm25" / "lucene-k1_0.9-b_0.4", ignore_errors=True)
                 for p in work.glob("p.*"):
                     p.unlink()
-                runs.append(measure(cmd, cwd=tree))
-            out[name] = {k: statistics.median(r[k] for r in runs) for k in ("wall_s", "cpu_s", "tree_peak_rss")}
-            out[name]["runs"] = [r["wall_s"] for r in runs]
+            out[name] = measure_command(cmd, repeats, tree, prepare)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out
@@ -230,30 +253,40 @@ def report(args, results: dict, load_before, load_after) -> list[str]:
 
 
 def run_table(results: dict) -> list[str]:
+    """The run's stages (rows) at each size (columns); a size whose run failed (``failed``:
+    its exit status) shows it in the whole-run row."""
+    done = {s: r for s, r in results.items() if "failed" not in r}
+    if not done:
+        return ["Every run failed: " + ", ".join(f"{r['n']:,}: {r['failed']}" for r in results.values()), ""]
     sizes = list(results)
-    base = results[sizes[0]]
+    base = done[next(iter(done))]
     lines = []
-    stage_names = list(dict.fromkeys(k for s in sizes for k in results[s]["stages"]))
+    stage_names = list(dict.fromkeys(k for s in done for k in done[s]["stages"]))
     lines += ["| stage | " + " | ".join(f"{results[s]['n']:,}: wall s / CPU s / peak MiB" for s in sizes) +
               " | wall x first | peak x first |", "|---|" + "---|" * (len(sizes) + 2)]
     for name in stage_names:
         cells, last, first = [], None, base["stages"].get(name)
         for s in sizes:
-            st = results[s]["stages"].get(name)
+            st = results[s].get("stages", {}).get(name)
             cells.append("–" if st is None else f"{st['wall_s']:.1f} / {st['cpu_s']:.1f} / {st['peak_rss'] / MIB:,.0f}")
             last = st or last
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {ratio(last['wall_s'], first['wall_s']) if first else '–'} | "
                      f"{ratio(last['peak_rss'], first['peak_rss']) if first and first['peak_rss'] else '–'} |")
+    last = done[list(done)[-1]]
     lines += ["| **whole run** | " + " | ".join(
+        f"failed ({results[s]['failed']})" if "failed" in results[s] else
         f"**{results[s]['wall_s']:.0f} / {results[s]['cpu_s']:.0f} / {results[s]['peak_rss'] / MIB:,.0f}**" for s in sizes)
-        + f" | {ratio(results[sizes[-1]]['wall_s'], base['wall_s'])} | "
-          f"{ratio(results[sizes[-1]]['peak_rss'], base['peak_rss'])} |", "",
-        "Every run's timing list named every stage: " + ("yes" if all(results[s]["timings_complete"] for s in sizes)
+        + f" | {ratio(last['wall_s'], base['wall_s'])} | {ratio(last['peak_rss'], base['peak_rss'])} |", "",
+        "Every run's timing list named every stage: " + ("yes" if all(done[s]["timings_complete"] for s in done)
                                                           else "NO"), ""]
     return lines
 
 
 def command_and_serve_tables(results: dict) -> list[str]:
+    return command_table(results) + ["", "## `factcheck serve --run`", ""] + serve_table(results)
+
+
+def command_table(results: dict) -> list[str]:
     sizes = list(results)
     base = results[sizes[0]]
     lines = ["## Commands on the run's index and model", "",
@@ -268,13 +301,21 @@ def command_and_serve_tables(results: dict) -> list[str]:
         first = base["commands"][name]
         lines.append(f"| `{name}` | " + " | ".join(cells) + f" | {ratio(last['wall_s'], first['wall_s']) if last else '–'} | "
                      f"{ratio(last['tree_peak_rss'], first['tree_peak_rss']) if last else '–'} |")
-    lines += ["", "## `factcheck serve --run`", "",
-              "| passages | start-up s | RSS after start-up MiB | RSS after requests MiB (anon + file) | retriever "
+    return lines
+
+
+def serve_table(results: dict) -> list[str]:
+    """``serve`` at each size: ``results[size]["serve"]`` is :func:`bench_serve`'s figures, None
+    (not measured) or ``{"failed": why}``."""
+    lines = ["| passages | start-up s | RSS after start-up MiB | RSS after requests MiB (anon + file) | retriever "
               "| /api/check p50 ms | p99 ms | errors |", "|---|---|---|---|---|---|---|---|"]
-    for s in sizes:
+    for s in results:
         v = results[s]["serve"]
         if v is None:
             lines.append(f"| {results[s]['n']:,} | not measured (--no-serve) | | | | | | |")
+            continue
+        if "failed" in v:
+            lines.append(f"| {results[s]['n']:,} | failed: {v['failed']} | | | | | | |")
             continue
         lines.append(f"| {results[s]['n']:,} | {v['startup_s']:.1f} | {v['rss_start_mib']:,.0f} | {v['rss_end_mib']:,.0f} "
                      f"({v['anon_end_mib']:,.0f} + {v['file_end_mib']:,.0f}) | "
@@ -282,27 +323,33 @@ def command_and_serve_tables(results: dict) -> list[str]:
     return lines
 
 
+def stage_scaling(first: dict, last: dict, line) -> None:
+    """The scaling check of each run stage, first size to last: wall and peak at most 1.2x
+    linear; ``line(ok, text)`` records each (a stage under half a second is not timed)."""
+    linear = last["n"] / first["n"]
+    for name, st in last.get("stages", {}).items():
+        f = first.get("stages", {}).get(name)
+        if not f or name == START:
+            continue
+        w = st["wall_s"] / f["wall_s"] if f["wall_s"] > 0.5 else None
+        p = st["peak_rss"] / f["peak_rss"] if f["peak_rss"] else None
+        if w is not None:
+            line(w <= 1.2 * linear, f"run stage '{name}' wall {first['n']:,} -> {last['n']:,}: x{w:.2f} "
+                                    f"(limit 1.2 x {linear:.2f} = {1.2 * linear:.2f})")
+        if p is not None:
+            line(p <= 1.2 * linear, f"run stage '{name}' peak RSS: x{p:.2f} (limit {1.2 * linear:.2f})")
+
+
 def targets(results: dict) -> list[str]:
     sizes = list(results)
     first, last = results[sizes[0]], results[sizes[-1]]
-    linear = last["n"] / first["n"]
     out = []
 
     def line(ok: bool, text: str):
         out.append(f"- {text}: **{'met' if ok else 'missed'}**")
 
     if len(sizes) > 1:
-        for name, st in last["stages"].items():
-            f = first["stages"].get(name)
-            if not f or name == START:
-                continue
-            w = st["wall_s"] / f["wall_s"] if f["wall_s"] > 0.5 else None
-            p = st["peak_rss"] / f["peak_rss"] if f["peak_rss"] else None
-            if w is not None:
-                line(w <= 1.2 * linear, f"run stage '{name}' wall {first['n']:,} -> {last['n']:,}: x{w:.2f} "
-                                        f"(limit 1.2 x {linear:.2f} = {1.2 * linear:.2f})")
-            if p is not None:
-                line(p <= 1.2 * linear, f"run stage '{name}' peak RSS: x{p:.2f} (limit {1.2 * linear:.2f})")
+        stage_scaling(first, last, line)
     for s in sizes:
         r = results[s]
         if r["n"] >= 10_000_000:

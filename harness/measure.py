@@ -23,6 +23,34 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
 
 
+SINGLE_RUN_S = 600.0  # a run this long is measured once, not as the median of several
+
+
+class CommandFailed(SystemExit):
+    """A measured command exited with a non-zero status (negative: killed by that signal, as
+    the kernel's out-of-memory killer does). A SystemExit, so a benchmark that does not catch
+    it stops with the message; one that does can report the status and go on."""
+
+    def __init__(self, cmd: list, status: int, tail: str):
+        super().__init__(f"{' '.join(map(str, cmd))} failed with status {status}:\n{tail}")
+        self.status, self.tail = status, tail
+
+
+def repeated(run_once, repeats: int, single_over: float | None = None) -> list[dict]:
+    """``run_once()`` (a dict with ``wall_s``) ``repeats`` times, each with the 1-minute load
+    average before and after it as ``load``; with ``single_over``, a run at least that many
+    seconds long is the only one (medians where a run is short, one run otherwise)."""
+    runs = []
+    for _ in range(repeats):
+        before = os.getloadavg()[0]
+        run = run_once()
+        run["load"] = [before, os.getloadavg()[0]]
+        runs.append(run)
+        if single_over is not None and run["wall_s"] >= single_over:
+            break
+    return runs
+
+
 def _threads(pid: int) -> list[str]:
     try:
         return os.listdir(f"/proc/{pid}/task")
@@ -132,7 +160,7 @@ def traced(cmd: list[str], stage_line, interval: float = 0.2, cwd=ROOT, env: dic
     reader.join(timeout=10)
     reap_group(proc.pid)
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(map(str, cmd))} failed with status {proc.returncode}:\n{''.join(tail)}")
+        raise CommandFailed(cmd, proc.returncode, "".join(tail))
     return {"wall_s": wall, "samples": samples, "stages": stages}
 
 
@@ -195,8 +223,7 @@ def measure(cmd: list[str], log: Path | None = None, interval: float = 0.05, env
     reap_group(proc.pid)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
-        tail = Path(log).read_text(errors="replace")[-3000:] if log else ""
-        raise SystemExit(f"{' '.join(map(str, cmd))} failed with status {proc.returncode}:\n{tail}")
+        raise CommandFailed(cmd, proc.returncode, Path(log).read_text(errors="replace")[-3000:] if log else "")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"wall_s": wall, "cpu_s": cpu, "driver_peak_rss": driver_hwm,
             "worker_peak_rss": max(worker_hwm.values(), default=0),

@@ -1,0 +1,350 @@
+"""FEVER's size on one machine: tag, retrieve, run, predict and serve from 1.2M to 25M sentences.
+
+Writes reports/bench-fever-size.md (and the raw figures as .json beside it). For each size N,
+the FEVER-shaped data of ``benchmarks/make_fever.py`` (``WORK/fever-N``: wiki-pages and
+train/dev/test claims at ``--claim-scale`` times FEVER's counts; made when missing, reused
+when present and made with the same arguments) is measured in five stages, each as wall
+seconds, the process tree's CPU seconds and its peak RSS (sampled), with the 1-minute load
+average before and after every run beside it:
+
+1. ``factcheck tag`` of the wiki-pages folder (``--jobs 2``);
+2. ``factcheck retrieve --method bm25 --k1 0.9 --b 0.4`` over the dev claims on that index,
+   its whole BM25 cache removed first (the build, counting pass included, is measured);
+3. ``factcheck run --data-dir`` on the FEVER layout (tagging included), traced per stage of
+   the run's own timing list (``benchmarks/online.py``);
+4. ``factcheck predict --jobs 2`` over the dev claims with that run's index and model
+   (claims/s, start-up included);
+5. ``factcheck serve --run``: start-up, RSS (anonymous = private, file-backed = the mapped
+   index) and ``/api/check`` p50/p99 (``benchmarks/serve.py``).
+
+A figure is the median of ``--repeats`` runs when a run takes under 10 minutes, else one run.
+Every figure is also a ratio to the same invocation's figure at the first size (1.2M by
+default), and the scaling check asks every stage to grow no faster than 1.2x linear from the
+first size to the last. A stage that fails (out of memory, say) is reported with its exit
+status and the next one runs. The data are synthetic: the figures are for cost, not quality.
+
+    python -m benchmarks.fever_size                                  # 1.2M, 5M, 10M, 25M: a quiet machine, many hours
+    python -m benchmarks.fever_size --sizes 3000,6000 --claim-scale 0.001 --repeats 1 \\
+        --source data/demo/evidence.json --work /tmp/fs --out /tmp/fs/report.md   # smoke
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks import make_fever
+from benchmarks.make_corpus import DEFAULT_SOURCE
+from benchmarks.online import MIB, bench_serve, cli, measure_command, ratio, run_table, stage_scaling, trace_runs
+from factcheck.errors import InputError
+from factcheck.formats.files import write_json_atomic
+from harness.measure import ROOT, SINGLE_RUN_S, CommandFailed, machine, write_report
+
+SIZES = "1208827,5000000,10000000,25000000"
+DEV = make_fever.FILES["dev"]
+SEED = 2024  # make_fever's default
+# The stages of the summary table, in order; "run" is the whole `factcheck run`.
+STAGES = ("tag", "retrieve bm25", "run", "predict dev", "serve")
+TITLES = {"tag": "`factcheck tag` (wiki-pages, `--jobs 2`)",
+          "retrieve bm25": "`retrieve --method bm25`, BM25 build included",
+          "run": "`factcheck run --data-dir` (whole run)",
+          "predict dev": "`predict --jobs 2` over the dev claims",
+          "serve": "`serve --run` start-up (peak: RSS after the requests)"}
+NOT_MEASURED = [
+    "Not measured by this command: tagging 25M and predicting 20K claims on a Dask cluster (`docs/cluster.md` says how), and the open mode's first stage at 25M (static "
+    "vectors and the nearest-neighbour index: `python -m benchmarks.ann` and `python -m benchmarks.two_stage`).",
+]
+
+
+def failure(exc: BaseException) -> dict:
+    """A failed stage as the report shows it: the exit status and the last line it printed."""
+    status = exc.status if isinstance(exc, CommandFailed) else None
+    tail = (exc.tail if isinstance(exc, CommandFailed) else str(exc)).strip().splitlines()
+    why = f"status {status}" + (f" (killed by signal {-status})" if status is not None and status < 0 else "")
+    return {"failed": why if status is not None else f"error ({type(exc).__name__})",
+            "error": tail[-1][:300] if tail else ""}
+
+
+def dataset(n: int, claim_scale: float, seed: int, source: Path, work: Path) -> tuple[Path, dict]:
+    """``WORK/fever-N`` (``-claimsS`` when the claim scale is not 1) and its counts: reused when
+    its record says it was made with these arguments, made by make_fever when missing."""
+    name = f"fever-{n}" + ("" if claim_scale == 1 else f"-claims{claim_scale:g}")
+    folder, record = work / name, work / f"{name}.args.json"
+    wanted = {"sentences": n, "claim_scale": claim_scale, "seed": seed, "source": str(source.resolve())}
+    if folder.exists() or folder.is_symlink():
+        try:
+            made = json.loads(record.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # missing or unreadable: not known to match
+            made = None
+        if not isinstance(made, dict) or made.get("arguments") != wanted or "written" not in made:
+            raise InputError(folder, None, f"exists but was not made with {wanted} (its record {record.name} "
+                                           "says otherwise or is missing); remove it or choose another folder",
+                             param="work")
+        return folder, made["written"]
+    written = make_fever.write(folder, n, source, seed, claim_scale)
+    write_json_atomic(record, {"arguments": wanted, "written": written})
+    return folder, written
+
+
+def bench_size(n: int, data: Path, written: dict, args, work: Path) -> dict:
+    """The five stages on the data of ``n`` sentences in ``data`` (``written``: its counts)."""
+    dev = data / DEV
+    r = {"n": n, "data": str(data), "written": written, "stages": {}}
+    scratch = Path(tempfile.mkdtemp(prefix=f"fever-size-{n}-", dir=work))
+    index, keep, out = scratch / "index", scratch / "run", scratch / "out"
+    measured = r["stages"]
+
+    def stage(name: str, needs: str | None, fn) -> None:
+        if needs is not None and "failed" in measured[needs]:
+            measured[name] = {"failed": f"not run: {needs} failed"}
+            return
+        try:
+            measured[name] = fn()
+        except (SystemExit, Exception) as exc:  # a failed command or server: on with the next stage
+            measured[name] = failure(exc)
+        print(f"fever_size: {n:,} {name}: {measured[name].get('failed', 'done')}", file=sys.stderr)
+
+    def clear(*paths: Path):
+        def prepare():
+            for p in paths:
+                if p.is_dir():
+                    shutil.rmtree(p)
+                else:
+                    p.unlink(missing_ok=True)
+        return prepare
+
+    try:
+        stage("tag", None, lambda: measure_command(
+            cli("tag", data / "wiki-pages", "--out", index, "--jobs", 2), args.repeats, prepare=clear(index),
+            single_over=SINGLE_RUN_S))
+        stage("retrieve bm25", "tag", lambda: measure_command(
+            cli("retrieve", "--index", index, "--claims", dev, "--out", out.with_suffix(".json"), "--method", "bm25",
+                "--k1", 0.9, "--b", 0.4),
+            args.repeats, prepare=clear(index / "bm25", out.with_suffix(".json")), single_over=SINGLE_RUN_S))
+        shutil.rmtree(index, ignore_errors=True)  # the run tags its own: one index on disk at a time
+
+        def run():
+            got = trace_runs(data, args.repeats, keep, scratch=scratch, single_over=SINGLE_RUN_S)
+            return {**got, "tree_peak_rss": got["peak_rss"], "loads": [x["load"] for x in got["runs"]]}
+        stage("run", None, run)
+        stage("predict dev", "run", lambda: {**measure_command(
+            cli("predict", "--index", keep / "index", "--model", keep / "model", "--claims", dev,
+                "--out", out.with_suffix(".jsonl"), "--jobs", 2),
+            args.repeats, prepare=clear(out.with_suffix(".jsonl")), single_over=SINGLE_RUN_S),
+            "claims": written["dev"]})
+
+        def serve():
+            before = os.getloadavg()[0]
+            got = bench_serve(keep, args.requests, args.repeats)
+            return {**got, "loads": [[before, os.getloadavg()[0]]]}
+        stage("serve", "run", serve)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return r
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default=SIZES,
+                    help=f"sentences in the wiki pages, comma-separated; ratios are to the first (default {SIZES})")
+    ap.add_argument("--claim-scale", type=float, default=1.0,
+                    help="claims as a fraction of FEVER's 145,449 / 19,998 / 19,998 (default: 1)")
+    ap.add_argument("--repeats", type=int, default=3, help="runs per figure when a run takes under 10 minutes")
+    ap.add_argument("--requests", type=int, default=300, help="/api/check requests per serve run")
+    ap.add_argument("--seed", type=int, default=SEED, help=f"make_fever's seed (default {SEED})")
+    ap.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="make_fever's word model corpus")
+    ap.add_argument("--work", type=Path, default=ROOT / "bench",
+                    help="where the data (fever-N) and each stage's scratch files go (default: bench/)")
+    ap.add_argument("--out", type=Path, default=ROOT / "reports" / "bench-fever-size.md")
+    args = ap.parse_args(argv)
+    flags = {"work": "--work", "sentences": "--sizes", "claim_scale": "--claim-scale", "source": "--source",
+             "out": "--work"}
+    try:
+        sizes = [int(x.replace("_", "")) for x in args.sizes.split(",")]
+    except ValueError:
+        print(f"fever_size: --sizes: not a comma-separated list of numbers: {args.sizes!r}", file=sys.stderr)
+        return 2
+    if args.repeats < 1:
+        print(f"fever_size: --repeats: must be at least 1, got {args.repeats}", file=sys.stderr)
+        return 2
+    args.work.mkdir(parents=True, exist_ok=True)
+    try:  # every size's data first: a bad argument stops the benchmark before it measures anything
+        data = {n: dataset(n, args.claim_scale, args.seed, args.source, args.work) for n in sizes}
+    except InputError as exc:
+        print(f"fever_size: {exc.one_line(flags)}", file=sys.stderr)
+        return 2
+    load_before = os.getloadavg()
+    results = {}
+    for n in sizes:
+        results[str(n)] = bench_size(n, *data[n], args, args.work)
+        write_json_atomic(args.out.with_suffix(".json"), results, indent=1)
+    load_after = os.getloadavg()
+    write_report(args.out, report(args, results, load_before, load_after))
+    return 0
+
+
+def cell(m: dict) -> str:
+    """wall s / CPU s / peak MiB (load before -> after), or why there is no figure."""
+    if "failed" in m:
+        return f"failed: {m['failed']}" + (f" ({m['error']})" if m.get("error") else "")
+    if "startup_s" in m:  # serve: start-up, and its resident memory after the requests
+        fig = f"{m['startup_s']:.1f} / – / {m['rss_end_mib']:,.0f}"
+    else:
+        fig = f"{m['wall_s']:.1f} / {m['cpu_s']:.1f} / {m['tree_peak_rss'] / MIB:,.0f}"
+    return fig + " (load " + ", ".join(f"{a:.1f}→{b:.1f}" for a, b in m["loads"]) + ")"
+
+
+def figures(m: dict) -> dict:
+    """A stage's comparable figures: wall, CPU and peak bytes (serve: start-up and RSS)."""
+    if "failed" in m:
+        return {}
+    if "startup_s" in m:
+        return {"wall": m["startup_s"], "peak": m["rss_end_mib"] * MIB}
+    return {"wall": m["wall_s"], "cpu": m["cpu_s"], "peak": m["tree_peak_rss"]}
+
+
+def report(args, results: dict, load_before, load_after) -> list[str]:
+    sizes = list(results)
+    base = results[sizes[0]]
+    first = base["n"]
+    claims = base["written"]
+    lines = [
+        "# FEVER's size on one machine: `tag`, `retrieve`, `run`, `predict`, `serve`", "",
+        "**The data are synthetic and these figures are for cost (time, memory), not quality**: "
+        "`benchmarks/make_fever.py` draws FEVER-shaped wiki pages and claims from a word model without meaning, "
+        "so nothing here says how well FEVER itself is verified.", "",
+        f"Machine: {machine()}; load average (1 minute) {load_before[0]:.1f} before, {load_after[0]:.1f} after "
+        "the whole invocation, and beside every figure (before→after each run).", "",
+        f"Command: `python -m benchmarks.fever_size --sizes {args.sizes} --claim-scale {args.claim_scale:g} "
+        f"--repeats {args.repeats} --requests {args.requests}"
+        + (f" --seed {args.seed}" if args.seed != SEED else "")
+        + (f" --source {args.source}" if args.source != DEFAULT_SOURCE else "") + "`. Data: `make_fever --sentences N --claim-scale "
+        f"{args.claim_scale:g} --seed {args.seed}` (claims at the first size: train {claims['train']:,}, dev "
+        f"{claims['dev']:,}, test {claims['test']:,}). A figure is the median of {args.repeats} run(s) where a run "
+        f"takes under {SINGLE_RUN_S / 60:.0f} minutes, one run otherwise; peak RSS is the process tree's, sampled "
+        f"(1 MiB = 2^20 bytes); `x first` is the ratio to this invocation's figure at {first:,} sentences.", "",
+        "| size | sentences | pages | train / dev / test claims |", "|---|---|---|---|",
+    ]
+    for s in sizes:
+        w = results[s]["written"]
+        lines.append(f"| {results[s]['n']:,} | {w['sentences']:,} | {w['pages']:,} | "
+                     f"{w['train']:,} / {w['dev']:,} / {w['test']:,} |")
+    lines += ["", "## Every stage", "",
+              "wall s / CPU s / peak MiB (serve: start-up s / – / RSS MiB after the requests), load before→after "
+              "each run.", "",
+              "| stage | " + " | ".join(f"{results[s]['n']:,}" for s in sizes) + " |",
+              "|---|" + "---|" * len(sizes)]
+    for name in STAGES:
+        lines.append(f"| {TITLES[name]} | " + " | ".join(cell(results[s]["stages"][name]) for s in sizes) + " |")
+    lines += ["", f"## Each stage's cost as a ratio to its cost at {first:,} sentences", "",
+              "wall x first / CPU x first / peak x first (serve: start-up and RSS).", "",
+              "| stage | " + " | ".join(f"{results[s]['n']:,}" for s in sizes) + " |",
+              "|---|" + "---|" * len(sizes),
+              "| linear (sentences x first) | " + " | ".join(f"{results[s]['n'] / first:.2f}" for s in sizes) + " |"]
+    for name in STAGES:
+        f0 = figures(base["stages"][name])
+        row = []
+        for s in sizes:
+            f = figures(results[s]["stages"][name])
+            row.append(" / ".join(ratio(f[k], f0[k]) if k in f and k in f0 else "–" for k in ("wall", "cpu", "peak")))
+        lines.append(f"| {TITLES[name]} | " + " | ".join(row) + " |")
+    runs = {s: {"n": results[s]["n"], **results[s]["stages"]["run"]} for s in sizes}
+    lines += ["", "## `factcheck run`, per stage of its timing list", "", *run_table(runs), *stage_ratios(runs),
+              "## `predict` and `serve`", "",
+              "| size | `predict --jobs 2`: claims | claims/s (start-up included) | peak GB | `serve` start-up s "
+              "| private (anonymous) RSS MiB | file-backed MiB | retriever | /api/check p50 ms | p99 ms | errors |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s in sizes:
+        p, v = results[s]["stages"]["predict dev"], results[s]["stages"]["serve"]
+        pc = ("failed | | | " if "failed" in p else
+              f"{p['claims']:,} | {p['claims'] / p['wall_s']:.1f} | {p['tree_peak_rss'] / 1e9:.2f} | ")
+        vc = (f"failed: {v['failed']} | | | | | | " if "failed" in v else
+              f"{v['startup_s']:.1f} | {v['anon_end_mib']:,.0f} | {v['file_end_mib']:,.0f} | {v['best']} | "
+              f"{v['p50']:.1f} | {v['p99']:.1f} | {v['errors']:.0f} |")
+        lines.append(f"| {results[s]['n']:,} | " + pc + vc)
+    lines += ["", "## Scaling check and targets", "", *checks(results), "", *NOT_MEASURED]
+    return lines
+
+
+def stage_ratios(runs: dict) -> list[str]:
+    """Each stage of the run's timing list at each size as a ratio to the first size's."""
+    base = next(iter(runs.values()))
+    names = list(base.get("stages", {}))
+    if len(runs) < 2 or not names:
+        return []
+    lines = ["Each run stage as a ratio to the first size's: wall x first / peak x first.", "",
+             "| stage | " + " | ".join(f"{r['n']:,}" for r in runs.values()) + " |", "|---|" + "---|" * len(runs)]
+    for name in names:
+        f0, row = base["stages"][name], []
+        for r in runs.values():
+            f = r.get("stages", {}).get(name)
+            row.append("–" if f is None else f"{ratio(f['wall_s'], f0['wall_s'])} / "
+                                              f"{ratio(f['peak_rss'] or 0, f0['peak_rss'] or 0)}")
+        lines.append(f"| {name} | " + " | ".join(row) + " |")
+    return lines + [""]
+
+
+def checks(results: dict) -> list[str]:
+    """The scaling check (first size to last: every stage at most 1.2x linear, time and memory)
+    and the absolute targets at the sizes measured; ``met``, ``missed`` or ``failed``."""
+    sizes = list(results)
+    first, last = results[sizes[0]], results[sizes[-1]]
+    out = []
+
+    def line(ok: bool, text: str):
+        out.append(f"- {text}: **{'met' if ok else 'missed'}**")
+
+    if len(sizes) > 1:
+        linear = last["n"] / first["n"]
+        for name in STAGES:
+            f0, f1 = figures(first["stages"][name]), figures(last["stages"][name])
+            if not f0 or not f1:
+                out.append(f"- {TITLES[name]}, {first['n']:,} -> {last['n']:,}: **failed** (no figure at both sizes)")
+                continue
+            for k, what in (("wall", "time"), ("peak", "peak memory")):
+                line(f1[k] <= 1.2 * linear * f0[k], f"{TITLES[name]} {what}, {first['n']:,} -> {last['n']:,}: "
+                                                     f"x{f1[k] / f0[k]:.2f} (limit 1.2 x {linear:.2f} = {1.2 * linear:.2f})")
+        stage_scaling({"n": first["n"], **first["stages"]["run"]}, {"n": last["n"], **last["stages"]["run"]}, line)
+    else:
+        out.append("- Scaling: one size only, nothing to compare")
+    full = {s: r for s, r in results.items() if r["written"]["train"] >= 145_000}
+    for r in results.values():
+        n, st = r["n"], r["stages"]
+        tag, bm25, run, predict, serve = (st[k] for k in STAGES)
+        if n >= 25_000_000 and "failed" not in tag:
+            line(tag["wall_s"] <= 8 * 60, f"tagging {n:,} sentences: {tag['wall_s'] / 60:.1f} min (<= 8)")
+        if "failed" not in bm25 and (4_900_000 <= n <= 5_100_000 or n >= 25_000_000):
+            limit = 2.0 if n < 25_000_000 else 8.0
+            line(bm25["tree_peak_rss"] <= limit * 1e9, f"`retrieve --method bm25` at {n:,}, build included: "
+                                                       f"{bm25['tree_peak_rss'] / 1e9:.2f} GB (<= {limit:g})")
+        if n >= 25_000_000 and str(n) in full and "failed" not in run:
+            line(run["wall_s"] <= 2 * 3600, f"`factcheck run` at {n:,} / {r['written']['train']:,} claims: "
+                                            f"{run['wall_s'] / 3600:.2f} h (<= 2)")
+            line(run["peak_rss"] <= 16e9, f"`factcheck run` at {n:,}: {run['peak_rss'] / 1e9:.2f} GB tree peak (<= 16)")
+        if n >= 25_000_000 and "failed" not in predict:
+            rate = predict["claims"] / predict["wall_s"]
+            line(rate >= 100 and predict["tree_peak_rss"] <= 6e9,
+                 f"`predict --jobs 2` over {predict['claims']:,} claims at {n:,}: {rate:.0f} claims/s (>= 100), "
+                 f"{predict['tree_peak_rss'] / 1e9:.2f} GB peak (<= 6)")
+        if "failed" not in serve and 1_200_000 <= n <= 1_210_000:
+            line(serve["startup_s"] <= 5, f"`serve` at {n:,} starts in {serve['startup_s']:.1f} s (<= 5)")
+        if "failed" not in serve and n >= 25_000_000:
+            line(serve["startup_s"] <= 15, f"`serve` at {n:,} starts in {serve['startup_s']:.1f} s (<= 15)")
+            line(serve["anon_end_mib"] * MIB <= 2e9, f"`serve` at {n:,}: private RSS "
+                                                      f"{serve['anon_end_mib'] * MIB / 1e9:.2f} GB (<= 2)")
+            line(serve["p50"] <= 100, f"`/api/check` at {n:,} p50 {serve['p50']:.1f} ms (<= 100)")
+        for name in STAGES:
+            if "failed" in st[name]:
+                out.append(f"- {TITLES[name]} at {n:,}: **failed** ({st[name]['failed']})")
+    if not any(r["n"] >= 25_000_000 for r in results.values()):
+        out.append("- The absolute targets at 25M: not measured (no size of 25,000,000 sentences in this invocation)")
+    return out
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,45 @@
+"""The FEVER-size benchmark end to end at tiny sizes (``python -m benchmarks.fever_size``): every
+stage runs on make_fever data of the demo's words, and the report holds each stage's figures
+with their load averages, their ratios to the first size and the scaling check."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from benchmarks.fever_size import STAGES, TITLES
+from helpers import DEMO, ROOT
+
+
+@pytest.mark.slow
+def test_the_one_command_writes_every_table_at_tiny_sizes(tmp_path):
+    out = tmp_path / "report.md"
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.fever_size", "--sizes", "3000,6000", "--claim-scale",
+                           "0.001", "--repeats", "1", "--requests", "5", "--source", DEMO / "evidence.json",
+                           "--work", tmp_path, "--out", out], cwd=ROOT, capture_output=True, text=True, timeout=1200,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = out.read_text(encoding="utf-8")
+    assert "for cost (time, memory), not quality" in text and "failed" not in text
+    for heading in ("## Every stage", "## Each stage's cost as a ratio to its cost at 3,000 sentences",
+                    "## `factcheck run`, per stage of its timing list", "## `predict` and `serve`",
+                    "## Scaling check and targets"):
+        assert heading in text
+    rows = {line.split(" | ")[0][2:]: line for line in text.splitlines() if line.startswith("| ")}
+    assert rows["linear (sentences x first)"] == "| linear (sentences x first) | 1.00 | 2.00 |"
+    figures = [line for line in text.splitlines() if line.startswith(tuple(f"| {TITLES[s]} | " for s in STAGES))]
+    assert len(figures) == 2 * len(STAGES)  # a figures row and a ratios row a stage
+    assert all(line.count("(load ") == 2 for line in figures[:len(STAGES)])
+    assert all(line.split(" | ")[1].startswith("1.00 / ") for line in figures[len(STAGES):])
+    assert "tagging the knowledge source" in text and "Every run's timing list named every stage: yes" in text
+    assert text.count("(limit 1.2 x 2.00 = 2.40)") >= 2 * len(STAGES)
+    raw = json.loads(out.with_suffix(".json").read_text())
+    assert sorted(raw) == ["3000", "6000"] and set(raw["6000"]["stages"]) == set(STAGES)
+    # the data were made once each, with the record that lets the next invocation reuse them
+    assert sorted(p.name for p in tmp_path.glob("fever-*")) == [
+        "fever-3000-claims0.001", "fever-3000-claims0.001.args.json",
+        "fever-6000-claims0.001", "fever-6000-claims0.001.args.json"]

@@ -1,0 +1,104 @@
+"""The FEVER-size benchmark's bookkeeping (benchmarks/fever_size.py), in process: its data are
+reused only when made with the same arguments, and a stage that fails is reported with its
+exit status while the benchmark goes on (the commands themselves replaced by stand-ins)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from benchmarks import fever_size
+from factcheck.errors import InputError
+from harness.measure import CommandFailed
+from helpers import DEMO
+
+SOURCE = DEMO / "evidence.json"
+
+
+def args(**kw) -> argparse.Namespace:
+    base = dict(sizes="300,600", claim_scale=0.001, repeats=1, requests=5, seed=fever_size.SEED, source=SOURCE)
+    return argparse.Namespace(**{**base, **kw})
+
+
+def test_the_data_are_reused_only_when_made_with_the_same_arguments(tmp_path, monkeypatch):
+    folder, written = fever_size.dataset(300, 0.001, 7, SOURCE, tmp_path)
+    assert folder == tmp_path / "fever-300-claims0.001" and written["sentences"] == 300
+    monkeypatch.setattr(fever_size.make_fever, "write", lambda *a, **k: pytest.fail("made again"))
+    assert fever_size.dataset(300, 0.001, 7, SOURCE, tmp_path) == (folder, written)
+    with pytest.raises(InputError) as exc:  # the same folder, another seed: refused, not reused
+        fever_size.dataset(300, 0.001, 8, SOURCE, tmp_path)
+    assert exc.value.param == "work" and "fever-300-claims0.001" in exc.value.one_line({"work": "--work"})
+    (tmp_path / "fever-300-claims0.001.args.json").write_text("{not json")  # a record that says nothing
+    with pytest.raises(InputError, match="remove it or choose another folder"):
+        fever_size.dataset(300, 0.001, 7, SOURCE, tmp_path)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--sizes", "300,1.2M"], "fever_size: --sizes: not a comma-separated list of numbers: '300,1.2M'"),
+    (["--sizes", "300", "--claim-scale", "0.00001"], "fever_size: --claim-scale: 1e-05 gives no dev or test claims; "
+                                                      "raise it"),
+    (["--sizes", "300", "--repeats", "0"], "fever_size: --repeats: must be at least 1, got 0"),
+])
+def test_bad_arguments_stop_it_in_one_line_before_anything_is_measured(tmp_path, monkeypatch, capsys, argv, says):
+    monkeypatch.setattr(fever_size, "bench_size", lambda *a: pytest.fail("measured"))
+    out = tmp_path / "report.md"
+    assert fever_size.main([*argv, "--source", str(SOURCE), "--work", str(tmp_path), "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == says and not out.exists()
+
+
+def fake_commands(monkeypatch, run_fails_at: int):
+    def measure_command(cmd, repeats, tree=None, prepare=None, single_over=None):
+        if cmd[3] == "tag" and "fever-600" in str(cmd[4]):
+            raise CommandFailed(cmd, -9, "tagging ...\nKilled\n")
+        return {"wall_s": 2.0, "cpu_s": 3.0, "tree_peak_rss": 2 ** 30, "runs": [2.0], "loads": [[1.0, 1.5]]}
+
+    def trace_runs(data, repeats, keep, scratch=None, single_over=None):
+        if str(run_fails_at) in data.name:
+            raise CommandFailed(["factcheck", "run"], 1, "factcheck: MemoryError\n")
+        return {"wall_s": 10.0, "cpu_s": 12.0, "peak_rss": 2 ** 31, "timings_complete": True,
+                "stages": {"tagging the knowledge source": {"wall_s": 4.0, "cpu_s": 5.0, "peak_rss": 2 ** 30}},
+                "runs": [{"wall_s": 10.0, "cpu_s": 12.0, "peak_rss": 2 ** 31, "load": [1.0, 2.0]}]}
+
+    def bench_serve(run, requests, repeats):
+        return {"startup_s": 1.0, "rss_start_mib": 100, "rss_end_mib": 120, "anon_end_mib": 80, "file_end_mib": 40,
+                "p50": 5.0, "p99": 9.0, "errors": 0, "best": "bm25"}
+
+    for name, fn in (("measure_command", measure_command), ("trace_runs", trace_runs), ("bench_serve", bench_serve)):
+        monkeypatch.setattr(fever_size, name, fn)
+
+
+def test_a_failed_stage_is_reported_with_its_status_and_the_benchmark_goes_on(tmp_path, monkeypatch):
+    fake_commands(monkeypatch, run_fails_at=600)
+    a = args()
+    results = {str(n): fever_size.bench_size(n, *fever_size.dataset(n, 0.001, a.seed, SOURCE, tmp_path), a, tmp_path)
+               for n in (300, 600)}
+    first, second = results["300"]["stages"], results["600"]["stages"]
+    assert all("failed" not in first[s] for s in fever_size.STAGES)
+    assert second["tag"]["failed"] == "status -9 (killed by signal 9)" and second["tag"]["error"] == "Killed"
+    assert second["retrieve bm25"] == {"failed": "not run: tag failed"}  # it needs the tag index
+    assert second["run"]["failed"] == "status 1" and second["run"]["error"] == "factcheck: MemoryError"
+    assert second["predict dev"] == second["serve"] == {"failed": "not run: run failed"}
+    text = "\n".join(fever_size.report(a, results, (1.0, 1.0, 1.0), (2.0, 2.0, 2.0)))
+    assert "failed: status -9 (killed by signal 9) (Killed)" in text and "not run: run failed" in text
+    assert "| **whole run** | **10 / 12 / 2,048** | failed (status 1) |" in text
+    assert "- `factcheck tag` (wiki-pages, `--jobs 2`), 300 -> 600: **failed** (no figure at both sizes)" in text
+    # the first size's figures, each with its load, and as ratios to themselves
+    assert "| `factcheck tag` (wiki-pages, `--jobs 2`) | 2.0 / 3.0 / 1,024 (load 1.0→1.5) |" in text
+    assert "| linear (sentences x first) | 1.00 | 2.00 |" in text
+    assert "not quality" in text and "Not measured by this command: tagging 25M" in text
+
+
+def test_every_stage_has_its_ratio_to_the_first_size(tmp_path, monkeypatch):
+    fake_commands(monkeypatch, run_fails_at=-1)
+    monkeypatch.setattr(fever_size, "measure_command", lambda cmd, repeats, **kw: {
+        "wall_s": 2.0 * (1 + ("fever-600" in " ".join(map(str, cmd)))), "cpu_s": 3.0, "tree_peak_rss": 2 ** 30,
+        "runs": [2.0], "loads": [[1.0, 1.5]]})
+    a = args()
+    results = {str(n): fever_size.bench_size(n, *fever_size.dataset(n, 0.001, a.seed, SOURCE, tmp_path), a, tmp_path)
+               for n in (300, 600)}
+    text = "\n".join(fever_size.report(a, results, (1.0, 1.0, 1.0), (2.0, 2.0, 2.0)))
+    assert "| `factcheck tag` (wiki-pages, `--jobs 2`) | 1.00 / 1.00 / 1.00 | 2.00 / 1.00 / 1.00 |" in text
+    assert "| `serve --run` start-up (peak: RSS after the requests) | 1.00 / – / 1.00 | 1.00 / – / 1.00 |" in text
+    assert "- `factcheck tag` (wiki-pages, `--jobs 2`) time, 300 -> 600: x2.00 (limit 1.2 x 2.00 = 2.40): **met**" in text
+    assert "| tagging the knowledge source | 1.00 / 1.00 | 1.00 / 1.00 |" in text  # the run's own stages too
