@@ -56,7 +56,9 @@ def reference_ranking(texts, query, analyzer, depth):
         v = reference_vector(d, idf)
         if set(q) & set(v):
             scored.append((row, sum(w * v.get(t, 0.0) for t, w in q.items())))
-    scored.sort(key=lambda rs: (-rs[1], rs[0]))
+    # Ties by row, as the index breaks them; scores equal but for the reference's summation order
+    # (one ulp) are ties, or the reference would order them by its rounding.
+    scored.sort(key=lambda rs: (-round(rs[1], 12), rs[0]))
     return scored[:depth]
 
 
