@@ -78,9 +78,14 @@ class DenseRetriever(Retriever):
         self._check_fitted()
         query = self.embedder_.embed([claim], kind="query")[0]
         out = np.empty(len(self.vectors_), dtype=np.float32)
+        mapped = not isinstance(self.vectors_, np.ndarray)
+        # Stored vectors are widened a block at a time, the blocks the whole matrix is cut in:
+        # the same float32 rows in the same products, so the same scores.
+        block = np.empty((min(self.block_rows, len(out)), self.vectors_.shape[1]), np.float32) if mapped else None
         for start in range(0, len(out), self.block_rows):
-            stop = start + self.block_rows
-            np.dot(self.vectors_[start:stop], query, out=out[start:stop])
+            stop = min(start + self.block_rows, len(out))
+            rows = self.vectors_.widen(start, stop, block[:stop - start]) if mapped else self.vectors_[start:stop]
+            np.dot(rows, query, out=out[start:stop])
         return out
 
     def search_scores(self, claim: str, depth: int) -> Scored:
@@ -95,7 +100,8 @@ class DenseRetriever(Retriever):
         return Scored(rows, self.row_scores(query, rows), query)
 
     def row_scores(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Cosine of the passages ``rows`` with a claim's vector (float32)."""
+        """Cosine of the passages ``rows`` with a claim's vector (float32): only those rows are
+        widened where the vectors stay as stored."""
         return np.dot(self.vectors_[rows], query).astype(np.float32, copy=False)
 
     def _scored(self, texts):
@@ -125,14 +131,23 @@ def _shared_ann(index, data: dict):
     return loaded
 
 
-def _shared_vectors(index, identity: dict) -> tuple[np.ndarray, str]:
-    from factcheck.tagging.vectors import load_vectors, read_vectors_manifest
-    sha = read_vectors_manifest(index.root, index.manifest, identity)["content_sha256"]
-    key = (str(index.root.resolve()), sha)
+def _shared_vectors(index, identity: dict):
+    """The passage vectors and their ``content_sha256``: vectors with a nearest-neighbour index
+    (from :data:`~factcheck.tagging.ann.MIN_PASSAGES` on) stay as stored
+    (:class:`~factcheck.tagging.vectors.MappedVectors`, float16 maps widened a block or the
+    candidates at a time); smaller ones are one float32 matrix, the exact reference."""
+    from factcheck.tagging.vectors import load_vectors, open_vectors, read_vectors_manifest
+    data = read_vectors_manifest(index.root, index.manifest, identity)
+    sha = data["content_sha256"]
+    mapped = bool(data.get("ann"))
+    key = (str(index.root.resolve()), sha, mapped)
     vectors = _LOADED.get(key)
     if vectors is None:
-        vectors = load_vectors(index.root, index.manifest, identity).astype(np.float32)
-        vectors.flags.writeable = False  # shared: nobody may change it under another retriever
+        if mapped:
+            vectors = open_vectors(index.root, index.manifest, identity)
+        else:
+            vectors = load_vectors(index.root, index.manifest, identity).astype(np.float32)
+            vectors.flags.writeable = False  # shared: nobody may change it under another retriever
         _LOADED[key] = vectors
     return vectors, sha
 
