@@ -442,3 +442,20 @@ def test_fitting_to_vectors_with_an_index_copies_no_matrix(sharded):
     # The old fit held the float16 concatenation and its float32 widening: 6 bytes a value.
     assert peak < 2000 * 256 * 2, peak
     assert dense.ann_ is ann
+
+
+@needs_open
+def test_a_mapped_vector_shard_cut_short_is_refused_before_a_search(sharded, tmp_path):
+    import os
+    import shutil
+    from factcheck.retrieval.dense import DenseRetriever
+    from factcheck.tagging.index import TagIndex
+    root = shutil.copytree(sharded[0], tmp_path / "index")
+    index = TagIndex.load(root)
+    dense = DenseRetriever().fit(index)  # holds the shards' maps
+    index.check_unchanged()
+    shard = root / "vectors" / "vectors-00003.npy"
+    os.truncate(shard, shard.stat().st_size - 512)  # never read: the check comes first
+    with pytest.raises(IntegrityError, match="was cut to"):
+        index.check_unchanged()
+    assert dense.vectors_.shards
