@@ -290,11 +290,16 @@ class MappedVectors:
             return out
         if rows.min() < 0 or rows.max() >= len(self):
             raise IndexError(f"MappedVectors: a row outside 0..{len(self) - 1}")
-        shard = np.searchsorted(self._starts, rows, side="right") - 1
-        order = np.argsort(shard, kind="stable")
-        for group in np.split(order, np.flatnonzero(np.diff(shard[order])) + 1):
-            s = int(shard[group[0]])
-            out[group] = self.shards[s][rows[group] - self._starts[s]]
+        order = None
+        if np.any(rows[1:] < rows[:-1]):  # the index's candidates come ascending; others are sorted here
+            order = np.argsort(rows, kind="stable")
+            rows = rows[order]
+        bounds = np.searchsorted(rows, self._starts).tolist() + [len(rows)]
+        for s in np.flatnonzero(np.diff(bounds)).tolist():
+            a, b = bounds[s], bounds[s + 1]
+            out[a:b] = self.shards[s][rows[a:b] - self._starts[s]]
+        if order is not None:
+            out[order] = out.copy()
         return out
 
 
