@@ -133,7 +133,7 @@ class PassageVectorJob:
             npy = open_npy(root, f"{VECTORS_DIR}/{shard_name(i)}", error=IntegrityError, hint=BUILD_HINT,
                            keep_open=True)
             try:
-                content.update(np.ascontiguousarray(npy.array).tobytes())
+                content.update(np.ascontiguousarray(npy.array))  # the map's bytes, not a copy of them
                 entries.append({"shard": i, "start": start, "count": count, "file": shard_name(i),
                                 "sha256": npy.sha256()})
             finally:
