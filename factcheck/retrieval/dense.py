@@ -70,8 +70,8 @@ class DenseRetriever(Retriever):
         require_directory(index, self.name)
         data = read_vectors_manifest(index.root, index.manifest)
         self.embedder_ = load_embedder(data["model"])
-        self.vectors_, self.vectors_sha256_ = _shared_vectors(index, self.embedder_.identity)
         self.ann_ = None if self.exact else _shared_ann(index, data)
+        self.vectors_, self.vectors_sha256_ = _shared_vectors(index, self.embedder_.identity, self.ann_ is not None)
 
     def scores(self, claim: str) -> np.ndarray:
         """Cosine of every passage with the claim (float32; zeros for a claim with no token)."""
@@ -80,7 +80,8 @@ class DenseRetriever(Retriever):
         out = np.empty(len(self.vectors_), dtype=np.float32)
         mapped = not isinstance(self.vectors_, np.ndarray)
         # Stored vectors are widened a block at a time, the blocks the whole matrix is cut in:
-        # the same float32 rows in the same products, so the same scores.
+        # the same float32 rows in the same products, so the same scores (widening costs more
+        # than the products: what scores every passage for every claim fits with ``exact``).
         block = np.empty((min(self.block_rows, len(out)), self.vectors_.shape[1]), np.float32) if mapped else None
         for start in range(0, len(out), self.block_rows):
             stop = min(start + self.block_rows, len(out))
@@ -131,15 +132,13 @@ def _shared_ann(index, data: dict):
     return loaded
 
 
-def _shared_vectors(index, identity: dict):
-    """The passage vectors and their ``content_sha256``: vectors with a nearest-neighbour index
-    (from :data:`~factcheck.tagging.ann.MIN_PASSAGES` on) stay as stored
-    (:class:`~factcheck.tagging.vectors.MappedVectors`, float16 maps widened a block or the
-    candidates at a time); smaller ones are one float32 matrix, the exact reference."""
+def _shared_vectors(index, identity: dict, mapped: bool):
+    """The passage vectors and their ``content_sha256``: searched through their nearest-neighbour
+    index (``mapped``), they stay as stored (:class:`~factcheck.tagging.vectors.MappedVectors`,
+    float16 maps: only the candidates' rows are widened); else one float32 matrix, the exact
+    reference, which scoring every passage for every claim multiplies without widening."""
     from factcheck.tagging.vectors import load_vectors, open_vectors, read_vectors_manifest
-    data = read_vectors_manifest(index.root, index.manifest, identity)
-    sha = data["content_sha256"]
-    mapped = bool(data.get("ann"))
+    sha = read_vectors_manifest(index.root, index.manifest, identity)["content_sha256"]
     key = (str(index.root.resolve()), sha, mapped)
     vectors = _LOADED.get(key)
     if vectors is None:
@@ -224,7 +223,8 @@ class HybridRetriever(Retriever):
     def _fit(self, index) -> None:
         from factcheck.retrieval.bm25 import BM25Retriever
         self.bm25_ = BM25Retriever(k1=self.k1, b=self.b, k=self.k).fit(index)
-        self.dense_ = DenseRetriever(k=self.k).fit(index)
+        # exact: it scores every passage (its nearest-neighbour index would go unused).
+        self.dense_ = DenseRetriever(k=self.k, exact=True).fit(index)
         self.vectors_sha256_ = self.dense_.vectors_sha256_
 
     def component_scores(self, claim: str) -> tuple[np.ndarray, np.ndarray]:

@@ -387,6 +387,7 @@ def test_the_index_is_built_from_the_mapped_shards_the_same_bytes(sharded, tmp_p
 def test_vectors_with_an_index_stay_float16_maps_and_score_the_same_bytes(sharded, monkeypatch):
     import mmap
     from factcheck.retrieval.dense import DenseRetriever, HybridRetriever
+    from factcheck.retrieval.rerank.semantic import load_scorer
     from factcheck.scoring.topk import top_k
     from factcheck.tagging.index import TagIndex
     from factcheck.tagging.vectors import MappedVectors, load_vectors
@@ -396,14 +397,17 @@ def test_vectors_with_an_index_stay_float16_maps_and_score_the_same_bytes(sharde
     dense, exact = DenseRetriever(k=10).fit(index), DenseRetriever(k=10, exact=True).fit(index)
     vectors = dense.vectors_
     assert isinstance(vectors, MappedVectors) and not isinstance(vectors, np.ndarray) and vectors.shape == (2000, 256)
-    assert exact.vectors_ is vectors  # one copy of the maps, whatever the search
+    # What scores every passage for every claim multiplies one float32 matrix (widening each
+    # claim's blocks would cost more than the products); it never opens the index.
+    hybrid, scorer = HybridRetriever(k=10).fit(index), load_scorer(index)
+    assert isinstance(exact.vectors_, np.ndarray) and exact.vectors_.dtype == np.float32
+    assert hybrid.dense_.vectors_ is scorer.vectors_ is exact.vectors_ and hybrid.dense_.ann_ is scorer.ann_ is None
     for part in vectors.shards:
         assert part.dtype == np.float16 and not part.flags.writeable and isinstance(_mapped_base(part), mmap.mmap)
     # Today's reference: the whole matrix widened to float32, multiplied in the same blocks.
     whole = load_vectors(root).astype(np.float32)
     assert np.array_equal(vectors[5:1234], whole[5:1234]) and np.array_equal(vectors[[1999, 0, 300, 299, 300]],
                                                                                whole[[1999, 0, 300, 299, 300]])
-    hybrid = HybridRetriever(k=10).fit(index)
     for claim in claims[:10]:
         query = dense.embedder_.embed([claim], kind="query")[0]
         want = np.empty(len(whole), dtype=np.float32)
