@@ -27,7 +27,9 @@ class DenseRetriever(Retriever):
         Passages returned as evidence.
     exact : bool, default False
         Score every passage even where the vectors have a nearest-neighbour index (by default
-        its candidates are re-scored exactly: the same scores, the top may rarely differ).
+        its candidates are re-scored exactly: the same scores, the top may rarely differ). Exact
+        search holds every vector as float32 (4 bytes a dimension); a search through the index
+        reads the stored float16 shards' maps and widens only its candidates' rows.
 
     Example
     -------
