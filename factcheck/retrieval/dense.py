@@ -27,7 +27,9 @@ class DenseRetriever(Retriever):
         Passages returned as evidence.
     exact : bool, default False
         Score every passage even where the vectors have a nearest-neighbour index (by default
-        its candidates are re-scored exactly: the same scores, the top may rarely differ).
+        its candidates are re-scored exactly: the same scores, the top may rarely differ). Exact
+        search holds every vector as float32 (4 bytes a dimension); a search through the index
+        reads the stored float16 shards' maps and widens only its candidates' rows.
 
     Example
     -------
@@ -70,17 +72,23 @@ class DenseRetriever(Retriever):
         require_directory(index, self.name)
         data = read_vectors_manifest(index.root, index.manifest)
         self.embedder_ = load_embedder(data["model"])
-        self.vectors_, self.vectors_sha256_ = _shared_vectors(index, self.embedder_.identity)
         self.ann_ = None if self.exact else _shared_ann(index, data)
+        self.vectors_, self.vectors_sha256_ = _shared_vectors(index, self.embedder_.identity, self.ann_ is not None)
 
     def scores(self, claim: str) -> np.ndarray:
         """Cosine of every passage with the claim (float32; zeros for a claim with no token)."""
         self._check_fitted()
         query = self.embedder_.embed([claim], kind="query")[0]
         out = np.empty(len(self.vectors_), dtype=np.float32)
+        mapped = not isinstance(self.vectors_, np.ndarray)
+        # Stored vectors are widened a block at a time, the blocks the whole matrix is cut in:
+        # the same float32 rows in the same products, so the same scores (widening costs more
+        # than the products: what scores every passage for every claim fits with ``exact``).
+        block = np.empty((min(self.block_rows, len(out)), self.vectors_.shape[1]), np.float32) if mapped else None
         for start in range(0, len(out), self.block_rows):
-            stop = start + self.block_rows
-            np.dot(self.vectors_[start:stop], query, out=out[start:stop])
+            stop = min(start + self.block_rows, len(out))
+            rows = self.vectors_.widen(start, stop, block[:stop - start]) if mapped else self.vectors_[start:stop]
+            np.dot(rows, query, out=out[start:stop])
         return out
 
     def search_scores(self, claim: str, depth: int) -> Scored:
@@ -95,7 +103,8 @@ class DenseRetriever(Retriever):
         return Scored(rows, self.row_scores(query, rows), query)
 
     def row_scores(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Cosine of the passages ``rows`` with a claim's vector (float32)."""
+        """Cosine of the passages ``rows`` with a claim's vector (float32): only those rows are
+        widened where the vectors stay as stored."""
         return np.dot(self.vectors_[rows], query).astype(np.float32, copy=False)
 
     def _scored(self, texts):
@@ -125,14 +134,21 @@ def _shared_ann(index, data: dict):
     return loaded
 
 
-def _shared_vectors(index, identity: dict) -> tuple[np.ndarray, str]:
-    from factcheck.tagging.vectors import load_vectors, read_vectors_manifest
+def _shared_vectors(index, identity: dict, mapped: bool):
+    """The passage vectors and their ``content_sha256``: searched through their nearest-neighbour
+    index (``mapped``), they stay as stored (:class:`~factcheck.tagging.vectors.MappedVectors`,
+    float16 maps: only the candidates' rows are widened); else one float32 matrix, the exact
+    reference, which scoring every passage for every claim multiplies without widening."""
+    from factcheck.tagging.vectors import load_vectors, open_vectors, read_vectors_manifest
     sha = read_vectors_manifest(index.root, index.manifest, identity)["content_sha256"]
-    key = (str(index.root.resolve()), sha)
+    key = (str(index.root.resolve()), sha, mapped)
     vectors = _LOADED.get(key)
     if vectors is None:
-        vectors = load_vectors(index.root, index.manifest, identity).astype(np.float32)
-        vectors.flags.writeable = False  # shared: nobody may change it under another retriever
+        if mapped:
+            vectors = open_vectors(index.root, index.manifest, identity)
+        else:
+            vectors = load_vectors(index.root, index.manifest, identity).astype(np.float32)
+            vectors.flags.writeable = False  # shared: nobody may change it under another retriever
         _LOADED[key] = vectors
     return vectors, sha
 
@@ -209,7 +225,8 @@ class HybridRetriever(Retriever):
     def _fit(self, index) -> None:
         from factcheck.retrieval.bm25 import BM25Retriever
         self.bm25_ = BM25Retriever(k1=self.k1, b=self.b, k=self.k).fit(index)
-        self.dense_ = DenseRetriever(k=self.k).fit(index)
+        # exact: it scores every passage (its nearest-neighbour index would go unused).
+        self.dense_ = DenseRetriever(k=self.k, exact=True).fit(index)
         self.vectors_sha256_ = self.dense_.vectors_sha256_
 
     def component_scores(self, claim: str) -> tuple[np.ndarray, np.ndarray]:

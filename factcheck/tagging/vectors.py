@@ -22,8 +22,8 @@ from factcheck.tagging.outdir import DirectoryLock, check_no_symlinks
 from factcheck.text.embedding import describe_model, same_model
 from factcheck.text.onnx_embedding import changed_files, model_key, vector_problem
 
-__all__ = ["PassageVectorJob", "VECTORS_DIR", "load_ann", "load_vectors", "read_vectors_manifest",
-           "relocate_embedding_model", "vectors_model", "verify_vectors"]
+__all__ = ["MappedVectors", "PassageVectorJob", "VECTORS_DIR", "load_ann", "load_vectors", "open_vectors",
+           "read_vectors_manifest", "relocate_embedding_model", "vectors_model", "verify_vectors"]
 
 VECTORS_DIR = store.VECTORS_DIR
 MANIFEST = "manifest.json"
@@ -107,7 +107,7 @@ class PassageVectorJob:
             if existing is not None and (existing.get("ann") or existing["passages"] < ann.MIN_PASSAGES):
                 return existing
             if existing is not None:  # vectors from before the nearest-neighbour index: add it
-                existing["ann"] = ann.build_ann(out, _all_vectors(root, existing))
+                existing["ann"] = ann.build_ann(out, _mapped_vectors(root, existing))
                 write_record(out / MANIFEST, existing, store.MANIFEST_CHECKSUM)
                 return existing
             # A stale manifest must not vouch for shards this run is about to replace.
@@ -133,7 +133,7 @@ class PassageVectorJob:
             npy = open_npy(root, f"{VECTORS_DIR}/{shard_name(i)}", error=IntegrityError, hint=BUILD_HINT,
                            keep_open=True)
             try:
-                content.update(np.ascontiguousarray(npy.array).tobytes())
+                content.update(np.ascontiguousarray(npy.array))  # the map's bytes, not a copy of them
                 entries.append({"shard": i, "start": start, "count": count, "file": shard_name(i),
                                 "sha256": npy.sha256()})
             finally:
@@ -146,7 +146,7 @@ class PassageVectorJob:
                 "index": {"plan_key": plan_key, "passages": n}, "passages": n,
                 "shard_size": shard_size, "shards": entries, "content_sha256": content.hexdigest()}
         if n >= ann.MIN_PASSAGES:  # below it, search stays exact (tagging/ann.py)
-            data["ann"] = ann.build_ann(out, _all_vectors(root, data))
+            data["ann"] = ann.build_ann(out, _mapped_vectors(root, data))
         else:
             (out / ann.ANN_FILE).unlink(missing_ok=True)
         write_record(out / MANIFEST, data, store.MANIFEST_CHECKSUM)
@@ -216,11 +216,91 @@ def load_vectors(index_dir, index_manifest=None, identity: dict | None = None) -
     return _all_vectors(index_dir, read_vectors_manifest(index_dir, index_manifest, identity))
 
 
+def open_vectors(index_dir, index_manifest=None, identity: dict | None = None) -> "MappedVectors":
+    """All passage vectors of ``index_dir`` as they are stored (:class:`MappedVectors`: float16,
+    one read-only map a shard), checked as :func:`load_vectors` checks them."""
+    return _mapped_vectors(index_dir, read_vectors_manifest(index_dir, index_manifest, identity))
+
+
 def _all_vectors(index_dir, data: dict) -> np.ndarray:
     vectors = np.empty((data["passages"], data["dim"]), dtype=DTYPE)
     for s, part in _checked_shards(index_dir, data):
         vectors[s["start"]:s["start"] + s["count"]] = part
     return vectors
+
+
+def _mapped_vectors(index_dir, data: dict) -> "MappedVectors":
+    entries = list(_checked_shards(index_dir, data))
+    return MappedVectors([part for _, part in entries], [s["start"] for s, _ in entries], data["passages"],
+                         data["dim"])
+
+
+class MappedVectors:
+    """Passage vectors left as stored: one read-only float16 map a shard, nothing concatenated
+    or widened in memory (at 25M passages the float32 matrix would be 25.6 GB). Indexing with a
+    slice (step 1) or a 1-D array of rows gives those rows widened to float32, a new array:
+    the same values as the rows of the whole matrix widened, so the same products.
+
+    Parameters
+    ----------
+    shards : list of ndarray
+        Each shard's rows (passages x dim), in index order.
+    starts : list of int
+        The index row of each shard's first row.
+    passages, dim : int
+        The shape of the whole.
+    """
+
+    def __init__(self, shards, starts, passages: int, dim: int):
+        self.shards = tuple(shards)
+        self._starts = np.asarray(starts, dtype=np.int64)
+        self.shape = (int(passages), int(dim))
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, key) -> np.ndarray:
+        if isinstance(key, slice):
+            start, stop, step = key.indices(len(self))
+            if step != 1:
+                raise IndexError("MappedVectors: only slices of step 1")
+            return self.widen(start, max(start, stop))
+        return self.take(key)
+
+    def widen(self, start: int, stop: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Rows [start, stop) as float32, into ``out`` ((stop - start) x dim float32) if given."""
+        if out is None:
+            out = np.empty((stop - start, self.shape[1]), dtype=np.float32)
+        first = max(int(np.searchsorted(self._starts, start, side="right")) - 1, 0)
+        for shard, at in zip(self.shards[first:], self._starts[first:].tolist()):
+            a, b = max(start, at), min(stop, at + len(shard))
+            if a >= stop:
+                break
+            if a < b:
+                out[a - start:b - start] = shard[a - at:b - at]
+        return out
+
+    def take(self, rows) -> np.ndarray:
+        """The rows ``rows`` (a 1-D integer array, any order) as float32."""
+        rows = np.asarray(rows)
+        if rows.ndim != 1 or (rows.dtype.kind not in "iu" and len(rows)):
+            raise IndexError(f"MappedVectors: rows must be a 1-D integer array, got {rows.dtype} of {rows.ndim} dims")
+        out = np.empty((len(rows), self.shape[1]), dtype=np.float32)
+        if not len(rows):
+            return out
+        if rows.min() < 0 or rows.max() >= len(self):
+            raise IndexError(f"MappedVectors: a row outside 0..{len(self) - 1}")
+        order = None
+        if np.any(rows[1:] < rows[:-1]):  # the index's candidates come ascending; others are sorted here
+            order = np.argsort(rows, kind="stable")
+            rows = rows[order]
+        bounds = np.searchsorted(rows, self._starts).tolist() + [len(rows)]
+        for s in np.flatnonzero(np.diff(bounds)).tolist():
+            a, b = bounds[s], bounds[s + 1]
+            out[a:b] = self.shards[s][rows[a:b] - self._starts[s]]
+        if order is not None:
+            out[order] = out.copy()
+        return out
 
 
 def load_ann(index_dir, data: dict):

@@ -335,3 +335,131 @@ def test_asked_for_more_lists_than_it_has_a_pq_fast_scan_index_scans_them_all(tm
     assert deep.depth > 16
     for q in unit_vectors(5, seed=1).astype(np.float32):
         assert deep.search(q, 100).tolist() == every.search(q, 100).tolist()
+
+
+# ------------------------------------------------------------ the vectors left as stored
+
+@pytest.fixture(scope="module")
+def sharded(ann_index, tmp_path_factory):
+    """The made-up passages' index again, its vectors in shards of 300 rows (the dense scorer's
+    blocks are made to straddle them), and what its nearest-neighbour index was built from."""
+    import shutil
+    from factcheck.tagging import ann
+    from factcheck.tagging.vectors import PassageVectorJob
+    root = tmp_path_factory.mktemp("sharded") / "index"
+    shutil.copytree(ann_index[0], root, ignore=shutil.ignore_patterns("vectors"))
+    given = []
+    build = ann.build_ann
+
+    def recording(out, vectors, *args, **kwargs):
+        given.append(vectors)
+        return build(out, vectors, *args, **kwargs)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ann, "MIN_PASSAGES", 1000)
+        mp.setattr(ann, "build_ann", recording)
+        manifest = PassageVectorJob(shard_size=300, progress=False).run(root)
+    assert len(manifest["shards"]) == 7 and manifest["ann"]
+    return root, ann_index[1], given
+
+
+def _mapped_base(array):
+    """What an array's memory belongs to, through views and the buffer it was made from."""
+    while isinstance(array, (np.ndarray, memoryview)):
+        array = array.base if isinstance(array, np.ndarray) else array.obj
+    return array
+
+
+@needs_open
+def test_the_index_is_built_from_the_mapped_shards_the_same_bytes(sharded, tmp_path):
+    import mmap
+    from factcheck.tagging import ann
+    from factcheck.tagging.vectors import MappedVectors, load_vectors
+    root, _, given = sharded
+    # No whole-corpus array at build time: the index reads the shards' maps a chunk at a time.
+    assert len(given) == 1 and isinstance(given[0], MappedVectors)
+    assert all(isinstance(_mapped_base(part), mmap.mmap) for part in given[0].shards)
+    # ... and gets the bytes the whole float16 matrix gives.
+    ann.build_ann(tmp_path, load_vectors(root))
+    assert (tmp_path / ann.ANN_FILE).read_bytes() == (root / "vectors" / ann.ANN_FILE).read_bytes()
+
+
+@needs_open
+def test_vectors_with_an_index_stay_float16_maps_and_score_the_same_bytes(sharded, monkeypatch):
+    import mmap
+    from factcheck.retrieval.dense import DenseRetriever, HybridRetriever
+    from factcheck.retrieval.rerank.semantic import load_scorer
+    from factcheck.scoring.topk import top_k
+    from factcheck.tagging.index import TagIndex
+    from factcheck.tagging.vectors import MappedVectors, load_vectors
+    root, claims, _ = sharded
+    monkeypatch.setattr(DenseRetriever, "block_rows", 128)  # blocks across the 300-row shards
+    index = TagIndex.load(root)
+    dense, exact = DenseRetriever(k=10).fit(index), DenseRetriever(k=10, exact=True).fit(index)
+    vectors = dense.vectors_
+    assert isinstance(vectors, MappedVectors) and not isinstance(vectors, np.ndarray) and vectors.shape == (2000, 256)
+    # What scores every passage for every claim multiplies one float32 matrix (widening each
+    # claim's blocks would cost more than the products); it never opens the index.
+    hybrid, scorer = HybridRetriever(k=10).fit(index), load_scorer(index)
+    assert isinstance(exact.vectors_, np.ndarray) and exact.vectors_.dtype == np.float32
+    assert hybrid.dense_.vectors_ is scorer.vectors_ is exact.vectors_ and hybrid.dense_.ann_ is scorer.ann_ is None
+    for part in vectors.shards:
+        assert part.dtype == np.float16 and not part.flags.writeable and isinstance(_mapped_base(part), mmap.mmap)
+    # Today's reference: the whole matrix widened to float32, multiplied in the same blocks.
+    whole = load_vectors(root).astype(np.float32)
+    assert np.array_equal(vectors[5:1234], whole[5:1234]) and np.array_equal(vectors[[1999, 0, 300, 299, 300]],
+                                                                               whole[[1999, 0, 300, 299, 300]])
+    for claim in claims[:10]:
+        query = dense.embedder_.embed([claim], kind="query")[0]
+        want = np.empty(len(whole), dtype=np.float32)
+        for start in range(0, len(whole), 128):
+            np.dot(whole[start:start + 128], query, out=want[start:start + 128])
+        assert dense.scores(claim).tobytes() == exact.scores(claim).tobytes() == want.tobytes()
+        assert hybrid.component_scores(claim)[1].tobytes() == want.tobytes()
+        scored = dense.search_scores(claim, 10)  # the index's candidates, only their rows widened
+        assert scored.scores.tobytes() == np.dot(whole[scored.rows], query).astype(np.float32).tobytes()
+    # Ranked through the index: its candidates ranked by the exact path's scores.
+    for claim, ranked in zip(claims[:10], dense.rank(claims[:10], 10)):
+        candidates = dense.search_scores(claim, 10).rows
+        rows, scores = top_k(exact.scores(claim)[candidates], 10, candidates)
+        assert list(ranked.rows) == rows.tolist() and list(ranked.scores) == scores.tolist()
+
+
+@needs_open
+def test_fitting_to_vectors_with_an_index_copies_no_matrix(sharded):
+    import gc
+    import tracemalloc
+    from factcheck.retrieval.dense import DenseRetriever
+    from factcheck.tagging.index import TagIndex
+    root, claims, _ = sharded
+    index = TagIndex.load(root)
+    first = DenseRetriever().fit(index)
+    ann = first.ann_  # the model and the nearest-neighbour index stay loaded, the vectors go
+    del first
+    gc.collect()
+    tracemalloc.start()
+    try:
+        dense = DenseRetriever().fit(index)
+        dense.search_scores(claims[0], 10)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # The old fit held the float16 concatenation and its float32 widening: 6 bytes a value.
+    assert peak < 2000 * 256 * 2, peak
+    assert dense.ann_ is ann
+
+
+@needs_open
+def test_a_mapped_vector_shard_cut_short_is_refused_before_a_search(sharded, tmp_path):
+    import os
+    import shutil
+    from factcheck.retrieval.dense import DenseRetriever
+    from factcheck.tagging.index import TagIndex
+    root = shutil.copytree(sharded[0], tmp_path / "index")
+    index = TagIndex.load(root)
+    dense = DenseRetriever().fit(index)  # holds the shards' maps
+    index.check_unchanged()
+    shard = root / "vectors" / "vectors-00003.npy"
+    os.truncate(shard, shard.stat().st_size - 512)  # never read: the check comes first
+    with pytest.raises(IntegrityError, match="was cut to"):
+        index.check_unchanged()
+    assert dense.vectors_.shards

@@ -19,9 +19,9 @@ MEMORY_PASSAGES = 30  # as the lexical memory features: the neighbours' most-cit
 
 
 def load_scorer(index):
-    """The open mode's scorer for ``index``."""
+    """The open mode's scorer for ``index`` (exact: the candidates score every passage)."""
     from factcheck.retrieval.dense import DenseRetriever
-    return DenseRetriever(k=1).fit(index)
+    return DenseRetriever(k=1, exact=True).fit(index)
 
 
 def pool_features(ctx, cands, k1: float, b: float, dense=None) -> np.ndarray:
