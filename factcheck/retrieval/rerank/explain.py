@@ -20,8 +20,8 @@ def explain_hit(retriever, cands, x: np.ndarray, row: int, rank: int) -> dict:
     a, b = terms.bigram_ptr[row], terms.bigram_ptr[row + 1]
     v = len(terms.vocab)
     bigrams = [f"{inv[c // v]} {inv[c % v]}" for c in np.intersect1d(codes, terms.bigram_codes[a:b]).tolist()]
-    passage_numbers = {x for x in standalone_numbers(cands.query.text) if x in terms.number_vocab
-                       and terms.numbers[row, terms.number_vocab[x]] > 0}
+    in_passage = set(terms.number_columns(row).tolist())
+    passage_numbers = {x for x in standalone_numbers(cands.query.text) if terms.number_vocab.get(x) in in_passage}
     names = [n for n in F.claim_names(cands.query.text) if terms.vocab.get(n) in passage_terms]
     out = {"rank": rank, "bm25": float(x[F.FEATURES.index("bm25")]), "shared_terms": shared,
            "shared_bigrams": bigrams, "shared_numbers": sorted(passage_numbers), "shared_names": names}
