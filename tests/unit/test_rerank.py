@@ -265,3 +265,25 @@ def test_the_rerankers_loaded_statistics_hold_nothing_per_passage(tmp_path):
                            shape=(n, len(terms.number_vocab)))
     cols = [terms.number_vocab[x] for x in ("1901", "3", "1901")]
     assert numbers.any() and np.array_equal(numbers, np.asarray(matrix[rows][:, cols].sum(axis=1)).ravel())
+
+
+def test_the_rerankers_terms_are_read_from_their_mapped_array(tmp_path):
+    """The cached terms are stored as one fixed-width array (every term as wide as the longest):
+    opening them decodes each from the mapping, without first copying the whole array."""
+    import tracemalloc
+    import factcheck
+    syllables = ["ka", "lo", "mi", "tur", "sen", "vax", "pol", "dre", "qui", "bun", "fer", "gho", "zan", "wil", "hep"]
+    words = [a + b + c for a in syllables for b in syllables for c in syllables]
+    texts = [" ".join(words[i:i + 10]) for i in range(0, len(words), 10)] + ["lo" * 500 + "x and more"]
+    factcheck.build_index(texts, tmp_path / "index", progress=False)
+    index = TagIndex.load(tmp_path / "index")
+    TermIndex.for_index(index)  # the cache, built once
+    tracemalloc.start()
+    try:
+        terms = TermIndex.for_index(index)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    width = max(map(len, terms.vocab)) * 4 * len(terms.vocab)  # bytes of the stored array
+    assert width > 4 << 20 and peak < width / 2, (peak, width)
+    assert terms.term_of == TermIndex.for_index(index, cache=False).term_of

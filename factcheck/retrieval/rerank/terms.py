@@ -93,11 +93,11 @@ class TermIndex:
         shape = tuple(int(x) for x in arr("shape", False))
         forward = sp.csr_matrix((arr("forward_data"), arr("forward_indices"), arr("forward_indptr")), shape=shape)
         forward.has_sorted_indices = True  # saved sorted: no scan of every entry
-        nums = arr("number_terms", False).tolist()
+        nums = arr("number_terms").tolist()
         num_indptr, num_indices = arr("num_indptr"), arr("num_indices")
         if len(num_indptr) != shape[0] + 1:
             raise ValueError("inconsistent number arrays")
-        return cls({t: j for j, t in enumerate(arr("terms", False).tolist())}, forward, arr("bigram_ptr"),
+        return cls({t: j for j, t in enumerate(arr("terms").tolist())}, forward, arr("bigram_ptr"),
                    arr("bigram_codes"), {t: j for j, t in enumerate(nums)}, (num_indptr, num_indices),
                    TermMatrix.load(folder, "postings_"), arr("doc_len"))
 
