@@ -286,4 +286,7 @@ def test_the_rerankers_terms_are_read_from_their_mapped_array(tmp_path):
         tracemalloc.stop()
     width = max(map(len, terms.vocab)) * 4 * len(terms.vocab)  # bytes of the stored array
     assert width > 4 << 20 and peak < width / 2, (peak, width)
-    assert terms.term_of == TermIndex.for_index(index, cache=False).term_of
+    built = TermIndex.for_index(index, cache=False)
+    assert terms.term_of == built.term_of
+    ids = np.array([0, len(built.vocab) - 1, 5, 5])
+    assert TermIndex.for_index(index).names(ids) == built.names(ids) == [built.term_of[i] for i in ids.tolist()]

@@ -32,9 +32,11 @@ class TermIndex:
 
     def __init__(self, vocab: dict[str, int], forward: sp.csr_matrix, bigram_ptr: np.ndarray,
                  bigram_codes: np.ndarray, number_vocab: dict[str, int], numbers: tuple[np.ndarray, np.ndarray],
-                 postings: TermMatrix, doc_len: np.ndarray):
-        """``numbers``: ``(indptr, indices)``, each passage's standalone numbers' ids (repeats kept)."""
+                 postings: TermMatrix, doc_len: np.ndarray, stored_terms: np.ndarray | None = None):
+        """``numbers``: ``(indptr, indices)``, each passage's standalone numbers' ids (repeats
+        kept); ``stored_terms``: the cache's terms by id (mapped), read by :meth:`names`."""
         self.vocab = vocab
+        self._stored_terms = stored_terms
         self.forward = forward
         self.postings = postings
         self.bigram_ptr = bigram_ptr
@@ -97,9 +99,13 @@ class TermIndex:
         num_indptr, num_indices = arr("num_indptr"), arr("num_indices")
         if len(num_indptr) != shape[0] + 1:
             raise ValueError("inconsistent number arrays")
-        return cls({t: j for j, t in enumerate(arr("terms").tolist())}, forward, arr("bigram_ptr"),
+        stored = arr("terms")
+        vocab = {t: j for j, t in enumerate(stored.tolist())}
+        if len(vocab) != len(stored):
+            raise ValueError("a term stored twice")
+        return cls(vocab, forward, arr("bigram_ptr"),
                    arr("bigram_codes"), {t: j for j, t in enumerate(nums)}, (num_indptr, num_indices),
-                   TermMatrix.load(folder, "postings_"), arr("doc_len"))
+                   TermMatrix.load(folder, "postings_"), arr("doc_len"), stored)
 
     def bm25(self, k1: float, b: float) -> TermMatrix:
         """The core's BM25 weights for ``k1``, ``b`` (cached)."""
@@ -115,6 +121,15 @@ class TermIndex:
     def term_of(self) -> list[str]:
         """The term of each id."""
         return sorted(self.vocab, key=self.vocab.get)
+
+    def names(self, ids) -> list[str]:
+        """The terms of ``ids``: read from the cache's mapped terms when loaded (no list of
+        every term sorted by id at the first explanation)."""
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if self._stored_terms is not None:
+            return self._stored_terms[ids].tolist()
+        term_of = self.term_of
+        return [term_of[i] for i in ids.tolist()]
 
     def term_ids(self, terms: list[str]) -> np.ndarray:
         """Ids of the known terms, in the given order (unknown terms dropped)."""
