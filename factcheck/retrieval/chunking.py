@@ -3,6 +3,7 @@ a passage ranks as its best chunk."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import numpy as np
 from factcheck.errors import InputError, check_number
 from factcheck.formats.files import atomic_path, dumps_json
 from factcheck.retrieval.base import Retriever, Selection, TopK, require_directory
+from factcheck.scoring.matrix import load_array, save_arrays
 from factcheck.scoring.topk import first_per_group, top_k
 
 
@@ -18,9 +20,9 @@ from factcheck.scoring.topk import first_per_group, top_k
 class Chunks:
     """Passages cut into word windows: each chunk's text, owning passage and word span."""
 
-    texts: list[str]
+    texts: Sequence[str]
     owner: np.ndarray   # chunk -> passage row
-    spans: list[tuple[int, int]]  # word range [start, end) within the passage
+    spans: np.ndarray   # (chunks, 2) int64: word range [start, end) within the passage
 
 
 def check_window(window: int, overlap: int) -> None:
@@ -50,7 +52,7 @@ def chunk_passages(texts: list[str], window: int, overlap: int) -> Chunks:
             out_texts.append(" ".join(words[start:end]))
             owner.append(row)
             spans.append((start, end))
-    return Chunks(out_texts, np.asarray(owner, dtype=np.int64), spans)
+    return Chunks(out_texts, np.asarray(owner, dtype=np.int64), np.asarray(spans, dtype=np.int64).reshape(-1, 2))
 
 
 def _chunk_ids(chunks: Chunks, ids) -> list[str]:
@@ -83,6 +85,28 @@ def _chunks_in_memory(chunks: Chunks, ids, tag_params: dict):
     chunk_ids, texts = _chunk_ids(chunks, ids), list(chunks.texts)
     from factcheck.tagging.index import TagIndex
     return TagIndex(None, *build_in_memory(chunk_ids, texts, None, False, TagParams(**tag_params)))
+
+
+CACHE_LAYOUT = 2  # /2: each chunk's passage and word span saved beside the chunk index
+
+
+@dataclass
+class _Cut:
+    """A cached chunk index and its chunks (mapped)."""
+
+    index: object
+    chunks: Chunks
+
+
+def _load_cut(folder: Path) -> _Cut:
+    from factcheck.tagging.index import TagIndex
+
+    index = TagIndex.load(folder / "index")
+    owner, spans = load_array(folder, "owner"), load_array(folder, "spans")
+    if owner.dtype != np.int64 or spans.dtype != np.int64 or not len(owner) == len(index) == len(spans) // 2 \
+            or len(spans) % 2:
+        raise ValueError("inconsistent chunk arrays")
+    return _Cut(index, Chunks(index.texts, owner, spans.reshape(-1, 2)))
 
 
 class ChunkedRetriever(Retriever):
@@ -132,24 +156,30 @@ class ChunkedRetriever(Retriever):
         from sklearn.base import clone
 
         from factcheck.tagging.derived import DerivedCache
-        from factcheck.tagging.index import TagIndex
         from factcheck.tagging.store import MANIFEST_FORMAT
 
-        chunks = chunk_passages(index.texts, self.window, self.overlap)
         p = index.manifest.params
         tag_params = {k: p[k] for k in ("top_k", "max_features", "tag_features", "shard_size")}
         key = {"plan_key": index.manifest.data.get("plan_key"), "window": self.window, "overlap": self.overlap,
-               "tag_params": tag_params, "format": MANIFEST_FORMAT}
-        self.chunks_ = chunks
+               "tag_params": tag_params, "format": MANIFEST_FORMAT, "layout": CACHE_LAYOUT}
         if getattr(self.inner, "needs_vectors", False):
             require_directory(index, self.inner.name)
         if index.root is None:
-            self.chunk_index_ = _chunks_in_memory(chunks, index.ids, tag_params)
+            self.chunks_ = chunk_passages(index.texts, self.window, self.overlap)
+            self.chunk_index_ = _chunks_in_memory(self.chunks_, index.ids, tag_params)
         else:
-            self.chunk_index_ = DerivedCache(index.root).load_or_build(
-                f"chunks/w{self.window}-o{self.overlap}", key,
-                lambda folder: _tag_chunks(chunks, index.ids, tag_params, folder),
-                lambda folder: TagIndex.load(folder / "index"))
+            # The passages are cut once per index: each chunk's passage and words are kept beside
+            # the chunk index and mapped (cutting every text again at each fit held every chunk's
+            # text and span in Python objects); the chunk index holds the chunks' texts.
+            def build(folder):
+                chunks = chunk_passages(index.texts, self.window, self.overlap)
+                _tag_chunks(chunks, index.ids, tag_params, folder)
+                save_arrays(folder, {"owner": chunks.owner, "spans": chunks.spans.reshape(-1)})
+
+            cut = DerivedCache(index.root).load_or_build(f"chunks/w{self.window}-o{self.overlap}", key, build,
+                                                         _load_cut)
+            self._cut = cut  # kept: a cache built in a private folder lives as long as this object
+            self.chunk_index_, self.chunks_ = cut.index, cut.chunks
         if getattr(self.inner, "needs_vectors", False):  # embedded with the passages' model
             from factcheck.tagging.vectors import PassageVectorJob, read_vectors_manifest
             model = read_vectors_manifest(index.root, index.manifest)["model"]
@@ -186,6 +216,6 @@ class ChunkedRetriever(Retriever):
         hits = []
         for p, row in zip(list(pos), list(passages)):
             h = sel.hits[int(p)]
-            start, end = self.chunks_.spans[h.row]
+            start, end = self.chunks_.spans[h.row].tolist()
             hits.append(self._hit(int(row), h.score, {**h.explanation, "chunk": h.id, "chunk_words": [start, end]}))
         return Selection(hits, sel.path, sel.details)

@@ -6,7 +6,7 @@ import numpy as np
 
 from factcheck.scoring.matrix import TermMatrix
 
-__all__ = ["bm25_weight", "bm25_weights", "length_norm", "lucene_idf"]
+__all__ = ["bm25_weight", "bm25_weights", "length_norm", "lucene_idf", "mean_length"]
 
 _BLOCK_ENTRIES = 1 << 22
 
@@ -20,10 +20,20 @@ def lucene_idf(doc_freq: np.ndarray, n_units: int) -> np.ndarray:
     return out
 
 
-def length_norm(doc_len: np.ndarray, k1: float, b: float) -> np.ndarray:
-    """``k1 * (1 - b + b * dl / avgdl)`` per unit (float64)."""
+def mean_length(doc_len: np.ndarray) -> np.float64:
+    """``avgdl``: the mean unit length (0 for no unit)."""
     doc_len = np.asarray(doc_len)
-    avgdl = doc_len.mean() if len(doc_len) else np.float64(0.0)
+    return doc_len.mean() if len(doc_len) else np.float64(0.0)
+
+
+def length_norm(doc_len: np.ndarray, k1: float, b: float, rows=None, avgdl=None) -> np.ndarray:
+    """``k1 * (1 - b + b * dl / avgdl)`` per unit (float64); ``rows``: of those units only (the
+    same bits as indexing every unit's), ``avgdl``: :func:`mean_length` of ``doc_len``, when known."""
+    doc_len = np.asarray(doc_len)
+    if avgdl is None:
+        avgdl = mean_length(doc_len)
+    if rows is not None:
+        doc_len = doc_len[rows]
     if not avgdl:
         return np.full(len(doc_len), k1 * (1 - b), dtype=np.float64)
     return k1 * ((1 - b) + b * doc_len.astype(np.float64) / avgdl)

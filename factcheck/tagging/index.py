@@ -410,14 +410,8 @@ class TagIndex:
                 indptrs.append(t["indptr"][1:] + base)
                 base += int(t["indptr"][-1])
             return np.concatenate(indptrs), _concat([t[array] for t in parts], dtype)
-        rows = self._rows_in_range(rows)
-        shard = np.searchsorted(self._starts, rows, side="right") - 1
-        begin, end = np.empty(len(rows), np.int64), np.empty(len(rows), np.int64)
-        groups = [(s, np.flatnonzero(shard == s)) for s in np.unique(shard).tolist()]
-        for s, at in groups:
-            local = rows[at] - self._starts[s]
-            begin[at], end[at] = parts[s]["indptr"][local], parts[s]["indptr"][local + 1]
-        indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        groups, begin, end = self._tag_bounds(rows)
+        indptr = np.zeros(len(begin) + 1, dtype=np.int64)
         np.cumsum(end - begin, out=indptr[1:])
         values = np.empty(int(indptr[-1]), dtype=dtype)
         for s, at in groups:
@@ -426,11 +420,26 @@ class TagIndex:
             values[dest] = parts[s][array][source]
         return indptr, values
 
+    def _tag_bounds(self, rows) -> tuple[list, np.ndarray, np.ndarray]:
+        """``(groups, begin, end)``: each of ``rows``' tags' bounds in its shard's arrays, and
+        ``(shard, positions in rows)`` for every shard they are in."""
+        rows = self._rows_in_range(rows)
+        parts = self._arrays.tags
+        shard = np.searchsorted(self._starts, rows, side="right") - 1
+        begin, end = np.empty(len(rows), np.int64), np.empty(len(rows), np.int64)
+        groups = [(s, np.flatnonzero(shard == s)) for s in np.unique(shard).tolist()]
+        for s, at in groups:
+            local = rows[at] - self._starts[s]
+            begin[at], end[at] = parts[s]["indptr"][local], parts[s]["indptr"][local + 1]
+        return groups, begin, end
+
     def tag_counts(self, rows=None) -> np.ndarray:
-        """How many tags each passage of ``rows`` (all when None) has (int64)."""
+        """How many tags each passage of ``rows`` (all when None) has (int64); some rows read
+        their shards' bounds only."""
         if rows is None:
             return _concat([np.diff(t["indptr"]) for t in self._arrays.tags], np.int64)
-        return np.diff(self.tag_rows(rows)[0])
+        _, begin, end = self._tag_bounds(rows)
+        return end - begin
 
     def _rows_in_range(self, rows) -> np.ndarray:
         """``rows`` as int64, negative ones counted from the end (as indexing a joined array did)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import scipy.sparse as sp
 import pytest
 
 from helpers import DEMO, assert_one_line_error, run_cli, sklearn_tag_vectorizer
@@ -219,3 +220,73 @@ def test_cutoff_count_and_tuning():
     best, f = tune_cutoff(probs, correct, [1, 2])
     assert f == pytest.approx(1.0)
     assert best.count(probs[0]) == 1 and best.count(probs[1]) == 2
+
+
+def _numbered_corpus(n: int, seed: int = 7) -> list[str]:
+    """``n`` short passages over a small vocabulary, a third with standalone numbers."""
+    rng = np.random.default_rng(seed)
+    syllables = ["ka", "lo", "mi", "tur", "sen", "vax", "pol", "dre", "qui", "bun", "fer", "gho", "zan", "wil", "hep"]
+    words = np.array([a + b + c for a in syllables for b in syllables for c in syllables[:2]], dtype=object)
+    texts = []
+    for i, row in enumerate(rng.integers(0, len(words), size=(n, 6))):
+        text = " ".join(words[row].tolist())
+        texts.append(f"{text} in {1900 + i % 40} and {i % 7}" if i % 3 == 0 else text)
+    return texts
+
+
+def test_the_rerankers_loaded_statistics_hold_nothing_per_passage(tmp_path):
+    """Opening the reranker's term statistics and scoring a pool keeps memory that does not grow
+    with the passages: tag counts, length norms and the passages' numbers are read from the mapped
+    arrays for the rows asked (every passage's was kept: 8 + 8 + 4 bytes a passage and more)."""
+    import tracemalloc
+    import factcheck
+    n = 60_000
+    index = factcheck.build_index(_numbered_corpus(n), tmp_path / "index", progress=False)
+    TermIndex.for_index(index)  # builds the cache once, as the first fit on an index does
+    index = TagIndex.load(tmp_path / "index")
+    rows = np.arange(0, n, n // 50, dtype=np.int64)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        terms = TermIndex.for_index(index)
+        ctx = F.FeatureContext(index, terms)
+        ids, counts = terms.query_weights(stems("kakaka kaloka lomika in 1901"))
+        bm25 = terms.bm25_rows(rows, ids, counts, 1.2, 0.75)
+        n_tags, numbers = ctx.n_tags(rows), terms.number_matches(rows, ["1901", "3", "1901"])
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 4 * n, kept  # the vocabularies only (the old state: over 20 bytes a passage)
+    assert np.array_equal(n_tags, index.tag_counts()[rows].astype(np.float64))
+    assert np.array_equal(bm25, TermIndex.for_index(index, cache=False).bm25_rows(rows, ids, counts, 1.2, 0.75))
+    # Each stored number counts once for each time the claim names it: the sum over the slice
+    # of a count matrix of the stored ids, as scipy computes it.
+    matrix = sp.csr_matrix((np.ones(len(terms.num_indices), dtype=np.float32), terms.num_indices, terms.num_indptr),
+                           shape=(n, len(terms.number_vocab)))
+    cols = [terms.number_vocab[x] for x in ("1901", "3", "1901")]
+    assert numbers.any() and np.array_equal(numbers, np.asarray(matrix[rows][:, cols].sum(axis=1)).ravel())
+
+
+def test_the_rerankers_terms_are_read_from_their_mapped_array(tmp_path):
+    """The cached terms are stored as one fixed-width array (every term as wide as the longest):
+    opening them decodes each from the mapping, without first copying the whole array."""
+    import tracemalloc
+    import factcheck
+    syllables = ["ka", "lo", "mi", "tur", "sen", "vax", "pol", "dre", "qui", "bun", "fer", "gho", "zan", "wil", "hep"]
+    words = [a + b + c for a in syllables for b in syllables for c in syllables]
+    texts = [" ".join(words[i:i + 10]) for i in range(0, len(words), 10)] + ["lo" * 500 + "x and more"]
+    factcheck.build_index(texts, tmp_path / "index", progress=False)
+    index = TagIndex.load(tmp_path / "index")
+    TermIndex.for_index(index)  # the cache, built once
+    tracemalloc.start()
+    try:
+        terms = TermIndex.for_index(index)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    width = max(map(len, terms.vocab)) * 4 * len(terms.vocab)  # bytes of the stored array
+    assert width > 4 << 20 and peak < width / 2, (peak, width)
+    built = TermIndex.for_index(index, cache=False)
+    assert terms.term_of == built.term_of
+    ids = np.array([0, len(built.vocab) - 1, 5, 5])
+    assert TermIndex.for_index(index).names(ids) == built.names(ids) == [built.term_of[i] for i in ids.tolist()]

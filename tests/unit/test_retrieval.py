@@ -152,7 +152,7 @@ def test_bm25_index_is_cached_next_to_tags_and_reused(tmp_path, demo_index):
 def test_chunker_windows_cover_each_passage():
     text = " ".join(f"w{i}" for i in range(23))
     ch = chunk_passages([text, "short one"], window=10, overlap=3)
-    assert ch.spans == [(0, 10), (7, 17), (14, 23), (0, 2)]
+    assert ch.spans.tolist() == [[0, 10], [7, 17], [14, 23], [0, 2]]
     assert ch.owner.tolist() == [0, 0, 0, 1]
     assert ch.texts[1].split()[0] == "w7"
 
@@ -174,6 +174,25 @@ def test_chunked_retriever_collapses_to_best_chunk(tmp_path, inner):
     assert sel.hits[0].id == "long" and len({h.id for h in sel.hits}) == len(sel.hits)
     start, end = sel.hits[0].explanation["chunk_words"]
     assert "retreat" in " ".join(index.text(0).split()[start:end])
+
+
+def test_a_chunked_fit_on_a_cached_index_cuts_no_passage(tmp_path, monkeypatch):
+    """The passages are cut once per index: a later fit maps each chunk's passage and words
+    from the cache (cutting every text at each fit held every chunk in Python objects)."""
+    from factcheck.retrieval import chunking
+    TagJob(progress=False).run(source_spec(DEMO / "evidence.json"), tmp_path / "idx")
+    claims = [c.text for c in read_claims(DEMO / "dev-claims.json")]
+    first = ChunkedRetriever(BM25Retriever(k=3), window=8, overlap=2).fit(TagIndex.load(tmp_path / "idx"))
+
+    def cut(*args):
+        raise AssertionError("a fit on a cached index cut the passages again")
+    monkeypatch.setattr(chunking, "chunk_passages", cut)
+    again = ChunkedRetriever(BM25Retriever(k=3), window=8, overlap=2).fit(TagIndex.load(tmp_path / "idx"))
+    want = chunk_passages(again.index_.texts, 8, 2)
+    assert np.array_equal(again.chunks_.owner, want.owner) and np.array_equal(again.chunks_.spans, want.spans)
+    assert list(again.chunks_.texts) == want.texts
+    assert [[(h.id, h.explanation["chunk"], h.explanation["chunk_words"]) for h in s.hits] for s in again.retrieve(claims)] \
+        == [[(h.id, h.explanation["chunk"], h.explanation["chunk_words"]) for h in s.hits] for s in first.retrieve(claims)]
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from factcheck.scoring import matrix as matrix_module
 from factcheck.scoring import topk as topk_module
-from factcheck.scoring.bm25 import bm25_weights
+from factcheck.scoring.bm25 import bm25_weights, length_norm, mean_length
 from factcheck.scoring.matrix import TermMatrix
 from factcheck.scoring.tfidf import TfidfSpace
 from factcheck.scoring.topk import first_per_group, top_k, top_k_rows
@@ -153,6 +153,11 @@ def test_bm25_weights_are_the_formula():
         with np.errstate(invalid="ignore"):  # 0 / 0 where tf = 0 with k1 = 0
             want = np.where(tf > 0, idf * tf / (tf + k1 * (1 - b + b * lengths[:, None] / lengths.mean())), 0.0)
         np.testing.assert_allclose(dense, want, rtol=1e-6)
+        # Some units' norms are those units' bits of every unit's, the mean taken over all.
+        rows = np.array([3, 0, 3])
+        every = length_norm(lengths, k1, b)
+        assert np.array_equal(length_norm(lengths, k1, b, rows=rows), every[rows])
+        assert np.array_equal(length_norm(lengths, k1, b, rows=rows, avgdl=mean_length(lengths)), every[rows])
 
 
 def test_tfidf_space_is_scikit_learns_sublinear_tfidf():

@@ -12,16 +12,17 @@ from factcheck.text.analyzer import standalone_numbers
 def explain_hit(retriever, cands, x: np.ndarray, row: int, rank: int) -> dict:
     """The explanation of the hit at ``row`` (``x``: its feature row; ``rank``: 1-based)."""
     terms = retriever.terms_
-    inv = terms.term_of
     a, b = terms.forward.indptr[row], terms.forward.indptr[row + 1]
     passage_terms = set(terms.forward.indices[a:b].tolist())
-    shared = [inv[t] for t in cands.query.term_ids.tolist() if t in passage_terms]
+    shared = terms.names([t for t in cands.query.term_ids.tolist() if t in passage_terms])
     codes = terms.bigram_code_of(cands.query.stems)
     a, b = terms.bigram_ptr[row], terms.bigram_ptr[row + 1]
     v = len(terms.vocab)
-    bigrams = [f"{inv[c // v]} {inv[c % v]}" for c in np.intersect1d(codes, terms.bigram_codes[a:b]).tolist()]
-    passage_numbers = {x for x in standalone_numbers(cands.query.text) if x in terms.number_vocab
-                       and terms.numbers[row, terms.number_vocab[x]] > 0}
+    pairs = np.intersect1d(codes, terms.bigram_codes[a:b])
+    firsts, seconds = terms.names(pairs // v), terms.names(pairs % v)
+    bigrams = [f"{x} {y}" for x, y in zip(firsts, seconds)]
+    in_passage = set(terms.number_columns(row).tolist())
+    passage_numbers = {x for x in standalone_numbers(cands.query.text) if terms.number_vocab.get(x) in in_passage}
     names = [n for n in F.claim_names(cands.query.text) if terms.vocab.get(n) in passage_terms]
     out = {"rank": rank, "bm25": float(x[F.FEATURES.index("bm25")]), "shared_terms": shared,
            "shared_bigrams": bigrams, "shared_numbers": sorted(passage_numbers), "shared_names": names}

@@ -70,9 +70,13 @@ class FeatureContext:
         self.terms = terms
         self.index = index
         self.tag_col = {t: j for j, t in enumerate(index.vocabulary)}
-        self.n_tags = index.tag_counts().astype(np.float64)
         self.tag_vectorizer = index.tag_vectorizer
         self.unit = UnitRows(terms.forward, terms.idf)  # idf-weighted, L2-normalised passages
+
+    def n_tags(self, rows: np.ndarray) -> np.ndarray:
+        """How many tags each passage of ``rows`` has (float64), read from the index's shards
+        (every passage's, kept, was 8 bytes a passage in every process)."""
+        return self.index.tag_counts(rows).astype(np.float64)
 
     def shared_tags(self, rows: np.ndarray, cols: list[int]) -> np.ndarray:
         """How many of the tag columns ``cols`` each passage of ``rows`` has."""
@@ -172,7 +176,7 @@ def compute(ctx: FeatureContext, cands: Candidates, k1: float, b: float) -> np.n
     cols = [ctx.tag_col[t] for t in distinct if t in ctx.tag_col]
     if cols:
         shared = ctx.shared_tags(rows, cols)
-        denom = np.minimum(len(distinct), ctx.n_tags[rows])
+        denom = np.minimum(len(distinct), ctx.n_tags(rows))
         out[:, col["tag_overlap"]] = np.divide(shared, denom, out=np.zeros(n), where=denom > 0)
     qv = ctx.tag_vectorizer.transform([q.text])
     out[:, col["tag_cosine"]] = np.asarray((ctx.tag_space(rows) @ qv.T).todense()).ravel()

@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from factcheck.retrieval.bm25 import cached_weights
-from factcheck.scoring.bm25 import bm25_weight, length_norm, lucene_idf
+from factcheck.scoring.bm25 import bm25_weight, length_norm, lucene_idf, mean_length
 from factcheck.scoring.counting import count_corpus
 from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
 from factcheck.tagging.derived import DerivedCache
@@ -31,20 +31,24 @@ class TermIndex:
     """Sparse term statistics of a corpus (see the module docstring)."""
 
     def __init__(self, vocab: dict[str, int], forward: sp.csr_matrix, bigram_ptr: np.ndarray,
-                 bigram_codes: np.ndarray, number_vocab: dict[str, int], numbers: sp.csr_matrix,
-                 postings: TermMatrix, doc_len: np.ndarray):
+                 bigram_codes: np.ndarray, number_vocab: dict[str, int], numbers: tuple[np.ndarray, np.ndarray],
+                 postings: TermMatrix, doc_len: np.ndarray, stored_terms: np.ndarray | None = None):
+        """``numbers``: ``(indptr, indices)``, each passage's standalone numbers' ids (repeats
+        kept); ``stored_terms``: the cache's terms by id (mapped), read by :meth:`names`."""
         self.vocab = vocab
+        self._stored_terms = stored_terms
         self.forward = forward
         self.postings = postings
         self.bigram_ptr = bigram_ptr
         self.bigram_codes = bigram_codes
         self.number_vocab = number_vocab
-        self.numbers = numbers
+        # Kept as they are stored (mapped when loaded): a matrix of them needs a value a number.
+        self.num_indptr, self.num_indices = numbers
         self.n_docs = forward.shape[0]
         self.doc_len = np.asarray(doc_len, dtype=np.float64)
         self.idf = lucene_idf(self.postings.df, self.n_docs)
         self._weights: dict = {}  # (k1, b) -> BM25 weights
-        self._norms: dict = {}    # (k1, b) -> each passage's length norm
+        self._avgdl = None  # the mean passage length (a norm is computed for the rows scored only)
         self._cache = None  # (DerivedCache, key): where the BM25 weights of each (k1, b) are kept
 
     @classmethod
@@ -55,7 +59,7 @@ class TermIndex:
         nums = sp.csr_matrix((np.ones(len(cols), dtype=np.float32), np.asarray(cols, dtype=np.int32),
                               np.cumsum([0, *per_row], dtype=np.int64)), shape=(len(per_row), len(number_vocab)))
         return cls({t: j for j, t in enumerate(counted.terms)}, counted.counts.csr.T.tocsr(), *counted.pairs,
-                   number_vocab, nums, counted.counts, counted.lengths)
+                   number_vocab, (nums.indptr, nums.indices), counted.counts, counted.lengths)
 
     @classmethod
     def for_index(cls, index, cache: bool = True) -> "TermIndex":
@@ -80,7 +84,7 @@ class TermIndex:
                   "forward_indptr": self.forward.indptr, "forward_indices": self.forward.indices,
                   "forward_data": self.forward.data, "doc_len": self.doc_len, "bigram_ptr": self.bigram_ptr,
                   "bigram_codes": self.bigram_codes, "number_terms": np.array(nums, dtype=str),
-                  "num_indptr": self.numbers.indptr, "num_indices": self.numbers.indices}
+                  "num_indptr": self.num_indptr, "num_indices": self.num_indices}
         save_arrays(folder, arrays)
         self.postings.save(folder, "postings_")
 
@@ -91,13 +95,17 @@ class TermIndex:
         shape = tuple(int(x) for x in arr("shape", False))
         forward = sp.csr_matrix((arr("forward_data"), arr("forward_indices"), arr("forward_indptr")), shape=shape)
         forward.has_sorted_indices = True  # saved sorted: no scan of every entry
-        nums = arr("number_terms", False).tolist()
-        num_indices = arr("num_indices", False)
-        numbers_m = sp.csr_matrix((np.ones(len(num_indices), dtype=np.float32), num_indices, arr("num_indptr", False)),
-                                  shape=(shape[0], len(nums)))
-        return cls({t: j for j, t in enumerate(arr("terms", False).tolist())}, forward, arr("bigram_ptr"),
-                   arr("bigram_codes"), {t: j for j, t in enumerate(nums)}, numbers_m,
-                   TermMatrix.load(folder, "postings_"), arr("doc_len"))
+        nums = arr("number_terms").tolist()
+        num_indptr, num_indices = arr("num_indptr"), arr("num_indices")
+        if len(num_indptr) != shape[0] + 1:
+            raise ValueError("inconsistent number arrays")
+        stored = arr("terms")
+        vocab = {t: j for j, t in enumerate(stored.tolist())}
+        if len(vocab) != len(stored):
+            raise ValueError("a term stored twice")
+        return cls(vocab, forward, arr("bigram_ptr"),
+                   arr("bigram_codes"), {t: j for j, t in enumerate(nums)}, (num_indptr, num_indices),
+                   TermMatrix.load(folder, "postings_"), arr("doc_len"), stored)
 
     def bm25(self, k1: float, b: float) -> TermMatrix:
         """The core's BM25 weights for ``k1``, ``b`` (cached)."""
@@ -113,6 +121,15 @@ class TermIndex:
     def term_of(self) -> list[str]:
         """The term of each id."""
         return sorted(self.vocab, key=self.vocab.get)
+
+    def names(self, ids) -> list[str]:
+        """The terms of ``ids``: read from the cache's mapped terms when loaded (no list of
+        every term sorted by id at the first explanation)."""
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if self._stored_terms is not None:
+            return self._stored_terms[ids].tolist()
+        term_of = self.term_of
+        return [term_of[i] for i in ids.tolist()]
 
     def term_ids(self, terms: list[str]) -> np.ndarray:
         """Ids of the known terms, in the given order (unknown terms dropped)."""
@@ -148,7 +165,19 @@ class TermIndex:
         cols = [self.number_vocab[x] for x in values if x in self.number_vocab]
         if not cols or not len(rows):
             return np.zeros(len(rows))
-        return np.asarray(self.numbers[rows][:, cols].sum(axis=1)).ravel().astype(np.float64)
+        # Each of a passage's numbers counts once for every time the claim names it (the sum
+        # over a (rows, cols) slice of the passages' number counts), read from the stored ids.
+        wanted, times = np.unique(np.asarray(cols, dtype=np.int64), return_counts=True)
+        rows = np.asarray(rows, dtype=np.int64)
+        pos, owner = multi_arange(self.num_indptr[rows], self.num_indptr[rows + 1])
+        ids = np.asarray(self.num_indices[pos], dtype=np.int64)
+        at = np.minimum(np.searchsorted(wanted, ids), len(wanted) - 1)
+        hits = np.where(wanted[at] == ids, times[at], 0)
+        return np.bincount(owner, weights=hits, minlength=len(rows)).astype(np.float64)
+
+    def number_columns(self, row: int) -> np.ndarray:
+        """The ids (of ``number_vocab``) of the standalone numbers of passage ``row``."""
+        return np.asarray(self.num_indices[self.num_indptr[row]:self.num_indptr[row + 1]])
 
     def query(self, term_ids: np.ndarray, counts: np.ndarray) -> sp.csr_matrix:
         """A claim's counts (distinct term ids ascending) as one query row for :meth:`bm25`."""
@@ -161,10 +190,10 @@ class TermIndex:
         tf = self.tf_matrix(rows, term_ids)
         if not tf.size:
             return np.zeros(len(rows))
-        norm = self._norms.get((k1, b))
-        if norm is None:
-            norm = self._norms[(k1, b)] = length_norm(self.doc_len, k1, b)
-        w = bm25_weight(tf, norm[rows][:, None], self.idf[term_ids][None, :])
+        if self._avgdl is None:
+            self._avgdl = mean_length(self.doc_len)
+        norm = length_norm(self.doc_len, k1, b, rows=rows, avgdl=self._avgdl)
+        w = bm25_weight(tf, norm[:, None], self.idf[term_ids][None, :])
         return (w.astype(np.float64) * np.asarray(weights, dtype=np.float64)[None, :]).sum(axis=1)
 
     def tf_matrix(self, rows: np.ndarray, term_ids: np.ndarray) -> np.ndarray:
