@@ -110,8 +110,7 @@ def build(library: str, params: dict, vectors: np.ndarray, threads: int):
     if library == "product":  # always one thread, whatever --threads: the product's setting
         (ROOT / "bench").mkdir(exist_ok=True)  # beside the file save() moves it to (one filesystem)
         out = Path(tempfile.mkdtemp(prefix="bench-ann-product-", dir=ROOT / "bench"))
-        product_ann.build_ann(out, vectors, spec=params.get("spec", product_ann.SPEC),
-                              candidates=params.get("candidates"))
+        product_ann.build_ann(out, vectors, spec=params.get("spec"), candidates=params.get("candidates"))
         return out / product_ann.ANN_FILE
     if library == "faiss":
         import faiss
@@ -161,8 +160,11 @@ def save(library: str, index, path: Path) -> None:
 def load(library: str, params: dict, path: Path, d: int):
     if library == "product":
         import faiss
-        return product_ann.AnnIndex(faiss.read_index(str(path)), {"search_depth": product_ann.SEARCH_DEPTH,
-                                                                  "candidates": params.get("candidates")})
+        index = faiss.read_index(str(path))
+        # The default's own depth and candidates for that many vectors, as build_ann records them.
+        _, depth, candidates = (product_ann.default_setting(index.ntotal, d) if "spec" not in params
+                                else (None, product_ann.SEARCH_DEPTH, params.get("candidates")))
+        return product_ann.AnnIndex(index, {"search_depth": depth, "candidates": candidates})
     if library == "faiss":
         import faiss
         return faiss.read_index(str(path))

@@ -20,18 +20,40 @@ from factcheck.formats.files import atomic_path, open_beneath
 from factcheck.hashing import sha256_file, sha256_fileobj
 from factcheck.tagging import store
 
-__all__ = ["ANN_FILE", "AnnIndex", "MIN_PASSAGES", "SEARCH_DEPTH", "SPEC", "build_ann", "open_ann", "require_faiss",
+__all__ = ["ANN_FILE", "AnnIndex", "MIN_PASSAGES", "SEARCH_DEPTH", "SPEC", "build_ann", "default_setting", "open_ann", "require_faiss",
            "verify_ann"]
 
 ANN_FILE = "ann.index"
 # Below this many passages search stays exact: one matrix-vector product a claim is then
 # cheap, and exact search is the reference the tests compare with.
 MIN_PASSAGES = 100_000
-SPEC = "HNSW16,Flat"  # faiss.index_factory's description; "IVF2048,Flat" suits far larger corpora
-EF_CONSTRUCTION = 64  # HNSW's beam while inserting (the measured setting)
-# The one search-depth knob: HNSW's efSearch, IVF's nprobe. The index is also asked for at
-# least this many candidates, and twice the depth wanted, all re-scored exactly.
-SEARCH_DEPTH = 256
+# The default, measured on the 1.2M bench vectors (reports/bench-ann-recall.md): inverted
+# lists of 4-bit PQ codes (128 sub-quantizers, residuals to the list's centroid; 64 bytes a
+# vector, so 25M vectors fit in 2 GB), a quarter of the lists scanned and 1,024 candidates
+# re-scored exactly: recall@100 0.987 of exact search at p50 4.5 ms, built in 76 s (an HNSW
+# graph: 0.919 at 1.2 ms, 437 s, and a float32 copy of every vector).
+MAX_LISTS = 4096  # the lists measured at 1.2M; more need a graph quantizer to build in time
+PER_LIST = 256  # passages a list below that: a power of two, at least 64 lists
+CANDIDATES = 1024
+SPEC = f"IVF{MAX_LISTS},PQ128x4fsr"  # faiss.index_factory's description at 1.2M 256-dim vectors
+EF_CONSTRUCTION = 64  # HNSW's beam while inserting, for an HNSW description
+# The one search-depth knob: HNSW's efSearch, IVF's nprobe (for an IVF description built by
+# default, a quarter of its lists; SEARCH_DEPTH at MAX_LISTS). The index is asked for at least
+# this many candidates, twice the depth wanted and the recorded candidates, all re-scored exactly.
+SEARCH_DEPTH = MAX_LISTS // 4
+
+
+def default_setting(passages: int, dim: int) -> tuple[str, int, int]:
+    """The description, search depth and candidates of the default index of ``passages``
+    vectors of ``dim`` values: a 4-bit code for every two dimensions (every one when ``dim``
+    is odd, as a product quantizer's sub-vectors must split the vector evenly)."""
+    lists = MAX_LISTS
+    while lists > 64 and lists * PER_LIST > passages:
+        lists //= 2
+    codes = dim // 2 if dim % 2 == 0 else dim
+    return f"IVF{lists},PQ{codes}x4fsr", lists // 4, CANDIDATES
+
+
 IVF_TRAIN = 100_000  # vectors an IVF's clustering is trained on (a fixed, seeded sample) ...
 TRAIN_PER_LIST = 40  # ... or this many per inverted list if more (faiss warns below 39 a centroid)
 CHUNK = 100_000  # float16 vectors widened to float32 at a time while adding
@@ -47,19 +69,24 @@ def require_faiss():
     return faiss
 
 
-def build_ann(out: Path, vectors: np.ndarray, spec: str = SPEC, candidates: int | None = None) -> dict:
+def build_ann(out: Path, vectors: np.ndarray, spec: str | None = None, candidates: int | None = None,
+              search_depth: int = SEARCH_DEPTH) -> dict:
     """Build the index of ``vectors`` (passages x dim) into ``out/ann.index``; its manifest entry.
 
-    ``spec`` may store codes instead of the vectors (``"IVF4096,SQ8"``, ``"IVF4096,PQ64x4fsr"``):
+    Without ``spec``, the default for that many vectors (:func:`default_setting`: its
+    description, search depth and candidates). ``spec`` may store codes instead of the vectors (``"IVF4096,SQ8"``, ``"IVF4096,PQ64x4fsr"``):
     such an index is trained on a fixed sample, and ``candidates`` (recorded only when given)
     is how many candidates a search asks it for, since its approximate scores need a wider
     pool for the exact re-scoring to find the top.
 
-    One thread: HNSW's graph depends on the order of insertions, which more threads make
-    vary, so the same vectors give the same bytes whatever ``--jobs``.
+    One thread: an HNSW graph depends on the order of insertions and a clustering on the order
+    of its sums, which more threads make vary, so the same vectors give the same bytes whatever
+    ``--jobs``.
     """
     faiss = require_faiss()
     n, dim = vectors.shape
+    if spec is None:
+        spec, search_depth, candidates = default_setting(n, dim)
     threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)
     try:
@@ -79,7 +106,7 @@ def build_ann(out: Path, vectors: np.ndarray, spec: str = SPEC, candidates: int 
     entry = {"file": ANN_FILE, "sha256": sha256_file(out / ANN_FILE), "library": "faiss-cpu",
              "version": faiss.__version__, "spec": spec, "metric": "inner_product",
              "ef_construction": EF_CONSTRUCTION if hasattr(index, "hnsw") else None,
-             "search_depth": SEARCH_DEPTH}
+             "search_depth": int(search_depth)}
     if candidates is not None:
         entry["candidates"] = int(candidates)
     return entry

@@ -23,15 +23,24 @@ def unit_vectors(n: int, dim: int = 64, seed: int = 0) -> np.ndarray:
     return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float16)
 
 
+def clustered_vectors(n: int, dim: int = 64, centres: int = 40, spread: float = 0.5, seed: int = 0) -> np.ndarray:
+    """Unit vectors around ``centres`` random directions: text embeddings cluster, uniform
+    random vectors (no structure for an inverted file's lists to follow) do not."""
+    rng = np.random.default_rng(seed)
+    c = rng.standard_normal((centres, dim))
+    v = c[rng.integers(0, centres, n)] + spread * rng.standard_normal((n, dim))
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float16)
+
+
 def test_default_settings_recall_exact_top_100(tmp_path):
     from factcheck.scoring.topk import top_k
     from factcheck.tagging import ann
-    vectors = unit_vectors(4000)
+    both = clustered_vectors(4100)
+    vectors, queries = both[:4000], both[4000:].astype(np.float32)
     entry = ann.build_ann(tmp_path, vectors)
-    assert (entry["spec"], entry["search_depth"]) == (ann.SPEC, ann.SEARCH_DEPTH)
+    assert (entry["spec"], entry["search_depth"], entry["candidates"]) == ("IVF64,PQ32x4fsr", 16, ann.CANDIDATES)
     loaded = ann.AnnIndex(faiss.read_index(str(tmp_path / ann.ANN_FILE)), entry)
     wide = vectors.astype(np.float32)
-    queries = unit_vectors(100, seed=1).astype(np.float32)
     found = 0
     for q in queries:
         exact = set(top_k(wide @ q, 100)[0].tolist())
@@ -39,7 +48,17 @@ def test_default_settings_recall_exact_top_100(tmp_path):
         assert np.all(np.diff(rows) > 0)  # distinct, ascending
         approx = set(top_k(wide[rows] @ q, 100, rows)[0].tolist())
         found += len(exact & approx)
-    assert found / (100 * len(queries)) >= 0.99
+    # A guard, not the figure: the default's recall on real vectors is the benchmark's
+    # (0.987 at 1.2M, reports/bench-ann-recall.md); a quarter of 64 lists holds too few here.
+    assert found / (100 * len(queries)) >= 0.95
+
+
+def test_the_default_setting_is_the_one_measured_at_1_2m_and_scales_its_lists_down():
+    from factcheck.tagging import ann
+    assert ann.default_setting(1_208_827, 256) == (ann.SPEC, ann.SEARCH_DEPTH, ann.CANDIDATES)
+    assert ann.default_setting(25_000_000, 256)[0] == ann.SPEC  # no more lists than measured
+    assert ann.default_setting(ann.MIN_PASSAGES, 256)[:2] == ("IVF256,PQ128x4fsr", 64)
+    assert ann.default_setting(ann.MIN_PASSAGES, 385)[0] == "IVF256,PQ385x4fsr"  # odd: a code a value
 
 
 def test_same_bytes_built_twice_whatever_the_thread_setting(tmp_path):
@@ -71,6 +90,19 @@ def test_missing_faiss_is_one_line_naming_the_install(monkeypatch):
 
 # ------------------------------------------------------------ through the vectors' job
 
+def every_list_scanned(mp) -> None:
+    """The default's codes and candidates, over 8 lists all scanned: at a test's 2,000 passages
+    a quarter of the lists is no sample of the default's recall (the benchmark's figure), and
+    these tests check the search's path and exact re-scoring, not the lists' coverage."""
+    from factcheck.tagging import ann
+    default = ann.default_setting
+
+    def setting(passages, dim):
+        spec, _, candidates = default(passages, dim)
+        return "IVF8," + spec.split(",")[1], 8, candidates
+    mp.setattr(ann, "default_setting", setting)
+
+
 @pytest.fixture(scope="module")
 def ann_index(tmp_path_factory):
     """An index of 2,000 made-up passages whose vectors got a nearest-neighbour index."""
@@ -88,6 +120,7 @@ def ann_index(tmp_path_factory):
     TagJob(progress=False).run(source_spec(root / "evidence.json"), root / "index")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ann, "MIN_PASSAGES", 1000)
+        every_list_scanned(mp)
         manifest = PassageVectorJob(progress=False).run(root / "index")
     assert manifest["ann"]["sha256"] and (root / "index" / "vectors" / ann.ANN_FILE).is_file()
     claims = [" ".join(rng.choice(words, 8)) for _ in range(100)]
@@ -196,6 +229,7 @@ def test_chunked_dense_ranks_as_deep_through_the_index(ann_copy, monkeypatch):
     from factcheck.tagging import ann
     from factcheck.tagging.index import TagIndex
     monkeypatch.setattr(ann, "MIN_PASSAGES", 1000)
+    every_list_scanned(monkeypatch)
     index = TagIndex.load(ann_copy)
     approx = ChunkedRetriever(DenseRetriever(), window=6, overlap=2).fit(index)
     assert approx.inner_.ann_ is not None  # the windows' vectors got their own index
@@ -244,6 +278,7 @@ def test_vectors_built_before_the_index_get_it_added_the_same_bytes(ann_copy, mo
     shard = ann_copy / "vectors" / before["shards"][0]["file"]
     mtime = shard.stat().st_mtime_ns
     monkeypatch.setattr(ann, "MIN_PASSAGES", 1000)
+    every_list_scanned(monkeypatch)
     again = PassageVectorJob(progress=False).run(ann_copy)
     assert again["ann"] == before["ann"] and file.read_bytes() == built
     assert shard.stat().st_mtime_ns == mtime  # the vectors were kept, not embedded again
@@ -259,6 +294,7 @@ def test_same_index_bytes_with_two_jobs(ann_index, tmp_path, monkeypatch):
     root, _ = ann_index
     shutil.copytree(root, tmp_path / "index", ignore=shutil.ignore_patterns("vectors"))
     monkeypatch.setattr(ann, "MIN_PASSAGES", 1000)
+    every_list_scanned(monkeypatch)
     manifest = PassageVectorJob(jobs=2, shard_size=500, progress=False).run(tmp_path / "index")
     assert manifest["ann"] == json.loads((root / "vectors" / "manifest.json").read_text("utf-8"))["ann"]
     assert (tmp_path / "index/vectors" / ann.ANN_FILE).read_bytes() == (root / "vectors" / ann.ANN_FILE).read_bytes()
@@ -282,14 +318,14 @@ def test_a_code_storing_index_is_trained_searched_wide_and_re_scored_to_the_exac
     vectors = unit_vectors(3000)
     out = tmp_path / VECTORS_DIR
     out.mkdir()
-    entry = ann.build_ann(out, vectors, spec="IVF64,SQ8", candidates=400)
+    entry = ann.build_ann(out, vectors, spec="IVF64,SQ8", candidates=400, search_depth=64)
     assert entry["spec"] == "IVF64,SQ8" and entry["candidates"] == 400
     assert "candidates" not in ann.build_ann(tmp_path, vectors[:200], spec="Flat")  # as recorded before
     loaded = ann.open_ann(tmp_path, entry, len(vectors), vectors.shape[1], "rebuild")
     assert type(loaded.index).__name__ == "IndexIVFScalarQuantizer"  # codes, not the vectors
     wide = vectors.astype(np.float32)
     for q in unit_vectors(20, seed=1).astype(np.float32):
-        rows = loaded.search(q, 100)  # nprobe = search_depth >= the 64 lists: every list is scanned
+        rows = loaded.search(q, 100)  # nprobe = search_depth = the 64 lists: every list is scanned
         assert len(rows) == 400 and np.all(np.diff(rows) > 0)
         assert top_k(wide[rows] @ q, 100, rows)[0].tolist() == top_k(wide @ q, 100)[0].tolist()
 
@@ -329,8 +365,8 @@ def test_an_ivf_trains_on_enough_vectors_a_list(tmp_path, monkeypatch):
 def test_asked_for_more_lists_than_it_has_a_pq_fast_scan_index_scans_them_all(tmp_path):
     from factcheck.tagging import ann
     vectors = unit_vectors(3000)
-    entry = ann.build_ann(tmp_path, vectors, spec="IVF16,PQ16x4fsr", candidates=500)
-    deep = ann.AnnIndex(faiss.read_index(str(tmp_path / ann.ANN_FILE)), entry)  # search_depth 256
+    entry = ann.build_ann(tmp_path, vectors, spec="IVF16,PQ16x4fsr", candidates=500, search_depth=256)
+    deep = ann.AnnIndex(faiss.read_index(str(tmp_path / ann.ANN_FILE)), entry)
     every = ann.AnnIndex(faiss.read_index(str(tmp_path / ann.ANN_FILE)), {**entry, "search_depth": 16})
     assert deep.depth > 16
     for q in unit_vectors(5, seed=1).astype(np.float32):
@@ -356,6 +392,7 @@ def sharded(ann_index, tmp_path_factory):
         return build(out, vectors, *args, **kwargs)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ann, "MIN_PASSAGES", 1000)
+        every_list_scanned(mp)
         mp.setattr(ann, "build_ann", recording)
         manifest = PassageVectorJob(shard_size=300, progress=False).run(root)
     assert len(manifest["shards"]) == 7 and manifest["ann"]
@@ -370,7 +407,7 @@ def _mapped_base(array):
 
 
 @needs_open
-def test_the_index_is_built_from_the_mapped_shards_the_same_bytes(sharded, tmp_path):
+def test_the_index_is_built_from_the_mapped_shards_the_same_bytes(sharded, tmp_path, monkeypatch):
     import mmap
     from factcheck.tagging import ann
     from factcheck.tagging.vectors import MappedVectors, load_vectors
@@ -379,6 +416,7 @@ def test_the_index_is_built_from_the_mapped_shards_the_same_bytes(sharded, tmp_p
     assert len(given) == 1 and isinstance(given[0], MappedVectors)
     assert all(isinstance(_mapped_base(part), mmap.mmap) for part in given[0].shards)
     # ... and gets the bytes the whole float16 matrix gives.
+    every_list_scanned(monkeypatch)
     ann.build_ann(tmp_path, load_vectors(root))
     assert (tmp_path / ann.ANN_FILE).read_bytes() == (root / "vectors" / ann.ANN_FILE).read_bytes()
 
@@ -443,8 +481,9 @@ def test_fitting_to_vectors_with_an_index_copies_no_matrix(sharded):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    # The old fit held the float16 concatenation and its float32 widening: 6 bytes a value.
-    assert peak < 2000 * 256 * 2, peak
+    # The old fit held the float16 concatenation and its float32 widening: 6 bytes a value;
+    # the search widens its 1,024 candidates' rows only (half of these 2,000 passages).
+    assert peak < 2000 * 256 * 3, peak
     assert dense.ann_ is ann
 
 
