@@ -436,7 +436,7 @@ def main(argv=None) -> int:
 
     lines += ["### Nearest-neighbour index", "",
               "The measurements of faiss-cpu, hnswlib and usearch on the static vectors are "
-              "`reports/bench-ann.md`'s (`python -m benchmarks.ann`).", ""]
+              "`reports/bench-ann.md`'s and `reports/bench-ann-recall.md`'s (`python -m benchmarks.ann`).", ""]
     load_after = os.getloadavg()
     lines += [f"Load average {load_after[0]:.1f} at the end."]
     write_part_2(args.out, lines)
