@@ -414,3 +414,89 @@ def test_the_contextual_group_reads_the_pool_caches_vectors_and_adds_cosines_dif
     with pytest.raises(InputError) as err:
         ClaimEvidenceFeatures(groups=("stats", "contextual")).fit(X, y)
     assert err.value.param == "contextual"
+
+
+# ---------------------------------------------------------------- the tuning: pool size and combination
+
+def _claims():
+    import factcheck
+    return factcheck.read_claims(DEMO / "train-claims.json"), factcheck.read_claims(DEMO / "dev-claims.json")
+
+
+def test_a_claims_pools_at_several_sizes_are_each_sizes_own_pool(index, built):
+    sizes = (2, 4, 7, 40, 60)
+    derived = retriever(index, built[1], pool_size=60)
+    own = {n: retriever(index, built[1], pool_size=n) for n in sizes}
+    for claim in CLAIMS:
+        pools = derived.pools(claim, sizes[::-1])
+        assert sorted(pools) == list(sizes)
+        for n in sizes:
+            for a, b in zip(pools[n], own[n].pool(claim)):
+                assert a.dtype == b.dtype and np.array_equal(a, b), n
+    assert len(own[2].pool(CLAIMS[0])[0]) < len(own[7].pool(CLAIMS[0])[0])  # the sizes do differ
+
+
+def test_the_fit_rule_takes_the_first_row_of_the_best_fit_f_whatever_the_holdout():
+    from factcheck.training.tuning import Sweep
+    rows = [{"pool_size": 50, "k": 1, "f_fit": 0.2, "f_holdout": 0.9},
+            {"pool_size": 50, "k": 2, "f_fit": 0.4, "f_holdout": 0.1},
+            {"pool_size": 100, "k": 1, "f_fit": 0.4, "f_holdout": 0.5}]
+    s = Sweep("pool", ("pool_size", "k"), rows, rule="fit")
+    s.choose()
+    assert s.chosen == {"pool_size": 50, "k": 2}  # a tie on fit F: the first row, the hold-out unread
+    s = Sweep("pool", ("pool_size", "k"), rows)
+    s.choose()
+    assert s.chosen == {"pool_size": 50, "k": 1}  # the other sweeps' rule: the hold-out chooses
+
+
+def test_the_pool_sweep_is_the_pre_registered_grid_and_each_row_a_retrievers_f(index, built):
+    from factcheck.retrieval.base import evidence_of, run_retrieval
+    from factcheck.retrieval.pool import PoolRetriever
+    from factcheck.tagging.index import TagIndex
+    from factcheck.training.tuning import POOL_GRID, mean_f, pool_orders, sweep_pool
+    fit, holdout = _claims()
+    idx = TagIndex.load(index)
+    s = sweep_pool(idx, fit, holdout, 0.9, 0.4, {"model": str(built[1])}, progress=False)
+    ks = POOL_GRID["k"]
+    assert len(pool_orders()) == 17 and POOL_GRID["pool_size"] == (50, 100, 200) and len(s.rows) == 51 * len(ks)
+    assert [(r["pool_size"], r["combine"], r["bm25_weight"], r["dense_weight"], r["k"]) for r in s.rows] == [
+        (n, o["combine"], o["bm25_weight"], o["dense_weight"], k) for n in (50, 100, 200) for o in pool_orders()
+        for k in ks]
+    # 40 passages: every size's pool is all the first stages find, so the sizes tie and the smallest is chosen
+    f = {n: [r["f_fit"] for r in s.rows if r["pool_size"] == n] for n in (50, 100, 200)}
+    assert f[50] == f[100] == f[200]
+    best = max(r["f_fit"] for r in s.rows)
+    assert s.chosen == {k: next(r for r in s.rows if r["f_fit"] == best)[k] for k in s.param_names}
+    assert s.chosen["pool_size"] == 50
+    # Smaller sizes, where they differ: each row's F is what a retriever of its setting finds
+    grid = {**POOL_GRID, "pool_size": (3, 6)}
+    s = sweep_pool(idx, fit, holdout, 0.9, 0.4, {"model": str(built[1])}, grid=grid, progress=False)
+    assert len(s.rows) == 2 * 17 * len(ks)
+    for row in s.rows[::37]:
+        r = PoolRetriever(**{k: row[k] for k in s.param_names}).fit(idx)
+        for part, claims in (("fit", fit), ("holdout", holdout)):
+            found = evidence_of(run_retrieval(r, claims, depth=0))
+            assert mean_f([found[c.id] for c in claims], claims) == row[f"f_{part}"], (row, part)
+
+
+@pytest.mark.parametrize("given, orders", [
+    ({"pool_size": 5}, 17),
+    ({"combine": "weighted"}, 15),
+    ({"combine": "weighted", "bm25_weight": 0.25}, 4),  # (0.25, 0) counts: one weight is not 0
+    ({"combine": "weighted", "bm25_weight": 0.0}, 3),
+    ({"pool_size": 100, "combine": "rrf"}, 1),
+    ({"pool_size": 7, "combine": "weighted", "bm25_weight": 0.3, "dense_weight": 0.0}, 1),  # off the grid
+    ({"bm25_weight": 0.0}, 5),  # cosine, weighted (0, w) for w in 0.1, 0.25, 0.5, rrf
+])
+def test_a_given_pool_setting_stays_fixed_and_the_others_are_swept(index, built, given, orders):
+    from factcheck.tagging.index import TagIndex
+    from factcheck.training.tuning import POOL_GRID, sweep_pool
+    fit, holdout = _claims()
+    grid = {**POOL_GRID, "pool_size": (3, 6)}
+    s = sweep_pool(TagIndex.load(index), fit, holdout, 0.9, 0.4, {"model": str(built[1]), **given}, grid=grid,
+                   progress=False)
+    sizes = 1 if "pool_size" in given else 2
+    assert len(s.rows) == sizes * orders * len(POOL_GRID["k"])
+    assert all(r[k] == v for r in s.rows for k, v in given.items())
+    assert {r["pool_size"] for r in s.rows} == ({given["pool_size"]} if "pool_size" in given else {3, 6})
+    assert all(s.chosen[k] == v for k, v in given.items())
