@@ -500,3 +500,60 @@ def test_a_given_pool_setting_stays_fixed_and_the_others_are_swept(index, built,
     assert all(r[k] == v for r in s.rows for k, v in given.items())
     assert {r["pool_size"] for r in s.rows} == ({given["pool_size"]} if "pool_size" in given else {3, 6})
     assert all(s.chosen[k] == v for k, v in given.items())
+
+
+def _one_classifier(monkeypatch):
+    """One classifier candidate: the classifier's choice is not what these tests are about."""
+    from factcheck.classification.cv import FEATURE_SETS
+    from factcheck.training import classifier_cv
+    one = {"C": (0.5,), "class_weight": (None,), "stats_weight": (0.3,), "augment": (True,), "groups": FEATURE_SETS[:1]}
+    select = classifier_cv.select_classifier
+    monkeypatch.setattr(classifier_cv, "select_classifier", lambda *a, **kw: select(*a, **{**kw, "grid": one}))
+
+
+def _sweep_csv(run):
+    import csv
+    with open(run / "tuning" / "pool-sweep.csv", encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_a_tuned_run_records_the_chosen_pool_setting_and_what_reads_the_run_uses_it(built, tmp_path, monkeypatch):
+    from helpers import make_run
+    from factcheck.retrieval.pool import DEFAULT_COMBINATION
+    from factcheck.system.checker import FactChecker
+    from factcheck.training.tuning import POOL_GRID
+    _one_classifier(monkeypatch)
+    run = tmp_path / "run"
+    make_run(run, "--mode", "open", "--embedding-model", built[1], "--method", "pool")
+    rows = _sweep_csv(run)
+    assert len(rows) == 51 * len(POOL_GRID["k"]) and {r["pool_size"] for r in rows} == {"50", "100", "200"}
+    chosen = [r for r in rows if r["chosen"] == "True"]
+    assert len(chosen) == 1
+    params = json.loads((run / "metrics.json").read_text("utf-8"))["run"]["retriever"]["params"]
+    # 40 passages: the sizes tie, and a tie goes to the smaller pool (not the class's default, 100)
+    assert params["pool_size"] == int(chosen[0]["pool_size"]) == 50 and params["k"] == int(chosen[0]["k"])
+    combination = {"combine": chosen[0]["combine"], "bm25_weight": float(chosen[0]["bm25_weight"]),
+                   "dense_weight": float(chosen[0]["dense_weight"])}
+    assert {k: params.get(k, v) for k, v in DEFAULT_COMBINATION.items()} == combination
+    loaded = FactChecker.load(run / "index", run / "model").retriever
+    assert loaded.params() == params and loaded.pool_size == 50
+    report = (run / "report.md").read_text("utf-8")
+    assert "| pool_size | 50 |" in report and f"| combine | {combination['combine']} |" in report
+    proc = in_process("predict", "--claims", DEMO / "dev-claims.json", "--index", run / "index", "--model",
+                      run / "model", "--out", tmp_path / "p.json")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "p.json").read_bytes() == (run / "dev-claims-predictions.json").read_bytes()
+
+
+def test_a_pool_size_typed_on_the_command_line_is_fixed_even_at_the_default(built, tmp_path, monkeypatch):
+    from helpers import make_run
+    from factcheck.training.tuning import POOL_GRID
+    _one_classifier(monkeypatch)
+    run = tmp_path / "run"
+    make_run(run, "--mode", "open", "--embedding-model", built[1], "--method", "pool", "--pool-size", "100",
+             "--combine", "weighted")
+    rows = _sweep_csv(run)
+    assert len(rows) == 15 * len(POOL_GRID["k"])
+    assert {(r["pool_size"], r["combine"]) for r in rows} == {("100", "weighted")}
+    params = json.loads((run / "metrics.json").read_text("utf-8"))["run"]["retriever"]["params"]
+    assert params["pool_size"] == 100 and params["combine"] == "weighted"
