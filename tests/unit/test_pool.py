@@ -218,13 +218,13 @@ def test_a_pool_run_gives_the_same_bytes_cold_with_one_job_and_warm_with_two(bui
     # A transformer given to run orders the pools; the passage vectors are the static model's.
     model = tmp_path / "model"
     shutil.copytree(built[1], model)
-    common = ("--data-dir", DEMO, "--mode", "open", "--embedding-model", model, "--method", "pool",
-              "--pool-size", "5", "--quiet")
+    # Nothing but the method named: the pool's size and order are tuned, then used.
+    common = ("--data-dir", DEMO, "--mode", "open", "--embedding-model", model, "--method", "pool", "--quiet")
     cold = run_cli("run", "--out", tmp_path / "cold", "--jobs", "1", *common)
     assert cold.returncode == 0, cold.stderr
     vectors = json.loads((tmp_path / "cold" / "index" / "vectors" / "manifest.json").read_text("utf-8"))
     assert vectors["model"]["name"].startswith("wordllama/")
-    assert (tmp_path / "cold" / "tuning" / "pool-sweep.csv").is_file()
+    sweep = (tmp_path / "cold" / "tuning" / "pool-sweep.csv").read_bytes()
     cache = tmp_path / "cold" / "index" / "pool-vectors"
     before = sorted(p.name for p in cache.rglob("*"))
     warm = run_cli("run", "--out", tmp_path / "warm", "--jobs", "2", "--index", tmp_path / "cold" / "index", *common)
@@ -232,6 +232,7 @@ def test_a_pool_run_gives_the_same_bytes_cold_with_one_job_and_warm_with_two(bui
     assert sorted(p.name for p in cache.rglob("*")) == before  # nothing new embedded
     for name in names:
         assert (tmp_path / "warm" / name).read_bytes() == (tmp_path / "cold" / name).read_bytes(), name
+    assert (tmp_path / "warm" / "tuning" / "pool-sweep.csv").read_bytes() == sweep
     proc = in_process("predict", "--claims", DEMO / "dev-claims.json", "--index", tmp_path / "cold" / "index",
                       "--model", tmp_path / "cold" / "model", "--out", tmp_path / "p.json")
     assert proc.returncode == 0, proc.stderr
@@ -434,6 +435,24 @@ def test_a_claims_pools_at_several_sizes_are_each_sizes_own_pool(index, built):
             for a, b in zip(pools[n], own[n].pool(claim)):
                 assert a.dtype == b.dtype and np.array_equal(a, b), n
     assert len(own[2].pool(CLAIMS[0])[0]) < len(own[7].pool(CLAIMS[0])[0])  # the sizes do differ
+
+
+def test_the_pool_sweep_gives_the_same_rows_cold_and_warm_whatever_claims_are_embedded_together(index, built,
+                                                                                               monkeypatch):
+    from factcheck.tagging.index import TagIndex
+    from factcheck.training import tuning
+    fit, holdout = _claims()
+    grid = {**tuning.POOL_GRID, "pool_size": (3, 6)}
+
+    def sweep():
+        return tuning.sweep_pool(TagIndex.load(index), fit, holdout, 0.9, 0.4, {"model": str(built[1])}, grid=grid,
+                                 progress=False)
+    monkeypatch.setattr(tuning, "POOL_SWEEP_BATCH", 3)
+    cold = sweep()
+    assert len(list((index / "pool-vectors").rglob("segment-*.json"))) > 1  # embedded a batch at a time
+    monkeypatch.undo()
+    warm = sweep()
+    assert warm.rows == cold.rows and warm.chosen == cold.chosen
 
 
 def test_the_fit_rule_takes_the_first_row_of_the_best_fit_f_whatever_the_holdout():
