@@ -169,16 +169,19 @@ def sweep_pool(index, fit_claims, holdout_claims, k1: float, b: float, pool: dic
     r = PoolRetriever(**fixed, k1=k1, b=b, pool_size=max(sizes)).fit(index)
     ks, ids = grid["k"], index.ids
     parts = {"fit": fit_claims, "holdout": holdout_claims}
-    scored = {(n, i): {part: [] for part in parts} for n in sizes for i in range(len(orders))}  # F per claim, per k
+    # F by setting and part: k x claims (a k's row contiguous, as mean_f's array of the claims' F)
+    scored = {(n, i): {part: np.zeros((len(ks), len(claims))) for part, claims in parts.items()}
+              for n in sizes for i in range(len(orders))}
     for part, claims in parts.items():
         with progress_bar(total=len(claims), desc=f"pool sweep ({part})", unit="claims", enabled=progress) as bar:
             for start in range(0, len(claims), POOL_SWEEP_BATCH):
-                texts = [c.text for c in claims[start:start + POOL_SWEEP_BATCH]]
+                batch = claims[start:start + POOL_SWEEP_BATCH]
+                texts = [c.text for c in batch]
                 pools = [r.pools(t, sizes) for t in texts]
                 # Each claim's passages of every size (those of its largest pools), embedded and scored once.
                 unions = [np.unique(np.concatenate([p[n][0] for n in sizes])) for p in pools]
-                gold = [c.evidences for c in claims[start:start + POOL_SWEEP_BATCH]]
-                for p, union, cos_all, evidences in zip(pools, unions, r.cosines(texts, unions), gold):
+                for c, (claim, p, union, cos_all) in enumerate(zip(batch, pools, unions, r.cosines(texts, unions)),
+                                                               start):
                     for n in sizes:
                         rows, bm25, dense = p[n]
                         cos = cos_all[np.searchsorted(union, rows)]
@@ -187,7 +190,7 @@ def sweep_pool(index, fit_claims, holdout_claims, k1: float, b: float, pool: dic
                             top, scores = top_k(s, max(ks), rows)
                             # scores of 0 dropped, as the retriever's selection drops them
                             found = [ids[x] for x in top[scores != 0].tolist()]
-                            scored[n, i][part].append([evidence_f(found[:k], evidences) for k in ks])
+                            scored[n, i][part][:, c] = [evidence_f(found[:k], claim.evidences) for k in ks]
                 bar.update(len(texts))
     names = (*fixed, "pool_size", "combine", *POOL_WEIGHTS, "k1", "b", "k")
     sweep = Sweep("pool", names, rule="fit")
@@ -195,7 +198,7 @@ def sweep_pool(index, fit_claims, holdout_claims, k1: float, b: float, pool: dic
         for i, o in enumerate(orders):
             for j, k in enumerate(ks):  # as mean_f: the mean of the claims' F
                 sweep.rows.append({**fixed, "pool_size": n, **o, "k1": k1, "b": b, "k": k,
-                                   **{f"f_{part}": float(np.mean([f[j] for f in scored[n, i][part]])) for part in parts}})
+                                   **{f"f_{part}": float(np.mean(scored[n, i][part][j])) for part in parts}})
     sweep.choose()
     return sweep
 
