@@ -81,6 +81,8 @@ class PoolRetriever(Retriever):
         Passages returned as evidence.
     pool_size : int, default 100
         Passages each first-stage method adds to the pool (BM25's only those sharing a term).
+        A trained model's pool size and order are tuned
+        (:func:`~factcheck.training.tuning.sweep_pool`); these defaults are the untrained ones.
     k1, b : float
         BM25 parameters.
     combine : {"cosine", "weighted", "rrf"}, default "cosine"
