@@ -453,6 +453,41 @@ def test_the_pool_sweep_gives_the_same_rows_cold_and_warm_whatever_claims_are_em
     monkeypatch.undo()
     warm = sweep()
     assert warm.rows == cold.rows and warm.chosen == cold.chosen
+    fit, holdout = fit[::-1], holdout[::-1]  # each part's F a mean over the same claims: the same choice
+    other = sweep()
+    assert other.chosen == cold.chosen
+    assert [r["f_fit"] for r in other.rows] == pytest.approx([r["f_fit"] for r in cold.rows], abs=1e-12)
+
+
+def test_the_pool_sweep_scores_each_claims_first_stage_once_and_embeds_its_pools_once(index, built, monkeypatch):
+    from factcheck.retrieval.bm25 import BM25Retriever
+    from factcheck.retrieval.pool import PoolRetriever
+    from factcheck.tagging.index import TagIndex
+    from factcheck.tagging.pool_vectors import PoolVectorCache
+    from factcheck.training import tuning
+    fit, holdout = _claims()
+    calls = {"fit": 0, "bm25": 0, "vectors": 0, "embedded": set()}
+    for cls, name, key in ((PoolRetriever, "_fit", "fit"), (BM25Retriever, "scores", "bm25")):
+        def counted(self, *a, _f=getattr(cls, name), _k=key, **kw):
+            calls[_k] += 1
+            return _f(self, *a, **kw)
+        monkeypatch.setattr(cls, name, counted)
+    vectors = PoolVectorCache.vectors
+
+    def counted_vectors(self, texts):
+        calls["vectors"] += 1
+        before = self.embedded
+        out = vectors(self, texts)
+        assert self.embedded - before == len(set(texts) - calls["embedded"])  # nothing embedded twice
+        calls["embedded"] |= set(texts)
+        return out
+    monkeypatch.setattr(PoolVectorCache, "vectors", counted_vectors)
+    monkeypatch.setattr(tuning, "POOL_SWEEP_BATCH", 10)
+    s = tuning.sweep_pool(TagIndex.load(index), fit, holdout, 0.9, 0.4, {"model": str(built[1])},
+                          grid={**tuning.POOL_GRID, "pool_size": (3, 6, 12)}, progress=False)
+    assert len(s.rows) == 3 * 17 * len(tuning.POOL_GRID["k"])
+    assert calls["fit"] == 1 and calls["bm25"] == len(fit) + len(holdout)
+    assert calls["vectors"] == 2 + 1  # 16 fit claims in two batches, 8 hold-out claims in one
 
 
 def test_the_fit_rule_takes_the_first_row_of_the_best_fit_f_whatever_the_holdout():
