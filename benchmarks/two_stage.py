@@ -41,12 +41,13 @@ from pathlib import Path
 import numpy as np
 
 from harness.measure import ROOT, SHARED, ensure_corpus, gib, machine, measure
+from factcheck.training.tuning import POOL_GRID, pool_orders
 
 WORK = ROOT / "bench" / "two-stage"
 DEMO = ROOT / "data" / "demo"
 KS = (20, 50, 100)
-POOL_SIZES = (50, 100, 200)
-WEIGHTS = (0.0, 0.1, 0.25, 0.5)
+POOL_SIZES = POOL_GRID["pool_size"]  # bet (a)'s grid is the product's (the open mode's tuning sweeps it)
+WEIGHTS = POOL_GRID["weights"]
 END_OF_PART_1 = "*(end of the pre-registration)*"
 BENCH_CORPUS = 1_208_827
 
@@ -158,10 +159,7 @@ def pools(retriever, claims) -> list[tuple]:
 
 def settings() -> list[dict]:
     """Bet (a)'s candidates in the pre-registered tie order (after the pool size)."""
-    out = [{"combine": "cosine", "bm25_weight": 0.0, "dense_weight": 0.0}]
-    out += [{"combine": "weighted", "bm25_weight": wb, "dense_weight": wd}
-            for wb in WEIGHTS for wd in WEIGHTS if wb or wd]
-    return out + [{"combine": "rrf", "bm25_weight": 0.0, "dense_weight": 0.0}]
+    return pool_orders()
 
 
 def f_table(index, claims, scored: list[tuple], setting: dict, ks) -> np.ndarray:

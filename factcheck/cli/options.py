@@ -357,15 +357,18 @@ def add_pool_args(g, model: bool = True) -> None:
                        help="pool: the contextual model that orders each claim's candidate pool, the packaged "
                             "minilm (the default) or an ONNX model directory")
     g.add_argument("--pool-size", action=ParamOption, owner=POOL, metavar="N",
-                   help="pool: passages BM25 and the passage vectors each add to a claim's pool")
+                   help="pool: passages BM25 and the passage vectors each add to a claim's pool (run and train "
+                        "tune each pool setting not given; one given, even at its default, is fixed: "
+                        "docs/open-mode.md)")
     g.add_argument("--combine", action=ParamChoice, owner=POOL,
                    help="pool: how the pool is ordered: the contextual model's cosine alone; plus the first stages' "
                         "scores, each min-max normalised over the pool, times --bm25-weight and --dense-weight; or "
-                        "reciprocal-rank fusion of the three orders")
+                        "reciprocal-rank fusion of the three orders (run and train: tuned unless given)")
     g.add_argument("--bm25-weight", action=ParamOption, owner=POOL, metavar="W",
-                   help="pool, --combine weighted: weight of the BM25 score")
+                   help="pool, --combine weighted: weight of the BM25 score (run and train: tuned unless given)")
     g.add_argument("--dense-weight", action=ParamOption, owner=POOL, metavar="W",
-                   help="pool, --combine weighted: weight of the passage vectors' cosine (the first stage's)")
+                   help="pool, --combine weighted: weight of the passage vectors' cosine (the first stage's; "
+                        "run and train: tuned unless given)")
 
 
 def pool_settings(args) -> dict:

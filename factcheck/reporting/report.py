@@ -88,7 +88,11 @@ def write_report(path: Path, metrics: dict, plots: dict) -> None:
                       f"(evidence F there: {holdout})",
            "user": f"named with --method (evidence F on the training hold-out: {holdout})"}.get(
         ret.get("chosen_by"), f"chosen by evidence F on the 20% hold-out of the training claims: {holdout}")
-    L += [f"Retriever used: **{ret['chosen']}**, {how}. Its settings:", ""] + config_table(ret["params"]) + [""]
+    shown = ret["params"]
+    if ret["chosen"] == "pool":  # its record leaves the default order out: the report names it
+        from factcheck.retrieval.pool import DEFAULT_COMBINATION
+        shown = {**{k: v for k, v in DEFAULT_COMBINATION.items() if k == "combine"}, **shown}
+    L += [f"Retriever used: **{ret['chosen']}**, {how}. Its settings:", ""] + config_table(shown) + [""]
     L += ["## Retrieval on its own (dev)", "",
           "| retriever | evidence F | recall@5 | recall@100 | MRR | any gold (Wilson) |", "|---|---|---|---|---|---|"]
     for name, r in run["retrievers_on_dev"].items():

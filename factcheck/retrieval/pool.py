@@ -81,6 +81,8 @@ class PoolRetriever(Retriever):
         Passages returned as evidence.
     pool_size : int, default 100
         Passages each first-stage method adds to the pool (BM25's only those sharing a term).
+        A trained model's pool size and order are tuned
+        (:func:`~factcheck.training.tuning.sweep_pool`); these defaults are the untrained ones.
     k1, b : float
         BM25 parameters.
     combine : {"cosine", "weighted", "rrf"}, default "cosine"
@@ -148,24 +150,49 @@ class PoolRetriever(Retriever):
 
     def pool(self, claim: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The claim's pool: its rows (ascending) and their BM25 and first-stage dense scores."""
+        return self.pools(claim, (self.pool_size,))[self.pool_size]
+
+    def pools(self, claim: str, sizes) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The claim's pool at each pool size of ``sizes`` (as :meth:`pool`'s, by size), from one
+        BM25 scoring and one dense search: each size's pool is the top of the same arrays.
+
+        :meth:`pool` is this at one size, so a pool derived here is the pool a retriever of that
+        ``pool_size`` builds. A search through the nearest-neighbour index asks it for a number
+        of candidates that may grow with the depth (:meth:`~factcheck.tagging.ann.AnnIndex.count`):
+        one search per distinct count, the same for every size up to half the recorded candidates.
+        """
         self._check_fitted()
-        bm25, dense = self.bm25_.scores(claim), self.first_.search_scores(claim, self.pool_size)
-        lexical = top_k(bm25, self.pool_size)[0]
+        sizes = sorted({int(n) for n in sizes})
+        bm25 = self.bm25_.scores(claim)
+        lexical = top_k(bm25, sizes[-1])[0]  # score descending, ties by row: a top n is its first n
         lexical = lexical[bm25[lexical] > 0]  # a passage sharing no term with the claim is no candidate
-        rows = np.union1d(lexical, top_k(dense.scores, self.pool_size, dense.rows)[0]).astype(np.int64)
-        first = dense.scores[rows] if dense.rows is None else self.first_.row_scores(dense.state, rows)
-        return rows, bm25[rows], first
+        ann = self.first_.ann_
+        searches = {}  # candidates asked -> the sizes searched with that many
+        for n in sizes:
+            searches.setdefault(None if ann is None else ann.count(n), []).append(n)
+        out = {}
+        for group in searches.values():
+            dense = self.first_.search_scores(claim, group[-1])
+            top = top_k(dense.scores, group[-1], dense.rows)[0]
+            for n in group:
+                rows = np.union1d(lexical[:n], top[:n]).astype(np.int64)
+                first = dense.scores[rows] if dense.rows is None else self.first_.row_scores(dense.state, rows)
+                out[n] = (rows, bm25[rows], first)
+        return out
+
+    def cosines(self, texts: list[str], rows: list[np.ndarray]) -> list[np.ndarray]:
+        """The second stage's cosine of each claim of ``texts`` with the passages ``rows[i]``:
+        every claim's new passages embedded together (and stored as one segment)."""
+        every = np.unique(np.concatenate(rows)) if rows else np.zeros(0, dtype=np.int64)
+        vectors = self.cache_.vectors(list(self.index_.texts.take(every))) if len(every) else None
+        queries = self.embedder_.embed(list(texts), kind="query") if texts else None
+        # float64 row sums, no BLAS: a passage's score never depends on its pool-mates.
+        return [np.einsum("ij,j->i", vectors[np.searchsorted(every, r)].astype(np.float64), q.astype(np.float64))
+                for r, q in zip(rows, queries if texts else ())]
 
     def _scored(self, texts):
         pools = [self.pool(t) for t in texts]
-        every = np.unique(np.concatenate([p[0] for p in pools])) if pools else np.zeros(0, dtype=np.int64)
-        # Every pool's new passages embedded together, and stored as one segment.
-        vectors = self.cache_.vectors(list(self.index_.texts.take(every))) if len(every) else None
-        queries = self.embedder_.embed(list(texts), kind="query") if texts else None
-        for i, (rows, bm25, dense) in enumerate(pools):
-            mine = vectors[np.searchsorted(every, rows)].astype(np.float64)
-            # float64 row sums, no BLAS: a passage's score never depends on its pool-mates.
-            cos = np.einsum("ij,j->i", mine, queries[i].astype(np.float64))
+        for (rows, bm25, dense), cos in zip(pools, self.cosines(texts, [p[0] for p in pools])):
             scores = combine_scores(self.combine, rows, cos, bm25, dense, self.bm25_weight, self.dense_weight)
             yield Scored(rows, scores, (rows, bm25, dense, cos))
 

@@ -33,7 +33,8 @@ class TunedRetrievers:
 def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progress=None,
                     mode: str = "course", pool: dict | None = None) -> TunedRetrievers:
     """Every candidate tuned (sweeps written to ``out/tuning``) and scored on the hold-out
-    (``pool``: the two-stage retriever's ``model`` and ``pool_size``, when it is named)."""
+    (``pool``: the two-stage retriever's ``model`` and the pool settings given, when it is named;
+    :func:`~factcheck.training.tuning.sweep_pool` tunes the others)."""
     from factcheck.retrieval.bm25 import BM25Retriever
     from factcheck.retrieval.tag_rule import TagRuleRetriever
 

@@ -15,6 +15,7 @@ from factcheck.evaluation.course_metric import evidence_f
 from factcheck.formats.files import write_csv_atomic
 
 SHORTLIST = 5
+POOL_SWEEP_BATCH = 256  # claims whose pools are embedded together (memory only, never the result)
 TAG_GRID = {
     "t_sim": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.7),
     "t_overlap": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
@@ -25,6 +26,10 @@ BM25_GRID = {"k1": (0.9, 1.2, 1.5), "b": (0.4, 0.75), "k": (1, 2, 3, 4, 5, 6, 8,
 TFIDF_GRID = {"analyzer": ("plain", "stems"), "k": BM25_GRID["k"]}
 # Open mode: fusion "max" only, and alphas around the 0.4 and 0.6 that CV chose (docs/decisions.md).
 HYBRID_GRID = {"alpha": (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8), "k": (1, 2, 3, 4, 5, 6, 8, 10)}
+# Open mode, the two stages: the pool sizes, the weights of the "weighted" combination (each
+# pair but (0, 0)) and k, as reports/two-stage.md pre-registered them (benchmarks.two_stage reads them).
+POOL_GRID = {"pool_size": (50, 100, 200), "weights": (0.0, 0.1, 0.25, 0.5), "k": HYBRID_GRID["k"]}
+POOL_WEIGHTS = ("bm25_weight", "dense_weight")
 
 
 @dataclass
@@ -35,9 +40,18 @@ class Sweep:
     param_names: tuple[str, ...]
     rows: list[dict] = field(default_factory=list)  # params + f_fit, f_holdout, (fallback_*)
     chosen: dict | None = None
+    rule: str = "shortlist"  # or "fit": the first row of the best fit F (the rows' order breaks ties)
 
     def choose(self) -> None:
-        """The best of the ``SHORTLIST`` best on the fit part, by hold-out F."""
+        """The best of the ``SHORTLIST`` best on the fit part, by hold-out F (``rule="fit"``:
+        the first row with the best fit F)."""
+        # "fit" is the rule the two-stage pool's bet pre-registered and was measured by (a
+        # grid with no claim-trained state needs no inner hold-out); its hold-out F then stays
+        # an untouched estimate for the choice among retrievers.
+        if self.rule == "fit":
+            best = max(self.rows, key=lambda r: r["f_fit"])  # max keeps the first of equals
+            self.chosen = {k: best[k] for k in self.param_names}
+            return
         shortlist = sorted(self.rows, key=lambda r: (-r["f_fit"], tuple(r[n] for n in self.param_names)))[:SHORTLIST]
         best = max(shortlist, key=lambda r: (r["f_holdout"], r["f_fit"]))
         self.chosen = {k: best[k] for k in self.param_names}
@@ -109,15 +123,84 @@ def sweep_tfidf(index, fit_claims, holdout_claims, grid=TFIDF_GRID, progress=Non
                          {"fit": fit_claims, "holdout": holdout_claims}, "TF-IDF sweep", progress)
 
 
-def sweep_pool(index, fit_claims, holdout_claims, k1: float, b: float, pool: dict | None = None,
-               ks=HYBRID_GRID["k"], progress=None) -> Sweep:
-    """Open mode, the two stages (:class:`~factcheck.retrieval.pool.PoolRetriever`): k swept,
-    the pool's ``model`` and ``pool_size`` as given, BM25's ``k1`` and ``b`` as BM25's sweep chose."""
-    from factcheck.retrieval.pool import PoolRetriever
+def pool_orders(given: dict | None = None, weights=POOL_GRID["weights"]) -> list[dict]:
+    """How a pool may be ordered, in the pre-registered tie order: the cosine alone, then
+    ``weighted`` with each (``bm25_weight``, ``dense_weight``) of ``weights`` squared but (0, 0)
+    (the smaller weights first), then ``rrf``; only those agreeing with the ``given`` settings
+    (a given weight is the only value of that weight, and (0, 0) counts when both are given).
 
-    setting = {**{k: v for k, v in (pool or {}).items() if v is not None}, "k1": k1, "b": b}
-    return _sweep_depths("pool", [setting], lambda **s: PoolRetriever(**s).fit(index), ks,
-                         {"fit": fit_claims, "holdout": holdout_claims}, "pool sweep", progress)
+    Example
+    -------
+    >>> len(pool_orders()), pool_orders()[1]
+    (17, {'combine': 'weighted', 'bm25_weight': 0.0, 'dense_weight': 0.1})
+    >>> pool_orders({"combine": "weighted", "bm25_weight": 0.5})[0]
+    {'combine': 'weighted', 'bm25_weight': 0.5, 'dense_weight': 0.0}
+    """
+    given = given or {}
+    values = {w: (float(given[w]),) if w in given else tuple(weights) for w in POOL_WEIGHTS}
+    out = [{"combine": "cosine", "bm25_weight": 0.0, "dense_weight": 0.0}]
+    out += [{"combine": "weighted", "bm25_weight": wb, "dense_weight": wd}
+            for wb in values["bm25_weight"] for wd in values["dense_weight"]
+            if wb or wd or all(w in given for w in POOL_WEIGHTS)]
+    out.append({"combine": "rrf", "bm25_weight": 0.0, "dense_weight": 0.0})
+    return [o for o in out if all(o[k] == given[k] for k in ("combine", *POOL_WEIGHTS) if k in given)]
+
+
+def sweep_pool(index, fit_claims, holdout_claims, k1: float, b: float, pool: dict | None = None,
+               grid=POOL_GRID, progress=None) -> Sweep:
+    """Open mode, the two stages (:class:`~factcheck.retrieval.pool.PoolRetriever`): every
+    pool setting ``pool`` does not give (``pool_size``, ``combine``, ``bm25_weight``,
+    ``dense_weight``) swept over ``grid`` (:func:`pool_orders`), a given one fixed, and k;
+    the ``model`` as given, BM25's ``k1`` and ``b`` as BM25's sweep chose.
+
+    Each claim's pools at every size come from one first-stage scoring
+    (:meth:`~factcheck.retrieval.pool.PoolRetriever.pools`) and the largest pools' passages are
+    embedded once; each setting orders the same cosines (:func:`~factcheck.retrieval.pool.combine_scores`).
+    The choice is the first row with the best fit F (:meth:`Sweep.choose`'s ``"fit"``), rows
+    in the order pool size, :func:`pool_orders`, k.
+    """
+    from factcheck.retrieval.pool import PoolRetriever, combine_scores
+    from factcheck.scoring.topk import top_k
+
+    given = {k: v for k, v in (pool or {}).items() if v is not None}
+    sizes = (int(given["pool_size"]),) if "pool_size" in given else tuple(grid["pool_size"])
+    orders = pool_orders(given, grid["weights"])
+    fixed = {"model": given["model"]} if "model" in given else {}
+    r = PoolRetriever(**fixed, k1=k1, b=b, pool_size=max(sizes)).fit(index)
+    ks, ids = grid["k"], index.ids
+    parts = {"fit": fit_claims, "holdout": holdout_claims}
+    # F by setting and part: k x claims (a k's row contiguous, as mean_f's array of the claims' F)
+    scored = {(n, i): {part: np.zeros((len(ks), len(claims))) for part, claims in parts.items()}
+              for n in sizes for i in range(len(orders))}
+    for part, claims in parts.items():
+        with progress_bar(total=len(claims), desc=f"pool sweep ({part})", unit="claims", enabled=progress) as bar:
+            for start in range(0, len(claims), POOL_SWEEP_BATCH):
+                batch = claims[start:start + POOL_SWEEP_BATCH]
+                texts = [c.text for c in batch]
+                pools = [r.pools(t, sizes) for t in texts]
+                # Each claim's passages of every size (those of its largest pools), embedded and scored once.
+                unions = [np.unique(np.concatenate([p[n][0] for n in sizes])) for p in pools]
+                for c, (claim, p, union, cos_all) in enumerate(zip(batch, pools, unions, r.cosines(texts, unions)),
+                                                               start):
+                    for n in sizes:
+                        rows, bm25, dense = p[n]
+                        cos = cos_all[np.searchsorted(union, rows)]
+                        for i, o in enumerate(orders):
+                            s = combine_scores(o["combine"], rows, cos, bm25, dense, o["bm25_weight"], o["dense_weight"])
+                            top, scores = top_k(s, max(ks), rows)
+                            # scores of 0 dropped, as the retriever's selection drops them
+                            found = [ids[x] for x in top[scores != 0].tolist()]
+                            scored[n, i][part][:, c] = [evidence_f(found[:k], claim.evidences) for k in ks]
+                bar.update(len(texts))
+    names = (*fixed, "pool_size", "combine", *POOL_WEIGHTS, "k1", "b", "k")
+    sweep = Sweep("pool", names, rule="fit")
+    for n in sizes:
+        for i, o in enumerate(orders):
+            for j, k in enumerate(ks):  # as mean_f: the mean of the claims' F
+                sweep.rows.append({**fixed, "pool_size": n, **o, "k1": k1, "b": b, "k": k,
+                                   **{f"f_{part}": float(np.mean(scored[n, i][part][j])) for part in parts}})
+    sweep.choose()
+    return sweep
 
 
 def sweep_open(index, fit_claims, holdout_claims, k1: float, b: float, grid=HYBRID_GRID,

@@ -487,3 +487,47 @@ def test_a_mapped_vector_shard_cut_short_is_refused_before_a_search(sharded, tmp
     with pytest.raises(IntegrityError, match="was cut to"):
         index.check_unchanged()
     assert dense.vectors_.shards
+
+
+@needs_open
+@pytest.mark.parametrize("candidates", [None, 0], ids=["recorded", "none-recorded"])
+def test_pools_at_several_sizes_through_the_index_are_each_sizes_own_pool(ann_index, tmp_path, candidates):
+    """One search serves every size that asks the index for as many candidates; where the
+    count grows with the size (no candidates recorded), each count gets its own search."""
+    from helpers import ONNX_INSTALLED
+    if not ONNX_INSTALLED:
+        pytest.skip("needs the onnx extra")
+    import shutil
+    from tiny_onnx import make_model
+    from factcheck.retrieval.pool import PoolRetriever
+    from factcheck.tagging.index import TagIndex
+    root, claims = ann_index
+    shutil.copytree(root, tmp_path / "index")
+    index = TagIndex.load(tmp_path / "index")
+    model = make_model(tmp_path / "tiny", list(index.texts.take(np.arange(200))) + claims)
+    sizes = (50, 100, 200)
+    own = {n: PoolRetriever(model=str(model), pool_size=n).fit(index) for n in sizes}
+    for r in own.values():
+        if candidates is not None:
+            r.first_.ann_ = copy_with_candidates(r.first_.ann_, candidates)
+    ann_ = own[200].first_.ann_
+    counts = {ann_.count(n) for n in sizes}
+    assert len(counts) == (1 if candidates is None else 3)
+    searches = []
+    search = own[200].first_.search_scores
+    own[200].first_.search_scores = lambda claim, depth: searches.append(depth) or search(claim, depth)
+    for claim in claims[:10]:
+        searches.clear()
+        pools = own[200].pools(claim, sizes)
+        assert len(searches) == len(counts)
+        for n in sizes:
+            for a, b in zip(pools[n], own[n].pool(claim)):
+                assert np.array_equal(a, b), n
+
+
+def copy_with_candidates(ann_, candidates: int):
+    """The loaded index's object with another recorded ``candidates`` (the index shared, unchanged)."""
+    import copy
+    other = copy.copy(ann_)
+    other.candidates = candidates
+    return other

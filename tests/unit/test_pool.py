@@ -218,13 +218,13 @@ def test_a_pool_run_gives_the_same_bytes_cold_with_one_job_and_warm_with_two(bui
     # A transformer given to run orders the pools; the passage vectors are the static model's.
     model = tmp_path / "model"
     shutil.copytree(built[1], model)
-    common = ("--data-dir", DEMO, "--mode", "open", "--embedding-model", model, "--method", "pool",
-              "--pool-size", "5", "--quiet")
+    # Nothing but the method named: the pool's size and order are tuned, then used.
+    common = ("--data-dir", DEMO, "--mode", "open", "--embedding-model", model, "--method", "pool", "--quiet")
     cold = run_cli("run", "--out", tmp_path / "cold", "--jobs", "1", *common)
     assert cold.returncode == 0, cold.stderr
     vectors = json.loads((tmp_path / "cold" / "index" / "vectors" / "manifest.json").read_text("utf-8"))
     assert vectors["model"]["name"].startswith("wordllama/")
-    assert (tmp_path / "cold" / "tuning" / "pool-sweep.csv").is_file()
+    sweep = (tmp_path / "cold" / "tuning" / "pool-sweep.csv").read_bytes()
     cache = tmp_path / "cold" / "index" / "pool-vectors"
     before = sorted(p.name for p in cache.rglob("*"))
     warm = run_cli("run", "--out", tmp_path / "warm", "--jobs", "2", "--index", tmp_path / "cold" / "index", *common)
@@ -232,6 +232,7 @@ def test_a_pool_run_gives_the_same_bytes_cold_with_one_job_and_warm_with_two(bui
     assert sorted(p.name for p in cache.rglob("*")) == before  # nothing new embedded
     for name in names:
         assert (tmp_path / "warm" / name).read_bytes() == (tmp_path / "cold" / name).read_bytes(), name
+    assert (tmp_path / "warm" / "tuning" / "pool-sweep.csv").read_bytes() == sweep
     proc = in_process("predict", "--claims", DEMO / "dev-claims.json", "--index", tmp_path / "cold" / "index",
                       "--model", tmp_path / "cold" / "model", "--out", tmp_path / "p.json")
     assert proc.returncode == 0, proc.stderr
@@ -414,3 +415,199 @@ def test_the_contextual_group_reads_the_pool_caches_vectors_and_adds_cosines_dif
     with pytest.raises(InputError) as err:
         ClaimEvidenceFeatures(groups=("stats", "contextual")).fit(X, y)
     assert err.value.param == "contextual"
+
+
+# ---------------------------------------------------------------- the tuning: pool size and combination
+
+def _claims():
+    import factcheck
+    return factcheck.read_claims(DEMO / "train-claims.json"), factcheck.read_claims(DEMO / "dev-claims.json")
+
+
+def test_a_claims_pools_at_several_sizes_are_each_sizes_own_pool(index, built):
+    sizes = (2, 4, 7, 40, 60)
+    derived = retriever(index, built[1], pool_size=60)
+    own = {n: retriever(index, built[1], pool_size=n) for n in sizes}
+    for claim in CLAIMS:
+        pools = derived.pools(claim, sizes[::-1])
+        assert sorted(pools) == list(sizes)
+        for n in sizes:
+            for a, b in zip(pools[n], own[n].pool(claim)):
+                assert a.dtype == b.dtype and np.array_equal(a, b), n
+    assert len(own[2].pool(CLAIMS[0])[0]) < len(own[7].pool(CLAIMS[0])[0])  # the sizes do differ
+
+
+def test_the_pool_sweep_gives_the_same_rows_cold_and_warm_whatever_claims_are_embedded_together(index, built,
+                                                                                               monkeypatch):
+    from factcheck.tagging.index import TagIndex
+    from factcheck.training import tuning
+    fit, holdout = _claims()
+    grid = {**tuning.POOL_GRID, "pool_size": (3, 6)}
+
+    def sweep():
+        return tuning.sweep_pool(TagIndex.load(index), fit, holdout, 0.9, 0.4, {"model": str(built[1])}, grid=grid,
+                                 progress=False)
+    monkeypatch.setattr(tuning, "POOL_SWEEP_BATCH", 3)
+    cold = sweep()
+    assert len(list((index / "pool-vectors").rglob("segment-*.json"))) > 1  # embedded a batch at a time
+    monkeypatch.undo()
+    warm = sweep()
+    assert warm.rows == cold.rows and warm.chosen == cold.chosen
+    fit, holdout = fit[::-1], holdout[::-1]  # each part's F a mean over the same claims: the same choice
+    other = sweep()
+    assert other.chosen == cold.chosen
+    assert [r["f_fit"] for r in other.rows] == pytest.approx([r["f_fit"] for r in cold.rows], abs=1e-12)
+
+
+def test_the_pool_sweep_scores_each_claims_first_stage_once_and_embeds_its_pools_once(index, built, monkeypatch):
+    from factcheck.retrieval.bm25 import BM25Retriever
+    from factcheck.retrieval.pool import PoolRetriever
+    from factcheck.tagging.index import TagIndex
+    from factcheck.tagging.pool_vectors import PoolVectorCache
+    from factcheck.training import tuning
+    fit, holdout = _claims()
+    calls = {"fit": 0, "bm25": 0, "vectors": 0, "embedded": set()}
+    for cls, name, key in ((PoolRetriever, "_fit", "fit"), (BM25Retriever, "scores", "bm25")):
+        def counted(self, *a, _f=getattr(cls, name), _k=key, **kw):
+            calls[_k] += 1
+            return _f(self, *a, **kw)
+        monkeypatch.setattr(cls, name, counted)
+    vectors = PoolVectorCache.vectors
+
+    def counted_vectors(self, texts):
+        calls["vectors"] += 1
+        before = self.embedded
+        out = vectors(self, texts)
+        assert self.embedded - before == len(set(texts) - calls["embedded"])  # nothing embedded twice
+        calls["embedded"] |= set(texts)
+        return out
+    monkeypatch.setattr(PoolVectorCache, "vectors", counted_vectors)
+    monkeypatch.setattr(tuning, "POOL_SWEEP_BATCH", 10)
+    s = tuning.sweep_pool(TagIndex.load(index), fit, holdout, 0.9, 0.4, {"model": str(built[1])},
+                          grid={**tuning.POOL_GRID, "pool_size": (3, 6, 12)}, progress=False)
+    assert len(s.rows) == 3 * 17 * len(tuning.POOL_GRID["k"])
+    assert calls["fit"] == 1 and calls["bm25"] == len(fit) + len(holdout)
+    assert calls["vectors"] == 2 + 1  # 16 fit claims in two batches, 8 hold-out claims in one
+
+
+def test_the_fit_rule_takes_the_first_row_of_the_best_fit_f_whatever_the_holdout():
+    from factcheck.training.tuning import Sweep
+    rows = [{"pool_size": 50, "k": 1, "f_fit": 0.2, "f_holdout": 0.9},
+            {"pool_size": 50, "k": 2, "f_fit": 0.4, "f_holdout": 0.1},
+            {"pool_size": 100, "k": 1, "f_fit": 0.4, "f_holdout": 0.5}]
+    s = Sweep("pool", ("pool_size", "k"), rows, rule="fit")
+    s.choose()
+    assert s.chosen == {"pool_size": 50, "k": 2}  # a tie on fit F: the first row, the hold-out unread
+    s = Sweep("pool", ("pool_size", "k"), rows)
+    s.choose()
+    assert s.chosen == {"pool_size": 50, "k": 1}  # the other sweeps' rule: the hold-out chooses
+
+
+def test_the_pool_sweep_is_the_pre_registered_grid_and_each_row_a_retrievers_f(index, built):
+    from factcheck.retrieval.base import evidence_of, run_retrieval
+    from factcheck.retrieval.pool import PoolRetriever
+    from factcheck.tagging.index import TagIndex
+    from factcheck.training.tuning import POOL_GRID, mean_f, pool_orders, sweep_pool
+    fit, holdout = _claims()
+    idx = TagIndex.load(index)
+    s = sweep_pool(idx, fit, holdout, 0.9, 0.4, {"model": str(built[1])}, progress=False)
+    ks = POOL_GRID["k"]
+    assert len(pool_orders()) == 17 and POOL_GRID["pool_size"] == (50, 100, 200) and len(s.rows) == 51 * len(ks)
+    assert [(r["pool_size"], r["combine"], r["bm25_weight"], r["dense_weight"], r["k"]) for r in s.rows] == [
+        (n, o["combine"], o["bm25_weight"], o["dense_weight"], k) for n in (50, 100, 200) for o in pool_orders()
+        for k in ks]
+    # 40 passages: every size's pool is all the first stages find, so the sizes tie and the smallest is chosen
+    f = {n: [r["f_fit"] for r in s.rows if r["pool_size"] == n] for n in (50, 100, 200)}
+    assert f[50] == f[100] == f[200]
+    best = max(r["f_fit"] for r in s.rows)
+    assert s.chosen == {k: next(r for r in s.rows if r["f_fit"] == best)[k] for k in s.param_names}
+    assert s.chosen["pool_size"] == 50
+    # Smaller sizes, where they differ: each row's F is what a retriever of its setting finds
+    grid = {**POOL_GRID, "pool_size": (3, 6)}
+    s = sweep_pool(idx, fit, holdout, 0.9, 0.4, {"model": str(built[1])}, grid=grid, progress=False)
+    assert len(s.rows) == 2 * 17 * len(ks)
+    for row in s.rows[::37]:
+        r = PoolRetriever(**{k: row[k] for k in s.param_names}).fit(idx)
+        for part, claims in (("fit", fit), ("holdout", holdout)):
+            found = evidence_of(run_retrieval(r, claims, depth=0))
+            assert mean_f([found[c.id] for c in claims], claims) == row[f"f_{part}"], (row, part)
+
+
+@pytest.mark.parametrize("given, orders", [
+    ({"pool_size": 5}, 17),
+    ({"combine": "weighted"}, 15),
+    ({"combine": "weighted", "bm25_weight": 0.25}, 4),  # (0.25, 0) counts: one weight is not 0
+    ({"combine": "weighted", "bm25_weight": 0.0}, 3),
+    ({"pool_size": 100, "combine": "rrf"}, 1),
+    ({"pool_size": 7, "combine": "weighted", "bm25_weight": 0.3, "dense_weight": 0.0}, 1),  # off the grid
+    ({"bm25_weight": 0.0}, 5),  # cosine, weighted (0, w) for w in 0.1, 0.25, 0.5, rrf
+])
+def test_a_given_pool_setting_stays_fixed_and_the_others_are_swept(index, built, given, orders):
+    from factcheck.tagging.index import TagIndex
+    from factcheck.training.tuning import POOL_GRID, sweep_pool
+    fit, holdout = _claims()
+    grid = {**POOL_GRID, "pool_size": (3, 6)}
+    s = sweep_pool(TagIndex.load(index), fit, holdout, 0.9, 0.4, {"model": str(built[1]), **given}, grid=grid,
+                   progress=False)
+    sizes = 1 if "pool_size" in given else 2
+    assert len(s.rows) == sizes * orders * len(POOL_GRID["k"])
+    assert all(r[k] == v for r in s.rows for k, v in given.items())
+    assert {r["pool_size"] for r in s.rows} == ({given["pool_size"]} if "pool_size" in given else {3, 6})
+    assert all(s.chosen[k] == v for k, v in given.items())
+
+
+def _one_classifier(monkeypatch):
+    """One classifier candidate: the classifier's choice is not what these tests are about."""
+    from factcheck.classification.cv import FEATURE_SETS
+    from factcheck.training import classifier_cv
+    one = {"C": (0.5,), "class_weight": (None,), "stats_weight": (0.3,), "augment": (True,), "groups": FEATURE_SETS[:1]}
+    select = classifier_cv.select_classifier
+    monkeypatch.setattr(classifier_cv, "select_classifier", lambda *a, **kw: select(*a, **{**kw, "grid": one}))
+
+
+def _sweep_csv(run):
+    import csv
+    with open(run / "tuning" / "pool-sweep.csv", encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_a_tuned_run_records_the_chosen_pool_setting_and_what_reads_the_run_uses_it(built, tmp_path, monkeypatch):
+    from helpers import make_run
+    from factcheck.retrieval.pool import DEFAULT_COMBINATION
+    from factcheck.system.checker import FactChecker
+    from factcheck.training.tuning import POOL_GRID
+    _one_classifier(monkeypatch)
+    run = tmp_path / "run"
+    make_run(run, "--mode", "open", "--embedding-model", built[1], "--method", "pool")
+    rows = _sweep_csv(run)
+    assert len(rows) == 51 * len(POOL_GRID["k"]) and {r["pool_size"] for r in rows} == {"50", "100", "200"}
+    chosen = [r for r in rows if r["chosen"] == "True"]
+    assert len(chosen) == 1
+    params = json.loads((run / "metrics.json").read_text("utf-8"))["run"]["retriever"]["params"]
+    # 40 passages: the sizes tie, and a tie goes to the smaller pool (not the class's default, 100)
+    assert params["pool_size"] == int(chosen[0]["pool_size"]) == 50 and params["k"] == int(chosen[0]["k"])
+    combination = {"combine": chosen[0]["combine"], "bm25_weight": float(chosen[0]["bm25_weight"]),
+                   "dense_weight": float(chosen[0]["dense_weight"])}
+    assert {k: params.get(k, v) for k, v in DEFAULT_COMBINATION.items()} == combination
+    loaded = FactChecker.load(run / "index", run / "model").retriever
+    assert loaded.params() == params and loaded.pool_size == 50
+    report = (run / "report.md").read_text("utf-8")
+    assert "| pool_size | 50 |" in report and f"| combine | {combination['combine']} |" in report
+    proc = in_process("predict", "--claims", DEMO / "dev-claims.json", "--index", run / "index", "--model",
+                      run / "model", "--out", tmp_path / "p.json")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "p.json").read_bytes() == (run / "dev-claims-predictions.json").read_bytes()
+
+
+def test_a_pool_size_typed_on_the_command_line_is_fixed_even_at_the_default(built, tmp_path, monkeypatch):
+    from helpers import make_run
+    from factcheck.training.tuning import POOL_GRID
+    _one_classifier(monkeypatch)
+    run = tmp_path / "run"
+    make_run(run, "--mode", "open", "--embedding-model", built[1], "--method", "pool", "--pool-size", "100",
+             "--combine", "weighted")
+    rows = _sweep_csv(run)
+    assert len(rows) == 15 * len(POOL_GRID["k"])
+    assert {(r["pool_size"], r["combine"]) for r in rows} == {("100", "weighted")}
+    params = json.loads((run / "metrics.json").read_text("utf-8"))["run"]["retriever"]["params"]
+    assert params["pool_size"] == 100 and params["combine"] == "weighted"
