@@ -475,8 +475,8 @@ def main(argv=None) -> int:
                 dev_rows[name]["c"] = dev_f(root, train, dev, str(l3))
             lines.append(f"Dev evidence F, {name}: " + "; ".join(
                 f"{arm} {bootstrap_mean(v).fmt()}" for arm, v in dev_rows[name].items()) + ".")
-        lines += ["" if "b" not in kept else "Bet (b) kept: its dev accuracy is the run's once it is the "
-                  "default (`factcheck run`'s classifier reads the group from then on).", ""]
+        lines += ["" if "b" not in kept else "Bet (b) kept: its dev accuracy is the run's once the "
+                  "classifier reads its values as a feature group of its own (the product has none today).", ""]
 
     lines += ["### Nearest-neighbour index", "",
               "The measurements of faiss-cpu, hnswlib and usearch on the static vectors are "
