@@ -6,11 +6,7 @@
 * ``stats``: agreement statistics (stem overlap, numbers confirmed or not, negation and
   hedging words, evidence count), standardised, times ``stats_weight``;
 * ``dense`` (open mode only): claim-passage cosines of the sentence embeddings (best, mean,
-  worst, centroid), scaled like ``stats``; the embedding package loads only for it;
-* ``contextual`` (the two-stage classifier bet, reports/two-stage.md; offered to no CV by
-  default): the same cosines from the pool's contextual model, then the evidence-averaged
-  ``|q - e|`` and ``q * e``, scaled like ``stats``. Its vectors are given to :func:`views_of`
-  (the pool-vector cache's, not embedded again), so it is read from precomputed views only.
+  worst, centroid), scaled like ``stats``; the embedding package loads only for it.
 """
 
 from __future__ import annotations
@@ -27,55 +23,48 @@ from factcheck.text.analyzer import cue_words, number_strings
 
 ALL_GROUPS = ("claim", "evidence", "shared", "unshared", "stats")
 OPEN_GROUPS = ALL_GROUPS + ("dense",)  # every group the open mode may offer the CV
-EVERY_GROUP = OPEN_GROUPS + ("contextual",)
 NEGATION = frozenset("not no never none nor cannot without neither lack lacks lacking fail fails failed "
                      "false myth myths deny denies denied contrary unlikely nothing".split())
 HEDGES = frozenset("may might could possibly likely uncertain uncertainty debate debated disputed "
                    "controversial some suggest suggests suggested unclear".split())
 # The groups of numbers, each scaled by its own fitted StandardScaler (these attribute names
 # are part of classifier.skops' format); the other groups are TF-IDF vocabularies.
-SCALED = {"stats": "scaler_", "dense": "dense_scaler_", "contextual": "contextual_scaler_"}
+SCALED = {"stats": "scaler_", "dense": "dense_scaler_"}
 
 
 def dense_stats(X, embedding: dict | None = None) -> np.ndarray:
-    """Per pair: (max, mean, min) claim-passage cosine and the cosine with the passages'
-    centroid; zeros for a claim with no evidence. ``embedding``: the model (``None``: bundled)."""
+    """The ``dense`` group's values: :func:`cosine_stats` of the sentence embeddings.
+    ``embedding``: the model (``None``: bundled)."""
     from factcheck.text.embedding import load_embedder
     embedder = load_embedder(embedding)
-    return _pair_stats(X, lambda texts: embedder.embed(texts, kind="query"),
-                       lambda texts: embedder.embed(texts, kind="passage"), contrast=False)
+    return cosine_stats(X, lambda texts: embedder.embed(texts, kind="query"),
+                        lambda texts: embedder.embed(texts, kind="passage"))
 
 
-def contextual_stats(X, embed_claims, embed_passages) -> np.ndarray:
-    """The ``contextual`` group's values: :func:`dense_stats`' four cosines, then the mean over
-    the evidence of ``|q - e|`` and of ``q * e`` (claim vector q, passage vectors e).
+def cosine_stats(X, embed_claims, embed_passages) -> np.ndarray:
+    """Per pair: (max, mean, min) claim-passage cosine and the cosine with the passages'
+    centroid; zeros for a claim with no evidence.
 
     Parameters
     ----------
     X : list of (str, list of str)
         ``(claim, [passages])`` pairs.
     embed_claims, embed_passages : callable
-        Texts -> their L2-normalised vectors (one row each) by the contextual model; the
-        passages' from the pool-vector cache
-        (:meth:`~factcheck.tagging.pool_vectors.PoolVectorCache.vectors`).
+        Texts -> their L2-normalised vectors (one row each); each is called once, with the
+        distinct claims / passages of ``X`` in sorted order.
 
     Example
     -------
     >>> unit = lambda texts: np.array([[1.0, 0.0] if "sea" in t else [0.0, 1.0] for t in texts])
-    >>> contextual_stats([("sea rises", ["sea level", "ice"])], unit, unit).tolist()
-    [[1.0, 0.5, 0.0, 0.7071067811865475, 0.5, 0.5, 0.5, 0.0]]
+    >>> cosine_stats([("sea rises", ["sea level", "ice"]), ("sea rises", [])], unit, unit).tolist()
+    [[1.0, 0.5, 0.0, 0.7071067811865475], [0.0, 0.0, 0.0, 0.0]]
     """
-    return _pair_stats(X, embed_claims, embed_passages, contrast=True)
-
-
-def _pair_stats(X, embed_claims, embed_passages, contrast: bool) -> np.ndarray:
     claims = sorted({c for c, _ in X})
     passages = sorted({e for _, ev in X for e in ev})
     claim_at, passage_at = ({t: i for i, t in enumerate(ts)} for ts in (claims, passages))
     claim_vectors = np.asarray(embed_claims(claims)).astype(np.float64)
     passage_vectors = np.asarray(embed_passages(passages)).astype(np.float64) if passages else None
-    dim = claim_vectors.shape[1] if len(claims) else 0
-    out = np.zeros((len(X), 4 + (2 * dim if contrast else 0)))
+    out = np.zeros((len(X), 4))
     for i, (claim, evidence) in enumerate(X):
         if not evidence:
             continue
@@ -84,10 +73,7 @@ def _pair_stats(X, embed_claims, embed_passages, contrast: bool) -> np.ndarray:
         cos = np.einsum("jd,d->j", E, q)
         centroid = E.sum(axis=0)
         norm = float(np.sqrt(np.einsum("d,d->", centroid, centroid)))
-        out[i, :4] = [cos.max(), cos.mean(), cos.min(), np.einsum("d,d->", centroid, q) / norm if norm > 0 else 0.0]
-        if contrast:
-            out[i, 4:4 + dim] = np.abs(E - q).mean(axis=0)
-            out[i, 4 + dim:] = (E * q).mean(axis=0)
+        out[i] = [cos.max(), cos.mean(), cos.min(), np.einsum("d,d->", centroid, q) / norm if norm > 0 else 0.0]
     return out
 
 
@@ -129,9 +115,9 @@ class ClaimEvidenceFeatures(BaseEstimator, TransformerMixin):
 
     def fit_views(self, views: dict) -> "ClaimEvidenceFeatures":
         """Fit on precomputed :func:`views_of` output (the CV analyses each text once)."""
-        unknown = set(self.groups) - set(EVERY_GROUP)
+        unknown = set(self.groups) - set(OPEN_GROUPS)
         if unknown or not self.groups:
-            raise ValueError(f"groups must be a non-empty subset of {EVERY_GROUP}, got {self.groups}")
+            raise ValueError(f"groups must be a non-empty subset of {OPEN_GROUPS}, got {self.groups}")
         self.vectorizers_ = {}
         for g in self.groups:
             if g in SCALED:
@@ -181,14 +167,9 @@ def require_two_labels(y, path=None, place=None, param=None) -> None:
                          param=param)
 
 
-def views_of(X, groups=ALL_GROUPS, embedding: dict | None = None, contextual=None) -> dict:
-    """Each group's input for pairs ``X``, computed once (analysis is the costly part).
-    ``contextual``: the ``contextual`` group's ``(embed_claims, embed_passages)``
-    (:func:`contextual_stats`)."""
+def views_of(X, groups=ALL_GROUPS, embedding: dict | None = None) -> dict:
+    """Each group's input for pairs ``X``, computed once (analysis is the costly part)."""
     groups = set(groups)
-    if "contextual" in groups and contextual is None:
-        raise InputError(None, None, "the contextual group needs the contextual model's vectors "
-                         "(embed_claims, embed_passages)", param="contextual")
     views = {"claim": [c for c, _ in X], "evidence": [" ".join(e) for _, e in X]}
     if {"shared", "unshared"} & groups:
         shared, unshared = [], []
@@ -202,8 +183,6 @@ def views_of(X, groups=ALL_GROUPS, embedding: dict | None = None, contextual=Non
         views["stats"] = np.array([agreement_stats(c, e) for c, e in X], dtype=np.float64).reshape(len(X), -1)
     if "dense" in groups:
         views["dense"] = dense_stats(X, embedding)
-    if "contextual" in groups:
-        views["contextual"] = contextual_stats(X, *contextual)
     return views
 
 

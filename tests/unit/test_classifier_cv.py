@@ -178,3 +178,15 @@ def test_too_few_training_claims_is_a_one_line_input_error():
     with pytest.raises(InputError) as err:
         select_classifier(claims, {}, Index())
     assert "training claims" in err.value.one_line() and "\n" not in err.value.one_line()
+
+
+def test_the_classifier_reads_only_groups_computed_from_the_pairs_themselves():
+    # A saved classifier's scaled groups are these two attributes (classifier.skops' format);
+    # the pool's contextual vectors never were a group a run offered, so none is accepted.
+    import inspect
+    from factcheck.classification.features import OPEN_GROUPS, SCALED, ClaimEvidenceFeatures, views_of
+    assert set(SCALED) <= set(OPEN_GROUPS) and set(SCALED) == {"stats", "dense"}
+    assert list(inspect.signature(views_of).parameters) == ["X", "groups", "embedding"]
+    views = views_of([("sea rises", ["sea level rises"]), ("ice melts", [])], ("stats",))
+    with pytest.raises(ValueError, match="groups must be a non-empty subset"):
+        ClaimEvidenceFeatures(groups=("stats", "contextual")).fit_views(views)

@@ -259,7 +259,7 @@ def library_params() -> set[str]:
 PYTHON_ONLY = {"claims", "queries", "retriever", "config", "source", "params", "index", "groundtruth",
                "predictions_format", "one_line_pages", "candidates", "cutoff", "memory", "inner", "window",
                "overlap", "model", "rrf_depth", "fusion_depth", "report",
-               "C", "class_weight", "groups", "gold", "y", "path", "contextual"}
+               "C", "class_weight", "groups", "gold", "y", "path"}
 
 
 def test_cli_errors_name_flags_and_python_errors_name_parameters(tmp_path):

@@ -388,35 +388,6 @@ def test_a_run_records_the_combination_and_predict_and_check_order_by_it(built, 
     assert (tmp_path / "p.json").read_bytes() == (run / "dev-claims-predictions.json").read_bytes()
 
 
-# ---------------------------------------------------------------- the classifier's contextual group
-
-def test_the_contextual_group_reads_the_pool_caches_vectors_and_adds_cosines_differences_and_products(index, built):
-    from factcheck.classification.features import ClaimEvidenceFeatures, views_of
-    r = retriever(index, built[1])
-    found = r.retrieve(CLAIMS)
-    X = [(c, list(r.index_.texts_of(s.ids))) for c, s in zip(CLAIMS, found)]
-    X.append((CLAIMS[0], []))  # no evidence: zeros
-    embedded = r.cache_.embedded
-    source = (lambda texts: r.embedder_.embed(texts, kind="query"), r.cache_.vectors)
-    views = views_of(X, ("stats", "contextual"), contextual=source)
-    assert r.cache_.embedded == embedded  # every passage read was in a pool: nothing embedded again
-    got = views["contextual"]
-    dim = r.embedder_.dim
-    assert got.shape == (len(X), 4 + 2 * dim) and not got[-1].any()
-    claim, evidence = X[0]
-    q = r.embedder_.embed([claim], kind="query")[0].astype(np.float64)
-    E = r.cache_.vectors(evidence).astype(np.float64)
-    assert np.allclose(got[0, :3], [(E @ q).max(), (E @ q).mean(), (E @ q).min()])
-    assert np.allclose(got[0, 4:4 + dim], np.abs(E - q).mean(axis=0)) and np.allclose(got[0, 4 + dim:], (E * q).mean(0))
-    y = ["SUPPORTS", "REFUTES"] * (len(X) // 2) + ["SUPPORTS"] * (len(X) % 2)
-    features = ClaimEvidenceFeatures(groups=("stats", "contextual")).fit_views(views)
-    assert features.transform_views(views).shape == (len(X), 11 + 4 + 2 * dim)
-    from factcheck.errors import InputError
-    with pytest.raises(InputError) as err:
-        ClaimEvidenceFeatures(groups=("stats", "contextual")).fit(X, y)
-    assert err.value.param == "contextual"
-
-
 # ---------------------------------------------------------------- the tuning: pool size and combination
 
 def _claims():

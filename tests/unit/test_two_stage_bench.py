@@ -4,6 +4,7 @@ and their tie order, and the cross-validated choice made on each split's trainin
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from factcheck.classification.cv import Split
 
@@ -39,3 +40,52 @@ def test_a_partial_run_rewrites_only_the_sections_it_measured(tmp_path, capsys):
     assert "recall 1" in part_2 and "*by run 1*" in part_2  # kept, with what wrote it
     assert "bets 2" in part_2 and "bets 1" not in part_2 and part_2.count("*by run 2*") == 1
     capsys.readouterr()
+
+
+def _unit(seen):
+    def embed(texts):
+        seen.append(list(texts))
+        return np.array([[1.0, 0.0] if "sea" in t else [0.6, 0.8] for t in texts])
+    return embed
+
+
+def test_bet_b_values_are_the_cosines_then_the_evidence_averaged_difference_and_product():
+    from benchmarks.two_stage import contextual_values
+    X = [("sea rises", ["sea level", "ice"]), ("ice melts", ["ice"]), ("sea rises", [])]
+    claims, passages = [], []
+    got = contextual_values(X, _unit(claims), _unit(passages))
+    assert claims == [["ice melts", "sea rises"]] and passages == [["ice", "sea level"]]  # once, sorted
+    q, E = np.array([1.0, 0.0]), np.array([[1.0, 0.0], [0.6, 0.8]])
+    cos = E @ q
+    centroid = E.sum(axis=0)
+    assert np.allclose(got[0], [cos.max(), cos.mean(), cos.min(), centroid @ q / np.linalg.norm(centroid),
+                                *np.abs(E - q).mean(axis=0), *(E * q).mean(axis=0)])
+    assert np.allclose(got[1], [1, 1, 1, 1, 0, 0, 0.36, 0.64]) and not got[2].any()
+
+
+@pytest.mark.parametrize("groups", [("claim", "stats"), ("claim", "stats", "dense")])
+def test_bet_b_values_in_the_dense_view_give_the_matrix_of_a_group_of_their_own(groups):
+    # The arm as first measured: the values were a feature group of their own, stacked last,
+    # standardised per column and times stats_weight.
+    import scipy.sparse as sp
+    from sklearn.preprocessing import StandardScaler
+    from benchmarks.two_stage import with_values
+    from factcheck.classification.features import ClaimEvidenceFeatures
+    rng = np.random.default_rng(3)
+    n = 12
+    views = {"claim": [f"claim {i % 3} words {i % 5}" for i in range(n)], "stats": rng.normal(size=(n, 11)),
+             "dense": rng.normal(size=(n, 4))}
+    values = rng.normal(size=(n, 9))
+    extended, with_groups = with_values(views, groups, values)
+    assert with_groups == ("claim", "stats", "dense") and views["dense"].shape == (n, 4)
+    got = ClaimEvidenceFeatures(groups=with_groups, stats_weight=0.7, min_df=1).fit_views(extended)
+    base = ClaimEvidenceFeatures(groups=groups, stats_weight=0.7, min_df=1).fit_views(views)
+    own = StandardScaler().fit(values).transform(values) * 0.7
+    expected = sp.hstack([base.transform_views(views), sp.csr_matrix(own)]).tocsr()
+    assert np.array_equal(got.transform_views(extended).toarray(), expected.toarray())
+
+
+def test_bet_b_values_refuse_a_dense_group_not_last():
+    from benchmarks.two_stage import with_values
+    with pytest.raises(ValueError, match="dense group must come last"):
+        with_values({"dense": np.zeros((1, 4))}, ("dense", "stats"), np.zeros((1, 2)))
