@@ -176,6 +176,23 @@ def test_fresh_classifier_round_trips_through_the_safe_format(demo_classifier, t
     assert np.array_equal(loaded.predict_proba(X), model.predict_proba(X))
 
 
+def test_a_trusted_classifier_is_loaded_without_listing_its_untrusted_types(demo_classifier, tmp_path,
+                                                                            monkeypatch):
+    """skops.io.load audits every type against the allow-list itself: listing the untrusted
+    types first built the file's whole tree twice (a large share of loading a big model)."""
+    import skops.io as sio
+
+    from factcheck.classification.model import load_classifier, save_classifier
+    model, X = demo_classifier
+    save_classifier(model, tmp_path, {"retriever": {"method": "bm25"}})
+
+    def listed(*a, **k):
+        raise AssertionError("get_untrusted_types called for a trusted file")
+    monkeypatch.setattr(sio, "get_untrusted_types", listed)
+    loaded, _ = load_classifier(tmp_path)
+    assert np.array_equal(loaded.predict_proba(X), model.predict_proba(X))
+
+
 def test_every_estimator_class_of_ours_is_on_the_model_allow_list():
     """A factcheck estimator class missing from TRUSTED_MODEL_TYPES saves fine and then
     cannot be loaded (found in review: a feature class of a since-removed candidate model)."""

@@ -171,6 +171,23 @@ def test_features_ignore_format(twin_index, claim):
         np.testing.assert_array_equal(X[at[r]], X[at[twins[0]]])
 
 
+def test_the_memory_binds_every_gold_id_in_one_lookup(twin_index, monkeypatch):
+    """One vectorised lookup for all the claims' ids (one an id was most of fitting the
+    reranker on a large index); ids the index lacks are dropped, rows sorted per claim."""
+    from factcheck.tagging.index import IdRows
+    calls = []
+    rows = IdRows.rows
+    monkeypatch.setattr(IdRows, "rows", lambda self, ids: calls.append(1) or rows(self, ids))
+    memory = ClaimMemory(["c1", "c2", "c3"], ["Glaciers are losing ice.", "Sea level rose.", "Nothing."],
+                         [["evidence-3", "evidence-1", "no-such-id"], ["evidence-2"], []])
+    memory.bind(twin_index.row_of, len(twin_index))
+    assert len(calls) == 1
+    row_of = {e: rows(twin_index.row_of, [e])[0] for e in ("evidence-1", "evidence-2", "evidence-3")}
+    expected = [sorted([row_of["evidence-1"], row_of["evidence-3"]]), [row_of["evidence-2"]], []]
+    assert [memory.gold[i].indices.tolist() for i in range(3)] == expected
+    assert memory.gold.shape == (3, len(twin_index))
+
+
 def test_a_model_trained_on_the_earlier_features_is_refused(trained, tmp_path, monkeypatch):
     from factcheck.errors import InputError
     from factcheck.retrieval.rerank import retriever as module

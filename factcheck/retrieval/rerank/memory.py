@@ -63,11 +63,16 @@ class ClaimMemory:
     def __repr__(self) -> str:
         return f"ClaimMemory({len(self)} claims)"
 
-    def bind(self, row_of: dict[str, int], n_rows: int) -> "ClaimMemory":
-        """Map gold ids to the rows of one index (ids the index lacks are dropped)."""
-        indptr, cols = [0], []
+    def bind(self, row_of, n_rows: int) -> "ClaimMemory":
+        """Map gold ids to the rows of one index (ids the index lacks are dropped); ``row_of``
+        is the index's :attr:`~factcheck.tagging.index.TagIndex.row_of`."""
+        # One vectorised lookup of every id: one lookup an id was most of loading a reranker
+        # on a large index.
+        found = row_of.rows([e for ev in self.evidences for e in ev]).tolist()
+        indptr, cols, at = [0], [], 0
         for ev in self.evidences:
-            cols.extend(sorted({row_of[e] for e in ev if e in row_of}))
+            cols.extend(sorted({r for r in found[at:at + len(ev)] if r >= 0}))
+            at += len(ev)
             indptr.append(len(cols))
         self.gold = sp.csr_matrix((np.ones(len(cols)), np.asarray(cols, dtype=np.int64),
                                    np.asarray(indptr, dtype=np.int64)), shape=(len(self.evidences), n_rows))
