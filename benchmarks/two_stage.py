@@ -464,6 +464,9 @@ def main(argv=None) -> int:
         if decided:
             lines += ["Verdicts (the rule: above zero on both files): " + "; ".join(
                 f"({b}) {'kept' if b in kept else 'dropped'}" for b in verdicts) + ".", ""]
+            if kept:  # as pre-registered: the multiplicity beside any keep
+                lines += ["Three comparisons, no correction: were all three bets useless, the chance of a "
+                          "false keep somewhere would be about 14% at most (less, as each needs both files).", ""]
         else:
             lines += [f"No verdict: measured on {', '.join(names)} only; the rule needs both files.", ""]
         # Dev, once: the default, and a kept ranking bet chosen on every training claim.
@@ -519,7 +522,10 @@ def write_part_2(out: Path, lines: list[str], provenance: str, keep_others: bool
         old = sections(previous[previous.index(END_OF_PART_1):].splitlines())
     merged = []
     for heading in list(old) + [h for h in new if h not in old]:
-        merged += [heading, *new.get(heading, old.get(heading))]
+        body = list(new.get(heading, old.get(heading)))
+        while body and not body[-1].strip():
+            body.pop()
+        merged += [heading, *body, ""]
     body = "\n".join(merged).rstrip("\n")
     with atomic_path(out) as tmp:
         tmp.write_text(part_1 + "\n\n" + PART_2 + "\n\n" + body + "\n", encoding="utf-8")
