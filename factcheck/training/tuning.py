@@ -91,12 +91,13 @@ def _sweep_depths(method: str, settings: list[dict], make, ks, parts: dict, desc
 
 
 def sweep_bm25(index, fit_claims, holdout_claims, grid=BM25_GRID, progress=None) -> Sweep:
-    """Sweep k1, b and k; each (k1, b) derives its weights from the index's term counts."""
-    from factcheck.retrieval.base import without_cache
-    from factcheck.retrieval.bm25 import BM25Retriever
+    """Sweep k1, b and k; the claims' terms are looked up in the index's counts once, and each
+    (k1, b) derives its weights for those terms alone (the same rankings as over every term)."""
+    from factcheck.retrieval.bm25 import BM25Retriever, SweepTerms
 
     settings = [{"k1": k1, "b": b} for k1, b in itertools.product(grid["k1"], grid["b"])]
-    return _sweep_depths("bm25", settings, lambda **s: without_cache(BM25Retriever(**s)).fit(index), grid["k"],
+    terms = SweepTerms(index, [c.text for c in (*fit_claims, *holdout_claims)])
+    return _sweep_depths("bm25", settings, lambda **s: BM25Retriever(**s).fit(index, terms=terms), grid["k"],
                          {"fit": fit_claims, "holdout": holdout_claims}, "BM25 sweep", progress)
 
 

@@ -1,0 +1,51 @@
+"""The tuning sweeps' shared work gives what each setting computed alone gave (demo data)."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from helpers import DEMO
+from factcheck.formats.claims import read_claims
+from factcheck.retrieval.base import without_cache
+from factcheck.retrieval.bm25 import BM25Retriever, SweepTerms
+from factcheck.tagging.index import TagIndex
+from factcheck.training import tuning
+
+
+@pytest.fixture(scope="module")
+def index_and_claims(demo_index):
+    claims = read_claims(DEMO / "train-claims.json", require_labels=True)
+    return TagIndex.load(demo_index), claims
+
+
+@pytest.mark.parametrize("k1,b", list(itertools.product(tuning.BM25_GRID["k1"], tuning.BM25_GRID["b"])))
+def test_sweep_terms_rank_as_the_whole_index(index_and_claims, k1, b):
+    index, claims = index_and_claims
+    texts = [c.text for c in claims] + ["", "words the demo never holds"]
+    shared = BM25Retriever(k1=k1, b=b).fit(index, terms=SweepTerms(index, texts)).rank(texts, 10)
+    alone = without_cache(BM25Retriever(k1=k1, b=b)).fit(index).rank(texts, 10)
+    for s, a in zip(shared, alone, strict=True):
+        assert s.ids == a.ids
+        assert np.array_equal(np.asarray(s.scores, dtype=np.float32), np.asarray(a.scores, dtype=np.float32))
+
+
+def test_bm25_sweep_rows_are_each_setting_alone(index_and_claims):
+    index, claims = index_and_claims
+    fit, holdout = claims[:len(claims) * 2 // 3], claims[len(claims) * 2 // 3:]
+    sweep = tuning.sweep_bm25(index, fit, holdout)
+    settings = [{"k1": k1, "b": b} for k1, b in itertools.product(tuning.BM25_GRID["k1"], tuning.BM25_GRID["b"])]
+    alone = tuning._sweep_depths("bm25", settings, lambda **s: without_cache(BM25Retriever(**s)).fit(index),
+                                 tuning.BM25_GRID["k"], {"fit": fit, "holdout": holdout}, "BM25 sweep", False)
+    assert sweep.rows == alone.rows and sweep.chosen == alone.chosen
+
+
+def test_take_terms_keeps_each_terms_postings(index_and_claims):
+    from factcheck.retrieval.bm25 import corpus_counts
+    counts = corpus_counts(index_and_claims[0]).counts
+    terms = np.array([0, 3, 4, counts.n_terms - 1])
+    sub = counts.take_terms(terms)
+    for i, t in enumerate(terms.tolist()):
+        a, e = counts.indptr[t], counts.indptr[t + 1]
+        assert sub.indices[sub.indptr[i]:sub.indptr[i + 1]].tolist() == counts.indices[a:e].tolist()
+        assert sub.data[sub.indptr[i]:sub.indptr[i + 1]].tolist() == counts.data[a:e].tolist()
