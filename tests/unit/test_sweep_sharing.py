@@ -49,3 +49,16 @@ def test_take_terms_keeps_each_terms_postings(index_and_claims):
         a, e = counts.indptr[t], counts.indptr[t + 1]
         assert sub.indices[sub.indptr[i]:sub.indptr[i + 1]].tolist() == counts.indices[a:e].tolist()
         assert sub.data[sub.indptr[i]:sub.indptr[i + 1]].tolist() == counts.data[a:e].tolist()
+
+
+def test_sweeps_evidence_is_the_chosen_retrievers(index_and_claims):
+    """The selection reads the tag rule's and BM25's evidence of the tuning claims from their
+    sweeps instead of retrieving them again: it must be what the fitted retriever returns."""
+    from factcheck.retrieval.base import evidence_of, run_retrieval
+    from factcheck.retrieval.tag_rule import TagRuleRetriever
+    index, claims = index_and_claims
+    fit, holdout = claims[:len(claims) * 2 // 3], claims[len(claims) * 2 // 3:]
+    for sweep, cls in ((tuning.sweep_tags(TagRuleRetriever().fit(index), fit, holdout), TagRuleRetriever),
+                       (tuning.sweep_bm25(index, fit, holdout), BM25Retriever)):
+        retrieved = evidence_of(run_retrieval(cls(**sweep.chosen).fit(index), claims, depth=0))
+        assert sweep.evidence == retrieved
