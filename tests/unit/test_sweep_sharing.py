@@ -62,3 +62,26 @@ def test_sweeps_evidence_is_the_chosen_retrievers(index_and_claims):
                        (tuning.sweep_bm25(index, fit, holdout), BM25Retriever)):
         retrieved = evidence_of(run_retrieval(cls(**sweep.chosen).fit(index), claims, depth=0))
         assert sweep.evidence == retrieved
+
+
+def test_rerankers_settings_in_one_pass_are_each_built_alone(index_and_claims):
+    """train_reranker builds every candidate setting's features in one pass over the claims (a
+    claim's BM25 scoring shared): the same pools, features and labels as each setting alone."""
+    from factcheck.retrieval.rerank import features as F
+    from factcheck.retrieval.rerank.candidates import CandidateConfig, CandidateGenerator
+    from factcheck.retrieval.rerank.memory import ClaimMemory
+    from factcheck.retrieval.rerank.terms import TermIndex
+    from factcheck.training.rerank import DEFAULT_CANDIDATES, build_claim_set, training_data
+    index, claims = index_and_claims
+    fit, holdout = claims[:len(claims) * 2 // 3], claims[len(claims) * 2 // 3:]
+    configs = [*DEFAULT_CANDIDATES, CandidateConfig(k1=1.2, b=0.75, depth=20, memory_k=5)]  # one scoring apart
+    datas = training_data(index, fit, holdout, configs, progress=False)
+    terms = TermIndex.for_index(index)
+    context = F.FeatureContext(index, terms)
+    for config, data in zip(configs, datas, strict=True):
+        gen = CandidateGenerator(terms, ClaimMemory.from_claims(fit).bind(index.row_of, len(index)), config)
+        for got, part, loo in ((data.fit_set, fit, True), (data.holdout_set, holdout, False)):
+            alone = build_claim_set(gen, context, part, index.row_of, loo, False)
+            assert [r.tolist() for r in got.rows] == [r.tolist() for r in alone.rows]
+            assert np.array_equal(got.X, alone.X) and np.array_equal(got.y, alone.y) and got.n_gold == alone.n_gold
+        assert data.config == config
