@@ -441,7 +441,8 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
                else {candidates.best: candidates.retrievers[candidates.best]})
     return_freed_memory()  # heap freed by retriever training, before the CV's workers start
     with clock.step("classifier selection by cross-validation"):
-        chosen = select_classifier(train, readers, index, jobs=jobs, progress=progress, dense=(mode == "open"))
+        chosen = select_classifier(train, readers, index, jobs=jobs, progress=progress, dense=(mode == "open"),
+                                   evidence=candidates.evidence)
     candidates.reader = chosen.reader
     candidates.reader_scores = {n: {"accuracy": acc} for n, acc in chosen.summary["readers"].items()}
     reader = candidates.retrievers[chosen.reader]

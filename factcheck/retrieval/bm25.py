@@ -52,7 +52,11 @@ class BM25Retriever(Retriever):
         self.b = b
         self.k = k
 
-    def _fit(self, index) -> None:
+    def _fit(self, index, terms: "SweepTerms | None" = None) -> None:
+        if terms is not None:  # a sweep's setting: weights for its claims' terms only
+            self.weights_ = cached_weights(None, "", {}, terms.counts, terms.lengths, self.k1, self.b)
+            self.vocabulary_, self._columns = terms.vocabulary, terms.columns
+            return
         cache = key = None
         if not self._cache or index.root is None:  # an index in memory has no directory to cache in
             counts = corpus_counts(index)
@@ -94,6 +98,24 @@ class BM25Retriever(Retriever):
 
 
 _COUNTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+class SweepTerms:
+    """The index's stem counts of the terms some claims hold, looked up once for a sweep over
+    (k1, b): a :class:`BM25Retriever` fitted with them (``fit(index, terms=...)``) derives its
+    weights for these terms alone, not the whole index's, and scores those claims with the same
+    bits as fitted without them; it is for those claims only (another claim's other terms count
+    for nothing there)."""
+
+    def __init__(self, index, texts: list[str]):
+        counts = corpus_counts(index)
+        queries = TermColumns(dict(zip(counts.terms, range(len(counts.terms))))).counts(list(texts), "stems")
+        held = np.unique(queries.indices)
+        self.counts = counts.counts.take_terms(held)
+        self.lengths = counts.lengths
+        # ascending term ids keep their order: each claim's terms are summed in the same order
+        self.vocabulary = {counts.terms[t]: i for i, t in enumerate(held.tolist())}
+        self.columns = TermColumns(self.vocabulary)
 
 
 def cached_weights(cache: DerivedCache | None, name: str, key: dict, counts: TermMatrix, lengths: np.ndarray,

@@ -115,6 +115,17 @@ class TermMatrix:
         """The same postings with other weights (one per entry, in entry order)."""
         return TermMatrix(self.indptr, self.indices, data, self.n_units)
 
+    def take_terms(self, terms) -> "TermMatrix":
+        """The rows of ``terms`` (term ids, ascending) alone, as rows ``0..len(terms)-1``: the
+        same postings and weights, so a query on those terms scores as on the whole matrix."""
+        terms = np.asarray(terms, dtype=np.int64)
+        ptr = np.asarray(self.indptr, dtype=np.int64)
+        starts, lengths = ptr[terms], ptr[terms + 1] - ptr[terms]
+        indptr = np.zeros(len(terms) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        take = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1], dtype=np.int64)
+        return TermMatrix(indptr, self.indices[take], self.data[take], self.n_units)
+
     def _queries(self, queries) -> sp.csr_matrix:
         q = sp.csr_matrix(queries)
         dtype = self.indptr.dtype  # a dtype mismatch makes scipy copy the matrix at every product

@@ -52,15 +52,18 @@ def open_grid(grid: dict) -> dict:
 
 
 def select_classifier(train, readers: dict, index, jobs: int = 1, grid: dict = GRID,
-                      progress=None, dense: bool = False) -> ClassifierSelection:
+                      progress=None, dense: bool = False, evidence: dict | None = None) -> ClassifierSelection:
     """The classifier and its reader chosen by CV over ``readers`` (name -> fitted retriever);
-    ``progress``: the cross-validation's bars (None: on a terminal, or as the caller's setting)."""
+    ``progress``: the cross-validation's bars (None: on a terminal, or as the caller's setting);
+    ``evidence``: reader name -> claim id -> the evidence ids that reader retrieves, where already
+    known (the tuning sweeps'), used for a reader holding every claim of ``train``, not retrieved again."""
     from factcheck.progress import progress_setting
     with progress_setting(progress):
-        return _select_classifier(train, readers, index, jobs, grid, dense)
+        return _select_classifier(train, readers, index, jobs, grid, dense, evidence or {})
 
 
-def _select_classifier(train, readers: dict, index, jobs: int, grid: dict, dense: bool) -> ClassifierSelection:
+def _select_classifier(train, readers: dict, index, jobs: int, grid: dict, dense: bool,
+                       known: dict) -> ClassifierSelection:
     texts_of = index.texts_of
     embedding = None
     if dense:
@@ -80,7 +83,9 @@ def _select_classifier(train, readers: dict, index, jobs: int, grid: dict, dense
     gold_views = views_of(X_gold, groups, embedding)
     results, evidence, X_read, read_views = [], {}, {}, {}
     for name, r in readers.items():
-        if name == "rerank":
+        if name != "rerank" and all(c.id in known.get(name, ()) for c in train):  # a reader with no memory
+            ev = {c.id: known[name][c.id] for c in train}
+        elif name == "rerank":
             ev = out_of_fold_evidence(train, first_partition, fit_reader=fold_memory_reranker(r, index))
         else:
             ev = out_of_fold_evidence(train, first_partition, reader=r)

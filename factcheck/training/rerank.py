@@ -50,21 +50,42 @@ class TrainingData:
     def __init__(self, index, fit_claims, holdout_claims, config: CandidateConfig = CandidateConfig(),
                  terms: TermIndex | None = None, context: F.FeatureContext | None = None,
                  progress: bool | None = None, dense=None):
-        t0 = time.perf_counter()
-        self.index, self.config = index, config
-        self.fit_claims, self.holdout_claims = list(fit_claims), list(holdout_claims)
-        self.terms = terms or TermIndex.for_index(index)
-        self.context = context or F.FeatureContext(index, self.terms)
-        self.dense = None if config.dense_depth <= 0 else dense if dense is not None else load_scorer(index)
-        t1 = time.perf_counter()
-        memory = ClaimMemory.from_claims(self.fit_claims).bind(index.row_of, len(index))
-        gen = CandidateGenerator(self.terms, memory, config, self.dense)
-        tag = f"memory_k={config.memory_k}" + (f", dense_depth={config.dense_depth}" if self.dense else "")
-        self.fit_set: ClaimSet = build_claim_set(gen, self.context, self.fit_claims, index.row_of, True,
-                                                 progress, f"reranker features (fit, {tag})")
-        self.holdout_set: ClaimSet = build_claim_set(gen, self.context, self.holdout_claims, index.row_of, False,
-                                                     progress, f"reranker features (hold-out, {tag})")
-        self.timings = {"corpus_structures_s": t1 - t0, "features_s": time.perf_counter() - t1}
+        self.__dict__.update(vars(training_data(index, fit_claims, holdout_claims, [config], terms, context,
+                                                progress, dense)[0]))
+
+    @classmethod
+    def _of(cls, **fields) -> "TrainingData":
+        out = cls.__new__(cls)
+        out.__dict__.update(fields)
+        return out
+
+
+def training_data(index, fit_claims, holdout_claims, configs, terms: TermIndex | None = None,
+                  context: F.FeatureContext | None = None, progress: bool | None = None,
+                  dense=None) -> list[TrainingData]:
+    """One :class:`TrainingData` per candidate setting of ``configs``, from one pass over the
+    claims: each claim's BM25 product is computed once for the settings sharing (k1, b) (the
+    same features as each setting built alone); ``dense``: the scorer, when loaded already."""
+    t0 = time.perf_counter()
+    fit_claims, holdout_claims = list(fit_claims), list(holdout_claims)
+    terms = terms or TermIndex.for_index(index)
+    context = context or F.FeatureContext(index, terms)
+    if dense is None and any(c.dense_depth > 0 for c in configs):
+        dense = load_scorer(index)
+    t1 = time.perf_counter()
+    memory = ClaimMemory.from_claims(fit_claims).bind(index.row_of, len(index))
+    gens = [CandidateGenerator(terms, memory, c, dense) for c in configs]
+    tag = "; ".join(f"memory_k={c.memory_k}" + (f", dense_depth={c.dense_depth}" if c.dense_depth > 0 else "")
+                    for c in configs)
+    fit_sets = build_claim_sets(gens, context, fit_claims, index.row_of, True, progress,
+                                f"reranker features (fit, {tag})")
+    holdout_sets = build_claim_sets(gens, context, holdout_claims, index.row_of, False, progress,
+                                    f"reranker features (hold-out, {tag})")
+    features_s = (time.perf_counter() - t1) / len(configs)  # shared: the sum over the settings is the pass's
+    return [TrainingData._of(index=index, config=c, fit_claims=fit_claims, holdout_claims=holdout_claims,
+                             terms=terms, context=context, dense=g.dense, fit_set=f, holdout_set=h,
+                             timings={"corpus_structures_s": t1 - t0, "features_s": features_s})
+            for c, g, f, h in zip(configs, gens, fit_sets, holdout_sets)]
 
 
 def train_reranker(index, fit_claims, holdout_claims, *, dense: bool = False, configs=None, grid=DEFAULT_GRID,
@@ -115,13 +136,8 @@ def train_reranker(index, fit_claims, holdout_claims, *, dense: bool = False, co
     t0 = time.perf_counter()
     if configs is None:
         configs = DENSE_CANDIDATES if dense else DEFAULT_CANDIDATES
-    datas = [data] if data is not None else []
-    scorer = None
-    for config in configs if data is None else ():
-        first = datas[0] if datas else None  # the corpus structures are shared
-        datas.append(TrainingData(index, fit_claims, holdout_claims, config, first and first.terms,
-                                  first and first.context, progress, scorer))
-        scorer = scorer or datas[-1].dense
+    datas = [data] if data is not None else training_data(index, fit_claims, holdout_claims, list(configs),
+                                                          progress=progress)
     uses_dense = all(d.dense is not None for d in datas)
     feature_sets = [list(features)] if features else [list(f) for f in DENSE_FEATURE_SETS] if uses_dense \
         else [list(F.FEATURES)]
@@ -179,18 +195,33 @@ class ClaimSet:
 def build_claim_set(generator: CandidateGenerator, ctx, claims, row_of: dict, leave_one_out: bool,
                     progress: bool | None = None, desc: str = "reranker features") -> ClaimSet:
     """The candidates, features and labels of ``claims`` (``leave_one_out``: hidden from the memory)."""
-    rows, Xs, ys, n_gold = [], [], [], []
-    k1, b = generator.config.k1, generator.config.b
+    return build_claim_sets([generator], ctx, claims, row_of, leave_one_out, progress, desc)[0]
+
+
+def build_claim_sets(generators: list[CandidateGenerator], ctx, claims, row_of: dict, leave_one_out: bool,
+                     progress: bool | None = None, desc: str = "reranker features") -> list[ClaimSet]:
+    """:func:`build_claim_set` for each generator, in one pass over ``claims``: a claim's BM25
+    scoring is done once for the generators that share it (the corpus-sized part of a pool)."""
+    parts = [([], [], [], []) for _ in generators]
     for i, claim in enumerate(progress_bar(claims, desc=desc, unit="claims", enabled=progress)):
-        cands = generator.generate(claim.text, exclude_memory=i if leave_one_out else None)
         gold = np.array(sorted({row_of[e] for e in claim.evidences if e in row_of}), dtype=np.int64)
-        rows.append(cands.rows)
-        Xs.append(pool_features(ctx, cands, k1, b, generator.dense))
-        ys.append(np.isin(cands.rows, gold).astype(np.int64))
-        n_gold.append(len(set(claim.evidences)))
-    width = len(ALL_FEATURES if generator.dense is not None else F.FEATURES)
-    X = np.vstack(Xs) if Xs else np.zeros((0, width))
-    return ClaimSet(rows, X, np.concatenate(ys) if ys else np.zeros(0, np.int64), n_gold)
+        shared = {}  # position of the first generator scoring alike -> its scoring of this claim
+        for g, generator in enumerate(generators):
+            first = next(j for j in range(g + 1) if generators[j].shares_scores(generator))
+            if first not in shared:
+                shared[first] = generator.scored(claim.text)
+            cands = generator.generate(claim.text, exclude_memory=i if leave_one_out else None, scored=shared[first])
+            rows, Xs, ys, n_gold = parts[g]
+            rows.append(cands.rows)
+            Xs.append(pool_features(ctx, cands, generator.config.k1, generator.config.b, generator.dense))
+            ys.append(np.isin(cands.rows, gold).astype(np.int64))
+            n_gold.append(len(set(claim.evidences)))
+    out = []
+    for generator, (rows, Xs, ys, n_gold) in zip(generators, parts):
+        width = len(ALL_FEATURES if generator.dense is not None else F.FEATURES)
+        X = np.vstack(Xs) if Xs else np.zeros((0, width))
+        out.append(ClaimSet(rows, X, np.concatenate(ys) if ys else np.zeros(0, np.int64), n_gold))
+    return out
 
 
 @dataclass

@@ -28,6 +28,8 @@ class TunedRetrievers:
     reader: str | None = None          # whose passages the classifier reads
     reader_scores: dict = field(default_factory=dict)
     chosen_by: str = "holdout"         # "holdout", "default" (hold-out too small) or "user"
+    # name -> claim id -> evidence ids on the tuning claims, where its sweep already had them
+    evidence: dict = field(default_factory=dict)
 
 
 def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progress=None,
@@ -66,8 +68,9 @@ def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progre
 
     for name, sweep in c.sweeps.items():
         sweep.write_csv(out / "tuning" / f"{name}-sweep.csv")
+    c.evidence = {name: sweep.evidence for name, sweep in c.sweeps.items() if sweep.evidence is not None}
     for name, retriever in c.retrievers.items():
-        evidences = evidence_of(run_retrieval(retriever, holdout, depth=0))
+        evidences = c.evidence.get(name) or evidence_of(run_retrieval(retriever, holdout, depth=0))
         c.holdout_scores[name] = tuning.mean_f([evidences[h.id] for h in holdout], holdout)
     if method != "auto":
         c.best, c.chosen_by = method, "user"

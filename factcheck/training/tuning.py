@@ -41,6 +41,9 @@ class Sweep:
     rows: list[dict] = field(default_factory=list)  # params + f_fit, f_holdout, (fallback_*)
     chosen: dict | None = None
     rule: str = "shortlist"  # or "fit": the first row of the best fit F (the rows' order breaks ties)
+    # claim id -> the chosen point's evidence ids, for every swept claim (fit and hold-out), where
+    # the sweep computed it as the fitted retriever would: not retrieved again by the selection
+    evidence: dict | None = None
 
     def choose(self) -> None:
         """The best of the ``SHORTLIST`` best on the fit part, by hold-out F (``rule="fit"``:
@@ -83,6 +86,10 @@ def sweep_tags(retriever, fit_claims, holdout_claims, grid=TAG_GRID, progress=No
             row[f"fallback_{part}"] = float(np.mean([pth == "fallback" for pth in paths]))
         sweep.rows.append(row)
     sweep.choose()
+    point = tuple(sweep.chosen[n] for n in sweep.param_names)
+    sweep.evidence = {c.id: [ids[r] for r in rows.tolist()]
+                      for part, claims in (("fit", fit_claims), ("holdout", holdout_claims))
+                      for c, rows in zip(claims, results[part][point][0])}
     return sweep
 
 
@@ -93,25 +100,37 @@ def _add_rows(sweep: Sweep, setting: dict, ranked: dict, ks, parts: dict) -> Non
                                                  for part, claims in parts.items()}})
 
 
-def _sweep_depths(method: str, settings: list[dict], make, ks, parts: dict, desc: str, progress) -> Sweep:
-    """Each setting's retriever ranks every claim once, to the deepest k; each k is scored from it."""
+def _sweep_depths(method: str, settings: list[dict], make, ks, parts: dict, desc: str, progress,
+                  evidence: bool = False) -> Sweep:
+    """Each setting's retriever ranks every claim once, to the deepest k; each k is scored from it.
+    ``evidence``: the chosen point's evidence kept (``Sweep.evidence``), for a method whose evidence
+    is its top k scoring above 0 (:meth:`~factcheck.retrieval.base.Retriever._select`)."""
     sweep = Sweep(method, (*settings[0], "k"))
+    kept = {}
     for setting in progress_bar(settings, desc=desc, unit="settings", enabled=progress):
         r = make(**setting)
-        ranked = {part: [rk.ids for rk in r.rank([c.text for c in claims], max(ks))] for part, claims in parts.items()}
-        _add_rows(sweep, setting, ranked, ks, parts)
+        rankings = {part: r.rank([c.text for c in claims], max(ks)) for part, claims in parts.items()}
+        if evidence:
+            kept[tuple(setting.values())] = rankings
+        _add_rows(sweep, setting, {part: [rk.ids for rk in got] for part, got in rankings.items()}, ks, parts)
     sweep.choose()
+    if evidence:
+        k = sweep.chosen["k"]
+        chosen = kept[tuple(sweep.chosen[n] for n in settings[0])]
+        sweep.evidence = {c.id: [i for i, score in zip(rk.ids[:k], rk.scores[:k]) if score != 0]
+                          for part, claims in parts.items() for c, rk in zip(claims, chosen[part])}
     return sweep
 
 
 def sweep_bm25(index, fit_claims, holdout_claims, grid=BM25_GRID, progress=None) -> Sweep:
-    """Sweep k1, b and k; each (k1, b) derives its weights from the index's term counts."""
-    from factcheck.retrieval.base import without_cache
-    from factcheck.retrieval.bm25 import BM25Retriever
+    """Sweep k1, b and k; the claims' terms are looked up in the index's counts once, and each
+    (k1, b) derives its weights for those terms alone (the same rankings as over every term)."""
+    from factcheck.retrieval.bm25 import BM25Retriever, SweepTerms
 
     settings = [{"k1": k1, "b": b} for k1, b in itertools.product(grid["k1"], grid["b"])]
-    return _sweep_depths("bm25", settings, lambda **s: without_cache(BM25Retriever(**s)).fit(index), grid["k"],
-                         {"fit": fit_claims, "holdout": holdout_claims}, "BM25 sweep", progress)
+    terms = SweepTerms(index, [c.text for c in (*fit_claims, *holdout_claims)])
+    return _sweep_depths("bm25", settings, lambda **s: BM25Retriever(**s).fit(index, terms=terms), grid["k"],
+                         {"fit": fit_claims, "holdout": holdout_claims}, "BM25 sweep", progress, evidence=True)
 
 
 def sweep_tfidf(index, fit_claims, holdout_claims, grid=TFIDF_GRID, progress=None) -> Sweep:

@@ -87,12 +87,25 @@ class CandidateGenerator:
         ids, counts = self.terms.query_weights(s)
         return Query(text, s, ids, counts, self.terms.idf[ids])
 
-    def generate(self, text: str, exclude_memory: int | None = None) -> Candidates:
-        """The pool for one claim; ``exclude_memory`` hides that training claim from memory."""
+    def scored(self, text: str) -> tuple[Query, np.ndarray, np.ndarray]:
+        """The claim analysed, and the passages sharing a stem with it (ascending) with their BM25
+        scores: what :meth:`generate` reads of BM25, the same for every generator over the same
+        terms with the same ``k1`` and ``b``."""
         cfg = self.config
         q = self.query(text)
         (touched, touched_scores), = self.terms.bm25(cfg.k1, cfg.b).products(self.terms.query(q.term_ids, q.counts),
                                                                              sort=True)
+        return q, touched, touched_scores
+
+    def shares_scores(self, other: "CandidateGenerator") -> bool:
+        """Whether :meth:`scored` gives the same for ``other`` as for this generator."""
+        return other.terms is self.terms and (other.config.k1, other.config.b) == (self.config.k1, self.config.b)
+
+    def generate(self, text: str, exclude_memory: int | None = None, scored=None) -> Candidates:
+        """The pool for one claim; ``exclude_memory`` hides that training claim from memory;
+        ``scored``: :meth:`scored`'s for this claim, when already at hand."""
+        cfg = self.config
+        q, touched, touched_scores = self.scored(text) if scored is None else scored
         bm_rows, bm_scores = top_k(touched_scores, cfg.depth, touched)
         bm_scores = bm_scores.astype(np.float64)
         nb = None
