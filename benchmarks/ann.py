@@ -70,12 +70,11 @@ CONFIGS = {
                                 "search_depth": [64, 128, 256, 512, 1024]}),
     "ivf-pq128fs": ("product", {"spec": "IVF4096,PQ128x4fsr", "candidates": 1000,
                                 "search_depth": [64, 128, 256, 512, 1024]}),
-    # The default's codes with more of the lists scanned (recall stalls at the lists' coverage),
-    # re-scoring the default's 1,024 candidates or twice as many.
+    # The default's codes with more of the lists scanned (recall stalls at the lists' coverage;
+    # a search re-scores at least as many candidates as lists, and more candidates than that
+    # gave the same recall).
     "ivf-pq128fsr-deep": ("product", {"spec": "IVF4096,PQ128x4fsr", "candidates": 1024,
-                                      "search_depth": [1024, 1536, 2048]}),
-    "ivf-pq128fsr-deep2k": ("product", {"spec": "IVF4096,PQ128x4fsr", "candidates": 2048,
-                                        "search_depth": [1536, 2048]}),
+                                      "search_depth": [1024, 1280, 1536, 2048]}),
 }
 
 

@@ -38,7 +38,7 @@ def test_default_settings_recall_exact_top_100(tmp_path):
     both = clustered_vectors(4100)
     vectors, queries = both[:4000], both[4000:].astype(np.float32)
     entry = ann.build_ann(tmp_path, vectors)
-    assert (entry["spec"], entry["search_depth"], entry["candidates"]) == ("IVF64,PQ32x4fsr", 16, ann.CANDIDATES)
+    assert (entry["spec"], entry["search_depth"], entry["candidates"]) == ("IVF64,PQ32x4fsr", 24, ann.CANDIDATES)
     loaded = ann.AnnIndex(faiss.read_index(str(tmp_path / ann.ANN_FILE)), entry)
     wide = vectors.astype(np.float32)
     found = 0
@@ -57,7 +57,7 @@ def test_the_default_setting_is_the_one_measured_at_1_2m_and_scales_its_lists_do
     from factcheck.tagging import ann
     assert ann.default_setting(1_208_827, 256) == (ann.SPEC, ann.SEARCH_DEPTH, ann.CANDIDATES)
     assert ann.default_setting(25_000_000, 256)[0] == ann.SPEC  # no more lists than measured
-    assert ann.default_setting(ann.MIN_PASSAGES, 256)[:2] == ("IVF256,PQ128x4fsr", 64)
+    assert ann.default_setting(ann.MIN_PASSAGES, 256)[:2] == ("IVF256,PQ128x4fsr", 96)
     assert ann.default_setting(ann.MIN_PASSAGES, 385)[0] == "IVF256,PQ385x4fsr"  # odd: a code a value
 
 
