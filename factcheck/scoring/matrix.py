@@ -172,6 +172,26 @@ class TermMatrix:
         pool.append(buf)  # clean again: a call that raised leaves its buffer behind
         return [(rows[i * k:i * k + n], scores[i * k:i * k + n]) for i, n in enumerate(counts.tolist())]
 
+    def unit_scores(self, query, units) -> np.ndarray:
+        """One query's scores of ``units`` (0 where a unit shares no term with it), with the
+        bits :meth:`products` gives them: each term's ``count * weight`` added in the query's
+        stored term order, from 0, in the weights' dtype. A few units' scores cost a binary
+        search per term and unit, not the postings of the query's terms."""
+        q = self._queries(query)
+        if q.shape[0] != 1:
+            raise ValueError("unit_scores takes one query")
+        units = np.asarray(units, dtype=np.int64)
+        out = np.zeros(len(units), dtype=self.data.dtype)
+        for t, v in zip(q.indices.tolist(), q.data):
+            a, b = int(self.indptr[t]), int(self.indptr[t + 1])
+            if a == b or not len(units):
+                continue
+            seg = self.indices[a:b]
+            at = np.minimum(np.searchsorted(seg, units), b - a - 1)
+            hit = np.flatnonzero(seg[at] == units)
+            out[hit] += v * self.data[a + at[hit]]
+        return out
+
     def full(self, units: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """A query's scores as one vector over every unit (0 where it scored none)."""
         out = np.zeros(self.n_units, dtype=scores.dtype)

@@ -307,3 +307,21 @@ def test_the_rerankers_terms_are_read_from_their_mapped_array(tmp_path):
     assert terms.term_of == built.term_of
     ids = np.array([0, len(built.vocab) - 1, 5, 5])
     assert TermIndex.for_index(index).names(ids) == built.names(ids) == [built.term_of[i] for i in ids.tolist()]
+
+
+@pytest.mark.parametrize("numba", ["0", "1"])
+def test_the_batched_first_stage_gives_the_pools_of_the_full_product(trained, dev_texts, monkeypatch, numba):
+    # The claims ranked in one call (the compiled loop or not), the pool's other rows scored
+    # alone: the same candidates, bit for bit, as each claim's full product.
+    from factcheck.scoring import matrix as scoring_matrix
+    if numba == "1" and not scoring_matrix.compiled_available():
+        pytest.skip("needs numba")
+    monkeypatch.setenv(scoring_matrix.VARIABLE, numba)
+    gen = trained.generator_
+    texts = dev_texts + ["zzzz qqqq", ""]  # no known term: empty tops
+    for text, first in zip(texts, gen.first_stage(texts)):
+        new, old = gen.generate(text, first=first), gen.generate(text, scored=gen.scored(text))
+        for field in ("rows", "fused", "bm25", "bm25_list", "bm25_list_scores"):
+            a, b = getattr(new, field), getattr(old, field)
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), field
+        assert new.bm25_top == old.bm25_top

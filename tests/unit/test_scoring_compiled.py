@@ -160,3 +160,16 @@ def test_a_deep_top_k_ranks_the_same(k):
     q = sp.csr_matrix(rng.choice([0.0, 0.0, 0.0, 1.0, 0.5], size=(20, 30)).astype(np.float32))
     fast, slow = _ranks(matrix, q, k, numba=True), _ranks(matrix, q, k, numba=False)
     assert [(r.tolist(), s.tobytes()) for r, s in fast] == [(r.tolist(), s.tobytes()) for r, s in slow]
+
+
+@settings(max_examples=300, deadline=None)
+@given(cases(), st.data())
+def test_unit_scores_are_the_products_scores(case, data):
+    matrix, queries, _ = case
+    units = np.array(data.draw(st.lists(st.integers(0, matrix.n_units - 1), unique=True, max_size=matrix.n_units)),
+                     dtype=np.int64)
+    for i in range(queries.shape[0]):
+        (touched, scores), = matrix.products(queries[i])
+        want = matrix.full(touched, scores)[units]
+        got = matrix.unit_scores(queries[i], units)
+        assert got.dtype == want.dtype and np.array_equal(got, want)

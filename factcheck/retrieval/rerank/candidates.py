@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from factcheck.errors import Interval
 from factcheck.retrieval.base import TopK
@@ -97,16 +98,35 @@ class CandidateGenerator:
                                                                              sort=True)
         return q, touched, touched_scores
 
+    def first_stage(self, texts: list[str]) -> list[tuple[Query, np.ndarray, np.ndarray]]:
+        """Each claim analysed, with its BM25 top ``depth`` (rows, scores best first): the
+        claims ranked in one :meth:`~factcheck.scoring.matrix.TermMatrix.rank` call (the
+        compiled loop where it runs), the top :meth:`generate` takes of :meth:`scored`'s, the same bits."""
+        cfg = self.config
+        queries = [self.query(t) for t in texts]
+        indptr = np.zeros(len(queries) + 1, dtype=np.int64)
+        np.cumsum([len(q.term_ids) for q in queries], out=indptr[1:])
+        cat = (lambda parts, dtype: np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype))
+        batch = sp.csr_matrix((cat([q.counts for q in queries], np.float32), cat([q.term_ids for q in queries],
+                                                                                np.int64), indptr),
+                              shape=(len(queries), len(self.terms.vocab)))
+        tops = self.terms.bm25(cfg.k1, cfg.b).rank(batch, cfg.depth)
+        return [(q, rows, scores) for q, (rows, scores) in zip(queries, tops)]
+
     def shares_scores(self, other: "CandidateGenerator") -> bool:
         """Whether :meth:`scored` gives the same for ``other`` as for this generator."""
         return other.terms is self.terms and (other.config.k1, other.config.b) == (self.config.k1, self.config.b)
 
-    def generate(self, text: str, exclude_memory: int | None = None, scored=None) -> Candidates:
+    def generate(self, text: str, exclude_memory: int | None = None, scored=None, first=None) -> Candidates:
         """The pool for one claim; ``exclude_memory`` hides that training claim from memory;
-        ``scored``: :meth:`scored`'s for this claim, when already at hand."""
+        ``scored``: :meth:`scored`'s for this claim, when already at hand; else ``first``:
+        :meth:`first_stage`'s (None: ranked here), the pool's other rows scored alone."""
         cfg = self.config
-        q, touched, touched_scores = self.scored(text) if scored is None else scored
-        bm_rows, bm_scores = top_k(touched_scores, cfg.depth, touched)
+        if scored is not None:
+            q, touched, touched_scores = scored
+            bm_rows, bm_scores = top_k(touched_scores, cfg.depth, touched)
+        else:
+            (q, bm_rows, bm_scores), = [first] if first is not None else self.first_stage([text])
         bm_scores = bm_scores.astype(np.float64)
         nb = None
         mem_rows = np.zeros(0, dtype=np.int64)
@@ -127,9 +147,13 @@ class CandidateGenerator:
         if dense_rows is not None:
             pool = np.union1d(pool, dense_rows).astype(np.int64)
         top_score = float(bm_scores[0]) if len(bm_scores) else 0.0
-        at = np.minimum(np.searchsorted(touched, pool), max(len(touched) - 1, 0))
-        pool_bm25 = np.where(touched[at] == pool, touched_scores[at], 0).astype(np.float64) if len(touched) \
-            else np.zeros(len(pool))
+        if scored is not None:
+            at = np.minimum(np.searchsorted(touched, pool), max(len(touched) - 1, 0))
+            pool_bm25 = np.where(touched[at] == pool, touched_scores[at], 0).astype(np.float64) if len(touched) \
+                else np.zeros(len(pool))
+        else:  # the memory's rows outside the top: their scores alone, not every touched passage's
+            pool_bm25 = self.terms.bm25(cfg.k1, cfg.b).unit_scores(self.terms.query(q.term_ids, q.counts),
+                                                                   pool).astype(np.float64)
         fused = pool_bm25 / top_score if top_score > 0 else np.zeros(len(pool))
         dense_top = float(dense_list.scores[0]) if cos is not None and len(dense_list.scores) else 0.0
         if dense_top > 0:  # the hybrid's weighting of the two sides (its CV choice)

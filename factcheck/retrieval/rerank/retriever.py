@@ -112,18 +112,22 @@ class RerankRetriever(Retriever):
             self.dense_ = dense if dense is not None else load_scorer(index)
         self.generator_ = CandidateGenerator(self.terms_, self.memory_, self.candidates_, self.dense_)
 
-    def scored(self, claim: str):
-        """One claim's (candidates, features, pool positions by probability desc, those probabilities)."""
+    def scored(self, claim: str, first=None):
+        """One claim's (candidates, features, pool positions by probability desc, those probabilities);
+        ``first``: the claim's :meth:`CandidateGenerator.first_stage`, when ranked with others."""
         self._check_fitted()
-        cands = self.generator_.generate(claim)
+        cands = self.generator_.generate(claim, first=first)
         X = pool_features(self.context_, cands, self.candidates_.k1, self.candidates_.b, self.dense_)
         p = self.model.predict(X)
         order = rank_order(cands.rows, p, cands.bm25)  # ties: BM25, then corpus order
         return cands, X, order, p[order]
 
     def _scored(self, texts):
-        for claim in texts:
-            cands, X, order, probs = state = self.scored(claim)
+        texts = list(texts)
+        self._check_fitted()
+        # The batch's BM25 tops in one call: a score buffer reused over the claims, no product each.
+        for claim, first in zip(texts, self.generator_.first_stage(texts)):
+            cands, X, order, probs = state = self.scored(claim, first)
             p = np.empty(len(order))
             p[order] = probs
             yield Scored(cands.rows, p, state)
