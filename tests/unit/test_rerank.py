@@ -325,3 +325,17 @@ def test_the_batched_first_stage_gives_the_pools_of_the_full_product(trained, de
             a, b = getattr(new, field), getattr(old, field)
             assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), field
         assert new.bm25_top == old.bm25_top
+
+
+def test_term_frequencies_are_scipys_slice(trained):
+    terms = trained.terms_
+    rng = np.random.default_rng(0)
+    n, v = terms.forward.shape
+    for _ in range(50):
+        rows = rng.choice(n, size=int(rng.integers(1, 40)), replace=bool(rng.integers(0, 2)))
+        ids = rng.choice(v, size=int(rng.integers(1, 12)), replace=bool(rng.integers(0, 2)))
+        # most columns of a random pick are absent: add the rows' own terms, unsorted
+        ids = np.concatenate([ids, terms.forward[rows[:3]].indices[::-1]])[:20].astype(np.int64)
+        want = terms.forward[rows][:, ids].toarray().astype(np.float64)
+        got = terms.tf_matrix(rows, ids)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()

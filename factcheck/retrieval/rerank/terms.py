@@ -200,7 +200,22 @@ class TermIndex:
         """Dense (len(rows), len(term_ids)) term frequencies."""
         if not len(rows) or not len(term_ids):
             return np.zeros((len(rows), len(term_ids)))
-        return self.forward[rows][:, term_ids].toarray().astype(np.float64)
+        term_ids = np.asarray(term_ids, dtype=np.int64)
+        order = np.argsort(term_ids, kind="stable")
+        wanted = term_ids[order]
+        if np.any(wanted[1:] == wanted[:-1]):  # a term asked twice: scipy's column slice repeats it
+            return self.forward[rows][:, term_ids].toarray().astype(np.float64)
+        # The rows' own entries matched against the wanted terms: one gather a pool, not two
+        # scipy slices (most of the features' cost a claim, built and dropped each time).
+        fwd = self.forward
+        rows = np.asarray(rows, dtype=np.int64)
+        pos, owner = multi_arange(fwd.indptr[rows], fwd.indptr[rows + 1])
+        cols = np.asarray(fwd.indices[pos], dtype=np.int64)
+        at = np.minimum(np.searchsorted(wanted, cols), len(wanted) - 1)
+        hit = np.flatnonzero(wanted[at] == cols)
+        out = np.zeros((len(rows), len(term_ids)))
+        out[owner[hit], order[at[hit]]] = fwd.data[pos[hit]]
+        return out
 
 
 _HAS_DIGIT = re.compile(r"\d").search
