@@ -339,3 +339,16 @@ def test_term_frequencies_are_scipys_slice(trained):
         want = terms.forward[rows][:, ids].toarray().astype(np.float64)
         got = terms.tf_matrix(rows, ids)
         assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_pools_scored_together_are_scored_as_alone(trained, dev_texts, monkeypatch):
+    # The model reads several claims' pools in one call: each claim's selection and ranking,
+    # explanations included, are the ones it gets alone.
+    from factcheck.retrieval.rerank import retriever as rerank_retriever
+    monkeypatch.setattr(rerank_retriever, "POOL_CLAIMS", 3)
+    texts = dev_texts + ["zzzz qqqq"]
+    together = trained.retrieve(texts)
+    alone = [trained.retrieve([t])[0] for t in texts]
+    assert [s.to_json() for s in together] == [s.to_json() for s in alone]
+    assert [(r.rows, r.scores) for r in trained.rank(texts, 20)] == \
+        [(r.rows, r.scores) for t in texts for r in trained.rank([t], 20)]
