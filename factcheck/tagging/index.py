@@ -414,10 +414,16 @@ class TagIndex:
         indptr = np.zeros(len(begin) + 1, dtype=np.int64)
         np.cumsum(end - begin, out=indptr[1:])
         values = np.empty(int(indptr[-1]), dtype=dtype)
+        # Every row's positions in its shard at once (values in row order), then one gather a
+        # shard: two aranges a shard a call were most of a reranker pool's tag features.
+        source, owner = multi_arange(begin, end)
+        row_shard = np.empty(len(begin), dtype=np.int64)
         for s, at in groups:
-            source, _ = multi_arange(begin[at], end[at])
-            dest, _ = multi_arange(indptr[at], indptr[at + 1])
-            values[dest] = parts[s][array][source]
+            row_shard[at] = s
+        of_shard = row_shard[owner]
+        for s, _ in groups:
+            dest = np.flatnonzero(of_shard == s) if len(groups) > 1 else np.arange(len(source))
+            values[dest] = parts[s][array][source[dest]]
         return indptr, values
 
     def _tag_bounds(self, rows) -> tuple[list, np.ndarray, np.ndarray]:
