@@ -520,11 +520,12 @@ class TagIndex:
         tag_column[[passage_column[t] for t in self.tag_vocabulary]] = np.arange(len(self.tag_vocabulary))
         return tag_column
 
-    def tag_space_rows(self, rows=None) -> sp.csr_matrix:
+    def tag_space_rows(self, rows=None, tags=None) -> sp.csr_matrix:
         """The given passages' tags (all when ``rows`` is None) in the tag vectoriser's TF-IDF
-        space, CSR: bit for bit ``tag_vectorizer.transform(tag_strings)`` (docs/decisions.md)."""
+        space, CSR: bit for bit ``tag_vectorizer.transform(tag_strings)`` (docs/decisions.md);
+        ``tags``: :meth:`tag_rows` of ``rows``, when already read."""
         vec = self.tag_vectorizer
-        indptr, terms = self.tag_rows(rows)
+        indptr, terms = self.tag_rows(rows) if tags is None else tags
         cols = self._tag_columns[terms]
         kept = cols >= 0
         kept_before = np.zeros(len(kept) + 1, dtype=np.int64)

@@ -73,20 +73,23 @@ class FeatureContext:
         self.tag_vectorizer = index.tag_vectorizer
         self.unit = UnitRows(terms.forward, terms.idf)  # idf-weighted, L2-normalised passages
 
-    def n_tags(self, rows: np.ndarray) -> np.ndarray:
+    def n_tags(self, rows: np.ndarray, tags=None) -> np.ndarray:
         """How many tags each passage of ``rows`` has (float64), read from the index's shards
-        (every passage's, kept, was 8 bytes a passage in every process)."""
+        (every passage's, kept, was 8 bytes a passage in every process); ``tags``: the rows'
+        :meth:`~factcheck.tagging.index.TagIndex.tag_rows`, when already read."""
+        if tags is not None:
+            return np.diff(tags[0]).astype(np.float64)
         return self.index.tag_counts(rows).astype(np.float64)
 
-    def shared_tags(self, rows: np.ndarray, cols: list[int]) -> np.ndarray:
+    def shared_tags(self, rows: np.ndarray, cols: list[int], tags=None) -> np.ndarray:
         """How many of the tag columns ``cols`` each passage of ``rows`` has."""
-        indptr, terms = self.index.tag_rows(rows)
+        indptr, terms = self.index.tag_rows(rows) if tags is None else tags
         _, owner = multi_arange(indptr[:-1], indptr[1:])
         hit = np.isin(terms, np.asarray(cols, dtype=np.int64))
         return np.bincount(owner[hit], minlength=len(rows)).astype(np.float64)
 
-    def tag_space(self, rows: np.ndarray) -> sp.csr_matrix:
-        return self.index.tag_space_rows(rows)
+    def tag_space(self, rows: np.ndarray, tags=None) -> sp.csr_matrix:
+        return self.index.tag_space_rows(rows, tags)
 
 
 class _PoolRows:
@@ -174,12 +177,13 @@ def compute(ctx: FeatureContext, cands: Candidates, k1: float, b: float) -> np.n
     claim_tags = sorted(analyze(q.text))
     distinct = sorted(set(claim_tags))
     cols = [ctx.tag_col[t] for t in distinct if t in ctx.tag_col]
+    tags = ctx.index.tag_rows(rows)  # the pool's tags read once for the three uses
     if cols:
-        shared = ctx.shared_tags(rows, cols)
-        denom = np.minimum(len(distinct), ctx.n_tags(rows))
+        shared = ctx.shared_tags(rows, cols, tags)
+        denom = np.minimum(len(distinct), ctx.n_tags(rows, tags))
         out[:, col["tag_overlap"]] = np.divide(shared, denom, out=np.zeros(n), where=denom > 0)
     qv = ctx.tag_vectorizer.transform([q.text])
-    out[:, col["tag_cosine"]] = np.asarray((ctx.tag_space(rows) @ qv.T).todense()).ravel()
+    out[:, col["tag_cosine"]] = np.asarray((ctx.tag_space(rows, tags) @ qv.T).todense()).ravel()
 
     # pseudo-relevance feedback from the top of the BM25 list
     pool_vecs = ctx.unit[rows]
