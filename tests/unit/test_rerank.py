@@ -352,3 +352,11 @@ def test_pools_scored_together_are_scored_as_alone(trained, dev_texts, monkeypat
     assert [s.to_json() for s in together] == [s.to_json() for s in alone]
     assert [(r.rows, r.scores) for r in trained.rank(texts, 20)] == \
         [(r.rows, r.scores) for t in texts for r in trained.rank([t], 20)]
+
+
+def test_memory_similarities_of_many_claims_are_each_claims_own(trained, dev_texts):
+    memory = trained.memory_
+    texts = dev_texts + ["zzzz qqqq", ""]
+    for text, sims in zip(texts, memory.similarities_of(texts)):
+        alone = memory.similarities_of([text])[0]
+        assert sims.dtype == alone.dtype and sims.tobytes() == alone.tobytes()

@@ -117,10 +117,12 @@ class CandidateGenerator:
         """Whether :meth:`scored` gives the same for ``other`` as for this generator."""
         return other.terms is self.terms and (other.config.k1, other.config.b) == (self.config.k1, self.config.b)
 
-    def generate(self, text: str, exclude_memory: int | None = None, scored=None, first=None) -> Candidates:
+    def generate(self, text: str, exclude_memory: int | None = None, scored=None, first=None,
+                 memory_sims=None) -> Candidates:
         """The pool for one claim; ``exclude_memory`` hides that training claim from memory;
         ``scored``: :meth:`scored`'s for this claim, when already at hand; else ``first``:
-        :meth:`first_stage`'s (None: ranked here), the pool's other rows scored alone."""
+        :meth:`first_stage`'s (None: ranked here), the pool's other rows scored alone;
+        ``memory_sims``: the claim's :meth:`ClaimMemory.similarities`, when already at hand."""
         cfg = self.config
         if scored is not None:
             q, touched, touched_scores = scored
@@ -131,7 +133,7 @@ class CandidateGenerator:
         nb = None
         mem_rows = np.zeros(0, dtype=np.int64)
         if self.memory is not None and len(self.memory) and cfg.memory_k > 0:
-            nb = self.memory.neighbours(text, cfg.memory_k, exclude=exclude_memory)
+            nb = self.memory.neighbours(text, cfg.memory_k, exclude=exclude_memory, sims=memory_sims)
             mem_rows = nb.rows
         cos = dense_rows = dense_list = dense_nb = None
         if self.dense is not None:

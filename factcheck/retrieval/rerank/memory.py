@@ -80,10 +80,15 @@ class ClaimMemory:
 
     def similarities(self, text: str) -> np.ndarray:
         """TF-IDF cosine of ``text`` with every memory claim."""
+        return self.similarities_of([text])[0]
+
+    def similarities_of(self, texts: list[str]) -> list[np.ndarray]:
+        """:meth:`similarities` of each text, the texts analysed and multiplied at once (each
+        row's cosines are its own: the same bits)."""
         if not len(self):
-            return np.zeros(0)
-        (rows, sims), = self.matrix.products(self.space.transform([split_letter_digit_runs(text)]))
-        return self.matrix.full(rows, sims)
+            return [np.zeros(0) for _ in texts]
+        queries = self.space.transform([split_letter_digit_runs(t) for t in texts])
+        return [self.matrix.full(rows, sims) for rows, sims in self.matrix.products(queries)]
 
     def neighbours(self, text: str, k: int, exclude: int | None = None, sims: np.ndarray | None = None) -> Neighbours:
         """The ``k`` most similar memory claims and the passages they cite (``sims``: given similarities)."""

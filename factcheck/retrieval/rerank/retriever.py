@@ -121,9 +121,12 @@ class RerankRetriever(Retriever):
     def _pools(self, texts: list[str], firsts: list) -> list[tuple]:
         """:meth:`scored` of each claim, given its :meth:`CandidateGenerator.first_stage`: the
         claims' pools in one call of the model (each row's probability is its own: the same bits)."""
-        pools = []
-        for claim, first in zip(texts, firsts):
-            cands = self.generator_.generate(claim, first=first)
+        pools, gen = [], self.generator_
+        sims = [None] * len(texts)
+        if gen.memory is not None and len(gen.memory) and gen.config.memory_k > 0:
+            sims = gen.memory.similarities_of(texts)  # the claims against the memory at once
+        for claim, first, memory_sims in zip(texts, firsts, sims):
+            cands = gen.generate(claim, first=first, memory_sims=memory_sims)
             pools.append((cands, pool_features(self.context_, cands, self.candidates_.k1, self.candidates_.b,
                                                self.dense_)))
         p_all = self.model.predict(np.vstack([X for _, X in pools])) if pools else np.zeros(0)
