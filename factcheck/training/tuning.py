@@ -191,6 +191,10 @@ def sweep_pool(index, fit_claims, holdout_claims, k1: float, b: float, pool: dic
     # F by setting and part: k x claims (a k's row contiguous, as mean_f's array of the claims' F)
     scored = {(n, i): {part: np.zeros((len(ks), len(claims))) for part, claims in parts.items()}
               for n in sizes for i in range(len(orders))}
+    # Each setting's top rows by part: claims x max(ks), -1 past the pool or where the score is 0
+    # (the retriever's selection drops those), so the chosen setting's evidence needs no second pass.
+    tops = {key: {part: np.full((len(claims), max(ks)), -1, dtype=np.int64) for part, claims in parts.items()}
+            for key in scored}
     for part, claims in parts.items():
         with progress_bar(total=len(claims), desc=f"pool sweep ({part})", unit="claims", enabled=progress) as bar:
             for start in range(0, len(claims), POOL_SWEEP_BATCH):
@@ -207,6 +211,7 @@ def sweep_pool(index, fit_claims, holdout_claims, k1: float, b: float, pool: dic
                         for i, o in enumerate(orders):
                             s = combine_scores(o["combine"], rows, cos, bm25, dense, o["bm25_weight"], o["dense_weight"])
                             top, scores = top_k(s, max(ks), rows)
+                            tops[n, i][part][c, :len(top)] = np.where(scores != 0, top, -1)
                             # scores of 0 dropped, as the retriever's selection drops them
                             found = [ids[x] for x in top[scores != 0].tolist()]
                             scored[n, i][part][:, c] = [evidence_f(found[:k], claim.evidences) for k in ks]
@@ -219,7 +224,16 @@ def sweep_pool(index, fit_claims, holdout_claims, k1: float, b: float, pool: dic
                 sweep.rows.append({**fixed, "pool_size": n, **o, "k1": k1, "b": b, "k": k,
                                    **{f"f_{part}": float(np.mean(scored[n, i][part][j])) for part in parts}})
     sweep.choose()
+    chosen = tops[sweep.chosen["pool_size"], orders.index({o: sweep.chosen[o] for o in ("combine", *POOL_WEIGHTS)})]
+    sweep.evidence = _top_evidence(chosen, parts, sweep.chosen["k"], ids)
     return sweep
+
+
+def _top_evidence(tops: dict, parts: dict, k: int, ids) -> dict:
+    """Claim id -> evidence ids from each part's top rows (claims x depth, -1: none there),
+    cut at ``k`` as the retriever's selection cuts its top (a -1 inside the top k is a 0 score it drops)."""
+    return {c.id: [ids[r] for r in row[:k].tolist() if r >= 0]
+            for part, claims in parts.items() for c, row in zip(claims, tops[part])}
 
 
 def sweep_open(index, fit_claims, holdout_claims, k1: float, b: float, grid=HYBRID_GRID,
@@ -233,17 +247,23 @@ def sweep_open(index, fit_claims, holdout_claims, k1: float, b: float, grid=HYBR
     ids = index.ids
     parts = {"fit": fit_claims, "holdout": holdout_claims}
     fused = {part: {a: [] for a in grid["alpha"]} for part in parts}
+    # each alpha's top rows by part (-1 where the fused score is 0): the chosen one's evidence
+    tops = {a: {part: np.full((len(claims), depth), -1, dtype=np.int64) for part, claims in parts.items()}
+            for a in grid["alpha"]}
     dense_top = {part: [] for part in parts}
     for part, claims in parts.items():
-        for c in progress_bar(claims, desc=f"hybrid sweep ({part})", unit="claims", enabled=progress):
+        for j, c in enumerate(progress_bar(claims, desc=f"hybrid sweep ({part})", unit="claims", enabled=progress)):
             bm25, dense = hybrid.component_scores(c.text)
             dense_top[part].append([ids[r] for r in top_k(dense, depth)[0].tolist()])
             for a in grid["alpha"]:
-                fused[part][a].append([ids[r] for r in top_k(fuse(bm25, dense, a, "max"), depth)[0].tolist()])
+                rows, scores = top_k(fuse(bm25, dense, a, "max"), depth)
+                fused[part][a].append([ids[r] for r in rows.tolist()])
+                tops[a][part][j, :len(rows)] = np.where(scores != 0, rows, -1)
     h = Sweep("hybrid", ("alpha", "k"))
     for a in grid["alpha"]:
         _add_rows(h, {"alpha": a}, {part: fused[part][a] for part in parts}, grid["k"], parts)
     h.choose()
+    h.evidence = _top_evidence(tops[h.chosen["alpha"]], parts, h.chosen["k"], ids)
     h.chosen = {**h.chosen, "fusion": "max", "k1": k1, "b": b}
     d = Sweep("dense", ("k",))
     _add_rows(d, {}, dense_top, grid["k"], parts)

@@ -269,3 +269,21 @@ def test_no_dense_or_hybrid_evidence_scores_0(open_index):
     for retriever in (DenseRetriever(k=3), HybridRetriever(k=3)):
         empty, real = retriever.fit(open_index).retrieve(["", "Sea levels are rising."])
         assert empty.hits == [] and len(real.hits) == 3 and all(h.score != 0 for h in real.hits)
+
+
+@needs_open
+@pytest.mark.parametrize("alpha", [None, 0.0, 0.5, 1.0])
+def test_hybrid_sweeps_evidence_is_the_chosen_retrievers(open_index, alpha):
+    """The hold-out score and the classifier's CV read the hybrid's evidence of the tuning claims
+    from its sweep instead of retrieving them again: it must be what the fitted retriever returns
+    (a one-alpha grid forces each alpha, 1.0 the dense side alone with its negative cosines)."""
+    from factcheck.formats.claims import read_claims
+    from factcheck.retrieval.base import evidence_of, run_retrieval
+    from factcheck.retrieval.dense import HybridRetriever
+    from factcheck.training.tuning import HYBRID_GRID, sweep_open
+    claims = read_claims(DEMO / "train-claims.json", require_labels=True)
+    fit, holdout = claims[:len(claims) * 2 // 3], claims[len(claims) * 2 // 3:]
+    grid = HYBRID_GRID if alpha is None else {**HYBRID_GRID, "alpha": (alpha,)}
+    hybrid, _ = sweep_open(open_index, fit, holdout, 0.9, 0.4, grid=grid, progress=False)
+    retrieved = evidence_of(run_retrieval(HybridRetriever(**hybrid.chosen).fit(open_index), claims, depth=0))
+    assert hybrid.evidence == retrieved

@@ -582,3 +582,21 @@ def test_a_pool_size_typed_on_the_command_line_is_fixed_even_at_the_default(buil
     assert {(r["pool_size"], r["combine"]) for r in rows} == {("100", "weighted")}
     params = json.loads((run / "metrics.json").read_text("utf-8"))["run"]["retriever"]["params"]
     assert params["pool_size"] == 100 and params["combine"] == "weighted"
+
+
+@pytest.mark.parametrize("given", [{}, {"pool_size": 3, "combine": "cosine"}, {"combine": "rrf"},
+                                   {"pool_size": 6, "combine": "weighted", "bm25_weight": 0.5, "dense_weight": 0.1}])
+def test_the_pool_sweeps_evidence_is_the_chosen_retrievers(index, built, given):
+    """The hold-out score and the classifier's CV read the pool's evidence of the tuning claims
+    from its sweep instead of retrieving them again: it must be what the fitted retriever returns."""
+    from factcheck.retrieval.base import evidence_of, run_retrieval
+    from factcheck.retrieval.pool import PoolRetriever
+    from factcheck.tagging.index import TagIndex
+    from factcheck.training.tuning import POOL_GRID, sweep_pool
+    fit, holdout = _claims()
+    idx = TagIndex.load(index)
+    s = sweep_pool(idx, fit, holdout, 0.9, 0.4, {"model": str(built[1]), **given},
+                   grid={**POOL_GRID, "pool_size": (3, 6)}, progress=False)
+    assert all(s.chosen[k] == v for k, v in given.items())
+    retrieved = evidence_of(run_retrieval(PoolRetriever(**s.chosen).fit(idx), [*fit, *holdout], depth=0))
+    assert s.evidence == retrieved
