@@ -417,12 +417,19 @@ class TagIndex:
         # Every row's positions in its shard at once (values in row order), then one gather a
         # shard: two aranges a shard a call were most of a reranker pool's tag features.
         source, owner = multi_arange(begin, end)
+        if len(groups) == 1:
+            values[:] = parts[groups[0][0]][array][source]
+            return indptr, values
+        # The positions grouped by shard with one stable sort (not a scan of every position for
+        # each shard, which grows with the shards a pool touches).
         row_shard = np.empty(len(begin), dtype=np.int64)
         for s, at in groups:
             row_shard[at] = s
         of_shard = row_shard[owner]
-        for s, _ in groups:
-            dest = np.flatnonzero(of_shard == s) if len(groups) > 1 else np.arange(len(source))
+        by_shard = np.argsort(of_shard, kind="stable")
+        bounds = np.searchsorted(of_shard[by_shard], [s for s, _ in groups] + [np.iinfo(np.int64).max])
+        for (s, _), lo, hi in zip(groups, bounds[:-1], bounds[1:]):
+            dest = by_shard[lo:hi]
             values[dest] = parts[s][array][source[dest]]
         return indptr, values
 

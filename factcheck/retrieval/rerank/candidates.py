@@ -104,12 +104,9 @@ class CandidateGenerator:
         compiled loop where it runs), the top :meth:`generate` takes of :meth:`scored`'s, the same bits."""
         cfg = self.config
         queries = [self.query(t) for t in texts]
-        indptr = np.zeros(len(queries) + 1, dtype=np.int64)
-        np.cumsum([len(q.term_ids) for q in queries], out=indptr[1:])
-        cat = (lambda parts, dtype: np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype))
-        batch = sp.csr_matrix((cat([q.counts for q in queries], np.float32), cat([q.term_ids for q in queries],
-                                                                                np.int64), indptr),
-                              shape=(len(queries), len(self.terms.vocab)))
+        if not queries:
+            return []
+        batch = sp.vstack([self.terms.query(q.term_ids, q.counts) for q in queries], format="csr")
         tops = self.terms.bm25(cfg.k1, cfg.b).rank(batch, cfg.depth)
         return [(q, rows, scores) for q, (rows, scores) in zip(queries, tops)]
 
