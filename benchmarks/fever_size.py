@@ -183,8 +183,8 @@ def main(argv=None) -> int:
     for n in sizes:
         results[str(n)] = bench_size(n, *data[n], args, args.work)
         write_json_atomic(args.out.with_suffix(".json"), results, indent=1)
-    load_after = os.getloadavg()
-    write_report(args.out, report(args, results, load_before, load_after))
+        # The report after every size: a long invocation stopped at a later size keeps the sizes it measured.
+        write_report(args.out, report(args, results, load_before, os.getloadavg(), pending=sizes[len(results):]))
     return 0
 
 
@@ -208,7 +208,8 @@ def figures(m: dict) -> dict:
     return {"wall": m["wall_s"], "cpu": m["cpu_s"], "peak": m["tree_peak_rss"]}
 
 
-def report(args, results: dict, load_before, load_after) -> list[str]:
+def report(args, results: dict, load_before, load_after, pending=()) -> list[str]:
+    """The report's lines; ``pending`` are sizes the invocation had not measured when it was written."""
     sizes = list(results)
     base = results[sizes[0]]
     first = base["n"]
@@ -230,6 +231,9 @@ def report(args, results: dict, load_before, load_after) -> list[str]:
         f"(1 MiB = 2^20 bytes); `x first` is the ratio to this invocation's figure at {first:,} sentences.", "",
         "| size | sentences | pages | train / dev / test claims |", "|---|---|---|---|",
     ]
+    if pending:
+        lines[-2:-2] = [f"**Written while the invocation was still running**: not measured yet at "
+                        f"{', '.join(f'{n:,}' for n in pending)} sentences.", ""]
     for s in sizes:
         w = results[s]["written"]
         lines.append(f"| {results[s]['n']:,} | {w['sentences']:,} | {w['pages']:,} | "

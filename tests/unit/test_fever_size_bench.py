@@ -102,3 +102,13 @@ def test_every_stage_has_its_ratio_to_the_first_size(tmp_path, monkeypatch):
     assert "| `serve --run` start-up (peak: RSS after the requests) | 1.00 / – / 1.00 | 1.00 / – / 1.00 |" in text
     assert "- `factcheck tag` (wiki-pages, `--jobs 2`) time, 300 -> 600: x2.00 (limit 1.2 x 2.00 = 2.40): **met**" in text
     assert "| tagging the knowledge source | 1.00 / 1.00 | 1.00 / 1.00 |" in text  # the run's own stages too
+
+
+def test_a_report_written_mid_invocation_names_the_sizes_not_measured_yet(tmp_path, monkeypatch):
+    fake_commands(monkeypatch, run_fails_at=-1)
+    a = args()
+    results = {"300": fever_size.bench_size(300, *fever_size.dataset(300, 0.001, a.seed, SOURCE, tmp_path), a, tmp_path)}
+    partial = "\n".join(fever_size.report(a, results, (1.0, 1.0, 1.0), (2.0, 2.0, 2.0), pending=[600, 1200]))
+    assert "**Written while the invocation was still running**: not measured yet at 600, 1,200 sentences." in partial
+    whole = "\n".join(fever_size.report(a, results, (1.0, 1.0, 1.0), (2.0, 2.0, 2.0)))
+    assert "still running" not in whole
