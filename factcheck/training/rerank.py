@@ -17,7 +17,7 @@ from factcheck.retrieval.rerank.candidates import CandidateConfig, CandidateGene
 from factcheck.retrieval.rerank.cutoff import Cutoff
 from factcheck.retrieval.rerank.memory import ClaimMemory
 from factcheck.retrieval.rerank.model import ModelConfig, RelevanceModel
-from factcheck.retrieval.rerank.retriever import RerankRetriever
+from factcheck.retrieval.rerank.retriever import POOL_CLAIMS, RerankRetriever
 from factcheck.scoring.topk import rank_order
 from factcheck.retrieval.rerank.semantic import ALL_FEATURES, load_scorer, pool_features
 from factcheck.retrieval.rerank.terms import TermIndex
@@ -200,17 +200,25 @@ def build_claim_set(generator: CandidateGenerator, ctx, claims, row_of: dict, le
 
 def build_claim_sets(generators: list[CandidateGenerator], ctx, claims, row_of: dict, leave_one_out: bool,
                      progress: bool | None = None, desc: str = "reranker features") -> list[ClaimSet]:
-    """:func:`build_claim_set` for each generator, in one pass over ``claims``: a claim's BM25
-    scoring is done once for the generators that share it (the corpus-sized part of a pool)."""
+    """:func:`build_claim_set` for each generator, in one pass over ``claims``: the BM25 first
+    stage (the corpus-sized part of a pool) ranks :data:`POOL_CLAIMS` claims at a time, once
+    for the generators that share it, at the deepest of their depths (each takes its prefix)."""
+    claims = list(claims)
+    sharing = [next(j for j in range(g + 1) if generators[j].shares_scores(generator))
+               for g, generator in enumerate(generators)]
+    depth = {j: max(x.config.depth for x, s in zip(generators, sharing) if s == j) for j in set(sharing)}
     parts = [([], [], [], []) for _ in generators]
+    firsts = {}
     for i, claim in enumerate(progress_bar(claims, desc=desc, unit="claims", enabled=progress)):
+        if i % POOL_CLAIMS == 0:  # the next batch's first stage, once per sharing group
+            texts = [c.text for c in claims[i:i + POOL_CLAIMS]]
+            firsts = {j: generators[j].first_stage(texts, depth[j]) for j in depth}
         gold = np.array(sorted({row_of[e] for e in claim.evidences if e in row_of}), dtype=np.int64)
-        shared = {}  # position of the first generator scoring alike -> its scoring of this claim
         for g, generator in enumerate(generators):
-            first = next(j for j in range(g + 1) if generators[j].shares_scores(generator))
-            if first not in shared:
-                shared[first] = generator.scored(claim.text)
-            cands = generator.generate(claim.text, exclude_memory=i if leave_one_out else None, scored=shared[first])
+            q, rows, scores = firsts[sharing[g]][i % POOL_CLAIMS]
+            d = generator.config.depth
+            cands = generator.generate(claim.text, exclude_memory=i if leave_one_out else None,
+                                       first=(q, rows[:d], scores[:d]))
             rows, Xs, ys, n_gold = parts[g]
             rows.append(cands.rows)
             Xs.append(pool_features(ctx, cands, generator.config.k1, generator.config.b, generator.dense))

@@ -312,19 +312,30 @@ def test_the_rerankers_terms_are_read_from_their_mapped_array(tmp_path):
 @pytest.mark.parametrize("numba", ["0", "1"])
 def test_the_batched_first_stage_gives_the_pools_of_the_full_product(trained, dev_texts, monkeypatch, numba):
     # The claims ranked in one call (the compiled loop or not), the pool's other rows scored
-    # alone: the same candidates, bit for bit, as each claim's full product.
+    # alone: the same BM25 top and pool scores, bit for bit, as each claim's full product;
+    # a deeper first stage's prefix is the shallower one (training ranks once per k1, b).
     from factcheck.scoring import matrix as scoring_matrix
+    from factcheck.scoring.topk import top_k
     if numba == "1" and not scoring_matrix.compiled_available():
         pytest.skip("needs numba")
     monkeypatch.setenv(scoring_matrix.VARIABLE, numba)
     gen = trained.generator_
+    cfg = gen.config
+    weights = gen.terms.bm25(cfg.k1, cfg.b)
     texts = dev_texts + ["zzzz qqqq", ""]  # no known term: empty tops
-    for text, first in zip(texts, gen.first_stage(texts)):
-        new, old = gen.generate(text, first=first), gen.generate(text, scored=gen.scored(text))
-        for field in ("rows", "fused", "bm25", "bm25_list", "bm25_list_scores"):
-            a, b = getattr(new, field), getattr(old, field)
-            assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), field
-        assert new.bm25_top == old.bm25_top
+    deeper = gen.first_stage(texts, depth=cfg.depth + 50)
+    for text, first, deep in zip(texts, gen.first_stage(texts), deeper):
+        q = first[0]
+        (touched, touched_scores), = weights.products(gen.terms.query(q.term_ids, q.counts), sort=True)
+        want_rows, want_scores = top_k(touched_scores, cfg.depth, touched)
+        assert first[1].tolist() == want_rows.tolist() and first[2].tobytes() == want_scores.tobytes()
+        assert deep[1][:cfg.depth].tolist() == want_rows.tolist() and deep[2][:cfg.depth].tobytes() == want_scores.tobytes()
+        new = gen.generate(text, first=first)
+        at = np.minimum(np.searchsorted(touched, new.rows), max(len(touched) - 1, 0))
+        want_pool = np.where(touched[at] == new.rows, touched_scores[at], 0).astype(np.float64) if len(touched) \
+            else np.zeros(len(new.rows))
+        assert new.bm25.tobytes() == want_pool.tobytes()
+        assert new.bm25_list.tolist() == want_rows.tolist()
 
 
 def test_term_frequencies_are_scipys_slice(trained):

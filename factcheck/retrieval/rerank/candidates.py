@@ -88,44 +88,31 @@ class CandidateGenerator:
         ids, counts = self.terms.query_weights(s)
         return Query(text, s, ids, counts, self.terms.idf[ids])
 
-    def scored(self, text: str) -> tuple[Query, np.ndarray, np.ndarray]:
-        """The claim analysed, and the passages sharing a stem with it (ascending) with their BM25
-        scores: what :meth:`generate` reads of BM25, the same for every generator over the same
-        terms with the same ``k1`` and ``b``."""
-        cfg = self.config
-        q = self.query(text)
-        (touched, touched_scores), = self.terms.bm25(cfg.k1, cfg.b).products(self.terms.query(q.term_ids, q.counts),
-                                                                             sort=True)
-        return q, touched, touched_scores
-
-    def first_stage(self, texts: list[str]) -> list[tuple[Query, np.ndarray, np.ndarray]]:
-        """Each claim analysed, with its BM25 top ``depth`` (rows, scores best first): the
-        claims ranked in one :meth:`~factcheck.scoring.matrix.TermMatrix.rank` call (the
-        compiled loop where it runs), the top :meth:`generate` takes of :meth:`scored`'s, the same bits."""
+    def first_stage(self, texts: list[str], depth: int | None = None) -> list[tuple[Query, np.ndarray, np.ndarray]]:
+        """Each claim analysed, with its BM25 top ``depth`` (default: the config's; rows, scores
+        best first): the claims ranked in one :meth:`~factcheck.scoring.matrix.TermMatrix.rank`
+        call (the compiled loop where it runs), the product's top, the same bits. A smaller
+        depth's top is a prefix of a larger one's (ties are broken by row)."""
         cfg = self.config
         queries = [self.query(t) for t in texts]
         if not queries:
             return []
         batch = sp.vstack([self.terms.query(q.term_ids, q.counts) for q in queries], format="csr")
-        tops = self.terms.bm25(cfg.k1, cfg.b).rank(batch, cfg.depth)
+        tops = self.terms.bm25(cfg.k1, cfg.b).rank(batch, cfg.depth if depth is None else depth)
         return [(q, rows, scores) for q, (rows, scores) in zip(queries, tops)]
 
     def shares_scores(self, other: "CandidateGenerator") -> bool:
-        """Whether :meth:`scored` gives the same for ``other`` as for this generator."""
+        """Whether :meth:`first_stage` scores alike for ``other`` and this generator (the same terms, ``k1`` and ``b``)."""
         return other.terms is self.terms and (other.config.k1, other.config.b) == (self.config.k1, self.config.b)
 
-    def generate(self, text: str, exclude_memory: int | None = None, scored=None, first=None,
+    def generate(self, text: str, exclude_memory: int | None = None, first=None,
                  memory_sims=None) -> Candidates:
         """The pool for one claim; ``exclude_memory`` hides that training claim from memory;
-        ``scored``: :meth:`scored`'s for this claim, when already at hand; else ``first``:
-        :meth:`first_stage`'s (None: ranked here), the pool's other rows scored alone;
-        ``memory_sims``: the claim's :meth:`ClaimMemory.similarities`, when already at hand."""
+        ``first``: :meth:`first_stage`'s for this claim at this config's depth (None: ranked
+        here), the pool's other rows scored alone; ``memory_sims``: the claim's
+        :meth:`ClaimMemory.similarities`, when already at hand."""
         cfg = self.config
-        if scored is not None:
-            q, touched, touched_scores = scored
-            bm_rows, bm_scores = top_k(touched_scores, cfg.depth, touched)
-        else:
-            (q, bm_rows, bm_scores), = [first] if first is not None else self.first_stage([text])
+        (q, bm_rows, bm_scores), = [first] if first is not None else self.first_stage([text])
         bm_scores = bm_scores.astype(np.float64)
         nb = None
         mem_rows = np.zeros(0, dtype=np.int64)
@@ -146,13 +133,9 @@ class CandidateGenerator:
         if dense_rows is not None:
             pool = np.union1d(pool, dense_rows).astype(np.int64)
         top_score = float(bm_scores[0]) if len(bm_scores) else 0.0
-        if scored is not None:
-            at = np.minimum(np.searchsorted(touched, pool), max(len(touched) - 1, 0))
-            pool_bm25 = np.where(touched[at] == pool, touched_scores[at], 0).astype(np.float64) if len(touched) \
-                else np.zeros(len(pool))
-        else:  # the memory's rows outside the top: their scores alone, not every touched passage's
-            pool_bm25 = self.terms.bm25(cfg.k1, cfg.b).unit_scores(self.terms.query(q.term_ids, q.counts),
-                                                                   pool).astype(np.float64)
+        # the memory's rows outside the top: their scores alone, not every touched passage's
+        pool_bm25 = self.terms.bm25(cfg.k1, cfg.b).unit_scores(self.terms.query(q.term_ids, q.counts),
+                                                               pool).astype(np.float64)
         fused = pool_bm25 / top_score if top_score > 0 else np.zeros(len(pool))
         dense_top = float(dense_list.scores[0]) if cos is not None and len(dense_list.scores) else 0.0
         if dense_top > 0:  # the hybrid's weighting of the two sides (its CV choice)
