@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 import uuid
 import weakref
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ RECORD = "factcheck-key.json"
 VECTORS_DIR, VECTORS_MANIFEST = "vectors", "manifest.json"
 #: The folders of an index directory that hold derived caches (one entry per subfolder).
 CACHE_FOLDERS = ("bm25", "rerank", "chunks", "tfidf", "tag-rule")
+# Seconds between reads of an entry another process is replacing with its equal copy.
+SETTLE_WAITS = (0.05, 0.1, 0.2, 0.4, 0.8)
 
 T = TypeVar("T")
 
@@ -78,9 +81,9 @@ class DerivedCache:
             # its copy into place meanwhile: use it if it is for this key.
             log.info("%s: cache not saved (%s)", entry, getattr(exc, "strerror", None) or exc)
             if step == "rename" and self._matches(name, key):
-                return load(entry)
+                return _load_settled(entry, load)
             return _private(build, load)
-        return load(entry)
+        return _load_settled(entry, load)
 
     def check(self) -> list[CacheStatus]:
         """Every entry of :data:`CACHE_FOLDERS` against its record (``factcheck verify``)."""
@@ -106,6 +109,18 @@ class DerivedCache:
             return True
         log.warning("%s: cache does not hold the files its record lists; rebuilding it", self.index_dir / name)
         return False
+
+
+def _load_settled(entry: Path, load: Callable[[Path], T]) -> T:
+    """``load(entry)`` of an entry just renamed into place, read again while another process
+    fills the same cold cache: its copy for the same key replaces this one (the old folder
+    removed, then the new renamed in), and a read in between finds a file missing."""
+    for wait in SETTLE_WAITS:
+        try:
+            return load(entry)
+        except (OSError, InputError, ValueError):
+            time.sleep(wait)
+    return load(entry)
 
 
 def _private(build: Callable[[Path], None], load: Callable[[Path], T]) -> T:

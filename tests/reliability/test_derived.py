@@ -198,3 +198,34 @@ def test_a_copy_another_process_put_in_place_meanwhile_is_replaced_whole(tmp_pat
     assert cache.load_or_build("bm25/x", KEY, build, _load).tolist() == [0, 1, 2]
     assert [s.state for s in cache.check()] == ["ok"]
     assert not [p for p in (tmp_path / "bm25").iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_an_entry_replaced_by_another_processs_equal_copy_while_read_is_read_again(tmp_path, monkeypatch):
+    # Two processes fill one cold cache: the second's copy replaces the first's (old folder
+    # removed, new renamed in) while the first reads it, so a file goes missing in between.
+    from factcheck.errors import InputError
+    from factcheck.tagging import derived
+    monkeypatch.setattr(derived, "SETTLE_WAITS", (0.0, 0.0))
+    calls = []
+
+    def build(folder):
+        (folder / "x.txt").write_text("1")
+
+    def load(folder):
+        calls.append(folder)
+        if len(calls) == 1:
+            raise InputError(folder / "x.txt", None, "no such file")
+        return (folder / "x.txt").read_text()
+
+    assert derived.DerivedCache(tmp_path).load_or_build("bm25/entry", {"k": 1}, build, load) == "1"
+    assert len(calls) == 2
+    calls.clear()
+
+    def gone(folder):
+        calls.append(folder)
+        raise InputError(folder / "x.txt", None, "no such file")
+    # still missing after every wait: the reader's own error, not a hang
+    (tmp_path / "bm25" / "entry" / "x.txt").unlink()
+    with pytest.raises(InputError):
+        derived.DerivedCache(tmp_path / "other").load_or_build("bm25/entry", {"k": 1}, build, gone)
+    assert len(calls) >= 3
