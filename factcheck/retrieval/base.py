@@ -17,7 +17,8 @@ from sklearn.utils import metadata_routing
 from factcheck.errors import InputError, check_number, validate_params
 from factcheck.scoring.topk import DEPTH
 
-__all__ = ["Explanation", "Hit", "NotFittedError", "Ranking", "Retriever", "Selection", "TopK", "as_texts", "evidence_of",
+__all__ = ["Explanation", "Hit", "NotFittedError", "Ranking", "Retriever", "Selection", "TermRetriever", "TopK", "as_texts",
+           "evidence_of",
            "retriever_spec", "run_retrieval"]
 
 
@@ -549,6 +550,26 @@ def _as_index(index):
         raise InputError(None, None, f"expected a TagIndex (factcheck.build_index or TagIndex.load) or its "
                          f"directory, got {type(index).__name__}", param="index")
     return index
+
+
+class TermRetriever(Retriever):
+    """A retriever scoring claims by one term-matrix product (BM25, TF-IDF): its top ``k`` by
+    :meth:`~factcheck.scoring.matrix.TermMatrix.rank`, the product's top with the same bits,
+    without the product where it can. Subclasses implement ``_term_queries``."""
+
+    @abstractmethod
+    def _term_queries(self, texts: list[str]):
+        """``(matrix, queries)``: the fitted :class:`~factcheck.scoring.matrix.TermMatrix` and the
+        claims' rows over its terms."""
+
+    def _scored(self, texts):
+        matrix, queries = self._term_queries(texts)
+        return (Scored(rows, scores) for rows, scores in matrix.products(queries))
+
+    def _scored_top(self, texts, depth):
+        matrix, queries = self._term_queries(texts)
+        for rows, scores in matrix.rank(queries, depth):
+            yield Scored(rows, scores), TopK(rows, scores)
 
 
 def run_retrieval(retriever: Retriever, claims: list, depth: int = DEPTH) -> dict[str, Explanation]:

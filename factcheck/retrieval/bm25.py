@@ -7,7 +7,7 @@ import weakref
 import numpy as np
 
 from factcheck.errors import Interval
-from factcheck.retrieval.base import Retriever, Scored, TopK
+from factcheck.retrieval.base import TermRetriever
 from factcheck.scoring.bm25 import bm25_weights
 from factcheck.scoring.counting import CorpusCounts, TermColumns, count_corpus, merge_counts
 from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
@@ -18,7 +18,7 @@ from factcheck.text.analyzer import analyze, shared_stems
 COUNTS_VERSION = "stems-term-major/1"
 
 
-class BM25Retriever(Retriever):
+class BM25Retriever(TermRetriever):
     """The ``k`` passages with the highest BM25 score for the claim's stems.
 
     Parameters
@@ -83,13 +83,8 @@ class BM25Retriever(Retriever):
         (units, scores), = self.weights_.products(self.queries([claim]))
         return self.weights_.full(units, scores)
 
-    def _scored(self, texts):
-        return (Scored(rows, scores) for rows, scores in self.weights_.products(self.queries(texts)))
-
-    def _scored_top(self, texts, depth):
-        # TermMatrix.rank: the top without the full product where it can (the same bits)
-        for rows, scores in self.weights_.rank(self.queries(texts), depth):
-            yield Scored(rows, scores), TopK(rows, scores)
+    def _term_queries(self, texts):
+        return self.weights_, self.queries(texts)
 
     def _explain(self, claim, rows, scores, state) -> list[dict]:
         stems = set(analyze(claim))

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from factcheck.errors import Interval
-from factcheck.retrieval.base import Retriever, Scored
+from factcheck.retrieval.base import TermRetriever
 from factcheck.retrieval.bm25 import load_terms, save_terms
 from factcheck.scoring.counting import count_terms
 from factcheck.scoring.matrix import TermMatrix, load_array
@@ -63,7 +63,7 @@ class TfidfModel:
         return cls(TfidfSpace(terms, idf, sublinear=True), postings, analyzer)
 
 
-class TfidfRetriever(Retriever):
+class TfidfRetriever(TermRetriever):
     """Passages ranked by the TF-IDF cosine of their full text with the claim's.
 
     Parameters
@@ -113,8 +113,8 @@ class TfidfRetriever(Retriever):
         (units, scores), = self.model_.postings.products(self.model_.transform([claim]))
         return self.model_.postings.full(units, scores)
 
-    def _scored(self, texts):
-        return (Scored(rows, scores) for rows, scores in self.model_.postings.products(self.model_.transform(texts)))
+    def _term_queries(self, texts):
+        return self.model_.postings, self.model_.transform(texts)
 
     def _explain(self, claim, rows, scores, state) -> list[dict]:
         terms_of = analyzer_of(self.analyzer)

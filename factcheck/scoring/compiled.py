@@ -1,5 +1,7 @@
-"""The term-at-a-time top k compiled by numba (the ``fast`` extra), used by
-:meth:`~factcheck.scoring.matrix.TermMatrix.rank` when numba imports.
+"""The term-at-a-time top k and product compiled by numba (the ``fast`` extra), used by
+:meth:`~factcheck.scoring.matrix.TermMatrix.rank` and ``products`` when numba imports.
+The product (every unit sharing a term, units ascending) is for the methods that read every
+candidate's score, as the tag rule does.
 
 Each query's terms are added in the order stored (ascending, for a canonical query),
 ``buf[unit] += weight * w``, into a dense buffer that starts at 0: scipy's ``csr_matmat``
@@ -22,15 +24,19 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["load", "rank_batch"]
+__all__ = ["load", "products_batch", "rank_batch"]
 
 # A query with at least as many postings as 1/SCAN_RATIO of the units reads the whole buffer
 # (measured: 4 halves the loop's time on the arXiv titles, 3,397 units, and leaves 1.2M as it was).
 SCAN_RATIO = 4
 # A top k of at most this many is kept sorted by insertion as the units are read.
 SMALL_K = 64
+# A product whose postings reach 1/SORT_RATIO of the units reads its units ascending off the
+# whole buffer rather than sorting the ones it touched (a sort costs about SORT_RATIO buffer
+# reads a unit).
+SORT_RATIO = 64
 
-_kernel = None  # the compiled function once made; False when numba is missing
+_kernel = None  # the compiled functions once made; False when numba is missing
 
 
 def load() -> bool:
@@ -58,17 +64,26 @@ def _make(numba):
         # The compiled code is kept beside this module (or numba's per-user cache), as Python
         # keeps its bytecode: a later process skips the one-off compilation.
         jit = numba.njit(cache=True, nogil=True)
-        return jit(_rank_batch)
+        return jit(_rank_batch), jit(_products_batch)
     except RuntimeError:  # no place to cache it: compile in each process
-        return numba.njit(nogil=True)(_rank_batch)
+        return numba.njit(nogil=True)(_rank_batch), numba.njit(nogil=True)(_products_batch)
 
 
 def rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k: int, buf):
     """Each query's top ``k`` as ``(counts, rows, scores)``: query ``i``'s units are
     ``rows[i * k:i * k + counts[i]]``. ``q_*``: the queries' CSR arrays (terms added in the
     order stored), in the matrix's index and data dtypes; ``buf``: zeros, one per unit (left zeros)."""
-    return _compiled()(np.asarray(indptr), np.asarray(indices), np.asarray(data), q_indptr, q_indices, q_data,
-                       k, buf)
+    return _compiled()[0](np.asarray(indptr), np.asarray(indices), np.asarray(data), q_indptr, q_indices, q_data,
+                          k, buf)
+
+
+def products_batch(indptr, indices, data, q_indptr, q_indices, q_data, buf):
+    """Each query's product as ``(ends, rows, scores)``: query ``i``'s units (ascending) and
+    scores are ``rows[ends[i - 1]:ends[i]]`` (``ends[-1]`` read as 0), every unit whose sum is
+    not 0, with the bits of scipy's product (its sums, in the order above). Arguments as
+    :func:`rank_batch`'s; the buffer is left zeros."""
+    return _compiled()[1](np.asarray(indptr), np.asarray(indices), np.asarray(data), q_indptr, q_indices, q_data,
+                          buf)
 
 
 def _place(best_s, best_u, n, k, x, u):  # pragma: no cover (compiled)
@@ -195,3 +210,61 @@ def _rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k, buf):  # 
             scores[i * k + r] = found_scores[order[r]]
         counts[i] = m
     return counts, rows, scores
+
+
+def _products_batch(indptr, indices, data, q_indptr, q_indices, q_data, buf):  # pragma: no cover (compiled)
+    n_queries = len(q_indptr) - 1
+    n_units = len(buf)
+    # Each query's product has at most as many entries as its postings, and the units.
+    room = np.zeros(n_queries + 1, dtype=np.int64)
+    widest = 0
+    for i in range(n_queries):
+        total = 0
+        for jj in range(q_indptr[i], q_indptr[i + 1]):
+            t = q_indices[jj]
+            total += indptr[t + 1] - indptr[t]
+        room[i + 1] = room[i] + min(total, n_units)
+        if total * SORT_RATIO < n_units:  # its touched units are noted, then sorted
+            widest = max(widest, total)
+    ends = np.zeros(n_queries, dtype=np.int64)
+    rows = np.empty(room[n_queries], dtype=np.int64)
+    scores = np.empty(room[n_queries], dtype=buf.dtype)
+    # A unit is noted when its sum is 0 before an add: noted again if its sum returned to 0, then
+    # read once (its buffer entry is cleared at the first reading).
+    touched = np.empty(widest, dtype=np.int64)
+    n = 0
+    for i in range(n_queries):
+        a, b = q_indptr[i], q_indptr[i + 1]
+        total = 0
+        for jj in range(a, b):
+            t = q_indices[jj]
+            total += indptr[t + 1] - indptr[t]
+        scan = total * SORT_RATIO >= n_units
+        m = 0
+        for jj in range(a, b):
+            t = q_indices[jj]
+            v = q_data[jj]
+            for p in range(indptr[t], indptr[t + 1]):
+                u = indices[p]
+                if not scan and buf[u] == 0:
+                    touched[m] = u
+                    m += 1
+                buf[u] += v * data[p]
+        if scan:
+            for u in range(n_units):
+                x = buf[u]
+                if x != 0:  # the product leaves out sums of exactly 0
+                    rows[n] = u
+                    scores[n] = x
+                    n += 1
+                    buf[u] = 0
+        else:
+            for u in np.sort(touched[:m]):
+                x = buf[u]
+                if x != 0:
+                    rows[n] = u
+                    scores[n] = x
+                    n += 1
+                    buf[u] = 0
+        ends[i] = n
+    return ends, rows[:n], scores[:n]

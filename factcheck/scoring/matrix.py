@@ -4,6 +4,7 @@ bits whatever the batch: each entry sums its query's terms in ascending term ord
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -133,7 +134,10 @@ class TermMatrix:
                               q.indptr.astype(dtype, copy=False)), shape=(q.shape[0], self.n_terms))
 
     def products(self, queries, sort: bool = False):
-        """Each query's ``(units, scores)``: the units sharing a term with it (ascending with ``sort``)."""
+        """Each query's ``(units, scores)``: the units sharing a term with it (ascending with
+        ``sort``), but for sums of exactly 0. With numba, a compiled loop adds the terms into a
+        score buffer kept across calls, as :meth:`rank` (units then always ascending): scipy's
+        product allocates and clears two arrays as long as the units at every call."""
         q = self._queries(queries)
         # each query's product entries at most: the postings of its terms
         touched = np.zeros(q.nnz + 1, dtype=np.int64)
@@ -146,12 +150,20 @@ class TermMatrix:
             while stop < n and total + per_query[stop] <= PRODUCT_BUDGET:
                 total += per_query[stop]
                 stop += 1
-            product = q[start:stop] @ self.csr
-            if sort:
-                product.sort_indices()
-            ptr = product.indptr.tolist()
+            batch = q[start:stop]
+            if compiled_enabled(total):
+                from factcheck.scoring import compiled  # entered only when its loop scores
+                with self._buffer() as buf:
+                    ends, units, scores = compiled.products_batch(self.indptr, self.indices, self.data, batch.indptr,
+                                                                  batch.indices, batch.data, buf)
+                ptr = [0, *ends.tolist()]
+            else:
+                product = batch @ self.csr
+                if sort:
+                    product.sort_indices()
+                ptr, units, scores = product.indptr.tolist(), product.indices, product.data
             for a, b in zip(ptr[:-1], ptr[1:]):
-                yield product.indices[a:b], product.data[a:b]
+                yield units[a:b], scores[a:b]
             start = stop
 
     def rank(self, queries, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -165,12 +177,19 @@ class TermMatrix:
             return [top_k(scores, k, units) for units, scores in self.products(q)]
         from factcheck.scoring import compiled  # entered only when its loop ranks
         k = max(0, int(k))
+        with self._buffer() as buf:
+            counts, rows, scores = compiled.rank_batch(self.indptr, self.indices, self.data, q.indptr, q.indices,
+                                                       q.data, k, buf)
+        return [(rows[i * k:i * k + n], scores[i * k:i * k + n]) for i, n in enumerate(counts.tolist())]
+
+    @contextmanager
+    def _buffer(self):
+        """A score buffer of zeros, one per unit, for the compiled loops: kept across calls (and
+        threads: each takes its own), so a call clears only what it touched, not every unit."""
         pool = self.__dict__.setdefault("_score_buffers", [])  # list pop/append are atomic
         buf = pool.pop() if pool else np.zeros(self.n_units, dtype=self.data.dtype)
-        counts, rows, scores = compiled.rank_batch(self.indptr, self.indices, self.data, q.indptr, q.indices,
-                                                   q.data, k, buf)
+        yield buf
         pool.append(buf)  # clean again: a call that raised leaves its buffer behind
-        return [(rows[i * k:i * k + n], scores[i * k:i * k + n]) for i, n in enumerate(counts.tolist())]
 
     def unit_scores(self, query, units) -> np.ndarray:
         """One query's scores of ``units`` (0 where a unit shares no term with it), with the

@@ -24,6 +24,12 @@ needs_numba = pytest.mark.skipif(not scoring_matrix.compiled_available(),
 WEIGHTS = st.sampled_from([0.25, 0.5, 1.0, 1.5, -0.5, -1.0, 0.1, 0.3])
 
 
+def _products(matrix: TermMatrix, queries, numba: bool):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(scoring_matrix.VARIABLE, "1" if numba else "0")
+        return list(matrix.products(queries, sort=True))
+
+
 def _ranks(matrix: TermMatrix, queries, k: int, numba: bool):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(scoring_matrix.VARIABLE, "1" if numba else "0")
@@ -136,8 +142,8 @@ def test_no_place_to_cache_the_compiled_code_compiles_it_uncached(monkeypatch):
     import numba
     import numba.core.caching as caching
     monkeypatch.setattr(caching.CacheImpl, "_locator_classes", [])
-    kernel = compiled._make(numba)  # not run: compiling uncached again would cost every session
-    assert kernel.py_func is compiled._rank_batch
+    kernels = compiled._make(numba)  # not run: compiling uncached again would cost every session
+    assert [k.py_func for k in kernels] == [compiled._rank_batch, compiled._products_batch]
 
 
 @needs_numba
@@ -173,3 +179,40 @@ def test_unit_scores_are_the_products_scores(case, data):
         want = matrix.full(touched, scores)[units]
         got = matrix.unit_scores(queries[i], units)
         assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@needs_numba
+@settings(max_examples=300, deadline=None)
+@given(cases(), st.sampled_from([np.float32, np.float64, np.int16]))
+def test_compiled_products_are_the_products(case, dtype):
+    # Every unit and score of scipy's product (sums of exactly 0 left out), units ascending, the
+    # same bits; int16: the tag rule's shared-tag counts.
+    matrix, queries, _ = case
+    if dtype is np.int16:
+        matrix = matrix.with_data(np.sign(matrix.data).astype(np.int16))
+    fast, slow = _products(matrix, queries, numba=True), _products(matrix, queries, numba=False)
+    assert len(fast) == len(slow) == queries.shape[0]
+    for (rows, scores), (want_rows, want_scores) in zip(fast, slow):
+        assert rows.tolist() == want_rows.tolist()
+        assert scores.dtype == want_scores.dtype and scores.tobytes() == want_scores.tobytes()
+    again = _products(matrix, queries, numba=True)  # the buffer was left zeros
+    assert [(r.tolist(), s.tobytes()) for r, s in again] == [(r.tolist(), s.tobytes()) for r, s in fast]
+
+
+@needs_numba
+@pytest.mark.parametrize("density", [0.002, 0.3])
+def test_compiled_products_sorted_or_read_off_the_buffer_are_the_same(density):
+    # 0.002: each query's postings are under 1/SORT_RATIO of the units, which are sorted; 0.3:
+    # over it, the whole buffer is read. Several queries a batch, some without postings.
+    rng = np.random.default_rng(7)
+    units = sp.random(20000, 40, density=density, random_state=5, format="csr", dtype=np.float64)
+    matrix = TermMatrix.from_units(units)
+    q = sp.random(30, 40, density=0.1, random_state=6, format="csr", dtype=np.float64)
+    q.data[:] = rng.choice([0.5, 1.0, 2.0], size=q.nnz)
+    q = sp.vstack([q, sp.csr_matrix((1, 40)), q[:3]], format="csr")
+    cum = np.concatenate([[0], np.cumsum(matrix.df[q.indices])])
+    postings = cum[q.indptr[1:]] - cum[q.indptr[:-1]]
+    sorted_ = postings[postings > 0] * compiled.SORT_RATIO < matrix.n_units
+    assert (postings == 0).any() and (sorted_.all() if density < 0.1 else not sorted_.any())
+    fast, slow = _products(matrix, q, numba=True), _products(matrix, q, numba=False)
+    assert [(r.tolist(), s.tobytes()) for r, s in fast] == [(r.tolist(), s.tobytes()) for r, s in slow]
