@@ -27,6 +27,23 @@ DEMO_PASSAGES = json.loads((DEMO / "evidence.json").read_text(encoding="utf-8"))
 DEMO_CLAIM = "Burning fossil fuels is the biggest source of human carbon dioxide emissions."
 
 
+SMAPS = Path("/proc/self/smaps")  # Linux: each mapping's resident pages
+needs_smaps = pytest.mark.skipif(not SMAPS.exists(), reason="reads /proc/self/smaps (Linux)")
+
+
+def resident_kb(array) -> int:
+    """kB of this process's resident pages in the mapping that holds ``array``'s first byte."""
+    address, inside = array.ctypes.data, False
+    for line in SMAPS.read_text().splitlines():
+        head = line.split(maxsplit=1)[0]
+        if "-" in head and not head.endswith(":"):  # a mapping's first line: its address range
+            lo, hi = (int(x, 16) for x in head.split("-"))
+            inside = lo <= address < hi
+        elif inside and head == "Rss:":
+            return int(line.split()[1])
+    raise ValueError("no mapping holds the array")
+
+
 def require_or_skip(reason: str):
     """Skip for ``reason``; under FACTCHECK_REQUIRE_SHARED=1 (CI) fail instead."""
     if os.environ.get("FACTCHECK_REQUIRE_SHARED") == "1":

@@ -26,7 +26,7 @@ import numpy as np
 from factcheck.errors import InputError
 from factcheck.formats.files import open_beneath, sha256_fileobj
 
-__all__ = ["MappedFile", "NpyArray", "check_mapped", "open_npy", "read_header"]
+__all__ = ["MappedFile", "NpyArray", "check_mapped", "open_npy", "read_header", "release"]
 
 _HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 MAX_HEADER = 10_000
@@ -96,6 +96,25 @@ def check_mapped(root=None) -> None:
     for mapped in live:
         if inside is None or os.path.abspath(mapped.path).startswith(inside):
             mapped.check()
+
+
+def release(*arrays: np.ndarray) -> None:
+    """Drop the pages of ``arrays`` (views of :func:`open_npy` maps; any other array is left
+    alone) from this process's resident set. They stay in the page cache: a later read maps
+    them again (a minor fault, no disk read). A pass over a whole index read through its maps
+    would otherwise keep all of it in the process's RSS for as long as the index is open."""
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    for array in arrays:
+        base = array
+        while isinstance(base, np.ndarray):
+            base = base.base
+        mapped = base.obj if isinstance(base, memoryview) else None
+        if advice is None or not isinstance(mapped, MappedFile) or mapped.closed or not array.nbytes \
+                or not array.flags.c_contiguous:
+            continue
+        start = array.ctypes.data - np.frombuffer(mapped, dtype=np.uint8, count=1).ctypes.data
+        first = start - start % mmap.PAGESIZE  # madvise takes a page-aligned start
+        mapped.madvise(advice, first, min(start + array.nbytes, len(mapped)) - first)
 
 
 class NpyArray:

@@ -63,8 +63,11 @@ class BM25Retriever(TermRetriever):
         else:
             cache = DerivedCache(index.root)
             key = {"plan_key": index.manifest.data.get("plan_key"), "passages": len(index), "version": COUNTS_VERSION}
-            counts = cache.load_or_build("bm25/counts", key, lambda folder: _save_counts(
-                corpus_counts(index, spill=folder / SPILL), folder), _load_counts)
+
+            def build(folder):
+                _save_counts(corpus_counts(index, spill=folder / SPILL), folder)
+                _COUNTS.pop(index, None)  # its saved copy, mapped, replaces it: freed before the files are hashed
+            counts = cache.load_or_build("bm25/counts", key, build, _load_counts)
             _COUNTS.pop(index, None)
         # "lucene": the one BM25 variant, kept in the cache's name and key so caches made before still match.
         self.weights_ = cached_weights(cache, "bm25/lucene", {"counts": key, "k1": self.k1, "b": self.b,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from factcheck.formats.npy import release
 from factcheck.scoring.matrix import TermMatrix
 
 __all__ = ["bm25_weight", "bm25_weights", "length_norm", "lucene_idf", "mean_length"]
 
-_BLOCK_ENTRIES = 1 << 22
+_BLOCK_ENTRIES = 1 << 20  # about 40 bytes an entry of float64 temporaries
 
 
 def lucene_idf(doc_freq: np.ndarray, n_units: int) -> np.ndarray:
@@ -67,4 +68,7 @@ def bm25_weights(counts: TermMatrix, doc_len: np.ndarray, k1: float, b: float) -
         a, e = int(indptr[t0]), int(indptr[t1])
         term_idf = np.repeat(idf[t0:t1], np.diff(indptr[t0:t1 + 1]))
         out[a:e] = bm25_weight(counts.data[a:e], norm[counts.indices[a:e]], term_idf)
+        # Mapped counts are read once here. From the start: a page fault maps its neighbours too,
+        # some before this block.
+        release(counts.data[:e], counts.indices[:e])
     return counts.with_data(out)

@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from factcheck.formats.files import save_npy
-from factcheck.formats.npy import open_npy
+from factcheck.formats.npy import open_npy, release
 from factcheck.scoring.topk import top_k
 
 __all__ = ["PRODUCT_BUDGET", "VARIABLE", "WORTH_LOADING", "TermMatrix", "compiled_available", "compiled_enabled"]
@@ -232,6 +232,7 @@ class TermMatrix:
         if out.n_terms != n_terms or ptr[0] != 0 or np.any(ptr[1:] < ptr[:-1]) or \
                 (len(idx) and (idx.min() < 0 or idx.max() >= n_units)):
             raise ValueError("inconsistent term matrix arrays")
+        release(ptr, idx)  # the check read them through; a query reads its terms' postings again
         return out
 
 

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from factcheck.errors import InputError, as_path
 from factcheck.formats.files import atomic_path
-from factcheck.formats.npy import check_mapped
+from factcheck.formats.npy import check_mapped, release
 from factcheck.tagging import store
 from factcheck.scoring.tfidf import tfidf_rows
 from factcheck.tagging.packing import hash_packed, pack_strings, unpack_strings
@@ -86,9 +86,12 @@ class PackedStrings(Sequence):
         return out.tolist()
 
     def batches(self):
-        """``(first row, strings of one shard)`` for every shard, in order."""
+        """``(first row, strings of one shard)`` for every shard, in order; a mapped shard's
+        pages are released once decoded (a pass over every text leaves none resident)."""
         for start, (buf, off) in zip(self._first, self._parts):
-            yield start, unpack_strings(buf, off)
+            strings = unpack_strings(buf, off)
+            release(buf, off)
+            yield start, strings
 
     def __iter__(self):
         for _, strings in self.batches():

@@ -16,7 +16,7 @@ import numpy as np
 from factcheck.errors import InputError, IntegrityError
 from factcheck.formats.files import (SYMLINK_READ_REFUSED, atomic_dir, check_no_symlinks, holds_files, keyed_record,
                                      read_record, save_npy, sha256_bytes, sha256_file, write_record)
-from factcheck.formats.npy import open_npy
+from factcheck.formats.npy import open_npy, release
 from factcheck.tagging.derived import DerivedCache
 from factcheck.tagging.packing import hash_packed, pack_strings, unpack_strings
 
@@ -200,13 +200,17 @@ def read_checked(root: Path, rel: str, kind: str, files: dict, **expect) -> dict
 
 
 def check_values(root: Path, rel: str, kind: str, arrays: dict, **expect) -> None:
-    """An :class:`IntegrityError` naming the array unless ``arrays`` hold what readers rely on."""
+    """An :class:`IntegrityError` naming the array unless ``arrays`` hold what readers rely on.
+    The pages the check read are released (:func:`~factcheck.formats.npy.release`): an open
+    reads every text, and kept they were most of a command's resident memory."""
     try:
         _check(kind, arrays, expect)
     except _Bad as exc:
         name, what = exc.args
         raise IntegrityError(Path(root) / rel / f"{name}.npy", None, f"damaged or crafted array: {name} {what}; "
                              f"{REBUILD}") from None
+    finally:
+        release(*arrays.values())
 
 
 @dataclass

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from helpers import DEMO, assert_one_line_error, in_process
+from helpers import DEMO, DEMO_PASSAGES, assert_one_line_error, in_process, needs_smaps, resident_kb
 from factcheck.errors import IntegrityError
 from factcheck.tagging import store
 from factcheck.tagging.index import PackedStrings, TagIndex, TitledTexts
@@ -127,6 +127,22 @@ def test_the_utf8_check_reads_blocks_that_cut_characters(block, monkeypatch):
     bad[3] = 0xFF  # in place of the euro sign's first byte
     with pytest.raises(store._Bad, match="near byte 3"):
         store._packed({"texts": bad, "text_offsets": offsets}, "texts")
+
+
+@needs_smaps
+def test_the_open_and_a_pass_over_the_texts_leave_none_of_their_pages_resident(demo_index):
+    """The open's check reads every text through its map and BM25's counting pass reads them all
+    again: each drops the pages it read from the process's resident set (kept, they were most of
+    a command's peak), and a later read maps them again with the same bytes."""
+    index = TagIndex.load(demo_index)
+    shard = index._arrays.passages[0]
+    mapped = [shard[name] for name in ("texts", "text_offsets", "ids", "id_offsets")]
+    assert [resident_kb(a) for a in mapped] == [0] * len(mapped)
+    batches = [t for _, texts in index.text_batches() for t in texts]
+    assert resident_kb(shard["texts"]) == resident_kb(shard["text_offsets"]) == 0
+    assert batches == [DEMO_PASSAGES[i] for i in index.ids.take(range(len(index)))]
+    assert [index.text(row) for row in range(len(index))] == batches
+    assert resident_kb(shard["texts"]) > 0  # read again through the map
 
 
 @pytest.mark.parametrize("damage", ["none", "json", "key", "bytes", "extra", "link"])

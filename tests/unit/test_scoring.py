@@ -12,6 +12,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import needs_smaps, resident_kb
 from factcheck.scoring import matrix as matrix_module
 from factcheck.scoring import topk as topk_module
 from factcheck.scoring.bm25 import bm25_weights, length_norm, mean_length
@@ -277,6 +278,25 @@ def test_bm25_weights_of_tiny_shards_are_the_bytes_of_one_shard(tmp_path, cache)
         if cache:  # the shards' counts spilled while building are not left in the cache
             assert not list(out.rglob("*counting*"))
     assert weights[0] == weights[1]
+
+
+@needs_smaps
+def test_bm25_weights_are_the_same_bytes_whatever_the_block_and_release_the_mapped_counts(tmp_path, monkeypatch):
+    """Weights derived a block of terms at a time, from counts in memory or mapped from their
+    files: the same bytes for any block size, and the mapped counts' pages, read once, are not
+    left resident."""
+    from factcheck.scoring import bm25 as bm25_module
+    from factcheck.scoring.counting import count_corpus
+    counted = count_corpus(_synthetic_batches(3, per_batch=200, words=30))
+    counted.counts.save(tmp_path)
+    want = bm25_weights(counted.counts, counted.lengths, 1.2, 0.75).data.tobytes()
+    for block in (1, 7, 4096, 1 << 30):
+        monkeypatch.setattr(bm25_module, "_BLOCK_ENTRIES", block)
+        mapped = TermMatrix.load(tmp_path)
+        assert resident_kb(mapped.indices) == resident_kb(mapped.data) == 0  # the load's check released them
+        assert bm25_weights(mapped, counted.lengths, 1.2, 0.75).data.tobytes() == want
+        assert resident_kb(mapped.indices) == resident_kb(mapped.data) == 0
+        assert bm25_weights(counted.counts, counted.lengths, 1.2, 0.75).data.tobytes() == want
 
 
 # A query's counts on a fitted vocabulary: TermColumns against count_terms(...).to_columns(...)
