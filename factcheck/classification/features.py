@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -18,6 +20,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import StandardScaler
 
 from factcheck.errors import InputError
+from factcheck.tagging.packing import pack_strings, strings_of
 from factcheck.text.analyzer import analyze, split_tags
 from factcheck.text.analyzer import cue_words, number_strings
 
@@ -108,6 +111,32 @@ class ClaimEvidenceFeatures(BaseEstimator, TransformerMixin):
         self.stats_weight = stats_weight
         self.min_df = min_df
         self.embedding = embedding
+
+    # Each fitted vocabulary is saved as one packed pair of arrays, not as a dict that skops
+    # writes and audits one node a term: those nodes were most of loading a classifier
+    # (docs/decisions.md, "Models saved packed"). Older files load as before.
+    def __getstate__(self):
+        state = super().__getstate__()
+        if not state.get("vectorizers_"):
+            return state
+        vectorizers, packed = {}, {}
+        for g, v in state["vectorizers_"].items():
+            vocabulary = v.__dict__.get("vocabulary_")
+            if isinstance(vocabulary, dict):
+                v = copy.copy(v)
+                del v.vocabulary_
+                packed[g] = pack_strings(sorted(vocabulary, key=vocabulary.__getitem__))  # term of each column
+            vectorizers[g] = v
+        return {**state, "vectorizers_": vectorizers, "vocabularies_": packed}
+
+    def __setstate__(self, state):
+        packed = state.get("vocabularies_")
+        if packed is not None:
+            state = {k: v for k, v in state.items() if k != "vocabularies_"}
+            for g, (buf, offsets) in packed.items():
+                terms = strings_of(buf, offsets)
+                state["vectorizers_"][g].vocabulary_ = dict(zip(terms, range(len(terms))))
+        super().__setstate__(state)
 
     def _views(self, X) -> dict:
         # getattr: a model saved before local embedding models has no such attribute

@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from factcheck.errors import InputError
 from factcheck.serve import dev as devview
 from factcheck.serve import present
-from factcheck.serve.artefacts import Artefacts, load_artefacts, resolve_paths
+from factcheck.serve.artefacts import Artefacts, load_artefacts, read_dev_predictions, resolve_paths
 from factcheck.serve.explain import RANKING_SHOWN, check_view
 from factcheck.serve.highlight import segments
 from factcheck.serve.limits import StrictQueryString
@@ -51,9 +51,15 @@ class AppState:
     _dev_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def dev(self) -> devview.DevExplorer:
-        """The dev explorer, built on first view."""
+        """The dev explorer, built on first view (the run's dev predictions read then too)."""
         with self._dev_lock:
             if self._dev is None:
+                try:
+                    read_dev_predictions(self.artefacts)
+                except InputError as exc:  # the page says so, the log names the file; the next view tries again
+                    logger.error("%s", exc.one_line())
+                    raise HTTPException(500, "the run's dev predictions cannot be read (the server's log names "
+                                             "the file and the place)") from None
                 self._dev = devview.build(self.artefacts, self.systems)
             return self._dev
 

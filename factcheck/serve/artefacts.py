@@ -1,5 +1,6 @@
 """What a run directory holds besides the system, read at start-up (plots too: the plot route
-never opens a path taken from a request).
+never opens a path taken from a request); its dev predictions and explanations, which only
+the dev explorer reads, when it is first built.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class Artefacts:
     explain: dict | None = None         # run's dev explanations {cid: {...}}
     explain_method: str | None = None
     notes: list[str] = field(default_factory=list)  # what is missing, for the pages
+    dev_read: bool = False              # predictions and explain read (or found missing)
 
 
 def _read_json(path: Path) -> dict:
@@ -81,13 +83,6 @@ def load_artefacts(run_dir: Path | None, dev_claims: Path | None = None) -> Arte
         else:
             a.notes.append("the run directory has no metrics.json (unfinished run?)")
         a.plots = list_plots(run_dir / "plots")
-        pred_path = run_dir / "dev-claims-predictions.json"
-        if pred_path.is_file():
-            a.predictions = read_predictions(pred_path)
-            sidecar = run_dir / "dev-claims-predictions.explain.json"
-            if sidecar.is_file():
-                obj = _read_json(sidecar)
-                a.explain, a.explain_method = _object(obj.get("claims")), obj.get("method")
         if dev_claims is None and a.metrics is not None:
             dev_claims = _gold_file(run_dir, a.metrics)
             if dev_claims is None:
@@ -98,6 +93,24 @@ def load_artefacts(run_dir: Path | None, dev_claims: Path | None = None) -> Arte
     if dev_claims is not None:
         a.gold = read_claims(dev_claims, require_labels=True)
         a.gold_path = Path(dev_claims)
+    return a
+
+
+def read_dev_predictions(a: Artefacts) -> Artefacts:
+    """Fill in the run's dev predictions and their explanations, once: the explanations of
+    20K claims took a fifth of the server's start-up, and only the dev explorer reads them."""
+    if a.dev_read or a.run_dir is None:
+        return a
+    pred_path = a.run_dir / "dev-claims-predictions.json"
+    if pred_path.is_file():
+        predictions = read_predictions(pred_path)
+        explain = method = None
+        sidecar = a.run_dir / "dev-claims-predictions.explain.json"
+        if sidecar.is_file():
+            obj = _read_json(sidecar)
+            explain, method = _object(obj.get("claims")), obj.get("method")
+        a.predictions, a.explain, a.explain_method = predictions, explain, method
+    a.dev_read = True
     return a
 
 

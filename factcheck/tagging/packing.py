@@ -36,6 +36,18 @@ def unpack_strings(buf: np.ndarray, offsets: np.ndarray, start: int = 0, stop: i
     return [raw[a:b].decode("utf-8") for a, b in zip(offs[:-1], offs[1:])]
 
 
+def strings_of(buf, offsets) -> list[str]:
+    """Every string of a packed pair read from a file someone else may have written: a
+    ValueError unless ``buf`` is 1-D uint8 and ``offsets`` 1-D int64 from 0, never
+    decreasing, ending at its length, and each string decodes."""
+    if not (isinstance(buf, np.ndarray) and isinstance(offsets, np.ndarray) and buf.dtype == np.uint8
+            and offsets.dtype == np.int64 and buf.ndim == 1 and offsets.ndim == 1 and len(offsets)):
+        raise ValueError("not a packed string table")
+    if offsets[0] != 0 or offsets[-1] != len(buf) or np.any(offsets[1:] < offsets[:-1]):
+        raise ValueError("a packed string table's offsets do not cut its buffer")
+    return unpack_strings(buf, offsets)
+
+
 # 64-bit polynomial hash of UTF-8 bytes (wrapping uint64 arithmetic), then mixed by
 # splitmix64's finaliser; a lookup compares the strings, so a collision is never a wrong row.
 _BASE = np.uint64(0x100000001B3)

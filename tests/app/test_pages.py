@@ -201,6 +201,24 @@ def test_without_dev_claims_the_landing_page_says_how_to_get_examples(demo_run):
     assert "--dev-claims FILE" in card and 'class="example"' not in card
 
 
+def test_the_runs_dev_predictions_are_read_at_the_dev_explorers_first_view(demo_run, tmp_path):
+    """Not at start-up (the explanations of 20K claims were a fifth of it): an unreadable file
+    is a page that says so, and the next view reads it again."""
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(demo_run, run, symlinks=True)
+    sidecar = run / "dev-claims-predictions.explain.json"
+    good = sidecar.read_bytes()
+    sidecar.write_text("[]", "utf-8")
+    c = TestClient(create_app(run, warm_up=False))
+    assert c.get("/healthz").status_code == 200 and c.app.state.explain.artefacts.predictions is None
+    page = c.get("/dev")
+    assert page.status_code == 500 and "dev predictions cannot be read" in page.text
+    sidecar.write_bytes(good)
+    page = c.get("/dev")
+    assert page.status_code == 200 and c.app.state.explain.artefacts.explain
+
+
 # ------------------------------------------------------------------ words, labels, numbers, tables
 def test_words_are_highlighted_as_they_appear_and_stems_stay_in_details(client):
     data = api(client, CLAIM, "tags")

@@ -74,8 +74,6 @@ CLASSIFIER_CASES = {
     "short classes_": lambda o: setattr(_lr(o), "classes_", _lr(o).classes_[:-1]),
     "classes_ reordered (every label wrong)": lambda o: setattr(_lr(o), "classes_", _lr(o).classes_[::-1]),
     "a <script> label": _script_label,
-    "a negative vocabulary column": lambda o: _set_vocab(o, -1),
-    "a vocabulary column past the idf": lambda o: _set_vocab(o, 10**6),
     "idf_ shorter than the vocabulary": lambda o: setattr(_vec(o)._tfidf, "idf_", _vec(o)._tfidf.idf_[:-1]),
     "a scaler for other features": lambda o: setattr(o["model"].steps[0][1].scaler_, "mean_", np.zeros(3)),
 }
@@ -88,6 +86,71 @@ def test_crafted_classifier_is_refused_in_one_line(run, case):
     CLASSIFIER_CASES[case](obj)
     _dump(obj, path)
     assert_one_line_error(in_process("check", "--run", run, CLAIM), "classifier.skops", "classifier")
+
+
+def _repacked(edit):
+    """Edit the claim vocabulary's terms and pack them again."""
+    def packed(pair):
+        from factcheck.tagging.packing import pack_strings, strings_of
+        terms = strings_of(*pair)
+        edit(terms)
+        return pack_strings(terms)
+    return packed
+
+
+def _with(pair, at, value):
+    buf, off = (a.copy() for a in pair)
+    (buf if at == "buf" else off)[-1 if at == "offsets" else 0] = value
+    return buf, off
+
+
+VOCABULARY_CASES = {  # None: saved as a dict, as files before the packed vocabularies held it
+    "a negative vocabulary column (a dict)": (lambda o: _set_vocab(o, -1), None),
+    "a vocabulary column past the idf (a dict)": (lambda o: _set_vocab(o, 10**6), None),
+    "a term twice in a packed vocabulary": (None, _repacked(lambda t: t.__setitem__(0, t[1]))),
+    "a packed vocabulary one term short of the idf": (None, _repacked(lambda t: t.pop())),
+    "packed offsets past the buffer": (None, lambda pair: _with(pair, "offsets", len(pair[0]) + 5)),
+    "a packed vocabulary that is not UTF-8": (None, lambda pair: _with(pair, "buf", 0xFF)),
+}
+
+
+@pytest.mark.parametrize("case", list(VOCABULARY_CASES))
+def test_crafted_vocabulary_is_refused_in_one_line(run, case, monkeypatch):
+    """The vocabularies are saved packed, and older files held dicts: both are checked."""
+    from sklearn.base import BaseEstimator
+    from factcheck.classification.features import ClaimEvidenceFeatures
+    edit, edit_packed = VOCABULARY_CASES[case]
+    path = run / "model" / "classifier.skops"
+    obj = _load(path)
+    if edit_packed is None:
+        monkeypatch.setattr(ClaimEvidenceFeatures, "__getstate__", BaseEstimator.__getstate__)
+        edit(obj)
+    else:
+        packing = ClaimEvidenceFeatures.__getstate__
+
+        def getstate(self):
+            state = packing(self)
+            return {**state, "vocabularies_": {**state["vocabularies_"],
+                                               "claim": edit_packed(state["vocabularies_"]["claim"])}}
+        monkeypatch.setattr(ClaimEvidenceFeatures, "__getstate__", getstate)
+    _dump(obj, path)
+    monkeypatch.undo()
+    assert_one_line_error(in_process("check", "--run", run, CLAIM), "classifier.skops", "classifier")
+
+
+def test_a_dict_vocabulary_as_older_files_hold_it_still_loads(run, monkeypatch):
+    """A classifier saved before the packed vocabularies gives the same verdict."""
+    from sklearn.base import BaseEstimator
+    from factcheck.classification.features import ClaimEvidenceFeatures
+    before = in_process("check", "--run", run, CLAIM)
+    path = run / "model" / "classifier.skops"
+    obj = _load(path)
+    with monkeypatch.context() as m:
+        m.setattr(ClaimEvidenceFeatures, "__getstate__", BaseEstimator.__getstate__)
+        _dump(obj, path)
+    assert b"vocabularies_" not in zipfile.ZipFile(path).read("schema.json")
+    after = in_process("check", "--run", run, CLAIM)
+    assert (after.returncode, after.stdout) == (0, before.stdout)
 
 
 def _tree(obj):
@@ -119,7 +182,15 @@ RERANK_CASES = {  # (edit, run check in a child process: the compiled predictor 
     "a split on a feature the model has not": (lambda o: _tree(o)["feature_idx"].__setitem__(0, 10**4), True),
     "a negative candidate depth": (lambda o: o["candidates"].__setitem__("depth", -5), False),
     "feature columns past the features": (lambda o: o["model"]._cols.__setitem__(0, 999), False),
-    "memory lists that do not line up": (lambda o: o["memory"]["texts"].pop(), False),
+    "memory offsets that do not line up": (lambda o: o["memory"].__setitem__(
+        "evidence_offsets", o["memory"]["evidence_offsets"][:-1]), False),
+    "memory stems that do not line up": (lambda o: o["memory"].__setitem__(
+        "stem_offsets", o["memory"]["stem_offsets"][:-1]), False),
+    "memory texts cut inside a character": (lambda o: o["memory"].__setitem__(
+        "texts", (np.frombuffer("é".encode() * 3, dtype=np.uint8).copy(), np.array([0, 1, 6], dtype=np.int64))),
+        False),
+    "memory lists that do not line up (format /2)": (lambda o: o.update(format="factcheck-rerank/2", memory={
+        "claim_ids": ["a", "b"], "texts": ["x"], "evidences": [[], []]}), False),
 }
 
 

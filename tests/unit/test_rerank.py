@@ -62,6 +62,22 @@ def test_save_load_round_trip(trained, index, dev_texts, tmp_path):
     json.dumps(loaded.params())  # goes into the explanations sidecar
 
 
+def test_a_reranker_saved_with_its_memory_as_lists_still_loads(trained, index, dev_texts, tmp_path, monkeypatch):
+    """Format /2 held the memory's strings as lists and analysed its texts at load."""
+    import zipfile
+    from factcheck.retrieval.rerank import retriever as module
+    monkeypatch.setattr(module, "FORMAT", "factcheck-rerank/2")
+    monkeypatch.setattr(module, "_packed_memory", lambda mem: {"claim_ids": mem.claim_ids, "texts": mem.texts,
+                                                               "evidences": mem.evidences})
+    trained.save(tmp_path / "old.skops")
+    monkeypatch.undo()
+    assert b"stem_offsets" not in zipfile.ZipFile(tmp_path / "old.skops").read("schema.json")
+    loaded = RerankRetriever.load(tmp_path / "old.skops").fit(index)
+    assert _snapshot(loaded, dev_texts) == _snapshot(trained, dev_texts)
+    trained.save(tmp_path / "new.skops")
+    assert RerankRetriever.load(tmp_path / "new.skops").memory.stems == loaded.memory.stems
+
+
 def test_contract(trained, index, dev_texts):
     cut = trained.cutoff
     selections = trained.retrieve(dev_texts)

@@ -42,11 +42,16 @@ def pool_similarities(nb: Neighbours, rows: np.ndarray):
 class ClaimMemory:
     """Training claims (text + gold ids) as a similarity-searchable table."""
 
-    def __init__(self, claim_ids: list[str], texts: list[str], evidences: list[list[str]]):
+    def __init__(self, claim_ids: list[str], texts: list[str], evidences: list[list[str]],
+                 stems: list[list[str]] | None = None):
+        """``stems``: each text's :func:`split_stems`, as a saved memory records them (None: analysed now)."""
         self.claim_ids = list(claim_ids)
         self.texts = list(texts)
         self.evidences = [sorted(set(e)) for e in evidences]
-        self.space, rows = TfidfSpace.fit([split_stems(t) for t in self.texts], sublinear=True)
+        self.stems = [split_stems(t) for t in self.texts] if stems is None else [list(s) for s in stems]
+        if len(self.stems) != len(self.texts):
+            raise ValueError("the memory's stems do not line up with its texts")
+        self.space, rows = TfidfSpace.fit(self.stems, sublinear=True)
         self.matrix = TermMatrix.from_units(rows)
         self._position_of_text: dict[str, list[int]] = {}
         for i, t in enumerate(self.texts):

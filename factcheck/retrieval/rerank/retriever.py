@@ -19,11 +19,15 @@ from factcheck.retrieval.rerank.explain import explain_hit
 from factcheck.retrieval.rerank.memory import ClaimMemory
 from factcheck.retrieval.rerank.model import RelevanceModel
 from factcheck.scoring.topk import rank_order
+from factcheck.tagging.packing import pack_strings, strings_of
 from factcheck.retrieval.rerank.semantic import load_scorer, pool_features
 from factcheck.retrieval.rerank.terms import TermIndex
 
 # /2: the core's BM25 and TF-IDF features (/1 models read BM25 scaled by k1 + 1: retrain them).
-FORMAT = "factcheck-rerank/2"
+# /3: the claim memory's strings and its texts' stems packed in arrays (/2 held the strings as
+# lists and its texts were analysed at load; still read).
+FORMAT = "factcheck-rerank/3"
+READ_FORMATS = (FORMAT, "factcheck-rerank/2")
 POOL_CLAIMS = 64  # claims whose pools the model scores in one call (their features held meanwhile)
 
 
@@ -193,8 +197,7 @@ class RerankRetriever(Retriever):
             "format": FORMAT, "candidates": self._candidate_config().to_json(), "cutoff": self._cutoff_rule().to_json(),
             # Without its wall-clock timings: the same training gives the same bytes.
             "model": self.model, "report": {k: v for k, v in (self.report or {}).items() if k != "timings"},
-            "memory": None if mem is None else {"claim_ids": mem.claim_ids, "texts": mem.texts,
-                                                 "evidences": mem.evidences}})
+            "memory": None if mem is None else _packed_memory(mem)})
 
     @classmethod
     def load(cls, path) -> "RerankRetriever":
@@ -217,17 +220,54 @@ class RerankRetriever(Retriever):
         if isinstance(obj, dict) and obj.get("format") == "factcheck-rerank/1":
             raise InputError(path, None, "a reranker trained by an earlier version, on other BM25 features: "
                              "train it again (`factcheck train-rerank`, or `factcheck run`)")
-        if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        if not isinstance(obj, dict) or obj.get("format") not in READ_FORMATS:
             raise InputError(path, None, f"not a reranker model (expected format {FORMAT})")
         try:  # trusted types, but the contents may still be wrong: one line, never a traceback
             if not callable(getattr(obj["model"], "predict", None)):
                 raise TypeError("model has no predict")
             m = obj["memory"]
-            memory = None if m is None else ClaimMemory(m["claim_ids"], m["texts"], m["evidences"])
+            memory = None if m is None else ClaimMemory(*_memory_lists(m))
             return cls(CandidateConfig(**obj["candidates"]), obj["model"], Cutoff(**obj["cutoff"]), memory,
                        obj.get("report"))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise InputError(path, None, f"not a reranker model (damaged contents: {type(exc).__name__})") from None
+
+
+# The memory's strings as packed pairs of arrays, not lists, and its texts' stems with them:
+# skops writes and audits one node a string, and analysing the texts again was most of the
+# rest of loading a reranker (docs/decisions.md, "Models saved packed").
+def _packed_memory(mem: ClaimMemory) -> dict:
+    return {"claim_ids": pack_strings(mem.claim_ids), "texts": pack_strings(mem.texts),
+            **_packed_lists("evidence", mem.evidences), **_packed_lists("stem", mem.stems)}
+
+
+def _packed_lists(name: str, lists: list[list[str]]) -> dict:
+    return {f"{name}_strings": pack_strings([x for one in lists for x in one]),
+            f"{name}_offsets": np.cumsum([0, *map(len, lists)], dtype=np.int64)}
+
+
+def _unpacked_lists(memory: dict, name: str, n: int) -> list[list[str]]:
+    """The ``n`` lists :func:`_packed_lists` packed (a ValueError unless they unpack)."""
+    strings, cuts = strings_of(*memory[f"{name}_strings"]), memory[f"{name}_offsets"]
+    if not isinstance(cuts, np.ndarray) or cuts.dtype != np.int64 or cuts.shape != (n + 1,) \
+            or cuts[0] != 0 or cuts[-1] != len(strings) or np.any(cuts[1:] < cuts[:-1]):
+        raise ValueError(f"the memory's {name} offsets do not cut its strings")
+    cuts = cuts.tolist()
+    return [strings[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def _is_packed(memory) -> bool:
+    return isinstance(memory, dict) and "evidence_offsets" in memory
+
+
+def _memory_lists(memory) -> tuple[list, list, list, list | None]:
+    """(claim ids, texts, evidence ids of each claim, stems of each text) of a saved memory, packed
+    or (format /2) lists without the stems; a packed one that does not unpack is a ValueError."""
+    if not _is_packed(memory):
+        return memory.get("claim_ids"), memory.get("texts"), memory.get("evidences"), None
+    ids = strings_of(*memory["claim_ids"])
+    return (ids, strings_of(*memory["texts"]), _unpacked_lists(memory, "evidence", len(ids)),
+            _unpacked_lists(memory, "stem", len(ids)))
 
 
 def _as_settings(kind, value, param: str):
@@ -249,7 +289,7 @@ def _probe(obj) -> None:
     """Refuse a loaded reranker file whose settings, memory or model do not work."""
     from factcheck.formats.safe_load import BadModel
     from factcheck.retrieval.rerank.semantic import ALL_FEATURES
-    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+    if not isinstance(obj, dict) or obj.get("format") not in READ_FORMATS:
         return  # ``load`` names the format it expected
     try:
         config, cutoff = CandidateConfig(**obj["candidates"]), Cutoff(**obj["cutoff"])
@@ -262,7 +302,10 @@ def _probe(obj) -> None:
         raise BadModel("its settings are out of range")
     memory = obj.get("memory")
     if memory is not None:
-        parts = [memory.get(k) for k in ("claim_ids", "texts", "evidences")] if isinstance(memory, dict) else [None]
+        try:
+            parts = list(_memory_lists(memory))[:3]  # packed stems unpack as lists of strings or fail
+        except (KeyError, TypeError, ValueError, AttributeError):
+            parts = [None]
         if not all(isinstance(p, list) for p in parts) or len({len(p) for p in parts}) != 1 \
                 or not all(isinstance(t, str) for p in parts[:2] for t in p) \
                 or not all(isinstance(e, list) and all(isinstance(i, str) for i in e) for e in parts[2]):
