@@ -5,7 +5,8 @@ the FEVER-shaped data of ``benchmarks/make_fever.py`` (``WORK/fever-N``: wiki-pa
 train/dev/test claims at ``--claim-scale`` times FEVER's counts; made when missing, reused
 when present and made with the same arguments) is measured in five stages, each as wall
 seconds, the process tree's CPU seconds and its peak RSS (sampled), with the 1-minute load
-average before and after every run beside it:
+average before and after every run beside it (``predict``'s peak also as the tree's summed PSS
+and summed anonymous memory: :mod:`harness.measure` says how they differ):
 
 1. ``factcheck tag`` of the wiki-pages folder (``--jobs 2``);
 2. ``factcheck retrieve --method bm25 --k1 0.9 --b 0.4`` over the dev claims on that index,
@@ -260,19 +261,30 @@ def report(args, results: dict, load_before, load_after, pending=()) -> list[str
     runs = {s: {"n": results[s]["n"], **results[s]["stages"]["run"]} for s in sizes}
     lines += ["", "## `factcheck run`, per stage of its timing list", "", *run_table(runs), *stage_ratios(runs),
               "## `predict` and `serve`", "",
-              "| size | `predict --jobs 2`: claims | claims/s (start-up included) | peak GB | `serve` start-up s "
+              "`predict`'s peak three ways, each the largest sampled sum over its process tree (driver and "
+              "workers): **RSS** (the figure of the other tables and of the target) counts a page of the "
+              "memory-mapped index once in every process that maps it, **PSS** shares each such page out "
+              "between them, **anonymous** is the processes' own memory (not shared, not reclaimable).", "",
+              "| size | `predict --jobs 2`: claims | claims/s (start-up included) | peak GB: summed RSS "
+              "| summed PSS | summed anonymous | `serve` start-up s "
               "| private (anonymous) RSS MiB | file-backed MiB | retriever | /api/check p50 ms | p99 ms | errors |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in sizes:
         p, v = results[s]["stages"]["predict dev"], results[s]["stages"]["serve"]
-        pc = ("failed | | | " if "failed" in p else
-              f"{p['claims']:,} | {p['claims'] / p['wall_s']:.1f} | {p['tree_peak_rss'] / 1e9:.2f} | ")
+        pc = ("failed | | | | | " if "failed" in p else
+              f"{p['claims']:,} | {p['claims'] / p['wall_s']:.1f} | {p['tree_peak_rss'] / 1e9:.2f} | "
+              f"{gb(p.get('tree_peak_pss'))} | {gb(p.get('tree_peak_anon'))} | ")
         vc = (f"failed: {v['failed']} | | | | | | " if "failed" in v else
               f"{v['startup_s']:.1f} | {v['anon_end_mib']:,.0f} | {v['file_end_mib']:,.0f} | {v['best']} | "
               f"{v['p50']:.1f} | {v['p99']:.1f} | {v['errors']:.0f} |")
         lines.append(f"| {results[s]['n']:,} | " + pc + vc)
     lines += ["", "## Scaling check and targets", "", *checks(results), "", *NOT_MEASURED]
     return lines
+
+
+def gb(n_bytes) -> str:
+    """Bytes as GB with two decimals; "–" where there is no figure."""
+    return "–" if n_bytes is None else f"{n_bytes / 1e9:.2f}"
 
 
 def stage_ratios(runs: dict) -> list[str]:
@@ -334,7 +346,8 @@ def checks(results: dict) -> list[str]:
             rate = predict["claims"] / predict["wall_s"]
             line(rate >= 100 and predict["tree_peak_rss"] <= 6e9,
                  f"`predict --jobs 2` over {predict['claims']:,} claims at {n:,}: {rate:.0f} claims/s (>= 100), "
-                 f"{predict['tree_peak_rss'] / 1e9:.2f} GB peak (<= 6)")
+                 f"{predict['tree_peak_rss'] / 1e9:.2f} GB peak summed RSS (<= 6; summed PSS "
+                 f"{gb(predict.get('tree_peak_pss'))} GB, anonymous {gb(predict.get('tree_peak_anon'))} GB)")
         if "failed" not in serve and 1_200_000 <= n <= 1_210_000:
             line(serve["startup_s"] <= 5, f"`serve` at {n:,} starts in {serve['startup_s']:.1f} s (<= 5)")
         if "failed" not in serve and n >= 25_000_000:

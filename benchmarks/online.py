@@ -113,8 +113,9 @@ def trace_runs(data: Path, repeats: int, keep: Path, scratch: Path = ROOT / "ben
 def measure_command(cmd: list, repeats: int, tree: Path = ROOT, prepare=None,
                     single_over: float | None = None) -> dict:
     """``cmd`` measured ``repeats`` times (``prepare()`` before each; ``single_over`` as in
-    :func:`harness.measure.repeated`): the median wall, tree CPU and tree peak RSS, each
-    run's wall and load averages. A failed run raises :class:`harness.measure.CommandFailed`."""
+    :func:`harness.measure.repeated`): the median wall, tree CPU and tree peaks (summed RSS,
+    and summed PSS and anonymous memory where /proc gives them), each run's wall and load
+    averages. A failed run raises :class:`harness.measure.CommandFailed`."""
     def once() -> dict:
         if prepare is not None:
             prepare()
@@ -122,6 +123,8 @@ def measure_command(cmd: list, repeats: int, tree: Path = ROOT, prepare=None,
 
     runs = repeated(once, repeats, single_over)
     out = {k: statistics.median(r[k] for r in runs) for k in ("wall_s", "cpu_s", "tree_peak_rss")}
+    for k in ("tree_peak_pss", "tree_peak_anon"):
+        out[k] = None if any(r.get(k) is None for r in runs) else statistics.median(r[k] for r in runs)
     out["runs"] = [r["wall_s"] for r in runs]
     out["loads"] = [r["load"] for r in runs]
     return out

@@ -3,7 +3,10 @@
 Benchmarks are scripts, not tests: they write reports/*.md with medians of several runs
 and the machine they ran on. Memory is sampled from /proc every ``interval`` seconds
 over the whole process tree (driver and every worker process): the driver's and the
-largest worker's kernel high-water marks, and the peak of the tree's summed RSS.
+largest worker's kernel high-water marks, and the peaks of the tree's summed RSS, summed
+PSS and summed anonymous memory. Summed RSS counts a page of a file that several processes
+map (a memory-mapped index) once in each of them; PSS shares it out between them; anonymous
+memory is the processes' own, which no other process shares and the kernel cannot drop.
 """
 
 from __future__ import annotations
@@ -95,6 +98,21 @@ def _memory(pid: int) -> tuple[int, int] | None:
     if rss is None or hwm is None:  # a zombie has no memory lines
         return None
     return rss, hwm
+
+
+def _rollup(pid: int) -> tuple[int, int] | None:
+    """(Pss, Anonymous) in bytes from /proc/PID/smaps_rollup, or None (gone, or no such file)."""
+    pss = anon = None
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    pss = int(line.split()[1]) * 1024
+                elif line.startswith("Anonymous:"):
+                    anon = int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None if pss is None or anon is None else (pss, anon)
 
 
 def _cpu_seconds(pid: int, children: bool = False) -> float:
@@ -196,7 +214,9 @@ def measure(cmd: list[str], log: Path | None = None, interval: float = 0.05, env
 
     Returns wall and CPU seconds (the whole tree, from rusage) and memory: the driver's
     and the largest descendant's kernel high-water marks (VmHWM, exact), and the
-    largest sampled sum of VmRSS over the tree. Output goes to ``log`` (or is dropped).
+    largest sampled sums over the tree of VmRSS (``tree_peak_rss``), of PSS
+    (``tree_peak_pss``) and of anonymous memory (``tree_peak_anon``; both None where
+    /proc has no smaps_rollup). Output goes to ``log`` (or is dropped).
     """
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = open(log, "w") if log else subprocess.DEVNULL
@@ -205,16 +225,24 @@ def measure(cmd: list[str], log: Path | None = None, interval: float = 0.05, env
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=cwd,
                                 env={**os.environ, **(env or {})}, start_new_session=True)
         driver_hwm, worker_hwm, tree_peak = 0, {}, 0
+        pss_peak = anon_peak = 0
+        rollups = True  # False once a live process had no smaps_rollup: no PSS or anonymous figure
         with _group_killed_on_error(proc):
             while proc.poll() is None:
-                total = 0
+                total = pss = anon = 0
                 for pid, rss, hwm in tree_memory(proc.pid):
                     total += rss
                     if pid == proc.pid:
                         driver_hwm = max(driver_hwm, hwm)
                     else:
                         worker_hwm[pid] = max(worker_hwm.get(pid, 0), hwm)
+                    shares = _rollup(pid) if rollups else None
+                    if shares is None:
+                        rollups = rollups and _memory(pid) is None  # gone meanwhile, or no smaps_rollup here
+                        continue
+                    pss, anon = pss + shares[0], anon + shares[1]
                 tree_peak = max(tree_peak, total)
+                pss_peak, anon_peak = max(pss_peak, pss), max(anon_peak, anon)
                 time.sleep(interval)
         wall = time.perf_counter() - t0
     finally:
@@ -227,7 +255,8 @@ def measure(cmd: list[str], log: Path | None = None, interval: float = 0.05, env
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"wall_s": wall, "cpu_s": cpu, "driver_peak_rss": driver_hwm,
             "worker_peak_rss": max(worker_hwm.values(), default=0),
-            "tree_peak_rss": tree_peak, "processes": 1 + len(worker_hwm)}
+            "tree_peak_rss": tree_peak, "tree_peak_pss": pss_peak if rollups else None,
+            "tree_peak_anon": anon_peak if rollups else None, "processes": 1 + len(worker_hwm)}
 
 
 def reap_group(pgid: int, grace: float = 15.0) -> None:

@@ -12,6 +12,7 @@ from factcheck.errors import InputError, check_number
 from factcheck.formats.claims import read_claims
 from factcheck.retrieval.base import retriever_spec
 from factcheck.system.checker import FactChecker, Verdicts
+from factcheck.tagging.heap import return_freed_memory
 
 __all__ = ["BATCH_SIZE", "stream_batches"]
 
@@ -56,6 +57,10 @@ def stream_batches(index_dir: Path, model_dir: Path, claims_path: Path, claims: 
             raise InputError(claims_path, None, "changed while its claims were being checked")
         on_batch(claims[a:b], verdicts, spec)
 
+    # The caller's open of the index (its checks' temporaries, a few bytes a passage) left freed
+    # heap that glibc would keep while the workers run (docs/decisions.md, "Predict's driver
+    # returns its freed heap before the workers start").
+    return_freed_memory()
     with WorkerPool(backend, jobs, scheduler) as pool:
         pool.check_shared(Path(claims_path))  # Dask: every worker reads the claims (and index) there
         pool.stream(_check_batch, args, desc="checking claims", progress=progress, total=len(args), on_result=done)

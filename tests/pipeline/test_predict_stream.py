@@ -86,3 +86,21 @@ def test_worker_batches_come_back_as_verdicts(demo_run):
     assert [v.explanation for v in got] == [v.explanation for v in here]
     hits = [h for v in got for h in v.explanation.hits]
     assert hits and all(isinstance(h, Hit) and h.row is not None for h in hits)
+
+
+def test_the_driver_returns_its_freed_heap_before_the_workers_and_the_bytes_stay(demo_run, tmp_path, monkeypatch):
+    """``--jobs 2``: the heap the index check freed goes back before the pool starts (one
+    batch: the pool's own path, in this process), and the files are the run's bytes."""
+    from factcheck.pipeline import claim_batches
+    from factcheck.system.checker import FactChecker
+    events = []
+    monkeypatch.setattr(claim_batches, "return_freed_memory", lambda: events.append("trim"))
+    monkeypatch.setattr(claim_batches, "_SYSTEMS", {})  # no system an earlier test's "worker" (this process) kept
+    load = FactChecker.load.__func__
+    monkeypatch.setattr(FactChecker, "load", classmethod(lambda cls, *a, **k: events.append("load") or load(cls, *a, **k)))
+    out = tmp_path / "pred.json"
+    proc = predict(demo_run, out, "--jobs", "2", "--batch-size", "1000")
+    assert proc.returncode == 0, proc.stderr
+    assert events == ["trim", "load"]  # the worker's load comes after the driver's trim
+    assert out.read_bytes() == (demo_run / "dev-claims-predictions.json").read_bytes()
+    assert sidecar(out).read_bytes() == (demo_run / "dev-claims-predictions.explain.json").read_bytes()

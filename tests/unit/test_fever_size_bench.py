@@ -51,7 +51,8 @@ def fake_commands(monkeypatch, run_fails_at: int):
     def measure_command(cmd, repeats, tree=None, prepare=None, single_over=None):
         if cmd[3] == "tag" and "fever-600" in str(cmd[4]):
             raise CommandFailed(cmd, -9, "tagging ...\nKilled\n")
-        return {"wall_s": 2.0, "cpu_s": 3.0, "tree_peak_rss": 2 ** 30, "runs": [2.0], "loads": [[1.0, 1.5]]}
+        return {"wall_s": 2.0, "cpu_s": 3.0, "tree_peak_rss": 2 ** 30, "tree_peak_pss": 6e8, "tree_peak_anon": 2e8,
+                "runs": [2.0], "loads": [[1.0, 1.5]]}
 
     def trace_runs(data, repeats, keep, scratch=None, single_over=None):
         if str(run_fails_at) in data.name:
@@ -87,6 +88,10 @@ def test_a_failed_stage_is_reported_with_its_status_and_the_benchmark_goes_on(tm
     assert "| `factcheck tag` (wiki-pages, `--jobs 2`) | 2.0 / 3.0 / 1,024 (load 1.0→1.5) |" in text
     assert "| linear (sentences x first) | 1.00 | 2.00 |" in text
     assert "not quality" in text and "Not measured by this command: tagging 25M" in text
+    # predict's peak three ways, each labelled: summed RSS (the target's figure), summed PSS, summed anonymous
+    assert "| peak GB: summed RSS | summed PSS | summed anonymous |" in text
+    assert "| 300 | 20 | 10.0 | 1.07 | 0.60 | 0.20 | 1.0 |" in text
+    assert "| 600 | failed | | | | | failed: not run: run failed |" in text
 
 
 def test_every_stage_has_its_ratio_to_the_first_size(tmp_path, monkeypatch):
