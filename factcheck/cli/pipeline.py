@@ -34,6 +34,11 @@ def add_run(p):
     p.add_argument("--method", default="auto", choices=("auto", *ALL_METHODS), help=AUTO_HELP)
     add_mode_arg(p)
     add_max_tuning_claims_arg(p)
+    from factcheck.formats.splits import MAX_SCORING_CLAIMS
+    p.add_argument("--max-scoring-claims", type=positive_int, default=MAX_SCORING_CLAIMS, metavar="N",
+                   help="dev claims on which the report scores every candidate retriever at most; beyond, a "
+                        f"deterministic sample of N (default: {MAX_SCORING_CLAIMS:,}; the run's predictions are "
+                        "scored on every dev claim)")
     add_max_evidence_arg(p, "; the FEVER score in metrics.json counts as many")
     add_quiet_arg(p)
     add_tag_args(p)
@@ -51,7 +56,7 @@ def add_run(p):
             method=args.method, mode=args.mode, embedding_model=run_embedding_from_args(args),
             tagging=tag_settings(args), jobs=args.jobs, force=args.force,
             progress=False if args.quiet else None, max_tuning_claims=args.max_tuning_claims,
-            max_evidence=args.max_evidence)
+            max_scoring_claims=args.max_scoring_claims, max_evidence=args.max_evidence)
         m = run_pipeline(args.data_dir, args.out, config)
         iv = m["intervals"]
         ret = m["run"]["retriever"]

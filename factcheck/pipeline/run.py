@@ -18,7 +18,7 @@ from factcheck.formats.evidence import SOURCE_OPTIONS, source_spec
 from factcheck.formats.files import (check_no_symlinks, check_regular_file, remove_stale_temporaries, sha256_file,
                                      write_csv_atomic, write_json_atomic)
 from factcheck.formats.rundir import MARKER, begin_run, end_run
-from factcheck.formats.splits import MAX_TUNING_CLAIMS, train_holdout_split, tuning_subsample
+from factcheck.formats.splits import MAX_SCORING_CLAIMS, MAX_TUNING_CLAIMS, train_holdout_split, tuning_subsample
 from factcheck.evaluation.fever import MAX_EVIDENCE
 from factcheck.classification.cv import check_training_labels
 from factcheck.training.classifier_cv import config_json
@@ -123,6 +123,9 @@ class RunConfig:
         Progress bars and stage lines: None automatic, False never.
     max_tuning_claims : int, default 20000
         Training claims that tuning and training use at most (a deterministic sample beyond).
+    max_scoring_claims : int, default 5000
+        Dev claims on which every candidate retriever is scored at most, for the report's table
+        (a deterministic sample beyond; the run's predictions are scored on every dev claim).
     max_evidence : int or None
         Evidence ids per claim in the predictions, the retriever's then its ranking's next (FEVER's
         evidence slots), and the sentences the FEVER score counts; None: 5 for FEVER-format claims,
@@ -153,10 +156,11 @@ class RunConfig:
     force: bool = False
     progress: bool | None = None
     max_tuning_claims: int = MAX_TUNING_CLAIMS
+    max_scoring_claims: int = MAX_SCORING_CLAIMS
     max_evidence: int | None = None
 
     def __post_init__(self):
-        for name in ("max_tuning_claims", "max_evidence"):
+        for name in ("max_tuning_claims", "max_scoring_claims", "max_evidence"):
             if getattr(self, name) is not None:
                 check_number(getattr(self, name), name, integer=True, low=1)
         for name, known in (("source", SOURCE_OPTIONS), ("claims", (*CLAIM_OPTIONS, "max_claim_chars"))):
@@ -349,7 +353,8 @@ def _run_pipeline(data_dir, out: Path, files: dict, config: RunConfig, held: con
         dev_proba = [[p.get(lab, 0.0) for lab in labels] for p in verdicts.probabilities]
         chosen.summary["calibration"]["dev"] = reliability([c.label for c in dev], dev_proba, labels)
         # the system's retriever ranked dev to the same depth while predicting it
-        on_dev = selection.dev_scores(candidates, dev, {candidates.best: {v.id: v.explanation for v in verdicts}})
+        on_dev = selection.dev_scores(candidates, dev, {candidates.best: {v.id: v.explanation for v in verdicts}},
+                                      max_claims=config.max_scoring_claims)
     metrics["run"] = {
         "data_dir": str(Path(data_dir).resolve()) if data_dir is not None else None,
         "evidence": files["evidence"].name, "mode": mode,

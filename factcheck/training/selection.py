@@ -10,6 +10,7 @@ from pathlib import Path
 
 from factcheck.errors import FactcheckWarning
 from factcheck.evaluation.evaluate import evaluate
+from factcheck.formats.splits import MAX_SCORING_CLAIMS, claims_sample
 from factcheck.training import tuning
 from factcheck.retrieval.base import evidence_of, run_retrieval
 
@@ -84,13 +85,19 @@ def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progre
     return c
 
 
-def dev_scores(c: TunedRetrievers, dev, explained_by: dict | None = None) -> dict:
-    """Every candidate retriever on dev (reported once, never used for a choice);
-    ``explained_by``: retriever name -> dev's explanations already at hand (not ranked again)."""
+def dev_scores(c: TunedRetrievers, dev, explained_by: dict | None = None,
+               max_claims: int = MAX_SCORING_CLAIMS) -> dict:
+    """Every candidate retriever on dev (reported once, never used for a choice), each on the
+    same claims: every dev claim, or beyond ``max_claims`` a deterministic sample of them (by
+    claim id, as the tuning sample), since each retriever ranks each of them at the index's
+    size. ``explained_by``: retriever name -> dev's explanations already at hand (not ranked
+    again). Each row records the claims it scored (``claims``)."""
+    sample = claims_sample(dev, max_claims, param="max_scoring_claims")
     out = {}
     for name, retriever in c.retrievers.items():
-        explained = (explained_by or {}).get(name) or run_retrieval(retriever, dev)
-        result = evaluate({cid: {"evidences": e.ids} for cid, e in explained.items()}, dev, explained).to_json()
+        at_hand = (explained_by or {}).get(name)
+        explained = {d.id: at_hand[d.id] for d in sample} if at_hand else run_retrieval(retriever, sample)
+        result = evaluate({cid: {"evidences": e.ids} for cid, e in explained.items()}, sample, explained).to_json()
         out[name] = {"params": retriever.params(), "evidence_f": result["intervals"]["evidence_f"],
-                     "retrieval": result["retrieval"]}
+                     "retrieval": result["retrieval"], "claims": len(sample)}
     return out

@@ -145,7 +145,7 @@ def test_run_pipeline_takes_one_configuration_object(tmp_path):
     config = factcheck.RunConfig(method="bm25", claims={"format": "course"}, source={"format": "course"})
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.method = "tags"
-    assert len(dataclasses.fields(factcheck.RunConfig)) <= 16  # 14, then the tuning cap and FEVER's evidence slots
+    assert len(dataclasses.fields(factcheck.RunConfig)) <= 17  # 14, then the tuning cap, FEVER's evidence slots, the scoring cap
     with pytest.raises(factcheck.InputError, match="^method: unknown method 'nope'"):
         factcheck.run_pipeline(DEMO, tmp_path / "out", config, method="nope")
     assert not (tmp_path / "out").exists()

@@ -287,6 +287,28 @@ def test_dev_scores_take_the_rankings_at_hand(demo_index):
     assert kept == fresh
 
 
+def test_dev_scores_beyond_the_cap_score_every_retriever_on_one_sample(demo_index):
+    """Beyond ``max_claims`` dev claims every retriever is scored on the same deterministic
+    sample (the tuning sample's rule), the one at hand cut to it: the figures of that sample alone."""
+    from factcheck.evaluation.evaluate import evaluate
+    from factcheck.formats.splits import claims_sample
+    from factcheck.retrieval.base import run_retrieval
+    from factcheck.training.selection import TunedRetrievers, dev_scores
+    dev = read_claims(DEMO / "dev-claims.json")
+    assert len(dev) > 3
+    bm25, tags = BM25Retriever(k=3).fit(demo_index), TagRuleRetriever(t_sim=0.1, t_overlap=0.1, k=3).fit(demo_index)
+    got = dev_scores(TunedRetrievers(retrievers={"bm25": bm25, "tags": tags}), dev, {"bm25": run_retrieval(bm25, dev)},
+                     max_claims=3)
+    sample = claims_sample(dev, 3)
+    assert len(sample) == 3 and sample == claims_sample(list(reversed(dev)), 3)[::-1]
+    for name, r in (("bm25", bm25), ("tags", tags)):
+        explained = run_retrieval(r, sample)
+        want = evaluate({cid: {"evidences": e.ids} for cid, e in explained.items()}, sample, explained).to_json()
+        assert got[name]["claims"] == 3 and got[name]["evidence_f"] == want["intervals"]["evidence_f"]
+        assert got[name]["retrieval"] == want["retrieval"]
+    assert dev_scores(TunedRetrievers(retrievers={"bm25": bm25}), dev)["bm25"]["claims"] == len(dev)
+
+
 def test_a_ranking_comes_from_the_scoring_alone_cut_to_its_depth(demo_index, monkeypatch):
     # rank wants no selection: no per-claim _search layer, no batch's own sorted terms remapped
     from hypothesis import given, settings

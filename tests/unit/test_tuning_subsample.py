@@ -54,7 +54,7 @@ def test_train_uses_the_sample_and_says_so(tmp_path, demo_index):
     assert proc.returncode == 2 and "--max-tuning-claims" in proc.stderr
 
 
-@pytest.mark.parametrize("name", ["max_tuning_claims", "max_evidence"])
+@pytest.mark.parametrize("name", ["max_tuning_claims", "max_scoring_claims", "max_evidence"])
 @pytest.mark.parametrize("bad", [0, -3, 1.5, True])
 def test_run_config_refuses_a_bad_cap_naming_it(name, bad):
     from factcheck.pipeline.run import RunConfig
@@ -70,3 +70,23 @@ def test_a_sample_that_misses_a_label_is_refused_naming_the_cap():
                                          r"no claim labelled 'REFUTES' \(1 of them are\)"):
         tuning_subsample(many, 10)
     assert {c.label for c in tuning_subsample(many, 199)} == {"SUPPORTS", "REFUTES"}
+
+
+def test_run_scores_every_retriever_on_one_dev_sample_beyond_the_scoring_cap(tmp_path, demo_index):
+    import json
+    from factcheck.classification import cv
+    from helpers import DEMO, in_process
+
+    def in_this_process(fn, arg_tuples, jobs, desc=None):
+        return [fn(*args) for args in arg_tuples]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cv, "run_folds", in_this_process)
+        proc = in_process("run", "--data-dir", DEMO, "--index", demo_index, "--out", tmp_path / "out",
+                          "--max-scoring-claims", "2", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    rows = metrics["run"]["retrievers_on_dev"]
+    assert len(rows) >= 2 and {r["claims"] for r in rows.values()} == {2} and metrics["claims"] > 2
+    assert (f"Every retriever on the same 2 of the {metrics['claims']} dev claims"
+            in (tmp_path / "out" / "report.md").read_text())
