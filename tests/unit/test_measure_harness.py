@@ -11,7 +11,9 @@ from harness.measure import measure
 
 MIB = 2 ** 20
 # The child maps the file and fills 100 MiB of its own, then starts a grandchild that maps
-# the same file; both hold their pages while the sampler looks.
+# the same file; both hold their pages while the sampler looks. (Filled from a 100 MiB bytes
+# object, the copy's moment held 200 MiB unshared: the RSS and PSS peaks were then both
+# that moment's, and their difference the samples' luck.)
 CHILD = """
 import mmap, subprocess, sys, time
 def touch(path):
@@ -20,7 +22,9 @@ def touch(path):
     return m
 m = touch(sys.argv[1])
 if sys.argv[2] == "child":
-    own = bytearray(b"x" * (100 * 2 ** 20))
+    own = bytearray(100 * 2 ** 20)  # filled page by page: no 100 MiB temporary beside it
+    for i in range(0, len(own), 4096):
+        own[i] = 1
     subprocess.run([sys.executable, "-c", sys.argv[3], sys.argv[1], "grandchild", ""], check=True)
 else:
     time.sleep(1.5)
