@@ -83,36 +83,29 @@ def _tree(root: int) -> list[int]:
     return seen
 
 
-def _memory(pid: int) -> tuple[int, int] | None:
-    """(VmRSS, VmHWM) in bytes, or None if the process is gone."""
-    rss = hwm = None
+def _fields(path: str, names: tuple[str, ...]) -> tuple[int, ...] | None:
+    """The ``Name: N kB`` lines ``names`` of a /proc file, in bytes, or None (the process gone,
+    no such file, or a line missing)."""
+    got = {}
     try:
-        with open(f"/proc/{pid}/status") as fh:
+        with open(path) as fh:
             for line in fh:
-                if line.startswith("VmRSS:"):
-                    rss = int(line.split()[1]) * 1024
-                elif line.startswith("VmHWM:"):
-                    hwm = int(line.split()[1]) * 1024
+                name = line.split(":", 1)[0]
+                if name in names:
+                    got[name] = int(line.split()[1]) * 1024
     except OSError:
         return None
-    if rss is None or hwm is None:  # a zombie has no memory lines
-        return None
-    return rss, hwm
+    return tuple(got[n] for n in names) if len(got) == len(names) else None
+
+
+def _memory(pid: int) -> tuple[int, int] | None:
+    """(VmRSS, VmHWM) in bytes, or None if the process is gone (a zombie has no memory lines)."""
+    return _fields(f"/proc/{pid}/status", ("VmRSS", "VmHWM"))
 
 
 def _rollup(pid: int) -> tuple[int, int] | None:
     """(Pss, Anonymous) in bytes from /proc/PID/smaps_rollup, or None (gone, or no such file)."""
-    pss = anon = None
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as fh:
-            for line in fh:
-                if line.startswith("Pss:"):
-                    pss = int(line.split()[1]) * 1024
-                elif line.startswith("Anonymous:"):
-                    anon = int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None if pss is None or anon is None else (pss, anon)
+    return _fields(f"/proc/{pid}/smaps_rollup", ("Pss", "Anonymous"))
 
 
 def _cpu_seconds(pid: int, children: bool = False) -> float:
