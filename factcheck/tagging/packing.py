@@ -36,6 +36,16 @@ def unpack_strings(buf: np.ndarray, offsets: np.ndarray, start: int = 0, stop: i
     return [raw[a:b].decode("utf-8") for a, b in zip(offs[:-1], offs[1:])]
 
 
+def offsets_fault(offsets: np.ndarray, end: int) -> str | None:
+    """What is wrong with CSR ``indptr`` or string offsets over ``end`` entries, or None: they
+    must start at 0, never decrease and end at ``end``."""
+    if len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != end:
+        return f"must start at 0 and end at {end}"
+    if np.any(offsets[1:] < offsets[:-1]):
+        return "decreases"
+    return None
+
+
 def strings_of(buf, offsets) -> list[str]:
     """Every string of a packed pair read from a file someone else may have written: a
     ValueError unless ``buf`` is 1-D uint8 and ``offsets`` 1-D int64 from 0, never
@@ -43,7 +53,7 @@ def strings_of(buf, offsets) -> list[str]:
     if not (isinstance(buf, np.ndarray) and isinstance(offsets, np.ndarray) and buf.dtype == np.uint8
             and offsets.dtype == np.int64 and buf.ndim == 1 and offsets.ndim == 1 and len(offsets)):
         raise ValueError("not a packed string table")
-    if offsets[0] != 0 or offsets[-1] != len(buf) or np.any(offsets[1:] < offsets[:-1]):
+    if offsets_fault(offsets, len(buf)):
         raise ValueError("a packed string table's offsets do not cut its buffer")
     return unpack_strings(buf, offsets)
 

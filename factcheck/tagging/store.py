@@ -18,7 +18,7 @@ from factcheck.formats.files import (SYMLINK_READ_REFUSED, atomic_dir, check_no_
                                      read_record, save_npy, sha256_bytes, sha256_file, write_record)
 from factcheck.formats.npy import open_npy, release
 from factcheck.tagging.derived import DerivedCache
-from factcheck.tagging.packing import hash_packed, pack_strings, unpack_strings
+from factcheck.tagging.packing import hash_packed, offsets_fault, pack_strings, unpack_strings
 
 MANIFEST = "manifest.json"
 FORMAT_FAMILY = "factcheck-tag-index/"
@@ -123,10 +123,9 @@ def open_arrays(root: Path, rel: str, kind: str, files: dict, opened: list | Non
 
 def _offsets(name: str, off: np.ndarray, end: int) -> None:
     """CSR ``indptr`` or string offsets: from 0, never decreasing, ending at ``end``."""
-    if len(off) == 0 or off[0] != 0 or off[-1] != end:
-        raise _Bad(name, f"must start at 0 and end at {end}")
-    if np.any(off[1:] < off[:-1]):
-        raise _Bad(name, "decreases")
+    fault = offsets_fault(off, end)
+    if fault:
+        raise _Bad(name, fault)
 
 
 _UTF8_BLOCK = 1 << 24

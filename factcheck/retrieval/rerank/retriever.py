@@ -19,7 +19,7 @@ from factcheck.retrieval.rerank.explain import explain_hit
 from factcheck.retrieval.rerank.memory import ClaimMemory
 from factcheck.retrieval.rerank.model import RelevanceModel
 from factcheck.scoring.topk import rank_order
-from factcheck.tagging.packing import pack_strings, strings_of
+from factcheck.tagging.packing import offsets_fault, pack_strings, strings_of
 from factcheck.retrieval.rerank.semantic import load_scorer, pool_features
 from factcheck.retrieval.rerank.terms import TermIndex
 
@@ -250,7 +250,7 @@ def _unpacked_lists(memory: dict, name: str, n: int) -> list[list[str]]:
     """The ``n`` lists :func:`_packed_lists` packed (a ValueError unless they unpack)."""
     strings, cuts = strings_of(*memory[f"{name}_strings"]), memory[f"{name}_offsets"]
     if not isinstance(cuts, np.ndarray) or cuts.dtype != np.int64 or cuts.shape != (n + 1,) \
-            or cuts[0] != 0 or cuts[-1] != len(strings) or np.any(cuts[1:] < cuts[:-1]):
+            or offsets_fault(cuts, len(strings)):
         raise ValueError(f"the memory's {name} offsets do not cut its strings")
     cuts = cuts.tolist()
     return [strings[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
