@@ -217,12 +217,14 @@ def _products_batch(indptr, indices, data, q_indptr, q_indices, q_data, buf):  #
     n_units = len(buf)
     # Each query's product has at most as many entries as its postings, and the units.
     room = np.zeros(n_queries + 1, dtype=np.int64)
+    totals = np.zeros(n_queries, dtype=np.int64)  # each query's postings
     widest = 0
     for i in range(n_queries):
         total = 0
         for jj in range(q_indptr[i], q_indptr[i + 1]):
             t = q_indices[jj]
             total += indptr[t + 1] - indptr[t]
+        totals[i] = total
         room[i + 1] = room[i] + min(total, n_units)
         if total * SORT_RATIO < n_units:  # its touched units are noted, then sorted
             widest = max(widest, total)
@@ -235,11 +237,7 @@ def _products_batch(indptr, indices, data, q_indptr, q_indices, q_data, buf):  #
     n = 0
     for i in range(n_queries):
         a, b = q_indptr[i], q_indptr[i + 1]
-        total = 0
-        for jj in range(a, b):
-            t = q_indices[jj]
-            total += indptr[t + 1] - indptr[t]
-        scan = total * SORT_RATIO >= n_units
+        scan = totals[i] * SORT_RATIO >= n_units
         m = 0
         for jj in range(a, b):
             t = q_indices[jj]
