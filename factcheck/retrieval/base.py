@@ -18,8 +18,7 @@ from factcheck.errors import InputError, check_number, validate_params
 from factcheck.scoring.topk import DEPTH
 
 __all__ = ["Explanation", "Hit", "NotFittedError", "Ranking", "Retriever", "Selection", "TermRetriever", "TopK", "as_texts",
-           "evidence_of",
-           "retriever_spec", "run_retrieval"]
+           "evidence_of", "retriever_spec", "run_retrieval"]
 
 
 
@@ -561,6 +560,14 @@ class TermRetriever(Retriever):
     def _term_queries(self, texts: list[str]):
         """``(matrix, queries)``: the fitted :class:`~factcheck.scoring.matrix.TermMatrix` and the
         claims' rows over its terms."""
+
+    def scores(self, claim: str) -> np.ndarray:
+        """The score of every passage for one claim, zeros where it shares no term, in the
+        matrix's dtype (BM25's float32, TF-IDF's cosine float64)."""
+        self._check_fitted()
+        matrix, queries = self._term_queries([claim])
+        (units, scores), = matrix.products(queries)
+        return matrix.full(units, scores)
 
     def _scored(self, texts):
         matrix, queries = self._term_queries(texts)

@@ -80,12 +80,6 @@ class BM25Retriever(TermRetriever):
         """The claims' stem counts over the weights' terms (float32, one row each)."""
         return self._columns.counts(list(claims), "stems", np.float32)
 
-    def scores(self, claim: str) -> np.ndarray:
-        """BM25 score of every passage for one claim (float32, zeros where it shares no stem)."""
-        self._check_fitted()
-        (units, scores), = self.weights_.products(self.queries([claim]))
-        return self.weights_.full(units, scores)
-
     def _term_queries(self, texts):
         return self.weights_, self.queries(texts)
 

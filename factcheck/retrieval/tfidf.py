@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from factcheck.errors import Interval
 from factcheck.retrieval.base import TermRetriever
 from factcheck.retrieval.bm25 import load_terms, save_terms
@@ -106,12 +104,6 @@ class TfidfRetriever(TermRetriever):
         self.model_ = DerivedCache(index.root).load_or_build(
             f"tfidf/{analyzer}", key, lambda folder: TfidfModel.build(index.texts, analyzer).save(folder),
             TfidfModel.load)
-
-    def scores(self, claim: str) -> np.ndarray:
-        """The cosine of every passage with ``claim`` (float64; zeros for no shared term)."""
-        self._check_fitted()
-        (units, scores), = self.model_.postings.products(self.model_.transform([claim]))
-        return self.model_.postings.full(units, scores)
 
     def _term_queries(self, texts):
         return self.model_.postings, self.model_.transform(texts)
