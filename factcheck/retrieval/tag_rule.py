@@ -121,38 +121,56 @@ class TagRuleRetriever(Retriever):
 
     def choose(self, scored, t_sim: float, t_overlap: float, k: int):
         """The rule on a claim's scores: (chosen rows, path, number that passed the filter)."""
-        distinct, cand, shared, cosine, overlap, combined = scored
-        passed = np.flatnonzero((cosine > t_sim) & (overlap > t_overlap))
-        if len(passed):
-            order = passed[rank_order(cand[passed], combined[passed])]
-            best = shared[order].max()
-            return cand[order[shared[order] == best][:k]], "filtered", len(passed)
-        rows, _ = self._fallback(cand, combined, k)
-        return rows, "fallback", 0
+        _, _, _, cosine, overlap, _ = scored
+        rows, path = self.choose_grid(scored, (t_sim,), (t_overlap,), k)[(t_sim, t_overlap)]
+        return rows, path, (int(np.count_nonzero((cosine > t_sim) & (overlap > t_overlap))) if path == "filtered" else 0)
 
     def sweep(self, claims, t_sims, t_overlaps, ks) -> dict:
         """:meth:`choose` at every (t_sim, t_overlap, k) -> per-claim (rows, paths), each claim scored once."""
         self._check_fitted()
         out = {(a, b, n): ([], []) for a in t_sims for b in t_overlaps for n in ks}
-        max_n = max(ks)
         for claim in claims:
-            _, cand, shared, cosine, overlap, combined = self._score(claim)
-            fallback, _ = self._fallback(cand, combined, max_n)
-            order = rank_order(cand, combined)
-            live = order[(cosine[order] > min(t_sims)) & (overlap[order] > min(t_overlaps))]
-            rows_l, cos_l, ov_l, sh_l = cand[live], cosine[live], overlap[live], shared[live]
-            for a in t_sims:
-                for b in t_overlaps:
-                    passed = np.flatnonzero((cos_l > a) & (ov_l > b))
-                    if len(passed):
-                        keep = passed[sh_l[passed] == sh_l[passed].max()]
-                        rows, path = rows_l[keep], "filtered"
-                    else:
-                        rows, path = fallback, "fallback"
-                    for n in ks:
-                        out[(a, b, n)][0].append(rows[:n])
-                        out[(a, b, n)][1].append(path)
+            for (a, b), (rows, path) in self.choose_grid(self._score(claim), t_sims, t_overlaps, max(ks)).items():
+                for n in ks:
+                    out[(a, b, n)][0].append(rows[:n])
+                    out[(a, b, n)][1].append(path)
         return out
+
+    def choose_grid(self, scored, t_sims, t_overlaps, k: int) -> dict:
+        """:meth:`choose` with ``k`` at every (t_sim, t_overlap) -> (rows, path), from one claim's scores.
+
+        The rule keeps the passing candidates that share the most tags, so the candidates are
+        visited in groups of equal shared count, most first, and a setting is settled by the first
+        group where one of its candidates passes: only those groups are ranked, not every candidate
+        (most of a claim's candidates share one tag and are never ranked)."""
+        _, cand, shared, cosine, overlap, combined = scored
+        left = [(a, b) for a in t_sims for b in t_overlaps]
+        got = {}
+        if len(cand):
+            most = int(shared.max())  # a stable sort on 16-bit keys is a radix sort: linear
+            key = (most - shared).astype(np.uint16 if most < 2 ** 16 else np.int64)
+            by_shared = np.argsort(key, kind="stable")
+            ends = np.flatnonzero(np.diff(key[by_shared])) + 1
+            for group in np.split(by_shared, ends):
+                cos, ov = cosine[group], overlap[group]
+                best_ov = {}  # t_sim -> the largest overlap among the group's candidates above it
+                for a in {a for a, _ in left}:
+                    above = cos > a
+                    best_ov[a] = ov[above].max() if above.any() else -np.inf
+                settled = [(a, b) for a, b in left if best_ov[a] > b]
+                if not settled:
+                    continue
+                loosest = (cos > min(a for a, _ in settled)) & (ov > min(b for _, b in settled))
+                ranked = group[loosest][rank_order(cand[group[loosest]], combined[group[loosest]])]
+                for a, b in settled:
+                    got[(a, b)] = cand[ranked[(cosine[ranked] > a) & (overlap[ranked] > b)][:k]], "filtered"
+                left = [ab for ab in left if ab not in got]
+                if not left:
+                    break
+        if left:
+            fallback, _ = self._fallback(cand, combined, k)
+            got.update({ab: (fallback, "fallback") for ab in left})
+        return {(a, b): got[(a, b)] for a in t_sims for b in t_overlaps}
 
     def _select(self, claim, scored, top) -> Selection:
         distinct, cand, shared, cosine, overlap, combined = scored.state

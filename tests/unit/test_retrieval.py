@@ -212,7 +212,18 @@ def test_retrieve_cli_writes_predictions_and_explanations(tmp_path, demo_index):
         assert [h["id"] for h in expl["claims"][cid]["hits"]] == entry["evidences"]
 
 
-def test_threshold_sweep_equals_choose_at_every_point(sample_3k_index):
+def _rule_by_definition(scored, t_sim, t_overlap, k):
+    """The 2024 rule as written: rank every passing candidate, keep those sharing the most tags."""
+    from factcheck.scoring.topk import rank_order, top_k
+    _, cand, shared, cosine, overlap, combined = scored
+    passed = np.flatnonzero((cosine > t_sim) & (overlap > t_overlap))
+    if len(passed):
+        order = passed[rank_order(cand[passed], combined[passed])]
+        return cand[order[shared[order] == shared[order].max()][:k]].tolist(), "filtered", len(passed)
+    return top_k(combined, k, cand)[0].tolist(), "fallback", 0
+
+
+def test_threshold_sweep_and_choose_follow_the_rule_as_written_at_every_point(sample_3k_index):
     index, dev, _ = sample_3k_index
     r = TagRuleRetriever().fit(index)
     claims = [c.text for c in dev[:30]] + [""]
@@ -220,8 +231,35 @@ def test_threshold_sweep_equals_choose_at_every_point(sample_3k_index):
     swept = r.sweep(claims, *grid)
     for (a, b, n), (rows, paths) in swept.items():
         for claim, got_rows, got_path in zip(claims, rows, paths):
-            want_rows, want_path, _ = r.choose(r._score(claim), a, b, n)
-            assert got_rows.tolist() == want_rows.tolist() and got_path == want_path
+            want_rows, want_path, want_passed = _rule_by_definition(r._score(claim), a, b, n)
+            assert got_rows.tolist() == want_rows and got_path == want_path
+            chosen = r.choose(r._score(claim), a, b, n)
+            assert (chosen[0].tolist(), chosen[1], chosen[2]) == (want_rows, want_path, want_passed)
+
+
+def test_the_grid_of_settings_follows_the_rule_with_ties_and_empty_groups():
+    # Few distinct values: ties in the combined score, in shared counts and at the thresholds.
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    grid = ((0.0, 0.25, 0.5, 0.75), (0.0, 0.25, 0.5))
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.tuples(st.integers(1, 4), st.sampled_from([0.0, 0.25, 0.3, 0.5, 0.8]),
+                              st.sampled_from([0.1, 0.25, 0.5, 1.0])), max_size=40),
+           st.integers(1, 6), st.randoms(use_true_random=False))
+    def check(cands, k, rnd):
+        rows = np.array(sorted(rnd.sample(range(1000), len(cands))), dtype=np.int64)
+        shared = np.array([c[0] for c in cands], dtype=np.int64)
+        cosine = np.array([c[1] for c in cands])
+        overlap = np.array([c[2] for c in cands])
+        scored = ([], rows, shared, cosine, overlap, cosine + overlap)
+        got = TagRuleRetriever().choose_grid(scored, *grid, k)
+        assert list(got) == [(a, b) for a in grid[0] for b in grid[1]]
+        for (a, b), (got_rows, path) in got.items():
+            assert (got_rows.tolist(), path) == _rule_by_definition(scored, a, b, k)[:2]
+
+    check()
 
 
 def test_the_tag_rule_maps_its_matrices_from_the_index_cache_with_the_same_answers(tmp_path):
