@@ -267,6 +267,31 @@ def _numbered_corpus(n: int, seed: int = 7) -> list[str]:
     return texts
 
 
+def test_the_cached_term_statistics_are_counted_through_disk_with_the_bytes_counted_in_memory(tmp_path, monkeypatch):
+    # The cache's build spills each batch's counts and pairs (BM25's build does the same), which
+    # bounds its peak at FEVER's size; what it saves is what counting in memory gives.
+    import factcheck
+    from factcheck.scoring import counting
+    from factcheck.retrieval.bm25 import SPILL
+    index = factcheck.build_index(_numbered_corpus(3_000), tmp_path / "index", progress=False, shard_size=700)
+    spilled = []
+    real = counting.merge_counts
+
+    def watched(shards, spill=None, *args, **kwargs):
+        spilled.append(spill)
+        return real(shards, spill, *args, **kwargs)
+    monkeypatch.setattr(counting, "merge_counts", watched)
+    TermIndex.for_index(index)
+    assert len(spilled) == 1 and spilled[0] is not None and spilled[0].name == SPILL and not spilled[0].exists()
+    monkeypatch.setattr(counting, "merge_counts", real)
+    folder = next((tmp_path / "index").rglob("forward_data.npy")).parent
+    in_memory = tmp_path / "in-memory"
+    in_memory.mkdir()
+    TermIndex.for_index(index, cache=False)._save(in_memory)
+    for name in sorted(p.name for p in in_memory.iterdir()):
+        assert np.array_equal(np.load(in_memory / name), np.load(folder / name)), name
+
+
 def test_the_rerankers_loaded_statistics_hold_nothing_per_passage(tmp_path):
     """Opening the reranker's term statistics and scoring a pool keeps memory that does not grow
     with the passages: tag counts, length norms and the passages' numbers are read from the mapped

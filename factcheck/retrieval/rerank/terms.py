@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from factcheck.retrieval.bm25 import cached_weights
+from factcheck.retrieval.bm25 import SPILL, cached_weights
 from factcheck.scoring.bm25 import bm25_weight, length_norm, lucene_idf, mean_length
 from factcheck.scoring.counting import count_corpus
 from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
@@ -52,10 +52,12 @@ class TermIndex:
         self._cache = None  # (DerivedCache, key): where the BM25 weights of each (k1, b) are kept
 
     @classmethod
-    def build_batches(cls, batches) -> "TermIndex":
-        """The term index of ``(first row, texts)`` batches in corpus order, ids in first-seen order."""
+    def build_batches(cls, batches, spill=None) -> "TermIndex":
+        """The term index of ``(first row, texts)`` batches in corpus order, ids in first-seen order;
+        ``spill``: :func:`~factcheck.scoring.counting.count_corpus`'s folder for each batch's counts."""
         number_vocab, per_row, cols = {}, [], []
-        counted = count_corpus(_split_digits(batches, number_vocab, per_row, cols), first_seen=True, pairs=True)
+        counted = count_corpus(_split_digits(batches, number_vocab, per_row, cols), first_seen=True, pairs=True,
+                               spill=spill)
         nums = sp.csr_matrix((np.ones(len(cols), dtype=np.float32), np.asarray(cols, dtype=np.int32),
                               np.cumsum([0, *per_row], dtype=np.int64)), shape=(len(per_row), len(number_vocab)))
         return cls({t: j for j, t in enumerate(counted.terms)}, counted.counts.csr.T.tocsr(), *counted.pairs,
@@ -71,8 +73,8 @@ class TermIndex:
         digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
         store = DerivedCache(index.root)
 
-        def build(folder):
-            cls.build_batches(index.text_batches(desc="reranker term statistics"))._save(folder)
+        def build(folder):  # each batch's counts and pairs on disk, not in memory, until merged (as BM25's)
+            cls.build_batches(index.text_batches(desc="reranker term statistics"), spill=folder / SPILL)._save(folder)
         out = store.load_or_build(f"rerank/terms-{digest}", key, build, cls._load)
         out._cache = (store, key, digest)
         return out
