@@ -204,9 +204,10 @@ _ONE_THREAD = {v: "1" for v in NATIVE_THREAD_VARS}
 _workers = None  # the process pool run_folds last used, until release_workers()
 
 
-def run_folds(fn, arg_tuples: list[tuple], jobs: int, desc: str = "classifier cross-validation") -> list:
+def run_folds(fn, arg_tuples: list[tuple], jobs: int, desc: str = "classifier cross-validation",
+              unit: str = "folds") -> list:
     """``fn(*args)`` for each tuple, in order, in ``jobs`` single-threaded worker processes,
-    with a progress bar ``desc`` (one step a fold; :func:`factcheck.progress.progress`)."""
+    with a progress bar ``desc`` (one step a task; :func:`factcheck.progress.progress`)."""
     global _workers
     # joblib's factory, not loky's: joblib's loky backend reuses this process-wide executor.
     n = max(1, min(effective_n_jobs(jobs), len(arg_tuples)))
@@ -214,7 +215,7 @@ def run_folds(fn, arg_tuples: list[tuple], jobs: int, desc: str = "classifier cr
         executor = _workers = get_memmapping_executor(n, env=_ONE_THREAD, timeout=60)
         results = executor.map(fn, *zip(*arg_tuples))  # submits every task: the workers start here
     # Minutes on a large training set: the bar advances as each fold's results arrive, in order.
-    return list(progress_bar(results, desc=desc, total=len(arg_tuples), unit="folds"))
+    return list(progress_bar(results, desc=desc, total=len(arg_tuples), unit=unit))
 
 
 def release_workers() -> None:

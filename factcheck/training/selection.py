@@ -34,10 +34,11 @@ class TunedRetrievers:
 
 
 def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progress=None,
-                    mode: str = "course", pool: dict | None = None) -> TunedRetrievers:
+                    mode: str = "course", pool: dict | None = None, jobs: int = 1) -> TunedRetrievers:
     """Every candidate tuned (sweeps written to ``out/tuning``) and scored on the hold-out
     (``pool``: the two-stage retriever's ``model`` and the pool settings given, when it is named;
-    :func:`~factcheck.training.tuning.sweep_pool` tunes the others)."""
+    :func:`~factcheck.training.tuning.sweep_pool` tunes the others); ``jobs``: worker processes
+    for the reranker's models (the same results whatever it is)."""
     from factcheck.retrieval.bm25 import BM25Retriever
     from factcheck.retrieval.tag_rule import TagRuleRetriever
 
@@ -65,7 +66,8 @@ def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progre
         add("tfidf", tuning.sweep_tfidf(index, fit, holdout, progress=progress), TfidfRetriever)
     if method in ("auto", "rerank"):  # training it takes minutes: not when another method is named
         from factcheck.training.rerank import train_reranker
-        c.retrievers["rerank"] = train_reranker(index, fit, holdout, progress=progress, dense=(mode == "open"))
+        c.retrievers["rerank"] = train_reranker(index, fit, holdout, progress=progress, dense=(mode == "open"),
+                                                  jobs=jobs)
 
     for name, sweep in c.sweeps.items():
         sweep.write_csv(out / "tuning" / f"{name}-sweep.csv")
