@@ -38,7 +38,7 @@ def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progre
     """Every candidate tuned (sweeps written to ``out/tuning``) and scored on the hold-out
     (``pool``: the two-stage retriever's ``model`` and the pool settings given, when it is named;
     :func:`~factcheck.training.tuning.sweep_pool` tunes the others); ``jobs``: worker processes
-    for the reranker's models (the same results whatever it is)."""
+    for the reranker's models and the pools' new passages (the same results whatever it is)."""
     from factcheck.retrieval.bm25 import BM25Retriever
     from factcheck.retrieval.tag_rule import TagRuleRetriever
 
@@ -59,8 +59,8 @@ def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progre
             add("dense", dense, DenseRetriever)
         if method == "pool" or (method == "auto" and pool is not None):  # named, or a transformer given
             from factcheck.retrieval.pool import PoolRetriever
-            add("pool", tuning.sweep_pool(index, fit, holdout, bm25["k1"], bm25["b"], pool, progress=progress),
-                PoolRetriever)
+            add("pool", tuning.sweep_pool(index, fit, holdout, bm25["k1"], bm25["b"], pool, progress=progress,
+                                          jobs=jobs), PoolRetriever)
     if method == "tfidf":  # no automatic candidate: tuned only when named
         from factcheck.retrieval.tfidf import TfidfRetriever
         add("tfidf", tuning.sweep_tfidf(index, fit, holdout, progress=progress), TfidfRetriever)
