@@ -208,7 +208,9 @@ def build_claim_sets(generators: list[CandidateGenerator], ctx, claims, row_of: 
                      progress: bool | None = None, desc: str = "reranker features") -> list[ClaimSet]:
     """:func:`build_claim_set` for each generator, in one pass over ``claims``: the BM25 first
     stage (the corpus-sized part of a pool) ranks :data:`POOL_CLAIMS` claims at a time, once
-    for the generators that share it, at the deepest of their depths (each takes its prefix)."""
+    for the generators that share it, at the deepest of their depths (each takes its prefix);
+    a claim's dense scores (the other corpus-sized part) are computed once for the generators
+    sharing a scorer."""
     claims = list(claims)
     sharing = [next(j for j in range(g + 1) if generators[j].shares_scores(generator))
                for g, generator in enumerate(generators)]
@@ -220,11 +222,15 @@ def build_claim_sets(generators: list[CandidateGenerator], ctx, claims, row_of: 
             texts = [c.text for c in claims[i:i + POOL_CLAIMS]]
             firsts = {j: generators[j].first_stage(texts, depth[j]) for j in depth}
         gold = np.array(sorted({row_of[e] for e in claim.evidences if e in row_of}), dtype=np.int64)
+        dense = {}  # id(scorer) -> the claim's scores
         for g, generator in enumerate(generators):
             q, rows, scores = firsts[sharing[g]][i % POOL_CLAIMS]
             d = generator.config.depth
+            if generator.dense is not None and id(generator.dense) not in dense:
+                dense[id(generator.dense)] = generator.dense.scores(claim.text)
             cands = generator.generate(claim.text, exclude_memory=i if leave_one_out else None,
-                                       first=(q, rows[:d], scores[:d]))
+                                       first=(q, rows[:d], scores[:d]),
+                                       dense_scores=dense.get(id(generator.dense)))
             rows, Xs, ys, n_gold = parts[g]
             rows.append(cands.rows)
             Xs.append(pool_features(ctx, cands, generator.config.k1, generator.config.b, generator.dense))
