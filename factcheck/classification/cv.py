@@ -10,14 +10,15 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from joblib import effective_n_jobs
 from joblib.executor import get_memmapping_executor
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
 from sklearn.model_selection import RepeatedStratifiedKFold
 
-from factcheck.classification.features import (ALL_GROUPS, ClaimEvidenceFeatures, concat_views, require_two_labels,
-                                               take_views)
+from factcheck.classification.features import (ALL_GROUPS, SCALED, ClaimEvidenceFeatures, concat_views,
+                                               require_two_labels, take_views)
 from factcheck.errors import InputError
 from factcheck.formats.claims import ordered_labels
 from factcheck.progress import progress as progress_bar
@@ -146,21 +147,31 @@ def _fold_job(split: Split, y: np.ndarray, gold_views: dict, read_views: dict, c
     tr, te = split.train, split.test
     out = {}
     test_read, test_gold = take_views(read_views, te), take_views(gold_views, te)
-    by_features: dict[tuple, list[int]] = {}
+    by_augment: dict[bool, dict[tuple, list[int]]] = {}
     for i, c in enumerate(cfgs):
-        by_features.setdefault((c.augment, c.groups), []).append(i)
-    for (augment, groups), members in by_features.items():
+        by_augment.setdefault(c.augment, {}).setdefault(c.groups, []).append(i)
+    for augment, by_groups in by_augment.items():
         train_views = take_views(gold_views, tr)
         y_train = y[tr]
         if augment:
             train_views = concat_views(train_views, take_views(read_views, tr))
             y_train = np.concatenate([y_train, y_train])
-        features = ClaimEvidenceFeatures(groups=groups).fit_views(train_views)
-        for sw in sorted({cfgs[i].stats_weight for i in members}):
+        # Each group fitted and transformed once for every feature set holding it: a group's
+        # columns do not depend on the others (ClaimEvidenceFeatures.group_matrices).
+        every = tuple(dict.fromkeys(g for groups in by_groups for g in groups))
+        features = ClaimEvidenceFeatures(groups=every).fit_views(train_views)
+        views = (train_views, test_read, test_gold)
+        unscaled = [features.group_matrices(v, [g for g in every if g not in SCALED]) for v in views]
+        for sw in sorted({cfgs[i].stats_weight for members in by_groups.values() for i in members}):
             features.stats_weight = sw
-            M, M_read, M_gold = (features.transform_views(v) for v in (train_views, test_read, test_gold))
-            for i in [m for m in members if cfgs[m].stats_weight == sw]:
-                out[i] = fit_scored(M, y_train, cfgs[i], M_read, M_gold, labels)
+            parts = [{**u, **features.group_matrices(v, [g for g in every if g in SCALED])}
+                     for u, v in zip(unscaled, views)]
+            for groups, members in by_groups.items():
+                todo = [m for m in members if cfgs[m].stats_weight == sw]
+                if todo:
+                    M, M_read, M_gold = (sp.hstack([p[g] for g in groups]).tocsr() for p in parts)
+                    for i in todo:
+                        out[i] = fit_scored(M, y_train, cfgs[i], M_read, M_gold, labels)
     return out
 
 
@@ -193,9 +204,10 @@ _ONE_THREAD = {v: "1" for v in NATIVE_THREAD_VARS}
 _workers = None  # the process pool run_folds last used, until release_workers()
 
 
-def run_folds(fn, arg_tuples: list[tuple], jobs: int, desc: str = "classifier cross-validation") -> list:
+def run_folds(fn, arg_tuples: list[tuple], jobs: int, desc: str = "classifier cross-validation",
+              unit: str = "folds") -> list:
     """``fn(*args)`` for each tuple, in order, in ``jobs`` single-threaded worker processes,
-    with a progress bar ``desc`` (one step a fold; :func:`factcheck.progress.progress`)."""
+    with a progress bar ``desc`` (one step a task; :func:`factcheck.progress.progress`)."""
     global _workers
     # joblib's factory, not loky's: joblib's loky backend reuses this process-wide executor.
     n = max(1, min(effective_n_jobs(jobs), len(arg_tuples)))
@@ -203,7 +215,7 @@ def run_folds(fn, arg_tuples: list[tuple], jobs: int, desc: str = "classifier cr
         executor = _workers = get_memmapping_executor(n, env=_ONE_THREAD, timeout=60)
         results = executor.map(fn, *zip(*arg_tuples))  # submits every task: the workers start here
     # Minutes on a large training set: the bar advances as each fold's results arrive, in order.
-    return list(progress_bar(results, desc=desc, total=len(arg_tuples), unit="folds"))
+    return list(progress_bar(results, desc=desc, total=len(arg_tuples), unit=unit))
 
 
 def release_workers() -> None:

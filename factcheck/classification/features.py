@@ -160,13 +160,19 @@ class ClaimEvidenceFeatures(BaseEstimator, TransformerMixin):
 
     def transform_views(self, views: dict):
         """Transform precomputed :func:`views_of` output."""
-        parts = []
-        for g in self.groups:
+        parts = self.group_matrices(views)
+        return sp.hstack([parts[g] for g in self.groups]).tocsr()
+
+    def group_matrices(self, views: dict, groups=None) -> dict:
+        """Each group's columns of :meth:`transform_views` (``groups``: of those only), by group.
+        A group is fitted alone, so its columns are the same in any feature set that holds it."""
+        out = {}
+        for g in self.groups if groups is None else groups:
             if g in SCALED:
-                parts.append(sp.csr_matrix(getattr(self, SCALED[g]).transform(views[g]) * self.stats_weight))
+                out[g] = sp.csr_matrix(getattr(self, SCALED[g]).transform(views[g]) * self.stats_weight)
             else:
-                parts.append(self.vectorizers_[g].transform(views[g]))
-        return sp.hstack(parts).tocsr()
+                out[g] = self.vectorizers_[g].transform(views[g])
+        return out
 
     def fit(self, X, y=None):
         """Fit every group's vectoriser or scaler on the pairs ``X``."""

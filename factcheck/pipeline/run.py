@@ -437,7 +437,7 @@ def train_system(index, train, out: Path, method: str = "auto", progress=None, c
     train = tuning_subsample(train, max_tuning_claims)
     fit, holdout = train_holdout_split(train)
     with clock.step("tuning and training retrievers on the training split"):
-        candidates = selection.tune_retrievers(index, fit, holdout, out, method, progress, mode, pool)
+        candidates = selection.tune_retrievers(index, fit, holdout, out, method, progress, mode, pool, jobs=jobs)
     retriever = candidates.retrievers[candidates.best]
 
     # The classifier and its reader chosen together by cross-validation (training.classifier_cv);

@@ -180,11 +180,12 @@ class PoolRetriever(Retriever):
                 out[n] = (rows, bm25[rows], first)
         return out
 
-    def cosines(self, texts: list[str], rows: list[np.ndarray]) -> list[np.ndarray]:
+    def cosines(self, texts: list[str], rows: list[np.ndarray], embed=None) -> list[np.ndarray]:
         """The second stage's cosine of each claim of ``texts`` with the passages ``rows[i]``:
-        every claim's new passages embedded together (and stored as one segment)."""
+        every claim's new passages embedded together (and stored as one segment; ``embed``:
+        how, as :meth:`~factcheck.tagging.pool_vectors.PoolVectorCache.vectors` takes it)."""
         every = np.unique(np.concatenate(rows)) if rows else np.zeros(0, dtype=np.int64)
-        vectors = self.cache_.vectors(list(self.index_.texts.take(every))) if len(every) else None
+        vectors = self.cache_.vectors(list(self.index_.texts.take(every)), embed) if len(every) else None
         queries = self.embedder_.embed(list(texts), kind="query") if texts else None
         # float64 row sums, no BLAS: a passage's score never depends on its pool-mates.
         return [np.einsum("ij,j->i", vectors[np.searchsorted(every, r)].astype(np.float64), q.astype(np.float64))

@@ -90,15 +90,18 @@ class PoolVectorCache:
         self._read: set[str] = set()  # segment files already read
         self._writable = True
 
-    def vectors(self, texts: list[str]) -> np.ndarray:
+    def vectors(self, texts: list[str], embed=None) -> np.ndarray:
         """The model's passage vectors of ``texts`` (float32, one row each): read from the
-        cache, or embedded and added to it."""
+        cache, or embedded and added to it. ``embed``: texts -> their vectors by this model, in
+        place of ``embedder.embed`` (another process's copy of it: a vector is the same bits)."""
         keys = [text_key(t) for t in texts]
         if any(k not in self._rows for k in keys):
             self._refresh()  # segments other processes (or earlier runs) wrote since
         todo = sorted({k: t for k, t in zip(keys, texts) if k not in self._rows}.items())
         if todo:
-            fresh = np.ascontiguousarray(self.embedder.embed([t for _, t in todo], "passage", memo=False), dtype=DTYPE)
+            new = [t for _, t in todo]
+            fresh = self.embedder.embed(new, "passage", memo=False) if embed is None else embed(new)
+            fresh = np.ascontiguousarray(fresh, dtype=DTYPE)
             self.embedded += len(todo)
             self._rows.update((k, fresh[i]) for i, (k, _) in enumerate(todo))
             self._save([k for k, _ in todo], fresh)

@@ -90,7 +90,7 @@ def training_data(index, fit_claims, holdout_claims, configs, terms: TermIndex |
 
 def train_reranker(index, fit_claims, holdout_claims, *, dense: bool = False, configs=None, grid=DEFAULT_GRID,
                    features: list[str] | None = None, memory_claims=None,
-                   data: TrainingData | None = None, progress: bool | None = None) -> RerankRetriever:
+                   data: TrainingData | None = None, progress: bool | None = None, jobs: int = 1) -> RerankRetriever:
     """Train a reranker on ``fit_claims``; choose the candidate settings, the model and the
     cut-off on ``holdout_claims`` (best mean evidence F; ties: the first).
 
@@ -114,6 +114,8 @@ def train_reranker(index, fit_claims, holdout_claims, *, dense: bool = False, co
         Reuse precomputed features (then ``configs`` is ignored).
     progress : bool or None
         Progress bars: None automatic, False never.
+    jobs : int, default 1
+        Worker processes fitting the models (-1: all cores); the same retriever whatever it is.
 
     Returns
     -------
@@ -136,6 +138,7 @@ def train_reranker(index, fit_claims, holdout_claims, *, dense: bool = False, co
     t0 = time.perf_counter()
     if configs is None:
         configs = DENSE_CANDIDATES if dense else DEFAULT_CANDIDATES
+    grid = list(grid)
     datas = [data] if data is not None else training_data(index, fit_claims, holdout_claims, list(configs),
                                                           progress=progress)
     uses_dense = all(d.dense is not None for d in datas)
@@ -143,13 +146,16 @@ def train_reranker(index, fit_claims, holdout_claims, *, dense: bool = False, co
         else [list(F.FEATURES)]
     best = best_data = None
     log = []
-    for d in datas:
-        for feats in feature_sets:
-            trial, trial_log = fit_and_tune(d.fit_set, d.holdout_set, feats, list(grid), progress)
-            tag = {"features_left_out": [f for f in ALL_FEATURES if f not in feats]} if uses_dense else {}
-            log += [{"candidates": d.config.to_json(), **tag, **entry} for entry in trial_log]
-            if best is None or trial.holdout_f > best.holdout_f + 1e-12:
-                best, best_data = trial, d
+    trials = [(d, feats) for d in datas for feats in feature_sets]
+    fitted = fit_trials([(d.fit_set, d.holdout_set, feats, config) for d, feats in trials for config in grid],
+                        jobs, progress)
+    for n, (d, feats) in enumerate(trials):
+        trial, trial_log = fit_and_tune(d.fit_set, d.holdout_set, feats, list(grid),
+                                        fitted=fitted[n * len(grid):(n + 1) * len(grid)])
+        tag = {"features_left_out": [f for f in ALL_FEATURES if f not in feats]} if uses_dense else {}
+        log += [{"candidates": d.config.to_json(), **tag, **entry} for entry in trial_log]
+        if best is None or trial.holdout_f > best.holdout_f + 1e-12:
+            best, best_data = trial, d
     features = best.features
     d = best_data
     hold_scores = best.model.predict(d.holdout_set.X)
@@ -202,7 +208,9 @@ def build_claim_sets(generators: list[CandidateGenerator], ctx, claims, row_of: 
                      progress: bool | None = None, desc: str = "reranker features") -> list[ClaimSet]:
     """:func:`build_claim_set` for each generator, in one pass over ``claims``: the BM25 first
     stage (the corpus-sized part of a pool) ranks :data:`POOL_CLAIMS` claims at a time, once
-    for the generators that share it, at the deepest of their depths (each takes its prefix)."""
+    for the generators that share it, at the deepest of their depths (each takes its prefix);
+    a claim's dense scores (the other corpus-sized part) are computed once for the generators
+    sharing a scorer."""
     claims = list(claims)
     sharing = [next(j for j in range(g + 1) if generators[j].shares_scores(generator))
                for g, generator in enumerate(generators)]
@@ -214,11 +222,15 @@ def build_claim_sets(generators: list[CandidateGenerator], ctx, claims, row_of: 
             texts = [c.text for c in claims[i:i + POOL_CLAIMS]]
             firsts = {j: generators[j].first_stage(texts, depth[j]) for j in depth}
         gold = np.array(sorted({row_of[e] for e in claim.evidences if e in row_of}), dtype=np.int64)
+        dense = {}  # id(scorer) -> the claim's scores
         for g, generator in enumerate(generators):
             q, rows, scores = firsts[sharing[g]][i % POOL_CLAIMS]
             d = generator.config.depth
+            if generator.dense is not None and id(generator.dense) not in dense:
+                dense[id(generator.dense)] = generator.dense.scores(claim.text)
             cands = generator.generate(claim.text, exclude_memory=i if leave_one_out else None,
-                                       first=(q, rows[:d], scores[:d]))
+                                       first=(q, rows[:d], scores[:d]),
+                                       dense_scores=dense.get(id(generator.dense)))
             rows, Xs, ys, n_gold = parts[g]
             rows.append(cands.rows)
             Xs.append(pool_features(ctx, cands, generator.config.k1, generator.config.b, generator.dense))
@@ -241,13 +253,31 @@ class Trial:
     holdout_f: float
 
 
-def fit_and_tune(fit_set: ClaimSet, holdout_set: ClaimSet, features: list[str],
-                 grid: list[ModelConfig], progress: bool | None = None) -> tuple[Trial, list[dict]]:
-    """Fit each configuration, tune its cut-off on the holdout, keep the best."""
+def fit_trial(fit_set: ClaimSet, holdout_set: ClaimSet, features: list[str],
+              config: ModelConfig) -> tuple[RelevanceModel, Cutoff, float]:
+    """One configuration fitted on ``fit_set``, its cut-off tuned on ``holdout_set``, and that cut-off's F."""
+    model = RelevanceModel(features, config).fit(fit_set.X, fit_set.y)
+    return (model, *tune_holdout_cutoff(model, holdout_set))
+
+
+def fit_trials(args: list[tuple], jobs: int = 1, progress: bool | None = None) -> list[tuple]:
+    """:func:`fit_trial` of each argument tuple, in order: in ``jobs`` worker processes when
+    more than one (a fit is deterministic on its one thread, so the same models whatever ``jobs``)."""
+    from joblib import effective_n_jobs
+    if effective_n_jobs(jobs) > 1 and len(args) > 1:
+        from factcheck.classification.cv import run_folds
+        return run_folds(fit_trial, args, jobs, desc="reranker models", unit="models")
+    return [fit_trial(*a) for a in progress_bar(args, desc="reranker models", unit="models", enabled=progress)]
+
+
+def fit_and_tune(fit_set: ClaimSet, holdout_set: ClaimSet, features: list[str], grid: list[ModelConfig],
+                 progress: bool | None = None, fitted: list[tuple] | None = None) -> tuple[Trial, list[dict]]:
+    """Fit each configuration, tune its cut-off on the holdout, keep the best (``fitted``:
+    :func:`fit_trial`'s result of each configuration, already at hand)."""
     best, log = None, []
-    for config in progress_bar(grid, desc="reranker models", unit="models", enabled=progress):
-        model = RelevanceModel(features, config).fit(fit_set.X, fit_set.y)
-        cutoff, f = tune_holdout_cutoff(model, holdout_set)
+    fitted = fitted if fitted is not None else fit_trials([(fit_set, holdout_set, features, c) for c in grid],
+                                                          progress=progress)
+    for config, (model, cutoff, f) in zip(grid, fitted, strict=True):
         log.append({"model": config.to_json(), "cutoff": cutoff.to_json(), "holdout_f": f})
         if best is None or f > best.holdout_f + 1e-12:
             best = Trial(config, list(features), model, cutoff, f)

@@ -34,10 +34,11 @@ class TunedRetrievers:
 
 
 def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progress=None,
-                    mode: str = "course", pool: dict | None = None) -> TunedRetrievers:
+                    mode: str = "course", pool: dict | None = None, jobs: int = 1) -> TunedRetrievers:
     """Every candidate tuned (sweeps written to ``out/tuning``) and scored on the hold-out
     (``pool``: the two-stage retriever's ``model`` and the pool settings given, when it is named;
-    :func:`~factcheck.training.tuning.sweep_pool` tunes the others)."""
+    :func:`~factcheck.training.tuning.sweep_pool` tunes the others); ``jobs``: worker processes
+    for the reranker's models and the pools' new passages (the same results whatever it is)."""
     from factcheck.retrieval.bm25 import BM25Retriever
     from factcheck.retrieval.tag_rule import TagRuleRetriever
 
@@ -58,14 +59,15 @@ def tune_retrievers(index, fit, holdout, out: Path, method: str = "auto", progre
             add("dense", dense, DenseRetriever)
         if method == "pool" or (method == "auto" and pool is not None):  # named, or a transformer given
             from factcheck.retrieval.pool import PoolRetriever
-            add("pool", tuning.sweep_pool(index, fit, holdout, bm25["k1"], bm25["b"], pool, progress=progress),
-                PoolRetriever)
+            add("pool", tuning.sweep_pool(index, fit, holdout, bm25["k1"], bm25["b"], pool, progress=progress,
+                                          jobs=jobs), PoolRetriever)
     if method == "tfidf":  # no automatic candidate: tuned only when named
         from factcheck.retrieval.tfidf import TfidfRetriever
         add("tfidf", tuning.sweep_tfidf(index, fit, holdout, progress=progress), TfidfRetriever)
     if method in ("auto", "rerank"):  # training it takes minutes: not when another method is named
         from factcheck.training.rerank import train_reranker
-        c.retrievers["rerank"] = train_reranker(index, fit, holdout, progress=progress, dense=(mode == "open"))
+        c.retrievers["rerank"] = train_reranker(index, fit, holdout, progress=progress, dense=(mode == "open"),
+                                                  jobs=jobs)
 
     for name, sweep in c.sweeps.items():
         sweep.write_csv(out / "tuning" / f"{name}-sweep.csv")

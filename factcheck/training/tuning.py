@@ -16,6 +16,9 @@ from factcheck.formats.files import write_csv_atomic
 
 SHORTLIST = 5
 POOL_SWEEP_BATCH = 256  # claims whose pools are embedded together (memory only, never the result)
+# New pool passages from which a batch is embedded in worker processes, and at most how many a
+# worker embeds at a time (speed and memory only: a vector is the same bits in any process).
+PARALLEL_PASSAGES, PASSAGES_A_TASK = 1_000, 2_000
 TAG_GRID = {
     "t_sim": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.7),
     "t_overlap": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6),
@@ -165,8 +168,35 @@ def pool_orders(given: dict | None = None, weights=POOL_GRID["weights"]) -> list
     return [o for o in out if all(o[k] == given[k] for k in ("combine", *POOL_WEIGHTS) if k in given)]
 
 
+def embed_passages(model: dict, texts: list[str]) -> np.ndarray:
+    """``texts`` embedded as passages by ``model`` (an embedder's identity): a worker's task."""
+    from factcheck.text.embedding import load_embedder
+    return load_embedder(model).embed(texts, "passage", memo=False)
+
+
+def workers_embed(embedder, jobs: int):
+    """An ``embed`` for :meth:`~factcheck.tagging.pool_vectors.PoolVectorCache.vectors` that
+    splits :data:`PARALLEL_PASSAGES` passages or more among ``jobs`` single-threaded worker
+    processes (None for one job: the embedder's own threads). One thread a process costs less
+    CPU than the threads of one process (docs/decisions.md, "Embedding speed")."""
+    from joblib import effective_n_jobs
+    from factcheck.classification.cv import run_folds
+    workers = effective_n_jobs(jobs)
+    if workers < 2:
+        return None
+
+    def embed(texts: list[str]) -> np.ndarray:
+        if len(texts) < PARALLEL_PASSAGES:
+            return embedder.embed(texts, "passage", memo=False)
+        cuts = np.linspace(0, len(texts), max(workers, -(-len(texts) // PASSAGES_A_TASK)) + 1).astype(int).tolist()
+        return np.concatenate(run_folds(embed_passages, [(embedder.identity, texts[a:z]) for a, z in
+                                                         zip(cuts, cuts[1:])], jobs, "embedding pool passages",
+                                        unit="tasks"))
+    return embed
+
+
 def sweep_pool(index, fit_claims, holdout_claims, k1: float, b: float, pool: dict | None = None,
-               grid=POOL_GRID, progress=None) -> Sweep:
+               grid=POOL_GRID, progress=None, jobs: int = 1) -> Sweep:
     """Open mode, the two stages (:class:`~factcheck.retrieval.pool.PoolRetriever`): every
     pool setting ``pool`` does not give (``pool_size``, ``combine``, ``bm25_weight``,
     ``dense_weight``) swept over ``grid`` (:func:`pool_orders`), a given one fixed, and k;
@@ -176,7 +206,8 @@ def sweep_pool(index, fit_claims, holdout_claims, k1: float, b: float, pool: dic
     (:meth:`~factcheck.retrieval.pool.PoolRetriever.pools`) and the largest pools' passages are
     embedded once; each setting orders the same cosines (:func:`~factcheck.retrieval.pool.combine_scores`).
     The choice is the first row with the best fit F (:meth:`Sweep.choose`'s ``"fit"``), rows
-    in the order pool size, :func:`pool_orders`, k.
+    in the order pool size, :func:`pool_orders`, k. ``jobs``: worker processes embedding the
+    pools' new passages (:func:`workers_embed`; the same rows whatever it is).
     """
     from factcheck.retrieval.pool import PoolRetriever, combine_scores
     from factcheck.scoring.topk import top_k
@@ -187,6 +218,7 @@ def sweep_pool(index, fit_claims, holdout_claims, k1: float, b: float, pool: dic
     fixed = {"model": given["model"]} if "model" in given else {}
     r = PoolRetriever(**fixed, k1=k1, b=b, pool_size=max(sizes)).fit(index)
     ks, ids = grid["k"], index.ids
+    embed = workers_embed(r.embedder_, jobs)
     parts = {"fit": fit_claims, "holdout": holdout_claims}
     # F by setting and part: k x claims (a k's row contiguous, as mean_f's array of the claims' F)
     scored = {(n, i): {part: np.zeros((len(ks), len(claims))) for part, claims in parts.items()}
@@ -203,7 +235,7 @@ def sweep_pool(index, fit_claims, holdout_claims, k1: float, b: float, pool: dic
                 pools = [r.pools(t, sizes) for t in texts]
                 # Each claim's passages of every size (those of its largest pools), embedded and scored once.
                 unions = [np.unique(np.concatenate([p[n][0] for n in sizes])) for p in pools]
-                for c, (claim, p, union, cos_all) in enumerate(zip(batch, pools, unions, r.cosines(texts, unions)),
+                for c, (claim, p, union, cos_all) in enumerate(zip(batch, pools, unions, r.cosines(texts, unions, embed)),
                                                                start):
                     for n in sizes:
                         rows, bm25, dense = p[n]

@@ -157,3 +157,24 @@ def test_dense_training_chooses_among_the_feature_sets(dense_trained):
     assert tuple(dense_trained.model.features) in DENSE_FEATURE_SETS
     left_out = {tuple(e["features_left_out"]) for e in dense_trained.report["grid"]}
     assert len(left_out) == len(DENSE_FEATURE_SETS)
+
+
+def test_candidate_settings_sharing_a_dense_scorer_score_each_claim_once_with_each_settings_own_features(
+        vector_index, monkeypatch):
+    """The training pass computes a claim's dense scores once for every candidate setting: each
+    setting's features must be those it computes alone."""
+    from factcheck.retrieval.dense import DenseRetriever
+    from factcheck.training.rerank import training_data
+    fit, holdout = _split()
+    configs = [CandidateConfig(memory_k=5, dense_depth=10), CandidateConfig(memory_k=8, dense_depth=20)]
+    calls = []
+    scores = DenseRetriever.scores
+    monkeypatch.setattr(DenseRetriever, "scores", lambda self, claim: calls.append(claim) or scores(self, claim))
+    together = training_data(vector_index, fit, holdout, configs)
+    assert len(calls) == len(fit) + len(holdout)
+    for config, shared in zip(configs, together, strict=True):
+        alone, = training_data(vector_index, fit, holdout, [config])
+        for part in ("fit_set", "holdout_set"):
+            a, b = getattr(shared, part), getattr(alone, part)
+            assert np.array_equal(a.X, b.X) and np.array_equal(a.y, b.y)
+            assert all(np.array_equal(x, y) for x, y in zip(a.rows, b.rows, strict=True))

@@ -190,3 +190,36 @@ def test_the_classifier_reads_only_groups_computed_from_the_pairs_themselves():
     views = views_of([("sea rises", ["sea level rises"]), ("ice melts", [])], ("stats",))
     with pytest.raises(ValueError, match="groups must be a non-empty subset"):
         ClaimEvidenceFeatures(groups=("stats", "contextual")).fit_views(views)
+
+
+def test_a_folds_feature_sets_share_each_groups_columns_and_give_what_each_set_alone_gave():
+    """The fold job fits and transforms each group once for every feature set holding it: the
+    fits must be those of each set's own features (the dense and stats groups scaled per weight)."""
+    from factcheck.classification.cv import GRID, _fold_job, configs, fit_scored
+    from factcheck.classification.features import ClaimEvidenceFeatures, concat_views, take_views, views_of
+    from factcheck.training.classifier_cv import open_grid
+
+    rng = np.random.default_rng(7)
+    words = "ice sea level rising falling warming cooling carbon record heat cold not".split()
+    X = [(" ".join(rng.choice(words, 6)), [" ".join(rng.choice(words, 8)) for _ in range(3)]) for _ in range(60)]
+    y = np.array([LABELS[i % 4] for i in range(60)])
+    gold, read = views_of(X), views_of([(c, e[:1]) for c, e in X])
+    for views in (gold, read):  # the dense group's numbers, without loading a model
+        views["dense"] = rng.random((len(X), 4))
+    grid = {**open_grid(GRID), "stats_weight": (0.3, 1.0), "augment": (True, False)}
+    cfgs = configs(grid)
+    split = cv_splits(list(y), folds=3, repeats=1)[0]
+    labels = tuple(sorted(set(y.tolist())))
+    shared = _fold_job(split, y, gold, read, cfgs, labels)
+    assert sorted(shared) == list(range(len(cfgs)))
+    for i, c in enumerate(cfgs):
+        train_views, y_train = take_views(gold, split.train), y[split.train]
+        if c.augment:
+            train_views = concat_views(train_views, take_views(read, split.train))
+            y_train = np.concatenate([y_train, y_train])
+        features = ClaimEvidenceFeatures(groups=c.groups, stats_weight=c.stats_weight).fit_views(train_views)
+        alone = fit_scored(features.transform_views(train_views), y_train, c,
+                           features.transform_views(take_views(read, split.test)),
+                           features.transform_views(take_views(gold, split.test)), labels)
+        for a, b in zip(shared[i], alone, strict=True):
+            assert np.array_equal(a, b), c

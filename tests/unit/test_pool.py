@@ -445,10 +445,10 @@ def test_the_pool_sweep_scores_each_claims_first_stage_once_and_embeds_its_pools
         monkeypatch.setattr(cls, name, counted)
     vectors = PoolVectorCache.vectors
 
-    def counted_vectors(self, texts):
+    def counted_vectors(self, texts, embed=None):
         calls["vectors"] += 1
         before = self.embedded
-        out = vectors(self, texts)
+        out = vectors(self, texts, embed)
         assert self.embedded - before == len(set(texts) - calls["embedded"])  # nothing embedded twice
         calls["embedded"] |= set(texts)
         return out
@@ -600,3 +600,37 @@ def test_the_pool_sweeps_evidence_is_the_chosen_retrievers(index, built, given):
     assert all(s.chosen[k] == v for k, v in given.items())
     retrieved = evidence_of(run_retrieval(PoolRetriever(**s.chosen).fit(idx), [*fit, *holdout], depth=0))
     assert s.evidence == retrieved
+
+
+@pytest.mark.slow
+def test_the_pool_sweep_embeds_in_worker_processes_the_vectors_and_rows_of_one_process(built, tmp_path, monkeypatch):
+    """With jobs > 1 a batch's new passages are embedded in worker processes (a task of a few
+    here): the same cached vectors, rows, choice and evidence as one process embedding them."""
+    from factcheck.classification import cv
+    from factcheck.tagging.index import TagIndex
+    from factcheck.tagging.pool_vectors import PoolVectorCache
+    from factcheck.text.embedding import load_embedder
+    from factcheck.training import tuning
+    fit, holdout = _claims()
+    grid = {**tuning.POOL_GRID, "pool_size": (3, 6)}
+    tasks = []
+    run_folds = cv.run_folds
+    monkeypatch.setattr(cv, "run_folds", lambda fn, args, *a, **kw: tasks.extend(args) or run_folds(fn, args, *a, **kw))
+    monkeypatch.setattr(tuning, "PARALLEL_PASSAGES", 2)
+    monkeypatch.setattr(tuning, "PASSAGES_A_TASK", 5)
+    sweeps, caches = {}, {}
+    for jobs in (1, 2):
+        shutil.copytree(built[0], tmp_path / f"index-{jobs}")
+        index = TagIndex.load(tmp_path / f"index-{jobs}")
+        sweeps[jobs] = tuning.sweep_pool(index, fit, holdout, 0.9, 0.4, {"model": str(built[1])}, grid=grid,
+                                         progress=False, jobs=jobs)
+        caches[jobs] = PoolVectorCache(index.root, load_embedder(str(built[1])))
+        if jobs == 1:
+            assert not tasks
+    assert len(tasks) > 2 and all(len(texts) <= 5 for _, texts in tasks)
+    assert sweeps[2].rows == sweeps[1].rows and sweeps[2].chosen == sweeps[1].chosen
+    assert sweeps[2].evidence == sweeps[1].evidence
+    texts = list(DEMO_PASSAGES.values())
+    cached = caches[2].vectors(texts)
+    assert caches[2].embedded < len(texts)  # most came from the workers
+    assert np.array_equal(cached, caches[1].vectors(texts))

@@ -112,6 +112,24 @@ def test_deterministic(trained, index, dev_texts):
     assert _snapshot(again, dev_texts) == _snapshot(trained, dev_texts)
 
 
+@pytest.mark.slow
+def test_the_models_fitted_in_worker_processes_are_the_models_fitted_here(index, dev_texts):
+    """jobs > 1 fits the grid's models in workers: the same trials, choice and rankings as one
+    process (each fit is deterministic on its one thread)."""
+    fit, holdout = train_holdout_split(read_claims(DEMO / "train-claims.json"))
+    grid = (FAST_GRID[0], ModelConfig(learning_rate=0.2, max_iter=30, max_leaf_nodes=5, min_samples_leaf=3))
+    configs = (CandidateConfig(memory_k=5), CandidateConfig(memory_k=10))
+    here, workers = (train_reranker(index, fit, holdout, configs=configs, grid=grid, jobs=jobs, progress=False)
+                     for jobs in (1, 2))
+    assert len(here.report["grid"]) == 4 and here.report["grid"] == workers.report["grid"]
+    from factcheck.training.rerank import fit_and_tune, training_data
+    each = [{"candidates": d.config.to_json(), **entry} for d in training_data(index, fit, holdout, list(configs))
+            for entry in fit_and_tune(d.fit_set, d.holdout_set, list(F.FEATURES), list(grid))[1]]
+    assert here.report["grid"] == each  # each candidate setting's models, in their order
+    assert here.report["chosen"] == workers.report["chosen"]
+    assert _snapshot(workers, dev_texts) == _snapshot(here, dev_texts)
+
+
 def test_self_retrieval(trained, index):
     rows = [r for r in range(len(index)) if len(stems(index.text(r))) >= 4]
     texts = [index.text(r) for r in rows]

@@ -106,11 +106,12 @@ class CandidateGenerator:
         return other.terms is self.terms and (other.config.k1, other.config.b) == (self.config.k1, self.config.b)
 
     def generate(self, text: str, exclude_memory: int | None = None, first=None,
-                 memory_sims=None) -> Candidates:
+                 memory_sims=None, dense_scores=None) -> Candidates:
         """The pool for one claim; ``exclude_memory`` hides that training claim from memory;
         ``first``: :meth:`first_stage`'s for this claim at this config's depth (None: ranked
         here), the pool's other rows scored alone; ``memory_sims``: the claim's
-        :meth:`ClaimMemory.similarities`, when already at hand."""
+        :meth:`ClaimMemory.similarities`, and ``dense_scores`` its ``dense.scores``, when
+        already at hand."""
         cfg = self.config
         (q, bm_rows, bm_scores), = [first] if first is not None else self.first_stage([text])
         bm_scores = bm_scores.astype(np.float64)
@@ -121,7 +122,7 @@ class CandidateGenerator:
             mem_rows = nb.rows
         cos = dense_rows = dense_list = dense_nb = None
         if self.dense is not None:
-            cos = self.dense.scores(text)
+            cos = self.dense.scores(text) if dense_scores is None else dense_scores
             dense_list = TopK(*top_k(cos, cfg.dense_depth))
             dense_rows = dense_list.rows[dense_list.scores > 0]
             if self.memory_vectors is not None and cfg.memory_k > 0:
