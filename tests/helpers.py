@@ -147,6 +147,12 @@ def usage_error(*args):
     return SimpleNamespace(returncode=exc.value.code, stderr=err.getvalue(), stdout="")
 
 
+def tasks_in_this_process(fn, arg_tuples, jobs, **bar):
+    """What ``cv.run_folds`` returns, computed here one task after another (a test's stand-in:
+    no worker process; each task is independent and single-threaded, so the same results)."""
+    return [fn(*args) for args in arg_tuples]
+
+
 def make_run(out: Path, *extra, data: Path = DEMO):
     """``factcheck run --data-dir DATA --out OUT --quiet --jobs 1 EXTRA`` in this process,
     starting no process: cross-validation's folds, which the command runs in a worker
@@ -156,11 +162,8 @@ def make_run(out: Path, *extra, data: Path = DEMO):
     succeeds; returns its CompletedProcess-like result (``in_process``)."""
     from factcheck.classification import cv
 
-    def in_this_process(fn, arg_tuples, jobs, desc=None):
-        return [fn(*args) for args in arg_tuples]
-
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cv, "run_folds", in_this_process)
+        patch.setattr(cv, "run_folds", tasks_in_this_process)
         proc = in_process("run", "--data-dir", data, "--out", out, "--quiet", "--jobs", "1", *extra)
     assert proc.returncode == 0, proc.stderr
     return proc

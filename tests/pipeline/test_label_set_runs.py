@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import factcheck
-from helpers import DEMO, assert_one_line_error, in_process, make_run
+from helpers import DEMO, assert_one_line_error, in_process, make_run, tasks_in_this_process
 from factcheck.classification.model import load_classifier
 
 with warnings.catch_warnings():
@@ -121,7 +121,7 @@ def test_the_explain_app_names_the_models_labels(labelled_run):
 
 def test_train_on_two_labels_then_predict(demo_index, tmp_path, monkeypatch):
     from factcheck.classification import cv
-    monkeypatch.setattr(cv, "run_folds", lambda fn, arg_tuples, jobs: [fn(*a) for a in arg_tuples])  # no workers
+    monkeypatch.setattr(cv, "run_folds", tasks_in_this_process)  # no workers
     data = relabelled_demo(tmp_path / "data", LABEL_SETS["two"])
     proc = in_process("train", "--index", demo_index, "--claims", data / FILES["train"], "--model", tmp_path / "model")
     assert proc.returncode == 0, proc.stderr

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import DEMO, assert_one_line_error, in_process
+from helpers import DEMO, assert_one_line_error, in_process, tasks_in_this_process
 
 CLAIM = "Sea levels are rising."
 
@@ -188,7 +188,7 @@ def test_a_run_never_finishes_with_its_index_replaced(tmp_path, demo_index, othe
         tagged.append(in_process("tag", other_evidence, "--out", index, "--force"))
         return train(*args, **kwargs)
     monkeypatch.setattr(pipeline, "train_system", replaced_meanwhile)
-    monkeypatch.setattr(cv, "run_folds", lambda fn, arg_tuples, jobs: [fn(*a) for a in arg_tuples])
+    monkeypatch.setattr(cv, "run_folds", tasks_in_this_process)
     proc = in_process("run", "--data-dir", DEMO, "--out", out, "--quiet", "--jobs", "1", *extra)
     if whose == "the run's":
         assert_one_line_error(tagged[0], str(index), "in use by another factcheck run")

@@ -38,13 +38,10 @@ def test_a_bad_cap_names_its_parameter(bad):
 
 def test_train_uses_the_sample_and_says_so(tmp_path, demo_index):
     from factcheck.classification import cv
-    from helpers import DEMO, in_process
-
-    def in_this_process(fn, arg_tuples, jobs, desc=None):
-        return [fn(*args) for args in arg_tuples]
+    from helpers import DEMO, in_process, tasks_in_this_process
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cv, "run_folds", in_this_process)
+        patch.setattr(cv, "run_folds", tasks_in_this_process)
         proc = in_process("train", "--index", demo_index, "--claims", DEMO / "train-claims.json",
                           "--model", tmp_path / "model", "--max-tuning-claims", "14")
     assert proc.returncode == 0, proc.stderr
@@ -75,13 +72,10 @@ def test_a_sample_that_misses_a_label_is_refused_naming_the_cap():
 def test_run_scores_every_retriever_on_one_dev_sample_beyond_the_scoring_cap(tmp_path, demo_index):
     import json
     from factcheck.classification import cv
-    from helpers import DEMO, in_process
-
-    def in_this_process(fn, arg_tuples, jobs, desc=None):
-        return [fn(*args) for args in arg_tuples]
+    from helpers import DEMO, in_process, tasks_in_this_process
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cv, "run_folds", in_this_process)
+        patch.setattr(cv, "run_folds", tasks_in_this_process)
         proc = in_process("run", "--data-dir", DEMO, "--index", demo_index, "--out", tmp_path / "out",
                           "--max-scoring-claims", "2", "--quiet")
     assert proc.returncode == 0, proc.stderr
