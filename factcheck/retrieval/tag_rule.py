@@ -160,8 +160,8 @@ class TagRuleRetriever(Retriever):
                 settled = [(a, b) for a, b in left if best_ov[a] > b]
                 if not settled:
                     continue
-                loosest = (cos > min(a for a, _ in settled)) & (ov > min(b for _, b in settled))
-                ranked = group[loosest][rank_order(cand[group[loosest]], combined[group[loosest]])]
+                loosest = group[(cos > min(a for a, _ in settled)) & (ov > min(b for _, b in settled))]
+                ranked = loosest[rank_order(cand[loosest], combined[loosest])]
                 for a, b in settled:
                     got[(a, b)] = cand[ranked[(cosine[ranked] > a) & (overlap[ranked] > b)][:k]], "filtered"
                 left = [ab for ab in left if ab not in got]

@@ -263,15 +263,12 @@ def fit_trial(fit_set: ClaimSet, holdout_set: ClaimSet, features: list[str],
 
 def fit_trials(args: list[tuple], jobs: int = 1, progress: bool | None = None) -> list[tuple]:
     """:func:`fit_trial` of each argument tuple, in order: in ``jobs`` worker processes when
-    more than one, each fit on one native thread there and here (a gradient-boosted model's
-    bits depend on its threads' count), so the same models whatever ``jobs``."""
+    more than one (a fit's bits do not depend on its threads), so the same models whatever ``jobs``."""
     from joblib import effective_n_jobs
-    from threadpoolctl import threadpool_limits
     if effective_n_jobs(jobs) > 1 and len(args) > 1:
         from factcheck.classification.cv import run_folds
         return run_folds(fit_trial, args, jobs, desc="reranker models", unit="models")
-    with threadpool_limits(limits=1):
-        fitted = [fit_trial(*a) for a in progress_bar(args, desc="reranker models", unit="models", enabled=progress)]
+    fitted = [fit_trial(*a) for a in progress_bar(args, desc="reranker models", unit="models", enabled=progress)]
     # A worker's result arrives pickled, sharing no object with the arguments: the same here, or
     # the saved model's object graph (skops numbers shared objects), so its bytes, would follow jobs.
     return [pickle.loads(pickle.dumps(f)) for f in fitted]
