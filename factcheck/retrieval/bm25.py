@@ -57,18 +57,7 @@ class BM25Retriever(TermRetriever):
             self.weights_ = cached_weights(None, "", {}, terms.counts, terms.lengths, self.k1, self.b)
             self.vocabulary_, self._columns = terms.vocabulary, terms.columns
             return
-        cache = key = None
-        if not self._cache or index.root is None:  # an index in memory has no directory to cache in
-            counts = corpus_counts(index)
-        else:
-            cache = DerivedCache(index.root)
-            key = {"plan_key": index.manifest.data.get("plan_key"), "passages": len(index), "version": COUNTS_VERSION}
-
-            def build(folder):
-                _save_counts(corpus_counts(index, spill=folder / SPILL), folder)
-                _COUNTS.pop(index, None)  # its saved copy, mapped, replaces it: freed before the files are hashed
-            counts = cache.load_or_build("bm25/counts", key, build, _load_counts)
-            _COUNTS.pop(index, None)
+        counts, cache, key = stem_counts(index, self._cache)
         # "lucene": the one BM25 variant, kept in the cache's name and key so caches made before still match.
         self.weights_ = cached_weights(cache, "bm25/lucene", {"counts": key, "k1": self.k1, "b": self.b,
                                                               "method": "lucene"},
@@ -100,7 +89,7 @@ class SweepTerms:
     for nothing there)."""
 
     def __init__(self, index, texts: list[str]):
-        counts = corpus_counts(index)
+        counts = stem_counts(index)[0]
         queries = TermColumns(dict(zip(counts.terms, range(len(counts.terms))))).counts(list(texts), "stems")
         held = np.unique(queries.indices)
         self.counts = counts.counts.take_terms(held)
@@ -125,6 +114,25 @@ def cached_weights(cache: DerivedCache | None, name: str, key: dict, counts: Ter
 
 
 SPILL = "counting"  # each shard's counts while the cache's matrix is built (removed before it is recorded)
+
+
+def stem_counts(index, cache: bool = True) -> tuple[CorpusCounts, DerivedCache | None, dict | None]:
+    """``(counts, cache, key)``: the index's stem counts from its derived cache ``bm25/counts``
+    under ``key`` (counted once per index through disk, then mapped by every process and every
+    later run), or, for an index in memory or with ``cache`` False, :func:`corpus_counts`'s
+    (``cache`` and ``key`` None). Every BM25 over an index reads its counts here: the
+    retriever's fit and a sweep's :class:`SweepTerms`."""
+    if not cache or index.root is None:  # an index in memory has no directory to cache in
+        return corpus_counts(index), None, None
+    derived = DerivedCache(index.root)
+    key = {"plan_key": index.manifest.data.get("plan_key"), "passages": len(index), "version": COUNTS_VERSION}
+
+    def build(folder):
+        _save_counts(corpus_counts(index, spill=folder / SPILL), folder)
+        _COUNTS.pop(index, None)  # its saved copy, mapped, replaces it: freed before the files are hashed
+    counts = derived.load_or_build("bm25/counts", key, build, _load_counts)
+    _COUNTS.pop(index, None)
+    return counts, derived, key
 
 
 def corpus_counts(index, spill=None) -> CorpusCounts:

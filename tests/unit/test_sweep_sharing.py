@@ -85,3 +85,27 @@ def test_rerankers_settings_in_one_pass_are_each_built_alone(index_and_claims):
             assert [r.tolist() for r in got.rows] == [r.tolist() for r in alone.rows]
             assert np.array_equal(got.X, alone.X) and np.array_equal(got.y, alone.y) and got.n_gold == alone.n_gold
         assert data.config == config
+
+
+def test_a_sweeps_counts_are_the_indexs_cache_counted_once(tmp_path, monkeypatch):
+    """The BM25 sweep reads the index's ``bm25/counts`` cache, as the fitted retriever does: a
+    later process maps it and never counts the corpus again (at 25M a count is minutes)."""
+    import factcheck
+    from factcheck.retrieval import bm25
+    root = tmp_path / "index"
+    factcheck.build_index(DEMO / "evidence.json", root, progress=False)
+    texts = [c.text for c in read_claims(DEMO / "train-claims.json")]
+    first = SweepTerms(TagIndex.load(root), texts)
+    assert (root / "bm25" / "counts" / "factcheck-key.json").is_file()
+
+    def counted(*args, **kwargs):
+        raise AssertionError("the corpus was counted again")
+    monkeypatch.setattr(bm25, "count_corpus", counted)
+    monkeypatch.setattr(bm25, "merge_counts", counted)
+    again = SweepTerms(TagIndex.load(root), texts)
+    assert again.vocabulary == first.vocabulary
+    for a, b in ((again.counts.indptr, first.counts.indptr), (again.counts.indices, first.counts.indices),
+                 (again.counts.data, first.counts.data), (again.lengths, first.lengths)):
+        assert np.array_equal(a, b) and a.dtype == b.dtype
+    fitted = BM25Retriever().fit(TagIndex.load(root))  # the retriever's fit reads the same cache
+    assert fitted.rank(texts[:3], 5)[0].ids
