@@ -99,18 +99,22 @@ def check_mapped(root=None) -> None:
 
 
 def release(*arrays: np.ndarray) -> None:
-    """Drop the pages of ``arrays`` (views of :func:`open_npy` maps; any other array is left
-    alone) from this process's resident set. They stay in the page cache: a later read maps
-    them again (a minor fault, no disk read). A pass over a whole index read through its maps
-    would otherwise keep all of it in the process's RSS for as long as the index is open."""
+    """Drop the pages of ``arrays`` (views of :func:`open_npy` maps, or of a ``numpy.memmap``
+    shared with its file, as ``numpy.lib.format.open_memmap`` writes one; any other array is
+    left alone) from this process's resident set. They stay in the page cache, written ones
+    too (they go to the file): a later read maps them again (a minor fault, no disk read). A
+    pass over a whole index read through its maps, or an output filled through its map, would
+    otherwise keep all of it in the process's RSS for as long as the map is open."""
     advice = getattr(mmap, "MADV_DONTNEED", None)
     for array in arrays:
         base = array
         while isinstance(base, np.ndarray):
             base = base.base
-        mapped = base.obj if isinstance(base, memoryview) else None
-        if advice is None or not isinstance(mapped, MappedFile) or mapped.closed or not array.nbytes \
-                or not array.flags.c_contiguous:
+        mapped = base.obj if isinstance(base, memoryview) else base
+        # A copy-on-write memmap ("c") holds its writes in private pages: dropping them loses them.
+        shared = isinstance(mapped, MappedFile) or (isinstance(array, np.memmap) and array.mode != "c"
+                                                    and isinstance(mapped, mmap.mmap))
+        if advice is None or not shared or mapped.closed or not array.nbytes or not array.flags.c_contiguous:
             continue
         start = array.ctypes.data - np.frombuffer(mapped, dtype=np.uint8, count=1).ctypes.data
         first = start - start % mmap.PAGESIZE  # madvise takes a page-aligned start

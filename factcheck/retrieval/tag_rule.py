@@ -7,8 +7,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from factcheck.errors import Interval
+from factcheck.formats.npy import release
 from factcheck.retrieval.base import Retriever, Scored, Selection
-from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
+from factcheck.scoring.matrix import TermFill, TermMatrix, load_array, new_array
 from factcheck.tagging.derived import DerivedCache
 from factcheck.scoring.topk import rank_order, top_k
 from factcheck.text.analyzer import analyze
@@ -17,22 +18,42 @@ from factcheck.text.analyzer import analyze
 CACHE_VERSION = "tag-rule/1"
 
 
-def _rule_matrices(index) -> tuple[TermMatrix, TermMatrix, np.ndarray]:
-    """The rule's term-major tags (int16 ones), tag-space TF-IDF and tags per passage."""
-    indptr, terms = index.tag_rows()  # joined for this build only: the index keeps its shards
-    tags = sp.csr_matrix((np.ones(len(terms), dtype=np.int16), terms, indptr),
-                         shape=(len(index), len(index.vocabulary)))
-    n_tags = np.diff(indptr)
-    del indptr, terms
-    tags = TermMatrix.from_units(tags)
-    return tags, TermMatrix.from_units(index.tag_space_rows()), n_tags
+def _rule_matrices(index, folder=None) -> tuple[TermMatrix, TermMatrix, np.ndarray]:
+    """The rule's term-major tags (int16 ones), tag-space TF-IDF and tags per passage, one shard
+    at a time: a pass counts each term's passages, a second fills the matrices (the same arrays
+    as :meth:`~factcheck.scoring.matrix.TermMatrix.from_units` of every shard's rows joined). With
+    ``folder`` they are written there as they are filled, then mapped (:class:`TermFill`)."""
+    n_vocab, n_space, n = len(index.vocabulary), len(index.tag_vocabulary), len(index)
 
+    def shards():
+        for first, (indptr, terms) in index.tag_batches():
+            tags = sp.csr_matrix((np.ones(len(terms), dtype=np.int16), terms, indptr),
+                                 shape=(len(indptr) - 1, n_vocab), copy=True)  # the shard's arrays are read-only
+            space = index.tag_space_rows(tags=(indptr, terms))  # a row's TF-IDF reads that row alone
+            tags.sum_duplicates()  # each row's own tags, as from_units takes them
+            space.sum_duplicates()
+            yield first, np.diff(indptr), tags, space
 
-def _save_rule_matrices(matrices, folder) -> None:
-    tags, space, n_tags = matrices
-    tags.save(folder, "tags-")
-    space.save(folder, "space-")
-    save_arrays(folder, {"n_tags": n_tags})
+    df_tags, df_space = np.zeros(n_vocab, dtype=np.int64), np.zeros(n_space, dtype=np.int64)
+    for _, _, tags, space in shards():
+        df_tags += np.bincount(tags.indices, minlength=n_vocab)
+        df_space += np.bincount(space.indices, minlength=n_space)
+    tags_fill = TermFill(df_tags, n, np.int16, folder, "tags-")
+    space_fill = TermFill(df_space, n, np.float64, folder, "space-")
+    n_tags, filled = new_array(folder, "n_tags", np.int64, n), 0
+    for first, counts, tags, space in shards():
+        tags_fill.add(tags)
+        space_fill.add(space)
+        n_tags[first:first + len(counts)] = counts
+        filled += len(counts)
+        release(n_tags)
+    if filled != n:
+        raise ValueError("the index's shards do not hold its passages")
+    if folder is not None:
+        n_tags.flush()
+        del n_tags
+        n_tags = load_array(folder, "n_tags")
+    return tags_fill.matrix(), space_fill.matrix(), n_tags
 
 
 def _load_rule_matrices(folder):
@@ -85,8 +106,7 @@ class TagRuleRetriever(Retriever):
         else:  # built once per index, then mapped by every process (serve's start-up included)
             key = {"plan_key": index.manifest.data.get("plan_key"), "passages": len(index), "version": CACHE_VERSION}
             self._tags, self._space, self._n_tags = DerivedCache(index.root).load_or_build(
-                "tag-rule/matrices", key, lambda folder: _save_rule_matrices(_rule_matrices(index), folder),
-                _load_rule_matrices)
+                "tag-rule/matrices", key, lambda folder: _rule_matrices(index, folder), _load_rule_matrices)
         self._tag_vec = index.tag_vectorizer
 
     def claim_tags(self, claim: str) -> list[str]:

@@ -217,7 +217,7 @@ def merge_counts(shards, spill=None, first_seen: bool = False, pairs: bool = Fal
     and ``pairs``). Each batch is released once read: give an iterator that drops its own
     reference to free a batch's counts as the merge goes. ``spill``: as for :func:`count_corpus`.
     """
-    from factcheck.scoring.matrix import TermMatrix, load_array, save_arrays
+    from factcheck.scoring.matrix import TermFill, load_array, save_arrays
     batches_seen, lengths, column = [], [], {}
     df_seen = np.zeros(0, dtype=np.int64)  # units per term, by first-seen id
     if spill is not None:
@@ -253,12 +253,8 @@ def merge_counts(shards, spill=None, first_seen: bool = False, pairs: bool = Fal
         n_terms = len(names)
         df = np.zeros(n_terms, dtype=np.int64)
         df[remap] = df_seen
-        indptr = np.zeros(n_terms + 1, dtype=np.int64)
-        np.cumsum(df, out=indptr[1:])
-        tf = np.empty(int(indptr[-1]), dtype=np.float32)
-        units = np.empty(int(indptr[-1]), dtype=np.int32)
-        fill = indptr[:-1].copy()
-        base, pair_ptr, codes, n_pairs = 0, [np.zeros(1, dtype=np.int64)], [], 0
+        fill = TermFill(df, sum(map(len, lengths)), np.float32)
+        pair_ptr, codes, n_pairs = [np.zeros(1, dtype=np.int64)], [], 0
         for i in range(len(batches_seen)):  # each batch's entries go to their terms, after the earlier batches'
             seen, batches_seen[i] = batches_seen[i], None
             arrays = seen if spill is None else {
@@ -266,16 +262,7 @@ def merge_counts(shards, spill=None, first_seen: bool = False, pairs: bool = Fal
                     "cols", "data", "row_ptr", *(("pair_rows", "pair_first", "pair_second") if pairs else ()))}
             row_ptr = arrays["row_ptr"]
             n_rows = len(row_ptr) - 1
-            # By term, units ascending within one: scipy's CSR -> CSC is a stable counting sort.
-            by_term = sp.csr_matrix((arrays["data"], remap[arrays["cols"]], row_ptr),
-                                    shape=(n_rows, n_terms)).tocsc()
-            starts = by_term.indptr.astype(np.int64)
-            per_term = np.diff(starts)
-            at = np.arange(by_term.nnz, dtype=np.int64) + np.repeat(fill - starts[:-1], per_term)
-            tf[at] = by_term.data
-            units[at] = by_term.indices.astype(np.int64) + base
-            fill += per_term
-            del by_term, starts, per_term, at
+            fill.add(sp.csr_matrix((arrays["data"], remap[arrays["cols"]], row_ptr), shape=(n_rows, n_terms)))
             if pairs:  # each unit's distinct pairs, ascending by the final columns
                 code = remap[arrays["pair_first"]].astype(np.int64) * n_terms + remap[arrays["pair_second"]]
                 order = np.lexsort((code, arrays["pair_rows"]))
@@ -285,12 +272,10 @@ def merge_counts(shards, spill=None, first_seen: bool = False, pairs: bool = Fal
                 codes.append(code[keep])
                 pair_ptr.append(n_pairs + np.cumsum(np.bincount(pair_rows[keep], minlength=n_rows)))
                 n_pairs += len(codes[-1])
-            base += n_rows
             del arrays, row_ptr
     finally:
         if spill is not None:
             shutil.rmtree(spill, ignore_errors=True)
-    n_units = base
-    return CorpusCounts(names, TermMatrix(indptr, units, tf, n_units),
+    return CorpusCounts(names, fill.matrix(),
                         np.concatenate(lengths) if lengths else np.zeros(0, np.int64),
                         (np.concatenate(pair_ptr), np.concatenate(codes or [np.zeros(0, np.int64)])) if pairs else None)

@@ -14,7 +14,8 @@ from factcheck.formats.files import save_npy
 from factcheck.formats.npy import open_npy, release
 from factcheck.scoring.topk import top_k
 
-__all__ = ["PRODUCT_BUDGET", "VARIABLE", "WORTH_LOADING", "TermMatrix", "compiled_available", "compiled_enabled"]
+__all__ = ["PRODUCT_BUDGET", "VARIABLE", "WORTH_LOADING", "TermFill", "TermMatrix", "compiled_available",
+           "compiled_enabled"]
 
 PRODUCT_BUDGET = 1_000_000
 _ARRAYS = ("indptr", "indices", "data")
@@ -220,7 +221,7 @@ class TermMatrix:
     def save(self, folder, prefix: str = "") -> None:
         """The arrays as ``{prefix}NAME.npy`` in ``folder``."""
         save_arrays(folder, {"indptr": self.indptr, "indices": self.indices, "data": self.data,
-                             "shape": np.array([self.n_terms, self.n_units], dtype=np.int64)}, prefix)
+                             "shape": _shape(self.n_terms, self.n_units)}, prefix)
 
     @classmethod
     def load(cls, folder, prefix: str = "") -> "TermMatrix":
@@ -234,6 +235,99 @@ class TermMatrix:
             raise ValueError("inconsistent term matrix arrays")
         release(ptr, idx)  # the check read them through; a query reads its terms' postings again
         return out
+
+
+class TermFill:
+    """A term-major matrix filled from its unit-major batches, in unit order: each batch's
+    entries go to their terms after the earlier batches' (units ascending within a term), so
+    the matrix is :meth:`TermMatrix.from_units` of the batches stacked, the same arrays, while
+    only one batch is transposed at a time.
+
+    Parameters
+    ----------
+    df : ndarray
+        Units per term of the whole matrix (its batches' entries per column, summed).
+    n_units : int
+        Its batches' rows, summed.
+    dtype : dtype
+        The weights' type (a batch's are cast to it).
+    folder : path, optional
+        Fill ``{prefix}indices.npy`` and ``{prefix}data.npy`` of this folder through their
+        maps, each batch's pages released from the process once written (only the output's
+        pointers stay in memory); :meth:`matrix` writes the rest as :meth:`TermMatrix.save`
+        would, the same bytes, and maps it. None: in memory.
+    prefix : str, default ""
+
+    Example
+    -------
+    >>> import scipy.sparse as sp
+    >>> units = sp.csr_matrix([[1.0, 0.0], [0.5, 2.0], [0.0, 1.0]])
+    >>> fill = TermFill(np.array([2, 2]), 3, np.float64)
+    >>> fill.add(units[:1]); fill.add(units[1:])
+    >>> m = fill.matrix()
+    >>> (m.indptr.tolist(), m.indices.tolist(), m.data.tolist())
+    ([0, 2, 4], [0, 1, 1, 2], [1.0, 0.5, 2.0, 1.0])
+    """
+
+    def __init__(self, df: np.ndarray, n_units: int, dtype, folder=None, prefix: str = ""):
+        df = np.asarray(df, dtype=np.int64)
+        nnz, self.n_units = int(df.sum()), int(n_units)
+        index = _index_dtype(nnz, self.n_units)
+        self.indptr = np.zeros(len(df) + 1, dtype=index)
+        self.indptr[1:] = np.cumsum(df)
+        self.folder, self.prefix = folder, prefix
+        self.indices = new_array(folder, f"{prefix}indices", index, nnz)
+        self.data = new_array(folder, f"{prefix}data", dtype, nnz)
+        self._fill = self.indptr[:-1].astype(np.int64)  # each term's next free entry
+        self._base = 0  # the next batch's first unit
+
+    def add(self, units) -> None:
+        """The next batch: a sparse matrix of its units (rows) by terms, no entry twice."""
+        # By term, units ascending within one: scipy's CSR -> CSC is a stable counting sort.
+        by_term = sp.csr_matrix(units).tocsc()
+        n_rows, n_terms = by_term.shape
+        if n_terms != len(self._fill):
+            raise ValueError(f"a batch of {n_terms} terms, expected {len(self._fill)}")
+        starts = by_term.indptr.astype(np.int64)
+        per_term = np.diff(starts)
+        at = np.arange(by_term.nnz, dtype=np.int64) + np.repeat(self._fill - starts[:-1], per_term)
+        self.data[at] = by_term.data
+        self.indices[at] = by_term.indices.astype(np.int64) + self._base
+        self._fill += per_term
+        self._base += n_rows
+        release(self.indices, self.data)  # filled through a map: its pages go to the file
+
+    def matrix(self) -> "TermMatrix":
+        """The matrix, once every batch was added (a ValueError if they do not make ``df`` and
+        ``n_units``); mapped from ``folder`` when filled there."""
+        if self._base != self.n_units or not np.array_equal(self._fill, self.indptr[1:]):
+            raise ValueError("the batches added do not make the matrix announced")
+        if self.folder is None:
+            return TermMatrix(self.indptr, self.indices, self.data, self.n_units)
+        for array in (self.indices, self.data):
+            array.flush()
+        self.indices = self.data = None  # unmapped: what was written is read back checked
+        save_arrays(self.folder, {"indptr": self.indptr, "shape": _shape(len(self.indptr) - 1, self.n_units)},
+                    self.prefix)
+        return TermMatrix.load(self.folder, self.prefix)
+
+
+def _shape(n_terms: int, n_units: int) -> np.ndarray:
+    return np.array([n_terms, n_units], dtype=np.int64)
+
+
+def new_array(folder, name: str, dtype, n: int) -> np.ndarray:
+    """An array of ``n`` entries to fill: ``{name}.npy`` of ``folder`` mapped writable
+    (:func:`save_arrays`'s bytes once filled and flushed, then read with :func:`load_array`),
+    or one in memory when ``folder`` is None."""
+    if folder is None:
+        return np.empty(n, dtype=dtype)
+    path = Path(folder) / f"{name}.npy"
+    array = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(int(n),))
+    if hasattr(os, "posix_fallocate"):  # a full disk is an OSError now, not a SIGBUS at a write through the map
+        with open(path, "rb+") as fh:
+            os.posix_fallocate(fh.fileno(), 0, os.fstat(fh.fileno()).st_size)
+    return array
 
 
 def save_arrays(folder, arrays: dict, prefix: str = "") -> None:

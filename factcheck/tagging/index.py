@@ -436,6 +436,15 @@ class TagIndex:
             values[dest] = parts[s][array][source[dest]]
         return indptr, values
 
+    def tag_batches(self):
+        """``(first row, (indptr, terms))`` one shard at a time: :meth:`tag_rows` of the shard's
+        rows, its own mapped arrays (read-only, not copied). A shard's pages leave the process's
+        resident set when the next shard is asked for: a pass over every shard holds one."""
+        for start, t in zip(self._starts.tolist(), self._arrays.tags):
+            indptr, terms = np.asarray(t["indptr"], dtype=np.int64), np.asarray(t["terms"], dtype=np.int32)
+            yield start, (indptr, terms)
+            release(indptr, terms)
+
     def _tag_bounds(self, rows) -> tuple[list, np.ndarray, np.ndarray]:
         """``(groups, begin, end)``: each of ``rows``' tags' bounds in its shard's arrays, and
         ``(shard, positions in rows)`` for every shard they are in."""

@@ -48,6 +48,13 @@ def test_corpora_are_counted_by_the_one_counter():
     assert _holding(r"\bTokenIds\(") == ["text/analyzer.py"]
 
 
+def test_term_major_matrices_are_transposed_in_one_place():
+    """Unit-major rows become term-major in scoring/matrix.py only (TermMatrix.from_units, and
+    TermFill a batch at a time), and only it writes an array through a writable map."""
+    assert _holding(r"\.tocsc\(") == ["scoring/matrix.py"]
+    assert _holding(r"open_memmap\(|np\.memmap\(") == ["scoring/matrix.py"]
+
+
 def test_positive_integers_are_checked_by_check_number():
     assert _holding(r"must be a positive integer|must be at least \d+, got") == []
     import argparse

@@ -283,6 +283,63 @@ def test_the_tag_rule_maps_its_matrices_from_the_index_cache_with_the_same_answe
     assert in_memory._tags.data.dtype == mapped._tags.data.dtype == np.int16
 
 
+def _joined_rule_matrices(index, folder) -> None:
+    """The tag rule's cache as it was built (the reference): every shard's tag rows joined,
+    each matrix transposed whole in memory (``from_units``), then saved."""
+    import scipy.sparse as sp
+    from factcheck.scoring.matrix import TermMatrix, save_arrays
+    indptr, terms = index.tag_rows()
+    tags = sp.csr_matrix((np.ones(len(terms), dtype=np.int16), terms, indptr),
+                         shape=(len(index), len(index.vocabulary)))
+    TermMatrix.from_units(tags).save(folder, "tags-")
+    TermMatrix.from_units(index.tag_space_rows()).save(folder, "space-")
+    save_arrays(folder, {"n_tags": np.diff(indptr)})
+
+
+GAPS = ["Alpine glaciers retreat; glaciers retreat faster in summer.", "the of and",
+        "Glaciers retreat and sea ice shrinks; glaciers retreat.",  # tagged as the first, in its shard
+        "and the", "of it", "it is the",  # a shard of passages without a tag
+        "Coral reefs bleach when oceans warm; reefs recover slowly.",
+        "Carbon dioxide traps heat; carbon dioxide emissions rise.", "the",
+        "Forests store carbon, and burning forests releases it.",
+        "Glaciers feed rivers; rivers flood when glaciers melt fast."]
+
+
+@pytest.mark.parametrize("corpus", ["demo", "gaps"])
+def test_the_tag_rule_cache_built_shard_by_shard_is_the_bytes_of_the_joined_build(tmp_path, corpus):
+    # The cache is filled one shard at a time through its files' maps: every file is what the
+    # joined build wrote, and the build in memory (an index without a directory) gives the same arrays.
+    from factcheck.retrieval.tag_rule import _rule_matrices
+    from factcheck.tagging.derived import RECORD
+    source, params = DEMO / "evidence.json", {"shard_size": 7}
+    if corpus == "gaps":
+        source, params = tmp_path / "gaps.json", {"shard_size": 3, "top_k": 2, "tag_features": 4}
+        source.write_text(json.dumps({f"p-{i:02d}": t for i, t in enumerate(GAPS)}))
+    TagJob(progress=False, **params).run(source_spec(source), tmp_path / "index")
+    index = TagIndex.load(tmp_path / "index")
+    assert len(index.manifest.shards) >= 4
+    if corpus == "gaps":  # passages and a whole shard without tags, terms no passage is tagged with
+        n_tags = index.tag_counts()
+        assert n_tags[1] == 0 and not n_tags[3:6].any() and n_tags.any()
+        assert len(set(index.tag_rows()[1].tolist())) < len(index.vocabulary)
+        assert 0 < index.tag_space_rows().nnz < n_tags.sum()  # some tags are not tag-space terms
+    ref = tmp_path / "ref"
+    ref.mkdir()
+    _joined_rule_matrices(index, ref)
+    TagRuleRetriever().fit(index)
+    built = tmp_path / "index" / "tag-rule" / "matrices"
+    names = sorted(p.name for p in ref.iterdir())
+    assert sorted(p.name for p in built.iterdir() if p.name != RECORD) == names
+    for name in names:
+        assert (built / name).read_bytes() == (ref / name).read_bytes(), name
+    tags, space, n_tags = _rule_matrices(index)
+    arrays = {f"{prefix}{name}": getattr(m, name) for prefix, m in (("tags-", tags), ("space-", space))
+              for name in ("indptr", "indices", "data")}
+    for name, got in {**arrays, "n_tags": n_tags}.items():
+        want = np.load(ref / f"{name}.npy")
+        assert type(got) is np.ndarray and got.dtype == want.dtype and got.tobytes() == want.tobytes(), name
+
+
 @pytest.mark.parametrize("many", [False, True])
 def test_rankings_read_each_rows_id_whether_rows_are_few_or_many(demo_index, many):
     # many: more ranked rows than passages/8, where the distinct rows are marked, not sorted

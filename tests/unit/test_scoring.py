@@ -141,6 +141,58 @@ def test_a_product_reads_the_saved_matrix_in_place(tmp_path):
     assert np.array_equal(scores, next(w.products(query))[1])
 
 
+@needs_smaps
+@pytest.mark.parametrize("in_folder", [False, True])
+def test_a_term_fill_of_batches_is_from_units_of_them_stacked(tmp_path, in_folder):
+    """Batches of any size (empty ones too) filled into memory, or into files through their
+    maps: the arrays, and the files, :meth:`TermMatrix.from_units` and ``save`` give of the
+    whole, and no page of the files is left resident once a batch is written."""
+    from factcheck.scoring.matrix import TermFill
+    units = _random_units(11, n_units=3000, n_terms=60, dtype=np.float32)
+    keep_units, keep_terms = np.ones(3000), np.ones(60)
+    keep_units[5:9] = keep_terms[7] = 0  # units without a term, a term in no unit
+    units = sp.csr_matrix(sp.diags(keep_units.astype(np.float32)) @ units @ sp.diags(keep_terms.astype(np.float32)))
+    units.eliminate_zeros()
+    assert units.dtype == np.float32 and not units[5:9].nnz and not units[:, 7].nnz
+    want = TermMatrix.from_units(units)
+    for name in ("want", "got"):
+        (tmp_path / name).mkdir()
+    want.save(tmp_path / "want")
+    cuts = [0, 0, 1, 700, 700, 2999, 3000]
+    folder = tmp_path / "got" if in_folder else None
+    fill = TermFill(np.bincount(units.indices, minlength=60), 3000, np.float32, folder, "w-")
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        fill.add(units[a:b])
+        if in_folder:
+            assert resident_kb(fill.indices) == resident_kb(fill.data) == 0
+    got = fill.matrix()
+    assert _mapped(got.indices) == _mapped(got.data) == in_folder
+    for name in ("indptr", "indices", "data"):
+        a, b = getattr(want, name), getattr(got, name)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+    if in_folder:
+        for name in ("indptr", "indices", "data", "shape"):
+            assert (tmp_path / "got" / f"w-{name}.npy").read_bytes() == (tmp_path / "want" / f"{name}.npy").read_bytes()
+    short = TermFill(np.bincount(units.indices, minlength=60), 3000, np.float32)
+    short.add(units[:2999])
+    with pytest.raises(ValueError, match="do not make the matrix"):
+        short.matrix()
+
+
+def test_release_leaves_a_copy_on_write_map_its_writes(tmp_path):
+    """A shared map's written pages leave the process and stay in the file; a private
+    (copy-on-write) map's would be lost: it is left alone."""
+    from factcheck.formats.npy import release
+    shared = np.lib.format.open_memmap(tmp_path / "a.npy", mode="w+", dtype=np.int64, shape=(4096,))
+    shared[:] = 7
+    release(shared)
+    assert (shared == 7).all()
+    private = np.load(tmp_path / "a.npy", mmap_mode="c")
+    private[:] = 9
+    release(private)
+    assert (private == 9).all() and (np.load(tmp_path / "a.npy") == 7).all()
+
+
 def test_bm25_weights_are_the_formula():
     counts_units = sp.csr_matrix(np.array([[1, 0, 3], [2, 1, 0], [0, 0, 1], [5, 2, 2]], dtype=np.float32))
     lengths = np.array([4, 3, 1, 9])
