@@ -73,21 +73,24 @@ def rss_parts_mib(pid: int) -> tuple[float, float]:
     return parts.get("RssAnon", 0.0), parts.get("RssFile", 0.0)
 
 
-def serve_once(run: Path, requests: int, cwd: Path = ROOT, timeout: float = 600) -> dict:
-    """Start ``factcheck serve --run RUN`` (from the source tree ``cwd``), time its start-up
-    until ``/healthz`` answers, warm it with 20 requests, then send ``requests`` dev claims
-    to ``/api/check`` with the run's chosen retriever. Returns start-up seconds, RSS (MiB)
-    after start-up and after the requests (anonymous and file-backed parts too), p50/p99 ms."""
-    _, claims = dev_claims(run, None)
+def serve_once(run: Path | None, requests: int, cwd: Path = ROOT, timeout: float = 600,
+               index: Path | None = None, model: Path | None = None, claims: Path | None = None) -> dict:
+    """Start ``factcheck serve --run RUN`` (or ``--index INDEX --model MODEL`` with ``run``
+    None) from the source tree ``cwd``, time its start-up until ``/healthz`` answers, warm it
+    with 20 requests, then send ``requests`` dev claims (the run's, or ``claims``) to
+    ``/api/check`` with the chosen retriever. Returns start-up seconds, RSS (MiB) after
+    start-up and after the requests (anonymous and file-backed parts too), p50/p99 ms."""
+    _, texts = dev_claims(run, claims)
+    args = ["--run", str(run)] if run is not None else ["--index", str(index), "--model", str(model)]
     log = Path(tempfile.mkstemp(prefix="bench-serve-", suffix=".log")[1])
     t0 = time.perf_counter()
     try:
-        with serving(["--run", str(run)], log, cwd=cwd, timeout=timeout) as (url, proc):
+        with serving(args, log, cwd=cwd, timeout=timeout) as (url, proc):
             startup = time.perf_counter() - t0
             rss_start = rss_mib(proc.pid)
             with httpx.Client(timeout=120) as client:
-                load_test(client, url, claims, "best", 20, first_repeat=20)  # warm-up
-                result = load_test(client, url, claims, "best", requests, first_repeat=1)
+                load_test(client, url, texts, "best", 20, first_repeat=20)  # warm-up
+                result = load_test(client, url, texts, "best", requests, first_repeat=1)
                 best = client.get(url + "/api/methods").json().get("best")
             rss_end = rss_mib(proc.pid)
             anon_end, file_end = rss_parts_mib(proc.pid)

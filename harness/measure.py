@@ -201,6 +201,12 @@ def tree_memory(root: int) -> list[tuple[int, int, int]]:
     return out
 
 
+# The sampler's share of one core at most: smaps_rollup walks a process's page tables, so a
+# read costs with its mapped memory (at 25M, three processes mapping 8-10 GB each, sampling every
+# 0.05 s took two thirds of a core from the 2-core run it measured). Bigger trees are sampled less often.
+SAMPLING_SHARE = 0.05
+
+
 def measure(cmd: list[str], log: Path | None = None, interval: float = 0.05, env: dict | None = None,
             cwd=ROOT) -> dict:
     """Run ``cmd`` to completion in its own process group.
@@ -209,7 +215,8 @@ def measure(cmd: list[str], log: Path | None = None, interval: float = 0.05, env
     and the largest descendant's kernel high-water marks (VmHWM, exact), and the
     largest sampled sums over the tree of VmRSS (``tree_peak_rss``), of PSS
     (``tree_peak_pss``) and of anonymous memory (``tree_peak_anon``; both None where
-    /proc has no smaps_rollup). Output goes to ``log`` (or is dropped).
+    /proc has no smaps_rollup), sampled every ``interval`` seconds, or less often when a sample
+    costs more than :data:`SAMPLING_SHARE` of that time. Output goes to ``log`` (or is dropped).
     """
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = open(log, "w") if log else subprocess.DEVNULL
@@ -222,6 +229,7 @@ def measure(cmd: list[str], log: Path | None = None, interval: float = 0.05, env
         rollups = True  # False once a live process had no smaps_rollup: no PSS or anonymous figure
         with _group_killed_on_error(proc):
             while proc.poll() is None:
+                started = time.perf_counter()
                 total = pss = anon = 0
                 for pid, rss, hwm in tree_memory(proc.pid):
                     total += rss
@@ -236,7 +244,8 @@ def measure(cmd: list[str], log: Path | None = None, interval: float = 0.05, env
                     pss, anon = pss + shares[0], anon + shares[1]
                 tree_peak = max(tree_peak, total)
                 pss_peak, anon_peak = max(pss_peak, pss), max(anon_peak, anon)
-                time.sleep(interval)
+                spent = time.perf_counter() - started
+                time.sleep(max(interval, spent / SAMPLING_SHARE - spent))
         wall = time.perf_counter() - t0
     finally:
         if log:

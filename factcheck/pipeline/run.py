@@ -121,7 +121,7 @@ class RunConfig:
         Replace an index built with other settings.
     progress : bool or None
         Progress bars and stage lines: None automatic, False never.
-    max_tuning_claims : int, default 20000
+    max_tuning_claims : int, default 10000
         Training claims that tuning and training use at most (a deterministic sample beyond).
     max_scoring_claims : int, default 5000
         Dev claims on which every candidate retriever is scored at most, for the report's table
