@@ -40,3 +40,24 @@ def test_shared_mapped_pages_count_once_in_pss_and_never_as_anonymous(tmp_path):
     assert m["tree_peak_rss"] >= 2 * 64 * MIB + 100 * MIB  # the file's pages in both processes
     assert m["tree_peak_rss"] - m["tree_peak_pss"] >= 48 * MIB  # ... shared out between them in PSS
     assert 100 * MIB <= m["tree_peak_anon"] < m["tree_peak_pss"] - 32 * MIB  # the bytearray, not the file
+
+
+@pytest.mark.slow
+def test_a_costly_sample_is_taken_less_often(monkeypatch):
+    """The sampler keeps to its share of a core: a sample costing 20 ms (smaps_rollup of a
+    process mapping gigabytes) is followed by a sleep of 19 times that, not by ``interval``."""
+    import time
+
+    import harness.measure as hm
+    calls = []
+    real = hm._rollup
+
+    def slow(pid):
+        calls.append(pid)
+        time.sleep(0.02)
+        return real(pid)
+    monkeypatch.setattr(hm, "_rollup", slow)
+    m = hm.measure([sys.executable, "-c", "import time; time.sleep(2)"], interval=0.01)
+    # At most one sample in 0.4 s (0.02 / 0.05), whatever the machine's speed; at interval
+    # 0.01 the 2 s would hold about 70.
+    assert m["wall_s"] >= 2 and 1 <= len(calls) <= 2 / 0.4 + 2
