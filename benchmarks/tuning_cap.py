@@ -57,11 +57,13 @@ def curve(name: str, evidence: Path, train: list, shares=SHARES, folds: int = FO
     correct = {cap: np.zeros(len(train)) for cap in caps}
     chosen = {cap: [] for cap in caps}
     seconds = {cap: 0.0 for cap in caps}
+    trained_on = {cap: [] for cap in caps}
     for split in splits:
         part = [train[i] for i in split.train]
         tested = [train[i] for i in split.test]
         for cap, share in caps.items():
             n = len(part) if share is None else int(round(share * len(part)))
+            trained_on[cap].append(n)
             t0 = time.perf_counter()
             with tempfile.TemporaryDirectory(dir=WORK) as tmp:
                 trained = train_system(index, tuning_subsample(part, n), Path(tmp), progress=False)
@@ -72,9 +74,7 @@ def curve(name: str, evidence: Path, train: list, shares=SHARES, folds: int = FO
                 correct[cap][i] = float(v.label == claim.label)
             chosen[cap].append(f"{trained.candidates.best} / {trained.selection.reader}")
             log(f"{name} fold {split.fold} cap {cap} ({n} claims): {seconds[cap]:.0f} s so far")
-    return {"caps": caps, "f": f, "correct": correct, "chosen": chosen, "seconds": seconds,
-            "trained_on": {cap: [len(train) - len(s.test) if share is None else int(round(share * (len(train) - len(s.test))))
-                                 for s in splits] for cap, share in caps.items()}}
+    return {"caps": caps, "f": f, "correct": correct, "chosen": chosen, "seconds": seconds, "trained_on": trained_on}
 
 
 def table(name: str, result: dict) -> list[str]:
@@ -98,13 +98,13 @@ def table(name: str, result: dict) -> list[str]:
 def diff_harmonic(f_a, c_a, f_b, c_b) -> str:
     """The harmonic mean's paired difference (a - b) with its 95% interval: the claims
     resampled together for both arms."""
-    from factcheck.evaluation.intervals import bootstrap_interval, harmonic_mean
+    from factcheck.evaluation.intervals import Metric, bootstrap_interval, harmonic_mean
 
     def stat(i):
         return (harmonic_mean(f_a[i].mean(axis=-1), c_a[i].mean(axis=-1))
                 - harmonic_mean(f_b[i].mean(axis=-1), c_b[i].mean(axis=-1)))
     low, high = bootstrap_interval(len(f_a), stat)
-    return f"{float(stat(np.arange(len(f_a)))):+.3f} [{float(low):+.3f}, {float(high):+.3f}]"
+    return Metric(stat(np.arange(len(f_a))), low, high, len(f_a), "paired bootstrap").fmt()
 
 
 def load() -> str:
