@@ -26,7 +26,7 @@ import numpy as np
 from factcheck.errors import InputError
 from factcheck.formats.files import open_beneath, sha256_fileobj
 
-__all__ = ["MappedFile", "NpyArray", "check_mapped", "open_npy", "read_header", "release"]
+__all__ = ["MappedFile", "NpyArray", "check_mapped", "open_npy", "read_header", "release", "release_mapped"]
 
 _HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 MAX_HEADER = 10_000
@@ -96,6 +96,21 @@ def check_mapped(root=None) -> None:
     for mapped in live:
         if inside is None or os.path.abspath(mapped.path).startswith(inside):
             mapped.check()
+
+
+def release_mapped(root=None) -> None:
+    """Drop the pages of every live mapping (of the files inside the directory ``root`` only if
+    given) from this process's resident set, as :func:`release` drops an array's: they stay in
+    the page cache, and a later read maps them again (a minor fault)."""
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    if advice is None:
+        return
+    inside = None if root is None else os.path.join(os.path.abspath(root), "")
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for mapped in live:
+        if not mapped.closed and (inside is None or os.path.abspath(mapped.path).startswith(inside)):
+            mapped.madvise(advice)
 
 
 def release(*arrays: np.ndarray) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from factcheck.errors import InputError, check_number
 from factcheck.formats.claims import read_claims
+from factcheck.formats.npy import release_mapped
 from factcheck.retrieval.base import retriever_spec
 from factcheck.system.checker import FactChecker, Verdicts
 from factcheck.tagging.heap import return_freed_memory
@@ -88,4 +89,9 @@ def _check_batch(index_dir: str, model_dir: str, claims_path: str, claims_option
     if claims is None:
         _CLAIMS.clear()
         claims = _CLAIMS[stamp] = read_claims(Path(claims_path), **claims_options)
-    return list(system.check(claims[start:stop])), retriever_spec(system.retriever)
+    verdicts = list(system.check(claims[start:stop]))
+    # loky restarts a worker whose RSS grew by 300 MB (its leak guard), and RSS counts the index
+    # pages a batch read: at 25M, every few minutes, each restart opening the index and the
+    # model again. Dropped here, the pages stay in the page cache for the next batch.
+    release_mapped(index_dir)
+    return verdicts, retriever_spec(system.retriever)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from helpers import DEMO, in_process
+from helpers import DEMO, in_process, needs_smaps, resident_kb
 
 DEV = DEMO / "dev-claims.json"
 
@@ -104,3 +104,23 @@ def test_the_driver_returns_its_freed_heap_before_the_workers_and_the_bytes_stay
     assert events == ["trim", "load"]  # the worker's load comes after the driver's trim
     assert out.read_bytes() == (demo_run / "dev-claims-predictions.json").read_bytes()
     assert sidecar(out).read_bytes() == (demo_run / "dev-claims-predictions.explain.json").read_bytes()
+
+
+@needs_smaps
+def test_a_workers_batch_leaves_no_index_page_resident(demo_run, monkeypatch):
+    """A worker's batch drops the index pages it read from its resident set (loky restarts a
+    worker whose RSS grew by 300 MB, mapped pages included), and a later batch reads the
+    same passages again."""
+    from factcheck.pipeline import claim_batches
+    from factcheck.pipeline.claim_batches import stream_batches
+    monkeypatch.setattr(claim_batches, "_SYSTEMS", {})
+    runs = []
+    for _ in range(2):
+        got = []
+        stream_batches(demo_run / "index", demo_run / "model", DEV, None, lambda c, v, spec: got.extend(v), jobs=2,
+                       batch_size=1000)
+        (system,) = claim_batches._SYSTEMS.values()
+        shard = system.index._arrays.passages[0]
+        assert resident_kb(shard["texts"]) == resident_kb(shard["text_offsets"]) == 0
+        runs.append([v.explanation for v in got])
+    assert runs[0] == runs[1] and any(v.explanation.hits for v in got)
