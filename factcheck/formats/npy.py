@@ -90,12 +90,16 @@ def check_mapped(root=None) -> None:
     """Raise the first live mapping's :meth:`MappedFile.check` error (none: every mapped file
     is as it was checked), of the files inside the directory ``root`` only if given: an
     ``fstat`` and a ``stat`` a mapping, cheap enough before every request."""
+    for mapped in _live(root):
+        mapped.check()
+
+
+def _live(root=None) -> list[MappedFile]:
+    """The live mappings, of the files inside the directory ``root`` only if given."""
     inside = None if root is None else os.path.join(os.path.abspath(root), "")
     with _LIVE_LOCK:
         live = list(_LIVE)
-    for mapped in live:
-        if inside is None or os.path.abspath(mapped.path).startswith(inside):
-            mapped.check()
+    return [m for m in live if inside is None or os.path.abspath(m.path).startswith(inside)]
 
 
 def release_mapped(root=None) -> None:
@@ -105,11 +109,8 @@ def release_mapped(root=None) -> None:
     advice = getattr(mmap, "MADV_DONTNEED", None)
     if advice is None:
         return
-    inside = None if root is None else os.path.join(os.path.abspath(root), "")
-    with _LIVE_LOCK:
-        live = list(_LIVE)
-    for mapped in live:
-        if not mapped.closed and (inside is None or os.path.abspath(mapped.path).startswith(inside)):
+    for mapped in _live(root):
+        if not mapped.closed:
             mapped.madvise(advice)
 
 
