@@ -137,8 +137,8 @@ class TermMatrix:
     def products(self, queries, sort: bool = False):
         """Each query's ``(units, scores)``: the units sharing a term with it (ascending with
         ``sort``), but for sums of exactly 0. With numba, a compiled loop adds the terms into a
-        score buffer kept across calls, as :meth:`rank` (units then always ascending): scipy's
-        product allocates and clears two arrays as long as the units at every call."""
+        score buffer kept across calls (units then always ascending): scipy's product allocates
+        and clears two arrays as long as the units at every call."""
         q = self._queries(queries)
         # each query's product entries at most: the postings of its terms
         touched = np.zeros(q.nnz + 1, dtype=np.int64)
@@ -170,22 +170,21 @@ class TermMatrix:
     def rank(self, queries, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Each query's top ``k`` units and scores: :func:`~factcheck.scoring.topk.top_k` of
         :meth:`products`, the same bits. With numba, a compiled loop adds each query's terms
-        one at a time into a score buffer kept across calls and reads the top ``k`` without
-        building the product (:mod:`~factcheck.scoring.compiled`, which says when:
+        a block of units at a time into scores that stay in the cache and reads the top ``k``
+        without building the product (:mod:`~factcheck.scoring.compiled`, which says when:
         ``FACTCHECK_NUMBA=1`` always, ``0`` never)."""
         q = self._queries(queries)  # terms taken as stored, as the product takes them
         if not compiled_enabled(int(self.df[q.indices].sum())):
             return [top_k(scores, k, units) for units, scores in self.products(q)]
         from factcheck.scoring import compiled  # entered only when its loop ranks
         k = max(0, int(k))
-        with self._buffer() as buf:
-            counts, rows, scores = compiled.rank_batch(self.indptr, self.indices, self.data, q.indptr, q.indices,
-                                                       q.data, k, buf)
+        counts, rows, scores = compiled.rank_batch(self.indptr, self.indices, self.data, q.indptr, q.indices, q.data,
+                                                   k, self.n_units)
         return [(rows[i * k:i * k + n], scores[i * k:i * k + n]) for i, n in enumerate(counts.tolist())]
 
     @contextmanager
     def _buffer(self):
-        """A score buffer of zeros, one per unit, for the compiled loops: kept across calls (and
+        """A score buffer of zeros, one per unit, for the compiled product: kept across calls (and
         threads: each takes its own), so a call clears only what it touched, not every unit."""
         pool = self.__dict__.setdefault("_score_buffers", [])  # list pop/append are atomic
         buf = pool.pop() if pool else np.zeros(self.n_units, dtype=self.data.dtype)

@@ -72,6 +72,37 @@ def test_compiled_rank_is_the_products_top_k(case):
 
 
 @needs_numba
+@settings(max_examples=300, deadline=None)
+@given(cases(), st.integers(1, 9))
+def test_compiled_rank_a_few_units_a_block_is_the_products_top_k(case, block):
+    # Blocks of a few units: many blocks a query, some empty, a unit's terms in one block.
+    matrix, queries, k = case
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(compiled, "BLOCK", block)
+        fast = _ranks(matrix, queries, k, numba=True)
+    slow = _ranks(matrix, queries, k, numba=False)
+    assert [(r.tolist(), s.tobytes()) for r, s in fast] == [(r.tolist(), s.tobytes()) for r, s in slow]
+
+
+@needs_numba
+@pytest.mark.parametrize("k", [1, 64, 65, 200])
+@pytest.mark.parametrize("block", [16, 5000])
+def test_ties_across_blocks_are_broken_by_unit(monkeypatch, k, block):
+    # 3,000 units of one score, a few better ones late: beyond SMALL_K the candidates are cut
+    # as blocks go (all tied: the k smallest kept), and a later tie must not enter.
+    units = np.zeros((3000, 2), dtype=np.float32)
+    units[:, 0] = 1.0
+    units[2990:, 1] = 1.0
+    matrix = TermMatrix.from_units(sp.csr_matrix(units))
+    q = sp.csr_matrix(np.array([[1.0, 0.5]], dtype=np.float32))
+    monkeypatch.setattr(compiled, "BLOCK", block)
+    (rows, scores), = _ranks(matrix, q, k, numba=True)
+    want = (list(range(2990, 3000)) + list(range(k)))[:k]
+    assert rows.tolist() == want and scores.tolist() == [1.5] * min(k, 10) + [1.0] * (k - min(k, 10))
+    assert [(r.tolist(), s.tobytes()) for r, s in _ranks(matrix, q, k, numba=False)] == [(rows.tolist(), scores.tobytes())]
+
+
+@needs_numba
 def test_ties_at_the_cut_are_broken_by_unit():
     # Six units with the same score, k = 3: the three smallest units, whatever the path.
     units = sp.csr_matrix(np.array([[1.0, 0.0]] * 6 + [[0.0, 2.0]], dtype=np.float32))
@@ -158,8 +189,12 @@ def test_a_saved_matrix_read_memory_mapped_ranks_the_same(tmp_path):
 
 @needs_numba
 @pytest.mark.parametrize("k", [3, 64, 65, 200])
-def test_a_deep_top_k_ranks_the_same(k):
-    # Beyond compiled.SMALL_K the candidates are collected, then sorted: both ways, same bits.
+@pytest.mark.parametrize("block", [7, 64, None])
+def test_a_deep_top_k_ranks_the_same(monkeypatch, k, block):
+    # Beyond compiled.SMALL_K the candidates are collected, cut as blocks go, then sorted: both
+    # ways, same bits.
+    if block:
+        monkeypatch.setattr(compiled, "BLOCK", block)
     rng = np.random.default_rng(k)
     units = sp.csr_matrix(rng.choice([0.0, 0.0, 0.5, 1.0, 2.0], size=(400, 30)).astype(np.float32))
     matrix = TermMatrix.from_units(units)
