@@ -1,9 +1,9 @@
-"""FEVER's size on one machine: tag, retrieve, run, predict and serve from 1.2M to 25M sentences.
+"""FEVER's size on one machine and on a Dask cluster: tag, retrieve, run, predict and serve from 1.2M to 25M sentences.
 
 Writes reports/bench-fever-size.md (and the raw figures as .json beside it). For each size N,
 the FEVER-shaped data of ``benchmarks/make_fever.py`` (``WORK/fever-N``: wiki-pages and
 train/dev/test claims at ``--claim-scale`` times FEVER's counts; made when missing, reused
-when present and made with the same arguments) is measured in five stages, each as wall
+when present and made with the same arguments) is measured in seven stages, each as wall
 seconds, the process tree's CPU seconds and its peak RSS (sampled), with the 1-minute load
 average before and after every run beside it (``predict``'s peak also as the tree's summed PSS
 and summed anonymous memory: :mod:`harness.measure` says how they differ):
@@ -16,7 +16,23 @@ and summed anonymous memory: :mod:`harness.measure` says how they differ):
 4. ``factcheck predict --jobs 2`` over the dev claims with that run's index and model
    (claims/s, start-up included);
 5. ``factcheck serve --run``: start-up, RSS (anonymous = private, file-backed = the mapped
-   index) and ``/api/check`` p50/p99 (``benchmarks/serve.py``).
+   index) and ``/api/check`` p50/p99 (``benchmarks/serve.py``);
+6. ``factcheck tag --backend dask --scheduler ADDRESS`` of the same folder, on a cluster of 2
+   single-threaded worker processes reached by its address, its index compared with stage 1's:
+   the same ``manifest.json`` bytes, and ``factcheck verify`` finds every file's sha256 the
+   manifest's (so every file has the same bytes);
+7. ``factcheck predict --backend dask --scheduler ADDRESS`` over the dev claims with stage 3's
+   index and model on such a cluster, its predictions and ``.explain.json`` compared byte for
+   byte with stage 4's.
+
+The cluster is the one ``docs/cluster.md`` starts (:mod:`harness.cluster`): ``dask scheduler``
+and ``dask worker ADDRESS --nworkers 2 --nthreads 1``, separate processes, started afresh and
+untimed before every run (no run finds workers warm from the one before: predict's workers keep
+the index and model they opened) and stopped after it. Its two process trees (the scheduler;
+the worker command, its nannies and worker processes) are sampled with the command's, so the
+Dask stages' peaks are summed over the driver, the scheduler, the nannies and the workers, and
+their CPU is the driver's and the cluster's while the command runs. Where the Dask output does
+not have the one-machine bytes, the report says so ("same bytes: **no**") and goes on.
 
 A figure is the median of ``--repeats`` runs when a run takes under 10 minutes, else one run.
 Every figure is also a ratio to the same invocation's figure at the first size (1.2M by
@@ -35,6 +51,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -43,22 +60,29 @@ from benchmarks import make_fever
 from benchmarks.make_corpus import DEFAULT_SOURCE
 from benchmarks.online import MIB, bench_serve, cli, measure_command, ratio, run_table, stage_scaling, trace_runs
 from factcheck.errors import InputError
+from factcheck.formats.claims import explanations_path
 from factcheck.formats.files import write_json_atomic
+from factcheck.tagging.store import MANIFEST
+from harness.cluster import address, dask_cluster
 from harness.measure import ROOT, SINGLE_RUN_S, CommandFailed, machine, write_report
+from harness.serving import free_port
 
 SIZES = "1208827,5000000,10000000,25000000"
 DEV = make_fever.FILES["dev"]
 SEED = 2024  # make_fever's default
+DASK_WORKERS = 2
 # The stages of the summary table, in order; "run" is the whole `factcheck run`.
-STAGES = ("tag", "retrieve bm25", "run", "predict dev", "serve")
+STAGES = ("tag", "retrieve bm25", "run", "predict dev", "serve", "tag dask", "predict dask")
 TITLES = {"tag": "`factcheck tag` (wiki-pages, `--jobs 2`)",
           "retrieve bm25": "`retrieve --method bm25`, BM25 build included",
           "run": "`factcheck run --data-dir` (whole run)",
           "predict dev": "`predict --jobs 2` over the dev claims",
-          "serve": "`serve --run` start-up (peak: RSS after the requests)"}
+          "serve": "`serve --run` start-up (peak: RSS after the requests)",
+          "tag dask": f"`factcheck tag` on a Dask cluster ({DASK_WORKERS} workers, by address)",
+          "predict dask": f"`predict` over the dev claims on a Dask cluster ({DASK_WORKERS} workers)"}
 NOT_MEASURED = [
-    "Not measured by this command: tagging 25M and predicting 20K claims on a Dask cluster (`docs/cluster.md` says how), and the open mode's first stage at 25M (static "
-    "vectors and the nearest-neighbour index: `python -m benchmarks.ann` and `python -m benchmarks.two_stage`).",
+    "Not measured by this command: the open mode's first stage at 25M (static vectors and the nearest-neighbour "
+    "index: `python -m benchmarks.ann` and `python -m benchmarks.two_stage`).",
 ]
 
 
@@ -92,13 +116,37 @@ def dataset(n: int, claim_scale: float, seed: int, source: Path, work: Path) -> 
     return folder, written
 
 
+def same_index(manifest: bytes, index: Path) -> str:
+    """"yes" when ``index`` has the one-machine index's ``manifest`` bytes and ``factcheck verify``
+    finds every file's sha256 the manifest's; else "no: " and why."""
+    if (index / MANIFEST).read_bytes() != manifest:
+        return f"no: {MANIFEST} differs"
+    proc = subprocess.run(cli("verify", index), cwd=ROOT, capture_output=True, text=True)
+    lines = (proc.stderr or proc.stdout).strip().splitlines()
+    return "yes" if proc.returncode == 0 else f"no: factcheck verify: {lines[-1] if lines else proc.returncode}"
+
+
+def same_files(*pairs: tuple[Path, Path]) -> str:
+    """"yes" when every (one machine, Dask) pair of files has the same bytes; else "no: " and the first that differs."""
+    for one, other in pairs:
+        if one.read_bytes() != other.read_bytes():
+            return f"no: {other.name} differs"
+    return "yes"
+
+
+def on_cluster(port: int, scratch: Path):
+    """The ``alongside`` of :func:`benchmarks.online.measure_command`: a fresh cluster per run."""
+    return lambda: dask_cluster(port, DASK_WORKERS, scratch)
+
+
 def bench_size(n: int, data: Path, written: dict, args, work: Path) -> dict:
-    """The five stages on the data of ``n`` sentences in ``data`` (``written``: its counts)."""
+    """The seven stages on the data of ``n`` sentences in ``data`` (``written``: its counts)."""
     dev = data / DEV
     r = {"n": n, "data": str(data), "written": written, "stages": {}}
     scratch = Path(tempfile.mkdtemp(prefix=f"fever-size-{n}-", dir=work))
     index, keep, out = scratch / "index", scratch / "run", scratch / "out"
     measured = r["stages"]
+    manifest = {}  # the one-machine index's, compared with the Dask one's
 
     def stage(name: str, needs: str | None, fn) -> None:
         if needs is not None and "failed" in measured[needs]:
@@ -120,9 +168,12 @@ def bench_size(n: int, data: Path, written: dict, args, work: Path) -> dict:
         return prepare
 
     try:
-        stage("tag", None, lambda: measure_command(
-            cli("tag", data / "wiki-pages", "--out", index, "--jobs", 2), args.repeats, prepare=clear(index),
-            single_over=SINGLE_RUN_S))
+        def tag():
+            got = measure_command(cli("tag", data / "wiki-pages", "--out", index, "--jobs", 2), args.repeats,
+                                  prepare=clear(index), single_over=SINGLE_RUN_S)
+            manifest["tag"] = (index / MANIFEST).read_bytes()
+            return got
+        stage("tag", None, tag)
         stage("retrieve bm25", "tag", lambda: measure_command(
             cli("retrieve", "--index", index, "--claims", dev, "--out", out.with_suffix(".json"), "--method", "bm25",
                 "--k1", 0.9, "--b", 0.4),
@@ -144,6 +195,29 @@ def bench_size(n: int, data: Path, written: dict, args, work: Path) -> dict:
             got = bench_serve(keep, args.requests, args.repeats)
             return {**got, "loads": [[before, os.getloadavg()[0]]]}
         stage("serve", "run", serve)
+
+        def tag_dask():
+            on_dask = scratch / "index-dask"
+            port = free_port()
+            got = measure_command(cli("tag", data / "wiki-pages", "--out", on_dask, "--backend", "dask",
+                                      "--scheduler", address(port)), args.repeats, prepare=clear(on_dask),
+                                  single_over=SINGLE_RUN_S, alongside=on_cluster(port, scratch))
+            try:
+                return {**got, "same_bytes": same_index(manifest["tag"], on_dask)}
+            finally:
+                shutil.rmtree(on_dask, ignore_errors=True)
+        stage("tag dask", "tag", tag_dask)
+
+        def predict_dask():
+            mine, theirs = out.with_suffix(".jsonl"), scratch / "out-dask.jsonl"
+            port = free_port()
+            got = measure_command(cli("predict", "--index", keep / "index", "--model", keep / "model", "--claims", dev,
+                                      "--out", theirs, "--backend", "dask", "--scheduler", address(port)),
+                                  args.repeats, prepare=clear(theirs), single_over=SINGLE_RUN_S,
+                                  alongside=on_cluster(port, scratch))
+            return {**got, "claims": written["dev"], "same_bytes": same_files(
+                (mine, theirs), (explanations_path(mine), explanations_path(theirs)))}
+        stage("predict dask", "predict dev", predict_dask)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return r
@@ -216,7 +290,7 @@ def report(args, results: dict, load_before, load_after, pending=()) -> list[str
     first = base["n"]
     claims = base["written"]
     lines = [
-        "# FEVER's size on one machine: `tag`, `retrieve`, `run`, `predict`, `serve`", "",
+        "# FEVER's size on one machine and on a Dask cluster: `tag`, `retrieve`, `run`, `predict`, `serve`", "",
         "**The data are synthetic and these figures are for cost (time, memory), not quality**: "
         "`benchmarks/make_fever.py` draws FEVER-shaped wiki pages and claims from a word model without meaning, "
         "so nothing here says how well FEVER itself is verified.", "",
@@ -278,8 +352,25 @@ def report(args, results: dict, load_before, load_after, pending=()) -> list[str
               f"{v['startup_s']:.1f} | {v['anon_end_mib']:,.0f} | {v['file_end_mib']:,.0f} | {v['best']} | "
               f"{v['p50']:.1f} | {v['p99']:.1f} | {v['errors']:.0f} |")
         lines.append(f"| {results[s]['n']:,} | " + pc + vc)
+    lines += ["", "## One machine and the Dask cluster: the same bytes?", "",
+              f"A cluster of {DASK_WORKERS} single-threaded worker processes (`dask scheduler`, `dask worker ADDRESS "
+              f"--nworkers {DASK_WORKERS} --nthreads 1`), started afresh before every run and reached by its "
+              "address; the Dask stages' figures above are summed over the driver, the scheduler, the nannies and "
+              "the workers. The index: the same `manifest.json` bytes and every file's sha256 the manifest's "
+              "(`factcheck verify`); the predictions: the same bytes, `.explain.json` too.", "",
+              "| size | `tag` index: same bytes | `predict` output: same bytes |", "|---|---|---|"]
+    for s in sizes:
+        lines.append(f"| {results[s]['n']:,} | " + " | ".join(
+            same_cell(results[s]["stages"][name]) for name in ("tag dask", "predict dask")) + " |")
     lines += ["", "## Scaling check and targets", "", *checks(results), "", *NOT_MEASURED]
     return lines
+
+
+def same_cell(m: dict) -> str:
+    """yes, **no** (and why), or why there is nothing to compare."""
+    if "failed" in m:
+        return f"– ({m['failed']})"
+    return "yes" if m["same_bytes"] == "yes" else f"**no** ({m['same_bytes'][len('no: '):]})"
 
 
 def gb(n_bytes) -> str:
@@ -331,7 +422,7 @@ def checks(results: dict) -> list[str]:
     full = {s: r for s, r in results.items() if r["written"]["train"] >= 145_000}
     for r in results.values():
         n, st = r["n"], r["stages"]
-        tag, bm25, run, predict, serve = (st[k] for k in STAGES)
+        tag, bm25, run, predict, serve = (st[k] for k in STAGES[:5])
         if n >= 25_000_000 and "failed" not in tag:
             line(tag["wall_s"] <= 8 * 60, f"tagging {n:,} sentences: {tag['wall_s'] / 60:.1f} min (<= 8)")
         if "failed" not in bm25 and (4_900_000 <= n <= 5_100_000 or n >= 25_000_000):
@@ -355,6 +446,11 @@ def checks(results: dict) -> list[str]:
             line(serve["anon_end_mib"] * MIB <= 2e9, f"`serve` at {n:,}: private RSS "
                                                       f"{serve['anon_end_mib'] * MIB / 1e9:.2f} GB (<= 2)")
             line(serve["p50"] <= 100, f"`/api/check` at {n:,} p50 {serve['p50']:.1f} ms (<= 100)")
+        for name in ("tag dask", "predict dask"):
+            if "failed" not in st[name]:
+                same = st[name]["same_bytes"]
+                line(same == "yes", f"{TITLES[name]} at {n:,} gives the one-machine run's bytes"
+                                    + ("" if same == "yes" else f" ({same[len('no: '):]})"))
         for name in STAGES:
             if "failed" in st[name]:
                 out.append(f"- {TITLES[name]} at {n:,}: **failed** ({st[name]['failed']})")

@@ -111,15 +111,20 @@ def trace_runs(data: Path, repeats: int, keep: Path, scratch: Path = ROOT / "ben
 
 
 def measure_command(cmd: list, repeats: int, tree: Path = ROOT, prepare=None,
-                    single_over: float | None = None) -> dict:
+                    single_over: float | None = None, alongside=None) -> dict:
     """``cmd`` measured ``repeats`` times (``prepare()`` before each; ``single_over`` as in
     :func:`harness.measure.repeated`): the median wall, tree CPU and tree peaks (summed RSS,
     and summed PSS and anonymous memory where /proc gives them), each run's wall and load
-    averages. A failed run raises :class:`harness.measure.CommandFailed`."""
+    averages. With ``alongside``, each run is inside ``with alongside() as pids`` (a fresh
+    cluster, say), the trees of ``pids`` measured with the command's (:func:`harness.measure.measure`).
+    A failed run raises :class:`harness.measure.CommandFailed`."""
     def once() -> dict:
         if prepare is not None:
             prepare()
-        return measure(cmd, cwd=tree)
+        if alongside is None:
+            return measure(cmd, cwd=tree)
+        with alongside() as pids:
+            return measure(cmd, cwd=tree, alongside=pids)
 
     runs = repeated(once, repeats, single_over)
     out = {k: statistics.median(r[k] for r in runs) for k in ("wall_s", "cpu_s", "tree_peak_rss")}

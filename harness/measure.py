@@ -208,7 +208,7 @@ SAMPLING_SHARE = 0.05
 
 
 def measure(cmd: list[str], log: Path | None = None, interval: float = 0.05, env: dict | None = None,
-            cwd=ROOT) -> dict:
+            cwd=ROOT, alongside: tuple[int, ...] | list[int] = ()) -> dict:
     """Run ``cmd`` to completion in its own process group.
 
     Returns wall and CPU seconds (the whole tree, from rusage) and memory: the driver's
@@ -217,8 +217,12 @@ def measure(cmd: list[str], log: Path | None = None, interval: float = 0.05, env
     (``tree_peak_pss``) and of anonymous memory (``tree_peak_anon``; both None where
     /proc has no smaps_rollup), sampled every ``interval`` seconds, or less often when a sample
     costs more than :data:`SAMPLING_SHARE` of that time. Output goes to ``log`` (or is dropped).
+    ``alongside``: the roots of other process trees the command uses (a Dask cluster it reaches
+    by its address), sampled with it: their processes count as workers, their CPU while the
+    command runs is added.
     """
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    others_cpu = sum(tree_cpu(pid) for pid in alongside)
     out = open(log, "w") if log else subprocess.DEVNULL
     try:
         t0 = time.perf_counter()
@@ -231,7 +235,7 @@ def measure(cmd: list[str], log: Path | None = None, interval: float = 0.05, env
             while proc.poll() is None:
                 started = time.perf_counter()
                 total = pss = anon = 0
-                for pid, rss, hwm in tree_memory(proc.pid):
+                for pid, rss, hwm in [m for root in (proc.pid, *alongside) for m in tree_memory(root)]:
                     total += rss
                     if pid == proc.pid:
                         driver_hwm = max(driver_hwm, hwm)
@@ -247,6 +251,7 @@ def measure(cmd: list[str], log: Path | None = None, interval: float = 0.05, env
                 spent = time.perf_counter() - started
                 time.sleep(max(interval, spent / SAMPLING_SHARE - spent))
         wall = time.perf_counter() - t0
+        others_cpu = sum(tree_cpu(pid) for pid in alongside) - others_cpu
     finally:
         if log:
             out.close()
@@ -254,7 +259,7 @@ def measure(cmd: list[str], log: Path | None = None, interval: float = 0.05, env
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise CommandFailed(cmd, proc.returncode, Path(log).read_text(errors="replace")[-3000:] if log else "")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime) + others_cpu
     return {"wall_s": wall, "cpu_s": cpu, "driver_peak_rss": driver_hwm,
             "worker_peak_rss": max(worker_hwm.values(), default=0),
             "tree_peak_rss": tree_peak, "tree_peak_pss": pss_peak if rollups else None,

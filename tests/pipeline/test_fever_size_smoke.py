@@ -1,6 +1,7 @@
 """The FEVER-size benchmark end to end at tiny sizes (``python -m benchmarks.fever_size``): every
-stage runs on make_fever data of the demo's words, and the report holds each stage's figures
-with their load averages, their ratios to the first size and the scaling check."""
+stage runs on make_fever data of the demo's words, the Dask ones on a cluster of separate
+processes it starts, and the report holds each stage's figures with their load averages, their
+ratios to the first size, the scaling check, and that the Dask runs gave the one-machine bytes."""
 
 from __future__ import annotations
 
@@ -27,10 +28,13 @@ def test_the_one_command_writes_every_table_at_tiny_sizes(tmp_path):
     assert "for cost (time, memory), not quality" in text and "failed" not in text
     for heading in ("## Every stage", "## Each stage's cost as a ratio to its cost at 3,000 sentences",
                     "## `factcheck run`, per stage of its timing list", "## `predict` and `serve`",
-                    "## Scaling check and targets"):
+                    "## One machine and the Dask cluster: the same bytes?", "## Scaling check and targets"):
         assert heading in text
     rows = {line.split(" | ")[0][2:]: line for line in text.splitlines() if line.startswith("| ")}
     assert rows["linear (sentences x first)"] == "| linear (sentences x first) | 1.00 | 2.00 |"
+    # the Dask cluster's index and predictions have the one-machine bytes at both sizes
+    assert {"| 3,000 | yes | yes |", "| 6,000 | yes | yes |"} <= set(text.splitlines())
+    assert text.count("gives the one-machine run's bytes: **met**") == 4
     figures = [line for line in text.splitlines() if line.startswith(tuple(f"| {TITLES[s]} | " for s in STAGES))]
     assert len(figures) == 2 * len(STAGES)  # a figures row and a ratios row a stage
     assert all(line.count("(load ") == 2 for line in figures[:len(STAGES)])
@@ -39,6 +43,7 @@ def test_the_one_command_writes_every_table_at_tiny_sizes(tmp_path):
     assert text.count("(limit 1.2 x 2.00 = 2.40)") >= 2 * len(STAGES)
     raw = json.loads(out.with_suffix(".json").read_text())
     assert sorted(raw) == ["3000", "6000"] and set(raw["6000"]["stages"]) == set(STAGES)
+    assert {"tag dask", "predict dask"} <= set(STAGES)
     # the data were made once each, with the record that lets the next invocation reuse them
     assert sorted(p.name for p in tmp_path.glob("fever-*")) == [
         "fever-3000-claims0.001", "fever-3000-claims0.001.args.json",

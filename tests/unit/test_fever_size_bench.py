@@ -5,11 +5,13 @@ exit status while the benchmark goes on (the commands themselves replaced by sta
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
 from benchmarks import fever_size
 from factcheck.errors import InputError
+from factcheck.formats.claims import explanations_path
 from harness.measure import CommandFailed
 from helpers import DEMO
 
@@ -47,10 +49,24 @@ def test_bad_arguments_stop_it_in_one_line_before_anything_is_measured(tmp_path,
     assert capsys.readouterr().err.strip() == says and not out.exists()
 
 
-def fake_commands(monkeypatch, run_fails_at: int):
-    def measure_command(cmd, repeats, tree=None, prepare=None, single_over=None):
+def write_outputs(cmd, dask_differs: bool = False) -> None:
+    """What ``tag`` and ``predict`` write, as stand-ins: a manifest, or predictions and their explanations;
+    with ``dask_differs``, a Dask run's bytes are not the one-machine run's."""
+    out = Path(cmd[cmd.index("--out") + 1])
+    text = b"on dask" if dask_differs and "dask" in cmd else b"the same"
+    if cmd[3] == "tag":
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "manifest.json").write_bytes(text)
+    elif cmd[3] == "predict":
+        out.write_bytes(text)
+        explanations_path(out).write_bytes(b"the same")
+
+
+def fake_commands(monkeypatch, run_fails_at: int, dask_differs: bool = False):
+    def measure_command(cmd, repeats, tree=None, prepare=None, single_over=None, alongside=None):
         if cmd[3] == "tag" and "fever-600" in str(cmd[4]):
             raise CommandFailed(cmd, -9, "tagging ...\nKilled\n")
+        write_outputs(cmd, dask_differs)
         return {"wall_s": 2.0, "cpu_s": 3.0, "tree_peak_rss": 2 ** 30, "tree_peak_pss": 6e8, "tree_peak_anon": 2e8,
                 "runs": [2.0], "loads": [[1.0, 1.5]]}
 
@@ -65,7 +81,11 @@ def fake_commands(monkeypatch, run_fails_at: int):
         return {"startup_s": 1.0, "rss_start_mib": 100, "rss_end_mib": 120, "anon_end_mib": 80, "file_end_mib": 40,
                 "p50": 5.0, "p99": 9.0, "errors": 0, "best": "bm25"}
 
-    for name, fn in (("measure_command", measure_command), ("trace_runs", trace_runs), ("bench_serve", bench_serve)):
+    def same_index(manifest, index):  # the manifest's bytes only: the stand-in index has no files to verify
+        return "yes" if (index / "manifest.json").read_bytes() == manifest else "no: manifest.json differs"
+
+    for name, fn in (("measure_command", measure_command), ("trace_runs", trace_runs), ("bench_serve", bench_serve),
+                     ("same_index", same_index)):
         monkeypatch.setattr(fever_size, name, fn)
 
 
@@ -80,6 +100,8 @@ def test_a_failed_stage_is_reported_with_its_status_and_the_benchmark_goes_on(tm
     assert second["retrieve bm25"] == {"failed": "not run: tag failed"}  # it needs the tag index
     assert second["run"]["failed"] == "status 1" and second["run"]["error"] == "factcheck: MemoryError"
     assert second["predict dev"] == second["serve"] == {"failed": "not run: run failed"}
+    assert second["tag dask"] == {"failed": "not run: tag failed"}
+    assert second["predict dask"] == {"failed": "not run: predict dev failed"}
     text = "\n".join(fever_size.report(a, results, (1.0, 1.0, 1.0), (2.0, 2.0, 2.0)))
     assert "failed: status -9 (killed by signal 9) (Killed)" in text and "not run: run failed" in text
     assert "| **whole run** | **10 / 12 / 2,048** | failed (status 1) |" in text
@@ -87,16 +109,30 @@ def test_a_failed_stage_is_reported_with_its_status_and_the_benchmark_goes_on(tm
     # the first size's figures, each with its load, and as ratios to themselves
     assert "| `factcheck tag` (wiki-pages, `--jobs 2`) | 2.0 / 3.0 / 1,024 (load 1.0→1.5) |" in text
     assert "| linear (sentences x first) | 1.00 | 2.00 |" in text
-    assert "not quality" in text and "Not measured by this command: tagging 25M" in text
+    assert "not quality" in text and "Not measured by this command: the open mode" in text and "Dask" not in text.split("Not measured")[1]
     # predict's peak three ways, each labelled: summed RSS (the target's figure), summed PSS, summed anonymous
     assert "| peak GB: summed RSS | summed PSS | summed anonymous |" in text
     assert "| 300 | 20 | 10.0 | 1.07 | 0.60 | 0.20 | 1.0 |" in text
     assert "| 600 | failed | | | | | failed: not run: run failed |" in text
+    assert "| 300 | yes | yes |" in text
+    assert "| 600 | – (not run: tag failed) | – (not run: predict dev failed) |" in text
+
+
+def test_dask_output_that_differs_is_reported_loudly_and_every_figure_kept(tmp_path, monkeypatch):
+    fake_commands(monkeypatch, run_fails_at=-1, dask_differs=True)
+    a = args()
+    results = {"300": fever_size.bench_size(300, *fever_size.dataset(300, 0.001, a.seed, SOURCE, tmp_path), a, tmp_path)}
+    assert all("failed" not in m for m in results["300"]["stages"].values())
+    text = "\n".join(fever_size.report(a, results, (1.0, 1.0, 1.0), (2.0, 2.0, 2.0)))
+    assert "| 300 | **no** (manifest.json differs) | **no** (out-dask.jsonl differs) |" in text
+    assert ("- `factcheck tag` on a Dask cluster (2 workers, by address) at 300 gives the one-machine run's bytes "
+            "(manifest.json differs): **missed**") in text
+    assert "| `factcheck tag` on a Dask cluster (2 workers, by address) | 2.0 / 3.0 / 1,024 (load 1.0→1.5) |" in text
 
 
 def test_every_stage_has_its_ratio_to_the_first_size(tmp_path, monkeypatch):
     fake_commands(monkeypatch, run_fails_at=-1)
-    monkeypatch.setattr(fever_size, "measure_command", lambda cmd, repeats, **kw: {
+    monkeypatch.setattr(fever_size, "measure_command", lambda cmd, repeats, **kw: write_outputs(cmd) or {
         "wall_s": 2.0 * (1 + ("fever-600" in " ".join(map(str, cmd)))), "cpu_s": 3.0, "tree_peak_rss": 2 ** 30,
         "runs": [2.0], "loads": [[1.0, 1.5]]})
     a = args()
