@@ -66,11 +66,12 @@ def _compiled():
 
 
 def _make(numba):
-    global _place, _cut, _next_block, _add_block
+    global _place, _cut, _cursors, _start, _next_block
     # compiled into the loops where they are called (the loops find them by this module's names)
     _place = numba.njit(inline="always")(getattr(_place, "py_func", _place))  # py_func: made before
+    _cursors = numba.njit(getattr(_cursors, "py_func", _cursors))
+    _start = numba.njit(inline="always")(getattr(_start, "py_func", _start))
     _next_block = numba.njit(inline="always")(getattr(_next_block, "py_func", _next_block))
-    _add_block = numba.njit(inline="always")(getattr(_add_block, "py_func", _add_block))
     _cut = numba.njit(getattr(_cut, "py_func", _cut))
     try:
         # The compiled code is kept beside this module (or numba's per-user cache), as Python
@@ -111,20 +112,40 @@ def _place(best_s, best_u, n, k, x, u):  # pragma: no cover (compiled)
     return n + 1 if n < k else n
 
 
-def _next_block(indices, at, stop, nt, n_units, block):  # pragma: no cover (compiled)
-    """The first unit of the next block holding a posting of the query's terms (``n_units``: none)."""
+def _cursors(q_indptr):  # pragma: no cover (compiled)
+    """Room for each term's next posting and its end, for the widest query."""
+    width = 0
+    for i in range(len(q_indptr) - 1):
+        width = max(width, q_indptr[i + 1] - q_indptr[i])
+    return np.empty(width, dtype=np.int64), np.empty(width, dtype=np.int64)
+
+
+def _start(indptr, terms, at, stop, n_units, ratio):  # pragma: no cover (compiled)
+    """Each of a query's ``terms`` at its first posting; whether the query is dense: its
+    postings reach ``1 / ratio`` of the units, so every block is read whole and no unit noted."""
+    total = 0
+    for j in range(len(terms)):
+        at[j], stop[j] = indptr[terms[j]], indptr[terms[j] + 1]
+        total += stop[j] - at[j]
+    return total * ratio >= n_units
+
+
+def _next_block(indices, data, q_data, at, stop, n_units, block, sums, touched, dense, ratio):  # pragma: no cover (compiled)
+    """The next block holding a posting of the query's terms (``at``: each term's next posting,
+    moved on), every term's postings in it added into ``sums`` (terms in the order stored: each
+    unit's sum has the product's bits), the units touched noted in ``touched`` unless ``dense``
+    (at most the block's units). Returns ``(first unit, units, units noted, whole)``, ``units``
+    0 when no posting is left; ``whole``: the block is to be read whole, in order (the query is
+    dense, or every unit was noted, or a sum back at 0 noted twice, or its postings reach
+    ``1 / ratio`` of its units)."""
     lo = n_units
-    for j in range(nt):
+    for j in range(len(q_data)):
         if at[j] < stop[j] and indices[at[j]] < lo:
             lo = indices[at[j]]
-    return lo if lo >= n_units else lo - lo % block
-
-
-def _add_block(indices, data, q_data, at, stop, lo, span, n_units, sums, touched, dense):  # pragma: no cover (compiled)
-    """Every term's postings in the block of ``span`` units from ``lo`` added into ``sums``
-    (terms in the order stored: each unit's sum has the product's bits), each term's next
-    posting moved on; the units touched noted in ``touched`` unless ``dense``, at most
-    ``span`` of them. Returns ``(units noted, postings added)``."""
+    if lo >= n_units:
+        return lo, 0, 0, 0
+    lo -= lo % block
+    span = min(block, n_units - lo)
     m, added = 0, 0
     for j in range(len(q_data)):
         v = q_data[j]
@@ -153,7 +174,7 @@ def _add_block(indices, data, q_data, at, stop, lo, span, n_units, sums, touched
                 p += 1
         added += p - at[j]
         at[j] = p
-    return m, added
+    return lo, span, m, dense or m >= span or added * ratio >= span
 
 
 def _rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k, n_units, block):  # pragma: no cover (compiled)
@@ -172,35 +193,21 @@ def _rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k, n_units, 
     room = 0 if small else 4 * k + block
     cand_u = np.empty(room, dtype=np.int64)
     cand_s = np.empty(room, dtype=data.dtype)
-    width = 0
-    for i in range(n_queries):
-        width = max(width, q_indptr[i + 1] - q_indptr[i])
-    at = np.empty(width, dtype=np.int64)  # each term's next posting
-    stop = np.empty(width, dtype=np.int64)
+    at, stop = _cursors(q_indptr)  # each term's next posting, and its end
     for i in range(n_queries):
         a, b = q_indptr[i], q_indptr[i + 1]
-        nt = b - a
-        total = 0
-        for j in range(nt):
-            t = q_indices[a + j]
-            at[j], stop[j] = indptr[t], indptr[t + 1]
-            total += stop[j] - at[j]
-        # Postings covering much of the units: every block is read in order, and no unit is noted.
-        dense = total * SCAN_RATIO >= n_units
+        dense = _start(indptr, q_indices[a:b], at, stop, n_units, SCAN_RATIO)
         n = 0  # small: the top's size; else the candidates'
         # Small k, once full: the k-th score; large k, once cut: the cut. Only a unit above it
         # can enter, or (small k) a tie of a smaller unit in a block not read in order.
         least = data.dtype.type(-np.inf)  # of the scores' type: a mixed test slows the loop threefold
         while True:
-            lo = _next_block(indices, at, stop, nt, n_units, block)
-            if lo >= n_units:
+            lo, span, m, whole = _next_block(indices, data, q_data[a:b], at, stop, n_units, block, sums, touched,
+                                             dense, SCAN_RATIO)
+            if span == 0:
                 break
-            span = min(block, n_units - lo)
-            m, added = _add_block(indices, data, q_data[a:b], at, stop, lo, span, n_units, sums, touched, dense)
-            # Postings covering much of the block (or every unit noted, or a sum back at 0 noted
-            # twice): the block read in order, each unit against the k-th score so far, a test
-            # mostly false.
-            if dense or m >= span or added * SCAN_RATIO >= span:
+            # Read whole and in order, each unit against the k-th score so far (a test mostly false).
+            if whole:
                 if small:
                     for u in range(span):
                         x = sums[u]
@@ -298,29 +305,17 @@ def _products_batch(indptr, indices, data, q_indptr, q_indices, q_data, n_units,
     block = max(1, min(block, n_units))
     sums = np.zeros(block, dtype=data.dtype)  # one block's sums, left zeros
     touched = np.empty(block + 1, dtype=np.int64)  # its units (less its first) while fewer than the block
-    width = 0
-    for i in range(n_queries):
-        width = max(width, q_indptr[i + 1] - q_indptr[i])
-    at = np.empty(width, dtype=np.int64)  # each term's next posting
-    stop = np.empty(width, dtype=np.int64)
+    at, stop = _cursors(q_indptr)  # each term's next posting, and its end
     n = 0
     for i in range(n_queries):
         a, b = q_indptr[i], q_indptr[i + 1]
-        nt = b - a
-        total = 0
-        for j in range(nt):
-            t = q_indices[a + j]
-            at[j], stop[j] = indptr[t], indptr[t + 1]
-            total += stop[j] - at[j]
-        # Postings covering much of the units: every block is read in order, and no unit is noted.
-        dense = total * SORT_RATIO >= n_units
+        dense = _start(indptr, q_indices[a:b], at, stop, n_units, SORT_RATIO)
         while True:
-            lo = _next_block(indices, at, stop, nt, n_units, block)
-            if lo >= n_units:
+            lo, span, m, whole = _next_block(indices, data, q_data[a:b], at, stop, n_units, block, sums, touched,
+                                             dense, SORT_RATIO)
+            if span == 0:
                 break
-            span = min(block, n_units - lo)
-            m, added = _add_block(indices, data, q_data[a:b], at, stop, lo, span, n_units, sums, touched, dense)
-            if dense or m >= span or added * SORT_RATIO >= span:
+            if whole:
                 for u in range(span):
                     x = sums[u]
                     if x != 0:  # the product leaves out sums of exactly 0
