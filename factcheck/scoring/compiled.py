@@ -9,13 +9,13 @@ product's entries in that order, so every score has the product's bits (no ``fas
 fused multiply-add would change them). The top ``k`` is sorted by score descending, ties by
 unit ascending, as :func:`~factcheck.scoring.topk.top_k` orders them.
 
-The top ``k`` is made a block of :data:`BLOCK` units at a time: every term's postings in the
+The top ``k`` and the product are made a block of :data:`BLOCK` units at a time: every term's postings in the
 block are added into the block's sums, which stay in a core's cache, then the block's units are
 read into the top. Adding into one buffer as long as the units misses the cache at almost every
 posting once the units run to millions (a buffer of 25M scores is 100 MB): at 25M passages the
 block form ranks a claim in about a fifth of the time, with the same bits
-(``docs/decisions.md``, "A block at a time"). The product keeps one buffer as long as the
-units, cleared where touched.
+(``docs/decisions.md``, "A block at a time"). The product is made the same way, a block at
+a time, each block's units in order.
 
 Loading numba and its compiled code costs a fraction of a second once per process, more than
 a few queries cost on the product path: with ``FACTCHECK_NUMBA`` unset the loop is loaded once
@@ -41,9 +41,8 @@ BLOCK = 16_384
 SCAN_RATIO = 4
 # A top k of at most this many is kept sorted by insertion as the units are read.
 SMALL_K = 64
-# A product whose postings reach 1/SORT_RATIO of the units reads its units ascending off the
-# whole buffer rather than sorting the ones it touched (a sort costs about SORT_RATIO buffer
-# reads a unit).
+# A product's block whose postings reach 1/SORT_RATIO of its units is read whole, in order,
+# rather than its touched units sorted (a sort costs about SORT_RATIO reads a unit).
 SORT_RATIO = 64
 
 _kernel = None  # the compiled functions once made; False when numba is missing
@@ -67,9 +66,12 @@ def _compiled():
 
 
 def _make(numba):
-    global _place, _cut
-    # compiled into the loop where it is called (the loop finds it by this module's name)
+    global _place, _cut, _cursors, _start, _next_block
+    # compiled into the loops where they are called (the loops find them by this module's names)
     _place = numba.njit(inline="always")(getattr(_place, "py_func", _place))  # py_func: made before
+    _cursors = numba.njit(getattr(_cursors, "py_func", _cursors))
+    _start = numba.njit(inline="always")(getattr(_start, "py_func", _start))
+    _next_block = numba.njit(inline="always")(getattr(_next_block, "py_func", _next_block))
     _cut = numba.njit(getattr(_cut, "py_func", _cut))
     try:
         # The compiled code is kept beside this module (or numba's per-user cache), as Python
@@ -88,13 +90,13 @@ def rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k: int, n_uni
                           k, n_units, BLOCK)
 
 
-def products_batch(indptr, indices, data, q_indptr, q_indices, q_data, buf):
+def products_batch(indptr, indices, data, q_indptr, q_indices, q_data, n_units: int):
     """Each query's product as ``(ends, rows, scores)``: query ``i``'s units (ascending) and
     scores are ``rows[ends[i - 1]:ends[i]]`` (``ends[-1]`` read as 0), every unit whose sum is
     not 0, with the bits of scipy's product (its sums, in the order above). Arguments as
-    :func:`rank_batch`'s, but ``buf``: zeros, one per unit (left zeros)."""
+    :func:`rank_batch`'s."""
     return _compiled()[1](np.asarray(indptr), np.asarray(indices), np.asarray(data), q_indptr, q_indices, q_data,
-                          buf)
+                          n_units, BLOCK)
 
 
 def _place(best_s, best_u, n, k, x, u):  # pragma: no cover (compiled)
@@ -108,6 +110,71 @@ def _place(best_s, best_u, n, k, x, u):  # pragma: no cover (compiled)
     best_s[j] = x
     best_u[j] = u
     return n + 1 if n < k else n
+
+
+def _cursors(q_indptr):  # pragma: no cover (compiled)
+    """Room for each term's next posting and its end, for the widest query."""
+    width = 0
+    for i in range(len(q_indptr) - 1):
+        width = max(width, q_indptr[i + 1] - q_indptr[i])
+    return np.empty(width, dtype=np.int64), np.empty(width, dtype=np.int64)
+
+
+def _start(indptr, terms, at, stop, n_units, ratio):  # pragma: no cover (compiled)
+    """Each of a query's ``terms`` at its first posting; whether the query is dense: its
+    postings reach ``1 / ratio`` of the units, so every block is read whole and no unit noted."""
+    total = 0
+    for j in range(len(terms)):
+        at[j], stop[j] = indptr[terms[j]], indptr[terms[j] + 1]
+        total += stop[j] - at[j]
+    return total * ratio >= n_units
+
+
+def _next_block(indices, data, q_data, at, stop, n_units, block, sums, touched, dense, ratio):  # pragma: no cover (compiled)
+    """The next block holding a posting of the query's terms (``at``: each term's next posting,
+    moved on), every term's postings in it added into ``sums`` (terms in the order stored: each
+    unit's sum has the product's bits), the units touched noted in ``touched`` unless ``dense``
+    (at most the block's units). Returns ``(first unit, units, units noted, whole)``, ``units``
+    0 when no posting is left; ``whole``: the block is to be read whole, in order (the query is
+    dense, or every unit was noted, or a sum back at 0 noted twice, or its postings reach
+    ``1 / ratio`` of its units)."""
+    lo = n_units
+    for j in range(len(q_data)):
+        if at[j] < stop[j] and indices[at[j]] < lo:
+            lo = indices[at[j]]
+    if lo >= n_units:
+        return lo, 0, 0, 0
+    lo -= lo % block
+    span = min(block, n_units - lo)
+    m, added = 0, 0
+    for j in range(len(q_data)):
+        v = q_data[j]
+        p, e = at[j], stop[j]
+        if dense and span == n_units:  # one block, read whole: every posting is in it
+            for p in range(p, e):
+                sums[indices[p]] += v * data[p]
+            p = e
+        elif dense:
+            while p < e:
+                u = indices[p] - lo
+                if u >= span:
+                    break
+                sums[u] += v * data[p]
+                p += 1
+        else:
+            while p < e:
+                u = indices[p] - lo
+                if u >= span:
+                    break
+                # noted when its sum is 0 before the add, without a branch (the test is as often
+                # true as not); once the block's units are noted, no more
+                touched[m] = u
+                m = min(m + (sums[u] == 0), span)
+                sums[u] += v * data[p]
+                p += 1
+        added += p - at[j]
+        at[j] = p
+    return lo, span, m, dense or m >= span or added * ratio >= span
 
 
 def _rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k, n_units, block):  # pragma: no cover (compiled)
@@ -126,66 +193,21 @@ def _rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k, n_units, 
     room = 0 if small else 4 * k + block
     cand_u = np.empty(room, dtype=np.int64)
     cand_s = np.empty(room, dtype=data.dtype)
-    width = 0
-    for i in range(n_queries):
-        width = max(width, q_indptr[i + 1] - q_indptr[i])
-    at = np.empty(width, dtype=np.int64)  # each term's next posting
-    stop = np.empty(width, dtype=np.int64)
+    at, stop = _cursors(q_indptr)  # each term's next posting, and its end
     for i in range(n_queries):
         a, b = q_indptr[i], q_indptr[i + 1]
-        nt = b - a
-        total = 0
-        for j in range(nt):
-            t = q_indices[a + j]
-            at[j], stop[j] = indptr[t], indptr[t + 1]
-            total += stop[j] - at[j]
-        # Postings covering much of the units: every block is read in order, and no unit is noted.
-        dense = total * SCAN_RATIO >= n_units
+        dense = _start(indptr, q_indices[a:b], at, stop, n_units, SCAN_RATIO)
         n = 0  # small: the top's size; else the candidates'
         # Small k, once full: the k-th score; large k, once cut: the cut. Only a unit above it
         # can enter, or (small k) a tie of a smaller unit in a block not read in order.
         least = data.dtype.type(-np.inf)  # of the scores' type: a mixed test slows the loop threefold
         while True:
-            lo = n_units  # the next block holding a posting of the query
-            for j in range(nt):
-                if at[j] < stop[j] and indices[at[j]] < lo:
-                    lo = indices[at[j]]
-            if lo >= n_units:
+            lo, span, m, whole = _next_block(indices, data, q_data[a:b], at, stop, n_units, block, sums, touched,
+                                             dense, SCAN_RATIO)
+            if span == 0:
                 break
-            lo -= lo % block
-            span = min(block, n_units - lo)
-            m, added = 0, 0
-            for j in range(nt):  # terms in the order stored: each unit's sum has the product's bits
-                v = q_data[a + j]
-                p, e = at[j], stop[j]
-                if dense and span == n_units:  # one block, read whole: every posting is in it
-                    for p in range(p, e):
-                        sums[indices[p]] += v * data[p]
-                    p = e
-                elif dense:
-                    while p < e:
-                        u = indices[p] - lo
-                        if u >= span:
-                            break
-                        sums[u] += v * data[p]
-                        p += 1
-                else:
-                    while p < e:
-                        u = indices[p] - lo
-                        if u >= span:
-                            break
-                        # noted when its sum is 0 before the add, without a branch (the test is
-                        # as often true as not); once the block's units are noted, no more
-                        touched[m] = u
-                        m = min(m + (sums[u] == 0), span)
-                        sums[u] += v * data[p]
-                        p += 1
-                added += p - at[j]
-                at[j] = p
-            # Postings covering much of the block (or every unit noted, or a sum back at 0 noted
-            # twice): the block read in order, each unit against the k-th score so far, a test
-            # mostly false.
-            if dense or m >= span or added * SCAN_RATIO >= span:
+            # Read whole and in order, each unit against the k-th score so far (a test mostly false).
+            if whole:
                 if small:
                     for u in range(span):
                         x = sums[u]
@@ -265,57 +287,49 @@ def _cut(cand_u, cand_s, n, k):  # pragma: no cover (compiled)
     return kept, cut
 
 
-def _products_batch(indptr, indices, data, q_indptr, q_indices, q_data, buf):  # pragma: no cover (compiled)
+def _products_batch(indptr, indices, data, q_indptr, q_indices, q_data, n_units, block):  # pragma: no cover (compiled)
     n_queries = len(q_indptr) - 1
-    n_units = len(buf)
     # Each query's product has at most as many entries as its postings, and the units.
     room = np.zeros(n_queries + 1, dtype=np.int64)
-    totals = np.zeros(n_queries, dtype=np.int64)  # each query's postings
-    widest = 0
     for i in range(n_queries):
         total = 0
         for jj in range(q_indptr[i], q_indptr[i + 1]):
             t = q_indices[jj]
             total += indptr[t + 1] - indptr[t]
-        totals[i] = total
         room[i + 1] = room[i] + min(total, n_units)
-        if total * SORT_RATIO < n_units:  # its touched units are noted, then sorted
-            widest = max(widest, total)
     ends = np.zeros(n_queries, dtype=np.int64)
     rows = np.empty(room[n_queries], dtype=np.int64)
-    scores = np.empty(room[n_queries], dtype=buf.dtype)
-    # A unit is noted when its sum is 0 before an add: noted again if its sum returned to 0, then
-    # read once (its buffer entry is cleared at the first reading).
-    touched = np.empty(widest, dtype=np.int64)
+    scores = np.empty(room[n_queries], dtype=data.dtype)
+    if n_units < 1:
+        return ends, rows[:0], scores[:0]
+    block = max(1, min(block, n_units))
+    sums = np.zeros(block, dtype=data.dtype)  # one block's sums, left zeros
+    touched = np.empty(block + 1, dtype=np.int64)  # its units (less its first) while fewer than the block
+    at, stop = _cursors(q_indptr)  # each term's next posting, and its end
     n = 0
     for i in range(n_queries):
         a, b = q_indptr[i], q_indptr[i + 1]
-        scan = totals[i] * SORT_RATIO >= n_units
-        m = 0
-        for jj in range(a, b):
-            t = q_indices[jj]
-            v = q_data[jj]
-            for p in range(indptr[t], indptr[t + 1]):
-                u = indices[p]
-                if not scan and buf[u] == 0:
-                    touched[m] = u
-                    m += 1
-                buf[u] += v * data[p]
-        if scan:
-            for u in range(n_units):
-                x = buf[u]
-                if x != 0:  # the product leaves out sums of exactly 0
-                    rows[n] = u
-                    scores[n] = x
-                    n += 1
-                    buf[u] = 0
-        else:
-            for u in np.sort(touched[:m]):
-                x = buf[u]
-                if x != 0:
-                    rows[n] = u
-                    scores[n] = x
-                    n += 1
-                    buf[u] = 0
+        dense = _start(indptr, q_indices[a:b], at, stop, n_units, SORT_RATIO)
+        while True:
+            lo, span, m, whole = _next_block(indices, data, q_data[a:b], at, stop, n_units, block, sums, touched,
+                                             dense, SORT_RATIO)
+            if span == 0:
+                break
+            if whole:
+                for u in range(span):
+                    x = sums[u]
+                    if x != 0:  # the product leaves out sums of exactly 0
+                        rows[n] = lo + u
+                        scores[n] = x
+                        n += 1
+                sums[:span] = 0
+            else:
+                for u in np.sort(touched[:m]):
+                    x = sums[u]
+                    if x != 0:  # 0: a sum of exactly 0, or a unit noted twice and read already
+                        rows[n] = lo + u
+                        scores[n] = x
+                        n += 1
+                        sums[u] = 0
         ends[i] = n
     return ends, rows[:n], scores[:n]

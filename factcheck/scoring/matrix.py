@@ -4,7 +4,6 @@ bits whatever the batch: each entry sums its query's terms in ascending term ord
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -136,9 +135,9 @@ class TermMatrix:
 
     def products(self, queries, sort: bool = False):
         """Each query's ``(units, scores)``: the units sharing a term with it (ascending with
-        ``sort``), but for sums of exactly 0. With numba, a compiled loop adds the terms into a
-        score buffer kept across calls (units then always ascending): scipy's product allocates
-        and clears two arrays as long as the units at every call."""
+        ``sort``), but for sums of exactly 0. With numba, a compiled loop adds the terms a block
+        of units at a time, as :meth:`rank` (units then always ascending): scipy's product
+        allocates and clears two arrays as long as the units at every call."""
         q = self._queries(queries)
         # each query's product entries at most: the postings of its terms
         touched = np.zeros(q.nnz + 1, dtype=np.int64)
@@ -154,9 +153,8 @@ class TermMatrix:
             batch = q[start:stop]
             if compiled_enabled(total):
                 from factcheck.scoring import compiled  # entered only when its loop scores
-                with self._buffer() as buf:
-                    ends, units, scores = compiled.products_batch(self.indptr, self.indices, self.data, batch.indptr,
-                                                                  batch.indices, batch.data, buf)
+                ends, units, scores = compiled.products_batch(self.indptr, self.indices, self.data, batch.indptr,
+                                                              batch.indices, batch.data, self.n_units)
                 ptr = [0, *ends.tolist()]
             else:
                 product = batch @ self.csr
@@ -181,15 +179,6 @@ class TermMatrix:
         counts, rows, scores = compiled.rank_batch(self.indptr, self.indices, self.data, q.indptr, q.indices, q.data,
                                                    k, self.n_units)
         return [(rows[i * k:i * k + n], scores[i * k:i * k + n]) for i, n in enumerate(counts.tolist())]
-
-    @contextmanager
-    def _buffer(self):
-        """A score buffer of zeros, one per unit, for the compiled product: kept across calls (and
-        threads: each takes its own), so a call clears only what it touched, not every unit."""
-        pool = self.__dict__.setdefault("_score_buffers", [])  # list pop/append are atomic
-        buf = pool.pop() if pool else np.zeros(self.n_units, dtype=self.data.dtype)
-        yield buf
-        pool.append(buf)  # clean again: a call that raised leaves its buffer behind
 
     def unit_scores(self, query, units) -> np.ndarray:
         """One query's scores of ``units`` (0 where a unit shares no term with it), with the

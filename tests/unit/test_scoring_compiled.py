@@ -66,7 +66,7 @@ def test_compiled_rank_is_the_products_top_k(case):
     for (rows, scores), (want_rows, want_scores) in zip(fast, slow):
         assert rows.tolist() == want_rows.tolist()
         assert scores.dtype == want_scores.dtype and scores.tobytes() == want_scores.tobytes()
-    # the buffer kept across calls is left clean: a second call ranks the same
+    # a second call ranks the same
     again = _ranks(matrix, queries, k, numba=True)
     assert [(r.tolist(), s.tobytes()) for r, s in again] == [(r.tolist(), s.tobytes()) for r, s in fast]
 
@@ -230,15 +230,29 @@ def test_compiled_products_are_the_products(case, dtype):
     for (rows, scores), (want_rows, want_scores) in zip(fast, slow):
         assert rows.tolist() == want_rows.tolist()
         assert scores.dtype == want_scores.dtype and scores.tobytes() == want_scores.tobytes()
-    again = _products(matrix, queries, numba=True)  # the buffer was left zeros
+    again = _products(matrix, queries, numba=True)  # the block's sums were left zeros
     assert [(r.tolist(), s.tobytes()) for r, s in again] == [(r.tolist(), s.tobytes()) for r, s in fast]
+
+
+@needs_numba
+@settings(max_examples=300, deadline=None)
+@given(cases(), st.integers(1, 9), st.sampled_from([np.float32, np.int16]))
+def test_compiled_products_a_few_units_a_block_are_the_products(case, block, dtype):
+    matrix, queries, _ = case
+    if dtype is np.int16:
+        matrix = matrix.with_data(np.sign(matrix.data).astype(np.int16))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(compiled, "BLOCK", block)
+        fast = _products(matrix, queries, numba=True)
+    slow = _products(matrix, queries, numba=False)
+    assert [(r.tolist(), s.tobytes()) for r, s in fast] == [(r.tolist(), s.tobytes()) for r, s in slow]
 
 
 @needs_numba
 @pytest.mark.parametrize("density", [0.002, 0.3])
 def test_compiled_products_sorted_or_read_off_the_buffer_are_the_same(density):
     # 0.002: each query's postings are under 1/SORT_RATIO of the units, which are sorted; 0.3:
-    # over it, the whole buffer is read. Several queries a batch, some without postings.
+    # over it, every block is read whole. Several queries a batch, some without postings.
     rng = np.random.default_rng(7)
     units = sp.random(20000, 40, density=density, random_state=5, format="csr", dtype=np.float64)
     matrix = TermMatrix.from_units(units)
