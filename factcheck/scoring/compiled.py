@@ -9,13 +9,12 @@ product's entries in that order, so every score has the product's bits (no ``fas
 fused multiply-add would change them). The top ``k`` is sorted by score descending, ties by
 unit ascending, as :func:`~factcheck.scoring.topk.top_k` orders them.
 
-The top ``k`` and the product are made a block of :data:`BLOCK` units at a time: every term's postings in the
-block are added into the block's sums, which stay in a core's cache, then the block's units are
-read into the top. Adding into one buffer as long as the units misses the cache at almost every
-posting once the units run to millions (a buffer of 25M scores is 100 MB): at 25M passages the
-block form ranks a claim in about a fifth of the time, with the same bits
-(``docs/decisions.md``, "A block at a time"). The product is made the same way, a block at
-a time, each block's units in order.
+The top ``k`` and the product are made a block of :data:`BLOCK` units at a time: every
+term's postings in the block are added into the block's sums, which stay in a core's cache,
+then the block's units are read (into the top, or out in order). Adding into one buffer as
+long as the units misses the cache at almost every posting once the units run to millions (a
+buffer of 25M scores is 100 MB): at 25M passages the block form ranks a claim in about a
+fifth of the time, with the same bits (``docs/decisions.md``, "A block at a time").
 
 Loading numba and its compiled code costs a fraction of a second once per process, more than
 a few queries cost on the product path: with ``FACTCHECK_NUMBA`` unset the loop is loaded once
