@@ -65,12 +65,13 @@ def _compiled():
 
 
 def _make(numba):
-    global _place, _cut, _cursors, _start, _next_block
+    global _place, _cut, _best_first, _cursors, _start, _next_block
     # compiled into the loops where they are called (the loops find them by this module's names)
     _place = numba.njit(inline="always")(getattr(_place, "py_func", _place))  # py_func: made before
     _cursors = numba.njit(getattr(_cursors, "py_func", _cursors))
     _start = numba.njit(inline="always")(getattr(_start, "py_func", _start))
     _next_block = numba.njit(inline="always")(getattr(_next_block, "py_func", _next_block))
+    _best_first = numba.njit(getattr(_best_first, "py_func", _best_first))
     _cut = numba.njit(getattr(_cut, "py_func", _cut))
     try:
         # The compiled code is kept beside this module (or numba's per-user cache), as Python
@@ -251,15 +252,9 @@ def _rank_batch(indptr, indices, data, q_indptr, q_indices, q_data, k, n_units, 
                 scores[i * k + r] = best_s[r]
             counts[i] = n
             continue
-        found_rows, found_scores = cand_u[:n], cand_s[:n]
-        # units ascending, then a stable sort by score descending: ties by unit
-        by_unit = np.argsort(found_rows)
-        found_rows, found_scores = found_rows[by_unit], found_scores[by_unit]
-        order = np.argsort(-found_scores, kind="mergesort")
-        m = min(k, n)
-        for r in range(m):
-            rows[i * k + r] = found_rows[order[r]]
-            scores[i * k + r] = found_scores[order[r]]
+        m = _best_first(cand_u, cand_s, n, k)
+        rows[i * k:i * k + m] = cand_u[:m]
+        scores[i * k:i * k + m] = cand_s[:m]
         counts[i] = m
     return counts, rows, scores
 
@@ -276,14 +271,22 @@ def _cut(cand_u, cand_s, n, k):  # pragma: no cover (compiled)
             cand_s[kept] = cand_s[r]
             kept += 1
     if kept >= 2 * k:  # many ties at the cut: the k first by score, then unit
-        by_unit = np.argsort(cand_u[:kept])
-        us, ss = cand_u[:kept][by_unit], cand_s[:kept][by_unit]
-        order = np.argsort(-ss, kind="mergesort")
-        for r in range(k):
-            cand_u[r] = us[order[r]]
-            cand_s[r] = ss[order[r]]
-        kept = k
+        kept = _best_first(cand_u, cand_s, kept, k)
     return kept, cut
+
+
+def _best_first(cand_u, cand_s, n, k):  # pragma: no cover (compiled)
+    """The first ``min(k, n)`` of the candidates ``[:n]`` by score descending, ties by unit
+    ascending, written back to their front: their number."""
+    # units ascending, then a stable sort by score descending: ties by unit
+    by_unit = np.argsort(cand_u[:n])
+    us, ss = cand_u[:n][by_unit], cand_s[:n][by_unit]
+    order = np.argsort(-ss, kind="mergesort")
+    m = min(k, n)
+    for r in range(m):
+        cand_u[r] = us[order[r]]
+        cand_s[r] = ss[order[r]]
+    return m
 
 
 def _products_batch(indptr, indices, data, q_indptr, q_indices, q_data, n_units, block):  # pragma: no cover (compiled)
