@@ -1,6 +1,7 @@
 """FEVER's size on one machine and on a Dask cluster: tag, retrieve, run, predict and serve from 1.2M to 25M sentences.
 
-Writes reports/bench-fever-size.md (and the raw figures as .json beside it). For each size N,
+Writes reports/bench-fever-size.md (and the raw figures as .json beside it), again after every
+stage, so an invocation stopped part-way keeps every figure it measured. For each size N,
 the FEVER-shaped data of ``benchmarks/make_fever.py`` (``WORK/fever-N``: wiki-pages and
 train/dev/test claims at ``--claim-scale`` times FEVER's counts; made when missing, reused
 when present and made with the same arguments) is measured in seven stages, each as wall
@@ -139,10 +140,15 @@ def on_cluster(port: int, scratch: Path):
     return lambda: dask_cluster(port, DASK_WORKERS, scratch)
 
 
-def bench_size(n: int, data: Path, written: dict, args, work: Path) -> dict:
-    """The seven stages on the data of ``n`` sentences in ``data`` (``written``: its counts)."""
+PENDING = "not measured yet: the invocation was still running"
+
+
+def bench_size(n: int, data: Path, written: dict, args, work: Path, progress=lambda r: None) -> dict:
+    """The seven stages on the data of ``n`` sentences in ``data`` (``written``: its counts);
+    ``progress(r)`` is called after every stage with the figures so far (the stages still to run
+    say :data:`PENDING`)."""
     dev = data / DEV
-    r = {"n": n, "data": str(data), "written": written, "stages": {}}
+    r = {"n": n, "data": str(data), "written": written, "stages": {name: {"failed": PENDING} for name in STAGES}}
     scratch = Path(tempfile.mkdtemp(prefix=f"fever-size-{n}-", dir=work))
     index, keep, out = scratch / "index", scratch / "run", scratch / "out"
     measured = r["stages"]
@@ -157,6 +163,7 @@ def bench_size(n: int, data: Path, written: dict, args, work: Path) -> dict:
         except (SystemExit, Exception) as exc:  # a failed command or server: on with the next stage
             measured[name] = failure(exc)
         print(f"fever_size: {n:,} {name}: {measured[name].get('failed', 'done')}", file=sys.stderr)
+        progress(r)
 
     def clear(*paths: Path):
         def prepare():
@@ -255,11 +262,17 @@ def main(argv=None) -> int:
         return 2
     load_before = os.getloadavg()
     results = {}
-    for n in sizes:
-        results[str(n)] = bench_size(n, *data[n], args, args.work)
+
+    def progress(r: dict) -> None:
+        # The report after every stage: a long invocation stopped part-way keeps every figure it measured.
+        results[str(r["n"])] = r
+        partial = any(m.get("failed") == PENDING for m in r["stages"].values())
         write_json_atomic(args.out.with_suffix(".json"), results, indent=1)
-        # The report after every size: a long invocation stopped at a later size keeps the sizes it measured.
-        write_report(args.out, report(args, results, load_before, os.getloadavg(), pending=sizes[len(results):]))
+        write_report(args.out, report(args, results, load_before, os.getloadavg(),
+                                      pending=sizes[len(results) - partial:]))
+
+    for n in sizes:
+        bench_size(n, *data[n], args, args.work, progress)
     return 0
 
 

@@ -5,6 +5,7 @@ exit status while the benchmark goes on (the commands themselves replaced by sta
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,28 @@ def test_a_report_written_mid_invocation_names_the_sizes_not_measured_yet(tmp_pa
     assert "**Written while the invocation was still running**: not measured yet at 600, 1,200 sentences." in partial
     whole = "\n".join(fever_size.report(a, results, (1.0, 1.0, 1.0), (2.0, 2.0, 2.0)))
     assert "still running" not in whole
+
+
+def test_an_invocation_stopped_part_way_through_a_size_keeps_every_stage_it_measured(tmp_path, monkeypatch):
+    fake_commands(monkeypatch, run_fails_at=-1)
+    monkeypatch.setattr(fever_size, "measure_command", lambda cmd, repeats, **kw: write_outputs(cmd) or {
+        "wall_s": 2.0, "cpu_s": 3.0, "tree_peak_rss": 2 ** 30, "runs": [2.0], "loads": [[1.0, 1.5]]})
+
+    def stopped(*a, **k):  # Ctrl-C (or the end of a session) during the whole run at the second size
+        raise KeyboardInterrupt
+    measured = []
+    real = fever_size.trace_runs
+    monkeypatch.setattr(fever_size, "trace_runs", lambda data, *a, **k: stopped() if "600" in data.name
+                        else measured.append(data) or real(data, *a, **k))
+    out = tmp_path / "report.md"
+    with pytest.raises(KeyboardInterrupt):
+        fever_size.main(["--sizes", "300,600", "--claim-scale", "0.001", "--repeats", "1", "--source", str(SOURCE),
+                         "--work", str(tmp_path), "--out", str(out)])
+    text = out.read_text(encoding="utf-8")
+    assert measured and "**Written while the invocation was still running**: not measured yet at 600 sentences." in text
+    tag = "| `factcheck tag` (wiki-pages, `--jobs 2`) | 2.0 / 3.0 / 1,024 (load 1.0→1.5) | 2.0 / 3.0 / 1,024"
+    assert tag in text  # the second size's first two stages are kept
+    assert f"| `factcheck run --data-dir` (whole run) | 10.0 / 12.0 / 2,048 (load 1.0→2.0) | failed: {fever_size.PENDING} |" in text
+    saved = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    assert saved["600"]["stages"]["retrieve bm25"]["wall_s"] == 2.0
+    assert saved["600"]["stages"]["predict dask"] == {"failed": fever_size.PENDING}
