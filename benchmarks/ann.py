@@ -13,6 +13,11 @@ the same bytes.
 
     python -m benchmarks.ann --index bench/idx-1208827            # -> reports/bench-ann.md
     python -m benchmarks.ann --index bench/idx-1208827 --only faiss-ivf --out /tmp/a.md
+
+With ``--search --claims FILE``, nothing is built: the product's own dense first stage is
+timed on the index as built (:func:`product_search`), one JSON line on stdout.
+
+    python -m benchmarks.ann --index bench/idx-25000000 --search --claims dev.jsonl --requests 1000
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from factcheck.tagging import ann as product_ann
-from harness.measure import ROOT, SHARED, machine, measure, write_report
+from harness.measure import ROOT, SHARED, machine, measure, pct, rss_parts_mib, write_report
 
 DEPTH = 100
 # name -> (library, parameters). Parameters are the usual starting points of each
@@ -278,9 +283,47 @@ def search_rows(library: str, params: dict, index, vectors: np.ndarray, queries:
                     lat.append((time.perf_counter() - t1) * 1000)
                 found[part].append(recall(got, want))
         out.append({"knob": f"{knob}={value}", "candidates": asked(library, index, params),
-                    "p50": statistics.median(lat), "p99": sorted(lat)[int(0.99 * len(lat))],
+                    "p50": statistics.median(lat), "p99": pct(lat, 99),
                     **{f"recall_{part}": float(np.mean(r)) for part, r in found.items()}})
     return out
+
+
+def product_search(index_dir: Path, texts: list[str], recall_claims: int, shallower: int = 3) -> dict:
+    """The product's dense first stage on an index with passage vectors, as ``retrieve --method
+    dense`` searches it: the retriever opened (the vectors' maps and checks, the nearest-neighbour
+    index read after its checksum), then each claim's top 100 one claim at a time (the claim
+    embedded, the index's candidates re-scored exactly, the top cut): p50/p99 in ms, the
+    process's resident memory after them (anonymous, and file-backed: the vectors' pages read),
+    and the recall@100 of the first ``recall_claims`` claims against exact search
+    (:func:`exact_top`, after every timed search: it reads every vector). Through a
+    nearest-neighbour index, at its recorded search depth and then at ``shallower`` halvings of
+    it (the default first): what a shallower setting would trade."""
+    from factcheck.retrieval.dense import DenseRetriever
+    t = time.perf_counter()
+    dense = DenseRetriever(k=DEPTH).fit(index_dir)
+    opened = time.perf_counter() - t
+    ann = dense.ann_
+    rows, found = [], []
+    for depth in [None] if ann is None else [max(1, ann.depth >> i) for i in range(shallower + 1)]:
+        if ann is not None:
+            ann.depth = depth
+        dense.rank(texts[0], k=DEPTH)  # warm: the first search pages in what every later one reads
+        lat, tops = [], []
+        for text in texts:
+            t1 = time.perf_counter()
+            tops.append(np.asarray(dense.rank(text, k=DEPTH).rows, dtype=np.int64))
+            lat.append((time.perf_counter() - t1) * 1000)
+        anon, mapped = rss_parts_mib(os.getpid())
+        rows.append({"search_depth": depth, "candidates": None if ann is None else ann.count(DEPTH),
+                     "p50": statistics.median(lat), "p99": pct(lat, 99), "anon_mib": anon, "file_mib": mapped})
+        found.append(tops)
+    checked = texts[:recall_claims]
+    truth = exact_top(dense.vectors_, dense.embedder_.embed(checked, kind="query"))
+    for row, tops in zip(rows, found):
+        row["recall"] = float(np.mean([recall(got, want) for got, want in zip(tops, truth)]))
+    return {"passages": len(dense.vectors_), "dim": int(dense.vectors_.shape[1]),
+            "ann": None if ann is None else ann.entry["spec"], "opened_s": opened, "claims": len(texts),
+            "recall_claims": len(checked), "depths": rows}
 
 
 # Above this many bytes of float32 vectors (25M x 256 is 25.6 GB) the benchmark keeps them
@@ -296,11 +339,26 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="build threads (1: the deterministic setting)")
     ap.add_argument("--out", type=Path, default=ROOT / "reports" / "bench-ann.md")
     ap.add_argument("--limit", type=int, default=None, help="the index's first passages only (default: all)")
+    ap.add_argument("--search", action="store_true",
+                    help="time the product's dense search on the index as built (no build): needs --claims")
+    ap.add_argument("--claims", type=Path, help="with --search: the claims searched, one at a time")
+    ap.add_argument("--requests", type=int, default=1000, help="with --search: claims timed (default 1000)")
+    ap.add_argument("--recall-claims", type=int, default=100,
+                    help="with --search: the first claims whose recall@100 is checked against exact search")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--save", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
         return one(args)
+    if args.search:
+        from factcheck.formats.claims import read_claims
+        if args.claims is None:
+            ap.error("--search needs --claims")
+        texts = [c.text for c in read_claims(args.claims)][:args.requests]
+        if not texts:
+            ap.error(f"--claims: no claims in {args.claims}")
+        print(json.dumps(product_search(args.index, texts, args.recall_claims)))
+        return 0
     unknown = [name for name in args.only.split(",") if name not in CONFIGS]
     if unknown:
         ap.error(f"--only: unknown configuration {unknown[0]!r} (known: {', '.join(CONFIGS)})")

@@ -4,7 +4,7 @@ Writes reports/bench-fever-size.md (and the raw figures as .json beside it), aga
 stage, so an invocation stopped part-way keeps every figure it measured. For each size N,
 the FEVER-shaped data of ``benchmarks/make_fever.py`` (``WORK/fever-N``: wiki-pages and
 train/dev/test claims at ``--claim-scale`` times FEVER's counts; made when missing, reused
-when present and made with the same arguments) is measured in seven stages, each as wall
+when present and made with the same arguments) is measured in eight stages, each as wall
 seconds, the process tree's CPU seconds and its peak RSS (sampled), with the 1-minute load
 average before and after every run beside it (``predict``'s peak also as the tree's summed PSS
 and summed anonymous memory: :mod:`harness.measure` says how they differ):
@@ -12,19 +12,23 @@ and summed anonymous memory: :mod:`harness.measure` says how they differ):
 1. ``factcheck tag`` of the wiki-pages folder (``--jobs 2``);
 2. ``factcheck retrieve --method bm25 --k1 0.9 --b 0.4`` over the dev claims on that index,
    its whole BM25 cache removed first (the build, counting pass included, is measured);
-3. ``factcheck run --data-dir`` on the FEVER layout (tagging included), traced per stage of
+3. the open mode's first stage on that index: ``factcheck tag --mode open --jobs 2`` (the
+   tagging found done; the static vectors and their nearest-neighbour index built), their size
+   on disk, then the product's dense search of the dev claims one at a time in a process of
+   its own (``python -m benchmarks.ann --search``: p50/p99, recall@100 against exact search);
+4. ``factcheck run --data-dir`` on the FEVER layout (tagging included), traced per stage of
    the run's own timing list (``benchmarks/online.py``);
-4. ``factcheck predict --jobs 2`` over the dev claims with that run's index and model
+5. ``factcheck predict --jobs 2`` over the dev claims with that run's index and model
    (claims/s, start-up included);
-5. ``factcheck serve --run``: start-up, RSS (anonymous = private, file-backed = the mapped
+6. ``factcheck serve --run``: start-up, RSS (anonymous = private, file-backed = the mapped
    index) and ``/api/check`` p50/p99 (``benchmarks/serve.py``);
-6. ``factcheck tag --backend dask --scheduler ADDRESS`` of the same folder, on a cluster of 2
+7. ``factcheck tag --backend dask --scheduler ADDRESS`` of the same folder, on a cluster of 2
    single-threaded worker processes reached by its address, its index compared with stage 1's:
    the same ``manifest.json`` bytes, and ``factcheck verify`` finds every file's sha256 the
    manifest's (so every file has the same bytes);
-7. ``factcheck predict --backend dask --scheduler ADDRESS`` over the dev claims with stage 3's
+8. ``factcheck predict --backend dask --scheduler ADDRESS`` over the dev claims with stage 4's
    index and model on such a cluster, its predictions and ``.explain.json`` compared byte for
-   byte with stage 4's.
+   byte with stage 5's.
 
 The cluster is the one ``docs/cluster.md`` starts (:mod:`harness.cluster`): ``dask scheduler``
 and ``dask worker ADDRESS --nworkers 2 --nthreads 1``, separate processes, started afresh and
@@ -55,6 +59,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from benchmarks import make_fever
@@ -63,9 +68,10 @@ from benchmarks.online import MIB, bench_serve, cli, measure_command, ratio, run
 from factcheck.errors import InputError
 from factcheck.formats.claims import explanations_path
 from factcheck.formats.files import write_json_atomic
-from factcheck.tagging.store import MANIFEST
+from factcheck.tagging.ann import ANN_FILE, MIN_PASSAGES
+from factcheck.tagging.store import MANIFEST, VECTORS_DIR
 from harness.cluster import address, dask_cluster
-from harness.measure import ROOT, SINGLE_RUN_S, CommandFailed, machine, write_report
+from harness.measure import ROOT, SINGLE_RUN_S, CommandFailed, machine, measure, write_report
 from harness.serving import free_port
 
 SIZES = "1208827,5000000,10000000,25000000"
@@ -73,18 +79,17 @@ DEV = make_fever.FILES["dev"]
 SEED = 2024  # make_fever's default
 DASK_WORKERS = 2
 # The stages of the summary table, in order; "run" is the whole `factcheck run`.
-STAGES = ("tag", "retrieve bm25", "run", "predict dev", "serve", "tag dask", "predict dask")
+STAGES = ("tag", "retrieve bm25", "open vectors", "run", "predict dev", "serve", "tag dask", "predict dask")
 TITLES = {"tag": "`factcheck tag` (wiki-pages, `--jobs 2`)",
           "retrieve bm25": "`retrieve --method bm25`, BM25 build included",
+          "open vectors": "`factcheck tag --mode open`: static vectors and their nearest-neighbour index",
           "run": "`factcheck run --data-dir` (whole run)",
           "predict dev": "`predict --jobs 2` over the dev claims",
           "serve": "`serve --run` start-up (peak: RSS after the requests)",
           "tag dask": f"`factcheck tag` on a Dask cluster ({DASK_WORKERS} workers, by address)",
           "predict dask": f"`predict` over the dev claims on a Dask cluster ({DASK_WORKERS} workers)"}
-NOT_MEASURED = [
-    "Not measured by this command: the open mode's first stage at 25M (static vectors and the nearest-neighbour "
-    "index: `python -m benchmarks.ann` and `python -m benchmarks.two_stage`).",
-]
+SEARCH_CLAIMS = 1000  # dev claims the open first stage's search is timed on, one at a time ...
+RECALL_CLAIMS = 100  # ... the first of them also checked against exact search (one pass over every vector)
 
 
 def failure(exc: BaseException) -> dict:
@@ -141,28 +146,83 @@ def on_cluster(port: int, scratch: Path):
 
 
 PENDING = "not measured yet: the invocation was still running"
+NOT_ASKED = "not measured: not in --stages, and no earlier figure kept"
+# The stages whose output a stage reads: run for it when --stages leaves them out.
+NEEDS = {"retrieve bm25": ("tag",), "open vectors": ("tag",), "tag dask": ("tag",), "predict dev": ("run",),
+         "serve": ("run",), "predict dask": ("predict dev", "run")}
 
 
-def bench_size(n: int, data: Path, written: dict, args, work: Path, progress=lambda r: None) -> dict:
-    """The seven stages on the data of ``n`` sentences in ``data`` (``written``: its counts);
-    ``progress(r)`` is called after every stage with the figures so far (the stages still to run
-    say :data:`PENDING`)."""
+def open_first_stage(data: Path, index: Path, dev: Path, repeats: int, scratch: Path) -> dict:
+    """The open mode's first stage on the tagged ``index``: ``factcheck tag --mode open`` again
+    (the tagging found done, the wordllama vectors and their nearest-neighbour index built, as
+    many times as ``repeats`` says, the vectors removed before each), their size on disk, and
+    the product's dense search of the dev claims (:func:`benchmarks.ann.product_search`, in a
+    process of its own, measured)."""
+    vectors = index / VECTORS_DIR
+    got = measure_command(cli("tag", data / "wiki-pages", "--out", index, "--mode", "open", "--jobs", 2), repeats,
+                          prepare=lambda: shutil.rmtree(vectors, ignore_errors=True), single_over=SINGLE_RUN_S)
+    disk = {"vectors": 0, "ann": 0}
+    for f in vectors.iterdir():
+        if f.suffix == ".npy":
+            disk["vectors"] += f.stat().st_size
+        elif f.name == ANN_FILE:
+            disk["ann"] += f.stat().st_size
+    log, before = scratch / "search.log", os.getloadavg()[0]
+    m = measure([sys.executable, "-m", "benchmarks.ann", *map(str, ("--index", index, "--search", "--claims", dev,
+                 "--requests", SEARCH_CLAIMS, "--recall-claims", RECALL_CLAIMS))], log=log)
+    search = json.loads(log.read_text(encoding="utf-8").strip().splitlines()[-1])
+    # The search process's own peak includes the exact pass over every vector (the recall's
+    # reference); what the product's search holds is read inside it, after the timed searches.
+    return {**got, "disk": disk, "search": {**search, "process_peak_rss": m["tree_peak_rss"],
+                                            "load": [before, os.getloadavg()[0]]}}
+
+
+def prerequisites(asked) -> set:
+    """The stages to run for the stages ``asked``: those and every stage whose output they read."""
+    out, grown = set(asked), True
+    while grown:
+        more = {need for name in out for need in NEEDS.get(name, ())} - out
+        out |= more
+        grown = bool(more)
+    return out
+
+
+def bench_size(n: int, data: Path, written: dict, args, work: Path, progress=lambda r: None,
+               asked=STAGES, kept: dict | None = None, by: str = "") -> dict:
+    """The stages ``asked`` (by default all eight) on the data of ``n`` sentences in ``data``
+    (``written``: its counts), each figure marked as measured ``by`` this invocation; the others
+    are taken from ``kept`` (an earlier invocation's stages at this size). A stage not asked for
+    whose output an asked one reads (the index, the run) runs once, its figures not kept.
+    ``progress(r)`` is called after every stage with the figures so far (the stages still to
+    run say :data:`PENDING`)."""
     dev = data / DEV
-    r = {"n": n, "data": str(data), "written": written, "stages": {name: {"failed": PENDING} for name in STAGES}}
+    kept = kept or {}
+    r = {"n": n, "data": str(data), "written": written,
+         "stages": {name: {"failed": PENDING} if name in asked else kept.get(name, {"failed": NOT_ASKED})
+                    for name in STAGES}}
     scratch = Path(tempfile.mkdtemp(prefix=f"fever-size-{n}-", dir=work))
     index, keep, out = scratch / "index", scratch / "run", scratch / "out"
-    measured = r["stages"]
+    measured, ran, here = r["stages"], {}, prerequisites(asked)
     manifest = {}  # the one-machine index's, compared with the Dask one's
 
-    def stage(name: str, needs: str | None, fn) -> None:
-        if needs is not None and "failed" in measured[needs]:
-            measured[name] = {"failed": f"not run: {needs} failed"}
+    def times(name: str) -> int:
+        return args.repeats if name in asked else 1
+
+    def stage(name: str, fn) -> None:
+        if name not in here:
             return
-        try:
-            measured[name] = fn()
-        except (SystemExit, Exception) as exc:  # a failed command or server: on with the next stage
-            measured[name] = failure(exc)
-        print(f"fever_size: {n:,} {name}: {measured[name].get('failed', 'done')}", file=sys.stderr)
+        failed = [need for need in NEEDS.get(name, ()) if "failed" in ran[need]]
+        if failed:
+            ran[name] = {"failed": f"not run: {failed[0]} failed"}
+        else:
+            try:
+                ran[name] = fn()
+            except (SystemExit, Exception) as exc:  # a failed command or server: on with the next stage
+                ran[name] = failure(exc)
+        if name in asked:
+            measured[name] = {**ran[name], "by": by}
+        print(f"fever_size: {n:,} {name}: {ran[name].get('failed', 'done')}"
+              + ("" if name in asked else " (for the stages after it; not kept)"), file=sys.stderr)
         progress(r)
 
     def clear(*paths: Path):
@@ -176,55 +236,56 @@ def bench_size(n: int, data: Path, written: dict, args, work: Path, progress=lam
 
     try:
         def tag():
-            got = measure_command(cli("tag", data / "wiki-pages", "--out", index, "--jobs", 2), args.repeats,
+            got = measure_command(cli("tag", data / "wiki-pages", "--out", index, "--jobs", 2), times("tag"),
                                   prepare=clear(index), single_over=SINGLE_RUN_S)
             manifest["tag"] = (index / MANIFEST).read_bytes()
             return got
-        stage("tag", None, tag)
-        stage("retrieve bm25", "tag", lambda: measure_command(
+        stage("tag", tag)
+        stage("retrieve bm25", lambda: measure_command(
             cli("retrieve", "--index", index, "--claims", dev, "--out", out.with_suffix(".json"), "--method", "bm25",
                 "--k1", 0.9, "--b", 0.4),
-            args.repeats, prepare=clear(index / "bm25", out.with_suffix(".json")), single_over=SINGLE_RUN_S))
+            times("retrieve bm25"), prepare=clear(index / "bm25", out.with_suffix(".json")), single_over=SINGLE_RUN_S))
+        stage("open vectors", lambda: open_first_stage(data, index, dev, times("open vectors"), scratch))
         shutil.rmtree(index, ignore_errors=True)  # the run tags its own: one index on disk at a time
 
         def run():
-            got = trace_runs(data, args.repeats, keep, scratch=scratch, single_over=SINGLE_RUN_S)
+            got = trace_runs(data, times("run"), keep, scratch=scratch, single_over=SINGLE_RUN_S)
             return {**got, "tree_peak_rss": got["peak_rss"], "loads": [x["load"] for x in got["runs"]]}
-        stage("run", None, run)
-        stage("predict dev", "run", lambda: {**measure_command(
+        stage("run", run)
+        stage("predict dev", lambda: {**measure_command(
             cli("predict", "--index", keep / "index", "--model", keep / "model", "--claims", dev,
                 "--out", out.with_suffix(".jsonl"), "--jobs", 2),
-            args.repeats, prepare=clear(out.with_suffix(".jsonl")), single_over=SINGLE_RUN_S),
+            times("predict dev"), prepare=clear(out.with_suffix(".jsonl")), single_over=SINGLE_RUN_S),
             "claims": written["dev"]})
 
         def serve():
             before = os.getloadavg()[0]
-            got = bench_serve(keep, args.requests, args.repeats)
+            got = bench_serve(keep, args.requests, times("serve"))
             return {**got, "loads": [[before, os.getloadavg()[0]]]}
-        stage("serve", "run", serve)
+        stage("serve", serve)
 
         def tag_dask():
             on_dask = scratch / "index-dask"
             port = free_port()
             got = measure_command(cli("tag", data / "wiki-pages", "--out", on_dask, "--backend", "dask",
-                                      "--scheduler", address(port)), args.repeats, prepare=clear(on_dask),
+                                      "--scheduler", address(port)), times("tag dask"), prepare=clear(on_dask),
                                   single_over=SINGLE_RUN_S, alongside=on_cluster(port, scratch))
             try:
                 return {**got, "same_bytes": same_index(manifest["tag"], on_dask)}
             finally:
                 shutil.rmtree(on_dask, ignore_errors=True)
-        stage("tag dask", "tag", tag_dask)
+        stage("tag dask", tag_dask)
 
         def predict_dask():
             mine, theirs = out.with_suffix(".jsonl"), scratch / "out-dask.jsonl"
             port = free_port()
             got = measure_command(cli("predict", "--index", keep / "index", "--model", keep / "model", "--claims", dev,
                                       "--out", theirs, "--backend", "dask", "--scheduler", address(port)),
-                                  args.repeats, prepare=clear(theirs), single_over=SINGLE_RUN_S,
+                                  times("predict dask"), prepare=clear(theirs), single_over=SINGLE_RUN_S,
                                   alongside=on_cluster(port, scratch))
             return {**got, "claims": written["dev"], "same_bytes": same_files(
                 (mine, theirs), (explanations_path(mine), explanations_path(theirs)))}
-        stage("predict dask", "predict dev", predict_dask)
+        stage("predict dask", predict_dask)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return r
@@ -243,6 +304,10 @@ def main(argv=None) -> int:
     ap.add_argument("--work", type=Path, default=ROOT / "bench",
                     help="where the data (fever-N) and each stage's scratch files go (default: bench/)")
     ap.add_argument("--out", type=Path, default=ROOT / "reports" / "bench-fever-size.md")
+    ap.add_argument("--stages", default=None,
+                    help="measure only these stages, comma-separated (" + ", ".join(slug(x) for x in STAGES)
+                         + "); the others are kept from the figures beside --out (its .json), "
+                           "measured at the same sizes on the same data (default: every stage)")
     args = ap.parse_args(argv)
     flags = {"work": "--work", "sentences": "--sizes", "claim_scale": "--claim-scale", "source": "--source",
              "out": "--work"}
@@ -254,12 +319,37 @@ def main(argv=None) -> int:
     if args.repeats < 1:
         print(f"fever_size: --repeats: must be at least 1, got {args.repeats}", file=sys.stderr)
         return 2
+    asked = STAGES
+    if args.stages is not None:
+        names = {slug(x): x for x in STAGES}
+        wanted = [x.strip() for x in args.stages.split(",") if x.strip()]
+        unknown = [x for x in wanted if x not in names]
+        if unknown or not wanted:
+            print(f"fever_size: --stages: {'unknown stage ' + repr(unknown[0]) if unknown else 'no stage named'} "
+                  f"(the stages: {', '.join(names)})", file=sys.stderr)
+            return 2
+        asked = tuple(x for x in STAGES if slug(x) in wanted)
     args.work.mkdir(parents=True, exist_ok=True)
     try:  # every size's data first: a bad argument stops the benchmark before it measures anything
         data = {n: dataset(n, args.claim_scale, args.seed, args.source, args.work) for n in sizes}
     except InputError as exc:
         print(f"fever_size: {exc.one_line(flags)}", file=sys.stderr)
         return 2
+    earlier = {}
+    if asked != STAGES:  # the stages not asked for come from the figures an earlier invocation wrote
+        saved = args.out.with_suffix(".json")
+        try:
+            earlier = json.loads(saved.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            print(f"fever_size: {saved}: --stages keeps the other stages from this file, which cannot be read "
+                  f"({type(exc).__name__}); run every stage once first", file=sys.stderr)
+            return 2
+        for n in sizes:
+            if not isinstance(earlier.get(str(n)), dict) or earlier[str(n)].get("written") != data[n][1]:
+                print(f"fever_size: {saved}: --stages keeps the other stages from this file, which has no figures "
+                      f"at {n:,} sentences on this data; run every stage at that size first", file=sys.stderr)
+                return 2
+    by = f"`{command(args)}` ({time.strftime('%Y-%m-%d', time.gmtime())})"
     load_before = os.getloadavg()
     results = {}
 
@@ -272,8 +362,23 @@ def main(argv=None) -> int:
                                       pending=sizes[len(results) - partial:]))
 
     for n in sizes:
-        bench_size(n, *data[n], args, args.work, progress)
+        bench_size(n, *data[n], args, args.work, progress, asked=asked,
+                   kept=earlier.get(str(n), {}).get("stages"), by=by)
     return 0
+
+
+def slug(stage: str) -> str:
+    """A stage's name as --stages takes it ("open vectors" -> "open-vectors")."""
+    return stage.replace(" ", "-")
+
+
+def command(args) -> str:
+    """The invocation, as the report shows it."""
+    return (f"python -m benchmarks.fever_size --sizes {args.sizes} --claim-scale {args.claim_scale:g} "
+            f"--repeats {args.repeats} --requests {args.requests}"
+            + (f" --seed {args.seed}" if args.seed != SEED else "")
+            + (f" --source {args.source}" if args.source != DEFAULT_SOURCE else "")
+            + (f" --stages {args.stages}" if getattr(args, "stages", None) else ""))
 
 
 def cell(m: dict) -> str:
@@ -309,10 +414,7 @@ def report(args, results: dict, load_before, load_after, pending=()) -> list[str
         "so nothing here says how well FEVER itself is verified.", "",
         f"Machine: {machine()}; load average (1 minute) {load_before[0]:.1f} before, {load_after[0]:.1f} after "
         "the whole invocation, and beside every figure (before→after each run).", "",
-        f"Command: `python -m benchmarks.fever_size --sizes {args.sizes} --claim-scale {args.claim_scale:g} "
-        f"--repeats {args.repeats} --requests {args.requests}"
-        + (f" --seed {args.seed}" if args.seed != SEED else "")
-        + (f" --source {args.source}" if args.source != DEFAULT_SOURCE else "") + "`. Data: `make_fever --sentences N --claim-scale "
+        f"Command: `{command(args)}`. Data: `make_fever --sentences N --claim-scale "
         f"{args.claim_scale:g} --seed {args.seed}` (claims at the first size: train {claims['train']:,}, dev "
         f"{claims['dev']:,}, test {claims['test']:,}). A figure is the median of {args.repeats} run(s) where a run "
         f"takes under {SINGLE_RUN_S / 60:.0f} minutes, one run otherwise; peak RSS is the process tree's, sampled "
@@ -322,6 +424,7 @@ def report(args, results: dict, load_before, load_after, pending=()) -> list[str
     if pending:
         lines[-2:-2] = [f"**Written while the invocation was still running**: not measured yet at "
                         f"{', '.join(f'{n:,}' for n in pending)} sentences.", ""]
+    lines[-2:-2] = measured_by(results)
     for s in sizes:
         w = results[s]["written"]
         lines.append(f"| {results[s]['n']:,} | {w['sentences']:,} | {w['pages']:,} | "
@@ -375,8 +478,61 @@ def report(args, results: dict, load_before, load_after, pending=()) -> list[str
     for s in sizes:
         lines.append(f"| {results[s]['n']:,} | " + " | ".join(
             same_cell(results[s]["stages"][name]) for name in ("tag dask", "predict dask")) + " |")
-    lines += ["", "## Scaling check and targets", "", *checks(results), "", *NOT_MEASURED]
+    lines += ["", "## The open mode's first stage: static vectors and their nearest-neighbour index", "",
+              "`factcheck tag --mode open --jobs 2` on the index `factcheck tag` wrote (its tagging found done): "
+              "wordllama's vectors (float16) and the nearest-neighbour index `factcheck/tagging/ann.py` builds for "
+              f"that many passages (exact search below {MIN_PASSAGES:,}; one thread). Then the product's dense "
+              f"search in a process of its own (`python -m benchmarks.ann --search`): the retriever opened, then "
+              f"the first {SEARCH_CLAIMS:,} dev claims' top 100, one claim at a time (the claim embedded, the "
+              f"index's candidates re-scored exactly), with recall@100 of the first {RECALL_CLAIMS} of them "
+              "against exact search over every vector; at the index's recorded search depth (**bold**, the "
+              "product's default) and at shallower ones, what they would trade.", "",
+              "| size | build: wall s / CPU s / peak GB, summed RSS (anonymous) | disk GB: vectors + index | index "
+              "| search: opened s | resident after the default's searches GB: anonymous + file-backed |",
+              "|---|---|---|---|---|---|"]
+    depths = []
+    for s in sizes:
+        o, n = results[s]["stages"]["open vectors"], results[s]["n"]
+        lines.append(f"| {n:,} | " + open_row(o) + " |")
+        for i, d in enumerate([] if "failed" in o else o["search"]["depths"]):
+            mark = "**" if i == 0 else ""
+            at = "–" if d["search_depth"] is None else f"{mark}{d['search_depth']:,}{mark} / {d['candidates']:,}"
+            depths.append(f"| {n:,} | {at} | {d['p50']:.2f} | {d['p99']:.2f} | {d['recall']:.4f} |")
+    lines += ["", "| size | search depth / candidates | p50 ms | p99 ms | recall@100 against exact |",
+              "|---|---|---|---|---|", *depths]
+    lines += ["", "## Scaling check and targets", "", *checks(results)]
     return lines
+
+
+def measured_by(results: dict) -> list[str]:
+    """Which invocation measured which stages, where more than one did (``--stages``); else nothing."""
+    by = {}
+    for r in results.values():
+        for name in STAGES:
+            m = r["stages"][name]
+            if m.get("failed") not in (NOT_ASKED, PENDING):
+                by.setdefault(m.get("by") or "an earlier invocation (not recorded)", {}).setdefault(
+                    slug(name), []).append(f"{r['n']:,}")
+    if len(by) < 2:
+        return []
+    return ["**Measured by more than one invocation** (`--stages` measures some stages and keeps the others' "
+            "figures, each with the load averages of its own runs):", "",
+            *(f"- {who}: " + "; ".join(f"{name} at {' and '.join(at)}" for name, at in stages.items())
+              for who, stages in by.items()), ""]
+
+
+def open_row(o: dict) -> str:
+    """The open first stage's cells after the size (see the table's header)."""
+    if "failed" in o:
+        return f"failed: {o['failed']}" + (f" ({o['error']})" if o.get("error") else "") + " |" * 4
+    q = o["search"]
+    d = q["depths"][0]
+    return " | ".join([
+        f"{o['wall_s']:.1f} / {o['cpu_s']:.1f} / {o['tree_peak_rss'] / 1e9:.2f} ({gb(o.get('tree_peak_anon'))}) "
+        "(load " + ", ".join(f"{a:.1f}→{b:.1f}" for a, b in o["loads"]) + ")",
+        f"{o['disk']['vectors'] / 1e9:.2f} + {o['disk']['ann'] / 1e9:.2f}",
+        f"`{q['ann']}`" if q["ann"] else f"exact (under {MIN_PASSAGES:,} passages)", f"{q['opened_s']:.1f}",
+        f"{d['anon_mib'] * MIB / 1e9:.2f} + {d['file_mib'] * MIB / 1e9:.2f} (load {q['load'][0]:.1f}→{q['load'][1]:.1f})"])
 
 
 def same_cell(m: dict) -> str:
@@ -435,7 +591,7 @@ def checks(results: dict) -> list[str]:
     full = {s: r for s, r in results.items() if r["written"]["train"] >= 145_000}
     for r in results.values():
         n, st = r["n"], r["stages"]
-        tag, bm25, run, predict, serve = (st[k] for k in STAGES[:5])
+        tag, bm25, run, predict, serve = (st[k] for k in ("tag", "retrieve bm25", "run", "predict dev", "serve"))
         if n >= 25_000_000 and "failed" not in tag:
             line(tag["wall_s"] <= 8 * 60, f"tagging {n:,} sentences: {tag['wall_s'] / 60:.1f} min (<= 8)")
         if "failed" not in bm25 and (4_900_000 <= n <= 5_100_000 or n >= 25_000_000):
@@ -459,6 +615,16 @@ def checks(results: dict) -> list[str]:
             line(serve["anon_end_mib"] * MIB <= 2e9, f"`serve` at {n:,}: private RSS "
                                                       f"{serve['anon_end_mib'] * MIB / 1e9:.2f} GB (<= 2)")
             line(serve["p50"] <= 100, f"`/api/check` at {n:,} p50 {serve['p50']:.1f} ms (<= 100)")
+        opened = st["open vectors"]
+        if n >= 25_000_000 and "failed" not in opened:
+            q, d = opened["search"], opened["search"]["depths"][0]
+            line(opened["wall_s"] <= 30 * 60, f"the open first stage at {n:,}: vectors and index built in "
+                                              f"{opened['wall_s'] / 60:.1f} min (<= 30)")
+            line(d["p50"] <= 10, f"the open first stage at {n:,}: search p50 {d['p50']:.2f} ms at the default depth "
+                                 f"(<= 10; recall@100 {d['recall']:.4f} against exact)")
+            held = (d["anon_mib"] + d["file_mib"]) * MIB
+            line(max(opened["tree_peak_rss"], held) <= 16e9, f"the open first stage at {n:,}: build peak "
+                 f"{opened['tree_peak_rss'] / 1e9:.2f} GB summed RSS, search {held / 1e9:.2f} GB resident (<= 16)")
         for name in ("tag dask", "predict dask"):
             if "failed" not in st[name]:
                 same = st[name]["same_bytes"]

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import httpx
 
-from harness.measure import ROOT, machine, write_report
+from harness.measure import ROOT, machine, pct, rss_parts_mib, write_report
 
 from harness.serving import ServerFailed, serving
 
@@ -47,12 +47,6 @@ def dev_claims(run: Path, claims: Path | None) -> tuple[Path, list[str]]:
     return path, [c.text for c in read_claims(path)]
 
 
-def pct(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (no interpolation), in the values' unit."""
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, round(q / 100 * len(s) + 0.5) - 1))]
-
-
 def summary(ms: list[float]) -> str:
     return (f"{statistics.median(ms):.1f} | {pct(ms, 99):.1f} | {statistics.fmean(ms):.1f} | {max(ms):.1f}")
 
@@ -60,17 +54,6 @@ def summary(ms: list[float]) -> str:
 def rss_mib(pid: int) -> float:
     with open(f"/proc/{pid}/statm") as fh:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-def rss_parts_mib(pid: int) -> tuple[float, float]:
-    """(anonymous, file-backed) resident MiB of ``pid``: memory-mapped index files count in
-    RSS once read, but belong to the page cache and are shared between processes."""
-    parts = {}
-    with open(f"/proc/{pid}/status") as fh:
-        for line in fh:
-            if line.startswith(("RssAnon:", "RssFile:")):
-                parts[line.split(":")[0]] = int(line.split()[1]) / 1024
-    return parts.get("RssAnon", 0.0), parts.get("RssFile", 0.0)
 
 
 def serve_once(run: Path | None, requests: int, cwd: Path = ROOT, timeout: float = 600,

@@ -287,6 +287,19 @@ def median_runs(runs: list[dict]) -> dict:
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
 
+def rss_parts_mib(pid: int) -> tuple[float, float]:
+    """(anonymous, file-backed) resident MiB of ``pid`` (0, 0 once it is gone): memory-mapped
+    files count in RSS once read, but belong to the page cache and are shared between processes."""
+    got = _fields(f"/proc/{pid}/status", ("RssAnon", "RssFile"))
+    return (0.0, 0.0) if got is None else (got[0] / 2**20, got[1] / 2**20)
+
+
+def pct(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (no interpolation), in the values' unit."""
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q / 100 * len(s) + 0.5) - 1))]
+
+
 def machine() -> str:
     cpu = "unknown CPU"
     try:

@@ -17,6 +17,11 @@ from harness.measure import CommandFailed
 from helpers import DEMO
 
 SOURCE = DEMO / "evidence.json"
+SEARCH = {"passages": 300, "dim": 256, "ann": "IVF64,PQ128x4fsr", "opened_s": 0.5, "claims": 20, "recall_claims": 20,
+          "depths": [{"search_depth": 24, "candidates": 1024, "p50": 1.5, "p99": 2.5, "recall": 0.99,
+                      "anon_mib": 1024, "file_mib": 2048},
+                     {"search_depth": 12, "candidates": 1024, "p50": 0.8, "p99": 1.5, "recall": 0.95,
+                      "anon_mib": 1024, "file_mib": 2048}]}
 
 
 def args(**kw) -> argparse.Namespace:
@@ -55,7 +60,11 @@ def write_outputs(cmd, dask_differs: bool = False) -> None:
     with ``dask_differs``, a Dask run's bytes are not the one-machine run's."""
     out = Path(cmd[cmd.index("--out") + 1])
     text = b"on dask" if dask_differs and "dask" in cmd else b"the same"
-    if cmd[3] == "tag":
+    if cmd[3] == "tag" and "open" in cmd:  # the open mode's vectors and nearest-neighbour index
+        (out / "vectors").mkdir(parents=True, exist_ok=True)
+        (out / "vectors" / "vectors-00000.npy").write_bytes(b"v" * 3_000_000)
+        (out / "vectors" / "ann.index").write_bytes(b"a" * 1_000_000)
+    elif cmd[3] == "tag":
         out.mkdir(parents=True, exist_ok=True)
         (out / "manifest.json").write_bytes(text)
     elif cmd[3] == "predict":
@@ -82,11 +91,16 @@ def fake_commands(monkeypatch, run_fails_at: int, dask_differs: bool = False):
         return {"startup_s": 1.0, "rss_start_mib": 100, "rss_end_mib": 120, "anon_end_mib": 80, "file_end_mib": 40,
                 "p50": 5.0, "p99": 9.0, "errors": 0, "best": "bm25"}
 
+    def measure(cmd, log=None, **kw):  # the open first stage's search, in a process of its own
+        assert cmd[1:3] == ["-m", "benchmarks.ann"] and "--search" in cmd
+        Path(log).write_text("loading\n" + json.dumps(SEARCH) + "\n")
+        return {"wall_s": 9.0, "cpu_s": 9.0, "tree_peak_rss": 3e9, "tree_peak_anon": 1e9}
+
     def same_index(manifest, index):  # the manifest's bytes only: the stand-in index has no files to verify
         return "yes" if (index / "manifest.json").read_bytes() == manifest else "no: manifest.json differs"
 
     for name, fn in (("measure_command", measure_command), ("trace_runs", trace_runs), ("bench_serve", bench_serve),
-                     ("same_index", same_index)):
+                     ("same_index", same_index), ("measure", measure)):
         monkeypatch.setattr(fever_size, name, fn)
 
 
@@ -97,11 +111,12 @@ def test_a_failed_stage_is_reported_with_its_status_and_the_benchmark_goes_on(tm
                for n in (300, 600)}
     first, second = results["300"]["stages"], results["600"]["stages"]
     assert all("failed" not in first[s] for s in fever_size.STAGES)
+    assert first["open vectors"]["disk"] == {"vectors": 3_000_000, "ann": 1_000_000}
     assert second["tag"]["failed"] == "status -9 (killed by signal 9)" and second["tag"]["error"] == "Killed"
     assert second["retrieve bm25"] == {"failed": "not run: tag failed"}  # it needs the tag index
     assert second["run"]["failed"] == "status 1" and second["run"]["error"] == "factcheck: MemoryError"
     assert second["predict dev"] == second["serve"] == {"failed": "not run: run failed"}
-    assert second["tag dask"] == {"failed": "not run: tag failed"}
+    assert second["tag dask"] == second["open vectors"] == {"failed": "not run: tag failed"}
     assert second["predict dask"] == {"failed": "not run: predict dev failed"}
     text = "\n".join(fever_size.report(a, results, (1.0, 1.0, 1.0), (2.0, 2.0, 2.0)))
     assert "failed: status -9 (killed by signal 9) (Killed)" in text and "not run: run failed" in text
@@ -110,7 +125,11 @@ def test_a_failed_stage_is_reported_with_its_status_and_the_benchmark_goes_on(tm
     # the first size's figures, each with its load, and as ratios to themselves
     assert "| `factcheck tag` (wiki-pages, `--jobs 2`) | 2.0 / 3.0 / 1,024 (load 1.0→1.5) |" in text
     assert "| linear (sentences x first) | 1.00 | 2.00 |" in text
-    assert "not quality" in text and "Not measured by this command: the open mode" in text and "Dask" not in text.split("Not measured")[1]
+    assert "not quality" in text
+    # the open first stage: the build, its disk, the search's figures
+    assert "| 300 | 2.0 / 3.0 / 1.07 (0.20) (load 1.0→1.5) | 0.00 + 0.00 | `IVF64,PQ128x4fsr` | 0.5 | 1.07 + 2.15 (load " in text
+    assert "| 600 | failed: not run: tag failed | | | | |" in text
+    assert "| 300 | **24** / 1,024 | 1.50 | 2.50 | 0.9900 |\n| 300 | 12 / 1,024 | 0.80 | 1.50 | 0.9500 |" in text
     # predict's peak three ways, each labelled: summed RSS (the target's figure), summed PSS, summed anonymous
     assert "| peak GB: summed RSS | summed PSS | summed anonymous |" in text
     assert "| 300 | 20 | 10.0 | 1.07 | 0.60 | 0.20 | 1.0 |" in text
@@ -179,3 +198,61 @@ def test_an_invocation_stopped_part_way_through_a_size_keeps_every_stage_it_meas
     saved = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     assert saved["600"]["stages"]["retrieve bm25"]["wall_s"] == 2.0
     assert saved["600"]["stages"]["predict dask"] == {"failed": fever_size.PENDING}
+
+
+def test_the_open_first_stage_is_held_to_its_targets_at_25m(tmp_path, monkeypatch):
+    fake_commands(monkeypatch, run_fails_at=-1)
+    a = args(sizes="300")
+    r = fever_size.bench_size(300, *fever_size.dataset(300, 0.001, a.seed, SOURCE, tmp_path), a, tmp_path)
+    r["n"] = 25_000_000
+    opened = r["stages"]["open vectors"]
+    opened["wall_s"], opened["search"]["depths"][0]["p50"], opened["tree_peak_rss"] = 29 * 60, 12.5, 17e9
+    text = "\n".join(fever_size.checks({"25000000": r}))
+    assert "- the open first stage at 25,000,000: vectors and index built in 29.0 min (<= 30): **met**" in text
+    assert ("- the open first stage at 25,000,000: search p50 12.50 ms at the default depth (<= 10; recall@100 "
+            "0.9900 against exact): **missed**") in text
+    assert ("- the open first stage at 25,000,000: build peak 17.00 GB summed RSS, search 3.22 GB resident (<= 16): "
+            "**missed**") in text
+
+
+def test_stages_measures_only_those_and_keeps_the_others_figures(tmp_path, monkeypatch):
+    fake_commands(monkeypatch, run_fails_at=-1)
+    out = tmp_path / "report.md"
+    argv = ["--sizes", "300", "--claim-scale", "0.001", "--repeats", "1", "--source", str(SOURCE), "--work",
+            str(tmp_path), "--out", str(out)]
+    assert fever_size.main(argv) == 0
+    first = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))["300"]["stages"]
+    assert "Measured by more than one invocation" not in out.read_text(encoding="utf-8")
+    commands = []
+
+    def measure_command(cmd, repeats, **kw):  # slower now: the figures say which run they come from
+        commands.append((cmd[3], repeats))
+        write_outputs(cmd)
+        return {"wall_s": 5.0, "cpu_s": 6.0, "tree_peak_rss": 2 ** 30, "runs": [5.0], "loads": [[1.0, 1.5]]}
+    monkeypatch.setattr(fever_size, "measure_command", measure_command)
+    monkeypatch.setattr(fever_size, "trace_runs", lambda *a, **k: pytest.fail("the run is not needed"))
+    assert fever_size.main([*argv, "--stages", "open-vectors", "--repeats", "3"]) == 0
+    assert commands == [("tag", 1), ("tag", 3)]  # the index it needs, once; then the stage asked for
+    again = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))["300"]["stages"]
+    assert again["open vectors"]["wall_s"] == 5.0 and "--stages open-vectors" in again["open vectors"]["by"]
+    assert {k: v for k, v in again.items() if k != "open vectors"} == {k: v for k, v in first.items()
+                                                                       if k != "open vectors"}
+    assert again["tag"]["wall_s"] == 2.0  # kept, not the prerequisite's run
+    text = out.read_text(encoding="utf-8")
+    assert "**Measured by more than one invocation**" in text
+    assert "--stages open-vectors` (" in text and ": open-vectors at 300" in text and "; predict-dask at 300" in text
+
+
+@pytest.mark.parametrize("stages, says", [
+    ("open-vectors,tagging", "fever_size: --stages: unknown stage 'tagging' (the stages: tag, retrieve-bm25, "
+                             "open-vectors, run, predict-dev, serve, tag-dask, predict-dask)"),
+    ("run", "report.json: --stages keeps the other stages from this file, which cannot be read (FileNotFoundError); "
+            "run every stage once first"),
+])
+def test_stages_without_what_it_needs_stops_in_one_line(tmp_path, monkeypatch, capsys, stages, says):
+    monkeypatch.setattr(fever_size, "bench_size", lambda *a, **k: pytest.fail("measured"))
+    out = tmp_path / "report.md"
+    assert fever_size.main(["--sizes", "300", "--claim-scale", "0.001", "--source", str(SOURCE), "--work",
+                            str(tmp_path), "--out", str(out), "--stages", stages]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.endswith(says) and not out.exists()
