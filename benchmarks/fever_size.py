@@ -220,7 +220,7 @@ def bench_size(n: int, data: Path, written: dict, args, work: Path, progress=lam
             except (SystemExit, Exception) as exc:  # a failed command or server: on with the next stage
                 ran[name] = failure(exc)
         if name in asked:
-            measured[name] = {**ran[name], "by": by}
+            measured[name] = {**ran[name], **({"by": by} if by else {})}
         print(f"fever_size: {n:,} {name}: {ran[name].get('failed', 'done')}"
               + ("" if name in asked else " (for the stages after it; not kept)"), file=sys.stderr)
         progress(r)
