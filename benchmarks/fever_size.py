@@ -147,7 +147,8 @@ def on_cluster(port: int, scratch: Path):
 
 PENDING = "not measured yet: the invocation was still running"
 NOT_ASKED = "not measured: not in --stages, and no earlier figure kept"
-# The stages whose output a stage reads: run for it when --stages leaves them out.
+# The stages whose output a stage reads, every one listed (closed under itself: predict dask
+# reads predict dev's output and so the run's too): run for it when --stages leaves them out.
 NEEDS = {"retrieve bm25": ("tag",), "open vectors": ("tag",), "tag dask": ("tag",), "predict dev": ("run",),
          "serve": ("run",), "predict dask": ("predict dev", "run")}
 
@@ -177,16 +178,6 @@ def open_first_stage(data: Path, index: Path, dev: Path, repeats: int, scratch: 
                                             "load": [before, os.getloadavg()[0]]}}
 
 
-def prerequisites(asked) -> set:
-    """The stages to run for the stages ``asked``: those and every stage whose output they read."""
-    out, grown = set(asked), True
-    while grown:
-        more = {need for name in out for need in NEEDS.get(name, ())} - out
-        out |= more
-        grown = bool(more)
-    return out
-
-
 def bench_size(n: int, data: Path, written: dict, args, work: Path, progress=lambda r: None,
                asked=STAGES, kept: dict | None = None, by: str = "") -> dict:
     """The stages ``asked`` (by default all eight) on the data of ``n`` sentences in ``data``
@@ -202,7 +193,8 @@ def bench_size(n: int, data: Path, written: dict, args, work: Path, progress=lam
                     for name in STAGES}}
     scratch = Path(tempfile.mkdtemp(prefix=f"fever-size-{n}-", dir=work))
     index, keep, out = scratch / "index", scratch / "run", scratch / "out"
-    measured, ran, here = r["stages"], {}, prerequisites(asked)
+    measured, ran = r["stages"], {}
+    here = set(asked) | {need for name in asked for need in NEEDS.get(name, ())}  # and what they read
     manifest = {}  # the one-machine index's, compared with the Dask one's
 
     def times(name: str) -> int:
@@ -378,7 +370,7 @@ def command(args) -> str:
             f"--repeats {args.repeats} --requests {args.requests}"
             + (f" --seed {args.seed}" if args.seed != SEED else "")
             + (f" --source {args.source}" if args.source != DEFAULT_SOURCE else "")
-            + (f" --stages {args.stages}" if getattr(args, "stages", None) else ""))
+            + (f" --stages {args.stages}" if args.stages else ""))
 
 
 def cell(m: dict) -> str:

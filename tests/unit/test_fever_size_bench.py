@@ -25,7 +25,8 @@ SEARCH = {"passages": 300, "dim": 256, "ann": "IVF64,PQ128x4fsr", "opened_s": 0.
 
 
 def args(**kw) -> argparse.Namespace:
-    base = dict(sizes="300,600", claim_scale=0.001, repeats=1, requests=5, seed=fever_size.SEED, source=SOURCE)
+    base = dict(sizes="300,600", claim_scale=0.001, repeats=1, requests=5, seed=fever_size.SEED, source=SOURCE,
+                stages=None)
     return argparse.Namespace(**{**base, **kw})
 
 
@@ -256,3 +257,11 @@ def test_stages_without_what_it_needs_stops_in_one_line(tmp_path, monkeypatch, c
                             str(tmp_path), "--out", str(out), "--stages", stages]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.endswith(says) and not out.exists()
+
+
+def test_every_stage_lists_every_stage_whose_output_it_reads():
+    # a stage run alone runs exactly what NEEDS lists for it, so a need's own needs are listed too
+    for name, needs in fever_size.NEEDS.items():
+        assert set(needs) <= set(fever_size.STAGES) and name not in needs
+        for need in needs:
+            assert set(fever_size.NEEDS.get(need, ())) <= set(needs), (name, need)
